@@ -1,0 +1,62 @@
+/*
+ * graph/eval.c - evaluation entry points: validate, then hand the arrays that lack a value to
+ * the context's backend.
+ */
+#include "graph.h"
+
+#include <string.h>
+
+fc_status fc_eval(fc_ctx *ctx, fc_array *const *arrays, int n) {
+    if (!ctx) return FC_ERR_NULL;
+    if (n < 0) return fcg_error(ctx, FC_ERR_INVALID, "eval: negative count %d", n);
+    if (n > 0 && !arrays) return fcg_error(ctx, FC_ERR_NULL, "eval: arrays is NULL");
+    int pending = 0;
+    for (int i = 0; i < n; i++) {
+        const fc_array *a = arrays[i];
+        if (!a) return fcg_error(ctx, FC_ERR_NULL, "eval: array %d is NULL", i);
+        if (a->ctx != ctx)
+            return fcg_error(ctx, FC_ERR_CONTEXT, "eval: array %d belongs to another context", i);
+        if (a->status != FC_OK) return fcg_error(ctx, a->status, "%s", a->errmsg);
+        pending += a->host == NULL;
+    }
+    if (!pending) return FC_OK;
+    /* The backend sees each array that needs a value once. */
+    fc_array *small[16], **todo = small;
+    if (pending > 16 && !(todo = fcg_malloc(ctx, (size_t)pending * sizeof *todo)))
+        return fcg_error(ctx, FC_ERR_NOMEM, "eval: out of memory");
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        bool dup = arrays[i]->host != NULL;
+        for (int j = 0; j < m && !dup; j++) dup = todo[j] == arrays[i];
+        if (!dup) todo[m++] = arrays[i];
+    }
+    fc_status st = fch_eval(ctx, todo, m);
+    if (todo != small) fcg_free(ctx, todo, (size_t)pending * sizeof *todo);
+    return st;
+}
+
+fc_status fc_read(fc_array *a, void *dst, int64_t offset, int64_t count) {
+    if (!a) return FC_ERR_NULL;
+    fc_ctx *ctx = a->ctx;
+    if (a->status != FC_OK) return fcg_error(ctx, a->status, "%s", a->errmsg);
+    int64_t size = (int64_t)fcg_node_numel(a);
+    if (offset < 0 || count < 0 || offset > size || count > size - offset)
+        return fcg_error(ctx, FC_ERR_INDEX, "read: elements [%lld, %lld) are out of range for "
+                         "an array of %lld", (long long)offset, (long long)offset + count,
+                         (long long)size);
+    if (count > 0 && !dst) return fcg_error(ctx, FC_ERR_NULL, "read: dst is NULL");
+    fc_status st = fc_eval(ctx, &a, 1);
+    if (st != FC_OK) return st;
+    size_t es = fc_dtype_size((fc_dtype)a->dtype);
+    if (count > 0) memcpy(dst, (const char *)a->host + (size_t)offset * es, (size_t)count * es);
+    return FC_OK;
+}
+
+fc_status fc_to_host(fc_array *a, void *dst, size_t bytes) {
+    if (!a) return FC_ERR_NULL;
+    size_t need = fcg_node_numel(a) * fc_dtype_size((fc_dtype)a->dtype);
+    if (a->status == FC_OK && bytes < need)
+        return fcg_error(a->ctx, FC_ERR_INVALID, "to_host: buffer of %zu bytes is too small for "
+                         "%zu", bytes, need);
+    return fc_read(a, dst, 0, (int64_t)fcg_node_numel(a));
+}

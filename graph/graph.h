@@ -1,0 +1,300 @@
+/*
+ * graph/graph.h - internal: nodes, the context, the op table, dtype and shape helpers.
+ *
+ * Prefix fcg_. Not installed and not exported from the shared library. Later stages (passes,
+ * codegen, runtime, the .fc printer) read nodes through this header; only graph/ creates them.
+ */
+#ifndef FUSEC_GRAPH_H
+#define FUSEC_GRAPH_H
+
+#include "fusec.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__GNUC__)
+#define FCG_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define FCG_PRINTF(f, a)
+#endif
+
+/* ---- the op table ----------------------------------------------------------------------- */
+
+typedef enum fcg_op {
+#define FCG_OP(E, c, py, nin, kind, rule, infix) FCG_OP_##E,
+#include "ops.def"
+#undef FCG_OP
+    FCG_OP_COUNT
+} fcg_op;
+
+typedef enum fcg_kind {
+    FCG_KIND_SPECIAL, FCG_KIND_SOURCE, FCG_KIND_EW, FCG_KIND_REDUCE, FCG_KIND_VIEW, FCG_KIND_LIB,
+    FCG_KIND_EWX = FCG_KIND_EW /* elementwise with a hand-written constructor (cast) */
+} fcg_kind;
+
+/* Result-dtype rules of elementwise ops (graph/dtype.c: fcg_ew_types). */
+typedef enum fcg_rule {
+    FCG_RULE_NONE,
+    FCG_RULE_ARITH,        /* common type (bool allowed) */
+    FCG_RULE_ARITH_NOBOOL, /* common type, bool rejected (subtract) */
+    FCG_RULE_TRUEDIV,      /* common type; bool/integer -> f64 */
+    FCG_RULE_INTDIV,       /* common type; bool -> i8; complex rejected (//, %) */
+    FCG_RULE_POWER,        /* common type; bool -> i8 */
+    FCG_RULE_MINMAX,       /* common type */
+    FCG_RULE_FLOAT_BINARY, /* common type, then the float rule; complex rejected (arctan2) */
+    FCG_RULE_COMPARE,      /* common type for the loop, bool result */
+    FCG_RULE_LOGICAL,      /* any inputs taken as truth values, bool result */
+    FCG_RULE_BITWISE,      /* bool and integers only, common type */
+    FCG_RULE_SHIFT,        /* integers (bool -> i8) only, common type */
+    FCG_RULE_NEGATIVE,     /* same dtype, bool rejected */
+    FCG_RULE_ABS,          /* same dtype; complex -> real */
+    FCG_RULE_SIGN,         /* same dtype, bool rejected */
+    FCG_RULE_FLOAT_UNARY,  /* the float rule (i8 -> f16, i16 -> f32, i32 -> f64), complex kept */
+    FCG_RULE_FLOAT_REAL,   /* the float rule, complex rejected (cbrt) */
+    FCG_RULE_SQUARE,       /* same dtype; bool -> i8 (square, reciprocal) */
+    FCG_RULE_ROUND_KEEP,   /* same dtype (integers kept), complex rejected (floor, ceil, trunc) */
+    FCG_RULE_PREDICATE,    /* bool result (isnan, isinf, isfinite, logical_not) */
+    FCG_RULE_BITWISE_NOT,  /* bool and integers only, same dtype */
+    FCG_RULE_REALPART,     /* complex -> real dtype, others kept (real, imag) */
+    FCG_RULE_CONJ,         /* same dtype; bool -> i8 */
+    FCG_RULE_ANGLE,        /* complex -> real dtype; others the float rule */
+    FCG_RULE_CAST,         /* the dtype asked for */
+    FCG_RULE_WHERE,        /* cond as bool; the other two promote together */
+    FCG_RULE_CLIP          /* all three promote together */
+} fcg_rule;
+
+typedef struct fcg_op_info {
+    const char *cname;  /* fc_<cname> */
+    const char *pyname; /* NumPy / .fc name */
+    int nin;            /* -1: variadic */
+    fcg_kind kind;
+    fcg_rule rule;
+    const char *infix;  /* "" when none */
+} fcg_op_info;
+
+extern const fcg_op_info fcg_ops[FCG_OP_COUNT];
+
+/* Public constructors of elementwise ops, indexed by op (NULL where arity differs). The .fc
+ * parser dispatches calls through these. */
+typedef fc_array *(*fcg_unary_fn)(fc_array *);
+typedef fc_array *(*fcg_binary_fn)(fc_array *, fc_array *);
+typedef fc_array *(*fcg_ternary_fn)(fc_array *, fc_array *, fc_array *);
+extern const fcg_unary_fn fcg_unary_api[FCG_OP_COUNT];
+extern const fcg_binary_fn fcg_binary_api[FCG_OP_COUNT];
+extern const fcg_ternary_fn fcg_ternary_api[FCG_OP_COUNT];
+
+/* ---- nodes ------------------------------------------------------------------------------ */
+
+/* Op parameters. Always zero-filled before use: consing compares and the structural hash reads
+ * the bytes, padding included. Which fields an op uses:
+ *   CONST      ival (bool and integers; u64 as its bits), re (floats), re + im (complex)
+ *   ARANGE     re = start, im = step
+ *   LINSPACE   re = start, im = stop, count = num, flag = endpoint
+ *   EYE        ival = k (the output shape is [n, m])
+ *   RANDOM     ival = seed (as u64 bits)
+ *   REDUCE ops axes = bitmask over the input's dims, keepdims, ddof (var/std), ord (norm,
+ *              fc_norm_ord); argmax/argmin: axes has one bit, or every bit and flag = 1 for
+ *              the flattened array (FC_AXIS_NONE)
+ *   PERMUTE    a[i] = input axis of output axis i
+ *   SLICE      a[d] = start, b[d] = step (never 0); output extents are the node's shape. Same
+ *              rank as the input: integer indices and new axes become a RESHAPE
+ *   BROADCAST  nothing: the node's shape is the target; input dims align on the right
+ *   RESHAPE    nothing: the node's shape is the target
+ *   PAD        a[d] = before, b[d] = after, mode (fc_pad_mode), re = constant value
+ *   CONCAT     axis
+ *   INPUT      ival = the program input's index (placeholders are never consed)
+ */
+typedef struct fcg_params {
+    int64_t ival;
+    double re, im;
+    int64_t count;
+    int64_t a[FC_MAX_DIMS];
+    int64_t b[FC_MAX_DIMS];
+    uint32_t axes;
+    int32_t axis;
+    int32_t ddof;
+    uint8_t keepdims, ord, mode, flag;
+} fcg_params;
+
+/* An fc_array is a graph node. Immutable once built, except `host` (its value, filled in once
+ * known) and the reference count. */
+struct fc_array {
+    fc_ctx *ctx;
+    uint32_t refs;        /* UINT32_MAX: immortal (the context's out-of-memory poison) */
+    uint16_t op;          /* fcg_op */
+    uint8_t dtype;        /* fc_dtype of the result */
+    uint8_t loop_dtype;   /* EW: dtype the inputs convert to before the op (the ufunc loop);
+                             REDUCE: dtype the input converts to before accumulating */
+    uint8_t weak;         /* weakly typed scalar (NEP 50) */
+    fc_status status;     /* FC_OK, or the error that poisoned it (op == POISON) */
+    int ndim;
+    int64_t shape[FC_MAX_DIMS];
+    int nin;
+    fc_array **in;        /* points at in_inline for nin <= 3 */
+    fc_array *in_inline[3];
+    fcg_params p;
+    uint64_t id;          /* creation order in the context; never part of a structural hash */
+    uint64_t cons_hash;
+    fc_array *cons_next;
+    void *host;           /* the value, row-major contiguous in dtype, or NULL */
+    size_t host_bytes;
+    char *errmsg;         /* POISON: the message of the op that failed */
+    fc_array *all_prev, *all_next; /* every live node of the context, for fc_ctx_destroy */
+    uint64_t visit;       /* scratch of graph walks: == ctx->visit_epoch when seen this walk */
+    int64_t order;        /* scratch: position in the last fcg_topo_order that saw it */
+};
+
+/* ---- the context ------------------------------------------------------------------------ */
+
+#define FCG_ERRMSG_MAX 1024
+
+struct fc_scope {
+    fc_ctx *ctx;
+    fc_scope *parent;
+    fc_array **owned;
+    size_t n, cap;
+};
+
+struct fc_ctx {
+    fc_allocator alloc;
+    fc_backend backend;
+    int device;
+    char *cache_dir;
+    char errmsg[FCG_ERRMSG_MAX];
+    fc_scope *scope;      /* innermost open scope */
+    fc_array **cons;      /* hash-consing buckets */
+    size_t cons_cap, cons_n;
+    uint64_t next_id;
+    fc_array oom;         /* immortal poison returned when even a poison cannot be allocated */
+    fc_array *all;        /* list of every live node */
+    uint64_t visit_epoch; /* bumped by each graph walk */
+    size_t live_nodes;
+};
+
+/* ---- memory (every allocation goes through the context's allocator) -------------------- */
+
+void *fcg_malloc(fc_ctx *ctx, size_t size);
+void *fcg_calloc(fc_ctx *ctx, size_t size);
+void *fcg_realloc(fc_ctx *ctx, void *ptr, size_t old_size, size_t new_size);
+void fcg_free(fc_ctx *ctx, void *ptr, size_t size);
+char *fcg_strdup(fc_ctx *ctx, const char *s);
+/* Strings from fcg_strdup are freed with fcg_strfree (their size is strlen + 1). */
+void fcg_strfree(fc_ctx *ctx, char *s);
+
+/* ---- errors ----------------------------------------------------------------------------- */
+
+/* Writes the context's message and returns `status`. */
+fc_status fcg_error(fc_ctx *ctx, fc_status status, const char *fmt, ...) FCG_PRINTF(3, 4);
+fc_status fcg_verror(fc_ctx *ctx, fc_status status, const char *fmt, va_list ap);
+/* A new poisoned array carrying the message (also written to the context), registered in the
+ * open scope like any result. Falls back to the immortal out-of-memory poison. */
+fc_array *fcg_poison(fc_ctx *ctx, fc_status status, const char *fmt, ...) FCG_PRINTF(3, 4);
+/* fcg_poison with the message already in the context (set by a failing helper). */
+fc_array *fcg_poison_ctx(fc_ctx *ctx, fc_status status);
+/* Broadcasts the shapes of in[0..n) (NumPy rules) into *ndim / shape. On mismatch writes a
+ * message naming `opname`, every shape and dtype, and returns FC_ERR_SHAPE. */
+fc_status fcg_broadcast_shapes(fc_ctx *ctx, const char *opname, int n, fc_array *const *in,
+                               int *ndim, int64_t *shape);
+/* Normalises an axis set of an ndim-array into a bitmask (FC_ALL: every axis). Out-of-range
+ * or repeated axes: a message naming `opname` and FC_ERR_AXIS. */
+fc_status fcg_axes_mask(fc_ctx *ctx, const char *opname, int ndim, fc_axes axes, uint32_t *mask);
+/* "[4096, 1024]" into buf (at least 200 bytes); returns buf. */
+char *fcg_shape_str(char *buf, int ndim, const int64_t *shape);
+
+/* ---- node construction (graph/node.c) --------------------------------------------------- */
+
+/* Finds or creates the node with these fields (hash-consed unless op is DATA, INPUT or
+ * POISON). Takes a new reference to each input. Returns a new reference owned by the caller,
+ * or NULL when memory runs out (the context's message says so). */
+fc_array *fcg_node(fc_ctx *ctx, fcg_op op, fc_dtype dtype, fc_dtype loop_dtype, bool weak,
+                   int ndim, const int64_t *shape, int nin, fc_array *const *in,
+                   const fcg_params *p);
+void fcg_retain(fc_array *a);
+/* Drops a reference; frees the node, and inputs that become unreferenced, without recursion. */
+void fcg_release(fc_array *a);
+/* Hands a new reference to the API caller: the innermost open scope takes ownership. On
+ * failure releases `a` and returns the out-of-memory poison. NULL becomes that poison too. */
+fc_array *fcg_ret(fc_ctx *ctx, fc_array *a);
+/* The common prologue of a public op over `n` inputs. Returns the context, or NULL when no
+ * input has one (all NULL). When the op must not go on, *early is set to what it returns:
+ * the first poisoned input (a new reference), or a new poison for a NULL input or mixed
+ * contexts. */
+fc_ctx *fcg_begin(const char *opname, int n, fc_array *const *in, fc_array **early);
+/* fcg_ret of a node built by fcg_node, which may be NULL on out-of-memory. */
+fc_array *fcg_make(fc_ctx *ctx, fcg_op op, fc_dtype dtype, fc_dtype loop_dtype, bool weak,
+                   int ndim, const int64_t *shape, int nin, fc_array *const *in,
+                   const fcg_params *p);
+size_t fcg_numel(int ndim, const int64_t *shape);
+static inline size_t fcg_node_numel(const fc_array *a) { return fcg_numel(a->ndim, a->shape); }
+
+/* Every node reachable from arrays[0..n), each once, inputs before their users: DFS
+ * post-order from the arrays in order, inputs in order. With stop_at_values, a node that
+ * holds a value (a->host) is a leaf: its inputs are not visited. *order is fcg_malloc'd
+ * (*count pointers; free with fcg_free). Each node's `order` is set to its position; it stays
+ * valid until the next walk. No recursion: deep graphs are fine. */
+fc_status fcg_topo_order(fc_ctx *ctx, fc_array *const *arrays, int n, bool stop_at_values,
+                         fc_array ***order, size_t *count);
+
+/* ---- dtypes (graph/dtype.c) ------------------------------------------------------------- */
+
+static inline bool fcg_is_bool(fc_dtype t) { return t == FC_BOOL; }
+static inline bool fcg_is_sint(fc_dtype t) { return t >= FC_I8 && t <= FC_I64; }
+static inline bool fcg_is_uint(fc_dtype t) { return t >= FC_U8 && t <= FC_U64; }
+static inline bool fcg_is_int(fc_dtype t) { return t >= FC_I8 && t <= FC_U64; }
+static inline bool fcg_is_float(fc_dtype t) { return t >= FC_F16 && t <= FC_F64; }
+static inline bool fcg_is_complex(fc_dtype t) { return t == FC_C64 || t == FC_C128; }
+static inline bool fcg_is_inexact(fc_dtype t) { return t >= FC_F16; }
+/* c64 -> f32, c128 -> f64, others unchanged. */
+fc_dtype fcg_real_dtype(fc_dtype t);
+/* The float rule of NumPy's float ufuncs: smallest of f16, f32, f64 that holds t safely
+ * (bool, i8, u8 -> f16; i16, u16 -> f32; wider -> f64); floats and complex unchanged. */
+fc_dtype fcg_float_of(fc_dtype t);
+/* Whether NumPy's "safe" casting allows from -> to. */
+bool fcg_can_cast_safe(fc_dtype from, fc_dtype to);
+
+/* Result and loop dtypes of an elementwise op over its inputs (weak scalars per NEP 50).
+ * `cast_to` is the target of CAST. On error writes the context's message naming op and dtypes
+ * and returns its status. */
+fc_status fcg_ew_types(fc_ctx *ctx, fcg_op op, int nin, fc_array *const *in, fc_dtype cast_to,
+                       fc_dtype *out_dtype, fc_dtype *loop_dtype, bool *out_weak);
+
+/* IEEE binary16 and bfloat16 <-> f32, round to nearest even, NaN kept. */
+float fcg_f16_to_f32(uint16_t h);
+uint16_t fcg_f32_to_f16(float f);
+float fcg_bf16_to_f32(uint16_t h);
+uint16_t fcg_f32_to_bf16(float f);
+
+/* ---- random numbers: one definition for every backend ---------------------------------- */
+
+static inline uint64_t fcg_mix64(uint64_t z) {
+    z += 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+/* 64 random bits for (seed, stream index). Complex dtypes use index 2i (re) and 2i + 1 (im). */
+static inline uint64_t fcg_random_bits(uint64_t seed, uint64_t index) {
+    return fcg_mix64(seed ^ fcg_mix64(index));
+}
+/* A value in [0, 1) with as many bits as the (real) dtype's significand holds, so that
+ * rounding to the dtype never yields 1.0. */
+static inline double fcg_random_unit(fc_dtype real_dtype, uint64_t bits) {
+    switch (real_dtype) {
+    case FC_F16: return (double)(bits >> 53) * 0x1p-11;
+    case FC_BF16: return (double)(bits >> 56) * 0x1p-8;
+    case FC_F32: return (double)(bits >> 40) * 0x1p-24;
+    default: return (double)(bits >> 11) * 0x1p-53;
+    }
+}
+
+/* ---- backends --------------------------------------------------------------------------- */
+
+/* runtime/host.c: evaluates the graph on the CPU exactly as NumPy would, and stores each
+ * requested array's value in a->host (allocated with fcg_malloc, a->host_bytes bytes).
+ * Arrays that already hold a value are leaves. Every other node's value is temporary.
+ * On error: the context's message is set, no requested array gains a value, nothing leaks. */
+fc_status fch_eval(fc_ctx *ctx, fc_array *const *arrays, int n);
+
+#endif /* FUSEC_GRAPH_H */

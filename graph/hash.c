@@ -1,0 +1,132 @@
+/*
+ * graph/hash.c - graph walks and the structural hash.
+ *
+ * The hash serialises the graph in a canonical order (DFS post-order from the outputs) with
+ * nodes named by position, so it depends on structure alone: never on pointers, creation
+ * order or input values. It keys the plan cache and proves round trips of the .fc format.
+ */
+#include "graph.h"
+
+#include <string.h>
+#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack: no hidden malloc */
+#include <xxhash.h>
+
+fc_status fcg_topo_order(fc_ctx *ctx, fc_array *const *arrays, int n, bool stop_at_values,
+                         fc_array ***order_out, size_t *count_out) {
+    typedef struct frame {
+        fc_array *node;
+        int next;
+    } frame;
+    *order_out = NULL;
+    *count_out = 0;
+    uint64_t epoch = ++ctx->visit_epoch;
+    size_t cap = 64, count = 0, scap = 64, depth = 0;
+    fc_array **order = fcg_malloc(ctx, cap * sizeof *order);
+    frame *stack = fcg_malloc(ctx, scap * sizeof *stack);
+    if (!order || !stack) goto nomem;
+    for (int r = 0; r < n; r++) {
+        if (arrays[r]->visit == epoch) continue;
+        arrays[r]->visit = epoch;
+        stack[depth++] = (frame){arrays[r], 0};
+        while (depth) {
+            frame *f = &stack[depth - 1];
+            fc_array *a = f->node;
+            bool leaf = stop_at_values && a->host;
+            if (!leaf && f->next < a->nin) {
+                fc_array *c = a->in[f->next++];
+                if (c->visit == epoch) continue;
+                c->visit = epoch;
+                if (depth == scap) {
+                    frame *s = fcg_realloc(ctx, stack, scap * sizeof *s, 2 * scap * sizeof *s);
+                    if (!s) goto nomem;
+                    stack = s;
+                    scap *= 2;
+                }
+                stack[depth++] = (frame){c, 0};
+                continue;
+            }
+            if (count == cap) {
+                fc_array **o = fcg_realloc(ctx, order, cap * sizeof *o, 2 * cap * sizeof *o);
+                if (!o) goto nomem;
+                order = o;
+                cap *= 2;
+            }
+            a->order = (int64_t)count;
+            order[count++] = a;
+            depth--;
+        }
+    }
+    fcg_free(ctx, stack, scap * sizeof *stack);
+    /* Hand back an exact-size array so the caller frees count pointers. */
+    fc_array **exact = fcg_realloc(ctx, order, cap * sizeof *order, count * sizeof *order);
+    if (!exact) {
+        fcg_free(ctx, order, cap * sizeof *order);
+        return fcg_error(ctx, FC_ERR_NOMEM, "graph walk: out of memory");
+    }
+    *order_out = exact;
+    *count_out = count;
+    return FC_OK;
+nomem:
+    fcg_free(ctx, order, cap * sizeof *order);
+    fcg_free(ctx, stack, scap * sizeof *stack);
+    return fcg_error(ctx, FC_ERR_NOMEM, "graph walk: out of memory");
+}
+
+/* The hashed record of one node; zero-filled so padding is deterministic. */
+typedef struct hash_record {
+    uint16_t op;
+    uint8_t dtype, loop_dtype, weak, pad[3];
+    int32_t ndim, nin;
+    int64_t shape[FC_MAX_DIMS];
+    fcg_params p;
+} hash_record;
+
+fc_status fc_graph_hash(fc_array *const *arrays, int n, fc_hash *out) {
+    if (!arrays || !out || n < 1) return FC_ERR_NULL;
+    fc_array *early;
+    fc_ctx *ctx = fcg_begin("graph_hash", n, arrays, &early);
+    if (!ctx) return FC_ERR_NULL;
+    if (early) {
+        fc_status st = early->status;
+        if (st == FC_ERR_NULL || st == FC_ERR_CONTEXT) fcg_error(ctx, st, "%s", "graph_hash: "
+                                                                  "NULL or foreign array");
+        fcg_release(early);
+        return st;
+    }
+    fc_array **order;
+    size_t count;
+    fc_status st = fcg_topo_order(ctx, arrays, n, false, &order, &count);
+    if (st != FC_OK) return st;
+    XXH3_state_t state;
+    XXH3_128bits_reset(&state);
+    const uint32_t version = 1; /* bump on any change to what is hashed */
+    XXH3_128bits_update(&state, &version, sizeof version);
+    for (size_t i = 0; i < count; i++) {
+        const fc_array *a = order[i];
+        hash_record r;
+        memset(&r, 0, sizeof r);
+        /* Inputs are leaves by position, dtype and shape: data and placeholders alike. */
+        bool leaf = a->op == FCG_OP_DATA || a->op == FCG_OP_INPUT;
+        r.op = leaf ? FCG_OP_INPUT : a->op;
+        r.dtype = a->dtype;
+        r.loop_dtype = a->loop_dtype;
+        r.weak = a->weak;
+        r.ndim = a->ndim;
+        r.nin = a->nin;
+        memcpy(r.shape, a->shape, sizeof r.shape);
+        if (!leaf) r.p = a->p;
+        XXH3_128bits_update(&state, &r, sizeof r);
+        for (int k = 0; k < a->nin; k++) {
+            int64_t idx = a->in[k]->order;
+            XXH3_128bits_update(&state, &idx, sizeof idx);
+        }
+    }
+    int64_t outs = n;
+    XXH3_128bits_update(&state, &outs, sizeof outs);
+    for (int k = 0; k < n; k++) XXH3_128bits_update(&state, &arrays[k]->order, sizeof(int64_t));
+    XXH128_hash_t h = XXH3_128bits_digest(&state);
+    fcg_free(ctx, order, count * sizeof *order);
+    out->lo = h.low64;
+    out->hi = h.high64;
+    return FC_OK;
+}

@@ -1,0 +1,243 @@
+/*
+ * graph/node.c - hash-consed node construction, reference counts, poisoned arrays, and the
+ * hand-off of results to the caller or the open scope.
+ *
+ * Hash-consing: a node is identified by (op, dtypes, weak, shape, params, inputs). Building an
+ * identical node returns the existing one, so common subexpressions are one node for free.
+ * DATA, INPUT and POISON nodes are unique by identity and never consed.
+ */
+#include "graph.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <xxhash.h>
+
+void fcg_free_node(fc_ctx *ctx, fc_array *a);
+
+size_t fcg_numel(int ndim, const int64_t *shape) {
+    size_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= (size_t)shape[i];
+    return n;
+}
+
+static bool is_consed(fcg_op op) {
+    return op != FCG_OP_DATA && op != FCG_OP_INPUT && op != FCG_OP_POISON;
+}
+
+/* The fixed part of a node's identity, zero-filled so padding hashes deterministically. */
+typedef struct cons_key {
+    uint16_t op;
+    uint8_t dtype, loop_dtype, weak, pad[3];
+    int32_t ndim, nin;
+    int64_t shape[FC_MAX_DIMS];
+    fcg_params p;
+} cons_key;
+
+static uint64_t cons_hash(const cons_key *k, fc_array *const *in) {
+    uint64_t h = XXH3_64bits(k, sizeof *k);
+    for (int i = 0; i < k->nin; i++) h = XXH3_64bits_withSeed(&in[i]->id, sizeof in[i]->id, h);
+    return h;
+}
+
+static bool cons_equal(const fc_array *a, const cons_key *k, fc_array *const *in) {
+    if (a->op != k->op || a->dtype != k->dtype || a->loop_dtype != k->loop_dtype ||
+        a->weak != k->weak || a->ndim != k->ndim || a->nin != k->nin)
+        return false;
+    if (memcmp(a->shape, k->shape, sizeof a->shape) != 0) return false;
+    if (memcmp(&a->p, &k->p, sizeof a->p) != 0) return false;
+    for (int i = 0; i < k->nin; i++)
+        if (a->in[i] != in[i]) return false;
+    return true;
+}
+
+static void cons_grow(fc_ctx *ctx) {
+    size_t cap = ctx->cons_cap * 2;
+    fc_array **b = fcg_calloc(ctx, cap * sizeof *b);
+    if (!b) return; /* a fuller table is slower, not wrong */
+    for (size_t i = 0; i < ctx->cons_cap; i++) {
+        for (fc_array *a = ctx->cons[i], *next; a; a = next) {
+            next = a->cons_next;
+            size_t j = a->cons_hash & (cap - 1);
+            a->cons_next = b[j];
+            b[j] = a;
+        }
+    }
+    fcg_free(ctx, ctx->cons, ctx->cons_cap * sizeof *ctx->cons);
+    ctx->cons = b;
+    ctx->cons_cap = cap;
+}
+
+static void cons_unlink(fc_ctx *ctx, fc_array *a) {
+    fc_array **pp = &ctx->cons[a->cons_hash & (ctx->cons_cap - 1)];
+    while (*pp && *pp != a) pp = &(*pp)->cons_next;
+    if (*pp) {
+        *pp = a->cons_next;
+        ctx->cons_n--;
+    }
+    a->cons_next = NULL;
+}
+
+fc_array *fcg_node(fc_ctx *ctx, fcg_op op, fc_dtype dtype, fc_dtype loop_dtype, bool weak,
+                   int ndim, const int64_t *shape, int nin, fc_array *const *in,
+                   const fcg_params *p) {
+    cons_key k;
+    memset(&k, 0, sizeof k);
+    k.op = (uint16_t)op;
+    k.dtype = (uint8_t)dtype;
+    k.loop_dtype = (uint8_t)loop_dtype;
+    k.weak = weak;
+    k.ndim = ndim;
+    k.nin = nin;
+    if (ndim > 0) memcpy(k.shape, shape, (size_t)ndim * sizeof *shape);
+    if (p) k.p = *p;
+
+    uint64_t h = 0;
+    if (is_consed(op)) {
+        h = cons_hash(&k, in);
+        for (fc_array *a = ctx->cons[h & (ctx->cons_cap - 1)]; a; a = a->cons_next)
+            if (a->cons_hash == h && cons_equal(a, &k, in)) {
+                fcg_retain(a);
+                return a;
+            }
+    }
+
+    fc_array *a = fcg_calloc(ctx, sizeof *a);
+    if (!a) {
+        fcg_error(ctx, FC_ERR_NOMEM, "%s: out of memory", fcg_ops[op].pyname);
+        return NULL;
+    }
+    a->in = a->in_inline;
+    if (nin > 3 && !(a->in = fcg_malloc(ctx, (size_t)nin * sizeof *a->in))) {
+        fcg_free(ctx, a, sizeof *a);
+        fcg_error(ctx, FC_ERR_NOMEM, "%s: out of memory", fcg_ops[op].pyname);
+        return NULL;
+    }
+    a->ctx = ctx;
+    a->refs = 1;
+    a->op = k.op;
+    a->dtype = k.dtype;
+    a->loop_dtype = k.loop_dtype;
+    a->weak = k.weak;
+    a->status = FC_OK;
+    a->ndim = ndim;
+    memcpy(a->shape, k.shape, sizeof a->shape);
+    a->nin = nin;
+    for (int i = 0; i < nin; i++) {
+        a->in[i] = in[i];
+        fcg_retain(in[i]);
+    }
+    a->p = k.p;
+    a->id = ctx->next_id++;
+    a->all_next = ctx->all;
+    if (ctx->all) ctx->all->all_prev = a;
+    ctx->all = a;
+    ctx->live_nodes++;
+    if (is_consed(op)) {
+        a->cons_hash = h;
+        size_t j = h & (ctx->cons_cap - 1);
+        a->cons_next = ctx->cons[j];
+        ctx->cons[j] = a;
+        if (++ctx->cons_n > ctx->cons_cap - ctx->cons_cap / 4) cons_grow(ctx);
+    }
+    return a;
+}
+
+void fcg_retain(fc_array *a) {
+    if (a->refs != UINT32_MAX) a->refs++;
+}
+
+void fcg_release(fc_array *a) {
+    if (a->refs == UINT32_MAX || --a->refs > 0) return;
+    fc_ctx *ctx = a->ctx;
+    /* Dead nodes form a stack through cons_next (free once unlinked), so releasing a deep
+     * chain needs neither recursion nor memory. */
+    if (is_consed((fcg_op)a->op)) cons_unlink(ctx, a);
+    a->cons_next = NULL;
+    fc_array *stack = a;
+    while (stack) {
+        fc_array *n = stack;
+        stack = n->cons_next;
+        for (int i = 0; i < n->nin; i++) {
+            fc_array *c = n->in[i];
+            if (c->refs == UINT32_MAX || --c->refs > 0) continue;
+            if (is_consed((fcg_op)c->op)) cons_unlink(ctx, c);
+            c->cons_next = stack;
+            stack = c;
+        }
+        fcg_free_node(ctx, n);
+    }
+}
+
+fc_array *fcg_ret(fc_ctx *ctx, fc_array *a) {
+    if (!a) return &ctx->oom;
+    fc_scope *s = ctx->scope;
+    if (!s || a->refs == UINT32_MAX) return a;
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 16;
+        fc_array **owned = fcg_realloc(ctx, s->owned, s->cap * sizeof *owned, cap * sizeof *owned);
+        if (!owned) {
+            fcg_release(a);
+            fcg_error(ctx, FC_ERR_NOMEM, "scope: out of memory");
+            return &ctx->oom;
+        }
+        s->owned = owned;
+        s->cap = cap;
+    }
+    s->owned[s->n++] = a;
+    return a;
+}
+
+fc_array *fcg_make(fc_ctx *ctx, fcg_op op, fc_dtype dtype, fc_dtype loop_dtype, bool weak,
+                   int ndim, const int64_t *shape, int nin, fc_array *const *in,
+                   const fcg_params *p) {
+    return fcg_ret(ctx, fcg_node(ctx, op, dtype, loop_dtype, weak, ndim, shape, nin, in, p));
+}
+
+fc_array *fcg_poison(fc_ctx *ctx, fc_status status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fcg_verror(ctx, status, fmt, ap);
+    va_end(ap);
+    fc_array *a = fcg_node(ctx, FCG_OP_POISON, FC_BOOL, FC_BOOL, false, 0, NULL, 0, NULL, NULL);
+    if (!a) return &ctx->oom;
+    a->status = status;
+    /* fcg_node may have overwritten the message only on failure, which returned above. */
+    if (!(a->errmsg = fcg_strdup(ctx, ctx->errmsg))) {
+        fcg_release(a);
+        return &ctx->oom;
+    }
+    return fcg_ret(ctx, a);
+}
+
+fc_ctx *fcg_begin(const char *opname, int n, fc_array *const *in, fc_array **early) {
+    *early = NULL;
+    fc_ctx *ctx = NULL;
+    for (int i = 0; i < n && !ctx; i++)
+        if (in[i]) ctx = in[i]->ctx;
+    if (!ctx) return NULL;
+    for (int i = 0; i < n; i++) {
+        if (!in[i]) {
+            *early = fcg_poison(ctx, FC_ERR_NULL, "%s: argument %d is NULL", opname, i + 1);
+            return ctx;
+        }
+        if (in[i]->ctx != ctx) {
+            *early = fcg_poison(ctx, FC_ERR_CONTEXT,
+                                "%s: arguments belong to different contexts", opname);
+            return ctx;
+        }
+    }
+    for (int i = 0; i < n; i++)
+        if (in[i]->status != FC_OK) {
+            fcg_retain(in[i]);
+            *early = fcg_ret(ctx, in[i]);
+            return ctx;
+        }
+    return ctx;
+}
+
+fc_array *fcg_poison_ctx(fc_ctx *ctx, fc_status status) {
+    char msg[FCG_ERRMSG_MAX];
+    memcpy(msg, ctx->errmsg, sizeof msg);
+    msg[sizeof msg - 1] = '\0';
+    return fcg_poison(ctx, status, "%s", msg);
+}

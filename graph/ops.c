@@ -1,0 +1,146 @@
+/*
+ * graph/ops.c - the op table and every elementwise constructor, expanded from ops.def.
+ */
+#include "graph.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const fcg_op_info fcg_ops[FCG_OP_COUNT] = {
+#define FCG_OP(E, c, py, nin, kind, rule, infix) \
+    [FCG_OP_##E] = {#c, py, nin, FCG_KIND_##kind, FCG_RULE_##rule, infix},
+#include "ops.def"
+#undef FCG_OP
+};
+
+fc_status fcg_broadcast_shapes(fc_ctx *ctx, const char *opname, int n, fc_array *const *in,
+                               int *ndim, int64_t *shape) {
+    int nd = 0;
+    for (int i = 0; i < n; i++)
+        if (in[i]->ndim > nd) nd = in[i]->ndim;
+    for (int d = 0; d < nd; d++) {
+        int64_t ext = 1;
+        for (int i = 0; i < n; i++) {
+            int k = d - (nd - in[i]->ndim);
+            if (k < 0) continue;
+            int64_t e = in[i]->shape[k];
+            if (e == ext || e == 1) continue;
+            if (ext != 1) goto mismatch;
+            ext = e;
+        }
+        shape[d] = ext;
+    }
+    *ndim = nd;
+    return FC_OK;
+mismatch: {
+    char msg[FCG_ERRMSG_MAX], sh[200];
+    size_t len = (size_t)snprintf(msg, sizeof msg,
+                                  "%s: operands could not be broadcast together with shapes",
+                                  opname);
+    for (int i = 0; i < n && len < sizeof msg; i++)
+        len += (size_t)snprintf(msg + len, sizeof msg - len, "%s %s (%s)", i ? "," : "",
+                                fcg_shape_str(sh, in[i]->ndim, in[i]->shape),
+                                fc_dtype_name((fc_dtype)in[i]->dtype));
+    return fcg_error(ctx, FC_ERR_SHAPE, "%s", msg);
+}
+}
+
+/* Appends " for shapes [..] (dt), ..." to the context's message. */
+static void append_operands(fc_ctx *ctx, int n, fc_array *const *in) {
+    size_t len = strlen(ctx->errmsg);
+    char sh[200];
+    len += (size_t)snprintf(ctx->errmsg + len, sizeof ctx->errmsg - len, " with shapes");
+    for (int i = 0; i < n && len < sizeof ctx->errmsg; i++)
+        len += (size_t)snprintf(ctx->errmsg + len, sizeof ctx->errmsg - len, "%s %s", i ? "," : "",
+                                fcg_shape_str(sh, in[i]->ndim, in[i]->shape));
+}
+
+static fc_array *elementwise(fcg_op op, int nin, fc_array *const *in, fc_dtype cast_to) {
+    const char *name = fcg_ops[op].pyname;
+    fc_array *early;
+    fc_ctx *ctx = fcg_begin(name, nin, in, &early);
+    if (!ctx || early) return early;
+    int ndim;
+    int64_t shape[FC_MAX_DIMS];
+    fc_status st = fcg_broadcast_shapes(ctx, name, nin, in, &ndim, shape);
+    if (st != FC_OK) return fcg_poison_ctx(ctx, st);
+    fc_dtype out, loop;
+    bool weak;
+    st = fcg_ew_types(ctx, op, nin, in, cast_to, &out, &loop, &weak);
+    if (st != FC_OK) {
+        append_operands(ctx, nin, in);
+        return fcg_poison_ctx(ctx, st);
+    }
+    if (op == FCG_OP_CAST && out == in[0]->dtype && !in[0]->weak) {
+        fcg_retain(in[0]); /* a cast to its own dtype is the array itself */
+        return fcg_ret(ctx, in[0]);
+    }
+    return fcg_make(ctx, op, out, loop, weak, ndim, shape, nin, in, NULL);
+}
+
+/* The public constructors: fc_<cname> for every elementwise op of ops.def. */
+#define DEF_EW1(E, c)                                                                            \
+    fc_array *fc_##c(fc_array *a) { return elementwise(FCG_OP_##E, 1, (fc_array *[]){a}, 0); }
+#define DEF_EW2(E, c)                                                                            \
+    fc_array *fc_##c(fc_array *a, fc_array *b) {                                                 \
+        return elementwise(FCG_OP_##E, 2, (fc_array *[]){a, b}, 0);                              \
+    }
+#define DEF_EW3(E, c)                                                                            \
+    fc_array *fc_##c(fc_array *a, fc_array *b, fc_array *d) {                                    \
+        return elementwise(FCG_OP_##E, 3, (fc_array *[]){a, b, d}, 0);                           \
+    }
+#define DEF_EW(E, c, nin) DEF_EW_N(nin)(E, c)
+#define DEF_EW_N(nin) DEF_EW##nin
+#define DEF_EWX(E, c, nin)
+#define DEF_SOURCE(E, c, nin)
+#define DEF_SPECIAL(E, c, nin)
+#define DEF_REDUCE(E, c, nin)
+#define DEF_VIEW(E, c, nin)
+#define DEF_LIB(E, c, nin)
+#define FCG_OP(E, c, py, nin, kind, rule, infix) DEF_##kind(E, c, nin)
+#include "ops.def"
+#undef FCG_OP
+
+fc_array *fc_cast(fc_array *a, fc_dtype dtype) {
+    return elementwise(FCG_OP_CAST, 1, (fc_array *[]){a}, dtype);
+}
+
+/* Lookup tables for the .fc parser: each elementwise op's public constructor by arity. */
+#define ENTRY(E, c) [FCG_OP_##E] = fc_##c,
+#define SKIP(E, c)
+#define NO_ENTRY(E, c, nin)
+#define T_EWX NO_ENTRY
+#define T_SOURCE NO_ENTRY
+#define T_SPECIAL NO_ENTRY
+#define T_REDUCE NO_ENTRY
+#define T_VIEW NO_ENTRY
+#define T_EW(E, c, nin) T_EW_N(nin)(E, c)
+#define T_EW_N(nin) T_EW##nin
+
+#define T_EW1 ENTRY
+#define T_EW2 SKIP
+#define T_EW3 SKIP
+#define T_LIB NO_ENTRY
+#define FCG_OP(E, c, py, nin, kind, rule, infix) T_##kind(E, c, nin)
+const fcg_unary_fn fcg_unary_api[FCG_OP_COUNT] = {
+#include "ops.def"
+};
+#undef T_EW1
+#undef T_EW2
+#undef T_LIB
+#define T_EW1 SKIP
+#define T_EW2 ENTRY
+#define T_LIB(E, c, nin) ENTRY(E, c)
+const fcg_binary_fn fcg_binary_api[FCG_OP_COUNT] = {
+#include "ops.def"
+};
+#undef T_EW2
+#undef T_EW3
+#undef T_LIB
+#define T_EW2 SKIP
+#define T_EW3 ENTRY
+#define T_LIB NO_ENTRY
+const fcg_ternary_fn fcg_ternary_api[FCG_OP_COUNT] = {
+#include "ops.def"
+};
+#undef FCG_OP

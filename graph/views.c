@@ -1,0 +1,515 @@
+/*
+ * graph/views.c - shape ops: reshape, permute, slices, broadcast, pad, concatenate, matmul.
+ *
+ * Canonical forms keep the graph (and so its hash and printed text) small and unique:
+ * identity views return their input; expand_dims, squeeze and integer indices become RESHAPE;
+ * flip becomes SLICE; chains of reshapes, permutes and slices fold into one node.
+ */
+#include "graph.h"
+
+#include <stdio.h>
+#include <string.h>
+
+fc_status fcg_axes_mask(fc_ctx *ctx, const char *opname, int ndim, fc_axes axes, uint32_t *mask) {
+    if (axes.n < 0) {
+        *mask = ndim ? (uint32_t)((1ull << ndim) - 1) : 0;
+        return FC_OK;
+    }
+    if (axes.n > FC_MAX_DIMS)
+        return fcg_error(ctx, FC_ERR_AXIS, "%s: %d axes given (at most %d)", opname, axes.n,
+                         FC_MAX_DIMS);
+    uint32_t m = 0;
+    for (int i = 0; i < axes.n; i++) {
+        int ax = axes.axis[i];
+        if (ax < -ndim || ax >= ndim)
+            return fcg_error(ctx, FC_ERR_AXIS, "%s: axis %d is out of bounds for an array of %d "
+                             "dimension%s", opname, ax, ndim, ndim == 1 ? "" : "s");
+        if (ax < 0) ax += ndim;
+        if (m & (1u << ax))
+            return fcg_error(ctx, FC_ERR_AXIS, "%s: axis %d is repeated", opname, axes.axis[i]);
+        m |= 1u << ax;
+    }
+    *mask = m;
+    return FC_OK;
+}
+
+static fc_array *same(fc_ctx *ctx, fc_array *a) {
+    fcg_retain(a);
+    return fcg_ret(ctx, a);
+}
+
+/* A view node (always strongly typed) over one input. */
+static fc_array *view(fc_ctx *ctx, fcg_op op, fc_array *a, int ndim, const int64_t *shape,
+                      const fcg_params *p) {
+    return fcg_make(ctx, op, (fc_dtype)a->dtype, (fc_dtype)a->dtype, false, ndim, shape, 1, &a, p);
+}
+
+/* ---- reshape ---------------------------------------------------------------------------- */
+
+static fc_array *reshape_to(fc_ctx *ctx, fc_array *a, int ndim, const int64_t *shape) {
+    if (ndim == a->ndim && memcmp(shape, a->shape, (size_t)ndim * sizeof *shape) == 0)
+        return same(ctx, a);
+    if (a->op == FCG_OP_RESHAPE) a = a->in[0]; /* reshape of a reshape is one reshape */
+    if (ndim == a->ndim && memcmp(shape, a->shape, (size_t)ndim * sizeof *shape) == 0)
+        return same(ctx, a);
+    return view(ctx, FCG_OP_RESHAPE, a, ndim, shape, NULL);
+}
+
+fc_array *fc_reshape(fc_array *a, fc_shape shape) {
+    fc_array *early;
+    fc_ctx *ctx = fcg_begin("reshape", 1, &a, &early);
+    if (!ctx || early) return early;
+    char s1[200], s2[200];
+    if (shape.ndim < 0 || shape.ndim > FC_MAX_DIMS)
+        return fcg_poison(ctx, FC_ERR_SHAPE, "reshape: %d dimensions (at most %d)", shape.ndim,
+                          FC_MAX_DIMS);
+    int infer = -1;
+    int64_t known = 1;
+    for (int i = 0; i < shape.ndim; i++) {
+        if (shape.dim[i] == -1 && infer < 0) {
+            infer = i;
+        } else if (shape.dim[i] < 0) {
+            return fcg_poison(ctx, FC_ERR_SHAPE, "reshape: bad target shape %s for %s (%s)",
+                              fcg_shape_str(s1, shape.ndim, shape.dim),
+                              fcg_shape_str(s2, a->ndim, a->shape),
+                              fc_dtype_name((fc_dtype)a->dtype));
+        } else {
+            known *= shape.dim[i];
+        }
+    }
+    int64_t size = (int64_t)fcg_node_numel(a);
+    if (infer >= 0) {
+        if (known == 0 || size % known != 0) goto mismatch;
+        shape.dim[infer] = size / known;
+    } else if (known != size) {
+        goto mismatch;
+    }
+    return reshape_to(ctx, a, shape.ndim, shape.dim);
+mismatch:
+    return fcg_poison(ctx, FC_ERR_SHAPE, "reshape: cannot reshape %s (%s, %lld elements) into %s",
+                      fcg_shape_str(s2, a->ndim, a->shape), fc_dtype_name((fc_dtype)a->dtype),
+                      (long long)size, fcg_shape_str(s1, shape.ndim, shape.dim));
+}
+
+fc_array *fc_expand_dims(fc_array *a, int axis) {
+    fc_array *early;
+    fc_ctx *ctx = fcg_begin("expand_dims", 1, &a, &early);
+    if (!ctx || early) return early;
+    int nd = a->ndim + 1;
+    if (nd > FC_MAX_DIMS || axis < -nd || axis >= nd)
+        return fcg_poison(ctx, FC_ERR_AXIS,
+                          "expand_dims: axis %d is out of bounds for the result of %d dimensions",
+                          axis, nd);
+    if (axis < 0) axis += nd;
+    int64_t shape[FC_MAX_DIMS];
+    for (int d = 0, k = 0; d < nd; d++) shape[d] = d == axis ? 1 : a->shape[k++];
+    return reshape_to(ctx, a, nd, shape);
+}
+
+fc_array *fc_squeeze(fc_array *a, fc_axes axes) {
+    fc_array *early;
+    fc_ctx *ctx = fcg_begin("squeeze", 1, &a, &early);
+    if (!ctx || early) return early;
+    uint32_t mask = 0;
+    if (axes.n < 0) {
+        for (int d = 0; d < a->ndim; d++)
+            if (a->shape[d] == 1) mask |= 1u << d;
+    } else {
+        fc_status st = fcg_axes_mask(ctx, "squeeze", a->ndim, axes, &mask);
+        if (st != FC_OK) return fcg_poison_ctx(ctx, st);
+        for (int d = 0; d < a->ndim; d++)
+            if ((mask & (1u << d)) && a->shape[d] != 1) {
+                char sh[200];
+                return fcg_poison(ctx, FC_ERR_AXIS,
+                                  "squeeze: axis %d of shape %s has extent %lld, not 1", d,
+                                  fcg_shape_str(sh, a->ndim, a->shape), (long long)a->shape[d]);
+            }
+    }
+    int64_t shape[FC_MAX_DIMS];
+    int nd = 0;
+    for (int d = 0; d < a->ndim; d++)
+        if (!(mask & (1u << d))) shape[nd++] = a->shape[d];
+    return reshape_to(ctx, a, nd, shape);
+}
+
+/* ---- permute ---------------------------------------------------------------------------- */
+
+fc_array *fc_permute(fc_array *a, fc_axes perm) {
+    fc_array *early;
+    fc_ctx *ctx = fcg_begin("transpose", 1, &a, &early);
+    if (!ctx || early) return early;
+    char sh[200];
+    if (perm.n != a->ndim)
+        return fcg_poison(ctx, FC_ERR_AXIS, "transpose: %d axes given for shape %s", perm.n,
+                          fcg_shape_str(sh, a->ndim, a->shape));
+    uint32_t mask;
+    fc_status st = fcg_axes_mask(ctx, "transpose", a->ndim, perm, &mask);
+    if (st != FC_OK) return fcg_poison_ctx(ctx, st);
+    fcg_params p;
+    memset(&p, 0, sizeof p);
+    int64_t shape[FC_MAX_DIMS];
+    bool identity = true;
+    for (int i = 0; i < a->ndim; i++) {
+        int ax = perm.axis[i] < 0 ? perm.axis[i] + a->ndim : perm.axis[i];
+        p.a[i] = ax;
+        shape[i] = a->shape[ax];
+        identity &= ax == i;
+    }
+    if (identity) return same(ctx, a);
+    if (a->op == FCG_OP_PERMUTE) { /* compose: out i <- a's axis p.a[i] <- input axis */
+        fc_array *src = a->in[0];
+        identity = true;
+        for (int i = 0; i < a->ndim; i++) {
+            p.a[i] = a->p.a[p.a[i]];
+            identity &= p.a[i] == i;
+        }
+        if (identity) return same(ctx, src);
+        a = src;
+    }
+    return view(ctx, FCG_OP_PERMUTE, a, a->ndim, shape, &p);
+}
+
+fc_array *fc_transpose(fc_array *a) {
+    fc_axes perm = {a ? a->ndim : 0, {0}};
+    for (int i = 0; i < perm.n; i++) perm.axis[i] = perm.n - 1 - i;
+    return fc_permute(a, perm);
+}
+
+/* ---- broadcast -------------------------------------------------------------------------- */
+
+fc_array *fc_broadcast_to(fc_array *a, fc_shape shape) {
+    fc_array *early;
+    fc_ctx *ctx = fcg_begin("broadcast_to", 1, &a, &early);
+    if (!ctx || early) return early;
+    char s1[200], s2[200];
+    bool ok = shape.ndim >= a->ndim && shape.ndim <= FC_MAX_DIMS;
+    for (int d = 0; ok && d < shape.ndim; d++) {
+        ok = shape.dim[d] >= 0;
+        int k = d - (shape.ndim - a->ndim);
+        if (ok && k >= 0) ok = a->shape[k] == shape.dim[d] || a->shape[k] == 1;
+    }
+    if (!ok)
+        return fcg_poison(ctx, FC_ERR_SHAPE, "broadcast_to: cannot broadcast %s (%s) to %s",
+                          fcg_shape_str(s1, a->ndim, a->shape), fc_dtype_name((fc_dtype)a->dtype),
+                          fcg_shape_str(s2, shape.ndim, shape.dim));
+    if (shape.ndim == a->ndim && memcmp(shape.dim, a->shape, (size_t)a->ndim * 8) == 0)
+        return same(ctx, a);
+    return view(ctx, FCG_OP_BROADCAST, a, shape.ndim, shape.dim, NULL);
+}
+
+/* ---- slices and indexing ---------------------------------------------------------------- */
+
+/* Python's slice.indices(len) and the resulting length. */
+static fc_status slice_bounds(fc_ctx *ctx, int64_t len, const fc_idx *ix, int64_t *start,
+                              int64_t *step, int64_t *count) {
+    int64_t st = ix->step == FC_NIL ? 1 : ix->step;
+    if (st == 0) return fcg_error(ctx, FC_ERR_INDEX, "index: slice step cannot be zero");
+    int64_t lo = st > 0 ? 0 : -1, hi = st > 0 ? len : len - 1;
+    int64_t b, e;
+    if (ix->start == FC_NIL) {
+        b = st > 0 ? 0 : len - 1;
+    } else {
+        b = ix->start < 0 ? ix->start + len : ix->start;
+        b = b < lo ? lo : b > hi ? hi : b;
+    }
+    if (ix->stop == FC_NIL) {
+        e = st > 0 ? len : -1;
+    } else {
+        e = ix->stop < 0 ? ix->stop + len : ix->stop;
+        e = e < lo ? lo : e > hi ? hi : e;
+    }
+    int64_t n = 0;
+    if (st > 0 && e > b) n = (e - b + st - 1) / st;
+    if (st < 0 && b > e) n = (b - e - st - 1) / (-st);
+    *start = b;
+    *step = st;
+    *count = n;
+    return FC_OK;
+}
+
+/* A SLICE of a (same rank) with per-dim start/step/count; identity dims are canonical (0, 1). */
+static fc_array *slice_node(fc_ctx *ctx, fc_array *a, const int64_t *start, const int64_t *step,
+                            const int64_t *count) {
+    fcg_params p;
+    memset(&p, 0, sizeof p);
+    bool identity = true;
+    for (int d = 0; d < a->ndim; d++) {
+        p.a[d] = count[d] <= 1 ? (count[d] == 1 ? start[d] : 0) : start[d];
+        p.b[d] = count[d] <= 1 ? 1 : step[d];
+        identity &= count[d] == a->shape[d] && p.a[d] == 0 && p.b[d] == 1;
+    }
+    if (identity) return same(ctx, a);
+    if (a->op == FCG_OP_SLICE) { /* a slice of a slice is one slice */
+        fc_array *src = a->in[0];
+        identity = true;
+        for (int d = 0; d < a->ndim; d++) {
+            p.a[d] = a->p.a[d] + p.a[d] * a->p.b[d];
+            p.b[d] = count[d] <= 1 ? 1 : p.b[d] * a->p.b[d];
+            identity &= count[d] == src->shape[d] && p.a[d] == 0 && p.b[d] == 1;
+        }
+        if (identity) return same(ctx, src);
+        a = src;
+    }
+    return view(ctx, FCG_OP_SLICE, a, a->ndim, count, &p);
+}
+
+fc_array *fc_index(fc_array *a, int n, const fc_idx *idx) {
+    fc_array *early;
+    fc_ctx *ctx = fcg_begin("index", 1, &a, &early);
+    if (!ctx || early) return early;
+    char sh[200];
+    if (n < 0 || (n > 0 && !idx)) return fcg_poison(ctx, FC_ERR_NULL, "index: no index entries");
+    int consumed = 0, ellipses = 0, newaxes = 0;
+    for (int i = 0; i < n; i++) {
+        switch (idx[i].kind) {
+        case FC_IDX_SLICE: case FC_IDX_INT: consumed++; break;
+        case FC_IDX_NEWAXIS: newaxes++; break;
+        case FC_IDX_ELLIPSIS: ellipses++; break;
+        default: return fcg_poison(ctx, FC_ERR_INDEX, "index: entry %d has kind %d", i,
+                                   (int)idx[i].kind);
+        }
+    }
+    if (ellipses > 1)
+        return fcg_poison(ctx, FC_ERR_INDEX, "index: an index can only have a single ellipsis");
+    if (consumed > a->ndim)
+        return fcg_poison(ctx, FC_ERR_INDEX, "index: too many indices for shape %s: %d given",
+                          fcg_shape_str(sh, a->ndim, a->shape), consumed);
+    int64_t start[FC_MAX_DIMS], step[FC_MAX_DIMS], count[FC_MAX_DIMS];
+    int64_t out_shape[2 * FC_MAX_DIMS];
+    int out_nd = 0, d = 0;
+    for (int i = 0; i <= n; i++) {
+        /* The ellipsis, or the implicit one at the end, covers the dims no entry names. */
+        bool fill = i == n ? true : idx[i].kind == FC_IDX_ELLIPSIS;
+        if (fill) {
+            int stop = i == n ? a->ndim : d + (a->ndim - consumed);
+            for (; d < stop; d++) {
+                start[d] = 0;
+                step[d] = 1;
+                count[d] = a->shape[d];
+                out_shape[out_nd++] = a->shape[d];
+            }
+            if (i == n) break;
+            consumed = a->ndim; /* only one ellipsis: later entries map 1:1 */
+            continue;
+        }
+        const fc_idx *ix = &idx[i];
+        if (ix->kind == FC_IDX_NEWAXIS) {
+            out_shape[out_nd++] = 1;
+            continue;
+        }
+        if (ix->kind == FC_IDX_INT) {
+            int64_t k = ix->start < 0 ? ix->start + a->shape[d] : ix->start;
+            if (k < 0 || k >= a->shape[d])
+                return fcg_poison(ctx, FC_ERR_INDEX,
+                                  "index: index %lld is out of bounds for axis %d of shape %s",
+                                  (long long)ix->start, d, fcg_shape_str(sh, a->ndim, a->shape));
+            start[d] = k;
+            step[d] = 1;
+            count[d] = 1;
+            d++;
+            continue;
+        }
+        fc_status st = slice_bounds(ctx, a->shape[d], ix, &start[d], &step[d], &count[d]);
+        if (st != FC_OK) return fcg_poison_ctx(ctx, st);
+        out_shape[out_nd++] = count[d];
+        d++;
+    }
+    (void)newaxes;
+    if (out_nd > FC_MAX_DIMS)
+        return fcg_poison(ctx, FC_ERR_INDEX, "index: the result would have %d dimensions "
+                          "(at most %d)", out_nd, FC_MAX_DIMS);
+    fc_array *s = slice_node(ctx, a, start, step, count);
+    if (s->status != FC_OK) return s;
+    /* Integer indices drop dims and None adds them: both are a reshape of the slice. */
+    fc_array *r = reshape_to(ctx, s, out_nd, out_shape);
+    return r;
+}
+
+fc_array *fc_flip(fc_array *a, fc_axes axes) {
+    fc_array *early;
+    fc_ctx *ctx = fcg_begin("flip", 1, &a, &early);
+    if (!ctx || early) return early;
+    uint32_t mask;
+    fc_status st = fcg_axes_mask(ctx, "flip", a->ndim, axes, &mask);
+    if (st != FC_OK) return fcg_poison_ctx(ctx, st);
+    int64_t start[FC_MAX_DIMS], step[FC_MAX_DIMS], count[FC_MAX_DIMS];
+    for (int d = 0; d < a->ndim; d++) {
+        bool f = (mask >> d) & 1u;
+        start[d] = f && a->shape[d] > 0 ? a->shape[d] - 1 : 0;
+        step[d] = f ? -1 : 1;
+        count[d] = a->shape[d];
+    }
+    return slice_node(ctx, a, start, step, count);
+}
+
+/* ---- pad -------------------------------------------------------------------------------- */
+
+fc_array *fc_pad(fc_array *a, int n, const int64_t (*widths)[2], fc_pad_mode mode, double value) {
+    fc_array *early;
+    fc_ctx *ctx = fcg_begin("pad", 1, &a, &early);
+    if (!ctx || early) return early;
+    static const char *const modes[] = {"constant", "edge", "reflect", "symmetric"};
+    char sh[200];
+    if (!widths) return fcg_poison(ctx, FC_ERR_NULL, "pad: widths is NULL");
+    if ((unsigned)mode > FC_PAD_SYMMETRIC)
+        return fcg_poison(ctx, FC_ERR_INVALID, "pad: unknown mode %d", (int)mode);
+    if (n != 1 && n != a->ndim)
+        return fcg_poison(ctx, FC_ERR_SHAPE, "pad: %d widths given for shape %s", n,
+                          fcg_shape_str(sh, a->ndim, a->shape));
+    fcg_params p;
+    memset(&p, 0, sizeof p);
+    int64_t shape[FC_MAX_DIMS];
+    bool identity = true;
+    for (int d = 0; d < a->ndim; d++) {
+        int64_t before = widths[n == 1 ? 0 : d][0], after = widths[n == 1 ? 0 : d][1];
+        int64_t len = a->shape[d], most = INT64_MAX;
+        if (before < 0 || after < 0)
+            return fcg_poison(ctx, FC_ERR_INVALID, "pad: negative width (%lld, %lld) for axis %d",
+                              (long long)before, (long long)after, d);
+        if (mode == FC_PAD_REFLECT) most = len - 1;
+        if (mode == FC_PAD_SYMMETRIC) most = len;
+        if (mode == FC_PAD_EDGE && len == 0) most = 0;
+        if ((before > most || after > most) && (before || after))
+            return fcg_poison(ctx, FC_ERR_SHAPE,
+                              "pad: widths (%lld, %lld) are too wide for axis %d of shape %s in "
+                              "mode %s (at most %lld)", (long long)before, (long long)after, d,
+                              fcg_shape_str(sh, a->ndim, a->shape), modes[mode],
+                              (long long)(most < 0 ? 0 : most));
+        p.a[d] = before;
+        p.b[d] = after;
+        shape[d] = len + before + after;
+        identity &= before == 0 && after == 0;
+    }
+    if (identity) return same(ctx, a);
+    p.mode = (uint8_t)mode;
+    p.re = mode == FC_PAD_CONSTANT ? value : 0;
+    return view(ctx, FCG_OP_PAD, a, a->ndim, shape, &p);
+}
+
+/* ---- concatenate and stack -------------------------------------------------------------- */
+
+fc_array *fc_concatenate(fc_ctx *ctx, fc_array *const *arrays, int n, int axis) {
+    if (!ctx) return NULL;
+    if (n < 1 || !arrays)
+        return fcg_poison(ctx, FC_ERR_INVALID, "concatenate: needs at least one array");
+    fc_array *early;
+    if (fcg_begin("concatenate", n, arrays, &early) != ctx) {
+        if (early) fcg_release(early);
+        return fcg_poison(ctx, FC_ERR_CONTEXT, "concatenate: arrays of another context");
+    }
+    if (early) return early;
+    fc_array *a0 = arrays[0];
+    char s1[200], s2[200];
+    if (a0->ndim == 0)
+        return fcg_poison(ctx, FC_ERR_SHAPE, "concatenate: zero-dimensional arrays cannot be "
+                          "concatenated");
+    if (axis < -a0->ndim || axis >= a0->ndim)
+        return fcg_poison(ctx, FC_ERR_AXIS, "concatenate: axis %d is out of bounds for arrays of "
+                          "%d dimensions", axis, a0->ndim);
+    if (axis < 0) axis += a0->ndim;
+    int64_t shape[FC_MAX_DIMS];
+    memcpy(shape, a0->shape, sizeof shape);
+    fc_dtype dt = (fc_dtype)a0->dtype;
+    for (int i = 1; i < n; i++) {
+        const fc_array *b = arrays[i];
+        bool ok = b->ndim == a0->ndim;
+        for (int d = 0; ok && d < a0->ndim; d++) ok = d == axis || b->shape[d] == a0->shape[d];
+        if (!ok)
+            return fcg_poison(ctx, FC_ERR_SHAPE, "concatenate: shapes %s (%s) and %s (%s) differ "
+                              "off axis %d", fcg_shape_str(s1, a0->ndim, a0->shape),
+                              fc_dtype_name(dt), fcg_shape_str(s2, b->ndim, b->shape),
+                              fc_dtype_name((fc_dtype)b->dtype), axis);
+        shape[axis] += b->shape[axis];
+        fc_promote_types(dt, (fc_dtype)b->dtype, &dt);
+    }
+    if (n == 1) return same(ctx, a0);
+    fcg_params p;
+    memset(&p, 0, sizeof p);
+    p.axis = axis;
+    return fcg_make(ctx, FCG_OP_CONCAT, dt, dt, false, a0->ndim, shape, n, arrays, &p);
+}
+
+fc_array *fc_stack(fc_ctx *ctx, fc_array *const *arrays, int n, int axis) {
+    if (!ctx) return NULL;
+    if (n < 1 || !arrays) return fcg_poison(ctx, FC_ERR_INVALID, "stack: needs at least one array");
+    fc_array *early;
+    if (fcg_begin("stack", n, arrays, &early) != ctx) {
+        if (early) fcg_release(early);
+        return fcg_poison(ctx, FC_ERR_CONTEXT, "stack: arrays of another context");
+    }
+    if (early) return early;
+    char s1[200], s2[200];
+    for (int i = 1; i < n; i++)
+        if (arrays[i]->ndim != arrays[0]->ndim ||
+            memcmp(arrays[i]->shape, arrays[0]->shape, (size_t)arrays[0]->ndim * 8) != 0)
+            return fcg_poison(ctx, FC_ERR_SHAPE, "stack: all arrays must have the same shape: "
+                              "%s and %s", fcg_shape_str(s1, arrays[0]->ndim, arrays[0]->shape),
+                              fcg_shape_str(s2, arrays[i]->ndim, arrays[i]->shape));
+    int nd = arrays[0]->ndim + 1;
+    if (axis < -nd || axis >= nd)
+        return fcg_poison(ctx, FC_ERR_AXIS, "stack: axis %d is out of bounds for the result of "
+                          "%d dimensions", axis, nd);
+    if (axis < 0) axis += nd;
+    /* Each array gains the new axis (a reshape); the stack is their concatenation. */
+    fc_array *small[8], **parts = n <= 8 ? small : fcg_malloc(ctx, (size_t)n * sizeof *parts);
+    if (!parts) return fcg_poison(ctx, FC_ERR_NOMEM, "stack: out of memory");
+    fc_scope *saved = ctx->scope;
+    ctx->scope = NULL; /* the parts are ours alone: no scope takes them */
+    int made = 0;
+    fc_array *result = NULL;
+    for (; made < n; made++) {
+        parts[made] = fc_expand_dims(arrays[made], axis);
+        if (parts[made]->status != FC_OK) {
+            result = parts[made];
+            fcg_retain(result);
+            made++;
+            break;
+        }
+    }
+    if (!result) result = fc_concatenate(ctx, parts, n, axis);
+    ctx->scope = saved;
+    for (int i = 0; i < made; i++) fcg_release(parts[i]);
+    if (parts != small) fcg_free(ctx, parts, (size_t)n * sizeof *parts);
+    return fcg_ret(ctx, result);
+}
+
+/* ---- matmul ----------------------------------------------------------------------------- */
+
+fc_array *fc_matmul(fc_array *a, fc_array *b) {
+    fc_array *in[2] = {a, b}, *early;
+    fc_ctx *ctx = fcg_begin("matmul", 2, in, &early);
+    if (!ctx || early) return early;
+    char s1[200], s2[200];
+    if (a->ndim == 0 || b->ndim == 0)
+        return fcg_poison(ctx, FC_ERR_SHAPE, "matmul: operands must have at least one dimension, "
+                          "got %s and %s", fcg_shape_str(s1, a->ndim, a->shape),
+                          fcg_shape_str(s2, b->ndim, b->shape));
+    int64_t m = a->ndim == 1 ? 1 : a->shape[a->ndim - 2];
+    int64_t k = a->shape[a->ndim - 1];
+    int64_t kb = b->ndim == 1 ? b->shape[0] : b->shape[b->ndim - 2];
+    int64_t nn = b->ndim == 1 ? 1 : b->shape[b->ndim - 1];
+    if (k != kb)
+        return fcg_poison(ctx, FC_ERR_SHAPE, "matmul: core dimensions of %s (%s) and %s (%s) do "
+                          "not match (%lld != %lld)", fcg_shape_str(s1, a->ndim, a->shape),
+                          fc_dtype_name((fc_dtype)a->dtype), fcg_shape_str(s2, b->ndim, b->shape),
+                          fc_dtype_name((fc_dtype)b->dtype), (long long)k, (long long)kb);
+    /* Batch dims broadcast like an elementwise op's. */
+    int ba = a->ndim > 2 ? a->ndim - 2 : 0, bb = b->ndim > 2 ? b->ndim - 2 : 0;
+    int nb = ba > bb ? ba : bb;
+    int64_t shape[FC_MAX_DIMS + 2];
+    for (int d = 0; d < nb; d++) {
+        int ka = d - (nb - ba), kk = d - (nb - bb);
+        int64_t ea = ka >= 0 ? a->shape[ka] : 1, eb = kk >= 0 ? b->shape[kk] : 1;
+        if (ea != eb && ea != 1 && eb != 1)
+            return fcg_poison(ctx, FC_ERR_SHAPE, "matmul: batch dimensions of %s and %s do not "
+                              "broadcast", fcg_shape_str(s1, a->ndim, a->shape),
+                              fcg_shape_str(s2, b->ndim, b->shape));
+        shape[d] = ea == 1 ? eb : ea;
+    }
+    int nd = nb;
+    if (a->ndim > 1) shape[nd++] = m;
+    if (b->ndim > 1) shape[nd++] = nn;
+    fc_dtype dt;
+    fc_promote_types((fc_dtype)a->dtype, (fc_dtype)b->dtype, &dt);
+    return fcg_make(ctx, FCG_OP_MATMUL, dt, dt, false, nd, shape, 2, in, NULL);
+}

@@ -1,0 +1,537 @@
+/*
+ * fusec.h - the whole public API of fusec, a fusing array compiler for NVIDIA GPUs.
+ *
+ * fusec follows CuPy's model: arrays with NumPy dtypes, ufuncs with broadcasting, reductions,
+ * views. Every operation is lazy: it adds a node to an expression graph and returns at once.
+ * Nothing runs until a result is needed (fc_eval, fc_read); then the graph is evaluated on the
+ * context's backend (the GPU when there is one, else the host reference backend).
+ *
+ * A short tour (compiled by tests/test_header_example.c):
+ *
+ *     #include <fusec.h>
+ *     #include <stdio.h>
+ *
+ *     int main(void) {
+ *         fc_ctx *ctx;
+ *         if (fc_ctx_create(&ctx, NULL) != FC_OK) return 1;   // GPU if there is one, else host
+ *         fc_scope *s = fc_scope_open(ctx);                   // temporaries die at close
+ *
+ *         fc_array *x = fc_random_uniform(ctx, FC_F32, FC_SHAPE(1 << 20), 42);
+ *         fc_array *y = fc_tanh(fc_add(fc_sin(x), fc_mul(x, fc_f64(ctx, 0.1))));  // lazy
+ *
+ *         float head[5];
+ *         if (fc_read(y, head, 0, 5) != FC_OK)                // evaluates, then copies out
+ *             fprintf(stderr, "fusec: %s\n", fc_errmsg(ctx));
+ *         else
+ *             printf("%g %g %g %g %g\n", head[0], head[1], head[2], head[3], head[4]);
+ *         fc_scope_close(s);
+ *         fc_ctx_destroy(ctx);
+ *         return 0;
+ *     }
+ *
+ * Ownership. Every function that returns an fc_array * returns a new reference. While a scope
+ * is open (fc_scope_open), the innermost scope owns that reference and drops it at
+ * fc_scope_close; otherwise the caller owns it and drops it with fc_release. fc_keep takes an
+ * extra reference that no scope owns, to carry a result out of a scope. Arrays are immutable
+ * values: identical expressions may share one node (hash-consing), which is invisible except
+ * that they compare equal as pointers.
+ *
+ * Errors are values. Functions that can fail return an fc_status (FC_OK == 0, errors < 0) and
+ * leave a message naming the op, the shapes and the dtypes in fc_errmsg(ctx). An op that fails,
+ * or that is given a poisoned input, returns a poisoned array rather than NULL, so a chain of
+ * ops needs one check at the end: fc_array_status, or the status fc_eval / fc_read returns. The
+ * message names the first op that failed. Nothing aborts on bad input; nothing leaks.
+ *
+ * Types follow NumPy 2 (NEP 50): arrays are strongly typed; scalars made with fc_f64, fc_i64,
+ * fc_c128 and fc_bool are "weak", as Python scalars are, and take the array's dtype
+ * (f32 array * 0.1 stays f32; i8 array + 1.5 gives f64). bf16 promotes as f16 does, and
+ * f16 with bf16 gives f32.
+ *
+ * Threads: a context and its arrays are used by one thread at a time. Separate contexts are
+ * independent.
+ */
+#ifndef FUSEC_H
+#define FUSEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define FC_API __attribute__((visibility("default")))
+#else
+#define FC_API
+#endif
+
+#define FUSEC_VERSION_MAJOR 0
+#define FUSEC_VERSION_MINOR 1
+#define FUSEC_VERSION_PATCH 0
+
+/** Most dimensions an array may have. */
+#define FC_MAX_DIMS 8
+
+/* ---------------------------------------------------------------------------------------- */
+/* Status codes                                                                             */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef enum fc_status {
+    FC_OK = 0,
+    FC_ERR_NULL = -1,        /**< a NULL handle or pointer where one was required */
+    FC_ERR_INVALID = -2,     /**< an argument's value is out of its domain */
+    FC_ERR_SHAPE = -3,       /**< shapes do not broadcast, reshape size mismatch, ... */
+    FC_ERR_AXIS = -4,        /**< an axis out of range or repeated */
+    FC_ERR_DTYPE = -5,       /**< an op does not support this dtype or combination */
+    FC_ERR_INDEX = -6,       /**< a bad slice or index */
+    FC_ERR_NOMEM = -7,       /**< an allocation failed */
+    FC_ERR_PARSE = -8,       /**< malformed .fc text */
+    FC_ERR_BACKEND = -9,     /**< the requested backend is not available */
+    FC_ERR_IO = -10,         /**< a file could not be read or written */
+    FC_ERR_VALUE = -11,      /**< a value-dependent error found at evaluation */
+    FC_ERR_UNSUPPORTED = -12,/**< valid, but not supported by fusec (yet) */
+    FC_ERR_CONTEXT = -13,    /**< arrays of different contexts mixed, or a scope misuse */
+    FC_ERR_UNBOUND = -14     /**< a program input or dimension symbol has no value */
+} fc_status;
+
+/** A short, static description of a status code. Never NULL. */
+FC_API const char *fc_strerror(fc_status status);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Dtypes                                                                                   */
+/* ---------------------------------------------------------------------------------------- */
+
+/** The element types, in NumPy's kind order. f16 and bf16 are stored as 16-bit values (IEEE
+ *  binary16 and bfloat16) and computed in f32; c64 / c128 are (re, im) pairs of f32 / f64. */
+typedef enum fc_dtype {
+    FC_BOOL,
+    FC_I8, FC_I16, FC_I32, FC_I64,
+    FC_U8, FC_U16, FC_U32, FC_U64,
+    FC_F16, FC_BF16, FC_F32, FC_F64,
+    FC_C64, FC_C128,
+    FC_DTYPE_COUNT
+} fc_dtype;
+
+/** The dtype's name as NumPy writes it in short ("f32", "c128", "bool"). NULL if invalid. */
+FC_API const char *fc_dtype_name(fc_dtype dtype);
+/** Parses a dtype name as fc_dtype_name writes it. @return FC_OK or FC_ERR_INVALID. */
+FC_API fc_status fc_dtype_from_name(const char *name, fc_dtype *out);
+/** Bytes per element (1 for bool). 0 if invalid. */
+FC_API size_t fc_dtype_size(fc_dtype dtype);
+/** The dtype NumPy's promotion gives two strongly typed operands (np.result_type).
+ *  @return FC_OK, or FC_ERR_INVALID for a bad dtype. Every pair promotes to something. */
+FC_API fc_status fc_promote_types(fc_dtype a, fc_dtype b, fc_dtype *out);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Shapes and axes                                                                          */
+/* ---------------------------------------------------------------------------------------- */
+
+/** A shape: ndim extents (0 <= ndim <= FC_MAX_DIMS), each >= 0. Passed by value. */
+typedef struct fc_shape {
+    int ndim;
+    int64_t dim[FC_MAX_DIMS];
+} fc_shape;
+
+/** A set of axes (negative axes count from the end). n == -1 means every axis. */
+typedef struct fc_axes {
+    int n;
+    int axis[FC_MAX_DIMS];
+} fc_axes;
+
+#define FC_NARGS_IMPL_(_1, _2, _3, _4, _5, _6, _7, _8, N, ...) N
+#define FC_NARGS_(...) FC_NARGS_IMPL_(__VA_ARGS__, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+
+/** FC_SHAPE(4096, 1024): a shape literal of 1 to 8 extents. FC_SCALAR is the 0-d shape. */
+#define FC_SHAPE(...) ((fc_shape){FC_NARGS_(__VA_ARGS__), {__VA_ARGS__}})
+#define FC_SCALAR ((fc_shape){0, {0}})
+/** FC_AXES(0, -1): an axis-set literal of 1 to 8 axes. FC_ALL: every axis. FC_NO_AXES: none. */
+#define FC_AXES(...) ((fc_axes){FC_NARGS_(__VA_ARGS__), {__VA_ARGS__}})
+#define FC_ALL ((fc_axes){-1, {0}})
+#define FC_NO_AXES ((fc_axes){0, {0}})
+
+/* ---------------------------------------------------------------------------------------- */
+/* Contexts                                                                                 */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef struct fc_ctx fc_ctx;
+typedef struct fc_array fc_array;
+typedef struct fc_scope fc_scope;
+
+typedef enum fc_backend {
+    FC_BACKEND_AUTO = 0, /**< the GPU when one is usable, else the host reference backend */
+    FC_BACKEND_CUDA,     /**< the GPU, or fc_ctx_create fails with FC_ERR_BACKEND */
+    FC_BACKEND_HOST      /**< the host reference backend: exact, simple, slow */
+} fc_backend;
+
+/** Memory hooks. Every allocation fusec makes for a context goes through them (tests use them
+ *  to fail the Nth allocation). realloc_fn may be NULL: fusec then uses malloc_fn + copy. */
+typedef struct fc_allocator {
+    void *(*malloc_fn)(void *user, size_t size);
+    void *(*realloc_fn)(void *user, void *ptr, size_t old_size, size_t new_size);
+    void (*free_fn)(void *user, void *ptr, size_t size);
+    void *user;
+} fc_allocator;
+
+/** Options of fc_ctx_create. Zero-initialise, then set what you need. */
+typedef struct fc_ctx_options {
+    fc_backend backend;            /**< FUSEC_BACKEND=cuda|host overrides AUTO only */
+    int device;                    /**< CUDA device ordinal */
+    const char *cache_dir;         /**< kernel cache; NULL: $FUSEC_CACHE_DIR, XDG, ~/.cache */
+    const fc_allocator *allocator; /**< NULL: the C library's malloc/realloc/free */
+} fc_ctx_options;
+
+/** Creates a context.
+ *  @param[out] out   the new context; set to NULL on failure.
+ *  @param[in]  opts  options, or NULL for defaults (backend AUTO, device 0).
+ *  @return FC_OK; FC_ERR_NULL if out is NULL; FC_ERR_BACKEND if the backend asked for cannot be
+ *          used (this build has no CUDA runtime yet: AUTO resolves to HOST); FC_ERR_NOMEM. */
+FC_API fc_status fc_ctx_create(fc_ctx **out, const fc_ctx_options *opts);
+/** Destroys a context: closes open scopes and frees every array still referenced.
+ *  Handles into it are invalid afterwards. NULL is a no-op. */
+FC_API void fc_ctx_destroy(fc_ctx *ctx);
+/** The backend the context resolved to (never FC_BACKEND_AUTO). */
+FC_API fc_backend fc_ctx_backend(const fc_ctx *ctx);
+/** The message of the last error on this context ("" if none). Owned by the context; valid
+ *  until the next failing call. */
+FC_API const char *fc_errmsg(const fc_ctx *ctx);
+/** Clears the message that fc_errmsg returns. */
+FC_API void fc_clear_error(fc_ctx *ctx);
+/** Frees memory fusec returned to the caller (fc_program_print's text). */
+FC_API void fc_free(fc_ctx *ctx, void *ptr);
+
+/* ---------------------------------------------------------------------------------------- */
+/* References and scopes                                                                    */
+/* ---------------------------------------------------------------------------------------- */
+
+/** Opens a scope nested in the current one. Arrays returned while it is the innermost open
+ *  scope are owned by it. @return the scope, or NULL if ctx is NULL or memory ran out. */
+FC_API fc_scope *fc_scope_open(fc_ctx *ctx);
+/** Releases every reference the scope owns and closes it, and any scope opened inside it
+ *  that is still open. NULL is a no-op. */
+FC_API void fc_scope_close(fc_scope *scope);
+/** Returns a new reference to a that no scope owns: the caller releases it. NULL-safe. */
+FC_API fc_array *fc_keep(fc_array *a);
+/** Drops a reference the caller owns (from fc_keep, or from any op called with no open
+ *  scope). NULL is a no-op. Releasing a scope-owned reference is a bug. */
+FC_API void fc_release(fc_array *a);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Array queries                                                                            */
+/* ---------------------------------------------------------------------------------------- */
+
+/** FC_OK, or the error that poisoned the array. FC_ERR_NULL for NULL. */
+FC_API fc_status fc_array_status(const fc_array *a);
+/** The poisoned array's own message (the first op that failed), or "" if healthy. */
+FC_API const char *fc_array_errmsg(const fc_array *a);
+FC_API fc_ctx *fc_array_ctx(const fc_array *a);
+FC_API fc_dtype fc_array_dtype(const fc_array *a);
+FC_API int fc_array_ndim(const fc_array *a);
+FC_API fc_shape fc_array_shape(const fc_array *a);
+/** Number of elements (product of the extents; 1 for 0-d). */
+FC_API int64_t fc_array_size(const fc_array *a);
+/** True if a is a weakly typed scalar (made by fc_f64, fc_i64, fc_c128, fc_bool). */
+FC_API bool fc_array_is_weak(const fc_array *a);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Evaluation and results                                                                   */
+/* ---------------------------------------------------------------------------------------- */
+
+/** Evaluates n arrays together (one fused program when a GPU runs it) and keeps their values.
+ *  Evaluating an array whose value is already known is free.
+ *  @return FC_OK; the status of the first poisoned input; FC_ERR_UNBOUND if the graph has a
+ *          program input with no data; FC_ERR_VALUE (integer to a negative power);
+ *          FC_ERR_NOMEM. On error no array gains a value. */
+FC_API fc_status fc_eval(fc_ctx *ctx, fc_array *const *arrays, int n);
+/** Evaluates a if needed, then copies `count` elements starting at flat (row-major) index
+ *  `offset` into dst, in a's dtype (bool as 1 byte, f16/bf16 as uint16_t bits, c64 as
+ *  float[2]). @return as fc_eval, or FC_ERR_INDEX if [offset, offset+count) is out of range. */
+FC_API fc_status fc_read(fc_array *a, void *dst, int64_t offset, int64_t count);
+/** Evaluates a and copies all of it into dst, which holds `bytes` bytes (at least
+ *  fc_array_size(a) * fc_dtype_size(dtype)), else FC_ERR_INVALID. */
+FC_API fc_status fc_to_host(fc_array *a, void *dst, size_t bytes);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Creation                                                                                 */
+/* ---------------------------------------------------------------------------------------- */
+
+/** An array holding a copy of `data` (row-major, `dtype` elements, f16/bf16 as uint16_t bits).
+ *  data may be NULL only for a shape of size 0. The caller keeps `data`. */
+FC_API fc_array *fc_from_host(fc_ctx *ctx, fc_dtype dtype, fc_shape shape, const void *data);
+FC_API fc_array *fc_zeros(fc_ctx *ctx, fc_dtype dtype, fc_shape shape);
+FC_API fc_array *fc_ones(fc_ctx *ctx, fc_dtype dtype, fc_shape shape);
+/** Uninitialised in NumPy; fusec fills it with zeros so results are reproducible. */
+FC_API fc_array *fc_empty(fc_ctx *ctx, fc_dtype dtype, fc_shape shape);
+/** Every element `value` converted to dtype as a cast would (NaN to integer is an error). */
+FC_API fc_array *fc_full(fc_ctx *ctx, fc_dtype dtype, fc_shape shape, double value);
+/** fc_full with a complex value; dtype must be c64 or c128. */
+FC_API fc_array *fc_full_complex(fc_ctx *ctx, fc_dtype dtype, fc_shape shape, double re,
+                                 double im);
+/** np.arange(start, stop, step, dtype): ceil((stop - start) / step) elements,
+ *  element i = start + i * step. step must be non-zero and finite. */
+FC_API fc_array *fc_arange(fc_ctx *ctx, fc_dtype dtype, double start, double stop, double step);
+/** np.linspace(start, stop, num, endpoint, dtype). num >= 0. */
+FC_API fc_array *fc_linspace(fc_ctx *ctx, fc_dtype dtype, double start, double stop, int64_t num,
+                             bool endpoint);
+/** np.eye(n, m, k, dtype): ones on the k-th diagonal of an n x m array. */
+FC_API fc_array *fc_eye(fc_ctx *ctx, fc_dtype dtype, int64_t n, int64_t m, int64_t k);
+/** Uniform values in [0, 1) (floating dtypes only), a pure function of (seed, flat index):
+ *  the same on every backend. Real and imaginary parts of complex dtypes are independent. */
+FC_API fc_array *fc_random_uniform(fc_ctx *ctx, fc_dtype dtype, fc_shape shape, uint64_t seed);
+FC_API fc_array *fc_zeros_like(fc_array *a);
+FC_API fc_array *fc_ones_like(fc_array *a);
+FC_API fc_array *fc_empty_like(fc_array *a);
+FC_API fc_array *fc_full_like(fc_array *a, double value);
+
+/** Weakly typed scalars (0-d), as Python's float, int, complex and bool in NumPy 2. */
+FC_API fc_array *fc_f64(fc_ctx *ctx, double value);
+FC_API fc_array *fc_i64(fc_ctx *ctx, int64_t value);
+FC_API fc_array *fc_c128(fc_ctx *ctx, double re, double im);
+FC_API fc_array *fc_bool(fc_ctx *ctx, bool value);
+/** A strongly typed 0-d scalar (np.float32(v) and the like). */
+FC_API fc_array *fc_scalar(fc_ctx *ctx, fc_dtype dtype, double value);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Elementwise ops. All broadcast their operands (NumPy rules) and promote their dtypes (NEP  */
+/* 50). On error (shapes that do not broadcast, a dtype the op lacks, such as - on bool or    */
+/* arctan2 on complex) they return a poisoned array.                                          */
+/* ---------------------------------------------------------------------------------------- */
+
+/* Arithmetic: + - * / // % ** as NumPy's add, subtract, multiply, true_divide (integers give
+ * f64), floor_divide and remainder (result has the divisor's sign; integer x // 0 == 0 and
+ * x % 0 == 0, as NumPy), power (integer to a negative integer power fails at evaluation with
+ * FC_ERR_VALUE). Integer overflow wraps. */
+FC_API fc_array *fc_add(fc_array *a, fc_array *b);
+FC_API fc_array *fc_sub(fc_array *a, fc_array *b);
+FC_API fc_array *fc_mul(fc_array *a, fc_array *b);
+FC_API fc_array *fc_div(fc_array *a, fc_array *b);
+FC_API fc_array *fc_floordiv(fc_array *a, fc_array *b);
+FC_API fc_array *fc_mod(fc_array *a, fc_array *b);
+FC_API fc_array *fc_pow(fc_array *a, fc_array *b);
+FC_API fc_array *fc_arctan2(fc_array *a, fc_array *b);
+/** maximum/minimum propagate NaN; fmax/fmin ignore it (NaN only if both are NaN). */
+FC_API fc_array *fc_maximum(fc_array *a, fc_array *b);
+FC_API fc_array *fc_minimum(fc_array *a, fc_array *b);
+FC_API fc_array *fc_fmax(fc_array *a, fc_array *b);
+FC_API fc_array *fc_fmin(fc_array *a, fc_array *b);
+
+/* Unary math, NumPy's ufuncs of the same names. Integer and bool inputs of the float functions
+ * (sqrt, exp, sin, ...) give the smallest float that holds them (i8 -> f16, i16 -> f32,
+ * i32 -> f64), as NumPy. */
+FC_API fc_array *fc_negative(fc_array *a);
+FC_API fc_array *fc_abs(fc_array *a); /**< complex -> its real dtype */
+FC_API fc_array *fc_sign(fc_array *a);
+FC_API fc_array *fc_sqrt(fc_array *a);
+FC_API fc_array *fc_cbrt(fc_array *a);
+FC_API fc_array *fc_square(fc_array *a);
+FC_API fc_array *fc_reciprocal(fc_array *a); /**< integers: 1 / x in integer arithmetic */
+FC_API fc_array *fc_exp(fc_array *a);
+FC_API fc_array *fc_exp2(fc_array *a);
+FC_API fc_array *fc_expm1(fc_array *a);
+FC_API fc_array *fc_log(fc_array *a);
+FC_API fc_array *fc_log2(fc_array *a);
+FC_API fc_array *fc_log10(fc_array *a);
+FC_API fc_array *fc_log1p(fc_array *a);
+FC_API fc_array *fc_sin(fc_array *a);
+FC_API fc_array *fc_cos(fc_array *a);
+FC_API fc_array *fc_tan(fc_array *a);
+FC_API fc_array *fc_arcsin(fc_array *a);
+FC_API fc_array *fc_arccos(fc_array *a);
+FC_API fc_array *fc_arctan(fc_array *a);
+FC_API fc_array *fc_sinh(fc_array *a);
+FC_API fc_array *fc_cosh(fc_array *a);
+FC_API fc_array *fc_tanh(fc_array *a);
+FC_API fc_array *fc_arcsinh(fc_array *a);
+FC_API fc_array *fc_arccosh(fc_array *a);
+FC_API fc_array *fc_arctanh(fc_array *a);
+/** floor, ceil, trunc keep integer dtypes; rint rounds half to even. */
+FC_API fc_array *fc_floor(fc_array *a);
+FC_API fc_array *fc_ceil(fc_array *a);
+FC_API fc_array *fc_rint(fc_array *a);
+FC_API fc_array *fc_trunc(fc_array *a);
+
+/* Predicates and comparisons: bool results. Complex numbers compare lexicographically. */
+FC_API fc_array *fc_isnan(fc_array *a);
+FC_API fc_array *fc_isinf(fc_array *a);
+FC_API fc_array *fc_isfinite(fc_array *a);
+FC_API fc_array *fc_less(fc_array *a, fc_array *b);
+FC_API fc_array *fc_less_equal(fc_array *a, fc_array *b);
+FC_API fc_array *fc_greater(fc_array *a, fc_array *b);
+FC_API fc_array *fc_greater_equal(fc_array *a, fc_array *b);
+FC_API fc_array *fc_equal(fc_array *a, fc_array *b);
+FC_API fc_array *fc_not_equal(fc_array *a, fc_array *b);
+FC_API fc_array *fc_logical_and(fc_array *a, fc_array *b);
+FC_API fc_array *fc_logical_or(fc_array *a, fc_array *b);
+FC_API fc_array *fc_logical_xor(fc_array *a, fc_array *b);
+FC_API fc_array *fc_logical_not(fc_array *a);
+
+/* Bitwise ops on bool and integers (~ on bool is logical not). Shifts: integers only; a shift
+ * by the width or more gives 0 (or -1 for a negative value shifted right), as NumPy. */
+FC_API fc_array *fc_bitwise_and(fc_array *a, fc_array *b);
+FC_API fc_array *fc_bitwise_or(fc_array *a, fc_array *b);
+FC_API fc_array *fc_bitwise_xor(fc_array *a, fc_array *b);
+FC_API fc_array *fc_bitwise_not(fc_array *a);
+FC_API fc_array *fc_left_shift(fc_array *a, fc_array *b);
+FC_API fc_array *fc_right_shift(fc_array *a, fc_array *b);
+
+/* Complex parts. real/imag of a real array give it (imag: zeros) in its own dtype; angle gives
+ * radians in the real dtype (float rule for integers). */
+FC_API fc_array *fc_real(fc_array *a);
+FC_API fc_array *fc_imag(fc_array *a);
+FC_API fc_array *fc_conj(fc_array *a);
+FC_API fc_array *fc_angle(fc_array *a);
+
+/** where(cond, a, b): cond is taken as bool; a and b promote together. */
+FC_API fc_array *fc_where(fc_array *cond, fc_array *a, fc_array *b);
+/** clip(a, lo, hi) == minimum(maximum(a, lo), hi), all three promoted together. */
+FC_API fc_array *fc_clip(fc_array *a, fc_array *lo, fc_array *hi);
+/** Converts to dtype as NumPy's astype(dtype) (unsafe casting: float to int truncates; an
+ *  out-of-range or NaN float gives an unspecified integer, as in C). */
+FC_API fc_array *fc_cast(fc_array *a, fc_dtype dtype);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Reductions over a set of axes (FC_ALL: every axis), keepdims as NumPy. Reducing an empty   */
+/* set of axes returns the input converted to the result dtype.                               */
+/* ---------------------------------------------------------------------------------------- */
+
+/** sum and prod: bool and signed integers accumulate in i64, unsigned in u64, others in their
+ *  own dtype (f16/bf16 accumulate in f32, f32 in f64, then round). */
+FC_API fc_array *fc_sum(fc_array *a, fc_axes axes, bool keepdims);
+FC_API fc_array *fc_prod(fc_array *a, fc_axes axes, bool keepdims);
+/** mean: integers and bool give f64. The mean of zero elements is NaN. */
+FC_API fc_array *fc_mean(fc_array *a, fc_axes axes, bool keepdims);
+/** max and min propagate NaN; reducing zero elements is an error (FC_ERR_SHAPE). */
+FC_API fc_array *fc_max(fc_array *a, fc_axes axes, bool keepdims);
+FC_API fc_array *fc_min(fc_array *a, fc_axes axes, bool keepdims);
+FC_API fc_array *fc_any(fc_array *a, fc_axes axes, bool keepdims);
+FC_API fc_array *fc_all(fc_array *a, fc_axes axes, bool keepdims);
+/** var and std with ddof (NumPy's): real result dtype (float rule for integers). */
+FC_API fc_array *fc_var(fc_array *a, fc_axes axes, bool keepdims, int ddof);
+FC_API fc_array *fc_std(fc_array *a, fc_axes axes, bool keepdims, int ddof);
+
+typedef enum fc_norm_ord {
+    FC_NORM_L2 = 0, /**< sqrt(sum(|x|^2)) */
+    FC_NORM_L1,     /**< sum(|x|) */
+    FC_NORM_INF     /**< max(|x|) */
+} fc_norm_ord;
+/** Vector norm over the axes (np.linalg.vector_norm); real float result. */
+FC_API fc_array *fc_norm(fc_array *a, fc_axes axes, bool keepdims, fc_norm_ord ord);
+
+/** Index of the first maximum (minimum) along one axis, or over the flattened array when
+ *  axis == FC_AXIS_NONE; i64 result. NaN counts as the maximum and the minimum. */
+#define FC_AXIS_NONE (-1000)
+FC_API fc_array *fc_argmax(fc_array *a, int axis, bool keepdims);
+FC_API fc_array *fc_argmin(fc_array *a, int axis, bool keepdims);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Views and shape ops. Lazy like everything else: a view is index arithmetic in the kernel   */
+/* that consumes it, never a copy.                                                            */
+/* ---------------------------------------------------------------------------------------- */
+
+/** One extent may be -1 (inferred). Sizes must match: else FC_ERR_SHAPE. */
+FC_API fc_array *fc_reshape(fc_array *a, fc_shape shape);
+/** Reverses the axes (a.T). */
+FC_API fc_array *fc_transpose(fc_array *a);
+/** Permutes the axes: output axis i is input axis perm.axis[i]; perm.n == ndim. */
+FC_API fc_array *fc_permute(fc_array *a, fc_axes perm);
+FC_API fc_array *fc_broadcast_to(fc_array *a, fc_shape shape);
+FC_API fc_array *fc_expand_dims(fc_array *a, int axis);
+/** Removes the given size-1 axes, or every size-1 axis for FC_ALL. */
+FC_API fc_array *fc_squeeze(fc_array *a, fc_axes axes);
+/** Reverses the order of elements along the axes (FC_ALL: every axis). */
+FC_API fc_array *fc_flip(fc_array *a, fc_axes axes);
+
+/** One subscript entry of fc_index, as Python's a[...]: a slice start:stop:step (FC_NIL for an
+ *  omitted bound), an integer index (drops the axis), None (a new axis), or an Ellipsis. */
+typedef enum fc_idx_kind { FC_IDX_SLICE, FC_IDX_INT, FC_IDX_NEWAXIS, FC_IDX_ELLIPSIS } fc_idx_kind;
+typedef struct fc_idx {
+    fc_idx_kind kind;
+    int64_t start, stop, step; /* FC_IDX_INT uses start as the index */
+} fc_idx;
+#define FC_NIL INT64_MIN
+#define FC_S(start, stop, step) ((fc_idx){FC_IDX_SLICE, (start), (stop), (step)})
+#define FC_COLON FC_S(FC_NIL, FC_NIL, FC_NIL)
+#define FC_AT(i) ((fc_idx){FC_IDX_INT, (i), 0, 0})
+#define FC_NEWAXIS ((fc_idx){FC_IDX_NEWAXIS, 0, 0, 0})
+#define FC_ELLIPSIS ((fc_idx){FC_IDX_ELLIPSIS, 0, 0, 0})
+/** a[idx[0], ..., idx[n-1]] with NumPy's basic-indexing rules (steps may be negative; slice
+ *  bounds clip; an integer index out of range or a zero step is FC_ERR_INDEX). */
+FC_API fc_array *fc_index(fc_array *a, int n, const fc_idx *idx);
+/** fc_slice(a, FC_S(1, -1, 1), FC_COLON): fc_index with the entries written inline. */
+#define fc_slice(a, ...)                                                                         \
+    fc_index((a), (int)(sizeof((fc_idx[]){__VA_ARGS__}) / sizeof(fc_idx)), (fc_idx[]){__VA_ARGS__})
+
+typedef enum fc_pad_mode { FC_PAD_CONSTANT, FC_PAD_EDGE, FC_PAD_REFLECT, FC_PAD_SYMMETRIC } fc_pad_mode;
+/** np.pad. widths[i] = {before, after} for axis i; n == ndim, or n == 1 for the same widths
+ *  on every axis. `value` is the constant for FC_PAD_CONSTANT. reflect and symmetric need
+ *  an axis of at least 2 and 1 elements, and widths below the axis length (FC_ERR_SHAPE). */
+FC_API fc_array *fc_pad(fc_array *a, int n, const int64_t (*widths)[2], fc_pad_mode mode,
+                        double value);
+/** Joins arrays along an existing axis (concatenate) or a new one (stack); dtypes promote.
+ *  n >= 1. */
+FC_API fc_array *fc_concatenate(fc_ctx *ctx, fc_array *const *arrays, int n, int axis);
+FC_API fc_array *fc_stack(fc_ctx *ctx, fc_array *const *arrays, int n, int axis);
+
+/** Matrix product as np.matmul (1-D and 2-D operands, and batches that broadcast); dtypes
+ *  promote; accumulation is wide. */
+FC_API fc_array *fc_matmul(fc_array *a, fc_array *b);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Graph identity                                                                           */
+/* ---------------------------------------------------------------------------------------- */
+
+/** A 128-bit structural hash of the graph that computes `arrays` (in order): a function of the
+ *  ops, dtypes, shapes, parameters and wiring alone, never of pointers, so equal programs hash
+ *  equal in every process. Inputs hash by position, dtype and shape, not by their values. */
+typedef struct fc_hash {
+    uint64_t lo, hi;
+} fc_hash;
+FC_API fc_status fc_graph_hash(fc_array *const *arrays, int n, fc_hash *out);
+
+/* ---------------------------------------------------------------------------------------- */
+/* .fc programs (text format: FC_FORMAT.md)                                                 */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef struct fc_program fc_program;
+
+/** Parses .fc text. `name` labels messages (a file name, or NULL for "<input>").
+ *  @return FC_OK; FC_ERR_PARSE with "name:line:col: what was expected" in fc_errmsg;
+ *          FC_ERR_NOMEM. *out is NULL on failure. */
+FC_API fc_status fc_program_parse(fc_ctx *ctx, const char *text, size_t len, const char *name,
+                                  fc_program **out);
+/** Reads and parses a .fc file. FC_ERR_IO if it cannot be read. */
+FC_API fc_status fc_program_load(fc_ctx *ctx, const char *path, fc_program **out);
+FC_API void fc_program_destroy(fc_program *prog);
+
+FC_API int fc_program_num_inputs(const fc_program *prog);
+FC_API const char *fc_program_input_name(const fc_program *prog, int i);
+FC_API fc_dtype fc_program_input_dtype(const fc_program *prog, int i);
+FC_API int fc_program_num_outputs(const fc_program *prog);
+FC_API const char *fc_program_output_name(const fc_program *prog, int i);
+/** Dimension symbols (`x = input f32 [n, 4]`), in order of first appearance. */
+FC_API int fc_program_num_symbols(const fc_program *prog);
+FC_API const char *fc_program_symbol_name(const fc_program *prog, int i);
+/** Gives a dimension symbol a value (>= 0). FC_ERR_INVALID for an unknown name. */
+FC_API fc_status fc_program_set_symbol(fc_program *prog, const char *name, int64_t value);
+/** The shape of input i with the symbols bound. FC_ERR_UNBOUND if a symbol has no value. */
+FC_API fc_status fc_program_input_shape(const fc_program *prog, int i, fc_shape *out);
+
+/** Builds the program's graph. inputs: one array per program input (checked against its dtype
+ *  and shape), or NULL for placeholder inputs that can be hashed, printed and compiled but not
+ *  evaluated. outputs: room for fc_program_num_outputs arrays, which the caller (or the open
+ *  scope) owns. @return FC_OK; FC_ERR_UNBOUND for an unbound symbol; the error of the first
+ *  statement that fails, with its line and column in fc_errmsg. */
+FC_API fc_status fc_program_build(fc_program *prog, fc_array *const *inputs, fc_array **outputs);
+
+/** Prints the graph computing `arrays` as canonical .fc text: one statement per node in a
+ *  fixed order, inputs (leaves that hold data or are program inputs) named x0, x1, ... in order
+ *  of first use, outputs named by out_names (NULL: y0, y1, ...). Parsing the text gives a graph of the same structural
+ *  hash. *text is NUL-terminated; free it with fc_free. */
+FC_API fc_status fc_program_print(fc_ctx *ctx, fc_array *const *arrays, int n,
+                                  const char *const *out_names, char **text);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FUSEC_H */
