@@ -181,7 +181,7 @@ fc_status fcg_ew_types(fc_ctx *ctx, fcg_op op, int nin, fc_array *const *in, fc_
     const fcg_op_info *info = &fcg_ops[op];
     fcg_rule rule = info->rule;
     bool all_weak = false;
-    fc_dtype c;
+    fc_dtype c = FC_BOOL;
     int first = rule == FCG_RULE_WHERE ? 1 : 0;
     fc_status st = common_type(ctx, info->pyname, first, nin, in, &c, &all_weak);
     if (st != FC_OK) return st;
@@ -207,6 +207,18 @@ fc_status fcg_ew_types(fc_ctx *ctx, fcg_op op, int nin, fc_array *const *in, fc_
         if (c == FC_BOOL) loop = out = FC_I8;
         break;
     case FCG_RULE_FLOAT_BINARY:
+        if (fcg_is_complex(c)) return type_error(ctx, op, nin, in);
+        loop = out = fcg_float_of(c);
+        /* NumPy picks the first float loop both strong operands cast to safely, which can be
+         * smaller than the float of their common type (i8 with u8: f16, not f32). */
+        if (nin == 2 && !in[0]->weak && !in[1]->weak) {
+            static const fc_dtype loops[] = {FC_F16, FC_BF16, FC_F32, FC_F64};
+            for (int i = 3; i >= 0; i--)
+                if (fcg_can_cast_safe((fc_dtype)in[0]->dtype, loops[i]) &&
+                    fcg_can_cast_safe((fc_dtype)in[1]->dtype, loops[i]))
+                    loop = out = loops[i];
+        }
+        break;
     case FCG_RULE_FLOAT_REAL:
         if (fcg_is_complex(c)) return type_error(ctx, op, nin, in);
         loop = out = fcg_float_of(c);
@@ -230,6 +242,8 @@ fc_status fcg_ew_types(fc_ctx *ctx, fcg_op op, int nin, fc_array *const *in, fc_
         break;
     case FCG_RULE_ANGLE:
         if (fcg_is_complex(c)) out = fcg_real_dtype(c);
+        /* np.angle(x) is arctan2(0, x) with a Python 0: bool meets a weak int first (i64). */
+        else if (c == FC_BOOL) loop = out = FC_F64;
         else loop = out = fcg_float_of(c);
         break;
     case FCG_RULE_CAST:

@@ -41,9 +41,8 @@ fc_status fc_read(fc_array *a, void *dst, int64_t offset, int64_t count) {
     if (a->status != FC_OK) return fcg_error(ctx, a->status, "%s", a->errmsg);
     int64_t size = (int64_t)fcg_node_numel(a);
     if (offset < 0 || count < 0 || offset > size || count > size - offset)
-        return fcg_error(ctx, FC_ERR_INDEX, "read: elements [%lld, %lld) are out of range for "
-                         "an array of %lld", (long long)offset, (long long)offset + count,
-                         (long long)size);
+        return fcg_error(ctx, FC_ERR_INDEX, "read: %lld elements from %lld are out of range for "
+                         "an array of %lld", (long long)count, (long long)offset, (long long)size);
     if (count > 0 && !dst) return fcg_error(ctx, FC_ERR_NULL, "read: dst is NULL");
     fc_status st = fc_eval(ctx, &a, 1);
     if (st != FC_OK) return st;

@@ -183,6 +183,21 @@ char *fcg_strdup(fc_ctx *ctx, const char *s);
 /* Strings from fcg_strdup are freed with fcg_strfree (their size is strlen + 1). */
 void fcg_strfree(fc_ctx *ctx, char *s);
 
+/* ---- a growable string (graph/strbuf.c) ------------------------------------------------ */
+
+typedef struct fcg_sb {
+    fc_ctx *ctx;
+    char *s;
+    size_t len, cap;
+    bool failed; /* an allocation failed: later appends do nothing */
+} fcg_sb;
+void fcg_sb_printf(fcg_sb *b, const char *fmt, ...) FCG_PRINTF(2, 3);
+void fcg_sb_puts(fcg_sb *b, const char *str);
+/* The text as an exact-size string (free with fcg_strfree), or NULL if anything failed
+ * (the buffer is freed either way). */
+char *fcg_sb_finish(fcg_sb *b);
+void fcg_sb_free(fcg_sb *b);
+
 /* ---- errors ----------------------------------------------------------------------------- */
 
 /* Writes the context's message and returns `status`. */
@@ -199,7 +214,8 @@ fc_status fcg_broadcast_shapes(fc_ctx *ctx, const char *opname, int n, fc_array 
                                int *ndim, int64_t *shape);
 /* Normalises an axis set of an ndim-array into a bitmask (FC_ALL: every axis). Out-of-range
  * or repeated axes: a message naming `opname` and FC_ERR_AXIS. */
-fc_status fcg_axes_mask(fc_ctx *ctx, const char *opname, int ndim, fc_axes axes, uint32_t *mask);
+fc_status fcg_axes_mask(fc_ctx *ctx, const char *opname, int ndim, const int64_t *shape,
+                        fc_axes axes, uint32_t *mask);
 /* "[4096, 1024]" into buf (at least 200 bytes); returns buf. */
 char *fcg_shape_str(char *buf, int ndim, const int64_t *shape);
 

@@ -83,15 +83,17 @@ typedef struct hash_record {
 
 fc_status fc_graph_hash(fc_array *const *arrays, int n, fc_hash *out) {
     if (!arrays || !out || n < 1) return FC_ERR_NULL;
-    fc_array *early;
-    fc_ctx *ctx = fcg_begin("graph_hash", n, arrays, &early);
+    fc_ctx *ctx = NULL;
+    for (int i = 0; i < n && !ctx; i++)
+        if (arrays[i]) ctx = arrays[i]->ctx;
     if (!ctx) return FC_ERR_NULL;
-    if (early) {
-        fc_status st = early->status;
-        if (st == FC_ERR_NULL || st == FC_ERR_CONTEXT) fcg_error(ctx, st, "%s", "graph_hash: "
-                                                                  "NULL or foreign array");
-        fcg_release(early);
-        return st;
+    /* Checked by hand: a hash is a query and makes no poisoned arrays. */
+    for (int i = 0; i < n; i++) {
+        if (!arrays[i]) return fcg_error(ctx, FC_ERR_NULL, "graph_hash: array %d is NULL", i);
+        if (arrays[i]->ctx != ctx)
+            return fcg_error(ctx, FC_ERR_CONTEXT, "graph_hash: array %d belongs to another context", i);
+        if (arrays[i]->status != FC_OK)
+            return fcg_error(ctx, arrays[i]->status, "%s", arrays[i]->errmsg);
     }
     fc_array **order;
     size_t count;

@@ -78,7 +78,7 @@ static fc_array *reduce_axes(fcg_op op, fc_array *a, fc_axes axes, bool keepdims
     fc_ctx *ctx = fcg_begin(name, 1, &a, &early);
     if (!ctx || early) return early;
     uint32_t mask;
-    fc_status st = fcg_axes_mask(ctx, name, a->ndim, axes, &mask);
+    fc_status st = fcg_axes_mask(ctx, name, a->ndim, a->shape, axes, &mask);
     if (st != FC_OK) return fcg_poison_ctx(ctx, st);
     return reduce(op, a, mask, false, keepdims, ddof, ord, ctx);
 }
@@ -134,7 +134,7 @@ static fc_array *arg_reduce(fcg_op op, fc_array *a, int axis, bool keepdims) {
         return reduce(op, a, all, true, keepdims, 0, 0, ctx);
     }
     uint32_t mask;
-    fc_status st = fcg_axes_mask(ctx, name, a->ndim, FC_AXES(axis), &mask);
+    fc_status st = fcg_axes_mask(ctx, name, a->ndim, a->shape, FC_AXES(axis), &mask);
     if (st != FC_OK) return fcg_poison_ctx(ctx, st);
     return reduce(op, a, mask, false, keepdims, 0, 0, ctx);
 }

@@ -10,23 +10,27 @@
 #include <stdio.h>
 #include <string.h>
 
-fc_status fcg_axes_mask(fc_ctx *ctx, const char *opname, int ndim, fc_axes axes, uint32_t *mask) {
+fc_status fcg_axes_mask(fc_ctx *ctx, const char *opname, int ndim, const int64_t *shape,
+                        fc_axes axes, uint32_t *mask) {
+    char sh[200];
     if (axes.n < 0) {
         *mask = ndim ? (uint32_t)((1ull << ndim) - 1) : 0;
         return FC_OK;
     }
     if (axes.n > FC_MAX_DIMS)
-        return fcg_error(ctx, FC_ERR_AXIS, "%s: %d axes given (at most %d)", opname, axes.n,
-                         FC_MAX_DIMS);
+        return fcg_error(ctx, FC_ERR_AXIS, "%s: %d axes given for shape %s (at most %d)", opname,
+                         axes.n, fcg_shape_str(sh, ndim, shape), FC_MAX_DIMS);
     uint32_t m = 0;
     for (int i = 0; i < axes.n; i++) {
         int ax = axes.axis[i];
         if (ax < -ndim || ax >= ndim)
-            return fcg_error(ctx, FC_ERR_AXIS, "%s: axis %d is out of bounds for an array of %d "
-                             "dimension%s", opname, ax, ndim, ndim == 1 ? "" : "s");
+            return fcg_error(ctx, FC_ERR_AXIS, "%s: axis %d is out of bounds for shape %s (%d "
+                             "dimension%s)", opname, ax, fcg_shape_str(sh, ndim, shape), ndim,
+                             ndim == 1 ? "" : "s");
         if (ax < 0) ax += ndim;
         if (m & (1u << ax))
-            return fcg_error(ctx, FC_ERR_AXIS, "%s: axis %d is repeated", opname, axes.axis[i]);
+            return fcg_error(ctx, FC_ERR_AXIS, "%s: axis %d is repeated for shape %s", opname,
+                             axes.axis[i], fcg_shape_str(sh, ndim, shape));
         m |= 1u << ax;
     }
     *mask = m;
@@ -97,9 +101,12 @@ fc_array *fc_expand_dims(fc_array *a, int axis) {
     if (!ctx || early) return early;
     int nd = a->ndim + 1;
     if (nd > FC_MAX_DIMS || axis < -nd || axis >= nd)
+    {
+        char sh[200];
         return fcg_poison(ctx, FC_ERR_AXIS,
-                          "expand_dims: axis %d is out of bounds for the result of %d dimensions",
-                          axis, nd);
+                          "expand_dims: axis %d is out of bounds for shape %s (the result has %d "
+                          "dimensions)", axis, fcg_shape_str(sh, a->ndim, a->shape), nd);
+    }
     if (axis < 0) axis += nd;
     int64_t shape[FC_MAX_DIMS];
     for (int d = 0, k = 0; d < nd; d++) shape[d] = d == axis ? 1 : a->shape[k++];
@@ -115,7 +122,7 @@ fc_array *fc_squeeze(fc_array *a, fc_axes axes) {
         for (int d = 0; d < a->ndim; d++)
             if (a->shape[d] == 1) mask |= 1u << d;
     } else {
-        fc_status st = fcg_axes_mask(ctx, "squeeze", a->ndim, axes, &mask);
+        fc_status st = fcg_axes_mask(ctx, "squeeze", a->ndim, a->shape, axes, &mask);
         if (st != FC_OK) return fcg_poison_ctx(ctx, st);
         for (int d = 0; d < a->ndim; d++)
             if ((mask & (1u << d)) && a->shape[d] != 1) {
@@ -143,7 +150,7 @@ fc_array *fc_permute(fc_array *a, fc_axes perm) {
         return fcg_poison(ctx, FC_ERR_AXIS, "transpose: %d axes given for shape %s", perm.n,
                           fcg_shape_str(sh, a->ndim, a->shape));
     uint32_t mask;
-    fc_status st = fcg_axes_mask(ctx, "transpose", a->ndim, perm, &mask);
+    fc_status st = fcg_axes_mask(ctx, "transpose", a->ndim, a->shape, perm, &mask);
     if (st != FC_OK) return fcg_poison_ctx(ctx, st);
     fcg_params p;
     memset(&p, 0, sizeof p);
@@ -270,7 +277,8 @@ fc_array *fc_index(fc_array *a, int n, const fc_idx *idx) {
         }
     }
     if (ellipses > 1)
-        return fcg_poison(ctx, FC_ERR_INDEX, "index: an index can only have a single ellipsis");
+        return fcg_poison(ctx, FC_ERR_INDEX, "index: an index can only have a single ellipsis "
+                          "(shape %s)", fcg_shape_str(sh, a->ndim, a->shape));
     if (consumed > a->ndim)
         return fcg_poison(ctx, FC_ERR_INDEX, "index: too many indices for shape %s: %d given",
                           fcg_shape_str(sh, a->ndim, a->shape), consumed);
@@ -310,7 +318,9 @@ fc_array *fc_index(fc_array *a, int n, const fc_idx *idx) {
             continue;
         }
         fc_status st = slice_bounds(ctx, a->shape[d], ix, &start[d], &step[d], &count[d]);
-        if (st != FC_OK) return fcg_poison_ctx(ctx, st);
+        if (st != FC_OK)
+            return fcg_poison(ctx, st, "index: slice step cannot be zero (axis %d of shape %s)", d,
+                              fcg_shape_str(sh, a->ndim, a->shape));
         out_shape[out_nd++] = count[d];
         d++;
     }
@@ -318,11 +328,17 @@ fc_array *fc_index(fc_array *a, int n, const fc_idx *idx) {
     if (out_nd > FC_MAX_DIMS)
         return fcg_poison(ctx, FC_ERR_INDEX, "index: the result would have %d dimensions "
                           "(at most %d)", out_nd, FC_MAX_DIMS);
+    /* Integer indices drop dims and None adds them: both are a reshape of the slice. The
+     * slice is an intermediate the caller never sees, so no scope may take it. */
+    fc_scope *saved = ctx->scope;
+    ctx->scope = NULL;
     fc_array *s = slice_node(ctx, a, start, step, count);
-    if (s->status != FC_OK) return s;
-    /* Integer indices drop dims and None adds them: both are a reshape of the slice. */
-    fc_array *r = reshape_to(ctx, s, out_nd, out_shape);
-    return r;
+    fc_array *r = s;
+    if (s->status == FC_OK) r = reshape_to(ctx, s, out_nd, out_shape);
+    else fcg_retain(s);
+    fcg_release(s);
+    ctx->scope = saved;
+    return fcg_ret(ctx, r);
 }
 
 fc_array *fc_flip(fc_array *a, fc_axes axes) {
@@ -330,7 +346,7 @@ fc_array *fc_flip(fc_array *a, fc_axes axes) {
     fc_ctx *ctx = fcg_begin("flip", 1, &a, &early);
     if (!ctx || early) return early;
     uint32_t mask;
-    fc_status st = fcg_axes_mask(ctx, "flip", a->ndim, axes, &mask);
+    fc_status st = fcg_axes_mask(ctx, "flip", a->ndim, a->shape, axes, &mask);
     if (st != FC_OK) return fcg_poison_ctx(ctx, st);
     int64_t start[FC_MAX_DIMS], step[FC_MAX_DIMS], count[FC_MAX_DIMS];
     for (int d = 0; d < a->ndim; d++) {
@@ -388,15 +404,25 @@ fc_array *fc_pad(fc_array *a, int n, const int64_t (*widths)[2], fc_pad_mode mod
 
 /* ---- concatenate and stack -------------------------------------------------------------- */
 
+/* Checks a list of arrays against the context the caller named; NULL when all is well, else
+ * what the op returns (a poison, or the first poisoned array). */
+static fc_array *check_list(fc_ctx *ctx, const char *opname, fc_array *const *arrays, int n) {
+    for (int i = 0; i < n; i++) {
+        if (!arrays[i]) return fcg_poison(ctx, FC_ERR_NULL, "%s: array %d is NULL", opname, i);
+        if (arrays[i]->ctx != ctx)
+            return fcg_poison(ctx, FC_ERR_CONTEXT, "%s: array %d belongs to another context",
+                              opname, i);
+    }
+    for (int i = 0; i < n; i++)
+        if (arrays[i]->status != FC_OK) return same(ctx, arrays[i]);
+    return NULL;
+}
+
 fc_array *fc_concatenate(fc_ctx *ctx, fc_array *const *arrays, int n, int axis) {
     if (!ctx) return NULL;
-    if (n < 1 || !arrays)
-        return fcg_poison(ctx, FC_ERR_INVALID, "concatenate: needs at least one array");
-    fc_array *early;
-    if (fcg_begin("concatenate", n, arrays, &early) != ctx) {
-        if (early) fcg_release(early);
-        return fcg_poison(ctx, FC_ERR_CONTEXT, "concatenate: arrays of another context");
-    }
+    if (!arrays) return fcg_poison(ctx, FC_ERR_NULL, "concatenate: arrays is NULL");
+    if (n < 1) return fcg_poison(ctx, FC_ERR_INVALID, "concatenate: needs at least one array");
+    fc_array *early = check_list(ctx, "concatenate", arrays, n);
     if (early) return early;
     fc_array *a0 = arrays[0];
     char s1[200], s2[200];
@@ -404,8 +430,8 @@ fc_array *fc_concatenate(fc_ctx *ctx, fc_array *const *arrays, int n, int axis) 
         return fcg_poison(ctx, FC_ERR_SHAPE, "concatenate: zero-dimensional arrays cannot be "
                           "concatenated");
     if (axis < -a0->ndim || axis >= a0->ndim)
-        return fcg_poison(ctx, FC_ERR_AXIS, "concatenate: axis %d is out of bounds for arrays of "
-                          "%d dimensions", axis, a0->ndim);
+        return fcg_poison(ctx, FC_ERR_AXIS, "concatenate: axis %d is out of bounds for shape %s",
+                          axis, fcg_shape_str(s1, a0->ndim, a0->shape));
     if (axis < 0) axis += a0->ndim;
     int64_t shape[FC_MAX_DIMS];
     memcpy(shape, a0->shape, sizeof shape);
@@ -431,12 +457,9 @@ fc_array *fc_concatenate(fc_ctx *ctx, fc_array *const *arrays, int n, int axis) 
 
 fc_array *fc_stack(fc_ctx *ctx, fc_array *const *arrays, int n, int axis) {
     if (!ctx) return NULL;
-    if (n < 1 || !arrays) return fcg_poison(ctx, FC_ERR_INVALID, "stack: needs at least one array");
-    fc_array *early;
-    if (fcg_begin("stack", n, arrays, &early) != ctx) {
-        if (early) fcg_release(early);
-        return fcg_poison(ctx, FC_ERR_CONTEXT, "stack: arrays of another context");
-    }
+    if (!arrays) return fcg_poison(ctx, FC_ERR_NULL, "stack: arrays is NULL");
+    if (n < 1) return fcg_poison(ctx, FC_ERR_INVALID, "stack: needs at least one array");
+    fc_array *early = check_list(ctx, "stack", arrays, n);
     if (early) return early;
     char s1[200], s2[200];
     for (int i = 1; i < n; i++)
@@ -447,8 +470,9 @@ fc_array *fc_stack(fc_ctx *ctx, fc_array *const *arrays, int n, int axis) {
                               fcg_shape_str(s2, arrays[i]->ndim, arrays[i]->shape));
     int nd = arrays[0]->ndim + 1;
     if (axis < -nd || axis >= nd)
-        return fcg_poison(ctx, FC_ERR_AXIS, "stack: axis %d is out of bounds for the result of "
-                          "%d dimensions", axis, nd);
+        return fcg_poison(ctx, FC_ERR_AXIS, "stack: axis %d is out of bounds for arrays of shape "
+                          "%s (the result has %d dimensions)", axis,
+                          fcg_shape_str(s1, arrays[0]->ndim, arrays[0]->shape), nd);
     if (axis < 0) axis += nd;
     /* Each array gains the new axis (a reshape); the stack is their concatenation. */
     fc_array *small[8], **parts = n <= 8 ? small : fcg_malloc(ctx, (size_t)n * sizeof *parts);

@@ -464,8 +464,9 @@ FC_API fc_array *fc_index(fc_array *a, int n, const fc_idx *idx);
 
 typedef enum fc_pad_mode { FC_PAD_CONSTANT, FC_PAD_EDGE, FC_PAD_REFLECT, FC_PAD_SYMMETRIC } fc_pad_mode;
 /** np.pad. widths[i] = {before, after} for axis i; n == ndim, or n == 1 for the same widths
- *  on every axis. `value` is the constant for FC_PAD_CONSTANT. reflect and symmetric need
- *  an axis of at least 2 and 1 elements, and widths below the axis length (FC_ERR_SHAPE). */
+ *  on every axis. `value` is the constant for FC_PAD_CONSTANT. Widths are limited to one
+ *  reflection (FC_ERR_SHAPE beyond): reflect at most the axis length - 1, symmetric at most
+ *  the axis length, edge needs a non-empty axis. */
 FC_API fc_array *fc_pad(fc_array *a, int n, const int64_t (*widths)[2], fc_pad_mode mode,
                         double value);
 /** Joins arrays along an existing axis (concatenate) or a new one (stack); dtypes promote.

@@ -1,0 +1,2435 @@
+/*
+ * graph/fc_parse.c - the .fc program format: lexer, parser and graph builder.
+ *
+ * Two phases. fc_program_parse turns the text into statements (an AST the program keeps):
+ * names are resolved and call arguments bound to parameters there, so every syntax and
+ * naming error is found before any array exists. fc_program_build walks the statements and
+ * makes the graph through the public API with the dimension symbols bound; an op's error gets
+ * the statement's position prefixed. A program's memory lives in one arena, freed at destroy;
+ * a build's temporaries live in another, freed when the build returns.
+ *
+ * Recursion is bounded twice: the parser counts its nesting (parentheses, unary operators)
+ * and every expression node records its height, so that neither the parser nor the builder's
+ * recursive walk can exhaust the stack on hostile input.
+ */
+#include "graph.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FCP_MAX_NEST 100      /* nested parentheses / brackets / unary operators */
+#define FCP_MAX_HEIGHT 400    /* height of one statement's expression tree */
+#define FCP_MAX_SUBSCRIPTS 32 /* entries of one subscript */
+#define FCP_MAX_PARAMS 5
+#define FCP_MAX_NAME 255
+#define FCP_MAX_NUMBER 400
+
+/* Declared here and in fc_print.c (no shared header for two files): the printer must not
+ * name an output with a word the parser reserves. */
+bool fcp_name_is_reserved(const char *name, size_t len);
+
+/* ---- arena ------------------------------------------------------------------------------ */
+
+typedef struct fcp_block {
+    struct fcp_block *next;
+    size_t size, used;
+    max_align_t data[];
+} fcp_block;
+
+typedef struct fcp_arena {
+    fc_ctx *ctx;
+    fcp_block *head;
+} fcp_arena;
+
+#define FCP_BLOCK_BYTES 16384
+
+static void *arena_alloc(fcp_arena *a, size_t n) {
+    n = (n + 15) & ~(size_t)15;
+    if (n == 0) n = 16;
+    fcp_block *b = a->head;
+    if (!b || b->size - b->used < n) {
+        size_t size = n > FCP_BLOCK_BYTES ? n : FCP_BLOCK_BYTES;
+        if (size > SIZE_MAX - sizeof(fcp_block)) return NULL;
+        fcp_block *nb = fcg_malloc(a->ctx, sizeof(fcp_block) + size);
+        if (!nb) return NULL;
+        nb->size = size;
+        nb->used = 0;
+        /* A large dedicated block goes behind the head, so the head keeps its free room. */
+        if (b && n > FCP_BLOCK_BYTES / 4) {
+            nb->next = b->next;
+            b->next = nb;
+        } else {
+            nb->next = b;
+            a->head = nb;
+        }
+        b = nb;
+    }
+    void *p = (char *)b->data + b->used;
+    b->used += n;
+    return p;
+}
+
+static void *arena_zalloc(fcp_arena *a, size_t n) {
+    void *p = arena_alloc(a, n);
+    if (p) memset(p, 0, n);
+    return p;
+}
+
+static void arena_free(fcp_arena *a) {
+    fcp_block *b = a->head;
+    while (b) {
+        fcp_block *next = b->next;
+        fcg_free(a->ctx, b, sizeof(fcp_block) + b->size);
+        b = next;
+    }
+    a->head = NULL;
+}
+
+static char *arena_strndup(fcp_arena *a, const char *s, size_t n) {
+    char *d = arena_alloc(a, n + 1);
+    if (!d) return NULL;
+    memcpy(d, s, n);
+    d[n] = '\0';
+    return d;
+}
+
+/* Grows an arena-backed vector to hold n + 1 elements (old storage stays in the arena). */
+static bool vec_reserve(fcp_arena *a, void **data, int *cap, int n, size_t elem) {
+    if (n < *cap) return true;
+    if (*cap > INT_MAX / 2) return false;
+    int ncap = *cap ? *cap * 2 : 8;
+    void *nd = arena_alloc(a, (size_t)ncap * elem);
+    if (!nd) return false;
+    if (n) memcpy(nd, *data, (size_t)n * elem);
+    *data = nd;
+    *cap = ncap;
+    return true;
+}
+
+/* ---- tokens ----------------------------------------------------------------------------- */
+
+typedef enum fcp_tk {
+    TK_EOF, TK_NEWLINE, TK_NAME, TK_INT, TK_FLOAT, TK_IMAG, TK_STRING, TK_ERROR,
+    TK_LPAREN, TK_RPAREN, TK_LBRACK, TK_RBRACK, TK_COMMA, TK_COLON, TK_ASSIGN, TK_ELLIPSIS,
+    TK_PLUS, TK_MINUS, TK_STAR, TK_SLASH, TK_DSLASH, TK_PERCENT, TK_DSTAR, TK_AT,
+    TK_LSHIFT, TK_RSHIFT, TK_AMP, TK_PIPE, TK_CARET, TK_TILDE,
+    TK_LT, TK_LE, TK_GT, TK_GE, TK_EQ, TK_NE
+} fcp_tk;
+
+typedef struct fcp_token {
+    fcp_tk kind;
+    int line, col;
+    const char *text;
+    size_t len;
+    union {
+        uint64_t u; /* TK_INT */
+        double f;   /* TK_FLOAT, TK_IMAG */
+    } v;
+} fcp_token;
+
+/* Punctuation, longest first so that "**" wins over "*". */
+static const struct {
+    const char *text;
+    fcp_tk kind;
+} fcp_puncts[] = {
+    {"...", TK_ELLIPSIS}, {"**", TK_DSTAR}, {"//", TK_DSLASH}, {"<<", TK_LSHIFT},
+    {">>", TK_RSHIFT},    {"<=", TK_LE},    {">=", TK_GE},     {"==", TK_EQ},
+    {"!=", TK_NE},        {"(", TK_LPAREN}, {")", TK_RPAREN},  {"[", TK_LBRACK},
+    {"]", TK_RBRACK},     {",", TK_COMMA},  {":", TK_COLON},   {"=", TK_ASSIGN},
+    {"+", TK_PLUS},       {"-", TK_MINUS},  {"*", TK_STAR},    {"/", TK_SLASH},
+    {"%", TK_PERCENT},    {"@", TK_AT},     {"&", TK_AMP},     {"|", TK_PIPE},
+    {"^", TK_CARET},      {"~", TK_TILDE},  {"<", TK_LT},      {">", TK_GT},
+};
+
+/* ---- the AST ---------------------------------------------------------------------------- */
+
+typedef enum fcp_ekind {
+    E_INT, E_FLOAT, E_IMAG, E_BOOL, E_NONE, E_STR, E_VAR, E_SYM, E_DTYPE, E_LIST, E_ELLIPSIS,
+    E_UNARY, E_BINARY, E_CALL, E_SUBSCRIPT, E_SLICE
+} fcp_ekind;
+
+typedef enum fcp_fkind {
+    FK_EW, FK_CAST, FK_REDUCE, FK_ARG, FK_NORM, FK_RESHAPE, FK_TRANSPOSE, FK_BROADCAST,
+    FK_EXPAND, FK_SQUEEZE, FK_FLIP, FK_PAD, FK_CONCAT, FK_STACK, FK_MATMUL, FK_FILL, FK_FULL,
+    FK_LIKE, FK_FULL_LIKE, FK_ARANGE, FK_LINSPACE, FK_EYE, FK_RANDOM, FK_COMPLEX
+} fcp_fkind;
+
+typedef struct fcp_func {
+    const char *name;
+    fcp_fkind kind;
+    int op;   /* REDUCE / ARG: the fcg_op; FILL / LIKE: 0 zeros, 1 ones, 2 empty */
+    int npos; /* at most this many positional arguments */
+    int nreq; /* the first nreq parameters are required */
+    const char *params[FCP_MAX_PARAMS];
+} fcp_func;
+
+/* Functions that are not plain elementwise ops. Elementwise ones are found in fcg_ops[]. */
+static const fcp_func fcp_funcs[] = {
+    {"cast", FK_CAST, 0, 2, 2, {"x", "dtype"}},
+    {"astype", FK_CAST, 0, 2, 2, {"x", "dtype"}},
+    {"sum", FK_REDUCE, FCG_OP_SUM, 2, 1, {"a", "axis", "keepdims"}},
+    {"prod", FK_REDUCE, FCG_OP_PROD, 2, 1, {"a", "axis", "keepdims"}},
+    {"mean", FK_REDUCE, FCG_OP_MEAN, 2, 1, {"a", "axis", "keepdims"}},
+    {"max", FK_REDUCE, FCG_OP_MAX, 2, 1, {"a", "axis", "keepdims"}},
+    {"amax", FK_REDUCE, FCG_OP_MAX, 2, 1, {"a", "axis", "keepdims"}},
+    {"min", FK_REDUCE, FCG_OP_MIN, 2, 1, {"a", "axis", "keepdims"}},
+    {"amin", FK_REDUCE, FCG_OP_MIN, 2, 1, {"a", "axis", "keepdims"}},
+    {"any", FK_REDUCE, FCG_OP_ANY, 2, 1, {"a", "axis", "keepdims"}},
+    {"all", FK_REDUCE, FCG_OP_ALL, 2, 1, {"a", "axis", "keepdims"}},
+    {"var", FK_REDUCE, FCG_OP_VAR, 2, 1, {"a", "axis", "keepdims", "ddof"}},
+    {"std", FK_REDUCE, FCG_OP_STD, 2, 1, {"a", "axis", "keepdims", "ddof"}},
+    {"norm", FK_NORM, FCG_OP_NORM, 4, 1, {"x", "ord", "axis", "keepdims"}},
+    {"argmax", FK_ARG, FCG_OP_ARGMAX, 2, 1, {"a", "axis", "keepdims"}},
+    {"argmin", FK_ARG, FCG_OP_ARGMIN, 2, 1, {"a", "axis", "keepdims"}},
+    {"reshape", FK_RESHAPE, 0, 2, 2, {"a", "shape"}},
+    {"transpose", FK_TRANSPOSE, 0, 2, 1, {"a", "axes"}},
+    {"permute_dims", FK_TRANSPOSE, 0, 2, 1, {"a", "axes"}},
+    {"broadcast_to", FK_BROADCAST, 0, 2, 2, {"array", "shape"}},
+    {"expand_dims", FK_EXPAND, 0, 2, 2, {"a", "axis"}},
+    {"squeeze", FK_SQUEEZE, 0, 2, 1, {"a", "axis"}},
+    {"flip", FK_FLIP, 0, 2, 1, {"m", "axis"}},
+    {"pad", FK_PAD, 0, 3, 2, {"array", "pad_width", "mode", "constant_values"}},
+    {"concatenate", FK_CONCAT, 0, 2, 1, {"arrays", "axis"}},
+    {"concat", FK_CONCAT, 0, 2, 1, {"arrays", "axis"}},
+    {"stack", FK_STACK, 0, 2, 1, {"arrays", "axis"}},
+    {"matmul", FK_MATMUL, 0, 2, 2, {"x1", "x2"}},
+    {"zeros", FK_FILL, 0, 2, 1, {"shape", "dtype"}},
+    {"ones", FK_FILL, 1, 2, 1, {"shape", "dtype"}},
+    {"empty", FK_FILL, 2, 2, 1, {"shape", "dtype"}},
+    {"full", FK_FULL, 0, 3, 2, {"shape", "fill_value", "dtype"}},
+    {"zeros_like", FK_LIKE, 0, 1, 1, {"a"}},
+    {"ones_like", FK_LIKE, 1, 1, 1, {"a"}},
+    {"empty_like", FK_LIKE, 2, 1, 1, {"a"}},
+    {"full_like", FK_FULL_LIKE, 0, 2, 2, {"a", "fill_value"}},
+    {"arange", FK_ARANGE, 0, 4, 1, {"start", "stop", "step", "dtype"}},
+    {"linspace", FK_LINSPACE, 0, 5, 2, {"start", "stop", "num", "endpoint", "dtype"}},
+    {"eye", FK_EYE, 0, 4, 1, {"N", "M", "k", "dtype"}},
+    {"random", FK_RANDOM, 0, 3, 1, {"shape", "dtype", "seed"}},
+    {"complex", FK_COMPLEX, 0, 2, 1, {"real", "imag"}},
+};
+
+/* NumPy's other spellings of elementwise ops, mapped to the op's pyname in ops.def. */
+static const struct {
+    const char *alias, *pyname;
+} fcp_ew_aliases[] = {
+    {"absolute", "abs"},           {"conjugate", "conj"},
+    {"true_divide", "divide"},     {"bitwise_invert", "invert"},
+    {"acos", "arccos"},            {"asin", "arcsin"},
+    {"atan", "arctan"},            {"atan2", "arctan2"},
+    {"acosh", "arccosh"},          {"asinh", "arcsinh"},
+    {"atanh", "arctanh"},          {"bitwise_left_shift", "left_shift"},
+    {"bitwise_right_shift", "right_shift"},
+};
+
+/* NumPy's long dtype names, accepted besides fc_dtype_name's short ones. */
+static const struct {
+    const char *name;
+    fc_dtype dtype;
+} fcp_dtype_aliases[] = {
+    {"bool_", FC_BOOL},     {"int8", FC_I8},       {"int16", FC_I16},     {"int32", FC_I32},
+    {"int64", FC_I64},      {"uint8", FC_U8},      {"uint16", FC_U16},    {"uint32", FC_U32},
+    {"uint64", FC_U64},     {"float16", FC_F16},   {"bfloat16", FC_BF16}, {"float32", FC_F32},
+    {"float64", FC_F64},    {"complex64", FC_C64}, {"complex128", FC_C128},
+};
+
+typedef struct fcp_expr fcp_expr;
+struct fcp_expr {
+    fcp_ekind kind;
+    int line, col;
+    int height;
+    union {
+        uint64_t u;   /* E_INT: the magnitude (a sign comes from unary minus) */
+        double f;     /* E_FLOAT; E_IMAG: the imaginary part */
+        bool b;       /* E_BOOL */
+        int index;    /* E_VAR: variable; E_SYM: symbol */
+        fc_dtype dt;  /* E_DTYPE */
+        struct {
+            const char *s;
+        } str;
+        struct {
+            int n;
+            fcp_expr **items;
+        } list;
+        struct {
+            int op; /* fcg_op, or -1 for unary plus */
+            fcp_expr *a, *b;
+        } bin;
+        struct {
+            const fcp_func *fn; /* NULL: elementwise op `op` */
+            int op;
+            int n;
+            fcp_expr **args; /* one per parameter, NULL where not given */
+        } call;
+        struct {
+            fcp_expr *base;
+            int n;
+            fcp_expr **items;
+        } sub;
+        struct {
+            fcp_expr *start, *stop, *step;
+        } slice;
+    };
+};
+
+typedef enum fcp_skind { S_INPUT, S_ASSIGN } fcp_skind;
+
+typedef struct fcp_dim {
+    int sym; /* symbol index, or -1 */
+    int64_t value;
+} fcp_dim;
+
+typedef struct fcp_stmt {
+    fcp_skind kind;
+    int line, col;
+    int var;
+    fcp_expr *expr; /* S_ASSIGN */
+    int input;      /* S_INPUT: index into prog->inputs */
+} fcp_stmt;
+
+typedef struct fcp_var {
+    const char *name;
+    int line, col;
+} fcp_var;
+
+typedef struct fcp_input {
+    int var;
+    fc_dtype dtype;
+    int ndim;
+    fcp_dim dims[FC_MAX_DIMS];
+} fcp_input;
+
+typedef struct fcp_symbol {
+    const char *name;
+    int64_t value;
+    bool bound;
+} fcp_symbol;
+
+typedef struct fcp_output {
+    int var;
+    int line, col;
+} fcp_output;
+
+typedef enum fcp_nkind { N_VAR, N_SYM } fcp_nkind;
+
+typedef struct fcp_name {
+    const char *name; /* NULL: empty slot */
+    size_t len;
+    fcp_nkind kind;
+    int index;
+} fcp_name;
+
+struct fc_program {
+    fc_ctx *ctx;
+    fcp_arena arena;
+    const char *name;
+    fcp_stmt *stmts;
+    int nstmts, cap_stmts;
+    fcp_var *vars;
+    int nvars, cap_vars;
+    fcp_input *inputs;
+    int ninputs, cap_inputs;
+    fcp_symbol *syms;
+    int nsyms, cap_syms;
+    fcp_output *outs;
+    int nouts, cap_outs;
+    int out_line; /* 0: no out statement yet */
+    fcp_name *names;
+    size_t names_cap, names_n;
+};
+
+/* ---- names ------------------------------------------------------------------------------ */
+
+static uint64_t name_hash(const char *s, size_t n) {
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+    return h;
+}
+
+static fcp_name *name_find(const fc_program *prog, const char *s, size_t n) {
+    if (!prog->names_cap) return NULL;
+    size_t mask = prog->names_cap - 1;
+    for (size_t i = name_hash(s, n) & mask;; i = (i + 1) & mask) {
+        fcp_name *e = &prog->names[i];
+        if (!e->name) return NULL;
+        if (e->len == n && memcmp(e->name, s, n) == 0) return e;
+    }
+}
+
+/* Adds a name (the caller checked it is new). The name is copied into the arena. */
+static bool name_add(fc_program *prog, const char *s, size_t n, fcp_nkind kind, int index,
+                     const char **stored) {
+    if ((prog->names_n + 1) * 2 > prog->names_cap) {
+        size_t ncap = prog->names_cap ? prog->names_cap * 2 : 64;
+        fcp_name *nt = arena_zalloc(&prog->arena, ncap * sizeof(fcp_name));
+        if (!nt) return false;
+        for (size_t i = 0; i < prog->names_cap; i++) {
+            fcp_name *e = &prog->names[i];
+            if (!e->name) continue;
+            size_t j = name_hash(e->name, e->len) & (ncap - 1);
+            while (nt[j].name) j = (j + 1) & (ncap - 1);
+            nt[j] = *e;
+        }
+        prog->names = nt;
+        prog->names_cap = ncap;
+    }
+    char *copy = arena_strndup(&prog->arena, s, n);
+    if (!copy) return false;
+    size_t mask = prog->names_cap - 1;
+    size_t i = name_hash(s, n) & mask;
+    while (prog->names[i].name) i = (i + 1) & mask;
+    prog->names[i] = (fcp_name){copy, n, kind, index};
+    prog->names_n++;
+    *stored = copy;
+    return true;
+}
+
+static bool word_is(const char *s, size_t n, const char *word) {
+    return strlen(word) == n && memcmp(s, word, n) == 0;
+}
+
+static bool dtype_lookup(const char *s, size_t n, fc_dtype *out) {
+    char buf[16];
+    if (n == 0 || n >= sizeof buf) return false;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    if (fc_dtype_from_name(buf, out) == FC_OK) return true;
+    for (size_t i = 0; i < sizeof fcp_dtype_aliases / sizeof fcp_dtype_aliases[0]; i++) {
+        if (strcmp(buf, fcp_dtype_aliases[i].name) == 0) {
+            *out = fcp_dtype_aliases[i].dtype;
+            return true;
+        }
+    }
+    return false;
+}
+
+static const char *const fcp_keywords[] = {"True", "False", "true", "false", "None",
+                                           "inf",  "nan",   "input", "out"};
+
+bool fcp_name_is_reserved(const char *name, size_t len) {
+    fc_dtype dt;
+    for (size_t i = 0; i < sizeof fcp_keywords / sizeof fcp_keywords[0]; i++)
+        if (word_is(name, len, fcp_keywords[i])) return true;
+    return dtype_lookup(name, len, &dt);
+}
+
+static const fcp_func *func_lookup(const char *s, size_t n, int *ew_op) {
+    for (size_t i = 0; i < sizeof fcp_funcs / sizeof fcp_funcs[0]; i++)
+        if (word_is(s, n, fcp_funcs[i].name)) return &fcp_funcs[i];
+    const char *target = NULL;
+    for (size_t i = 0; i < sizeof fcp_ew_aliases / sizeof fcp_ew_aliases[0]; i++)
+        if (word_is(s, n, fcp_ew_aliases[i].alias)) target = fcp_ew_aliases[i].pyname;
+    for (int op = 0; op < FCG_OP_COUNT; op++) {
+        const fcg_op_info *info = &fcg_ops[op];
+        if (info->kind != FCG_KIND_EW) continue;
+        bool has_api = (info->nin == 1 && fcg_unary_api[op]) ||
+                       (info->nin == 2 && fcg_binary_api[op]) ||
+                       (info->nin == 3 && fcg_ternary_api[op]);
+        if (!has_api) continue;
+        if (target ? strcmp(target, info->pyname) == 0
+                   : (word_is(s, n, info->pyname) || word_is(s, n, info->cname))) {
+            *ew_op = op;
+            return NULL;
+        }
+    }
+    *ew_op = -1;
+    return NULL;
+}
+
+/* The op whose infix spelling is tok's text, with nin operands, from ops.def. */
+static int infix_op(const fcp_token *t, int nin) {
+    for (int op = 0; op < FCG_OP_COUNT; op++)
+        if (fcg_ops[op].nin == nin && fcg_ops[op].infix[0] &&
+            word_is(t->text, t->len, fcg_ops[op].infix))
+            return op;
+    return -1;
+}
+
+/* ---- lexer ------------------------------------------------------------------------------ */
+
+typedef struct fcp_parser {
+    fc_ctx *ctx;
+    fc_program *prog;
+    const char *text;
+    size_t len;
+    const char *name;
+    fcp_token *toks;
+    size_t ntoks, cap_toks;
+    size_t pos;
+    int nest;
+    bool nomem;
+    char lexerr[160];
+} fcp_parser;
+
+static bool is_name_start(int c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+static bool is_digit(int c) { return c >= '0' && c <= '9'; }
+static bool is_name_char(int c) { return is_name_start(c) || is_digit(c); }
+
+static bool push_token(fcp_parser *p, const fcp_token *t) {
+    if (p->ntoks == p->cap_toks) {
+        size_t ncap = p->cap_toks ? p->cap_toks * 2 : 256;
+        if (ncap > SIZE_MAX / sizeof(fcp_token)) return false;
+        fcp_token *nt = fcg_realloc(p->ctx, p->toks, p->cap_toks * sizeof(fcp_token),
+                                    ncap * sizeof(fcp_token));
+        if (!nt) return false;
+        p->toks = nt;
+        p->cap_toks = ncap;
+    }
+    p->toks[p->ntoks++] = *t;
+    return true;
+}
+
+/* Scans a number at s[0..n): sets the token's kind, value and length, or writes lexerr. */
+static bool lex_number(fcp_parser *p, const char *s, size_t n, fcp_token *t) {
+    size_t j = 0;
+    if (n >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X' || s[1] == 'b' || s[1] == 'B' ||
+                                  s[1] == 'o' || s[1] == 'O')) {
+        int base = (s[1] == 'x' || s[1] == 'X') ? 16 : (s[1] == 'b' || s[1] == 'B') ? 2 : 8;
+        uint64_t v = 0;
+        j = 2;
+        size_t ndig = 0;
+        for (; j < n; j++) {
+            int c = s[j], d;
+            if (is_digit(c)) d = c - '0';
+            else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
+            else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
+            else break;
+            if (d >= base) break;
+            if (v > (UINT64_MAX - (uint64_t)d) / (uint64_t)base) {
+                snprintf(p->lexerr, sizeof p->lexerr, "integer literal too large");
+                return false;
+            }
+            v = v * (uint64_t)base + (uint64_t)d;
+            ndig++;
+        }
+        if (ndig == 0 || (j < n && is_name_char((unsigned char)s[j]))) {
+            snprintf(p->lexerr, sizeof p->lexerr, "malformed number literal");
+            return false;
+        }
+        t->kind = TK_INT;
+        t->v.u = v;
+        t->len = j;
+        return true;
+    }
+    bool is_float = false;
+    while (j < n && is_digit((unsigned char)s[j])) j++;
+    if (j < n && s[j] == '.' && !(j + 1 < n && s[j + 1] == '.')) {
+        is_float = true;
+        j++;
+        while (j < n && is_digit((unsigned char)s[j])) j++;
+    }
+    if (j < n && (s[j] == 'e' || s[j] == 'E')) {
+        size_t k = j + 1;
+        if (k < n && (s[k] == '+' || s[k] == '-')) k++;
+        if (k >= n || !is_digit((unsigned char)s[k])) {
+            snprintf(p->lexerr, sizeof p->lexerr, "malformed exponent in number literal");
+            return false;
+        }
+        while (k < n && is_digit((unsigned char)s[k])) k++;
+        j = k;
+        is_float = true;
+    }
+    size_t digits_end = j;
+    bool imag = false;
+    if (j < n && (s[j] == 'j' || s[j] == 'J')) {
+        imag = true;
+        j++;
+    }
+    if (j < n && is_name_char((unsigned char)s[j])) {
+        snprintf(p->lexerr, sizeof p->lexerr, "malformed number literal");
+        return false;
+    }
+    t->len = j;
+    if (!is_float && !imag) {
+        uint64_t v = 0;
+        for (size_t i = 0; i < digits_end; i++) {
+            uint64_t d = (uint64_t)(s[i] - '0');
+            if (v > (UINT64_MAX - d) / 10) {
+                snprintf(p->lexerr, sizeof p->lexerr, "integer literal too large");
+                return false;
+            }
+            v = v * 10 + d;
+        }
+        t->kind = TK_INT;
+        t->v.u = v;
+        return true;
+    }
+    char buf[FCP_MAX_NUMBER + 1];
+    if (digits_end > FCP_MAX_NUMBER) {
+        snprintf(p->lexerr, sizeof p->lexerr, "number literal too long");
+        return false;
+    }
+    memcpy(buf, s, digits_end);
+    buf[digits_end] = '\0';
+    errno = 0;
+    t->v.f = strtod(buf, NULL); /* overflow gives inf, as Python's float literals do */
+    t->kind = imag ? TK_IMAG : TK_FLOAT;
+    return true;
+}
+
+/* Scans a string literal starting at the opening quote; writes lexerr on error. */
+static bool lex_string(fcp_parser *p, const char *s, size_t n, fcp_token *t) {
+    size_t j = 1;
+    while (j < n && s[j] != '"') {
+        unsigned char c = (unsigned char)s[j];
+        if (c == '\n' || c == '\r') break;
+        if (c < 0x20 && c != '\t') {
+            snprintf(p->lexerr, sizeof p->lexerr, "control character 0x%02x in string", c);
+            return false;
+        }
+        if (c == '\\') {
+            if (j + 1 >= n || !strchr("\\\"nt", s[j + 1]) || s[j + 1] == '\0') {
+                snprintf(p->lexerr, sizeof p->lexerr, "invalid escape in string");
+                return false;
+            }
+            j++;
+        }
+        j++;
+    }
+    if (j >= n || s[j] != '"') {
+        snprintf(p->lexerr, sizeof p->lexerr, "unterminated string");
+        return false;
+    }
+    t->kind = TK_STRING;
+    t->len = j + 1;
+    return true;
+}
+
+/* Tokenises the whole text. Newlines inside brackets are joined, as Python's are. A lexical
+ * error ends the stream with a TK_ERROR token, reported when the parser reaches it, so the
+ * first error in the file is the one reported. */
+static fc_status lex_all(fcp_parser *p) {
+    const char *s = p->text;
+    size_t n = p->len, i = 0, line_start = 0;
+    int line = 1, depth = 0;
+    for (;;) {
+        while (i < n) {
+            char c = s[i];
+            if (c == ' ' || c == '\t' || c == '\r' || c == '\f') {
+                i++;
+            } else if (c == '#') {
+                while (i < n && s[i] != '\n') i++;
+            } else if (c == '\\' && i + 1 < n && s[i + 1] == '\n') {
+                i += 2;
+                line++;
+                line_start = i;
+            } else if (c == '\\' && i + 2 < n && s[i + 1] == '\r' && s[i + 2] == '\n') {
+                i += 3;
+                line++;
+                line_start = i;
+            } else if (c == '\n' && depth > 0) {
+                i++;
+                line++;
+                line_start = i;
+            } else {
+                break;
+            }
+        }
+        fcp_token t;
+        memset(&t, 0, sizeof t);
+        t.line = line;
+        t.col = (int)((i - line_start) < INT_MAX ? (i - line_start) + 1 : INT_MAX);
+        t.text = s + i;
+        t.len = 1;
+        if (i >= n) {
+            t.kind = TK_EOF;
+            t.len = 0;
+            if (!push_token(p, &t)) return FC_ERR_NOMEM;
+            return FC_OK;
+        }
+        unsigned char c = (unsigned char)s[i];
+        bool ok = true;
+        if (c == '\n') {
+            t.kind = TK_NEWLINE;
+            i++;
+            if (!push_token(p, &t)) return FC_ERR_NOMEM;
+            line++;
+            line_start = i;
+            continue;
+        }
+        if (is_digit(c) || (c == '.' && i + 1 < n && is_digit((unsigned char)s[i + 1]))) {
+            ok = lex_number(p, s + i, n - i, &t);
+        } else if (is_name_start(c)) {
+            size_t j = i;
+            while (j < n && is_name_char((unsigned char)s[j])) j++;
+            t.kind = TK_NAME;
+            t.len = j - i;
+            if (t.len > FCP_MAX_NAME) {
+                snprintf(p->lexerr, sizeof p->lexerr, "name longer than %d characters",
+                         FCP_MAX_NAME);
+                ok = false;
+            }
+        } else if (c == '"') {
+            ok = lex_string(p, s + i, n - i, &t);
+        } else {
+            ok = false;
+            for (size_t k = 0; k < sizeof fcp_puncts / sizeof fcp_puncts[0]; k++) {
+                size_t pl = strlen(fcp_puncts[k].text);
+                if (pl <= n - i && memcmp(s + i, fcp_puncts[k].text, pl) == 0) {
+                    t.kind = fcp_puncts[k].kind;
+                    t.len = pl;
+                    ok = true;
+                    break;
+                }
+            }
+            if (ok && (t.kind == TK_LPAREN || t.kind == TK_LBRACK)) depth++;
+            if (ok && (t.kind == TK_RPAREN || t.kind == TK_RBRACK) && depth > 0) depth--;
+            if (!ok) {
+                if (c >= 0x21 && c < 0x7f)
+                    snprintf(p->lexerr, sizeof p->lexerr, "unexpected character '%c'", c);
+                else
+                    snprintf(p->lexerr, sizeof p->lexerr, "unexpected byte 0x%02x", c);
+            }
+        }
+        if (!ok) {
+            t.kind = TK_ERROR;
+            if (!push_token(p, &t)) return FC_ERR_NOMEM;
+            return FC_OK;
+        }
+        i += t.len;
+        if (!push_token(p, &t)) return FC_ERR_NOMEM;
+    }
+}
+
+/* ---- parser ----------------------------------------------------------------------------- */
+
+static const fcp_token *cur(const fcp_parser *p) { return &p->toks[p->pos]; }
+
+static const fcp_token *peek2(const fcp_parser *p) {
+    return &p->toks[p->pos + 1 < p->ntoks ? p->pos + 1 : p->pos];
+}
+
+static void advance(fcp_parser *p) {
+    if (p->pos + 1 < p->ntoks) p->pos++;
+}
+
+static void describe(const fcp_token *t, char *buf, size_t size) {
+    int n = t->len > 40 ? 40 : (int)t->len;
+    const char *more = t->len > 40 ? "..." : "";
+    switch (t->kind) {
+    case TK_EOF: snprintf(buf, size, "end of input"); break;
+    case TK_NEWLINE: snprintf(buf, size, "end of line"); break;
+    case TK_NAME: snprintf(buf, size, "name '%.*s%s'", n, t->text, more); break;
+    case TK_INT:
+    case TK_FLOAT:
+    case TK_IMAG: snprintf(buf, size, "number '%.*s%s'", n, t->text, more); break;
+    case TK_STRING: snprintf(buf, size, "string %.*s%s", n, t->text, more); break;
+    default: snprintf(buf, size, "'%.*s'", n, t->text); break;
+    }
+}
+
+static fc_status perr_at(fcp_parser *p, int line, int col, const char *fmt, ...)
+    FCG_PRINTF(4, 5);
+static fc_status perr_at(fcp_parser *p, int line, int col, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return fcg_error(p->ctx, FC_ERR_PARSE, "%s:%d:%d: %s", p->name, line, col, msg);
+}
+
+/* "expected X, found Y" at the current token (or the lexer's message at a bad token). */
+static fc_status perr_expected(fcp_parser *p, const char *expected) {
+    const fcp_token *t = cur(p);
+    if (t->kind == TK_ERROR) return perr_at(p, t->line, t->col, "%s", p->lexerr);
+    char found[80];
+    describe(t, found, sizeof found);
+    return perr_at(p, t->line, t->col, "expected %s, found %s", expected, found);
+}
+
+static fc_status pnomem(fcp_parser *p) {
+    p->nomem = true;
+    return fcg_error(p->ctx, FC_ERR_NOMEM, "%s: out of memory while parsing", p->name);
+}
+
+static fcp_expr *new_expr(fcp_parser *p, fcp_ekind kind, const fcp_token *at) {
+    fcp_expr *e = arena_zalloc(&p->prog->arena, sizeof *e);
+    if (!e) {
+        pnomem(p);
+        return NULL;
+    }
+    e->kind = kind;
+    e->line = at->line;
+    e->col = at->col;
+    e->height = 1;
+    return e;
+}
+
+/* Records e's height from a child's; fails when the tree gets too deep for the builder. */
+static bool note_child(fcp_parser *p, fcp_expr *e, const fcp_expr *child) {
+    if (child && child->height + 1 > e->height) e->height = child->height + 1;
+    if (e->height > FCP_MAX_HEIGHT) {
+        perr_at(p, e->line, e->col, "expression nested too deeply (more than %d levels)",
+                FCP_MAX_HEIGHT);
+        return false;
+    }
+    return true;
+}
+
+static fcp_expr *parse_expr(fcp_parser *p);
+static fcp_expr *parse_unary(fcp_parser *p);
+
+static bool expect(fcp_parser *p, fcp_tk kind, const char *what) {
+    if (cur(p)->kind != kind) {
+        perr_expected(p, what);
+        return false;
+    }
+    advance(p);
+    return true;
+}
+
+/* Comma-separated expressions up to `close` (a trailing comma allowed), into an arena array. */
+static bool parse_items(fcp_parser *p, fcp_tk close, const char *close_text, fcp_expr *owner,
+                        int *n_out, fcp_expr ***items_out) {
+    fcp_expr **items = NULL;
+    int n = 0, cap = 0;
+    while (cur(p)->kind != close) {
+        fcp_expr *item = parse_expr(p);
+        if (!item) return false;
+        if (!vec_reserve(&p->prog->arena, (void **)&items, &cap, n, sizeof *items)) {
+            pnomem(p);
+            return false;
+        }
+        items[n++] = item;
+        if (!note_child(p, owner, item)) return false;
+        if (cur(p)->kind == TK_COMMA) {
+            advance(p);
+            continue;
+        }
+        if (cur(p)->kind != close) {
+            char what[32];
+            snprintf(what, sizeof what, "',' or '%s'", close_text);
+            perr_expected(p, what);
+            return false;
+        }
+    }
+    advance(p);
+    *n_out = n;
+    *items_out = items;
+    return true;
+}
+
+static fcp_expr *parse_call(fcp_parser *p, const fcp_token *name_tok) {
+    int ew_op;
+    const fcp_func *fn = func_lookup(name_tok->text, name_tok->len, &ew_op);
+    if (!fn && ew_op < 0) {
+        perr_at(p, name_tok->line, name_tok->col, "unknown function '%.*s'", (int)name_tok->len,
+                name_tok->text);
+        return NULL;
+    }
+    fcp_expr *e = new_expr(p, E_CALL, name_tok);
+    if (!e) return NULL;
+    int nparams = fn ? 0 : fcg_ops[ew_op].nin;
+    if (fn)
+        while (nparams < FCP_MAX_PARAMS && fn->params[nparams]) nparams++;
+    int npos = fn ? fn->npos : nparams;
+    int nreq = fn ? fn->nreq : nparams;
+    const char *fname = fn ? fn->name : fcg_ops[ew_op].pyname;
+    e->call.fn = fn;
+    e->call.op = fn ? fn->op : ew_op;
+    e->call.n = nparams;
+    e->call.args = arena_zalloc(&p->prog->arena, sizeof(fcp_expr *) * (size_t)nparams + 1);
+    if (!e->call.args) {
+        pnomem(p);
+        return NULL;
+    }
+    advance(p); /* '(' */
+    int given = 0;
+    bool seen_keyword = false;
+    while (cur(p)->kind != TK_RPAREN) {
+        const fcp_token *at = cur(p);
+        int slot;
+        if (at->kind == TK_NAME && peek2(p)->kind == TK_ASSIGN) {
+            seen_keyword = true;
+            slot = -1;
+            for (int k = 0; k < nparams && fn; k++)
+                if (word_is(at->text, at->len, fn->params[k])) slot = k;
+            if (!fn) {
+                perr_at(p, at->line, at->col, "%s() takes no keyword arguments", fname);
+                return NULL;
+            }
+            if (slot < 0) {
+                perr_at(p, at->line, at->col, "%s() got an unexpected keyword argument '%.*s'",
+                        fname, (int)at->len, at->text);
+                return NULL;
+            }
+            advance(p);
+            advance(p);
+        } else {
+            if (seen_keyword) {
+                perr_at(p, at->line, at->col, "positional argument follows keyword argument");
+                return NULL;
+            }
+            if (given >= npos) {
+                perr_at(p, at->line, at->col, "%s() takes at most %d positional argument%s",
+                        fname, npos, npos == 1 ? "" : "s");
+                return NULL;
+            }
+            slot = given++;
+        }
+        if (e->call.args[slot]) {
+            perr_at(p, at->line, at->col, "%s() got multiple values for argument '%s'", fname,
+                    fn ? fn->params[slot] : "?");
+            return NULL;
+        }
+        fcp_expr *arg = parse_expr(p);
+        if (!arg) return NULL;
+        e->call.args[slot] = arg;
+        if (!note_child(p, e, arg)) return NULL;
+        if (cur(p)->kind == TK_COMMA) {
+            advance(p);
+        } else if (cur(p)->kind != TK_RPAREN) {
+            perr_expected(p, "',' or ')'");
+            return NULL;
+        }
+    }
+    for (int k = 0; k < nreq; k++) {
+        if (!e->call.args[k]) {
+            if (fn)
+                perr_at(p, cur(p)->line, cur(p)->col, "%s() missing required argument '%s'",
+                        fname, fn->params[k]);
+            else
+                perr_at(p, cur(p)->line, cur(p)->col, "%s() takes %d argument%s, got %d",
+                        fname, nparams, nparams == 1 ? "" : "s", given);
+            return NULL;
+        }
+    }
+    advance(p); /* ')' */
+    return e;
+}
+
+static fcp_expr *parse_name(fcp_parser *p) {
+    const fcp_token *t = cur(p);
+    if (word_is(t->text, t->len, "True") || word_is(t->text, t->len, "true") ||
+        word_is(t->text, t->len, "False") || word_is(t->text, t->len, "false")) {
+        fcp_expr *e = new_expr(p, E_BOOL, t);
+        if (e) e->b = (t->text[0] == 'T' || t->text[0] == 't');
+        advance(p);
+        return e;
+    }
+    if (word_is(t->text, t->len, "None")) {
+        fcp_expr *e = new_expr(p, E_NONE, t);
+        advance(p);
+        return e;
+    }
+    if (word_is(t->text, t->len, "inf") || word_is(t->text, t->len, "nan")) {
+        fcp_expr *e = new_expr(p, E_FLOAT, t);
+        if (e) e->f = t->text[0] == 'i' ? INFINITY : NAN;
+        advance(p);
+        return e;
+    }
+    if (word_is(t->text, t->len, "input") || word_is(t->text, t->len, "out")) {
+        perr_expected(p, "an expression");
+        return NULL;
+    }
+    if (peek2(p)->kind == TK_LPAREN) {
+        advance(p);
+        return parse_call(p, t);
+    }
+    fc_dtype dt;
+    if (dtype_lookup(t->text, t->len, &dt)) {
+        fcp_expr *e = new_expr(p, E_DTYPE, t);
+        if (e) e->dt = dt;
+        advance(p);
+        return e;
+    }
+    fcp_name *nm = name_find(p->prog, t->text, t->len);
+    if (!nm) {
+        int ew_op;
+        if (func_lookup(t->text, t->len, &ew_op) || ew_op >= 0)
+            perr_at(p, t->line, t->col, "function '%.*s' used without a call", (int)t->len,
+                    t->text);
+        else
+            perr_at(p, t->line, t->col, "undefined name '%.*s'", (int)t->len, t->text);
+        return NULL;
+    }
+    fcp_expr *e = new_expr(p, nm->kind == N_VAR ? E_VAR : E_SYM, t);
+    if (e) e->index = nm->index;
+    advance(p);
+    return e;
+}
+
+static fcp_expr *parse_atom(fcp_parser *p) {
+    const fcp_token *t = cur(p);
+    fcp_expr *e;
+    switch (t->kind) {
+    case TK_INT:
+        e = new_expr(p, E_INT, t);
+        if (e) e->u = t->v.u;
+        advance(p);
+        return e;
+    case TK_FLOAT:
+    case TK_IMAG:
+        e = new_expr(p, t->kind == TK_FLOAT ? E_FLOAT : E_IMAG, t);
+        if (e) e->f = t->v.f;
+        advance(p);
+        return e;
+    case TK_STRING: {
+        e = new_expr(p, E_STR, t);
+        if (!e) return NULL;
+        char *s = arena_alloc(&p->prog->arena, t->len);
+        if (!s) {
+            pnomem(p);
+            return NULL;
+        }
+        size_t k = 0;
+        for (size_t j = 1; j + 1 < t->len; j++) {
+            char c = t->text[j];
+            if (c == '\\') {
+                c = t->text[++j];
+                c = c == 'n' ? '\n' : c == 't' ? '\t' : c;
+            }
+            s[k++] = c;
+        }
+        s[k] = '\0';
+        e->str.s = s;
+        advance(p);
+        return e;
+    }
+    case TK_NAME: return parse_name(p);
+    case TK_ELLIPSIS:
+        e = new_expr(p, E_ELLIPSIS, t);
+        advance(p);
+        return e;
+    case TK_LPAREN: {
+        advance(p);
+        if (cur(p)->kind == TK_RPAREN) { /* () is the empty tuple: a 0-d shape */
+            e = new_expr(p, E_LIST, t);
+            advance(p);
+            return e;
+        }
+        fcp_expr *inner = parse_expr(p);
+        if (!inner) return NULL;
+        if (cur(p)->kind == TK_RPAREN) {
+            advance(p);
+            return inner;
+        }
+        if (cur(p)->kind != TK_COMMA) {
+            perr_expected(p, "')'");
+            return NULL;
+        }
+        /* A tuple, taken as a list ((4, 4) is a shape, as in NumPy). */
+        advance(p);
+        e = new_expr(p, E_LIST, t);
+        if (!e) return NULL;
+        int n = 0;
+        fcp_expr **rest = NULL;
+        if (!parse_items(p, TK_RPAREN, ")", e, &n, &rest)) return NULL;
+        e->list.items = arena_alloc(&p->prog->arena, sizeof(fcp_expr *) * ((size_t)n + 1));
+        if (!e->list.items) {
+            pnomem(p);
+            return NULL;
+        }
+        e->list.items[0] = inner;
+        if (n) memcpy(e->list.items + 1, rest, sizeof(fcp_expr *) * (size_t)n);
+        e->list.n = n + 1;
+        if (!note_child(p, e, inner)) return NULL;
+        return e;
+    }
+    case TK_LBRACK:
+        e = new_expr(p, E_LIST, t);
+        if (!e) return NULL;
+        advance(p);
+        if (!parse_items(p, TK_RBRACK, "]", e, &e->list.n, &e->list.items)) return NULL;
+        return e;
+    default: perr_expected(p, "an expression"); return NULL;
+    }
+}
+
+/* One subscript entry: an expression, or a slice [start]:[stop][:[step]]. */
+static fcp_expr *parse_sub_entry(fcp_parser *p) {
+    const fcp_token *at = cur(p);
+    fcp_expr *start = NULL;
+    if (at->kind != TK_COLON) {
+        start = parse_expr(p);
+        if (!start || cur(p)->kind != TK_COLON) return start;
+    }
+    fcp_expr *e = new_expr(p, E_SLICE, at);
+    if (!e) return NULL;
+    e->slice.start = start;
+    advance(p); /* ':' */
+    fcp_tk k = cur(p)->kind;
+    if (k != TK_COLON && k != TK_COMMA && k != TK_RBRACK) {
+        if (!(e->slice.stop = parse_expr(p))) return NULL;
+    }
+    if (cur(p)->kind == TK_COLON) {
+        advance(p);
+        k = cur(p)->kind;
+        if (k != TK_COMMA && k != TK_RBRACK) {
+            if (!(e->slice.step = parse_expr(p))) return NULL;
+        }
+    }
+    if (!note_child(p, e, e->slice.start) || !note_child(p, e, e->slice.stop) ||
+        !note_child(p, e, e->slice.step))
+        return NULL;
+    return e;
+}
+
+static fcp_expr *parse_postfix(fcp_parser *p) {
+    fcp_expr *e = parse_atom(p);
+    while (e && cur(p)->kind == TK_LBRACK) {
+        fcp_expr *s = new_expr(p, E_SUBSCRIPT, cur(p));
+        if (!s) return NULL;
+        advance(p);
+        s->sub.base = e;
+        if (!note_child(p, s, e)) return NULL;
+        fcp_expr **items = NULL;
+        int n = 0, cap = 0;
+        for (;;) {
+            if (n == FCP_MAX_SUBSCRIPTS) {
+                perr_at(p, cur(p)->line, cur(p)->col, "more than %d subscript entries",
+                        FCP_MAX_SUBSCRIPTS);
+                return NULL;
+            }
+            fcp_expr *item = parse_sub_entry(p);
+            if (!item) return NULL;
+            if (!vec_reserve(&p->prog->arena, (void **)&items, &cap, n, sizeof *items)) {
+                pnomem(p);
+                return NULL;
+            }
+            items[n++] = item;
+            if (!note_child(p, s, item)) return NULL;
+            if (cur(p)->kind == TK_COMMA) {
+                advance(p);
+                if (cur(p)->kind == TK_RBRACK) break;
+                continue;
+            }
+            if (cur(p)->kind == TK_RBRACK) break;
+            perr_expected(p, "',' or ']'");
+            return NULL;
+        }
+        advance(p);
+        s->sub.n = n;
+        s->sub.items = items;
+        e = s;
+    }
+    return e;
+}
+
+/* power := postfix ['**' unary]: ** binds tighter than a unary minus on its left and is
+ * right-associative (its right operand is a unary expression, which reaches power again). */
+static fcp_expr *parse_power(fcp_parser *p) {
+    fcp_expr *base = parse_postfix(p);
+    if (!base || cur(p)->kind != TK_DSTAR) return base;
+    fcp_expr *e = new_expr(p, E_BINARY, cur(p));
+    if (!e) return NULL;
+    e->bin.op = infix_op(cur(p), 2);
+    advance(p);
+    e->bin.a = base;
+    e->bin.b = parse_unary(p);
+    if (!e->bin.b || !note_child(p, e, base) || !note_child(p, e, e->bin.b)) return NULL;
+    return e;
+}
+
+static fcp_expr *parse_unary(fcp_parser *p) {
+    const fcp_token *t = cur(p);
+    if (++p->nest > FCP_MAX_NEST) {
+        perr_at(p, t->line, t->col, "expression nested too deeply (more than %d levels)",
+                FCP_MAX_NEST);
+        return NULL;
+    }
+    fcp_expr *e;
+    if (t->kind == TK_MINUS || t->kind == TK_PLUS || t->kind == TK_TILDE) {
+        e = new_expr(p, E_UNARY, t);
+        if (!e) return NULL;
+        e->bin.op = t->kind == TK_PLUS ? -1 : infix_op(t, 1);
+        advance(p);
+        e->bin.a = parse_unary(p);
+        if (!e->bin.a || !note_child(p, e, e->bin.a)) return NULL;
+    } else {
+        e = parse_power(p);
+    }
+    p->nest--;
+    return e;
+}
+
+/* Binary precedence, Python's: | < ^ < & < shifts < + - < * / // % @. Comparisons sit below
+ * all of them and do not chain. */
+static int binary_prec(fcp_tk k) {
+    switch (k) {
+    case TK_PIPE: return 1;
+    case TK_CARET: return 2;
+    case TK_AMP: return 3;
+    case TK_LSHIFT:
+    case TK_RSHIFT: return 4;
+    case TK_PLUS:
+    case TK_MINUS: return 5;
+    case TK_STAR:
+    case TK_SLASH:
+    case TK_DSLASH:
+    case TK_PERCENT:
+    case TK_AT: return 6;
+    default: return 0;
+    }
+}
+
+static bool is_comparison(fcp_tk k) {
+    return k == TK_LT || k == TK_LE || k == TK_GT || k == TK_GE || k == TK_EQ || k == TK_NE;
+}
+
+static fcp_expr *parse_binary(fcp_parser *p, int min_prec) {
+    fcp_expr *left = parse_unary(p);
+    while (left) {
+        int prec = binary_prec(cur(p)->kind);
+        if (prec == 0 || prec < min_prec) break;
+        fcp_expr *e = new_expr(p, E_BINARY, cur(p));
+        if (!e) return NULL;
+        e->bin.op = infix_op(cur(p), 2);
+        advance(p);
+        e->bin.a = left;
+        e->bin.b = parse_binary(p, prec + 1);
+        if (!e->bin.b || !note_child(p, e, left) || !note_child(p, e, e->bin.b)) return NULL;
+        left = e;
+    }
+    return left;
+}
+
+static fcp_expr *parse_expr(fcp_parser *p) {
+    fcp_expr *left = parse_binary(p, 1);
+    if (!left || !is_comparison(cur(p)->kind)) return left;
+    fcp_expr *e = new_expr(p, E_BINARY, cur(p));
+    if (!e) return NULL;
+    e->bin.op = infix_op(cur(p), 2);
+    advance(p);
+    e->bin.a = left;
+    e->bin.b = parse_binary(p, 1);
+    if (!e->bin.b || !note_child(p, e, left) || !note_child(p, e, e->bin.b)) return NULL;
+    if (is_comparison(cur(p)->kind)) {
+        perr_at(p, cur(p)->line, cur(p)->col,
+                "chained comparisons are not supported: add parentheses");
+        return NULL;
+    }
+    return e;
+}
+
+static bool add_var(fcp_parser *p, const fcp_token *t, int *index) {
+    fc_program *prog = p->prog;
+    if (!vec_reserve(&prog->arena, (void **)&prog->vars, &prog->cap_vars, prog->nvars,
+                     sizeof(fcp_var))) {
+        pnomem(p);
+        return false;
+    }
+    const char *stored;
+    if (!name_add(prog, t->text, t->len, N_VAR, prog->nvars, &stored)) {
+        pnomem(p);
+        return false;
+    }
+    prog->vars[prog->nvars] = (fcp_var){stored, t->line, t->col};
+    *index = prog->nvars++;
+    return true;
+}
+
+/* Checks that an assignment target (or a symbol) is a fresh, non-reserved name. */
+static bool check_new_name(fcp_parser *p, const fcp_token *t) {
+    if (fcp_name_is_reserved(t->text, t->len)) {
+        perr_at(p, t->line, t->col, "'%.*s' is a reserved word", (int)t->len, t->text);
+        return false;
+    }
+    fcp_name *nm = name_find(p->prog, t->text, t->len);
+    if (nm && nm->kind == N_VAR) {
+        const fcp_var *v = &p->prog->vars[nm->index];
+        perr_at(p, t->line, t->col, "'%.*s' is already defined (line %d)", (int)t->len, t->text,
+                v->line);
+        return false;
+    }
+    if (nm) {
+        perr_at(p, t->line, t->col, "'%.*s' is already a dimension symbol", (int)t->len,
+                t->text);
+        return false;
+    }
+    return true;
+}
+
+static bool parse_input_decl(fcp_parser *p, const fcp_token *target, fcp_stmt *st) {
+    fc_program *prog = p->prog;
+    advance(p); /* 'input' */
+    const fcp_token *t = cur(p);
+    fcp_input in;
+    memset(&in, 0, sizeof in);
+    if (t->kind != TK_NAME || !dtype_lookup(t->text, t->len, &in.dtype)) {
+        perr_expected(p, "a dtype (bool, i8 ... u64, f16, bf16, f32, f64, c64, c128)");
+        return false;
+    }
+    advance(p);
+    if (!expect(p, TK_LBRACK, "'[' and the input's shape")) return false;
+    while (cur(p)->kind != TK_RBRACK) {
+        t = cur(p);
+        if (in.ndim == FC_MAX_DIMS) {
+            perr_at(p, t->line, t->col, "an input has at most %d dimensions", FC_MAX_DIMS);
+            return false;
+        }
+        fcp_dim *d = &in.dims[in.ndim];
+        if (t->kind == TK_INT) {
+            if (t->v.u > (uint64_t)INT64_MAX) {
+                perr_at(p, t->line, t->col, "dimension too large");
+                return false;
+            }
+            d->sym = -1;
+            d->value = (int64_t)t->v.u;
+        } else if (t->kind == TK_NAME) {
+            fcp_name *nm = name_find(prog, t->text, t->len);
+            if (nm && nm->kind == N_SYM) {
+                d->sym = nm->index;
+            } else {
+                if (!check_new_name(p, t)) return false;
+                if (!vec_reserve(&prog->arena, (void **)&prog->syms, &prog->cap_syms,
+                                 prog->nsyms, sizeof(fcp_symbol))) {
+                    pnomem(p);
+                    return false;
+                }
+                const char *stored;
+                if (!name_add(prog, t->text, t->len, N_SYM, prog->nsyms, &stored)) {
+                    pnomem(p);
+                    return false;
+                }
+                prog->syms[prog->nsyms] = (fcp_symbol){stored, 0, false};
+                d->sym = prog->nsyms++;
+            }
+        } else {
+            perr_expected(p, "a dimension (an integer or a symbol)");
+            return false;
+        }
+        in.ndim++;
+        advance(p);
+        if (cur(p)->kind == TK_COMMA) {
+            advance(p);
+        } else if (cur(p)->kind != TK_RBRACK) {
+            perr_expected(p, "',' or ']'");
+            return false;
+        }
+    }
+    advance(p); /* ']' */
+    if (!vec_reserve(&prog->arena, (void **)&prog->inputs, &prog->cap_inputs, prog->ninputs,
+                     sizeof(fcp_input))) {
+        pnomem(p);
+        return false;
+    }
+    if (!add_var(p, target, &in.var)) return false;
+    st->kind = S_INPUT;
+    st->var = in.var;
+    st->input = prog->ninputs;
+    prog->inputs[prog->ninputs++] = in;
+    return true;
+}
+
+static bool parse_out(fcp_parser *p) {
+    fc_program *prog = p->prog;
+    const fcp_token *kw = cur(p);
+    if (prog->out_line) {
+        perr_at(p, kw->line, kw->col, "a second 'out' statement (the first is on line %d)",
+                prog->out_line);
+        return false;
+    }
+    prog->out_line = kw->line;
+    advance(p);
+    for (;;) {
+        const fcp_token *t = cur(p);
+        if (t->kind != TK_NAME) {
+            perr_expected(p, "the name of an output");
+            return false;
+        }
+        fcp_name *nm = name_find(prog, t->text, t->len);
+        if (!nm || nm->kind != N_VAR) {
+            perr_at(p, t->line, t->col, "undefined name '%.*s'", (int)t->len, t->text);
+            return false;
+        }
+        if (!vec_reserve(&prog->arena, (void **)&prog->outs, &prog->cap_outs, prog->nouts,
+                         sizeof(fcp_output))) {
+            pnomem(p);
+            return false;
+        }
+        prog->outs[prog->nouts++] = (fcp_output){nm->index, t->line, t->col};
+        advance(p);
+        if (cur(p)->kind != TK_COMMA) break;
+        advance(p);
+    }
+    return true;
+}
+
+static bool parse_statement(fcp_parser *p) {
+    fc_program *prog = p->prog;
+    const fcp_token *t = cur(p);
+    if (t->kind == TK_NAME && word_is(t->text, t->len, "out") && peek2(p)->kind != TK_ASSIGN) {
+        if (!parse_out(p)) return false;
+    } else {
+        if (t->kind != TK_NAME) {
+            perr_expected(p, "a statement (NAME = ... or out NAME, ...)");
+            return false;
+        }
+        if (peek2(p)->kind != TK_ASSIGN) {
+            advance(p);
+            perr_expected(p, "'='");
+            return false;
+        }
+        if (!check_new_name(p, t)) return false;
+        advance(p);
+        advance(p);
+        if (!vec_reserve(&prog->arena, (void **)&prog->stmts, &prog->cap_stmts, prog->nstmts,
+                         sizeof(fcp_stmt))) {
+            pnomem(p);
+            return false;
+        }
+        fcp_stmt st;
+        memset(&st, 0, sizeof st);
+        st.line = t->line;
+        st.col = t->col;
+        if (cur(p)->kind == TK_NAME && word_is(cur(p)->text, cur(p)->len, "input")) {
+            if (!parse_input_decl(p, t, &st)) return false;
+        } else {
+            p->nest = 0;
+            fcp_expr *e = parse_expr(p);
+            if (!e) return false;
+            st.kind = S_ASSIGN;
+            st.expr = e;
+            if (!add_var(p, t, &st.var)) return false;
+        }
+        prog->stmts[prog->nstmts++] = st;
+    }
+    if (cur(p)->kind == TK_NEWLINE) {
+        advance(p);
+        return true;
+    }
+    if (cur(p)->kind == TK_EOF) return true;
+    perr_expected(p, "end of line");
+    return false;
+}
+
+static fc_status parse_program(fcp_parser *p) {
+    fc_status st = lex_all(p);
+    if (st != FC_OK) return pnomem(p);
+    for (;;) {
+        const fcp_token *t = cur(p);
+        if (t->kind == TK_EOF) break;
+        if (t->kind == TK_NEWLINE) {
+            advance(p);
+            continue;
+        }
+        /* An allocation failure during parsing reports NOMEM, not a syntax error. */
+        if (!parse_statement(p)) return p->nomem ? FC_ERR_NOMEM : FC_ERR_PARSE;
+    }
+    if (!p->prog->out_line) {
+        const fcp_token *t = cur(p);
+        return perr_at(p, t->line, t->col, "expected an 'out' statement, found end of input");
+    }
+    return FC_OK;
+}
+
+/* ---- public: parse, load, destroy, queries ---------------------------------------------- */
+
+fc_status fc_program_parse(fc_ctx *ctx, const char *text, size_t len, const char *name,
+                           fc_program **out) {
+    if (out) *out = NULL;
+    if (!ctx) return FC_ERR_NULL;
+    if (!out || (!text && len)) return fcg_error(ctx, FC_ERR_NULL, "fc_program_parse: NULL argument");
+    if (!name) name = "<input>";
+    fc_program *prog = fcg_malloc(ctx, sizeof *prog);
+    if (!prog) return fcg_error(ctx, FC_ERR_NOMEM, "%s: out of memory while parsing", name);
+    memset(prog, 0, sizeof *prog);
+    prog->ctx = ctx;
+    prog->arena.ctx = ctx;
+    prog->name = arena_strndup(&prog->arena, name, strlen(name));
+    if (!prog->name) {
+        fcg_free(ctx, prog, sizeof *prog);
+        return fcg_error(ctx, FC_ERR_NOMEM, "%s: out of memory while parsing", name);
+    }
+    fcp_parser p;
+    memset(&p, 0, sizeof p);
+    p.ctx = ctx;
+    p.prog = prog;
+    p.text = text ? text : "";
+    p.len = len;
+    p.name = prog->name;
+    fc_status st = parse_program(&p);
+    fcg_free(ctx, p.toks, p.cap_toks * sizeof(fcp_token));
+    if (st != FC_OK) {
+        fc_program_destroy(prog);
+        return st;
+    }
+    *out = prog;
+    return FC_OK;
+}
+
+fc_status fc_program_load(fc_ctx *ctx, const char *path, fc_program **out) {
+    if (out) *out = NULL;
+    if (!ctx) return FC_ERR_NULL;
+    if (!path || !out) return fcg_error(ctx, FC_ERR_NULL, "fc_program_load: NULL argument");
+    FILE *f = fopen(path, "rb");
+    if (!f) return fcg_error(ctx, FC_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    size_t cap = 0, len = 0;
+    char *buf = NULL;
+    fc_status st = FC_OK;
+    for (;;) {
+        if (len == cap) {
+            size_t ncap = cap ? cap * 2 : 65536;
+            char *nb = fcg_realloc(ctx, buf, cap, ncap);
+            if (!nb) {
+                st = fcg_error(ctx, FC_ERR_NOMEM, "out of memory reading '%s'", path);
+                break;
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        size_t got = fread(buf + len, 1, cap - len, f);
+        len += got;
+        if (got == 0) {
+            if (ferror(f)) st = fcg_error(ctx, FC_ERR_IO, "cannot read '%s': read error", path);
+            break;
+        }
+    }
+    fclose(f);
+    if (st == FC_OK) st = fc_program_parse(ctx, buf, len, path, out);
+    fcg_free(ctx, buf, cap);
+    return st;
+}
+
+void fc_program_destroy(fc_program *prog) {
+    if (!prog) return;
+    fc_ctx *ctx = prog->ctx;
+    arena_free(&prog->arena);
+    fcg_free(ctx, prog, sizeof *prog);
+}
+
+int fc_program_num_inputs(const fc_program *prog) { return prog ? prog->ninputs : 0; }
+
+const char *fc_program_input_name(const fc_program *prog, int i) {
+    if (!prog || i < 0 || i >= prog->ninputs) return NULL;
+    return prog->vars[prog->inputs[i].var].name;
+}
+
+fc_dtype fc_program_input_dtype(const fc_program *prog, int i) {
+    if (!prog || i < 0 || i >= prog->ninputs) return FC_DTYPE_COUNT;
+    return prog->inputs[i].dtype;
+}
+
+int fc_program_num_outputs(const fc_program *prog) { return prog ? prog->nouts : 0; }
+
+const char *fc_program_output_name(const fc_program *prog, int i) {
+    if (!prog || i < 0 || i >= prog->nouts) return NULL;
+    return prog->vars[prog->outs[i].var].name;
+}
+
+int fc_program_num_symbols(const fc_program *prog) { return prog ? prog->nsyms : 0; }
+
+const char *fc_program_symbol_name(const fc_program *prog, int i) {
+    if (!prog || i < 0 || i >= prog->nsyms) return NULL;
+    return prog->syms[i].name;
+}
+
+fc_status fc_program_set_symbol(fc_program *prog, const char *name, int64_t value) {
+    if (!prog) return FC_ERR_NULL;
+    if (!name) return fcg_error(prog->ctx, FC_ERR_NULL, "fc_program_set_symbol: NULL name");
+    fcp_name *nm = name_find(prog, name, strlen(name));
+    if (!nm || nm->kind != N_SYM)
+        return fcg_error(prog->ctx, FC_ERR_INVALID, "%s: no dimension symbol named '%s'",
+                         prog->name, name);
+    if (value < 0)
+        return fcg_error(prog->ctx, FC_ERR_INVALID,
+                         "%s: dimension symbol '%s' must be >= 0, got %lld", prog->name, name,
+                         (long long)value);
+    prog->syms[nm->index].value = value;
+    prog->syms[nm->index].bound = true;
+    return FC_OK;
+}
+
+static fc_status input_shape(const fc_program *prog, int i, fc_shape *out, int line, int col) {
+    const fcp_input *in = &prog->inputs[i];
+    memset(out, 0, sizeof *out);
+    out->ndim = in->ndim;
+    for (int d = 0; d < in->ndim; d++) {
+        const fcp_dim *dim = &in->dims[d];
+        if (dim->sym < 0) {
+            out->dim[d] = dim->value;
+            continue;
+        }
+        const fcp_symbol *s = &prog->syms[dim->sym];
+        if (!s->bound)
+            return fcg_error(prog->ctx, FC_ERR_UNBOUND,
+                             "%s:%d:%d: dimension symbol '%s' of input '%s' has no value",
+                             prog->name, line, col, s->name, prog->vars[in->var].name);
+        out->dim[d] = s->value;
+    }
+    return FC_OK;
+}
+
+static const fcp_stmt *input_stmt(const fc_program *prog, int i) {
+    for (int k = 0; k < prog->nstmts; k++)
+        if (prog->stmts[k].kind == S_INPUT && prog->stmts[k].input == i) return &prog->stmts[k];
+    return NULL;
+}
+
+fc_status fc_program_input_shape(const fc_program *prog, int i, fc_shape *out) {
+    if (!prog) return FC_ERR_NULL;
+    if (!out) return fcg_error(prog->ctx, FC_ERR_NULL, "fc_program_input_shape: NULL out");
+    if (i < 0 || i >= prog->ninputs)
+        return fcg_error(prog->ctx, FC_ERR_INVALID, "%s: no input %d (the program has %d)",
+                         prog->name, i, prog->ninputs);
+    const fcp_stmt *st = input_stmt(prog, i);
+    return input_shape(prog, i, out, st ? st->line : 0, st ? st->col : 0);
+}
+
+/* ---- builder ---------------------------------------------------------------------------- */
+
+typedef enum fcp_vkind {
+    V_ARRAY, V_INT, V_FLOAT, V_COMPLEX, V_BOOL, V_NONE, V_STR, V_DTYPE, V_LIST, V_ELLIPSIS
+} fcp_vkind;
+
+typedef struct fcp_value fcp_value;
+struct fcp_value {
+    fcp_vkind kind;
+    bool big; /* V_INT above INT64_MAX: the value is in u */
+    union {
+        fc_array *arr;
+        int64_t i;
+        uint64_t u;
+        double f;
+        double c[2];
+        bool b;
+        fc_dtype dt;
+        const char *s;
+        struct {
+            int n;
+            fcp_value *items;
+        } list;
+    };
+};
+
+typedef struct fcp_builder {
+    fc_program *prog;
+    fc_ctx *ctx;
+    fcp_arena arena;
+    fcp_value *vars;
+    fc_array *const *inputs;
+} fcp_builder;
+
+static fc_status berr(fcp_builder *b, const fcp_expr *e, fc_status st, const char *fmt, ...)
+    FCG_PRINTF(4, 5);
+static fc_status berr(fcp_builder *b, const fcp_expr *e, fc_status st, const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return fcg_error(b->ctx, st, "%s:%d:%d: %s", b->prog->name, e->line, e->col, msg);
+}
+
+static fc_status bnomem(fcp_builder *b) {
+    return fcg_error(b->ctx, FC_ERR_NOMEM, "%s: out of memory while building", b->prog->name);
+}
+
+/* Takes an API result: on a poisoned array, prefixes the op's message with e's position. */
+static fc_status bcheck(fcp_builder *b, const fcp_expr *e, fc_array *r, fcp_value *out) {
+    fc_status st = fc_array_status(r);
+    if (st == FC_OK) {
+        out->kind = V_ARRAY;
+        out->arr = r;
+        return FC_OK;
+    }
+    char msg[FCG_ERRMSG_MAX];
+    const char *m = r ? fc_array_errmsg(r) : NULL;
+    if (!m || !*m) m = fc_errmsg(b->ctx);
+    snprintf(msg, sizeof msg, "%s", m);
+    return fcg_error(b->ctx, st, "%s:%d:%d: %s", b->prog->name, e->line, e->col, msg);
+}
+
+static const char *vkind_name(const fcp_value *v) {
+    switch (v->kind) {
+    case V_ARRAY: return "an array";
+    case V_INT: return "an integer";
+    case V_FLOAT: return "a float";
+    case V_COMPLEX: return "a complex number";
+    case V_BOOL: return "a bool";
+    case V_NONE: return "None";
+    case V_STR: return "a string";
+    case V_DTYPE: return "a dtype";
+    case V_LIST: return "a list";
+    default: return "an Ellipsis";
+    }
+}
+
+static fc_status to_array(fcp_builder *b, const fcp_expr *e, const fcp_value *v, fc_array **out) {
+    fc_array *r;
+    switch (v->kind) {
+    case V_ARRAY: *out = v->arr; return FC_OK;
+    case V_INT:
+        if (v->big)
+            return berr(b, e, FC_ERR_INVALID, "integer %llu does not fit in int64",
+                        (unsigned long long)v->u);
+        r = fc_i64(b->ctx, v->i);
+        break;
+    case V_FLOAT: r = fc_f64(b->ctx, v->f); break;
+    case V_COMPLEX: r = fc_c128(b->ctx, v->c[0], v->c[1]); break;
+    case V_BOOL: r = fc_bool(b->ctx, v->b); break;
+    default: return berr(b, e, FC_ERR_INVALID, "expected an array, found %s", vkind_name(v));
+    }
+    fcp_value tmp;
+    fc_status st = bcheck(b, e, r, &tmp);
+    if (st == FC_OK) *out = tmp.arr;
+    return st;
+}
+
+static fc_status to_int(fcp_builder *b, const fcp_expr *e, const fcp_value *v, const char *what,
+                        int64_t *out) {
+    if (v->kind != V_INT || v->big)
+        return berr(b, e, FC_ERR_INVALID, "%s must be an integer, found %s", what,
+                    v->kind == V_INT ? "one out of range" : vkind_name(v));
+    *out = v->i;
+    return FC_OK;
+}
+
+static fc_status to_small_int(fcp_builder *b, const fcp_expr *e, const fcp_value *v,
+                              const char *what, int *out) {
+    int64_t x = 0;
+    fc_status st = to_int(b, e, v, what, &x);
+    if (st != FC_OK) return st;
+    if (x < INT_MIN / 2 || x > INT_MAX / 2)
+        return berr(b, e, FC_ERR_INVALID, "%s %lld is out of range", what, (long long)x);
+    *out = (int)x;
+    return FC_OK;
+}
+
+static fc_status to_bool(fcp_builder *b, const fcp_expr *e, const fcp_value *v, const char *what,
+                         bool *out) {
+    if (v->kind == V_BOOL) *out = v->b;
+    else if (v->kind == V_INT && !v->big && (v->i == 0 || v->i == 1)) *out = v->i == 1;
+    else return berr(b, e, FC_ERR_INVALID, "%s must be True or False, found %s", what, vkind_name(v));
+    return FC_OK;
+}
+
+static fc_status to_double(fcp_builder *b, const fcp_expr *e, const fcp_value *v,
+                           const char *what, double *out) {
+    switch (v->kind) {
+    case V_INT: *out = v->big ? (double)v->u : (double)v->i; return FC_OK;
+    case V_FLOAT: *out = v->f; return FC_OK;
+    case V_BOOL: *out = v->b ? 1.0 : 0.0; return FC_OK;
+    default:
+        return berr(b, e, FC_ERR_INVALID, "%s must be a number, found %s", what, vkind_name(v));
+    }
+}
+
+static fc_status to_dtype(fcp_builder *b, const fcp_expr *e, const fcp_value *v, fc_dtype *out) {
+    if (v->kind == V_DTYPE) {
+        *out = v->dt;
+        return FC_OK;
+    }
+    if (v->kind == V_STR && dtype_lookup(v->s, strlen(v->s), out)) return FC_OK;
+    return berr(b, e, FC_ERR_INVALID, "expected a dtype, found %s", vkind_name(v));
+}
+
+/* A shape: a list of integers, or one integer. */
+static fc_status to_shape(fcp_builder *b, const fcp_expr *e, const fcp_value *v, fc_shape *out) {
+    memset(out, 0, sizeof *out);
+    if (v->kind == V_INT) {
+        out->ndim = 1;
+        return to_int(b, e, v, "a shape's extent", &out->dim[0]);
+    }
+    if (v->kind != V_LIST)
+        return berr(b, e, FC_ERR_INVALID, "expected a shape (a list of integers), found %s",
+                    vkind_name(v));
+    if (v->list.n > FC_MAX_DIMS)
+        return berr(b, e, FC_ERR_SHAPE, "a shape has at most %d dimensions, found %d",
+                    FC_MAX_DIMS, v->list.n);
+    out->ndim = v->list.n;
+    for (int i = 0; i < v->list.n; i++) {
+        fc_status st = to_int(b, e, &v->list.items[i], "a shape's extent", &out->dim[i]);
+        if (st != FC_OK) return st;
+    }
+    return FC_OK;
+}
+
+/* Axes: None (every axis), an integer, or a list of integers. */
+static fc_status to_axes(fcp_builder *b, const fcp_expr *e, const fcp_value *v, fc_axes *out) {
+    memset(out, 0, sizeof *out);
+    if (!v || v->kind == V_NONE) {
+        out->n = -1;
+        return FC_OK;
+    }
+    if (v->kind == V_INT) {
+        out->n = 1;
+        return to_small_int(b, e, v, "axis", &out->axis[0]);
+    }
+    if (v->kind != V_LIST)
+        return berr(b, e, FC_ERR_INVALID, "axis must be None, an integer or a list, found %s",
+                    vkind_name(v));
+    if (v->list.n > FC_MAX_DIMS)
+        return berr(b, e, FC_ERR_AXIS, "at most %d axes, found %d", FC_MAX_DIMS, v->list.n);
+    out->n = v->list.n;
+    for (int i = 0; i < v->list.n; i++) {
+        fc_status st = to_small_int(b, e, &v->list.items[i], "axis", &out->axis[i]);
+        if (st != FC_OK) return st;
+    }
+    return FC_OK;
+}
+
+static fc_status eval(fcp_builder *b, const fcp_expr *e, fcp_value *out);
+
+/* Evaluates argument k of a call, or gives `dflt` when it was not passed. */
+static fc_status eval_arg(fcp_builder *b, const fcp_expr *call, int k, fcp_value *out,
+                          fcp_vkind dflt) {
+    const fcp_expr *a = call->call.args[k];
+    if (a) return eval(b, a, out);
+    memset(out, 0, sizeof *out);
+    out->kind = dflt;
+    return FC_OK;
+}
+
+static const fcp_expr *arg_pos(const fcp_expr *call, int k) {
+    return call->call.args[k] ? call->call.args[k] : call;
+}
+
+static fc_status eval_array_arg(fcp_builder *b, const fcp_expr *call, int k, fc_array **out) {
+    fcp_value v;
+    fc_status st = eval(b, call->call.args[k], &v);
+    if (st != FC_OK) return st;
+    return to_array(b, call->call.args[k], &v, out);
+}
+
+static fc_status eval_array_list(fcp_builder *b, const fcp_expr *call, fc_array ***arrays,
+                                 int *n) {
+    fcp_value v;
+    const fcp_expr *pos = arg_pos(call, 0);
+    fc_status st = eval(b, call->call.args[0], &v);
+    if (st != FC_OK) return st;
+    if (v.kind != V_LIST || v.list.n == 0)
+        return berr(b, pos, FC_ERR_INVALID, "expected a non-empty list of arrays, found %s",
+                    v.kind == V_LIST ? "an empty list" : vkind_name(&v));
+    fc_array **arr = arena_alloc(&b->arena, sizeof(fc_array *) * (size_t)v.list.n);
+    if (!arr) return bnomem(b);
+    for (int i = 0; i < v.list.n; i++) {
+        st = to_array(b, pos, &v.list.items[i], &arr[i]);
+        if (st != FC_OK) return st;
+    }
+    *arrays = arr;
+    *n = v.list.n;
+    return FC_OK;
+}
+
+/* pad_width: w, [b, a], or [[b, a], ...] per axis. */
+static fc_status to_pad_widths(fcp_builder *b, const fcp_expr *e, const fcp_value *v,
+                               int64_t (*w)[2], int *n) {
+    if (v->kind == V_INT) {
+        *n = 1;
+        fc_status st = to_int(b, e, v, "pad width", &w[0][0]);
+        w[0][1] = w[0][0];
+        return st;
+    }
+    if (v->kind != V_LIST || v->list.n == 0)
+        return berr(b, e, FC_ERR_INVALID,
+                    "pad_width must be an integer, [before, after] or a list of them");
+    if (v->list.items[0].kind != V_LIST) {
+        if (v->list.n != 2)
+            return berr(b, e, FC_ERR_INVALID, "pad_width [before, after] needs 2 integers");
+        *n = 1;
+        fc_status st = to_int(b, e, &v->list.items[0], "pad width", &w[0][0]);
+        if (st == FC_OK) st = to_int(b, e, &v->list.items[1], "pad width", &w[0][1]);
+        return st;
+    }
+    if (v->list.n > FC_MAX_DIMS)
+        return berr(b, e, FC_ERR_INVALID, "pad_width has more than %d entries", FC_MAX_DIMS);
+    *n = v->list.n;
+    for (int i = 0; i < v->list.n; i++) {
+        const fcp_value *p = &v->list.items[i];
+        if (p->kind != V_LIST || p->list.n != 2)
+            return berr(b, e, FC_ERR_INVALID, "each pad_width entry must be [before, after]");
+        fc_status st = to_int(b, e, &p->list.items[0], "pad width", &w[i][0]);
+        if (st == FC_OK) st = to_int(b, e, &p->list.items[1], "pad width", &w[i][1]);
+        if (st != FC_OK) return st;
+    }
+    return FC_OK;
+}
+
+/* The dtype NumPy infers from a Python scalar fill value. */
+static fc_dtype scalar_dtype(const fcp_value *v) {
+    switch (v->kind) {
+    case V_BOOL: return FC_BOOL;
+    case V_INT: return v->big ? FC_U64 : FC_I64;
+    case V_COMPLEX: return FC_C128;
+    default: return FC_F64;
+    }
+}
+
+/* full() of a 64-bit integer that a double cannot hold (fc_full takes a double): the same
+ * canonical nodes fc_full makes, a 0-d CONST holding the value's bits, broadcast to shape. */
+static fc_status full_exact_int(fcp_builder *b, const fcp_expr *e, fc_dtype dtype, fc_shape shape,
+                                const fcp_value *fill, fcp_value *out) {
+    bool fits = dtype == FC_U64 ? (fill->big || fill->i >= 0) : (dtype == FC_I64 && !fill->big);
+    if (!fits)
+        return berr(b, e, FC_ERR_INVALID, "full: value %s%llu is not representable in %s",
+                    !fill->big && fill->i < 0 ? "-" : "",
+                    fill->big ? (unsigned long long)fill->u
+                    : fill->i < 0 ? (unsigned long long)0 - (unsigned long long)fill->i
+                                  : (unsigned long long)fill->i,
+                    fc_dtype_name(dtype));
+    fcg_params p;
+    memset(&p, 0, sizeof p);
+    p.ival = fill->big ? (int64_t)fill->u : fill->i;
+    fc_array *c = fcg_make(b->ctx, FCG_OP_CONST, dtype, dtype, false, 0, NULL, 0, NULL, &p);
+    fc_status st = bcheck(b, e, c, out);
+    if (st != FC_OK || shape.ndim == 0) return st;
+    return bcheck(b, e, fc_broadcast_to(c, shape), out);
+}
+
+static fc_status eval_full(fcp_builder *b, const fcp_expr *e, fc_dtype dtype, fc_shape shape,
+                           const fcp_value *fill, const fcp_expr *fill_pos, fcp_value *out) {
+    if (fill->kind == V_COMPLEX)
+        return bcheck(b, e, fc_full_complex(b->ctx, dtype, shape, fill->c[0], fill->c[1]), out);
+    if (fill->kind == V_INT && fcg_is_int(dtype) &&
+        (fill->big || fill->i > (INT64_C(1) << 53) || fill->i < -(INT64_C(1) << 53)))
+        return full_exact_int(b, e, dtype, shape, fill, out);
+    double value;
+    fc_status st = to_double(b, fill_pos, fill, "fill_value", &value);
+    if (st != FC_OK) return st;
+    return bcheck(b, e, fc_full(b->ctx, dtype, shape, value), out);
+}
+
+static fc_status eval_call(fcp_builder *b, const fcp_expr *e, fcp_value *out) {
+    fc_ctx *ctx = b->ctx;
+    const fcp_func *fn = e->call.fn;
+    fcp_value v[FCP_MAX_PARAMS];
+    fc_array *x = NULL;
+    fc_status st;
+    if (!fn) { /* elementwise */
+        fc_array *in[3] = {NULL, NULL, NULL};
+        for (int k = 0; k < e->call.n; k++)
+            if ((st = eval_array_arg(b, e, k, &in[k])) != FC_OK) return st;
+        int op = e->call.op;
+        fc_array *r = e->call.n == 1 ? fcg_unary_api[op](in[0])
+                      : e->call.n == 2 ? fcg_binary_api[op](in[0], in[1])
+                                       : fcg_ternary_api[op](in[0], in[1], in[2]);
+        return bcheck(b, e, r, out);
+    }
+    /* Functions whose first argument is an array. */
+    switch (fn->kind) {
+    case FK_CAST: case FK_REDUCE: case FK_ARG: case FK_NORM: case FK_RESHAPE: case FK_TRANSPOSE:
+    case FK_BROADCAST: case FK_EXPAND: case FK_SQUEEZE: case FK_FLIP: case FK_PAD: case FK_LIKE:
+    case FK_FULL_LIKE:
+        if ((st = eval_array_arg(b, e, 0, &x)) != FC_OK) return st;
+        break;
+    default: break;
+    }
+    switch (fn->kind) {
+    case FK_EW: return FC_ERR_INVALID; /* not in the table */
+    case FK_CAST: {
+        fc_dtype dt;
+        if ((st = eval_arg(b, e, 1, &v[1], V_NONE)) != FC_OK) return st;
+        if ((st = to_dtype(b, arg_pos(e, 1), &v[1], &dt)) != FC_OK) return st;
+        return bcheck(b, e, fc_cast(x, dt), out);
+    }
+    case FK_REDUCE:
+    case FK_NORM:
+    case FK_ARG: {
+        int axis_k = fn->kind == FK_NORM ? 2 : 1, keep_k = axis_k + 1;
+        fc_axes axes;
+        bool keep = false;
+        if ((st = eval_arg(b, e, axis_k, &v[axis_k], V_NONE)) != FC_OK) return st;
+        if ((st = eval_arg(b, e, keep_k, &v[keep_k], V_BOOL)) != FC_OK) return st;
+        if (e->call.args[keep_k] &&
+            (st = to_bool(b, arg_pos(e, keep_k), &v[keep_k], "keepdims", &keep)) != FC_OK)
+            return st;
+        if (fn->kind == FK_ARG) {
+            int axis = FC_AXIS_NONE;
+            if (v[1].kind != V_NONE &&
+                (st = to_small_int(b, arg_pos(e, 1), &v[1], "axis", &axis)) != FC_OK)
+                return st;
+            return bcheck(b, e, fn->op == FCG_OP_ARGMAX ? fc_argmax(x, axis, keep)
+                                                        : fc_argmin(x, axis, keep), out);
+        }
+        if ((st = to_axes(b, arg_pos(e, axis_k), &v[axis_k], &axes)) != FC_OK) return st;
+        if (fn->kind == FK_NORM) {
+            fc_norm_ord ord = FC_NORM_L2;
+            if ((st = eval_arg(b, e, 1, &v[1], V_NONE)) != FC_OK) return st;
+            if (v[1].kind == V_INT && !v[1].big && v[1].i == 1) ord = FC_NORM_L1;
+            else if (v[1].kind == V_INT && !v[1].big && v[1].i == 2) ord = FC_NORM_L2;
+            else if (v[1].kind == V_FLOAT && v[1].f == INFINITY) ord = FC_NORM_INF;
+            else if (v[1].kind == V_FLOAT && (v[1].f == 1.0 || v[1].f == 2.0))
+                ord = v[1].f == 1.0 ? FC_NORM_L1 : FC_NORM_L2;
+            else if (v[1].kind != V_NONE)
+                return berr(b, arg_pos(e, 1), FC_ERR_UNSUPPORTED,
+                            "norm ord must be 1, 2 or inf");
+            return bcheck(b, e, fc_norm(x, axes, keep, ord), out);
+        }
+        int ddof = 0;
+        if (fn->op == FCG_OP_VAR || fn->op == FCG_OP_STD) {
+            if ((st = eval_arg(b, e, 3, &v[3], V_NONE)) != FC_OK) return st;
+            if (v[3].kind != V_NONE &&
+                (st = to_small_int(b, arg_pos(e, 3), &v[3], "ddof", &ddof)) != FC_OK)
+                return st;
+        }
+        fc_array *r;
+        switch (fn->op) {
+        case FCG_OP_SUM: r = fc_sum(x, axes, keep); break;
+        case FCG_OP_PROD: r = fc_prod(x, axes, keep); break;
+        case FCG_OP_MEAN: r = fc_mean(x, axes, keep); break;
+        case FCG_OP_MAX: r = fc_max(x, axes, keep); break;
+        case FCG_OP_MIN: r = fc_min(x, axes, keep); break;
+        case FCG_OP_ANY: r = fc_any(x, axes, keep); break;
+        case FCG_OP_ALL: r = fc_all(x, axes, keep); break;
+        case FCG_OP_VAR: r = fc_var(x, axes, keep, ddof); break;
+        default: r = fc_std(x, axes, keep, ddof); break;
+        }
+        return bcheck(b, e, r, out);
+    }
+    case FK_RESHAPE:
+    case FK_BROADCAST: {
+        fc_shape shape;
+        if ((st = eval_arg(b, e, 1, &v[1], V_NONE)) != FC_OK) return st;
+        if ((st = to_shape(b, arg_pos(e, 1), &v[1], &shape)) != FC_OK) return st;
+        return bcheck(b, e, fn->kind == FK_RESHAPE ? fc_reshape(x, shape)
+                                                  : fc_broadcast_to(x, shape), out);
+    }
+    case FK_TRANSPOSE: {
+        if ((st = eval_arg(b, e, 1, &v[1], V_NONE)) != FC_OK) return st;
+        if (v[1].kind == V_NONE) return bcheck(b, e, fc_transpose(x), out);
+        fc_axes perm;
+        if (v[1].kind != V_LIST)
+            return berr(b, arg_pos(e, 1), FC_ERR_INVALID, "axes must be a list of integers");
+        if ((st = to_axes(b, arg_pos(e, 1), &v[1], &perm)) != FC_OK) return st;
+        return bcheck(b, e, fc_permute(x, perm), out);
+    }
+    case FK_EXPAND: {
+        int axis;
+        if ((st = eval_arg(b, e, 1, &v[1], V_NONE)) != FC_OK) return st;
+        if ((st = to_small_int(b, arg_pos(e, 1), &v[1], "axis", &axis)) != FC_OK) return st;
+        return bcheck(b, e, fc_expand_dims(x, axis), out);
+    }
+    case FK_SQUEEZE:
+    case FK_FLIP: {
+        fc_axes axes;
+        if ((st = eval_arg(b, e, 1, &v[1], V_NONE)) != FC_OK) return st;
+        if ((st = to_axes(b, arg_pos(e, 1), &v[1], &axes)) != FC_OK) return st;
+        return bcheck(b, e, fn->kind == FK_SQUEEZE ? fc_squeeze(x, axes) : fc_flip(x, axes),
+                      out);
+    }
+    case FK_PAD: {
+        int64_t widths[FC_MAX_DIMS][2];
+        int n = 0;
+        fc_pad_mode mode = FC_PAD_CONSTANT;
+        double value = 0.0;
+        if ((st = eval_arg(b, e, 1, &v[1], V_NONE)) != FC_OK) return st;
+        if ((st = to_pad_widths(b, arg_pos(e, 1), &v[1], widths, &n)) != FC_OK) return st;
+        if ((st = eval_arg(b, e, 2, &v[2], V_NONE)) != FC_OK) return st;
+        if (v[2].kind != V_NONE) {
+            static const char *const modes[] = {"constant", "edge", "reflect", "symmetric"};
+            int m = -1;
+            for (int k = 0; k < 4; k++)
+                if (v[2].kind == V_STR && strcmp(v[2].s, modes[k]) == 0) m = k;
+            if (m < 0)
+                return berr(b, arg_pos(e, 2), FC_ERR_INVALID,
+                            "pad mode must be \"constant\", \"edge\", \"reflect\" or "
+                            "\"symmetric\"");
+            mode = (fc_pad_mode)m;
+        }
+        if ((st = eval_arg(b, e, 3, &v[3], V_NONE)) != FC_OK) return st;
+        if (v[3].kind != V_NONE &&
+            (st = to_double(b, arg_pos(e, 3), &v[3], "constant_values", &value)) != FC_OK)
+            return st;
+        return bcheck(b, e, fc_pad(x, n, (const int64_t(*)[2])widths, mode, value), out);
+    }
+    case FK_CONCAT:
+    case FK_STACK: {
+        fc_array **arrays = NULL;
+        int n = 0, axis = 0;
+        if ((st = eval_array_list(b, e, &arrays, &n)) != FC_OK) return st;
+        if ((st = eval_arg(b, e, 1, &v[1], V_NONE)) != FC_OK) return st;
+        if (v[1].kind != V_NONE &&
+            (st = to_small_int(b, arg_pos(e, 1), &v[1], "axis", &axis)) != FC_OK)
+            return st;
+        return bcheck(b, e, fn->kind == FK_CONCAT ? fc_concatenate(ctx, arrays, n, axis)
+                                                 : fc_stack(ctx, arrays, n, axis), out);
+    }
+    case FK_MATMUL: {
+        fc_array *y;
+        if ((st = eval_array_arg(b, e, 0, &x)) != FC_OK) return st;
+        if ((st = eval_array_arg(b, e, 1, &y)) != FC_OK) return st;
+        return bcheck(b, e, fc_matmul(x, y), out);
+    }
+    case FK_FILL:
+    case FK_FULL: {
+        fc_shape shape;
+        fc_dtype dt = FC_F64;
+        int dtype_k = fn->kind == FK_FULL ? 2 : 1;
+        if ((st = eval_arg(b, e, 0, &v[0], V_NONE)) != FC_OK) return st;
+        if ((st = to_shape(b, arg_pos(e, 0), &v[0], &shape)) != FC_OK) return st;
+        if (fn->kind == FK_FULL && (st = eval_arg(b, e, 1, &v[1], V_NONE)) != FC_OK) return st;
+        if ((st = eval_arg(b, e, dtype_k, &v[dtype_k], V_NONE)) != FC_OK) return st;
+        if (v[dtype_k].kind != V_NONE)
+            st = to_dtype(b, arg_pos(e, dtype_k), &v[dtype_k], &dt);
+        else if (fn->kind == FK_FULL)
+            dt = scalar_dtype(&v[1]);
+        if (st != FC_OK) return st;
+        if (fn->kind == FK_FULL) return eval_full(b, e, dt, shape, &v[1], arg_pos(e, 1), out);
+        return bcheck(b, e, fn->op == 0 ? fc_zeros(ctx, dt, shape)
+                            : fn->op == 1 ? fc_ones(ctx, dt, shape) : fc_empty(ctx, dt, shape),
+                      out);
+    }
+    case FK_LIKE:
+        return bcheck(b, e, fn->op == 0 ? fc_zeros_like(x)
+                            : fn->op == 1 ? fc_ones_like(x) : fc_empty_like(x), out);
+    case FK_FULL_LIKE: {
+        double value;
+        if ((st = eval_arg(b, e, 1, &v[1], V_NONE)) != FC_OK) return st;
+        if ((st = to_double(b, arg_pos(e, 1), &v[1], "fill_value", &value)) != FC_OK) return st;
+        return bcheck(b, e, fc_full_like(x, value), out);
+    }
+    case FK_ARANGE: {
+        double num[3] = {0.0, 0.0, 1.0};
+        bool all_int = true;
+        for (int k = 0; k < 4; k++)
+            if ((st = eval_arg(b, e, k, &v[k], V_NONE)) != FC_OK) return st;
+        for (int k = 0; k < 3; k++) {
+            if (v[k].kind == V_NONE) continue;
+            if ((st = to_double(b, arg_pos(e, k), &v[k], "arange bound", &num[k])) != FC_OK)
+                return st;
+            if (v[k].kind == V_FLOAT) all_int = false;
+        }
+        double start = num[0], stop = num[1];
+        if (v[1].kind == V_NONE) { /* arange(stop) */
+            start = 0.0;
+            stop = num[0];
+        }
+        fc_dtype dt = all_int ? FC_I64 : FC_F64;
+        if (v[3].kind != V_NONE && (st = to_dtype(b, arg_pos(e, 3), &v[3], &dt)) != FC_OK)
+            return st;
+        return bcheck(b, e, fc_arange(ctx, dt, start, stop, num[2]), out);
+    }
+    case FK_LINSPACE: {
+        double start, stop;
+        int64_t num = 50;
+        bool endpoint = true;
+        fc_dtype dt = FC_F64;
+        for (int k = 0; k < 5; k++)
+            if ((st = eval_arg(b, e, k, &v[k], V_NONE)) != FC_OK) return st;
+        if ((st = to_double(b, arg_pos(e, 0), &v[0], "start", &start)) != FC_OK) return st;
+        if ((st = to_double(b, arg_pos(e, 1), &v[1], "stop", &stop)) != FC_OK) return st;
+        if (v[2].kind != V_NONE && (st = to_int(b, arg_pos(e, 2), &v[2], "num", &num)) != FC_OK)
+            return st;
+        if (v[3].kind != V_NONE &&
+            (st = to_bool(b, arg_pos(e, 3), &v[3], "endpoint", &endpoint)) != FC_OK)
+            return st;
+        if (v[4].kind != V_NONE && (st = to_dtype(b, arg_pos(e, 4), &v[4], &dt)) != FC_OK)
+            return st;
+        return bcheck(b, e, fc_linspace(ctx, dt, start, stop, num, endpoint), out);
+    }
+    case FK_EYE: {
+        int64_t n = 0, m, k = 0;
+        fc_dtype dt = FC_F64;
+        for (int i = 0; i < 4; i++)
+            if ((st = eval_arg(b, e, i, &v[i], V_NONE)) != FC_OK) return st;
+        if ((st = to_int(b, arg_pos(e, 0), &v[0], "N", &n)) != FC_OK) return st;
+        m = n;
+        if (v[1].kind != V_NONE && (st = to_int(b, arg_pos(e, 1), &v[1], "M", &m)) != FC_OK)
+            return st;
+        if (v[2].kind != V_NONE && (st = to_int(b, arg_pos(e, 2), &v[2], "k", &k)) != FC_OK)
+            return st;
+        if (v[3].kind != V_NONE && (st = to_dtype(b, arg_pos(e, 3), &v[3], &dt)) != FC_OK)
+            return st;
+        return bcheck(b, e, fc_eye(ctx, dt, n, m, k), out);
+    }
+    case FK_RANDOM: {
+        fc_shape shape;
+        fc_dtype dt = FC_F64;
+        uint64_t seed = 0;
+        for (int i = 0; i < 3; i++)
+            if ((st = eval_arg(b, e, i, &v[i], V_NONE)) != FC_OK) return st;
+        if ((st = to_shape(b, arg_pos(e, 0), &v[0], &shape)) != FC_OK) return st;
+        if (v[1].kind != V_NONE && (st = to_dtype(b, arg_pos(e, 1), &v[1], &dt)) != FC_OK)
+            return st;
+        if (v[2].kind != V_NONE) {
+            if (v[2].kind != V_INT || (!v[2].big && v[2].i < 0))
+                return berr(b, arg_pos(e, 2), FC_ERR_INVALID,
+                            "seed must be an integer in [0, 2**64)");
+            seed = v[2].u; /* the same bits whether big or not */
+        }
+        return bcheck(b, e, fc_random_uniform(ctx, dt, shape, seed), out);
+    }
+    case FK_COMPLEX: {
+        double re, im = 0.0;
+        if ((st = eval_arg(b, e, 0, &v[0], V_NONE)) != FC_OK) return st;
+        if ((st = eval_arg(b, e, 1, &v[1], V_NONE)) != FC_OK) return st;
+        if ((st = to_double(b, arg_pos(e, 0), &v[0], "real", &re)) != FC_OK) return st;
+        if (v[1].kind != V_NONE &&
+            (st = to_double(b, arg_pos(e, 1), &v[1], "imag", &im)) != FC_OK)
+            return st;
+        memset(out, 0, sizeof *out);
+        out->kind = V_COMPLEX;
+        out->c[0] = re;
+        out->c[1] = im;
+        return FC_OK;
+    }
+    }
+    return berr(b, e, FC_ERR_INVALID, "internal: unhandled function");
+}
+
+static fc_status eval_subscript(fcp_builder *b, const fcp_expr *e, fcp_value *out) {
+    fcp_value base;
+    fc_array *x;
+    fc_status st = eval(b, e->sub.base, &base);
+    if (st != FC_OK) return st;
+    if ((st = to_array(b, e->sub.base, &base, &x)) != FC_OK) return st;
+    fc_idx idx[FCP_MAX_SUBSCRIPTS];
+    for (int i = 0; i < e->sub.n; i++) {
+        const fcp_expr *it = e->sub.items[i];
+        fc_idx *d = &idx[i];
+        memset(d, 0, sizeof *d);
+        if (it->kind == E_SLICE) {
+            const fcp_expr *parts[3] = {it->slice.start, it->slice.stop, it->slice.step};
+            int64_t vals[3] = {FC_NIL, FC_NIL, FC_NIL};
+            for (int k = 0; k < 3; k++) {
+                if (!parts[k]) continue;
+                fcp_value pv;
+                if ((st = eval(b, parts[k], &pv)) != FC_OK) return st;
+                if (pv.kind == V_NONE) continue;
+                if ((st = to_int(b, parts[k], &pv, "a slice bound", &vals[k])) != FC_OK)
+                    return st;
+            }
+            *d = FC_S(vals[0], vals[1], vals[2]);
+            continue;
+        }
+        fcp_value iv;
+        if ((st = eval(b, it, &iv)) != FC_OK) return st;
+        if (iv.kind == V_NONE) {
+            *d = FC_NEWAXIS;
+        } else if (iv.kind == V_ELLIPSIS) {
+            *d = FC_ELLIPSIS;
+        } else if (iv.kind == V_INT) {
+            int64_t k = 0;
+            if ((st = to_int(b, it, &iv, "an index", &k)) != FC_OK) return st;
+            *d = FC_AT(k);
+        } else {
+            return berr(b, it, FC_ERR_UNSUPPORTED,
+                        "an index must be an integer, a slice, None or ..., found %s "
+                        "(advanced indexing is not supported)",
+                        vkind_name(&iv));
+        }
+    }
+    return bcheck(b, e, fc_index(x, e->sub.n, idx), out);
+}
+
+static fc_status eval(fcp_builder *b, const fcp_expr *e, fcp_value *out) {
+    fc_status st;
+    memset(out, 0, sizeof *out);
+    switch (e->kind) {
+    case E_INT:
+        out->kind = V_INT;
+        if (e->u > (uint64_t)INT64_MAX) {
+            out->big = true;
+            out->u = e->u;
+        } else {
+            out->i = (int64_t)e->u;
+        }
+        return FC_OK;
+    case E_FLOAT: out->kind = V_FLOAT; out->f = e->f; return FC_OK;
+    case E_IMAG: out->kind = V_COMPLEX; out->c[0] = 0.0; out->c[1] = e->f; return FC_OK;
+    case E_BOOL: out->kind = V_BOOL; out->b = e->b; return FC_OK;
+    case E_NONE: out->kind = V_NONE; return FC_OK;
+    case E_STR: out->kind = V_STR; out->s = e->str.s; return FC_OK;
+    case E_DTYPE: out->kind = V_DTYPE; out->dt = e->dt; return FC_OK;
+    case E_ELLIPSIS: out->kind = V_ELLIPSIS; return FC_OK;
+    case E_VAR: *out = b->vars[e->index]; return FC_OK;
+    case E_SYM: {
+        const fcp_symbol *s = &b->prog->syms[e->index];
+        if (!s->bound)
+            return berr(b, e, FC_ERR_UNBOUND, "dimension symbol '%s' has no value", s->name);
+        out->kind = V_INT;
+        out->i = s->value;
+        return FC_OK;
+    }
+    case E_LIST: {
+        out->kind = V_LIST;
+        out->list.n = e->list.n;
+        if (e->list.n == 0) return FC_OK;
+        out->list.items = arena_alloc(&b->arena, sizeof(fcp_value) * (size_t)e->list.n);
+        if (!out->list.items) return bnomem(b);
+        for (int i = 0; i < e->list.n; i++)
+            if ((st = eval(b, e->list.items[i], &out->list.items[i])) != FC_OK) return st;
+        return FC_OK;
+    }
+    case E_UNARY: {
+        fcp_value a;
+        if ((st = eval(b, e->bin.a, &a)) != FC_OK) return st;
+        if (e->bin.op < 0) { /* unary plus */
+            if (a.kind != V_ARRAY && a.kind != V_INT && a.kind != V_FLOAT && a.kind != V_COMPLEX)
+                return berr(b, e, FC_ERR_INVALID, "unary + needs a number or an array, found %s",
+                            vkind_name(&a));
+            *out = a;
+            return FC_OK;
+        }
+        /* A minus on a number literal makes a negative literal: -1 is a weak scalar, as in
+         * Python, not negative(1). */
+        if (e->bin.op == FCG_OP_NEGATIVE && a.kind == V_INT) {
+            out->kind = V_INT;
+            if (a.big) {
+                if (a.u != (uint64_t)INT64_MAX + 1)
+                    return berr(b, e, FC_ERR_INVALID, "integer -%llu does not fit in int64",
+                                (unsigned long long)a.u);
+                out->i = INT64_MIN;
+            } else if (a.i == INT64_MIN) {
+                out->big = true;
+                out->u = (uint64_t)INT64_MAX + 1;
+            } else {
+                out->i = -a.i;
+            }
+            return FC_OK;
+        }
+        if (e->bin.op == FCG_OP_NEGATIVE && a.kind == V_FLOAT) {
+            out->kind = V_FLOAT;
+            out->f = -a.f;
+            return FC_OK;
+        }
+        if (e->bin.op == FCG_OP_NEGATIVE && a.kind == V_COMPLEX) {
+            out->kind = V_COMPLEX;
+            out->c[0] = -a.c[0];
+            out->c[1] = -a.c[1];
+            return FC_OK;
+        }
+        fc_array *x;
+        if ((st = to_array(b, e->bin.a, &a, &x)) != FC_OK) return st;
+        return bcheck(b, e, fcg_unary_api[e->bin.op](x), out);
+    }
+    case E_BINARY: {
+        fcp_value a, c;
+        fc_array *x, *y;
+        if ((st = eval(b, e->bin.a, &a)) != FC_OK) return st;
+        if ((st = eval(b, e->bin.b, &c)) != FC_OK) return st;
+        if ((st = to_array(b, e->bin.a, &a, &x)) != FC_OK) return st;
+        if ((st = to_array(b, e->bin.b, &c, &y)) != FC_OK) return st;
+        if (e->bin.op == FCG_OP_MATMUL) return bcheck(b, e, fc_matmul(x, y), out);
+        return bcheck(b, e, fcg_binary_api[e->bin.op](x, y), out);
+    }
+    case E_CALL: return eval_call(b, e, out);
+    case E_SUBSCRIPT: return eval_subscript(b, e, out);
+    case E_SLICE:
+        return berr(b, e, FC_ERR_INVALID, "a slice is only allowed inside a subscript");
+    }
+    return berr(b, e, FC_ERR_INVALID, "internal: unhandled expression");
+}
+
+static fc_status check_given_input(fcp_builder *b, const fcp_stmt *s, int i, fc_array *a,
+                                 const fc_shape *want, fc_dtype dt) {
+    const char *name = b->prog->vars[b->prog->inputs[i].var].name;
+    if (fc_array_ctx(a) != b->ctx)
+        return fcg_error(b->ctx, FC_ERR_CONTEXT, "%s:%d:%d: input '%s' belongs to another context",
+                         b->prog->name, s->line, s->col, name);
+    fc_status ast = fc_array_status(a);
+    if (ast != FC_OK)
+        return fcg_error(b->ctx, ast, "%s:%d:%d: input '%s' is poisoned: %s", b->prog->name,
+                         s->line, s->col, name, fc_array_errmsg(a));
+    fc_shape got = fc_array_shape(a);
+    bool same = got.ndim == want->ndim && fc_array_dtype(a) == dt;
+    for (int d = 0; same && d < got.ndim; d++) same = got.dim[d] == want->dim[d];
+    if (!same) {
+        char ws[200], gs[200];
+        fcg_shape_str(ws, want->ndim, want->dim);
+        fcg_shape_str(gs, got.ndim, got.dim);
+        return fcg_error(b->ctx, fc_array_dtype(a) != dt ? FC_ERR_DTYPE : FC_ERR_SHAPE,
+                         "%s:%d:%d: input '%s' is declared %s %s, given %s %s", b->prog->name,
+                         s->line, s->col, name, fc_dtype_name(dt), ws,
+                         fc_dtype_name(fc_array_dtype(a)), gs);
+    }
+    return FC_OK;
+}
+
+static fc_status build_input(fcp_builder *b, const fcp_stmt *s, fcp_value *out) {
+    int i = s->input;
+    const fcp_input *in = &b->prog->inputs[i];
+    fc_shape shape;
+    fc_status st = input_shape(b->prog, i, &shape, s->line, s->col);
+    if (st != FC_OK) return st;
+    out->kind = V_ARRAY;
+    if (b->inputs && b->inputs[i]) {
+        if ((st = check_given_input(b, s, i, b->inputs[i], &shape, in->dtype)) != FC_OK) return st;
+        out->arr = b->inputs[i];
+        return FC_OK;
+    }
+    /* A placeholder: an INPUT node (never consed) that knows its position. */
+    for (int d = 0; d < shape.ndim; d++)
+        if (shape.dim[d] < 0)
+            return fcg_error(b->ctx, FC_ERR_SHAPE, "%s:%d:%d: negative extent", b->prog->name,
+                             s->line, s->col);
+    fcg_params p;
+    memset(&p, 0, sizeof p);
+    p.ival = i;
+    fc_array *a = fcg_node(b->ctx, FCG_OP_INPUT, in->dtype, in->dtype, false, shape.ndim,
+                           shape.dim, 0, NULL, &p);
+    if (!a) return bnomem(b);
+    a = fcg_ret(b->ctx, a);
+    fcp_value tmp;
+    fcp_expr pos;
+    memset(&pos, 0, sizeof pos);
+    pos.line = s->line;
+    pos.col = s->col;
+    if ((st = bcheck(b, &pos, a, &tmp)) != FC_OK) return st;
+    out->arr = tmp.arr;
+    return FC_OK;
+}
+
+fc_status fc_program_build(fc_program *prog, fc_array *const *inputs, fc_array **outputs) {
+    if (!prog) return FC_ERR_NULL;
+    fc_ctx *ctx = prog->ctx;
+    if (!outputs) return fcg_error(ctx, FC_ERR_NULL, "fc_program_build: NULL outputs");
+    for (int i = 0; i < prog->nouts; i++) outputs[i] = NULL;
+    fcp_builder b;
+    memset(&b, 0, sizeof b);
+    b.prog = prog;
+    b.ctx = ctx;
+    b.arena.ctx = ctx;
+    b.inputs = inputs;
+    fc_scope *scope = fc_scope_open(ctx);
+    if (!scope) return bnomem(&b);
+    fc_status st = FC_OK;
+    b.vars = arena_zalloc(&b.arena, sizeof(fcp_value) * ((size_t)prog->nvars + 1));
+    if (!b.vars) st = bnomem(&b);
+    for (int k = 0; st == FC_OK && k < prog->nstmts; k++) {
+        const fcp_stmt *s = &prog->stmts[k];
+        st = s->kind == S_INPUT ? build_input(&b, s, &b.vars[s->var])
+                                : eval(&b, s->expr, &b.vars[s->var]);
+    }
+    fc_array *results[64];
+    fc_array **res = results;
+    if (st == FC_OK && prog->nouts > 64) {
+        res = arena_alloc(&b.arena, sizeof(fc_array *) * (size_t)prog->nouts);
+        if (!res) st = bnomem(&b);
+    }
+    int nkept = 0;
+    for (int i = 0; st == FC_OK && i < prog->nouts; i++) {
+        const fcp_output *o = &prog->outs[i];
+        fcp_expr pos;
+        memset(&pos, 0, sizeof pos);
+        pos.line = o->line;
+        pos.col = o->col;
+        fc_array *a;
+        if ((st = to_array(&b, &pos, &b.vars[o->var], &a)) != FC_OK) break;
+        /* A reference no scope owns survives the close of ours. */
+        res[i] = fc_keep(a);
+        if (!res[i] || fc_array_status(res[i]) != FC_OK) {
+            st = bnomem(&b);
+            break;
+        }
+        nkept++;
+    }
+    fc_scope_close(scope);
+    if (st != FC_OK) {
+        for (int i = 0; i < nkept; i++) fc_release(res[i]);
+        arena_free(&b.arena);
+        return st;
+    }
+    /* Hand each result to the caller's scope (or to the caller when none is open). */
+    bool failed = false;
+    for (int i = 0; i < prog->nouts; i++) {
+        outputs[i] = fcg_ret(ctx, res[i]);
+        if (fc_array_status(outputs[i]) != FC_OK) failed = true;
+    }
+    arena_free(&b.arena);
+    if (failed) {
+        /* The scope owns what it took; with no scope open the references are ours to drop. */
+        for (int i = 0; i < prog->nouts; i++) {
+            if (!ctx->scope && fc_array_status(outputs[i]) == FC_OK) fc_release(outputs[i]);
+            outputs[i] = NULL;
+        }
+        return bnomem(&b);
+    }
+    return FC_OK;
+}

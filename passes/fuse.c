@@ -1,0 +1,736 @@
+/*
+ * passes/fuse.c - the pipeline driver, fusion grouping and scheduling.
+ *
+ * Fusion works on "roots": nodes that must be stored (requested arrays, library-call inputs
+ * and outputs, and whatever the rules below decide to materialise). A root's region is every
+ * node reachable from it without crossing another root or a value; views, broadcasts and pads
+ * inside a region become index arithmetic (view folding), never copies. Each region is one
+ * kernel:
+ *   EW      no reductions inside;
+ *   REDUCE  reductions of one level over one (space, axes), streamed, epilogue over the
+ *           reduced space (sqrt of a sum, a norm's root);
+ *   ROW     reductions over the trailing axes whose results broadcast back over the same rows
+ *           (softmax, layernorm, normalise, logsumexp), when a row fits on chip.
+ * A region that fits none of these materialises its reductions and is tried again, so the
+ * fallback is the fewest kernels the rules allow. Shared subexpressions are recomputed in each
+ * consumer while small, materialised when big. Finally kernels over the same iteration space
+ * merge (multi-output fusion) when neither depends on the other.
+ */
+#include "plan.h"
+#include "passes.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const fcp_kernel_kind_names[] = {"elementwise", "reduce", "row", "library"};
+
+typedef struct fuse_state {
+    fc_ctx *ctx;
+    fc_array **ord;   /* topological order (values are leaves) */
+    size_t n;
+    uint8_t *mat;     /* materialised: a root */
+    int *region;      /* region (root order index + 1) that last claimed the node */
+    int *nregions;    /* how many regions claimed it */
+    uint32_t *cost;   /* inline ops below, capped */
+    int *level;       /* scratch of classify: reduction nesting depth */
+    int tag;          /* stamp of the latest collect: region[] == tag marks its nodes */
+    const char **why; /* reason a node was materialised (static strings or NULL) */
+    fc_array **stack;
+} fuse_state;
+
+static bool is_leaf(const fc_array *a) {
+    return a->host || a->op == FCG_OP_DATA || a->op == FCG_OP_INPUT;
+}
+static fcg_kind kind_of(const fc_array *a) { return fcg_ops[a->op].kind; }
+static bool is_reduce(const fc_array *a) { return kind_of(a) == FCG_KIND_REDUCE; }
+static bool is_lib(const fc_array *a) { return kind_of(a) == FCG_KIND_LIB; }
+
+/* Collects the region of root r into `out` (r first); returns its size. */
+static size_t collect(fuse_state *s, fc_array *r, fc_array **out) {
+    int tag = ++s->tag;
+    size_t nout = 0, depth = 0;
+    s->stack[depth++] = r;
+    s->region[r->order] = tag;
+    while (depth) {
+        fc_array *a = s->stack[--depth];
+        out[nout++] = a;
+        if (is_leaf(a) || (a != r && s->mat[a->order])) continue;
+        for (int i = 0; i < a->nin; i++) {
+            fc_array *c = a->in[i];
+            if (s->region[c->order] == tag) continue;
+            s->region[c->order] = tag;
+            if (is_leaf(c) || s->mat[c->order]) continue; /* a load, not part of the region */
+            s->stack[depth++] = c;
+        }
+    }
+    return nout;
+}
+
+/* A reshape that only inserts or removes extent-1 axes: index-preserving per row. */
+static bool unit_reshape(const fc_array *a) {
+    const fc_array *src = a->in[0];
+    int i = 0, j = 0;
+    while (i < a->ndim || j < src->ndim) {
+        if (i < a->ndim && a->shape[i] == 1) { i++; continue; }
+        if (j < src->ndim && src->shape[j] == 1) { j++; continue; }
+        if (i >= a->ndim || j >= src->ndim || a->shape[i] != src->shape[j]) return false;
+        i++, j++;
+    }
+    return true;
+}
+
+/* Extents of `shape` without its 1s, for comparing a root with a reduced shape. */
+static int squeezed(int nd, const int64_t *shape, int64_t *out) {
+    int k = 0;
+    for (int d = 0; d < nd; d++)
+        if (shape[d] != 1) out[k++] = shape[d];
+    return k;
+}
+
+static bool same_squeezed(int na, const int64_t *a, int nb, const int64_t *b) {
+    int64_t x[FC_MAX_DIMS], y[FC_MAX_DIMS];
+    int kx = squeezed(na, a, x), ky = squeezed(nb, b, y);
+    return kx == ky && memcmp(x, y, (size_t)kx * sizeof *x) == 0;
+}
+
+typedef enum { FIT_EW, FIT_REDUCE, FIT_ROW, FIT_NONE } fit_kind;
+
+/* Decides what kernel a region can be. On FIT_NONE, *why says which rule failed. */
+static fit_kind classify(fuse_state *s, fc_array *r, fc_array **reg, size_t nreg,
+                         const char **why) {
+    fc_array *first = NULL;
+    int levels_max = 0;
+    bool any = false;
+    for (size_t k = 0; k < nreg; k++)
+        if (is_reduce(reg[k]) && (reg[k] == r || !s->mat[reg[k]->order]) && !is_leaf(reg[k])) {
+            any = true;
+            if (!first) first = reg[k];
+        }
+    if (!any) return FIT_EW;
+    const fc_array *S = first->in[0];
+    uint32_t rmask = first->p.axes;
+    for (size_t k = 0; k < nreg; k++) {
+        fc_array *a = reg[k];
+        if (!is_reduce(a) || is_leaf(a) || (a != r && s->mat[a->order])) continue;
+        const fc_array *in = a->in[0];
+        if (a->p.axes != rmask || in->ndim != S->ndim ||
+            memcmp(in->shape, S->shape, (size_t)S->ndim * 8) != 0) {
+            *why = "reductions over different spaces or axes";
+            return FIT_NONE;
+        }
+    }
+    /* Levels and the path rule: between a root and a reduction, or between two reductions,
+     * only elementwise ops, broadcasts and unit reshapes keep the row index intact. reg is a
+     * DFS pre-order from r, which is not a topological order of a DAG, so levels are found by
+     * relaxing until nothing changes (regions are small; a few sweeps suffice). */
+    int *level = s->level;
+    for (size_t k = 0; k < nreg; k++) level[reg[k]->order] = 0;
+    bool path_ok = true;
+    int tag = s->tag; /* reg came from the latest collect */
+    for (bool again = true; again;) {
+        again = false;
+        for (size_t iter = nreg; iter-- > 0;) {
+            fc_array *a = reg[iter];
+            if (is_leaf(a) || (a != r && s->mat[a->order])) continue;
+            int lv = 0;
+            for (int i = 0; i < a->nin; i++) {
+                fc_array *c = a->in[i];
+                if (s->region[c->order] != tag || is_leaf(c) || s->mat[c->order]) continue;
+                if (level[c->order] > lv) lv = level[c->order];
+            }
+            if (is_reduce(a)) lv += 1;
+            if (lv != level[a->order]) {
+                level[a->order] = lv;
+                again = true;
+            }
+        }
+    }
+    for (size_t k = 0; k < nreg; k++) {
+        fc_array *a = reg[k];
+        if (is_leaf(a) || (a != r && s->mat[a->order])) continue;
+        if (level[a->order] > levels_max) levels_max = level[a->order];
+        if (is_reduce(a) || level[a->order] == 0) continue;
+        bool ok = kind_of(a) == FCG_KIND_EW || a->op == FCG_OP_BROADCAST ||
+                  (a->op == FCG_OP_RESHAPE && unit_reshape(a));
+        path_ok &= ok;
+    }
+    if (!path_ok) {
+        *why = "a view other than a broadcast lies between a reduction and its consumer";
+        return FIT_NONE;
+    }
+    int64_t red_shape[FC_MAX_DIMS];
+    int rn = 0;
+    int64_t row = 1;
+    for (int d = 0; d < S->ndim; d++) {
+        if (rmask & (1u << d)) row *= S->shape[d];
+        else red_shape[rn++] = S->shape[d];
+    }
+    bool at_reduced = same_squeezed(r->ndim, r->shape, rn, red_shape);
+    bool at_space = r->ndim == S->ndim && memcmp(r->shape, S->shape, (size_t)S->ndim * 8) == 0;
+    if (levels_max == 1 && at_reduced) return FIT_REDUCE;
+    if (!at_reduced && !at_space) {
+        *why = "the consumer's shape is neither the reduction's input nor its result";
+        return FIT_NONE;
+    }
+    /* ROW: the reduced axes must be the trailing ones, and a row must fit on chip. */
+    int k = 0;
+    while (k < S->ndim && !(rmask & (1u << k))) k++;
+    uint32_t trailing = S->ndim ? (uint32_t)(((1ull << S->ndim) - 1) & ~((1ull << k) - 1)) : 0;
+    if (rmask != trailing || rmask == 0) {
+        *why = "reduced axes are not the trailing (row) axes, so rows are not contiguous";
+        return FIT_NONE;
+    }
+    size_t bytes_per_elem = 0;
+    for (size_t j = 0; j < nreg; j++)
+        if (is_leaf(reg[j]) || (reg[j] != r && s->mat[reg[j]->order]))
+            bytes_per_elem += fc_dtype_size((fc_dtype)reg[j]->dtype);
+    if (bytes_per_elem == 0) bytes_per_elem = 4;
+    if ((double)row * (double)bytes_per_elem > FCP_ROW_MAX_BYTES) {
+        *why = "a row does not fit on chip";
+        return FIT_NONE;
+    }
+    return FIT_ROW;
+}
+
+/* ---- the plan --------------------------------------------------------------------------- */
+
+static void kernel_free(fc_ctx *ctx, fcp_kernel *k) {
+    fcg_free(ctx, k->outs, (size_t)k->nout * sizeof *k->outs);
+    fcg_free(ctx, k->leaves, (size_t)k->nleaf * sizeof *k->leaves);
+    fcg_free(ctx, k->nodes, (size_t)k->nnode * sizeof *k->nodes);
+    fcg_free(ctx, k->reds, (size_t)k->nred * sizeof *k->reds);
+}
+
+void fcp_plan_destroy(fcp_plan *p) {
+    if (!p) return;
+    fc_ctx *ctx = p->ctx;
+    for (int i = 0; i < p->nkernel; i++) kernel_free(ctx, &p->kernels[i]);
+    fcg_free(ctx, p->kernels, (size_t)p->nkernel * sizeof *p->kernels);
+    for (int i = 0; i < p->nboundary; i++) fcg_strfree(ctx, p->boundaries[i].reason);
+    fcg_free(ctx, p->boundaries, (size_t)p->nboundary * sizeof *p->boundaries);
+    for (int i = 0; i < p->nout; i++) fcg_release(p->outs[i]);
+    fcg_free(ctx, p->outs, (size_t)p->nout * sizeof *p->outs);
+    fcg_free(ctx, p->buf_bytes, (size_t)p->buf_cap * sizeof *p->buf_bytes);
+    fcg_free(ctx, p->mat, (size_t)p->nmat * sizeof *p->mat);
+    fcg_free(ctx, p->mat_buf, (size_t)p->nmat * sizeof *p->mat_buf);
+    fcg_free(ctx, p->mat_last_use, (size_t)p->nmat * sizeof *p->mat_last_use);
+    fcg_free(ctx, p, sizeof *p);
+}
+
+/* Appends to a growable array of pointers (capacity doubles; sizes tracked for the
+ * allocator). */
+static bool push_ptr(fc_ctx *ctx, fc_array ***arr, int *n, int *cap, fc_array *a) {
+    if (*n == *cap) {
+        int nc = *cap ? *cap * 2 : 8;
+        fc_array **g = fcg_realloc(ctx, *arr, (size_t)*cap * sizeof **arr, (size_t)nc * sizeof **arr);
+        if (!g) return false;
+        *arr = g;
+        *cap = nc;
+    }
+    (*arr)[(*n)++] = a;
+    return true;
+}
+
+/* Shrinks a pushed array to its exact size so frees can name the size. */
+static bool shrink(fc_ctx *ctx, fc_array ***arr, int n, int cap) {
+    if (n == cap) return true;
+    fc_array **g = fcg_realloc(ctx, *arr, (size_t)cap * sizeof **arr, (size_t)n * sizeof **arr);
+    if (!g) return false;
+    *arr = g;
+    return true;
+}
+
+typedef struct group {
+    int kind;          /* fcp_kernel_kind */
+    int nroot;
+    int roots[16];     /* root order indices merged into this kernel */
+    bool dead;
+} group;
+
+static bool same_space(const fcp_kernel *a, const fcp_kernel *b) {
+    return a->kind == b->kind && a->kind != FCP_KERNEL_LIB && a->ndim == b->ndim &&
+           a->rmask == b->rmask && memcmp(a->space, b->space, (size_t)a->ndim * 8) == 0;
+}
+
+static fc_status add_boundary(fcp_plan *p, int *cap, fc_array *node, const char *reason) {
+    fc_ctx *ctx = p->ctx;
+    if (p->nboundary == *cap) {
+        int nc = *cap ? *cap * 2 : 8;
+        fcp_boundary *b = fcg_realloc(ctx, p->boundaries, (size_t)*cap * sizeof *b,
+                                      (size_t)nc * sizeof *b);
+        if (!b) return FC_ERR_NOMEM;
+        p->boundaries = b;
+        *cap = nc;
+    }
+    char *r = fcg_strdup(ctx, reason);
+    if (!r) return FC_ERR_NOMEM;
+    p->boundaries[p->nboundary++] = (fcp_boundary){node, r};
+    return FC_OK;
+}
+
+/* Marks roots until every region fits a kernel kind (see the file comment). */
+static void choose_roots(fuse_state *s, fc_array **reg, int *claimed) {
+    size_t n = s->n;
+    for (int round = 0; round < 256; round++) {
+        bool changed = false;
+        memset(s->region, 0, n * sizeof *s->region);
+        memset(s->nregions, 0, n * sizeof *s->nregions);
+        memset(claimed, 0, n * sizeof *claimed);
+        for (size_t i = 0; i < n; i++) {
+            if (!s->mat[i] || is_lib(s->ord[i])) continue;
+            size_t m = collect(s, s->ord[i], reg);
+            for (size_t k = 1; k < m; k++) {
+                fc_array *a = reg[k];
+                if (is_leaf(a) || s->mat[a->order] || claimed[a->order] == (int)i + 1) continue;
+                claimed[a->order] = (int)i + 1;
+                s->nregions[a->order]++;
+            }
+        }
+        /* Shared across kernels: a reduction is stored once; a big subexpression too. */
+        for (size_t i = 0; i < n; i++) {
+            if (s->mat[i] || s->nregions[i] < 2) continue;
+            if (is_reduce(s->ord[i])) {
+                s->mat[i] = 1;
+                s->why[i] = "a reduction used by several kernels is computed once and stored";
+                changed = true;
+            } else if (s->cost[i] > FCP_RECOMPUTE_MAX_OPS) {
+                s->mat[i] = 1;
+                s->why[i] = "a large subexpression used by several kernels is stored, not "
+                            "recomputed";
+                changed = true;
+            }
+        }
+        if (changed) continue;
+        /* Depth: a chain longer than FCP_MAX_DEPTH inside one kernel is cut where it reaches
+         * that depth (the code generator and compilers handle long chains badly). */
+        for (size_t i = 0; i < n; i++) {
+            fc_array *a = s->ord[i];
+            int dp = 0;
+            if (!is_leaf(a))
+                for (int k = 0; k < a->nin; k++) {
+                    fc_array *c = a->in[k];
+                    if (!is_leaf(c) && !s->mat[c->order] && s->level[c->order] > dp)
+                        dp = s->level[c->order];
+                }
+            s->level[i] = is_leaf(a) ? 0 : dp + 1;
+            if (s->level[i] == FCP_MAX_DEPTH && !s->mat[i]) {
+                s->mat[i] = 1;
+                s->why[i] = "the dependency chain is longer than one kernel should hold";
+                changed = true;
+            }
+        }
+        if (changed) continue;
+        for (size_t i = 0; i < n; i++) {
+            if (!s->mat[i] || is_lib(s->ord[i])) continue;
+            size_t m = collect(s, s->ord[i], reg);
+            if (m > FCP_MAX_KERNEL_NODES) { /* split at the costliest node inside */
+                size_t best = 0;
+                for (size_t k = 1; k < m; k++) {
+                    fc_array *a = reg[k];
+                    if (!is_leaf(a) && !s->mat[a->order] &&
+                        (best == 0 || s->cost[a->order] > s->cost[reg[best]->order]))
+                        best = k;
+                }
+                if (best) {
+                    s->mat[reg[best]->order] = 1;
+                    s->why[reg[best]->order] = "the kernel would exceed the node limit";
+                    changed = true;
+                    continue;
+                }
+            }
+            const char *why = NULL;
+            if (classify(s, s->ord[i], reg, m, &why) != FIT_NONE) continue;
+            for (size_t k = 1; k < m; k++) {
+                fc_array *a = reg[k];
+                if (is_reduce(a) && !is_leaf(a) && !s->mat[a->order]) {
+                    s->mat[a->order] = 1;
+                    s->why[a->order] = why;
+                    changed = true;
+                }
+            }
+        }
+        if (!changed) return;
+    }
+}
+
+/* True if any node below the roots of `b` is a root of `a` (b reads what a stores). */
+static bool depends_on(fuse_state *s, const group *b, const group *a, int *seen) {
+    memset(seen, 0, s->n * sizeof *seen);
+    size_t depth = 0;
+    for (int q = 0; q < b->nroot; q++) s->stack[depth++] = s->ord[b->roots[q]];
+    while (depth) {
+        fc_array *x = s->stack[--depth];
+        if (is_leaf(x)) continue;
+        for (int c = 0; c < x->nin; c++) {
+            fc_array *y = x->in[c];
+            if (seen[y->order]) continue;
+            seen[y->order] = 1;
+            for (int q = 0; q < a->nroot; q++)
+                if ((int)y->order == a->roots[q]) return true;
+            s->stack[depth++] = y;
+        }
+    }
+    return false;
+}
+
+/* Fills kernel k from the union of group g's regions. */
+static fc_status build_kernel(fuse_state *s, const group *g, fcp_kernel *k, fc_array **reg,
+                              int *seen) {
+    fc_ctx *ctx = s->ctx;
+    int ocap = 0, lcap = 0, ncap = 0, rcap = 0;
+    memset(seen, 0, s->n * sizeof *seen);
+    for (int q = 0; q < g->nroot; q++) {
+        fc_array *r = s->ord[g->roots[q]];
+        size_t m = collect(s, r, reg);
+        for (size_t j = 0; j < m; j++) seen[reg[j]->order] = 1;
+        if (!push_ptr(ctx, &k->outs, &k->nout, &ocap, r)) goto nomem;
+    }
+    for (size_t j = 0; j < s->n; j++) {
+        if (!seen[j]) continue;
+        fc_array *a = s->ord[j];
+        bool root = false;
+        for (int q = 0; q < g->nroot; q++) root |= g->roots[q] == (int)j;
+        if (is_leaf(a) || (s->mat[j] && !root)) {
+            if (!push_ptr(ctx, &k->leaves, &k->nleaf, &lcap, a)) goto nomem;
+            continue;
+        }
+        if (!push_ptr(ctx, &k->nodes, &k->nnode, &ncap, a)) goto nomem;
+        if (is_reduce(a) && k->kind != FCP_KERNEL_EW && !push_ptr(ctx, &k->reds, &k->nred, &rcap, a))
+            goto nomem;
+    }
+    if (!shrink(ctx, &k->outs, k->nout, ocap) || !shrink(ctx, &k->leaves, k->nleaf, lcap) ||
+        !shrink(ctx, &k->nodes, k->nnode, ncap) || !shrink(ctx, &k->reds, k->nred, rcap))
+        goto nomem;
+    return FC_OK;
+nomem:
+    /* Record capacities as counts so kernel_free names the sizes allocated. */
+    k->nout = ocap, k->nleaf = lcap, k->nnode = ncap, k->nred = rcap;
+    return fcg_error(ctx, FC_ERR_NOMEM, "fusion: out of memory");
+}
+
+static fc_status fuse(fc_ctx *ctx, fcp_plan *p) {
+    fuse_state s;
+    memset(&s, 0, sizeof s);
+    s.ctx = ctx;
+    fc_array **reg = NULL;
+    int *seen = NULL, *producer = NULL;
+    group *groups = NULL;
+    size_t ngroups = 0, nst = 0, nroots = 0, nk = 0;
+    int bcap = 0;
+    fc_status st = fcg_topo_order(ctx, p->outs, p->nout, true, &s.ord, &s.n);
+    if (st != FC_OK) return st;
+    size_t n = s.n;
+    nst = 2 * n + 32;
+    st = FC_ERR_NOMEM;
+    s.mat = fcg_calloc(ctx, n);
+    s.region = fcg_calloc(ctx, n * sizeof *s.region);
+    s.nregions = fcg_calloc(ctx, n * sizeof *s.nregions);
+    s.level = fcg_calloc(ctx, n * sizeof *s.level);
+    s.cost = fcg_calloc(ctx, n * sizeof *s.cost);
+    s.why = fcg_calloc(ctx, n * sizeof *s.why);
+    s.stack = fcg_malloc(ctx, nst * sizeof *s.stack);
+    reg = fcg_malloc(ctx, (n + 1) * sizeof *reg);
+    seen = fcg_malloc(ctx, (n + 1) * sizeof *seen);
+    if (!s.mat || !s.region || !s.nregions || !s.level || !s.cost || !s.why || !s.stack || !reg ||
+        !seen)
+        goto done;
+
+    /* Roots to begin with: the arrays asked for, library calls and their inputs. */
+    for (int i = 0; i < p->nout; i++)
+        if (!is_leaf(p->outs[i])) s.mat[p->outs[i]->order] = 1;
+    for (size_t i = 0; i < n; i++) {
+        fc_array *a = s.ord[i];
+        if (is_leaf(a) || !is_lib(a)) continue;
+        s.mat[i] = 1;
+        for (int k = 0; k < a->nin; k++)
+            if (!is_leaf(a->in[k]) && !s.mat[a->in[k]->order]) {
+                s.mat[a->in[k]->order] = 1;
+                s.why[a->in[k]->order] = "input of a library call, which reads stored buffers";
+            }
+    }
+    /* Cost of recomputing each node: inline ops below it (an upper bound on a DAG). */
+    for (size_t i = 0; i < n; i++) {
+        fc_array *a = s.ord[i];
+        uint64_t c = is_leaf(a) ? 0 : 1;
+        for (int k = 0; k < a->nin && !is_leaf(a); k++) c += s.cost[a->in[k]->order];
+        s.cost[i] = c > (1u << 30) ? (1u << 30) : (uint32_t)c;
+    }
+    choose_roots(&s, reg, seen);
+
+    for (size_t i = 0; i < n; i++) nroots += s.mat[i] != 0;
+    if (nroots == 0) { /* everything asked for is already a value */
+        st = FC_OK;
+        goto done;
+    }
+    groups = fcg_calloc(ctx, nroots * sizeof *groups);
+    if (!groups) goto done;
+    fcp_kernel *proto = fcg_calloc(ctx, nroots * sizeof *proto);
+    if (!proto) goto done;
+    for (size_t i = 0; i < n; i++) {
+        if (!s.mat[i]) continue;
+        fc_array *r = s.ord[i];
+        group *g = &groups[ngroups];
+        fcp_kernel *k = &proto[ngroups];
+        ngroups++;
+        g->nroot = 1;
+        g->roots[0] = (int)i;
+        size_t m = collect(&s, r, reg);
+        const char *why = NULL;
+        fit_kind fit = is_lib(r) ? FIT_NONE : classify(&s, r, reg, m, &why);
+        k->kind = is_lib(r)           ? FCP_KERNEL_LIB
+                  : fit == FIT_REDUCE ? FCP_KERNEL_REDUCE
+                  : fit == FIT_ROW    ? FCP_KERNEL_ROW
+                                      : FCP_KERNEL_EW;
+        g->kind = (int)k->kind;
+        const fc_array *space = r;
+        for (size_t j = 0; j < m && k->kind != FCP_KERNEL_EW && k->kind != FCP_KERNEL_LIB; j++)
+            if (is_reduce(reg[j]) && !is_leaf(reg[j]) && (reg[j] == r || !s.mat[reg[j]->order])) {
+                space = reg[j]->in[0];
+                k->rmask = reg[j]->p.axes;
+                break;
+            }
+        k->ndim = space->ndim;
+        memcpy(k->space, space->shape, sizeof k->space);
+        if (s.why[i] && (st = add_boundary(p, &bcap, r, s.why[i])) != FC_OK) {
+            fcg_free(ctx, proto, nroots * sizeof *proto);
+            goto done;
+        }
+    }
+    for (size_t b = 1; b < ngroups; b++)
+        for (size_t a = 0; a < b; a++) {
+            if (groups[a].dead || !same_space(&proto[a], &proto[b])) continue;
+            if (groups[a].nroot + groups[b].nroot > 16) continue;
+            if (depends_on(&s, &groups[b], &groups[a], seen)) continue;
+            for (int q = 0; q < groups[b].nroot; q++)
+                groups[a].roots[groups[a].nroot++] = groups[b].roots[q];
+            groups[b].dead = true;
+            break;
+        }
+    for (size_t g = 0; g < ngroups; g++) nk += !groups[g].dead;
+    p->kernels = fcg_calloc(ctx, nk * sizeof *p->kernels);
+    if (!p->kernels) {
+        fcg_free(ctx, proto, nroots * sizeof *proto);
+        goto done;
+    }
+    for (size_t g = 0; g < ngroups; g++) {
+        if (groups[g].dead) continue;
+        fcp_kernel *k = &p->kernels[p->nkernel++];
+        *k = proto[g];
+        if ((st = build_kernel(&s, &groups[g], k, reg, seen)) != FC_OK) {
+            fcg_free(ctx, proto, nroots * sizeof *proto);
+            goto done;
+        }
+    }
+    fcg_free(ctx, proto, nroots * sizeof *proto);
+    /* Order: a kernel runs after every kernel whose output it loads. Merging can put a
+     * consumer's group before a producer's, so sort stably by moving producers up. */
+    producer = seen;
+    for (size_t i = 0; i < n; i++) producer[i] = -1;
+    for (int i = 0; i < p->nkernel; i++)
+        for (int q = 0; q < p->kernels[i].nout; q++) producer[p->kernels[i].outs[q]->order] = i;
+    for (int guard = 0; guard < p->nkernel * p->nkernel + 1; guard++) {
+        bool moved = false;
+        for (int i = 0; i < p->nkernel && !moved; i++)
+            for (int l = 0; l < p->kernels[i].nleaf && !moved; l++) {
+                int prod = producer[p->kernels[i].leaves[l]->order];
+                if (prod <= i) continue;
+                fcp_kernel tmp = p->kernels[prod];
+                memmove(&p->kernels[i + 1], &p->kernels[i], (size_t)(prod - i) * sizeof tmp);
+                p->kernels[i] = tmp;
+                for (int j = i; j <= prod; j++)
+                    for (int q = 0; q < p->kernels[j].nout; q++)
+                        producer[p->kernels[j].outs[q]->order] = j;
+                moved = true;
+            }
+        if (!moved) break;
+    }
+    st = FC_OK;
+done:
+    if (st == FC_ERR_NOMEM) fcg_error(ctx, st, "fusion: out of memory");
+    if (st != FC_OK && p->kernels) {
+        for (int i = 0; i < p->nkernel; i++) kernel_free(ctx, &p->kernels[i]);
+        fcg_free(ctx, p->kernels, nk * sizeof *p->kernels);
+        p->kernels = NULL;
+        p->nkernel = 0;
+    }
+    fcg_free(ctx, groups, nroots * sizeof *groups);
+    fcg_free(ctx, s.mat, n);
+    fcg_free(ctx, s.region, n * sizeof *s.region);
+    fcg_free(ctx, s.nregions, n * sizeof *s.nregions);
+    fcg_free(ctx, s.level, n * sizeof *s.level);
+    fcg_free(ctx, s.cost, n * sizeof *s.cost);
+    fcg_free(ctx, s.why, n * sizeof *s.why);
+    fcg_free(ctx, s.stack, nst * sizeof *s.stack);
+    fcg_free(ctx, reg, (n + 1) * sizeof *reg);
+    fcg_free(ctx, seen, (n + 1) * sizeof *seen);
+    fcg_free(ctx, s.ord, n * sizeof *s.ord);
+    return st;
+}
+
+/* ---- scheduling: buffers and their reuse ------------------------------------------------ */
+
+static fc_status schedule(fc_ctx *ctx, fcp_plan *p) {
+    int nmat = 0;
+    for (int i = 0; i < p->nkernel; i++) nmat += p->kernels[i].nout;
+    if (nmat == 0) return FC_OK;
+    p->mat = fcg_malloc(ctx, (size_t)nmat * sizeof *p->mat);
+    p->mat_buf = fcg_malloc(ctx, (size_t)nmat * sizeof *p->mat_buf);
+    p->mat_last_use = fcg_malloc(ctx, (size_t)nmat * sizeof *p->mat_last_use);
+    p->buf_bytes = fcg_malloc(ctx, (size_t)nmat * sizeof *p->buf_bytes);
+    bool *busy = fcg_calloc(ctx, (size_t)nmat * sizeof *busy);
+    if (!p->mat || !p->mat_buf || !p->mat_last_use || !p->buf_bytes || !busy) {
+        fcg_free(ctx, busy, (size_t)nmat * sizeof *busy);
+        p->nmat = nmat; /* sizes for fcp_plan_destroy */
+        p->buf_cap = nmat;
+        return fcg_error(ctx, FC_ERR_NOMEM, "schedule: out of memory");
+    }
+    p->nmat = nmat;
+    p->buf_cap = nmat;
+    int m = 0;
+    for (int i = 0; i < p->nkernel; i++)
+        for (int q = 0; q < p->kernels[i].nout; q++) {
+            fc_array *a = p->kernels[i].outs[q];
+            int last = i;
+            bool requested = false;
+            for (int o = 0; o < p->nout; o++) requested |= p->outs[o] == a;
+            for (int j = i + 1; j < p->nkernel; j++)
+                for (int l = 0; l < p->kernels[j].nleaf; l++)
+                    if (p->kernels[j].leaves[l] == a) last = j;
+            p->mat[m] = a;
+            p->mat_last_use[m] = requested ? p->nkernel : last;
+            m++;
+        }
+    /* Liveness: before kernel i, slots whose last reader ran are free again; each output of
+     * kernel i takes the smallest free slot big enough, or a new one. */
+    int nbuf = 0;
+    m = 0;
+    for (int i = 0; i < p->nkernel; i++) {
+        for (int j = 0; j < m; j++)
+            if (p->mat_last_use[j] < i) busy[p->mat_buf[j]] = false;
+        for (int q = 0; q < p->kernels[i].nout; q++, m++) {
+            const fc_array *a = p->mat[m];
+            size_t bytes = fcg_node_numel(a) * fc_dtype_size((fc_dtype)a->dtype);
+            int best = -1;
+            for (int b = 0; b < nbuf; b++)
+                if (!busy[b] && p->buf_bytes[b] >= bytes &&
+                    (best < 0 || p->buf_bytes[b] < p->buf_bytes[best]))
+                    best = b;
+            if (best < 0) {
+                best = nbuf++;
+                p->buf_bytes[best] = bytes;
+            }
+            busy[best] = true;
+            p->mat_buf[m] = best;
+        }
+    }
+    fcg_free(ctx, busy, (size_t)nmat * sizeof *busy);
+    p->nbuf = nbuf;
+    return FC_OK;
+}
+
+/* ---- the pipeline ----------------------------------------------------------------------- */
+
+static int count_nodes(fc_ctx *ctx, fc_array *const *arrays, int n) {
+    fc_array **ord;
+    size_t count;
+    if (fcg_topo_order(ctx, arrays, n, true, &ord, &count) != FC_OK) return -1;
+    fcg_free(ctx, ord, count * sizeof *ord);
+    return (int)count;
+}
+
+fc_status fcp_plan_build(fc_ctx *ctx, fc_array *const *arrays, int n, fcp_plan **out) {
+    *out = NULL;
+    if (n < 1) return fcg_error(ctx, FC_ERR_INVALID, "plan: no arrays to compute");
+    for (int i = 0; i < n; i++)
+        if (arrays[i]->status != FC_OK) return fcg_error(ctx, arrays[i]->status, "%s",
+                                                         arrays[i]->errmsg);
+    fcp_plan *p = fcg_calloc(ctx, sizeof *p);
+    if (!p) return fcg_error(ctx, FC_ERR_NOMEM, "plan: out of memory");
+    p->ctx = ctx;
+    p->outs = fcg_malloc(ctx, (size_t)n * sizeof *p->outs);
+    if (!p->outs) {
+        fcg_free(ctx, p, sizeof *p);
+        return fcg_error(ctx, FC_ERR_NOMEM, "plan: out of memory");
+    }
+    for (int i = 0; i < n; i++) {
+        p->outs[i] = arrays[i];
+        fcg_retain(arrays[i]);
+    }
+    p->nout = n;
+    fcp_log_graph(ctx, "input", p->outs, n);
+    fcp_pass_stats stats = {0, 0};
+    fc_status st = fcp_simplify(ctx, p->outs, n, &stats);
+    if (st == FC_OK) {
+        fcp_log_graph(ctx, "after simplify", p->outs, n);
+        /* CSE happened as nodes were built (hash-consing); DCE is the walk from the outputs:
+         * both are named here so the log shows the whole pipeline. */
+        if (fcp_log_enabled("passes")) {
+            fprintf(stderr, "fusec: pass cse: free by hash-consing; pass dce: %d live nodes\n",
+                    count_nodes(ctx, p->outs, n));
+        }
+        st = fuse(ctx, p);
+    }
+    if (st == FC_OK) st = schedule(ctx, p);
+    if (st != FC_OK) {
+        fcp_plan_destroy(p);
+        return st;
+    }
+    if (fcp_log_enabled("passes") || fcp_log_enabled("fusion")) {
+        char *d = fcp_plan_describe(p);
+        if (d) fprintf(stderr, "%s", d);
+        fcg_strfree(ctx, d);
+    }
+    *out = p;
+    return FC_OK;
+}
+
+/* ---- description ------------------------------------------------------------------------ */
+
+static void sb_node(fcg_sb *b, const fc_array *a) {
+    char sh[200];
+    fcg_sb_printf(b, "%%%lld %s %s%s", (long long)a->order, fcg_ops[a->op].pyname,
+              fc_dtype_name((fc_dtype)a->dtype), fcg_shape_str(sh, a->ndim, a->shape));
+}
+
+char *fcp_plan_describe(const fcp_plan *p) {
+    fc_ctx *ctx = p->ctx;
+    fcg_sb b = {ctx, NULL, 0, 0, false};
+    /* Number nodes by a fresh walk so the text does not depend on earlier walks. */
+    fc_array **ord;
+    size_t count;
+    if (fcg_topo_order(ctx, p->outs, p->nout, true, &ord, &count) != FC_OK) return NULL;
+    fcg_sb_printf(&b, "plan: %d kernel%s, %d buffer%s\n", p->nkernel, p->nkernel == 1 ? "" : "s",
+              p->nbuf, p->nbuf == 1 ? "" : "s");
+    char sh[200];
+    for (int i = 0; i < p->nkernel; i++) {
+        const fcp_kernel *k = &p->kernels[i];
+        fcg_sb_printf(&b, "kernel %d: %s over %s", i, fcp_kernel_kind_names[k->kind],
+                  fcg_shape_str(sh, k->ndim, k->space));
+        if (k->rmask) {
+            fcg_sb_printf(&b, " reducing axes");
+            for (int d = 0; d < k->ndim; d++)
+                if (k->rmask & (1u << d)) fcg_sb_printf(&b, " %d", d);
+        }
+        fcg_sb_printf(&b, "\n  stores:");
+        for (int q = 0; q < k->nout; q++) {
+            fcg_sb_printf(&b, " ");
+            sb_node(&b, k->outs[q]);
+        }
+        fcg_sb_printf(&b, "\n  loads:");
+        for (int q = 0; q < k->nleaf; q++) {
+            fcg_sb_printf(&b, " ");
+            sb_node(&b, k->leaves[q]);
+        }
+        fcg_sb_printf(&b, "\n  fused ops (%d):", k->nnode);
+        for (int q = 0; q < k->nnode; q++) fcg_sb_printf(&b, " %s", fcg_ops[k->nodes[q]->op].pyname);
+        fcg_sb_printf(&b, "\n");
+    }
+    for (int i = 0; i < p->nboundary; i++) {
+        fcg_sb_printf(&b, "boundary at ");
+        sb_node(&b, p->boundaries[i].node);
+        fcg_sb_printf(&b, ": %s\n", p->boundaries[i].reason);
+    }
+    fcg_free(ctx, ord, count * sizeof *ord);
+    return fcg_sb_finish(&b);
+}

@@ -1,0 +1,81 @@
+/*
+ * passes/plan.h - internal: the plan a graph compiles to. Fusion groups nodes into kernels;
+ * scheduling orders them and assigns buffers. Codegen turns each kernel into CUDA C; the
+ * runtime binds buffers and launches. Prefix fcp_.
+ */
+#ifndef FUSEC_PLAN_H
+#define FUSEC_PLAN_H
+
+#include "graph.h"
+
+typedef enum fcp_kernel_kind {
+    FCP_KERNEL_EW,     /* elementwise over `space` */
+    FCP_KERNEL_REDUCE, /* independent reductions over `rmask` of `space`, streamed, with their
+                          elementwise prologues and epilogues */
+    FCP_KERNEL_ROW,    /* reduce -> broadcast -> elementwise over rows (rmask = trailing dims):
+                          one block per row, the row kept on chip */
+    FCP_KERNEL_LIB     /* a library call (matmul) */
+} fcp_kernel_kind;
+
+extern const char *const fcp_kernel_kind_names[];
+
+typedef struct fcp_kernel {
+    fcp_kernel_kind kind;
+    int ndim;
+    int64_t space[FC_MAX_DIMS]; /* iteration space: EW: the outputs' shape; REDUCE / ROW: the
+                                   reductions' input shape */
+    uint32_t rmask;             /* REDUCE / ROW: reduced axes of space */
+    int nout;
+    fc_array **outs;            /* nodes this kernel stores, in order */
+    int nleaf;
+    fc_array **leaves;          /* buffers it loads (values or other kernels' outputs), in
+                                   order of first use */
+    int nnode;
+    fc_array **nodes;           /* every node computed inside, inputs before users */
+    int nred;
+    fc_array **reds;            /* REDUCE / ROW: its reductions, in dependency order */
+} fcp_kernel;
+
+/* Why two groups were not fused: recorded at every boundary for `fusec explain`. */
+typedef struct fcp_boundary {
+    fc_array *node;   /* the node materialised there */
+    char *reason;
+} fcp_boundary;
+
+typedef struct fcp_plan {
+    fc_ctx *ctx;
+    int nout;
+    fc_array **outs;         /* the arrays asked for (references held by the plan) */
+    int nkernel;
+    fcp_kernel *kernels;     /* in execution order */
+    int nboundary;
+    fcp_boundary *boundaries;
+    /* Buffers: every materialised node that is not already a value gets a slot; slots are
+     * reused once their last reader has run (liveness). */
+    int nbuf;
+    size_t *buf_bytes;       /* per slot */
+    int buf_cap;             /* entries allocated in buf_bytes */
+    int nmat;
+    fc_array **mat;          /* materialised nodes (kernel outputs) */
+    int *mat_buf;            /* slot of each */
+    int *mat_last_use;       /* index of the last kernel that reads it (or nkernel for outputs) */
+} fcp_plan;
+
+/* Fusion limits (heuristics with recorded reasons). */
+#define FCP_MAX_KERNEL_NODES 20000   /* a bigger group is split at its costliest node */
+#define FCP_MAX_DEPTH 1000           /* longer dependency chains in one kernel are cut */
+#define FCP_MAX_LEAVES 64            /* parameter space: pointers per kernel */
+#define FCP_RECOMPUTE_MAX_OPS 48     /* a shared subexpression up to this size is recomputed in
+                                        each consumer; a bigger one is materialised */
+#define FCP_ROW_MAX_BYTES (48 * 1024) /* on-chip bytes of one row for a ROW kernel */
+
+/* Runs the pipeline (simplify, cse, dce, fuse, schedule) on the graph of `arrays` and builds
+ * the plan. The plan holds its own references. */
+fc_status fcp_plan_build(fc_ctx *ctx, fc_array *const *arrays, int n, fcp_plan **out);
+void fcp_plan_destroy(fcp_plan *plan);
+
+/* A readable description of the plan (kernels, their nodes, boundaries and reasons), for
+ * `fusec graph` / `fusec explain` and FUSEC_LOG=fusion. Free with fcg_strfree. */
+char *fcp_plan_describe(const fcp_plan *plan);
+
+#endif /* FUSEC_PLAN_H */
