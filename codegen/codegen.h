@@ -56,6 +56,11 @@ typedef struct fcx_kernel_src {
 
 /* Generates the kernel's source and recipe. Deterministic. */
 fc_status fcx_generate(fc_ctx *ctx, const fcp_kernel *k, fcx_kernel_src *out);
+/* The same with another kernel name and optionally without the prelude, so that several
+ * kernels can share one translation unit (each then sits in a namespace named after it, so
+ * their parameter structs do not clash). Used to batch compiles in tests and tools. */
+fc_status fcx_generate_named(fc_ctx *ctx, const fcp_kernel *k, const char *name,
+                             bool with_prelude, fcx_kernel_src *out);
 void fcx_kernel_src_free(fc_ctx *ctx, fcx_kernel_src *s);
 
 /* The device prelude every kernel starts with (codegen/prelude.cuh, embedded at build). */

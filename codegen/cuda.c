@@ -134,8 +134,6 @@ static int leaf_index(gen *g, const fc_array *a) {
     return p - g->k->nnode;
 }
 
-static bool is_leaf_pos(gen *g, const fc_array *a) { return pos_of(g, a) >= g->k->nnode; }
-
 static int slot(gen *g, bool flt, fcx_slot_kind kind, const fc_array *node, int dim) {
     fcx_slot s = {(uint8_t)kind, node ? pos_of(g, node) : -1, dim};
     fcx_slot **arr = flt ? &g->fslots : &g->islots;
@@ -228,23 +226,16 @@ static int convert(gen *g, int var, fc_dtype from, fc_dtype to) {
     return v;
 }
 
-/* Linear (row-major) offset of idx within a's shape, using a's extents as arguments. */
+/* Linear (row-major) offset of idx within a's shape, using a's extents as arguments
+ * (Horner's rule; long partial sums are bound to variables to keep lines short). */
 static const char *linearize(gen *g, const fc_array *a, const ix *idx) {
     if (a->ndim == 0) return "0";
-    char buf[512];
-    size_t len = (size_t)snprintf(buf, sizeof buf, "(idx_t)(%s)", idx->e[0]);
-    for (int d = 1; d < a->ndim && len < sizeof buf; d++) {
+    const char *acc = str(g, "(idx_t)(%s)", idx->e[0]);
+    for (int d = 1; d < a->ndim; d++) {
         if (a->shape[d] == 1) continue; /* idx is 0 there */
-        len += (size_t)snprintf(buf + len, sizeof buf - len, " * %s + (%s)", extent(g, a, d),
-                                idx->e[d]);
-        const char *b = bind_index(g, buf);
-        len = (size_t)snprintf(buf, sizeof buf, "%s", b);
+        acc = bind_index(g, str(g, "%s * %s + (%s)", acc, extent(g, a, d), idx->e[d]));
     }
-    if (len >= sizeof buf) {
-        fail(g, FC_ERR_UNSUPPORTED, "codegen: offset expression too long");
-        return "0";
-    }
-    return bind_index(g, str(g, "%s", buf));
+    return bind_index(g, acc);
 }
 
 static int eval_leaf(gen *g, const fc_array *a, const ix *idx) {
@@ -472,25 +463,27 @@ static int eval_view(gen *g, const fc_array *a, const ix *idx) {
         fc_dtype t = (fc_dtype)a->dtype;
         line(g, "fcx_ct_%s v%d;", dt(t), v);
         int q = new_var(g);
-        line(g, "idx_t j%d = (idx_t)(%s);", q, idx->e[ax]);
+        line(g, "const idx_t j%d = (idx_t)(%s);", q, idx->e[ax]);
+        /* Branch on which input holds the position; each branch is its own memo scope. */
+        const char *off = "0";
         for (int i = 0; i < a->nin; i++) {
             const fc_array *ch = a->in[i];
-            const char *len = extent(g, ch, ax);
-            if (i + 1 < a->nin) line(g, "%sif (j%d < %s) {", i ? "else " : "", q, len);
-            else line(g, "else {");
+            const char *end = str(g, "%s + %s", off, extent(g, ch, ax));
+            if (i + 1 < a->nin) line(g, "%sif (j%d < %s) {", i ? "} else " : "", q, end);
+            else line(g, "%s{", i ? "} else " : "");
             g->indent++;
             scope_push(g);
             ix chi = *idx;
             chi.identity = false;
-            chi.e[ax] = str(g, "j%d", q);
+            chi.e[ax] = bind_index(g, str(g, "j%d - (%s)", q, off));
             int cv = eval(g, ch, &chi);
             cv = convert(g, cv, (fc_dtype)ch->dtype, t);
             line(g, "v%d = v%d;", v, cv);
             scope_pop(g);
             g->indent--;
-            line(g, "}");
-            if (i + 1 < a->nin) line(g, "j%d -= %s;", q, len);
+            off = bind_index(g, end);
         }
+        line(g, "}");
         return v;
     }
     default:
@@ -717,7 +710,8 @@ static void acc_block_reduce(gen *g, const fc_array *r, int pos) {
             line(g, "s_a[threadIdx.x] = fcx_add(s_a[threadIdx.x], s_a[o]);");
             break;
         }
-        /* fallthrough: max of magnitudes */
+        /* fall through: the inf-norm is a max of magnitudes */
+        __attribute__((fallthrough));
     case FCG_OP_MAX: case FCG_OP_MIN:
         line(g, "if (s_h[o]) { s_a[threadIdx.x] = s_h[threadIdx.x] ? fcx_%s(s_a[threadIdx.x], s_a[o]) : "
                 "s_a[o]; s_h[threadIdx.x] = true; }", r->op == FCG_OP_MIN ? "minimum" : "maximum");
@@ -944,6 +938,11 @@ void fcx_kernel_src_free(fc_ctx *ctx, fcx_kernel_src *s) {
 }
 
 fc_status fcx_generate(fc_ctx *ctx, const fcp_kernel *k, fcx_kernel_src *out) {
+    return fcx_generate_named(ctx, k, FCX_KERNEL_NAME, true, out);
+}
+
+fc_status fcx_generate_named(fc_ctx *ctx, const fcp_kernel *k, const char *name,
+                             bool with_prelude, fcx_kernel_src *out) {
     memset(out, 0, sizeof *out);
     if (k->kind == FCP_KERNEL_LIB)
         return fcg_error(ctx, FC_ERR_UNSUPPORTED, "codegen: library calls are not generated");
@@ -978,15 +977,17 @@ fc_status fcx_generate(fc_ctx *ctx, const fcp_kernel *k, fcx_kernel_src *out) {
         for (int i = 0; i < k->nnode; i++) fcg_sb_printf(&src, " %s", fcg_ops[k->nodes[i]->op].pyname);
         fcg_sb_puts(&src, "\n");
         fcg_sb_printf(&src, "// codegen version %d\n", FCX_CODEGEN_VERSION);
-        fcg_sb_puts(&src, fcx_prelude_source);
+        if (with_prelude) fcg_sb_puts(&src, fcx_prelude_source);
+        else fcg_sb_printf(&src, "namespace %s {\n", name);
         fcg_sb_printf(&src, "\ntypedef %s idx_t;\n", idx64 ? "long long" : "int");
         fcg_sb_printf(&src, "struct fcx_params {\n    const void *ptr[%d];\n    long long i[%d];\n    "
                             "double f[%d];\n};\n",
                       k->nleaf + k->nout, g.nint ? g.nint : 1, g.nflt ? g.nflt : 1);
         fcg_sb_printf(&src, "extern \"C\" __global__ void __launch_bounds__(%d) %s(const fcx_params p) {\n",
-                      FCX_BLOCK, FCX_KERNEL_NAME);
+                      FCX_BLOCK, name);
         if (g.body.s) fcg_sb_puts(&src, g.body.s);
         fcg_sb_puts(&src, "}\n");
+        if (!with_prelude) fcg_sb_puts(&src, "}\n");
     }
     fcg_sb_free(&g.body);
     for (size_t i = 0; i < g.nstr; i++) fcg_strfree(ctx, g.strs[i]);

@@ -187,6 +187,7 @@ void fc_ctx_destroy(fc_ctx *ctx) {
         free_node_storage(ctx, a);
     }
     fcg_free(ctx, ctx->cons, ctx->cons_cap * sizeof *ctx->cons);
+    if (ctx->kcache) ctx->kcache_close(ctx->kcache);
     fcg_strfree(ctx, ctx->cache_dir);
     fc_allocator alloc = ctx->alloc;
     alloc.free_fn(alloc.user, ctx, sizeof *ctx);

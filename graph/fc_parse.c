@@ -30,31 +30,30 @@
 
 /* Declared here and in fc_print.c (no shared header for two files): the printer must not
  * name an output with a word the parser reserves. */
-bool fcp_name_is_reserved(const char *name, size_t len);
 
 /* ---- arena ------------------------------------------------------------------------------ */
 
-typedef struct fcp_block {
-    struct fcp_block *next;
+typedef struct fcf_block {
+    struct fcf_block *next;
     size_t size, used;
     max_align_t data[];
-} fcp_block;
+} fcf_block;
 
-typedef struct fcp_arena {
+typedef struct fcf_arena {
     fc_ctx *ctx;
-    fcp_block *head;
-} fcp_arena;
+    fcf_block *head;
+} fcf_arena;
 
 #define FCP_BLOCK_BYTES 16384
 
-static void *arena_alloc(fcp_arena *a, size_t n) {
+static void *arena_alloc(fcf_arena *a, size_t n) {
     n = (n + 15) & ~(size_t)15;
     if (n == 0) n = 16;
-    fcp_block *b = a->head;
+    fcf_block *b = a->head;
     if (!b || b->size - b->used < n) {
         size_t size = n > FCP_BLOCK_BYTES ? n : FCP_BLOCK_BYTES;
-        if (size > SIZE_MAX - sizeof(fcp_block)) return NULL;
-        fcp_block *nb = fcg_malloc(a->ctx, sizeof(fcp_block) + size);
+        if (size > SIZE_MAX - sizeof(fcf_block)) return NULL;
+        fcf_block *nb = fcg_malloc(a->ctx, sizeof(fcf_block) + size);
         if (!nb) return NULL;
         nb->size = size;
         nb->used = 0;
@@ -73,23 +72,23 @@ static void *arena_alloc(fcp_arena *a, size_t n) {
     return p;
 }
 
-static void *arena_zalloc(fcp_arena *a, size_t n) {
+static void *arena_zalloc(fcf_arena *a, size_t n) {
     void *p = arena_alloc(a, n);
     if (p) memset(p, 0, n);
     return p;
 }
 
-static void arena_free(fcp_arena *a) {
-    fcp_block *b = a->head;
+static void arena_free(fcf_arena *a) {
+    fcf_block *b = a->head;
     while (b) {
-        fcp_block *next = b->next;
-        fcg_free(a->ctx, b, sizeof(fcp_block) + b->size);
+        fcf_block *next = b->next;
+        fcg_free(a->ctx, b, sizeof(fcf_block) + b->size);
         b = next;
     }
     a->head = NULL;
 }
 
-static char *arena_strndup(fcp_arena *a, const char *s, size_t n) {
+static char *arena_strndup(fcf_arena *a, const char *s, size_t n) {
     char *d = arena_alloc(a, n + 1);
     if (!d) return NULL;
     memcpy(d, s, n);
@@ -98,7 +97,7 @@ static char *arena_strndup(fcp_arena *a, const char *s, size_t n) {
 }
 
 /* Grows an arena-backed vector to hold n + 1 elements (old storage stays in the arena). */
-static bool vec_reserve(fcp_arena *a, void **data, int *cap, int n, size_t elem) {
+static bool vec_reserve(fcf_arena *a, void **data, int *cap, int n, size_t elem) {
     if (n < *cap) return true;
     if (*cap > INT_MAX / 2) return false;
     int ncap = *cap ? *cap * 2 : 8;
@@ -112,16 +111,16 @@ static bool vec_reserve(fcp_arena *a, void **data, int *cap, int n, size_t elem)
 
 /* ---- tokens ----------------------------------------------------------------------------- */
 
-typedef enum fcp_tk {
+typedef enum fcf_tk {
     TK_EOF, TK_NEWLINE, TK_NAME, TK_INT, TK_FLOAT, TK_IMAG, TK_STRING, TK_ERROR,
     TK_LPAREN, TK_RPAREN, TK_LBRACK, TK_RBRACK, TK_COMMA, TK_COLON, TK_ASSIGN, TK_ELLIPSIS,
     TK_PLUS, TK_MINUS, TK_STAR, TK_SLASH, TK_DSLASH, TK_PERCENT, TK_DSTAR, TK_AT,
     TK_LSHIFT, TK_RSHIFT, TK_AMP, TK_PIPE, TK_CARET, TK_TILDE,
     TK_LT, TK_LE, TK_GT, TK_GE, TK_EQ, TK_NE
-} fcp_tk;
+} fcf_tk;
 
-typedef struct fcp_token {
-    fcp_tk kind;
+typedef struct fcf_token {
+    fcf_tk kind;
     int line, col;
     const char *text;
     size_t len;
@@ -129,13 +128,13 @@ typedef struct fcp_token {
         uint64_t u; /* TK_INT */
         double f;   /* TK_FLOAT, TK_IMAG */
     } v;
-} fcp_token;
+} fcf_token;
 
 /* Punctuation, longest first so that "**" wins over "*". */
 static const struct {
     const char *text;
-    fcp_tk kind;
-} fcp_puncts[] = {
+    fcf_tk kind;
+} fcf_puncts[] = {
     {"...", TK_ELLIPSIS}, {"**", TK_DSTAR}, {"//", TK_DSLASH}, {"<<", TK_LSHIFT},
     {">>", TK_RSHIFT},    {"<=", TK_LE},    {">=", TK_GE},     {"==", TK_EQ},
     {"!=", TK_NE},        {"(", TK_LPAREN}, {")", TK_RPAREN},  {"[", TK_LBRACK},
@@ -147,28 +146,28 @@ static const struct {
 
 /* ---- the AST ---------------------------------------------------------------------------- */
 
-typedef enum fcp_ekind {
+typedef enum fcf_ekind {
     E_INT, E_FLOAT, E_IMAG, E_BOOL, E_NONE, E_STR, E_VAR, E_SYM, E_DTYPE, E_LIST, E_ELLIPSIS,
     E_UNARY, E_BINARY, E_CALL, E_SUBSCRIPT, E_SLICE
-} fcp_ekind;
+} fcf_ekind;
 
-typedef enum fcp_fkind {
-    FK_EW, FK_CAST, FK_REDUCE, FK_ARG, FK_NORM, FK_RESHAPE, FK_TRANSPOSE, FK_BROADCAST,
+typedef enum fcf_fkind {
+    FK_CAST, FK_REDUCE, FK_ARG, FK_NORM, FK_RESHAPE, FK_TRANSPOSE, FK_BROADCAST,
     FK_EXPAND, FK_SQUEEZE, FK_FLIP, FK_PAD, FK_CONCAT, FK_STACK, FK_MATMUL, FK_FILL, FK_FULL,
     FK_LIKE, FK_FULL_LIKE, FK_ARANGE, FK_LINSPACE, FK_EYE, FK_RANDOM, FK_COMPLEX
-} fcp_fkind;
+} fcf_fkind;
 
-typedef struct fcp_func {
+typedef struct fcf_func {
     const char *name;
-    fcp_fkind kind;
+    fcf_fkind kind;
     int op;   /* REDUCE / ARG: the fcg_op; FILL / LIKE: 0 zeros, 1 ones, 2 empty */
     int npos; /* at most this many positional arguments */
     int nreq; /* the first nreq parameters are required */
     const char *params[FCP_MAX_PARAMS];
-} fcp_func;
+} fcf_func;
 
 /* Functions that are not plain elementwise ops. Elementwise ones are found in fcg_ops[]. */
-static const fcp_func fcp_funcs[] = {
+static const fcf_func fcf_funcs[] = {
     {"cast", FK_CAST, 0, 2, 2, {"x", "dtype"}},
     {"astype", FK_CAST, 0, 2, 2, {"x", "dtype"}},
     {"sum", FK_REDUCE, FCG_OP_SUM, 2, 1, {"a", "axis", "keepdims"}},
@@ -215,7 +214,7 @@ static const fcp_func fcp_funcs[] = {
 /* NumPy's other spellings of elementwise ops, mapped to the op's pyname in ops.def. */
 static const struct {
     const char *alias, *pyname;
-} fcp_ew_aliases[] = {
+} fcf_ew_aliases[] = {
     {"absolute", "abs"},           {"conjugate", "conj"},
     {"true_divide", "divide"},     {"bitwise_invert", "invert"},
     {"acos", "arccos"},            {"asin", "arcsin"},
@@ -229,16 +228,16 @@ static const struct {
 static const struct {
     const char *name;
     fc_dtype dtype;
-} fcp_dtype_aliases[] = {
+} fcf_dtype_aliases[] = {
     {"bool_", FC_BOOL},     {"int8", FC_I8},       {"int16", FC_I16},     {"int32", FC_I32},
     {"int64", FC_I64},      {"uint8", FC_U8},      {"uint16", FC_U16},    {"uint32", FC_U32},
     {"uint64", FC_U64},     {"float16", FC_F16},   {"bfloat16", FC_BF16}, {"float32", FC_F32},
     {"float64", FC_F64},    {"complex64", FC_C64}, {"complex128", FC_C128},
 };
 
-typedef struct fcp_expr fcp_expr;
-struct fcp_expr {
-    fcp_ekind kind;
+typedef struct fcf_expr fcf_expr;
+struct fcf_expr {
+    fcf_ekind kind;
     int line, col;
     int height;
     union {
@@ -252,92 +251,92 @@ struct fcp_expr {
         } str;
         struct {
             int n;
-            fcp_expr **items;
+            fcf_expr **items;
         } list;
         struct {
             int op; /* fcg_op, or -1 for unary plus */
-            fcp_expr *a, *b;
+            fcf_expr *a, *b;
         } bin;
         struct {
-            const fcp_func *fn; /* NULL: elementwise op `op` */
+            const fcf_func *fn; /* NULL: elementwise op `op` */
             int op;
             int n;
-            fcp_expr **args; /* one per parameter, NULL where not given */
+            fcf_expr **args; /* one per parameter, NULL where not given */
         } call;
         struct {
-            fcp_expr *base;
+            fcf_expr *base;
             int n;
-            fcp_expr **items;
+            fcf_expr **items;
         } sub;
         struct {
-            fcp_expr *start, *stop, *step;
+            fcf_expr *start, *stop, *step;
         } slice;
     };
 };
 
-typedef enum fcp_skind { S_INPUT, S_ASSIGN } fcp_skind;
+typedef enum fcf_skind { S_INPUT, S_ASSIGN } fcf_skind;
 
-typedef struct fcp_dim {
+typedef struct fcf_dim {
     int sym; /* symbol index, or -1 */
     int64_t value;
-} fcp_dim;
+} fcf_dim;
 
-typedef struct fcp_stmt {
-    fcp_skind kind;
+typedef struct fcf_stmt {
+    fcf_skind kind;
     int line, col;
     int var;
-    fcp_expr *expr; /* S_ASSIGN */
+    fcf_expr *expr; /* S_ASSIGN */
     int input;      /* S_INPUT: index into prog->inputs */
-} fcp_stmt;
+} fcf_stmt;
 
-typedef struct fcp_var {
+typedef struct fcf_var {
     const char *name;
     int line, col;
-} fcp_var;
+} fcf_var;
 
-typedef struct fcp_input {
+typedef struct fcf_input {
     int var;
     fc_dtype dtype;
     int ndim;
-    fcp_dim dims[FC_MAX_DIMS];
-} fcp_input;
+    fcf_dim dims[FC_MAX_DIMS];
+} fcf_input;
 
-typedef struct fcp_symbol {
+typedef struct fcf_symbol {
     const char *name;
     int64_t value;
     bool bound;
-} fcp_symbol;
+} fcf_symbol;
 
-typedef struct fcp_output {
+typedef struct fcf_output {
     int var;
     int line, col;
-} fcp_output;
+} fcf_output;
 
-typedef enum fcp_nkind { N_VAR, N_SYM } fcp_nkind;
+typedef enum fcf_nkind { N_VAR, N_SYM } fcf_nkind;
 
-typedef struct fcp_name {
+typedef struct fcf_name {
     const char *name; /* NULL: empty slot */
     size_t len;
-    fcp_nkind kind;
+    fcf_nkind kind;
     int index;
-} fcp_name;
+} fcf_name;
 
 struct fc_program {
     fc_ctx *ctx;
-    fcp_arena arena;
+    fcf_arena arena;
     const char *name;
-    fcp_stmt *stmts;
+    fcf_stmt *stmts;
     int nstmts, cap_stmts;
-    fcp_var *vars;
+    fcf_var *vars;
     int nvars, cap_vars;
-    fcp_input *inputs;
+    fcf_input *inputs;
     int ninputs, cap_inputs;
-    fcp_symbol *syms;
+    fcf_symbol *syms;
     int nsyms, cap_syms;
-    fcp_output *outs;
+    fcf_output *outs;
     int nouts, cap_outs;
     int out_line; /* 0: no out statement yet */
-    fcp_name *names;
+    fcf_name *names;
     size_t names_cap, names_n;
 };
 
@@ -349,25 +348,25 @@ static uint64_t name_hash(const char *s, size_t n) {
     return h;
 }
 
-static fcp_name *name_find(const fc_program *prog, const char *s, size_t n) {
+static fcf_name *name_find(const fc_program *prog, const char *s, size_t n) {
     if (!prog->names_cap) return NULL;
     size_t mask = prog->names_cap - 1;
     for (size_t i = name_hash(s, n) & mask;; i = (i + 1) & mask) {
-        fcp_name *e = &prog->names[i];
+        fcf_name *e = &prog->names[i];
         if (!e->name) return NULL;
         if (e->len == n && memcmp(e->name, s, n) == 0) return e;
     }
 }
 
 /* Adds a name (the caller checked it is new). The name is copied into the arena. */
-static bool name_add(fc_program *prog, const char *s, size_t n, fcp_nkind kind, int index,
+static bool name_add(fc_program *prog, const char *s, size_t n, fcf_nkind kind, int index,
                      const char **stored) {
     if ((prog->names_n + 1) * 2 > prog->names_cap) {
         size_t ncap = prog->names_cap ? prog->names_cap * 2 : 64;
-        fcp_name *nt = arena_zalloc(&prog->arena, ncap * sizeof(fcp_name));
+        fcf_name *nt = arena_zalloc(&prog->arena, ncap * sizeof(fcf_name));
         if (!nt) return false;
         for (size_t i = 0; i < prog->names_cap; i++) {
-            fcp_name *e = &prog->names[i];
+            fcf_name *e = &prog->names[i];
             if (!e->name) continue;
             size_t j = name_hash(e->name, e->len) & (ncap - 1);
             while (nt[j].name) j = (j + 1) & (ncap - 1);
@@ -381,7 +380,7 @@ static bool name_add(fc_program *prog, const char *s, size_t n, fcp_nkind kind, 
     size_t mask = prog->names_cap - 1;
     size_t i = name_hash(s, n) & mask;
     while (prog->names[i].name) i = (i + 1) & mask;
-    prog->names[i] = (fcp_name){copy, n, kind, index};
+    prog->names[i] = (fcf_name){copy, n, kind, index};
     prog->names_n++;
     *stored = copy;
     return true;
@@ -397,31 +396,31 @@ static bool dtype_lookup(const char *s, size_t n, fc_dtype *out) {
     memcpy(buf, s, n);
     buf[n] = '\0';
     if (fc_dtype_from_name(buf, out) == FC_OK) return true;
-    for (size_t i = 0; i < sizeof fcp_dtype_aliases / sizeof fcp_dtype_aliases[0]; i++) {
-        if (strcmp(buf, fcp_dtype_aliases[i].name) == 0) {
-            *out = fcp_dtype_aliases[i].dtype;
+    for (size_t i = 0; i < sizeof fcf_dtype_aliases / sizeof fcf_dtype_aliases[0]; i++) {
+        if (strcmp(buf, fcf_dtype_aliases[i].name) == 0) {
+            *out = fcf_dtype_aliases[i].dtype;
             return true;
         }
     }
     return false;
 }
 
-static const char *const fcp_keywords[] = {"True", "False", "true", "false", "None",
+static const char *const fcf_keywords[] = {"True", "False", "true", "false", "None",
                                            "inf",  "nan",   "input", "out"};
 
-bool fcp_name_is_reserved(const char *name, size_t len) {
+bool fcf_name_is_reserved(const char *name, size_t len) {
     fc_dtype dt;
-    for (size_t i = 0; i < sizeof fcp_keywords / sizeof fcp_keywords[0]; i++)
-        if (word_is(name, len, fcp_keywords[i])) return true;
+    for (size_t i = 0; i < sizeof fcf_keywords / sizeof fcf_keywords[0]; i++)
+        if (word_is(name, len, fcf_keywords[i])) return true;
     return dtype_lookup(name, len, &dt);
 }
 
-static const fcp_func *func_lookup(const char *s, size_t n, int *ew_op) {
-    for (size_t i = 0; i < sizeof fcp_funcs / sizeof fcp_funcs[0]; i++)
-        if (word_is(s, n, fcp_funcs[i].name)) return &fcp_funcs[i];
+static const fcf_func *func_lookup(const char *s, size_t n, int *ew_op) {
+    for (size_t i = 0; i < sizeof fcf_funcs / sizeof fcf_funcs[0]; i++)
+        if (word_is(s, n, fcf_funcs[i].name)) return &fcf_funcs[i];
     const char *target = NULL;
-    for (size_t i = 0; i < sizeof fcp_ew_aliases / sizeof fcp_ew_aliases[0]; i++)
-        if (word_is(s, n, fcp_ew_aliases[i].alias)) target = fcp_ew_aliases[i].pyname;
+    for (size_t i = 0; i < sizeof fcf_ew_aliases / sizeof fcf_ew_aliases[0]; i++)
+        if (word_is(s, n, fcf_ew_aliases[i].alias)) target = fcf_ew_aliases[i].pyname;
     for (int op = 0; op < FCG_OP_COUNT; op++) {
         const fcg_op_info *info = &fcg_ops[op];
         if (info->kind != FCG_KIND_EW) continue;
@@ -440,7 +439,7 @@ static const fcp_func *func_lookup(const char *s, size_t n, int *ew_op) {
 }
 
 /* The op whose infix spelling is tok's text, with nin operands, from ops.def. */
-static int infix_op(const fcp_token *t, int nin) {
+static int infix_op(const fcf_token *t, int nin) {
     for (int op = 0; op < FCG_OP_COUNT; op++)
         if (fcg_ops[op].nin == nin && fcg_ops[op].infix[0] &&
             word_is(t->text, t->len, fcg_ops[op].infix))
@@ -450,30 +449,30 @@ static int infix_op(const fcp_token *t, int nin) {
 
 /* ---- lexer ------------------------------------------------------------------------------ */
 
-typedef struct fcp_parser {
+typedef struct fcf_parser {
     fc_ctx *ctx;
     fc_program *prog;
     const char *text;
     size_t len;
     const char *name;
-    fcp_token *toks;
+    fcf_token *toks;
     size_t ntoks, cap_toks;
     size_t pos;
     int nest;
     bool nomem;
     char lexerr[160];
-} fcp_parser;
+} fcf_parser;
 
 static bool is_name_start(int c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 static bool is_digit(int c) { return c >= '0' && c <= '9'; }
 static bool is_name_char(int c) { return is_name_start(c) || is_digit(c); }
 
-static bool push_token(fcp_parser *p, const fcp_token *t) {
+static bool push_token(fcf_parser *p, const fcf_token *t) {
     if (p->ntoks == p->cap_toks) {
         size_t ncap = p->cap_toks ? p->cap_toks * 2 : 256;
-        if (ncap > SIZE_MAX / sizeof(fcp_token)) return false;
-        fcp_token *nt = fcg_realloc(p->ctx, p->toks, p->cap_toks * sizeof(fcp_token),
-                                    ncap * sizeof(fcp_token));
+        if (ncap > SIZE_MAX / sizeof(fcf_token)) return false;
+        fcf_token *nt = fcg_realloc(p->ctx, p->toks, p->cap_toks * sizeof(fcf_token),
+                                    ncap * sizeof(fcf_token));
         if (!nt) return false;
         p->toks = nt;
         p->cap_toks = ncap;
@@ -483,7 +482,7 @@ static bool push_token(fcp_parser *p, const fcp_token *t) {
 }
 
 /* Scans a number at s[0..n): sets the token's kind, value and length, or writes lexerr. */
-static bool lex_number(fcp_parser *p, const char *s, size_t n, fcp_token *t) {
+static bool lex_number(fcf_parser *p, const char *s, size_t n, fcf_token *t) {
     size_t j = 0;
     if (n >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X' || s[1] == 'b' || s[1] == 'B' ||
                                   s[1] == 'o' || s[1] == 'O')) {
@@ -571,7 +570,7 @@ static bool lex_number(fcp_parser *p, const char *s, size_t n, fcp_token *t) {
 }
 
 /* Scans a string literal starting at the opening quote; writes lexerr on error. */
-static bool lex_string(fcp_parser *p, const char *s, size_t n, fcp_token *t) {
+static bool lex_string(fcf_parser *p, const char *s, size_t n, fcf_token *t) {
     size_t j = 1;
     while (j < n && s[j] != '"') {
         unsigned char c = (unsigned char)s[j];
@@ -601,7 +600,7 @@ static bool lex_string(fcp_parser *p, const char *s, size_t n, fcp_token *t) {
 /* Tokenises the whole text. Newlines inside brackets are joined, as Python's are. A lexical
  * error ends the stream with a TK_ERROR token, reported when the parser reaches it, so the
  * first error in the file is the one reported. */
-static fc_status lex_all(fcp_parser *p) {
+static fc_status lex_all(fcf_parser *p) {
     const char *s = p->text;
     size_t n = p->len, i = 0, line_start = 0;
     int line = 1, depth = 0;
@@ -614,21 +613,21 @@ static fc_status lex_all(fcp_parser *p) {
                 while (i < n && s[i] != '\n') i++;
             } else if (c == '\\' && i + 1 < n && s[i + 1] == '\n') {
                 i += 2;
-                line++;
+                if (line < INT_MAX) line++;
                 line_start = i;
             } else if (c == '\\' && i + 2 < n && s[i + 1] == '\r' && s[i + 2] == '\n') {
                 i += 3;
-                line++;
+                if (line < INT_MAX) line++;
                 line_start = i;
             } else if (c == '\n' && depth > 0) {
                 i++;
-                line++;
+                if (line < INT_MAX) line++;
                 line_start = i;
             } else {
                 break;
             }
         }
-        fcp_token t;
+        fcf_token t;
         memset(&t, 0, sizeof t);
         t.line = line;
         t.col = (int)((i - line_start) < INT_MAX ? (i - line_start) + 1 : INT_MAX);
@@ -646,7 +645,7 @@ static fc_status lex_all(fcp_parser *p) {
             t.kind = TK_NEWLINE;
             i++;
             if (!push_token(p, &t)) return FC_ERR_NOMEM;
-            line++;
+            if (line < INT_MAX) line++;
             line_start = i;
             continue;
         }
@@ -666,10 +665,10 @@ static fc_status lex_all(fcp_parser *p) {
             ok = lex_string(p, s + i, n - i, &t);
         } else {
             ok = false;
-            for (size_t k = 0; k < sizeof fcp_puncts / sizeof fcp_puncts[0]; k++) {
-                size_t pl = strlen(fcp_puncts[k].text);
-                if (pl <= n - i && memcmp(s + i, fcp_puncts[k].text, pl) == 0) {
-                    t.kind = fcp_puncts[k].kind;
+            for (size_t k = 0; k < sizeof fcf_puncts / sizeof fcf_puncts[0]; k++) {
+                size_t pl = strlen(fcf_puncts[k].text);
+                if (pl <= n - i && memcmp(s + i, fcf_puncts[k].text, pl) == 0) {
+                    t.kind = fcf_puncts[k].kind;
                     t.len = pl;
                     ok = true;
                     break;
@@ -696,17 +695,17 @@ static fc_status lex_all(fcp_parser *p) {
 
 /* ---- parser ----------------------------------------------------------------------------- */
 
-static const fcp_token *cur(const fcp_parser *p) { return &p->toks[p->pos]; }
+static const fcf_token *cur(const fcf_parser *p) { return &p->toks[p->pos]; }
 
-static const fcp_token *peek2(const fcp_parser *p) {
+static const fcf_token *peek2(const fcf_parser *p) {
     return &p->toks[p->pos + 1 < p->ntoks ? p->pos + 1 : p->pos];
 }
 
-static void advance(fcp_parser *p) {
+static void advance(fcf_parser *p) {
     if (p->pos + 1 < p->ntoks) p->pos++;
 }
 
-static void describe(const fcp_token *t, char *buf, size_t size) {
+static void describe(const fcf_token *t, char *buf, size_t size) {
     int n = t->len > 40 ? 40 : (int)t->len;
     const char *more = t->len > 40 ? "..." : "";
     switch (t->kind) {
@@ -721,9 +720,9 @@ static void describe(const fcp_token *t, char *buf, size_t size) {
     }
 }
 
-static fc_status perr_at(fcp_parser *p, int line, int col, const char *fmt, ...)
+static fc_status perr_at(fcf_parser *p, int line, int col, const char *fmt, ...)
     FCG_PRINTF(4, 5);
-static fc_status perr_at(fcp_parser *p, int line, int col, const char *fmt, ...) {
+static fc_status perr_at(fcf_parser *p, int line, int col, const char *fmt, ...) {
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
@@ -733,21 +732,21 @@ static fc_status perr_at(fcp_parser *p, int line, int col, const char *fmt, ...)
 }
 
 /* "expected X, found Y" at the current token (or the lexer's message at a bad token). */
-static fc_status perr_expected(fcp_parser *p, const char *expected) {
-    const fcp_token *t = cur(p);
+static fc_status perr_expected(fcf_parser *p, const char *expected) {
+    const fcf_token *t = cur(p);
     if (t->kind == TK_ERROR) return perr_at(p, t->line, t->col, "%s", p->lexerr);
     char found[80];
     describe(t, found, sizeof found);
     return perr_at(p, t->line, t->col, "expected %s, found %s", expected, found);
 }
 
-static fc_status pnomem(fcp_parser *p) {
+static fc_status pnomem(fcf_parser *p) {
     p->nomem = true;
     return fcg_error(p->ctx, FC_ERR_NOMEM, "%s: out of memory while parsing", p->name);
 }
 
-static fcp_expr *new_expr(fcp_parser *p, fcp_ekind kind, const fcp_token *at) {
-    fcp_expr *e = arena_zalloc(&p->prog->arena, sizeof *e);
+static fcf_expr *new_expr(fcf_parser *p, fcf_ekind kind, const fcf_token *at) {
+    fcf_expr *e = arena_zalloc(&p->prog->arena, sizeof *e);
     if (!e) {
         pnomem(p);
         return NULL;
@@ -760,7 +759,7 @@ static fcp_expr *new_expr(fcp_parser *p, fcp_ekind kind, const fcp_token *at) {
 }
 
 /* Records e's height from a child's; fails when the tree gets too deep for the builder. */
-static bool note_child(fcp_parser *p, fcp_expr *e, const fcp_expr *child) {
+static bool note_child(fcf_parser *p, fcf_expr *e, const fcf_expr *child) {
     if (child && child->height + 1 > e->height) e->height = child->height + 1;
     if (e->height > FCP_MAX_HEIGHT) {
         perr_at(p, e->line, e->col, "expression nested too deeply (more than %d levels)",
@@ -770,10 +769,10 @@ static bool note_child(fcp_parser *p, fcp_expr *e, const fcp_expr *child) {
     return true;
 }
 
-static fcp_expr *parse_expr(fcp_parser *p);
-static fcp_expr *parse_unary(fcp_parser *p);
+static fcf_expr *parse_expr(fcf_parser *p);
+static fcf_expr *parse_unary(fcf_parser *p);
 
-static bool expect(fcp_parser *p, fcp_tk kind, const char *what) {
+static bool expect(fcf_parser *p, fcf_tk kind, const char *what) {
     if (cur(p)->kind != kind) {
         perr_expected(p, what);
         return false;
@@ -783,12 +782,12 @@ static bool expect(fcp_parser *p, fcp_tk kind, const char *what) {
 }
 
 /* Comma-separated expressions up to `close` (a trailing comma allowed), into an arena array. */
-static bool parse_items(fcp_parser *p, fcp_tk close, const char *close_text, fcp_expr *owner,
-                        int *n_out, fcp_expr ***items_out) {
-    fcp_expr **items = NULL;
+static bool parse_items(fcf_parser *p, fcf_tk close, const char *close_text, fcf_expr *owner,
+                        int *n_out, fcf_expr ***items_out) {
+    fcf_expr **items = NULL;
     int n = 0, cap = 0;
     while (cur(p)->kind != close) {
-        fcp_expr *item = parse_expr(p);
+        fcf_expr *item = parse_expr(p);
         if (!item) return false;
         if (!vec_reserve(&p->prog->arena, (void **)&items, &cap, n, sizeof *items)) {
             pnomem(p);
@@ -813,15 +812,15 @@ static bool parse_items(fcp_parser *p, fcp_tk close, const char *close_text, fcp
     return true;
 }
 
-static fcp_expr *parse_call(fcp_parser *p, const fcp_token *name_tok) {
+static fcf_expr *parse_call(fcf_parser *p, const fcf_token *name_tok) {
     int ew_op;
-    const fcp_func *fn = func_lookup(name_tok->text, name_tok->len, &ew_op);
+    const fcf_func *fn = func_lookup(name_tok->text, name_tok->len, &ew_op);
     if (!fn && ew_op < 0) {
         perr_at(p, name_tok->line, name_tok->col, "unknown function '%.*s'", (int)name_tok->len,
                 name_tok->text);
         return NULL;
     }
-    fcp_expr *e = new_expr(p, E_CALL, name_tok);
+    fcf_expr *e = new_expr(p, E_CALL, name_tok);
     if (!e) return NULL;
     int nparams = fn ? 0 : fcg_ops[ew_op].nin;
     if (fn)
@@ -832,7 +831,7 @@ static fcp_expr *parse_call(fcp_parser *p, const fcp_token *name_tok) {
     e->call.fn = fn;
     e->call.op = fn ? fn->op : ew_op;
     e->call.n = nparams;
-    e->call.args = arena_zalloc(&p->prog->arena, sizeof(fcp_expr *) * (size_t)nparams + 1);
+    e->call.args = arena_zalloc(&p->prog->arena, sizeof(fcf_expr *) * (size_t)nparams + 1);
     if (!e->call.args) {
         pnomem(p);
         return NULL;
@@ -841,7 +840,7 @@ static fcp_expr *parse_call(fcp_parser *p, const fcp_token *name_tok) {
     int given = 0;
     bool seen_keyword = false;
     while (cur(p)->kind != TK_RPAREN) {
-        const fcp_token *at = cur(p);
+        const fcf_token *at = cur(p);
         int slot;
         if (at->kind == TK_NAME && peek2(p)->kind == TK_ASSIGN) {
             seen_keyword = true;
@@ -876,7 +875,7 @@ static fcp_expr *parse_call(fcp_parser *p, const fcp_token *name_tok) {
                     fn ? fn->params[slot] : "?");
             return NULL;
         }
-        fcp_expr *arg = parse_expr(p);
+        fcf_expr *arg = parse_expr(p);
         if (!arg) return NULL;
         e->call.args[slot] = arg;
         if (!note_child(p, e, arg)) return NULL;
@@ -902,22 +901,22 @@ static fcp_expr *parse_call(fcp_parser *p, const fcp_token *name_tok) {
     return e;
 }
 
-static fcp_expr *parse_name(fcp_parser *p) {
-    const fcp_token *t = cur(p);
+static fcf_expr *parse_name(fcf_parser *p) {
+    const fcf_token *t = cur(p);
     if (word_is(t->text, t->len, "True") || word_is(t->text, t->len, "true") ||
         word_is(t->text, t->len, "False") || word_is(t->text, t->len, "false")) {
-        fcp_expr *e = new_expr(p, E_BOOL, t);
+        fcf_expr *e = new_expr(p, E_BOOL, t);
         if (e) e->b = (t->text[0] == 'T' || t->text[0] == 't');
         advance(p);
         return e;
     }
     if (word_is(t->text, t->len, "None")) {
-        fcp_expr *e = new_expr(p, E_NONE, t);
+        fcf_expr *e = new_expr(p, E_NONE, t);
         advance(p);
         return e;
     }
     if (word_is(t->text, t->len, "inf") || word_is(t->text, t->len, "nan")) {
-        fcp_expr *e = new_expr(p, E_FLOAT, t);
+        fcf_expr *e = new_expr(p, E_FLOAT, t);
         if (e) e->f = t->text[0] == 'i' ? INFINITY : NAN;
         advance(p);
         return e;
@@ -932,12 +931,12 @@ static fcp_expr *parse_name(fcp_parser *p) {
     }
     fc_dtype dt;
     if (dtype_lookup(t->text, t->len, &dt)) {
-        fcp_expr *e = new_expr(p, E_DTYPE, t);
+        fcf_expr *e = new_expr(p, E_DTYPE, t);
         if (e) e->dt = dt;
         advance(p);
         return e;
     }
-    fcp_name *nm = name_find(p->prog, t->text, t->len);
+    fcf_name *nm = name_find(p->prog, t->text, t->len);
     if (!nm) {
         int ew_op;
         if (func_lookup(t->text, t->len, &ew_op) || ew_op >= 0)
@@ -947,15 +946,15 @@ static fcp_expr *parse_name(fcp_parser *p) {
             perr_at(p, t->line, t->col, "undefined name '%.*s'", (int)t->len, t->text);
         return NULL;
     }
-    fcp_expr *e = new_expr(p, nm->kind == N_VAR ? E_VAR : E_SYM, t);
+    fcf_expr *e = new_expr(p, nm->kind == N_VAR ? E_VAR : E_SYM, t);
     if (e) e->index = nm->index;
     advance(p);
     return e;
 }
 
-static fcp_expr *parse_atom(fcp_parser *p) {
-    const fcp_token *t = cur(p);
-    fcp_expr *e;
+static fcf_expr *parse_atom(fcf_parser *p) {
+    const fcf_token *t = cur(p);
+    fcf_expr *e;
     switch (t->kind) {
     case TK_INT:
         e = new_expr(p, E_INT, t);
@@ -1002,7 +1001,7 @@ static fcp_expr *parse_atom(fcp_parser *p) {
             advance(p);
             return e;
         }
-        fcp_expr *inner = parse_expr(p);
+        fcf_expr *inner = parse_expr(p);
         if (!inner) return NULL;
         if (cur(p)->kind == TK_RPAREN) {
             advance(p);
@@ -1017,15 +1016,15 @@ static fcp_expr *parse_atom(fcp_parser *p) {
         e = new_expr(p, E_LIST, t);
         if (!e) return NULL;
         int n = 0;
-        fcp_expr **rest = NULL;
+        fcf_expr **rest = NULL;
         if (!parse_items(p, TK_RPAREN, ")", e, &n, &rest)) return NULL;
-        e->list.items = arena_alloc(&p->prog->arena, sizeof(fcp_expr *) * ((size_t)n + 1));
+        e->list.items = arena_alloc(&p->prog->arena, sizeof(fcf_expr *) * ((size_t)n + 1));
         if (!e->list.items) {
             pnomem(p);
             return NULL;
         }
         e->list.items[0] = inner;
-        if (n) memcpy(e->list.items + 1, rest, sizeof(fcp_expr *) * (size_t)n);
+        if (n) memcpy(e->list.items + 1, rest, sizeof(fcf_expr *) * (size_t)n);
         e->list.n = n + 1;
         if (!note_child(p, e, inner)) return NULL;
         return e;
@@ -1041,18 +1040,18 @@ static fcp_expr *parse_atom(fcp_parser *p) {
 }
 
 /* One subscript entry: an expression, or a slice [start]:[stop][:[step]]. */
-static fcp_expr *parse_sub_entry(fcp_parser *p) {
-    const fcp_token *at = cur(p);
-    fcp_expr *start = NULL;
+static fcf_expr *parse_sub_entry(fcf_parser *p) {
+    const fcf_token *at = cur(p);
+    fcf_expr *start = NULL;
     if (at->kind != TK_COLON) {
         start = parse_expr(p);
         if (!start || cur(p)->kind != TK_COLON) return start;
     }
-    fcp_expr *e = new_expr(p, E_SLICE, at);
+    fcf_expr *e = new_expr(p, E_SLICE, at);
     if (!e) return NULL;
     e->slice.start = start;
     advance(p); /* ':' */
-    fcp_tk k = cur(p)->kind;
+    fcf_tk k = cur(p)->kind;
     if (k != TK_COLON && k != TK_COMMA && k != TK_RBRACK) {
         if (!(e->slice.stop = parse_expr(p))) return NULL;
     }
@@ -1069,15 +1068,15 @@ static fcp_expr *parse_sub_entry(fcp_parser *p) {
     return e;
 }
 
-static fcp_expr *parse_postfix(fcp_parser *p) {
-    fcp_expr *e = parse_atom(p);
+static fcf_expr *parse_postfix(fcf_parser *p) {
+    fcf_expr *e = parse_atom(p);
     while (e && cur(p)->kind == TK_LBRACK) {
-        fcp_expr *s = new_expr(p, E_SUBSCRIPT, cur(p));
+        fcf_expr *s = new_expr(p, E_SUBSCRIPT, cur(p));
         if (!s) return NULL;
         advance(p);
         s->sub.base = e;
         if (!note_child(p, s, e)) return NULL;
-        fcp_expr **items = NULL;
+        fcf_expr **items = NULL;
         int n = 0, cap = 0;
         for (;;) {
             if (n == FCP_MAX_SUBSCRIPTS) {
@@ -1085,7 +1084,7 @@ static fcp_expr *parse_postfix(fcp_parser *p) {
                         FCP_MAX_SUBSCRIPTS);
                 return NULL;
             }
-            fcp_expr *item = parse_sub_entry(p);
+            fcf_expr *item = parse_sub_entry(p);
             if (!item) return NULL;
             if (!vec_reserve(&p->prog->arena, (void **)&items, &cap, n, sizeof *items)) {
                 pnomem(p);
@@ -1112,10 +1111,10 @@ static fcp_expr *parse_postfix(fcp_parser *p) {
 
 /* power := postfix ['**' unary]: ** binds tighter than a unary minus on its left and is
  * right-associative (its right operand is a unary expression, which reaches power again). */
-static fcp_expr *parse_power(fcp_parser *p) {
-    fcp_expr *base = parse_postfix(p);
+static fcf_expr *parse_power(fcf_parser *p) {
+    fcf_expr *base = parse_postfix(p);
     if (!base || cur(p)->kind != TK_DSTAR) return base;
-    fcp_expr *e = new_expr(p, E_BINARY, cur(p));
+    fcf_expr *e = new_expr(p, E_BINARY, cur(p));
     if (!e) return NULL;
     e->bin.op = infix_op(cur(p), 2);
     advance(p);
@@ -1125,14 +1124,14 @@ static fcp_expr *parse_power(fcp_parser *p) {
     return e;
 }
 
-static fcp_expr *parse_unary(fcp_parser *p) {
-    const fcp_token *t = cur(p);
+static fcf_expr *parse_unary(fcf_parser *p) {
+    const fcf_token *t = cur(p);
     if (++p->nest > FCP_MAX_NEST) {
         perr_at(p, t->line, t->col, "expression nested too deeply (more than %d levels)",
                 FCP_MAX_NEST);
         return NULL;
     }
-    fcp_expr *e;
+    fcf_expr *e;
     if (t->kind == TK_MINUS || t->kind == TK_PLUS || t->kind == TK_TILDE) {
         e = new_expr(p, E_UNARY, t);
         if (!e) return NULL;
@@ -1149,7 +1148,7 @@ static fcp_expr *parse_unary(fcp_parser *p) {
 
 /* Binary precedence, Python's: | < ^ < & < shifts < + - < * / // % @. Comparisons sit below
  * all of them and do not chain. */
-static int binary_prec(fcp_tk k) {
+static int binary_prec(fcf_tk k) {
     switch (k) {
     case TK_PIPE: return 1;
     case TK_CARET: return 2;
@@ -1167,16 +1166,16 @@ static int binary_prec(fcp_tk k) {
     }
 }
 
-static bool is_comparison(fcp_tk k) {
+static bool is_comparison(fcf_tk k) {
     return k == TK_LT || k == TK_LE || k == TK_GT || k == TK_GE || k == TK_EQ || k == TK_NE;
 }
 
-static fcp_expr *parse_binary(fcp_parser *p, int min_prec) {
-    fcp_expr *left = parse_unary(p);
+static fcf_expr *parse_binary(fcf_parser *p, int min_prec) {
+    fcf_expr *left = parse_unary(p);
     while (left) {
         int prec = binary_prec(cur(p)->kind);
         if (prec == 0 || prec < min_prec) break;
-        fcp_expr *e = new_expr(p, E_BINARY, cur(p));
+        fcf_expr *e = new_expr(p, E_BINARY, cur(p));
         if (!e) return NULL;
         e->bin.op = infix_op(cur(p), 2);
         advance(p);
@@ -1188,10 +1187,10 @@ static fcp_expr *parse_binary(fcp_parser *p, int min_prec) {
     return left;
 }
 
-static fcp_expr *parse_expr(fcp_parser *p) {
-    fcp_expr *left = parse_binary(p, 1);
+static fcf_expr *parse_expr(fcf_parser *p) {
+    fcf_expr *left = parse_binary(p, 1);
     if (!left || !is_comparison(cur(p)->kind)) return left;
-    fcp_expr *e = new_expr(p, E_BINARY, cur(p));
+    fcf_expr *e = new_expr(p, E_BINARY, cur(p));
     if (!e) return NULL;
     e->bin.op = infix_op(cur(p), 2);
     advance(p);
@@ -1206,10 +1205,10 @@ static fcp_expr *parse_expr(fcp_parser *p) {
     return e;
 }
 
-static bool add_var(fcp_parser *p, const fcp_token *t, int *index) {
+static bool add_var(fcf_parser *p, const fcf_token *t, int *index) {
     fc_program *prog = p->prog;
     if (!vec_reserve(&prog->arena, (void **)&prog->vars, &prog->cap_vars, prog->nvars,
-                     sizeof(fcp_var))) {
+                     sizeof(fcf_var))) {
         pnomem(p);
         return false;
     }
@@ -1218,20 +1217,20 @@ static bool add_var(fcp_parser *p, const fcp_token *t, int *index) {
         pnomem(p);
         return false;
     }
-    prog->vars[prog->nvars] = (fcp_var){stored, t->line, t->col};
+    prog->vars[prog->nvars] = (fcf_var){stored, t->line, t->col};
     *index = prog->nvars++;
     return true;
 }
 
 /* Checks that an assignment target (or a symbol) is a fresh, non-reserved name. */
-static bool check_new_name(fcp_parser *p, const fcp_token *t) {
-    if (fcp_name_is_reserved(t->text, t->len)) {
+static bool check_new_name(fcf_parser *p, const fcf_token *t) {
+    if (fcf_name_is_reserved(t->text, t->len)) {
         perr_at(p, t->line, t->col, "'%.*s' is a reserved word", (int)t->len, t->text);
         return false;
     }
-    fcp_name *nm = name_find(p->prog, t->text, t->len);
+    fcf_name *nm = name_find(p->prog, t->text, t->len);
     if (nm && nm->kind == N_VAR) {
-        const fcp_var *v = &p->prog->vars[nm->index];
+        const fcf_var *v = &p->prog->vars[nm->index];
         perr_at(p, t->line, t->col, "'%.*s' is already defined (line %d)", (int)t->len, t->text,
                 v->line);
         return false;
@@ -1244,11 +1243,11 @@ static bool check_new_name(fcp_parser *p, const fcp_token *t) {
     return true;
 }
 
-static bool parse_input_decl(fcp_parser *p, const fcp_token *target, fcp_stmt *st) {
+static bool parse_input_decl(fcf_parser *p, const fcf_token *target, fcf_stmt *st) {
     fc_program *prog = p->prog;
     advance(p); /* 'input' */
-    const fcp_token *t = cur(p);
-    fcp_input in;
+    const fcf_token *t = cur(p);
+    fcf_input in;
     memset(&in, 0, sizeof in);
     if (t->kind != TK_NAME || !dtype_lookup(t->text, t->len, &in.dtype)) {
         perr_expected(p, "a dtype (bool, i8 ... u64, f16, bf16, f32, f64, c64, c128)");
@@ -1262,7 +1261,7 @@ static bool parse_input_decl(fcp_parser *p, const fcp_token *target, fcp_stmt *s
             perr_at(p, t->line, t->col, "an input has at most %d dimensions", FC_MAX_DIMS);
             return false;
         }
-        fcp_dim *d = &in.dims[in.ndim];
+        fcf_dim *d = &in.dims[in.ndim];
         if (t->kind == TK_INT) {
             if (t->v.u > (uint64_t)INT64_MAX) {
                 perr_at(p, t->line, t->col, "dimension too large");
@@ -1271,13 +1270,13 @@ static bool parse_input_decl(fcp_parser *p, const fcp_token *target, fcp_stmt *s
             d->sym = -1;
             d->value = (int64_t)t->v.u;
         } else if (t->kind == TK_NAME) {
-            fcp_name *nm = name_find(prog, t->text, t->len);
+            fcf_name *nm = name_find(prog, t->text, t->len);
             if (nm && nm->kind == N_SYM) {
                 d->sym = nm->index;
             } else {
                 if (!check_new_name(p, t)) return false;
                 if (!vec_reserve(&prog->arena, (void **)&prog->syms, &prog->cap_syms,
-                                 prog->nsyms, sizeof(fcp_symbol))) {
+                                 prog->nsyms, sizeof(fcf_symbol))) {
                     pnomem(p);
                     return false;
                 }
@@ -1286,7 +1285,7 @@ static bool parse_input_decl(fcp_parser *p, const fcp_token *target, fcp_stmt *s
                     pnomem(p);
                     return false;
                 }
-                prog->syms[prog->nsyms] = (fcp_symbol){stored, 0, false};
+                prog->syms[prog->nsyms] = (fcf_symbol){stored, 0, false};
                 d->sym = prog->nsyms++;
             }
         } else {
@@ -1304,7 +1303,7 @@ static bool parse_input_decl(fcp_parser *p, const fcp_token *target, fcp_stmt *s
     }
     advance(p); /* ']' */
     if (!vec_reserve(&prog->arena, (void **)&prog->inputs, &prog->cap_inputs, prog->ninputs,
-                     sizeof(fcp_input))) {
+                     sizeof(fcf_input))) {
         pnomem(p);
         return false;
     }
@@ -1316,9 +1315,9 @@ static bool parse_input_decl(fcp_parser *p, const fcp_token *target, fcp_stmt *s
     return true;
 }
 
-static bool parse_out(fcp_parser *p) {
+static bool parse_out(fcf_parser *p) {
     fc_program *prog = p->prog;
-    const fcp_token *kw = cur(p);
+    const fcf_token *kw = cur(p);
     if (prog->out_line) {
         perr_at(p, kw->line, kw->col, "a second 'out' statement (the first is on line %d)",
                 prog->out_line);
@@ -1327,22 +1326,22 @@ static bool parse_out(fcp_parser *p) {
     prog->out_line = kw->line;
     advance(p);
     for (;;) {
-        const fcp_token *t = cur(p);
+        const fcf_token *t = cur(p);
         if (t->kind != TK_NAME) {
             perr_expected(p, "the name of an output");
             return false;
         }
-        fcp_name *nm = name_find(prog, t->text, t->len);
+        fcf_name *nm = name_find(prog, t->text, t->len);
         if (!nm || nm->kind != N_VAR) {
             perr_at(p, t->line, t->col, "undefined name '%.*s'", (int)t->len, t->text);
             return false;
         }
         if (!vec_reserve(&prog->arena, (void **)&prog->outs, &prog->cap_outs, prog->nouts,
-                         sizeof(fcp_output))) {
+                         sizeof(fcf_output))) {
             pnomem(p);
             return false;
         }
-        prog->outs[prog->nouts++] = (fcp_output){nm->index, t->line, t->col};
+        prog->outs[prog->nouts++] = (fcf_output){nm->index, t->line, t->col};
         advance(p);
         if (cur(p)->kind != TK_COMMA) break;
         advance(p);
@@ -1350,9 +1349,9 @@ static bool parse_out(fcp_parser *p) {
     return true;
 }
 
-static bool parse_statement(fcp_parser *p) {
+static bool parse_statement(fcf_parser *p) {
     fc_program *prog = p->prog;
-    const fcp_token *t = cur(p);
+    const fcf_token *t = cur(p);
     if (t->kind == TK_NAME && word_is(t->text, t->len, "out") && peek2(p)->kind != TK_ASSIGN) {
         if (!parse_out(p)) return false;
     } else {
@@ -1369,11 +1368,11 @@ static bool parse_statement(fcp_parser *p) {
         advance(p);
         advance(p);
         if (!vec_reserve(&prog->arena, (void **)&prog->stmts, &prog->cap_stmts, prog->nstmts,
-                         sizeof(fcp_stmt))) {
+                         sizeof(fcf_stmt))) {
             pnomem(p);
             return false;
         }
-        fcp_stmt st;
+        fcf_stmt st;
         memset(&st, 0, sizeof st);
         st.line = t->line;
         st.col = t->col;
@@ -1381,7 +1380,7 @@ static bool parse_statement(fcp_parser *p) {
             if (!parse_input_decl(p, t, &st)) return false;
         } else {
             p->nest = 0;
-            fcp_expr *e = parse_expr(p);
+            fcf_expr *e = parse_expr(p);
             if (!e) return false;
             st.kind = S_ASSIGN;
             st.expr = e;
@@ -1398,11 +1397,11 @@ static bool parse_statement(fcp_parser *p) {
     return false;
 }
 
-static fc_status parse_program(fcp_parser *p) {
+static fc_status parse_program(fcf_parser *p) {
     fc_status st = lex_all(p);
     if (st != FC_OK) return pnomem(p);
     for (;;) {
-        const fcp_token *t = cur(p);
+        const fcf_token *t = cur(p);
         if (t->kind == TK_EOF) break;
         if (t->kind == TK_NEWLINE) {
             advance(p);
@@ -1412,7 +1411,7 @@ static fc_status parse_program(fcp_parser *p) {
         if (!parse_statement(p)) return p->nomem ? FC_ERR_NOMEM : FC_ERR_PARSE;
     }
     if (!p->prog->out_line) {
-        const fcp_token *t = cur(p);
+        const fcf_token *t = cur(p);
         return perr_at(p, t->line, t->col, "expected an 'out' statement, found end of input");
     }
     return FC_OK;
@@ -1436,7 +1435,7 @@ fc_status fc_program_parse(fc_ctx *ctx, const char *text, size_t len, const char
         fcg_free(ctx, prog, sizeof *prog);
         return fcg_error(ctx, FC_ERR_NOMEM, "%s: out of memory while parsing", name);
     }
-    fcp_parser p;
+    fcf_parser p;
     memset(&p, 0, sizeof p);
     p.ctx = ctx;
     p.prog = prog;
@@ -1444,7 +1443,7 @@ fc_status fc_program_parse(fc_ctx *ctx, const char *text, size_t len, const char
     p.len = len;
     p.name = prog->name;
     fc_status st = parse_program(&p);
-    fcg_free(ctx, p.toks, p.cap_toks * sizeof(fcp_token));
+    fcg_free(ctx, p.toks, p.cap_toks * sizeof(fcf_token));
     if (st != FC_OK) {
         fc_program_destroy(prog);
         return st;
@@ -1522,7 +1521,7 @@ const char *fc_program_symbol_name(const fc_program *prog, int i) {
 fc_status fc_program_set_symbol(fc_program *prog, const char *name, int64_t value) {
     if (!prog) return FC_ERR_NULL;
     if (!name) return fcg_error(prog->ctx, FC_ERR_NULL, "fc_program_set_symbol: NULL name");
-    fcp_name *nm = name_find(prog, name, strlen(name));
+    fcf_name *nm = name_find(prog, name, strlen(name));
     if (!nm || nm->kind != N_SYM)
         return fcg_error(prog->ctx, FC_ERR_INVALID, "%s: no dimension symbol named '%s'",
                          prog->name, name);
@@ -1536,16 +1535,16 @@ fc_status fc_program_set_symbol(fc_program *prog, const char *name, int64_t valu
 }
 
 static fc_status input_shape(const fc_program *prog, int i, fc_shape *out, int line, int col) {
-    const fcp_input *in = &prog->inputs[i];
+    const fcf_input *in = &prog->inputs[i];
     memset(out, 0, sizeof *out);
     out->ndim = in->ndim;
     for (int d = 0; d < in->ndim; d++) {
-        const fcp_dim *dim = &in->dims[d];
+        const fcf_dim *dim = &in->dims[d];
         if (dim->sym < 0) {
             out->dim[d] = dim->value;
             continue;
         }
-        const fcp_symbol *s = &prog->syms[dim->sym];
+        const fcf_symbol *s = &prog->syms[dim->sym];
         if (!s->bound)
             return fcg_error(prog->ctx, FC_ERR_UNBOUND,
                              "%s:%d:%d: dimension symbol '%s' of input '%s' has no value",
@@ -1555,7 +1554,7 @@ static fc_status input_shape(const fc_program *prog, int i, fc_shape *out, int l
     return FC_OK;
 }
 
-static const fcp_stmt *input_stmt(const fc_program *prog, int i) {
+static const fcf_stmt *input_stmt(const fc_program *prog, int i) {
     for (int k = 0; k < prog->nstmts; k++)
         if (prog->stmts[k].kind == S_INPUT && prog->stmts[k].input == i) return &prog->stmts[k];
     return NULL;
@@ -1567,19 +1566,19 @@ fc_status fc_program_input_shape(const fc_program *prog, int i, fc_shape *out) {
     if (i < 0 || i >= prog->ninputs)
         return fcg_error(prog->ctx, FC_ERR_INVALID, "%s: no input %d (the program has %d)",
                          prog->name, i, prog->ninputs);
-    const fcp_stmt *st = input_stmt(prog, i);
+    const fcf_stmt *st = input_stmt(prog, i);
     return input_shape(prog, i, out, st ? st->line : 0, st ? st->col : 0);
 }
 
 /* ---- builder ---------------------------------------------------------------------------- */
 
-typedef enum fcp_vkind {
+typedef enum fcf_vkind {
     V_ARRAY, V_INT, V_FLOAT, V_COMPLEX, V_BOOL, V_NONE, V_STR, V_DTYPE, V_LIST, V_ELLIPSIS
-} fcp_vkind;
+} fcf_vkind;
 
-typedef struct fcp_value fcp_value;
-struct fcp_value {
-    fcp_vkind kind;
+typedef struct fcf_value fcf_value;
+struct fcf_value {
+    fcf_vkind kind;
     bool big; /* V_INT above INT64_MAX: the value is in u */
     union {
         fc_array *arr;
@@ -1592,22 +1591,22 @@ struct fcp_value {
         const char *s;
         struct {
             int n;
-            fcp_value *items;
+            fcf_value *items;
         } list;
     };
 };
 
-typedef struct fcp_builder {
+typedef struct fcf_builder {
     fc_program *prog;
     fc_ctx *ctx;
-    fcp_arena arena;
-    fcp_value *vars;
+    fcf_arena arena;
+    fcf_value *vars;
     fc_array *const *inputs;
-} fcp_builder;
+} fcf_builder;
 
-static fc_status berr(fcp_builder *b, const fcp_expr *e, fc_status st, const char *fmt, ...)
+static fc_status berr(fcf_builder *b, const fcf_expr *e, fc_status st, const char *fmt, ...)
     FCG_PRINTF(4, 5);
-static fc_status berr(fcp_builder *b, const fcp_expr *e, fc_status st, const char *fmt, ...) {
+static fc_status berr(fcf_builder *b, const fcf_expr *e, fc_status st, const char *fmt, ...) {
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
@@ -1616,12 +1615,12 @@ static fc_status berr(fcp_builder *b, const fcp_expr *e, fc_status st, const cha
     return fcg_error(b->ctx, st, "%s:%d:%d: %s", b->prog->name, e->line, e->col, msg);
 }
 
-static fc_status bnomem(fcp_builder *b) {
+static fc_status bnomem(fcf_builder *b) {
     return fcg_error(b->ctx, FC_ERR_NOMEM, "%s: out of memory while building", b->prog->name);
 }
 
 /* Takes an API result: on a poisoned array, prefixes the op's message with e's position. */
-static fc_status bcheck(fcp_builder *b, const fcp_expr *e, fc_array *r, fcp_value *out) {
+static fc_status bcheck(fcf_builder *b, const fcf_expr *e, fc_array *r, fcf_value *out) {
     fc_status st = fc_array_status(r);
     if (st == FC_OK) {
         out->kind = V_ARRAY;
@@ -1635,7 +1634,7 @@ static fc_status bcheck(fcp_builder *b, const fcp_expr *e, fc_array *r, fcp_valu
     return fcg_error(b->ctx, st, "%s:%d:%d: %s", b->prog->name, e->line, e->col, msg);
 }
 
-static const char *vkind_name(const fcp_value *v) {
+static const char *vkind_name(const fcf_value *v) {
     switch (v->kind) {
     case V_ARRAY: return "an array";
     case V_INT: return "an integer";
@@ -1650,7 +1649,7 @@ static const char *vkind_name(const fcp_value *v) {
     }
 }
 
-static fc_status to_array(fcp_builder *b, const fcp_expr *e, const fcp_value *v, fc_array **out) {
+static fc_status to_array(fcf_builder *b, const fcf_expr *e, const fcf_value *v, fc_array **out) {
     fc_array *r;
     switch (v->kind) {
     case V_ARRAY: *out = v->arr; return FC_OK;
@@ -1665,13 +1664,13 @@ static fc_status to_array(fcp_builder *b, const fcp_expr *e, const fcp_value *v,
     case V_BOOL: r = fc_bool(b->ctx, v->b); break;
     default: return berr(b, e, FC_ERR_INVALID, "expected an array, found %s", vkind_name(v));
     }
-    fcp_value tmp;
+    fcf_value tmp;
     fc_status st = bcheck(b, e, r, &tmp);
     if (st == FC_OK) *out = tmp.arr;
     return st;
 }
 
-static fc_status to_int(fcp_builder *b, const fcp_expr *e, const fcp_value *v, const char *what,
+static fc_status to_int(fcf_builder *b, const fcf_expr *e, const fcf_value *v, const char *what,
                         int64_t *out) {
     if (v->kind != V_INT || v->big)
         return berr(b, e, FC_ERR_INVALID, "%s must be an integer, found %s", what,
@@ -1680,7 +1679,7 @@ static fc_status to_int(fcp_builder *b, const fcp_expr *e, const fcp_value *v, c
     return FC_OK;
 }
 
-static fc_status to_small_int(fcp_builder *b, const fcp_expr *e, const fcp_value *v,
+static fc_status to_small_int(fcf_builder *b, const fcf_expr *e, const fcf_value *v,
                               const char *what, int *out) {
     int64_t x = 0;
     fc_status st = to_int(b, e, v, what, &x);
@@ -1691,7 +1690,7 @@ static fc_status to_small_int(fcp_builder *b, const fcp_expr *e, const fcp_value
     return FC_OK;
 }
 
-static fc_status to_bool(fcp_builder *b, const fcp_expr *e, const fcp_value *v, const char *what,
+static fc_status to_bool(fcf_builder *b, const fcf_expr *e, const fcf_value *v, const char *what,
                          bool *out) {
     if (v->kind == V_BOOL) *out = v->b;
     else if (v->kind == V_INT && !v->big && (v->i == 0 || v->i == 1)) *out = v->i == 1;
@@ -1699,7 +1698,7 @@ static fc_status to_bool(fcp_builder *b, const fcp_expr *e, const fcp_value *v, 
     return FC_OK;
 }
 
-static fc_status to_double(fcp_builder *b, const fcp_expr *e, const fcp_value *v,
+static fc_status to_double(fcf_builder *b, const fcf_expr *e, const fcf_value *v,
                            const char *what, double *out) {
     switch (v->kind) {
     case V_INT: *out = v->big ? (double)v->u : (double)v->i; return FC_OK;
@@ -1710,7 +1709,7 @@ static fc_status to_double(fcp_builder *b, const fcp_expr *e, const fcp_value *v
     }
 }
 
-static fc_status to_dtype(fcp_builder *b, const fcp_expr *e, const fcp_value *v, fc_dtype *out) {
+static fc_status to_dtype(fcf_builder *b, const fcf_expr *e, const fcf_value *v, fc_dtype *out) {
     if (v->kind == V_DTYPE) {
         *out = v->dt;
         return FC_OK;
@@ -1720,7 +1719,7 @@ static fc_status to_dtype(fcp_builder *b, const fcp_expr *e, const fcp_value *v,
 }
 
 /* A shape: a list of integers, or one integer. */
-static fc_status to_shape(fcp_builder *b, const fcp_expr *e, const fcp_value *v, fc_shape *out) {
+static fc_status to_shape(fcf_builder *b, const fcf_expr *e, const fcf_value *v, fc_shape *out) {
     memset(out, 0, sizeof *out);
     if (v->kind == V_INT) {
         out->ndim = 1;
@@ -1741,7 +1740,7 @@ static fc_status to_shape(fcp_builder *b, const fcp_expr *e, const fcp_value *v,
 }
 
 /* Axes: None (every axis), an integer, or a list of integers. */
-static fc_status to_axes(fcp_builder *b, const fcp_expr *e, const fcp_value *v, fc_axes *out) {
+static fc_status to_axes(fcf_builder *b, const fcf_expr *e, const fcf_value *v, fc_axes *out) {
     memset(out, 0, sizeof *out);
     if (!v || v->kind == V_NONE) {
         out->n = -1;
@@ -1764,33 +1763,33 @@ static fc_status to_axes(fcp_builder *b, const fcp_expr *e, const fcp_value *v, 
     return FC_OK;
 }
 
-static fc_status eval(fcp_builder *b, const fcp_expr *e, fcp_value *out);
+static fc_status eval(fcf_builder *b, const fcf_expr *e, fcf_value *out);
 
 /* Evaluates argument k of a call, or gives `dflt` when it was not passed. */
-static fc_status eval_arg(fcp_builder *b, const fcp_expr *call, int k, fcp_value *out,
-                          fcp_vkind dflt) {
-    const fcp_expr *a = call->call.args[k];
+static fc_status eval_arg(fcf_builder *b, const fcf_expr *call, int k, fcf_value *out,
+                          fcf_vkind dflt) {
+    const fcf_expr *a = call->call.args[k];
     if (a) return eval(b, a, out);
     memset(out, 0, sizeof *out);
     out->kind = dflt;
     return FC_OK;
 }
 
-static const fcp_expr *arg_pos(const fcp_expr *call, int k) {
+static const fcf_expr *arg_pos(const fcf_expr *call, int k) {
     return call->call.args[k] ? call->call.args[k] : call;
 }
 
-static fc_status eval_array_arg(fcp_builder *b, const fcp_expr *call, int k, fc_array **out) {
-    fcp_value v;
+static fc_status eval_array_arg(fcf_builder *b, const fcf_expr *call, int k, fc_array **out) {
+    fcf_value v;
     fc_status st = eval(b, call->call.args[k], &v);
     if (st != FC_OK) return st;
     return to_array(b, call->call.args[k], &v, out);
 }
 
-static fc_status eval_array_list(fcp_builder *b, const fcp_expr *call, fc_array ***arrays,
+static fc_status eval_array_list(fcf_builder *b, const fcf_expr *call, fc_array ***arrays,
                                  int *n) {
-    fcp_value v;
-    const fcp_expr *pos = arg_pos(call, 0);
+    fcf_value v;
+    const fcf_expr *pos = arg_pos(call, 0);
     fc_status st = eval(b, call->call.args[0], &v);
     if (st != FC_OK) return st;
     if (v.kind != V_LIST || v.list.n == 0)
@@ -1808,7 +1807,7 @@ static fc_status eval_array_list(fcp_builder *b, const fcp_expr *call, fc_array 
 }
 
 /* pad_width: w, [b, a], or [[b, a], ...] per axis. */
-static fc_status to_pad_widths(fcp_builder *b, const fcp_expr *e, const fcp_value *v,
+static fc_status to_pad_widths(fcf_builder *b, const fcf_expr *e, const fcf_value *v,
                                int64_t (*w)[2], int *n) {
     if (v->kind == V_INT) {
         *n = 1;
@@ -1831,7 +1830,7 @@ static fc_status to_pad_widths(fcp_builder *b, const fcp_expr *e, const fcp_valu
         return berr(b, e, FC_ERR_INVALID, "pad_width has more than %d entries", FC_MAX_DIMS);
     *n = v->list.n;
     for (int i = 0; i < v->list.n; i++) {
-        const fcp_value *p = &v->list.items[i];
+        const fcf_value *p = &v->list.items[i];
         if (p->kind != V_LIST || p->list.n != 2)
             return berr(b, e, FC_ERR_INVALID, "each pad_width entry must be [before, after]");
         fc_status st = to_int(b, e, &p->list.items[0], "pad width", &w[i][0]);
@@ -1842,7 +1841,7 @@ static fc_status to_pad_widths(fcp_builder *b, const fcp_expr *e, const fcp_valu
 }
 
 /* The dtype NumPy infers from a Python scalar fill value. */
-static fc_dtype scalar_dtype(const fcp_value *v) {
+static fc_dtype scalar_dtype(const fcf_value *v) {
     switch (v->kind) {
     case V_BOOL: return FC_BOOL;
     case V_INT: return v->big ? FC_U64 : FC_I64;
@@ -1853,8 +1852,8 @@ static fc_dtype scalar_dtype(const fcp_value *v) {
 
 /* full() of a 64-bit integer that a double cannot hold (fc_full takes a double): the same
  * canonical nodes fc_full makes, a 0-d CONST holding the value's bits, broadcast to shape. */
-static fc_status full_exact_int(fcp_builder *b, const fcp_expr *e, fc_dtype dtype, fc_shape shape,
-                                const fcp_value *fill, fcp_value *out) {
+static fc_status full_exact_int(fcf_builder *b, const fcf_expr *e, fc_dtype dtype, fc_shape shape,
+                                const fcf_value *fill, fcf_value *out) {
     bool fits = dtype == FC_U64 ? (fill->big || fill->i >= 0) : (dtype == FC_I64 && !fill->big);
     if (!fits)
         return berr(b, e, FC_ERR_INVALID, "full: value %s%llu is not representable in %s",
@@ -1872,8 +1871,8 @@ static fc_status full_exact_int(fcp_builder *b, const fcp_expr *e, fc_dtype dtyp
     return bcheck(b, e, fc_broadcast_to(c, shape), out);
 }
 
-static fc_status eval_full(fcp_builder *b, const fcp_expr *e, fc_dtype dtype, fc_shape shape,
-                           const fcp_value *fill, const fcp_expr *fill_pos, fcp_value *out) {
+static fc_status eval_full(fcf_builder *b, const fcf_expr *e, fc_dtype dtype, fc_shape shape,
+                           const fcf_value *fill, const fcf_expr *fill_pos, fcf_value *out) {
     if (fill->kind == V_COMPLEX)
         return bcheck(b, e, fc_full_complex(b->ctx, dtype, shape, fill->c[0], fill->c[1]), out);
     if (fill->kind == V_INT && fcg_is_int(dtype) &&
@@ -1885,10 +1884,10 @@ static fc_status eval_full(fcp_builder *b, const fcp_expr *e, fc_dtype dtype, fc
     return bcheck(b, e, fc_full(b->ctx, dtype, shape, value), out);
 }
 
-static fc_status eval_call(fcp_builder *b, const fcp_expr *e, fcp_value *out) {
+static fc_status eval_call(fcf_builder *b, const fcf_expr *e, fcf_value *out) {
     fc_ctx *ctx = b->ctx;
-    const fcp_func *fn = e->call.fn;
-    fcp_value v[FCP_MAX_PARAMS];
+    const fcf_func *fn = e->call.fn;
+    fcf_value v[FCP_MAX_PARAMS];
     fc_array *x = NULL;
     fc_status st;
     if (!fn) { /* elementwise */
@@ -1911,7 +1910,6 @@ static fc_status eval_call(fcp_builder *b, const fcp_expr *e, fcp_value *out) {
     default: break;
     }
     switch (fn->kind) {
-    case FK_EW: return FC_ERR_INVALID; /* not in the table */
     case FK_CAST: {
         fc_dtype dt;
         if ((st = eval_arg(b, e, 1, &v[1], V_NONE)) != FC_OK) return st;
@@ -2163,23 +2161,25 @@ static fc_status eval_call(fcp_builder *b, const fcp_expr *e, fcp_value *out) {
     return berr(b, e, FC_ERR_INVALID, "internal: unhandled function");
 }
 
-static fc_status eval_subscript(fcp_builder *b, const fcp_expr *e, fcp_value *out) {
-    fcp_value base;
+static fc_status eval_subscript(fcf_builder *b, const fcf_expr *e, fcf_value *out) {
+    fcf_value base;
     fc_array *x;
     fc_status st = eval(b, e->sub.base, &base);
     if (st != FC_OK) return st;
     if ((st = to_array(b, e->sub.base, &base, &x)) != FC_OK) return st;
-    fc_idx idx[FCP_MAX_SUBSCRIPTS];
+    /* In the arena, not on the stack: this frame is live across recursion. */
+    fc_idx *idx = arena_alloc(&b->arena, sizeof(fc_idx) * (size_t)e->sub.n);
+    if (!idx) return bnomem(b);
     for (int i = 0; i < e->sub.n; i++) {
-        const fcp_expr *it = e->sub.items[i];
+        const fcf_expr *it = e->sub.items[i];
         fc_idx *d = &idx[i];
         memset(d, 0, sizeof *d);
         if (it->kind == E_SLICE) {
-            const fcp_expr *parts[3] = {it->slice.start, it->slice.stop, it->slice.step};
+            const fcf_expr *parts[3] = {it->slice.start, it->slice.stop, it->slice.step};
             int64_t vals[3] = {FC_NIL, FC_NIL, FC_NIL};
             for (int k = 0; k < 3; k++) {
                 if (!parts[k]) continue;
-                fcp_value pv;
+                fcf_value pv;
                 if ((st = eval(b, parts[k], &pv)) != FC_OK) return st;
                 if (pv.kind == V_NONE) continue;
                 if ((st = to_int(b, parts[k], &pv, "a slice bound", &vals[k])) != FC_OK)
@@ -2188,7 +2188,7 @@ static fc_status eval_subscript(fcp_builder *b, const fcp_expr *e, fcp_value *ou
             *d = FC_S(vals[0], vals[1], vals[2]);
             continue;
         }
-        fcp_value iv;
+        fcf_value iv;
         if ((st = eval(b, it, &iv)) != FC_OK) return st;
         if (iv.kind == V_NONE) {
             *d = FC_NEWAXIS;
@@ -2208,7 +2208,7 @@ static fc_status eval_subscript(fcp_builder *b, const fcp_expr *e, fcp_value *ou
     return bcheck(b, e, fc_index(x, e->sub.n, idx), out);
 }
 
-static fc_status eval(fcp_builder *b, const fcp_expr *e, fcp_value *out) {
+static fc_status eval(fcf_builder *b, const fcf_expr *e, fcf_value *out) {
     fc_status st;
     memset(out, 0, sizeof *out);
     switch (e->kind) {
@@ -2230,7 +2230,7 @@ static fc_status eval(fcp_builder *b, const fcp_expr *e, fcp_value *out) {
     case E_ELLIPSIS: out->kind = V_ELLIPSIS; return FC_OK;
     case E_VAR: *out = b->vars[e->index]; return FC_OK;
     case E_SYM: {
-        const fcp_symbol *s = &b->prog->syms[e->index];
+        const fcf_symbol *s = &b->prog->syms[e->index];
         if (!s->bound)
             return berr(b, e, FC_ERR_UNBOUND, "dimension symbol '%s' has no value", s->name);
         out->kind = V_INT;
@@ -2241,14 +2241,14 @@ static fc_status eval(fcp_builder *b, const fcp_expr *e, fcp_value *out) {
         out->kind = V_LIST;
         out->list.n = e->list.n;
         if (e->list.n == 0) return FC_OK;
-        out->list.items = arena_alloc(&b->arena, sizeof(fcp_value) * (size_t)e->list.n);
+        out->list.items = arena_alloc(&b->arena, sizeof(fcf_value) * (size_t)e->list.n);
         if (!out->list.items) return bnomem(b);
         for (int i = 0; i < e->list.n; i++)
             if ((st = eval(b, e->list.items[i], &out->list.items[i])) != FC_OK) return st;
         return FC_OK;
     }
     case E_UNARY: {
-        fcp_value a;
+        fcf_value a;
         if ((st = eval(b, e->bin.a, &a)) != FC_OK) return st;
         if (e->bin.op < 0) { /* unary plus */
             if (a.kind != V_ARRAY && a.kind != V_INT && a.kind != V_FLOAT && a.kind != V_COMPLEX)
@@ -2290,7 +2290,7 @@ static fc_status eval(fcp_builder *b, const fcp_expr *e, fcp_value *out) {
         return bcheck(b, e, fcg_unary_api[e->bin.op](x), out);
     }
     case E_BINARY: {
-        fcp_value a, c;
+        fcf_value a, c;
         fc_array *x, *y;
         if ((st = eval(b, e->bin.a, &a)) != FC_OK) return st;
         if ((st = eval(b, e->bin.b, &c)) != FC_OK) return st;
@@ -2307,7 +2307,7 @@ static fc_status eval(fcp_builder *b, const fcp_expr *e, fcp_value *out) {
     return berr(b, e, FC_ERR_INVALID, "internal: unhandled expression");
 }
 
-static fc_status check_given_input(fcp_builder *b, const fcp_stmt *s, int i, fc_array *a,
+static fc_status check_given_input(fcf_builder *b, const fcf_stmt *s, int i, fc_array *a,
                                  const fc_shape *want, fc_dtype dt) {
     const char *name = b->prog->vars[b->prog->inputs[i].var].name;
     if (fc_array_ctx(a) != b->ctx)
@@ -2332,9 +2332,9 @@ static fc_status check_given_input(fcp_builder *b, const fcp_stmt *s, int i, fc_
     return FC_OK;
 }
 
-static fc_status build_input(fcp_builder *b, const fcp_stmt *s, fcp_value *out) {
+static fc_status build_input(fcf_builder *b, const fcf_stmt *s, fcf_value *out) {
     int i = s->input;
-    const fcp_input *in = &b->prog->inputs[i];
+    const fcf_input *in = &b->prog->inputs[i];
     fc_shape shape;
     fc_status st = input_shape(b->prog, i, &shape, s->line, s->col);
     if (st != FC_OK) return st;
@@ -2356,8 +2356,8 @@ static fc_status build_input(fcp_builder *b, const fcp_stmt *s, fcp_value *out) 
                            shape.dim, 0, NULL, &p);
     if (!a) return bnomem(b);
     a = fcg_ret(b->ctx, a);
-    fcp_value tmp;
-    fcp_expr pos;
+    fcf_value tmp;
+    fcf_expr pos;
     memset(&pos, 0, sizeof pos);
     pos.line = s->line;
     pos.col = s->col;
@@ -2371,7 +2371,7 @@ fc_status fc_program_build(fc_program *prog, fc_array *const *inputs, fc_array *
     fc_ctx *ctx = prog->ctx;
     if (!outputs) return fcg_error(ctx, FC_ERR_NULL, "fc_program_build: NULL outputs");
     for (int i = 0; i < prog->nouts; i++) outputs[i] = NULL;
-    fcp_builder b;
+    fcf_builder b;
     memset(&b, 0, sizeof b);
     b.prog = prog;
     b.ctx = ctx;
@@ -2380,10 +2380,10 @@ fc_status fc_program_build(fc_program *prog, fc_array *const *inputs, fc_array *
     fc_scope *scope = fc_scope_open(ctx);
     if (!scope) return bnomem(&b);
     fc_status st = FC_OK;
-    b.vars = arena_zalloc(&b.arena, sizeof(fcp_value) * ((size_t)prog->nvars + 1));
+    b.vars = arena_zalloc(&b.arena, sizeof(fcf_value) * ((size_t)prog->nvars + 1));
     if (!b.vars) st = bnomem(&b);
     for (int k = 0; st == FC_OK && k < prog->nstmts; k++) {
-        const fcp_stmt *s = &prog->stmts[k];
+        const fcf_stmt *s = &prog->stmts[k];
         st = s->kind == S_INPUT ? build_input(&b, s, &b.vars[s->var])
                                 : eval(&b, s->expr, &b.vars[s->var]);
     }
@@ -2395,8 +2395,8 @@ fc_status fc_program_build(fc_program *prog, fc_array *const *inputs, fc_array *
     }
     int nkept = 0;
     for (int i = 0; st == FC_OK && i < prog->nouts; i++) {
-        const fcp_output *o = &prog->outs[i];
-        fcp_expr pos;
+        const fcf_output *o = &prog->outs[i];
+        fcf_expr pos;
         memset(&pos, 0, sizeof pos);
         pos.line = o->line;
         pos.col = o->col;

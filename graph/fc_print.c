@@ -17,7 +17,6 @@
 #include <string.h>
 
 /* Defined in fc_parse.c: the words the parser reserves (keywords and dtype names). */
-bool fcp_name_is_reserved(const char *name, size_t len);
 
 /* ---- text buffer ------------------------------------------------------------------------ */
 
@@ -553,7 +552,7 @@ static fc_status check_names(fcq_printer *pr) {
         for (size_t k = 1; ok && k < len; k++)
             ok = (s[k] >= 'a' && s[k] <= 'z') || (s[k] >= 'A' && s[k] <= 'Z') ||
                  (s[k] >= '0' && s[k] <= '9') || s[k] == '_';
-        if (!ok || fcp_name_is_reserved(s, len))
+        if (!ok || fcf_name_is_reserved(s, len))
             return fcg_error(pr->ctx, FC_ERR_INVALID,
                              "fc_program_print: output name '%.64s' is not a usable name", s);
         for (int j = 0; j < i; j++)

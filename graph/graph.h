@@ -170,6 +170,8 @@ struct fc_ctx {
     fc_array oom;         /* immortal poison returned when even a poison cannot be allocated */
     fc_array *all;        /* list of every live node */
     uint64_t visit_epoch; /* bumped by each graph walk */
+    void *kcache;         /* the kernel cache store, opened on first compile (codegen/) */
+    void (*kcache_close)(void *kcache);
     size_t live_nodes;
 };
 
@@ -304,6 +306,12 @@ static inline double fcg_random_unit(fc_dtype real_dtype, uint64_t bits) {
     default: return (double)(bits >> 11) * 0x1p-53;
     }
 }
+
+/* ---- the .fc format (graph/fc_parse.c, graph/fc_print.c) ------------------------------- */
+
+/* Whether a name is a reserved word of the .fc format (keywords, literals, dtype names):
+ * the parser rejects it as a variable and the printer never generates it. */
+bool fcf_name_is_reserved(const char *name, size_t len);
 
 /* ---- backends --------------------------------------------------------------------------- */
 

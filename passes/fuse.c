@@ -60,7 +60,10 @@ static size_t collect(fuse_state *s, fc_array *r, fc_array **out) {
             fc_array *c = a->in[i];
             if (s->region[c->order] == tag) continue;
             s->region[c->order] = tag;
-            if (is_leaf(c) || s->mat[c->order]) continue; /* a load, not part of the region */
+            if (is_leaf(c) || s->mat[c->order]) { /* a load: listed, not expanded */
+                out[nout++] = c;
+                continue;
+            }
             s->stack[depth++] = c;
         }
     }

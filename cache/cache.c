@@ -1,0 +1,1929 @@
+/*
+ * cache/cache.c - the compiled-kernel cache: keys, checksummed entries, the in-process map,
+ * the LMDB store (growth, LRU eviction, stale readers), and the operations behind
+ * `fusec cache` and `fusec explain`. See cache.h for the contract and the formats.
+ */
+#define _GNU_SOURCE
+#include "cache.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <lmdb.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack: no hidden malloc */
+#include <xxhash.h>
+
+/* ---- little-endian encoding -------------------------------------------------------------- */
+
+static void put_u32(uint8_t *p, uint32_t v) {
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static void put_u64(uint8_t *p, uint64_t v) {
+    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static uint32_t get_u32(const uint8_t *p) {
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+static uint64_t get_u64(const uint8_t *p) {
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+
+static uint64_t now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static uint64_t align16(uint64_t n) { return (n + 15u) & ~(uint64_t)15u; }
+
+/* ---- the stored value -------------------------------------------------------------------- */
+
+#define ENTRY_MAGIC 0x45434346u /* "FCCE" */
+/* Payload offsets (relative to the payload, which follows the 32-byte header). */
+enum {
+    P_KEY = 0,
+    P_CREATED = 16,
+    P_FIELD_HASH = 24, /* FCC_FIELD_COUNT x u64 */
+    P_KEY_FORMAT = 80,
+    P_CODEGEN = 84,
+    P_NVRTC = 88,
+    P_SOURCE_LEN = 96,
+    P_NAME_LEN = 104,
+    P_ARCH_LEN = 108,
+    P_OPTIONS_LEN = 112,
+    P_META_LEN = 120,
+    P_CUBIN_LEN = 128,
+    P_STRINGS = 136
+};
+/* Bounds that keep every length sum far from overflow and reject nonsense early. */
+#define MAX_ARCH_LEN 64u
+#define MAX_NAME_LEN 1024u
+#define MAX_OPTIONS_LEN (1u << 20)
+#define MAX_BLOB_SIZE (1ull << 40)
+
+/* A value's payload, decoded; pointers into the value. */
+typedef struct parsed_entry {
+    uint64_t created_us;
+    uint64_t field_hash[FCC_FIELD_COUNT];
+    uint32_t key_format, codegen_version, nvrtc_version;
+    uint64_t source_len;
+    const char *name, *arch, *options;
+    const uint8_t *meta, *cubin;
+    uint64_t meta_size, cubin_size;
+} parsed_entry;
+
+/* Where each part of a payload lies, from the lengths. Shared by writer and reader so the two
+ * cannot disagree. Returns the payload size. */
+typedef struct layout {
+    uint64_t name, arch, options, meta, cubin, end;
+} layout;
+
+static layout compute_layout(uint64_t name_len, uint64_t arch_len, uint64_t options_len,
+                             uint64_t meta_size, uint64_t cubin_size) {
+    layout l;
+    l.name = P_STRINGS;
+    l.arch = l.name + name_len + 1;
+    l.options = l.arch + arch_len + 1;
+    l.meta = align16(l.options + options_len + 1);
+    l.cubin = align16(l.meta + meta_size);
+    l.end = l.cubin + cubin_size;
+    return l;
+}
+
+/* Checks and decodes a stored value. check_sum false skips the checksum, for values this
+ * process built or has just checked. */
+static fcc_problem parse_value_ex(const uint8_t *v, size_t len, const uint8_t *want_key,
+                                  bool check_sum, parsed_entry *out) {
+    if (len < 8) return FCC_PROBLEM_TRUNCATED;
+    if (get_u32(v) != ENTRY_MAGIC) return FCC_PROBLEM_MAGIC;
+    if (len < FCC_ENTRY_HEADER_SIZE) return FCC_PROBLEM_TRUNCATED;
+    if ((get_u32(v + 4) & 0xffffu) != FCC_ENTRY_FORMAT_VERSION ||
+        (get_u32(v + 4) >> 16) != FCC_ENTRY_HEADER_SIZE)
+        return FCC_PROBLEM_VERSION;
+    uint64_t payload_size = get_u64(v + 16);
+    if (payload_size != len - FCC_ENTRY_HEADER_SIZE) return FCC_PROBLEM_TRUNCATED;
+    const uint8_t *p = v + FCC_ENTRY_HEADER_SIZE;
+    if (check_sum && XXH3_64bits(p, (size_t)payload_size) != get_u64(v + 24))
+        return FCC_PROBLEM_CHECKSUM;
+    if (payload_size < P_STRINGS) return FCC_PROBLEM_LAYOUT;
+    uint64_t name_len = get_u32(p + P_NAME_LEN), arch_len = get_u32(p + P_ARCH_LEN);
+    uint64_t options_len = get_u32(p + P_OPTIONS_LEN);
+    uint64_t meta_size = get_u64(p + P_META_LEN), cubin_size = get_u64(p + P_CUBIN_LEN);
+    if (name_len > MAX_NAME_LEN || arch_len > MAX_ARCH_LEN || options_len > MAX_OPTIONS_LEN ||
+        meta_size > MAX_BLOB_SIZE || cubin_size > MAX_BLOB_SIZE)
+        return FCC_PROBLEM_LAYOUT;
+    layout l = compute_layout(name_len, arch_len, options_len, meta_size, cubin_size);
+    if (l.end != payload_size || p[l.arch - 1] || p[l.options - 1] ||
+        p[l.options + options_len] || name_len == 0 || arch_len == 0 ||
+        strlen((const char *)p + l.name) != name_len ||
+        strlen((const char *)p + l.arch) != arch_len ||
+        strlen((const char *)p + l.options) != options_len)
+        return FCC_PROBLEM_LAYOUT;
+    if (want_key && memcmp(p + P_KEY, want_key, 16) != 0) return FCC_PROBLEM_KEY;
+    if (out) {
+        out->created_us = get_u64(p + P_CREATED);
+        for (int i = 0; i < FCC_FIELD_COUNT; i++)
+            out->field_hash[i] = get_u64(p + P_FIELD_HASH + 8 * i);
+        out->key_format = get_u32(p + P_KEY_FORMAT);
+        out->codegen_version = get_u32(p + P_CODEGEN);
+        out->nvrtc_version = get_u32(p + P_NVRTC);
+        out->source_len = get_u64(p + P_SOURCE_LEN);
+        out->name = (const char *)p + l.name;
+        out->arch = (const char *)p + l.arch;
+        out->options = (const char *)p + l.options;
+        out->meta = p + l.meta;
+        out->meta_size = meta_size;
+        out->cubin = p + l.cubin;
+        out->cubin_size = cubin_size;
+    }
+    return FCC_PROBLEM_NONE;
+}
+
+static fcc_problem parse_value(const uint8_t *v, size_t len, const uint8_t *want_key,
+                               parsed_entry *out) {
+    return parse_value_ex(v, len, want_key, true, out);
+}
+
+/* ---- keys -------------------------------------------------------------------------------- */
+
+static fc_status check_fields(const fcc_key_fields *f) {
+    if (!f || !f->options || !f->arch || !f->kernel_name || (!f->source && f->source_len))
+        return FC_ERR_NULL;
+    size_t arch_len = strlen(f->arch), name_len = strlen(f->kernel_name);
+    if (!arch_len || !name_len || arch_len > MAX_ARCH_LEN || name_len > MAX_NAME_LEN ||
+        strlen(f->options) > MAX_OPTIONS_LEN)
+        return FC_ERR_INVALID;
+    return FC_OK;
+}
+
+static void hash_part(XXH3_state_t *st, const void *p, uint64_t n) {
+    uint8_t len[8];
+    put_u64(len, n);
+    XXH3_128bits_update(st, len, sizeof len);
+    if (n) XXH3_128bits_update(st, p, (size_t)n);
+}
+
+/* Both the key and the per-field hashes; fields already checked. */
+static void key_and_field_hashes(const fcc_key_fields *f, fcc_key *key,
+                                 uint64_t hashes[FCC_FIELD_COUNT]) {
+    uint8_t kf[4], cg[4], nv[4];
+    put_u32(kf, FCC_KEY_FORMAT_VERSION);
+    put_u32(cg, f->codegen_version);
+    put_u32(nv, f->nvrtc_version);
+    const void *part[FCC_FIELD_COUNT] = {kf, cg, f->source, f->options, f->arch, nv,
+                                         f->kernel_name};
+    uint64_t size[FCC_FIELD_COUNT] = {4, 4, f->source_len, strlen(f->options),
+                                      strlen(f->arch), 4, strlen(f->kernel_name)};
+    XXH3_state_t st;
+    XXH3_INITSTATE(&st);
+    XXH3_128bits_reset(&st);
+    static const char tag[] = "fusec kernel key";
+    XXH3_128bits_update(&st, tag, sizeof tag - 1);
+    for (int i = 0; i < FCC_FIELD_COUNT; i++) {
+        hash_part(&st, part[i], size[i]);
+        if (hashes) hashes[i] = XXH3_64bits(size[i] ? part[i] : "", (size_t)size[i]);
+    }
+    XXH128_canonical_t canon;
+    XXH128_canonicalFromHash(&canon, XXH3_128bits_digest(&st));
+    memcpy(key->bytes, canon.digest, 16);
+}
+
+fc_status fcc_key_compute(const fcc_key_fields *fields, fcc_key *out) {
+    if (!out) return FC_ERR_NULL;
+    fc_status st = check_fields(fields);
+    if (st) return st;
+    key_and_field_hashes(fields, out, NULL);
+    return FC_OK;
+}
+
+void fcc_key_to_hex(const fcc_key *key, char out[33]) {
+    static const char digits[] = "0123456789abcdef";
+    for (int i = 0; i < 16; i++) {
+        out[2 * i] = digits[key->bytes[i] >> 4];
+        out[2 * i + 1] = digits[key->bytes[i] & 15];
+    }
+    out[32] = 0;
+}
+
+static int hex_digit(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+fc_status fcc_key_from_hex(const char *hex, fcc_key *out) {
+    if (!hex || !out) return FC_ERR_NULL;
+    for (int i = 0; i < 16; i++) {
+        int hi = hex_digit(hex[2 * i]), lo = hi < 0 ? -1 : hex_digit(hex[2 * i + 1]);
+        if (hi < 0 || lo < 0) return FC_ERR_INVALID;
+        out->bytes[i] = (uint8_t)(hi << 4 | lo);
+    }
+    return hex[32] ? FC_ERR_INVALID : FC_OK;
+}
+
+const char *fcc_field_name(int field) {
+    static const char *const names[FCC_FIELD_COUNT] = {
+        "key-format", "codegen", "source", "options", "arch", "nvrtc", "kernel"};
+    return field >= 0 && field < FCC_FIELD_COUNT ? names[field] : "?";
+}
+
+const char *fcc_problem_name(fcc_problem problem) {
+    switch (problem) {
+    case FCC_PROBLEM_NONE: return "ok";
+    case FCC_PROBLEM_TRUNCATED: return "truncated";
+    case FCC_PROBLEM_MAGIC: return "bad magic";
+    case FCC_PROBLEM_VERSION: return "unknown entry format";
+    case FCC_PROBLEM_CHECKSUM: return "checksum mismatch";
+    case FCC_PROBLEM_LAYOUT: return "malformed payload";
+    case FCC_PROBLEM_KEY: return "stored under the wrong key";
+    }
+    return "?";
+}
+
+/* Builds a complete value (header and payload) in one malloc'd buffer. */
+static fc_status build_value(const fcc_key *key, const fcc_key_fields *f, const void *cubin,
+                             size_t cubin_size, const void *meta, size_t meta_size,
+                             uint8_t **out, size_t *out_len) {
+    uint64_t hashes[FCC_FIELD_COUNT];
+    fcc_key computed;
+    key_and_field_hashes(f, &computed, hashes);
+    size_t name_len = strlen(f->kernel_name), arch_len = strlen(f->arch);
+    size_t options_len = strlen(f->options);
+    layout l = compute_layout(name_len, arch_len, options_len, meta_size, cubin_size);
+    uint64_t total = FCC_ENTRY_HEADER_SIZE + l.end;
+    if (total > SIZE_MAX) return FC_ERR_NOMEM;
+    uint8_t *v = calloc(1, (size_t)total); /* zeroed: padding and terminators */
+    if (!v) return FC_ERR_NOMEM;
+    uint8_t *p = v + FCC_ENTRY_HEADER_SIZE;
+    memcpy(p + P_KEY, key->bytes, 16);
+    put_u64(p + P_CREATED, now_us());
+    for (int i = 0; i < FCC_FIELD_COUNT; i++) put_u64(p + P_FIELD_HASH + 8 * i, hashes[i]);
+    put_u32(p + P_KEY_FORMAT, FCC_KEY_FORMAT_VERSION);
+    put_u32(p + P_CODEGEN, f->codegen_version);
+    put_u32(p + P_NVRTC, f->nvrtc_version);
+    put_u64(p + P_SOURCE_LEN, f->source_len);
+    put_u32(p + P_NAME_LEN, (uint32_t)name_len);
+    put_u32(p + P_ARCH_LEN, (uint32_t)arch_len);
+    put_u32(p + P_OPTIONS_LEN, (uint32_t)options_len);
+    put_u64(p + P_META_LEN, meta_size);
+    put_u64(p + P_CUBIN_LEN, cubin_size);
+    memcpy(p + l.name, f->kernel_name, name_len);
+    memcpy(p + l.arch, f->arch, arch_len);
+    memcpy(p + l.options, f->options, options_len);
+    if (meta_size) memcpy(p + l.meta, meta, meta_size);
+    if (cubin_size) memcpy(p + l.cubin, cubin, cubin_size);
+    put_u32(v, ENTRY_MAGIC);
+    put_u32(v + 4, FCC_ENTRY_FORMAT_VERSION | FCC_ENTRY_HEADER_SIZE << 16);
+    put_u64(v + 16, l.end);
+    put_u64(v + 24, XXH3_64bits(p, (size_t)l.end));
+    *out = v;
+    *out_len = (size_t)total;
+    return FC_OK;
+}
+
+/* ---- the store --------------------------------------------------------------------------- */
+
+typedef struct mem_entry {
+    fcc_key key;
+    uint8_t *value; /* the whole stored value, owned; parsed points into it */
+    size_t value_size;
+    parsed_entry parsed;
+    uint64_t disk_stamp; /* last-used time on disk as last known (0: unknown) */
+    bool touch_pending;  /* a use to write with the next transaction */
+    struct mem_entry *next_retired;
+} mem_entry;
+
+struct fcc_cache {
+    fcc_cache *next; /* the process's registry */
+    int refs;
+    pid_t pid;
+    char *dir;
+    pthread_mutex_t mu;
+
+    MDB_env *env;
+    MDB_dbi dbi_entries, dbi_lru;
+    bool have_dbis; /* false: a read-only environment without our databases (empty) */
+    bool persistent, read_only, require_cached;
+    uint64_t cap, slack, touch_interval_us;
+    int empty_evictions; /* evictions in a row that found nothing to evict */
+
+    mem_entry **slots; /* open addressing, power-of-two capacity */
+    size_t nslots, count, pending;
+    mem_entry *retired; /* replaced or cleared entries: handed-out pointers stay valid */
+
+    fcc_stats stats;
+    bool warning_taken;
+    char warning[1024];
+    char errmsg[512];
+};
+
+static pthread_mutex_t registry_mu = PTHREAD_MUTEX_INITIALIZER;
+static fcc_cache *registry;
+
+static void set_err(fcc_cache *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_err(fcc_cache *c, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->errmsg, sizeof c->errmsg, fmt, ap);
+    va_end(ap);
+}
+
+static void add_warning(fcc_cache *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add_warning(fcc_cache *c, const char *fmt, ...) {
+    size_t used = strlen(c->warning);
+    if (used && used + 3 < sizeof c->warning) {
+        strcpy(c->warning + used, "; ");
+        used += 2;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->warning + used, sizeof c->warning - used, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- the in-process map ------------------------------------------------------------------ */
+
+static size_t slot_of(const fcc_cache *c, const fcc_key *key) {
+    uint64_t h = get_u64(key->bytes); /* keys are hash output: any 8 bytes are uniform */
+    size_t i = (size_t)h & (c->nslots - 1);
+    while (c->slots[i] && memcmp(c->slots[i]->key.bytes, key->bytes, 16) != 0)
+        i = (i + 1) & (c->nslots - 1);
+    return i;
+}
+
+static mem_entry *map_find(const fcc_cache *c, const fcc_key *key) {
+    return c->nslots ? c->slots[slot_of(c, key)] : NULL;
+}
+
+static void retire(fcc_cache *c, mem_entry *e) {
+    if (e->touch_pending) c->pending--;
+    e->touch_pending = false;
+    e->next_retired = c->retired;
+    c->retired = e;
+}
+
+/* Inserts e, replacing (retiring) an entry with the same key. */
+static fc_status map_insert(fcc_cache *c, mem_entry *e) {
+    if (2 * (c->count + 1) > c->nslots) {
+        size_t n = c->nslots ? 2 * c->nslots : 64;
+        mem_entry **slots = calloc(n, sizeof *slots);
+        if (!slots) return FC_ERR_NOMEM;
+        mem_entry **old = c->slots;
+        size_t old_n = c->nslots;
+        c->slots = slots;
+        c->nslots = n;
+        for (size_t i = 0; i < old_n; i++)
+            if (old[i]) c->slots[slot_of(c, &old[i]->key)] = old[i];
+        free(old);
+    }
+    size_t i = slot_of(c, &e->key);
+    if (c->slots[i])
+        retire(c, c->slots[i]);
+    else
+        c->count++;
+    c->slots[i] = e;
+    return FC_OK;
+}
+
+/* Takes ownership of value (already checked) on success. */
+static fc_status map_add_value(fcc_cache *c, const fcc_key *key, uint8_t *value, size_t len,
+                               uint64_t disk_stamp, mem_entry **out) {
+    mem_entry *e = calloc(1, sizeof *e);
+    if (!e) return FC_ERR_NOMEM;
+    e->key = *key;
+    e->value = value;
+    e->value_size = len;
+    e->disk_stamp = disk_stamp;
+    if (parse_value_ex(value, len, key->bytes, false, &e->parsed) != FCC_PROBLEM_NONE ||
+        map_insert(c, e) != FC_OK) {
+        free(e);
+        return FC_ERR_NOMEM; /* parse cannot fail here: the value was checked or built */
+    }
+    if (out) *out = e;
+    return FC_OK;
+}
+
+static void free_entry(mem_entry *e) {
+    free(e->value);
+    free(e);
+}
+
+static void map_clear(fcc_cache *c) {
+    for (size_t i = 0; i < c->nslots; i++)
+        if (c->slots[i]) {
+            retire(c, c->slots[i]);
+            c->slots[i] = NULL;
+        }
+    c->count = 0;
+}
+
+/* A use: note it for the next write when the stamp on disk is old enough. */
+static void note_use(fcc_cache *c, mem_entry *e, uint64_t now) {
+    if (!c->persistent || c->read_only || e->touch_pending) return;
+    if (now >= e->disk_stamp && now - e->disk_stamp >= c->touch_interval_us) {
+        e->touch_pending = true;
+        c->pending++;
+    }
+}
+
+/* ---- LMDB plumbing ----------------------------------------------------------------------- */
+
+static uint64_t page_round(uint64_t n) {
+    long ps = sysconf(_SC_PAGESIZE);
+    uint64_t p = ps > 0 ? (uint64_t)ps : 4096u;
+    return (n + p - 1) / p * p;
+}
+
+static uint64_t map_size_now(fcc_cache *c) {
+    MDB_envinfo info;
+    mdb_env_info(c->env, &info);
+    return info.me_mapsize;
+}
+
+/* Begins a transaction, adopting another process's larger map (MDB_MAP_RESIZED) and clearing
+ * stale reader slots when the table is full. No other transaction of this process is open:
+ * the store's mutex is held, so resizing the map here is allowed. */
+static int txn_begin(fcc_cache *c, unsigned flags, MDB_txn **txn) {
+    for (int tries = 0;; tries++) {
+        int rc = mdb_txn_begin(c->env, NULL, flags, txn);
+        if (tries < 4 && rc == MDB_MAP_RESIZED) {
+            rc = mdb_env_set_mapsize(c->env, 0);
+            if (rc) return rc;
+            continue;
+        }
+        if (tries < 4 && rc == MDB_READERS_FULL) {
+            int dead = 0;
+            mdb_reader_check(c->env, &dead);
+            if (dead) continue;
+        }
+        return rc;
+    }
+}
+
+typedef int (*txn_body)(fcc_cache *c, MDB_txn *txn, void *arg);
+static fc_status make_room(fcc_cache *c, uint64_t need, bool may_evict);
+
+/* Runs body in a write transaction and commits; on MDB_MAP_FULL (from body or commit) makes
+ * room (grow, else evict when may_evict, else the eviction slack) and runs it again. body
+ * returns 0 or an LMDB / errno code and must be safe to run again from scratch. */
+static fc_status run_write(fcc_cache *c, txn_body body, void *arg, uint64_t need,
+                           bool may_evict, const char *what) {
+    for (int attempt = 0; attempt < 48; attempt++) {
+        MDB_txn *txn;
+        int rc = txn_begin(c, 0, &txn);
+        if (rc == 0) {
+            rc = body(c, txn, arg);
+            if (rc == 0)
+                rc = mdb_txn_commit(txn);
+            else
+                mdb_txn_abort(txn);
+        }
+        if (rc == 0) return FC_OK;
+        if (rc == ENOMEM) {
+            set_err(c, "%s: out of memory", what);
+            return FC_ERR_NOMEM;
+        }
+        if (rc != MDB_MAP_FULL) {
+            set_err(c, "%s: %s", what, mdb_strerror(rc));
+            return FC_ERR_IO;
+        }
+        fc_status st = make_room(c, need, may_evict);
+        if (st) return st;
+    }
+    set_err(c, "%s: the cache stays full", what);
+    return FC_ERR_IO;
+}
+
+typedef struct victim {
+    uint8_t key[16];
+    uint64_t stamp, size;
+} victim;
+
+static int victim_order(const void *a, const void *b) {
+    const victim *x = a, *y = b;
+    if (x->stamp != y->stamp) return x->stamp < y->stamp ? -1 : 1;
+    return memcmp(x->key, y->key, 16);
+}
+
+static uint64_t read_stamp(fcc_cache *c, MDB_txn *txn, const void *key) {
+    MDB_val k = {16, (void *)key}, v;
+    if (mdb_get(txn, c->dbi_lru, &k, &v) != 0 || v.mv_size != 8) return 0;
+    return get_u64(v.mv_data);
+}
+
+typedef struct evict_arg {
+    uint64_t target, evicted;
+} evict_arg;
+
+/* Deletes the least recently used entries until about target bytes are free. */
+static int evict_body(fcc_cache *c, MDB_txn *txn, void *arg) {
+    evict_arg *a = arg;
+    a->evicted = 0;
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(txn, c->dbi_entries, &cur);
+    if (rc) return rc;
+    size_t n = 0, cap = 0;
+    victim *vs = NULL;
+    MDB_val k, v;
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
+         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        if (k.mv_size != 16) continue;
+        if (n == cap) {
+            size_t nc = cap ? 2 * cap : 256;
+            victim *nv = realloc(vs, nc * sizeof *nv);
+            if (!nv) {
+                rc = ENOMEM;
+                break;
+            }
+            vs = nv;
+            cap = nc;
+        }
+        memcpy(vs[n].key, k.mv_data, 16);
+        vs[n].size = v.mv_size;
+        n++;
+    }
+    mdb_cursor_close(cur);
+    if (rc != MDB_NOTFOUND) {
+        free(vs);
+        return rc;
+    }
+    for (size_t i = 0; i < n; i++) vs[i].stamp = read_stamp(c, txn, vs[i].key);
+    if (n) qsort(vs, n, sizeof *vs, victim_order);
+    uint64_t freed = 0;
+    rc = 0;
+    for (size_t i = 0; i < n && freed < a->target; i++) {
+        MDB_val key = {16, vs[i].key};
+        rc = mdb_del(txn, c->dbi_entries, &key, NULL);
+        if (rc) break;
+        rc = mdb_del(txn, c->dbi_lru, &key, NULL);
+        if (rc && rc != MDB_NOTFOUND) break;
+        rc = 0;
+        freed += vs[i].size + 64; /* rough per-entry page overhead */
+        a->evicted++;
+    }
+    free(vs);
+    return rc;
+}
+
+/* A tiny write, so that the pages an eviction freed become reusable: LMDB reuses pages freed
+ * by transaction T only from T+2 on (the previous snapshot stays readable). */
+static int bump_body(fcc_cache *c, MDB_txn *txn, void *arg) {
+    (void)arg;
+    uint8_t now[8];
+    put_u64(now, now_us());
+    MDB_val k = {3, (void *)"gen"}, v = {8, now};
+    return mdb_put(txn, c->dbi_lru, &k, &v, 0);
+}
+
+static fc_status evict(fcc_cache *c, uint64_t need) {
+    int dead = 0;
+    mdb_reader_check(c->env, &dead); /* a killed reader would pin the pages we free */
+    uint64_t map = map_size_now(c);
+    evict_arg a = {.target = need * 2 > map / 8 ? need * 2 : map / 8, .evicted = 0};
+    fc_status st = run_write(c, evict_body, &a, 0, false, "evicting old kernels");
+    if (st) return st;
+    /* Nothing left to evict: other processes may have emptied the store, their freed pages not
+     * reusable yet (see bump_body). A few more rounds, then give up. */
+    if (!a.evicted && ++c->empty_evictions > 4) {
+        set_err(c, "the kernel cache is empty and %" PRIu64 " bytes still do not fit in %" PRIu64,
+                need, map);
+        return FC_ERR_IO;
+    }
+    c->stats.evictions += a.evicted;
+    run_write(c, bump_body, NULL, 0, false, "evicting old kernels"); /* best effort */
+    return FC_OK;
+}
+
+static fc_status set_map(fcc_cache *c, uint64_t size) {
+    int rc = mdb_env_set_mapsize(c->env, (size_t)size);
+    if (rc) {
+        set_err(c, "resizing the kernel cache map: %s", mdb_strerror(rc));
+        return FC_ERR_IO;
+    }
+    return FC_OK;
+}
+
+static fc_status make_room(fcc_cache *c, uint64_t need, bool may_evict) {
+    uint64_t old = map_size_now(c);
+    fc_status st = set_map(c, 0); /* adopt what another process may have grown it to */
+    if (st) return st;
+    uint64_t adopted = map_size_now(c);
+    if (adopted > old) return FC_OK;
+    if (old < c->cap) {
+        uint64_t grown = old * 2 > old + 2 * need ? old * 2 : old + 2 * need;
+        st = set_map(c, page_round(grown < c->cap ? grown : c->cap));
+        if (!st) c->stats.grows++;
+        return st;
+    }
+    if (adopted < old && (st = set_map(c, old))) return st;
+    if (may_evict) return evict(c, need);
+    if (old < c->cap + c->slack) { /* deleting needs a few free pages itself */
+        st = set_map(c, c->cap + c->slack);
+        if (!st) c->stats.grows++;
+        return st;
+    }
+    set_err(c, "the kernel cache map is full at %" PRIu64 " bytes", old);
+    return FC_ERR_IO;
+}
+
+/* ---- writes ------------------------------------------------------------------------------ */
+
+typedef struct record {
+    fcc_key key;
+    const uint8_t *value;
+    size_t len;
+    uint64_t stamp;
+} record;
+
+typedef struct put_arg {
+    const record *recs;
+    size_t n;
+    uint64_t now;
+} put_arg;
+
+static int write_pending_stamps(fcc_cache *c, MDB_txn *txn, uint64_t now) {
+    if (!c->pending) return 0;
+    uint8_t stamp[8];
+    put_u64(stamp, now);
+    for (size_t i = 0; i < c->nslots; i++) {
+        mem_entry *e = c->slots[i];
+        if (!e || !e->touch_pending) continue;
+        MDB_val k = {16, e->key.bytes}, v;
+        int rc = mdb_get(txn, c->dbi_entries, &k, &v);
+        if (rc == MDB_NOTFOUND) continue; /* evicted or cleared elsewhere: no orphan stamp */
+        if (rc) return rc;
+        MDB_val sv = {8, stamp};
+        if ((rc = mdb_put(txn, c->dbi_lru, &k, &sv, 0))) return rc;
+    }
+    return 0;
+}
+
+static int put_body(fcc_cache *c, MDB_txn *txn, void *arg) {
+    put_arg *a = arg;
+    int rc = write_pending_stamps(c, txn, a->now);
+    for (size_t i = 0; !rc && i < a->n; i++) {
+        const record *r = &a->recs[i];
+        uint8_t stamp[8];
+        put_u64(stamp, r->stamp);
+        MDB_val k = {16, (void *)r->key.bytes}, v = {r->len, (void *)r->value}, sv = {8, stamp};
+        rc = mdb_put(txn, c->dbi_entries, &k, &v, 0);
+        if (!rc) rc = mdb_put(txn, c->dbi_lru, &k, &sv, 0);
+    }
+    return rc;
+}
+
+static void pending_written(fcc_cache *c, uint64_t now) {
+    if (!c->pending) return;
+    for (size_t i = 0; i < c->nslots; i++) {
+        mem_entry *e = c->slots[i];
+        if (e && e->touch_pending) {
+            e->touch_pending = false;
+            e->disk_stamp = now;
+        }
+    }
+    c->pending = 0;
+}
+
+/* Writes records (and pending stamps) in one transaction, growing or evicting as needed. */
+static fc_status disk_write(fcc_cache *c, const record *recs, size_t n) {
+    uint64_t need = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (recs[i].len > c->cap / 2) {
+            set_err(c, "a kernel of %zu bytes is larger than half the cache cap (%" PRIu64 ")",
+                    recs[i].len, c->cap);
+            return FC_ERR_IO;
+        }
+        need += recs[i].len + 64;
+    }
+    need += 8 * 4096; /* branch pages, stamps, the free list */
+    put_arg a = {recs, n, now_us()};
+    c->empty_evictions = 0;
+    fc_status st = run_write(c, put_body, &a, need, true, "writing the kernel cache");
+    if (!st) pending_written(c, a.now);
+    return st;
+}
+
+/* ---- opening and closing ----------------------------------------------------------------- */
+
+fcc_options fcc_options_default(void) {
+    fcc_options o;
+    memset(&o, 0, sizeof o);
+    o.touch_interval_us = FCC_DEFAULT_TOUCH_INTERVAL_US;
+    o.require_cached = -1;
+    return o;
+}
+
+/* "123", "64K", "512M", "2G", "1T" (binary units, case-insensitive, optional trailing B). */
+static bool parse_size(const char *s, uint64_t *out) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end == s || errno || *s == '-') return false;
+    unsigned shift = 0;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    case 't': case 'T': shift = 40; end++; break;
+    default: break;
+    }
+    if (shift && (*end == 'i' || *end == 'I')) end++;
+    if (*end == 'b' || *end == 'B') end++;
+    if (*end || v == 0 || (shift && v > (UINT64_MAX >> shift))) return false;
+    *out = (uint64_t)v << shift;
+    return true;
+}
+
+static char *str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *str_printf(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) return NULL;
+    char *s = malloc((size_t)n + 1);
+    if (!s) return NULL;
+    va_start(ap, fmt);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+/* mkdir -p; returns 0 or the errno of the first failure. */
+static int make_dirs(const char *path) {
+    char *p = strdup(path);
+    if (!p) return ENOMEM;
+    int err = 0;
+    for (char *s = p + 1;; s++) {
+        if (*s == '/' || *s == 0) {
+            char saved = *s;
+            *s = 0;
+            if (mkdir(p, 0755) != 0 && errno != EEXIST) err = errno;
+            *s = saved;
+            if (err || !saved) break;
+        }
+    }
+    free(p);
+    return err;
+}
+
+static int open_dbis(fcc_cache *c, MDB_txn *txn, void *arg) {
+    (void)arg;
+    unsigned flags = c->read_only ? 0 : MDB_CREATE;
+    int rc = mdb_dbi_open(txn, FCC_DB_ENTRIES, flags, &c->dbi_entries);
+    if (!rc) rc = mdb_dbi_open(txn, FCC_DB_LRU, flags, &c->dbi_lru);
+    return rc;
+}
+
+/* Opens the LMDB environment in c->dir, or leaves the store memory-only with a warning. */
+static void open_env(fcc_cache *c, int mkdir_err, uint64_t initial, bool want_read_only) {
+    struct stat st;
+    if (stat(c->dir, &st) != 0) {
+        add_warning(c, "cannot use the kernel cache directory %s: %s; kernels are kept in this "
+                       "process only", c->dir, strerror(mkdir_err ? mkdir_err : errno));
+        return;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        add_warning(c, "the kernel cache directory %s is not a directory; kernels are kept in "
+                       "this process only", c->dir);
+        return;
+    }
+    char *data = str_printf("%s/data.mdb", c->dir);
+    bool have_data = data && access(data, R_OK) == 0;
+    free(data);
+    bool read_only = want_read_only;
+    if (!read_only && access(c->dir, W_OK) != 0) {
+        int err = errno;
+        if (!have_data) {
+            add_warning(c, "the kernel cache directory %s is not writable (%s); kernels are "
+                           "kept in this process only", c->dir, strerror(err));
+            return;
+        }
+        add_warning(c, "the kernel cache directory %s is not writable (%s); using it "
+                       "read-only, new kernels are kept in this process only",
+                    c->dir, strerror(err));
+        read_only = true;
+    }
+    for (;;) {
+        MDB_env *env;
+        int rc = mdb_env_create(&env);
+        if (rc) {
+            add_warning(c, "cannot create an LMDB environment: %s; kernels are kept in this "
+                           "process only", mdb_strerror(rc));
+            return;
+        }
+        mdb_env_set_maxdbs(env, 2);
+        mdb_env_set_mapsize(env, (size_t)initial);
+        rc = mdb_env_open(env, c->dir,
+                          MDB_NOTLS | MDB_NOMETASYNC | (read_only ? MDB_RDONLY : 0), 0644);
+        if (rc) {
+            mdb_env_close(env);
+            if (!read_only && have_data && (rc == EACCES || rc == EROFS || rc == EPERM)) {
+                add_warning(c, "cannot write the kernel cache in %s (%s); using it read-only, "
+                               "new kernels are kept in this process only",
+                            c->dir, mdb_strerror(rc));
+                read_only = true;
+                continue;
+            }
+            add_warning(c, "cannot open the kernel cache in %s: %s; kernels are kept in this "
+                           "process only%s", c->dir, mdb_strerror(rc),
+                        rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH
+                            ? " (delete its data.mdb and lock.mdb to start afresh)" : "");
+            return;
+        }
+        c->env = env;
+        break;
+    }
+    c->read_only = read_only;
+    int dead = 0;
+    mdb_reader_check(c->env, &dead); /* slots of processes killed while reading */
+    /* Take the size the environment has grown to, if larger than ours (sizes only grow). */
+    if (mdb_env_set_mapsize(c->env, 0) == 0 && map_size_now(c) < initial)
+        mdb_env_set_mapsize(c->env, (size_t)initial);
+    int rc;
+    if (read_only) {
+        MDB_txn *txn;
+        rc = txn_begin(c, MDB_RDONLY, &txn);
+        if (!rc) {
+            rc = open_dbis(c, txn, NULL);
+            if (!rc)
+                rc = mdb_txn_commit(txn); /* commit makes the handles visible to later txns */
+            else
+                mdb_txn_abort(txn);
+        }
+        if (rc == MDB_NOTFOUND) rc = 0; /* no databases yet: an empty cache */
+        else if (!rc) c->have_dbis = true;
+    } else {
+        rc = run_write(c, open_dbis, NULL, 0, false, "opening the kernel cache") ? -1 : 0;
+        c->have_dbis = rc == 0;
+    }
+    if (rc) {
+        add_warning(c, "cannot open the kernel cache databases in %s: %s; kernels are kept in "
+                       "this process only", c->dir, rc < 0 ? c->errmsg : mdb_strerror(rc));
+        mdb_env_close(c->env);
+        c->env = NULL;
+        c->read_only = false;
+        return;
+    }
+    c->persistent = true;
+}
+
+fc_status fcc_open(const fcc_options *opts, fcc_cache **out) {
+    if (!out) return FC_ERR_NULL;
+    *out = NULL;
+    fcc_options o = opts ? *opts : fcc_options_default();
+    char size_warning[160] = "";
+    uint64_t cap = o.max_map_size;
+    const char *e = getenv("FUSEC_CACHE_MAX");
+    if (!cap && e && *e && !parse_size(e, &cap)) {
+        snprintf(size_warning, sizeof size_warning,
+                 "FUSEC_CACHE_MAX=\"%.64s\" is not a size (like 512M or 2G); using the default",
+                 e);
+        cap = 0;
+    }
+    if (!cap) cap = FCC_DEFAULT_MAX_MAP_SIZE;
+    uint64_t initial = o.initial_map_size;
+    if (!initial) initial = FCC_DEFAULT_INITIAL_MAP_SIZE < cap ? FCC_DEFAULT_INITIAL_MAP_SIZE : cap;
+    if (initial < (64u << 10)) initial = 64u << 10; /* room for LMDB's own pages */
+    initial = page_round(initial);
+    cap = page_round(cap);
+    if (cap < initial || o.require_cached > 1 || o.require_cached < -1) return FC_ERR_INVALID;
+    bool require = o.require_cached == 1;
+    if (o.require_cached < 0) {
+        const char *r = getenv("FUSEC_REQUIRE_CACHED");
+        require = r && *r && strcmp(r, "0") != 0;
+    }
+
+    char *dir = NULL;
+    bool no_dir = false;
+    if (!o.memory_only) {
+        const char *d;
+        if (o.dir && *o.dir)
+            dir = strdup(o.dir);
+        else if ((d = getenv("FUSEC_CACHE_DIR")) && *d)
+            dir = strdup(d);
+        else if ((d = getenv("XDG_CACHE_HOME")) && d[0] == '/')
+            dir = str_printf("%s/fusec", d);
+        else if ((d = getenv("HOME")) && *d)
+            dir = str_printf("%s/.cache/fusec", d);
+        else
+            no_dir = true;
+        if (!dir && !no_dir) return FC_ERR_NOMEM;
+    }
+    int mkdir_err = 0;
+    if (dir) {
+        if (!o.read_only) mkdir_err = make_dirs(dir);
+        if (mkdir_err == ENOMEM) {
+            free(dir);
+            return FC_ERR_NOMEM;
+        }
+        char *real = realpath(dir, NULL);
+        if (real) {
+            free(dir);
+            dir = real;
+        }
+    }
+
+    pthread_mutex_lock(&registry_mu);
+    if (dir)
+        for (fcc_cache *s = registry; s; s = s->next)
+            if (s->pid == getpid() && strcmp(s->dir, dir) == 0) {
+                s->refs++;
+                pthread_mutex_unlock(&registry_mu);
+                free(dir);
+                *out = s;
+                return FC_OK;
+            }
+    fcc_cache *c = calloc(1, sizeof *c);
+    if (!c) {
+        pthread_mutex_unlock(&registry_mu);
+        free(dir);
+        return FC_ERR_NOMEM;
+    }
+    c->refs = 1;
+    c->pid = getpid();
+    c->dir = dir;
+    c->cap = cap;
+    c->slack = page_round(cap / 16 > (256u << 10) ? cap / 16 : (256u << 10));
+    c->touch_interval_us = o.touch_interval_us;
+    c->require_cached = require;
+    pthread_mutex_init(&c->mu, NULL);
+    if (size_warning[0]) add_warning(c, "%s", size_warning);
+    if (no_dir)
+        add_warning(c, "no kernel cache directory ($FUSEC_CACHE_DIR, $XDG_CACHE_HOME and $HOME "
+                       "are unset); kernels are kept in this process only");
+    if (dir) open_env(c, mkdir_err, initial, o.read_only);
+    c->stats.map_cap = cap;
+    if (dir) {
+        c->next = registry;
+        registry = c;
+    }
+    pthread_mutex_unlock(&registry_mu);
+    *out = c;
+    return FC_OK;
+}
+
+void fcc_close(fcc_cache *c) {
+    if (!c) return;
+    pthread_mutex_lock(&registry_mu);
+    if (--c->refs > 0) {
+        pthread_mutex_unlock(&registry_mu);
+        return;
+    }
+    for (fcc_cache **p = &registry; *p; p = &(*p)->next)
+        if (*p == c) {
+            *p = c->next;
+            break;
+        }
+    pthread_mutex_unlock(&registry_mu);
+    /* A store inherited across fork() belongs to the parent: leave its environment alone. */
+    if (c->env && c->pid == getpid()) {
+        pthread_mutex_lock(&c->mu);
+        if (c->pending && !c->read_only) disk_write(c, NULL, 0);
+        pthread_mutex_unlock(&c->mu);
+        mdb_env_close(c->env);
+    }
+    for (size_t i = 0; i < c->nslots; i++)
+        if (c->slots[i]) free_entry(c->slots[i]);
+    free(c->slots);
+    while (c->retired) {
+        mem_entry *e = c->retired;
+        c->retired = e->next_retired;
+        free_entry(e);
+    }
+    pthread_mutex_destroy(&c->mu);
+    free(c->dir);
+    free(c);
+}
+
+const char *fcc_dir(const fcc_cache *c) { return c ? c->dir : NULL; }
+bool fcc_is_persistent(const fcc_cache *c) { return c && c->persistent; }
+bool fcc_is_read_only(const fcc_cache *c) { return c && c->read_only; }
+bool fcc_require_cached(const fcc_cache *c) { return c && c->require_cached; }
+const char *fcc_errmsg(const fcc_cache *c) { return c ? c->errmsg : ""; }
+
+const char *fcc_take_warning(fcc_cache *c) {
+    if (!c) return NULL;
+    pthread_mutex_lock(&c->mu);
+    const char *w = !c->warning_taken && c->warning[0] ? c->warning : NULL;
+    c->warning_taken = true;
+    pthread_mutex_unlock(&c->mu);
+    return w;
+}
+
+/* ---- get / put / flush ------------------------------------------------------------------- */
+
+static void fill_entry(const mem_entry *e, fcc_entry *out) {
+    out->cubin = e->parsed.cubin;
+    out->cubin_size = (size_t)e->parsed.cubin_size;
+    out->meta = e->parsed.meta;
+    out->meta_size = (size_t)e->parsed.meta_size;
+    out->kernel_name = e->parsed.name;
+}
+
+/* Loads key from disk into the map. *e NULL: not there, or bad (counted). */
+static fc_status disk_load(fcc_cache *c, const fcc_key *key, mem_entry **e) {
+    *e = NULL;
+    MDB_txn *txn;
+    int rc = txn_begin(c, MDB_RDONLY, &txn);
+    if (rc) {
+        set_err(c, "reading the kernel cache: %s", mdb_strerror(rc));
+        return FC_OK; /* a disk problem is a miss */
+    }
+    MDB_val k = {16, (void *)key->bytes}, v;
+    rc = mdb_get(txn, c->dbi_entries, &k, &v);
+    if (rc) {
+        mdb_txn_abort(txn);
+        if (rc != MDB_NOTFOUND) set_err(c, "reading the kernel cache: %s", mdb_strerror(rc));
+        return FC_OK;
+    }
+    uint8_t *copy = malloc(v.mv_size ? v.mv_size : 1);
+    if (!copy) {
+        mdb_txn_abort(txn);
+        return FC_ERR_NOMEM;
+    }
+    memcpy(copy, v.mv_data, v.mv_size);
+    size_t len = v.mv_size;
+    uint64_t stamp = read_stamp(c, txn, key->bytes);
+    mdb_txn_abort(txn);
+    fcc_problem problem = parse_value(copy, len, key->bytes, NULL);
+    if (problem != FCC_PROBLEM_NONE) {
+        free(copy);
+        c->stats.bad_entries++;
+        set_err(c, "ignored a bad kernel cache entry (%s)", fcc_problem_name(problem));
+        return FC_OK;
+    }
+    fc_status st = map_add_value(c, key, copy, len, stamp, e);
+    if (st) free(copy);
+    return st;
+}
+
+fc_status fcc_get(fcc_cache *c, const fcc_key *key, fcc_entry *out, bool *found) {
+    if (found) *found = false;
+    if (!c || !key || !found) return FC_ERR_NULL;
+    pthread_mutex_lock(&c->mu);
+    fc_status st = FC_OK;
+    mem_entry *e = map_find(c, key);
+    if (e) {
+        c->stats.memory_hits++;
+    } else if (c->persistent && c->have_dbis) {
+        st = disk_load(c, key, &e);
+        if (e) c->stats.disk_hits++;
+    }
+    if (e) {
+        note_use(c, e, now_us());
+        if (out) fill_entry(e, out);
+        *found = true;
+    } else if (!st) {
+        c->stats.misses++;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return st;
+}
+
+fc_status fcc_put(fcc_cache *c, const fcc_key_fields *fields, const void *cubin,
+                  size_t cubin_size, const void *meta, size_t meta_size) {
+    if (!c || (!cubin && cubin_size) || (!meta && meta_size)) return FC_ERR_NULL;
+    fc_status st = check_fields(fields);
+    if (st) return st;
+    if (cubin_size > MAX_BLOB_SIZE || meta_size > MAX_BLOB_SIZE) return FC_ERR_INVALID;
+    fcc_key key;
+    key_and_field_hashes(fields, &key, NULL);
+    uint8_t *value;
+    size_t len;
+    if ((st = build_value(&key, fields, cubin, cubin_size, meta, meta_size, &value, &len)))
+        return st;
+    pthread_mutex_lock(&c->mu);
+    c->stats.puts++;
+    fc_status disk = FC_OK;
+    bool on_disk = false;
+    if (c->persistent && !c->read_only) {
+        record r = {key, value, len, now_us()};
+        disk = disk_write(c, &r, 1);
+        on_disk = disk == FC_OK;
+        if (disk) c->stats.put_failures++;
+    }
+    mem_entry *e;
+    st = map_add_value(c, &key, value, len, on_disk ? now_us() : 0, &e);
+    if (st) {
+        free(value);
+        set_err(c, "out of memory");
+    }
+    pthread_mutex_unlock(&c->mu);
+    return st ? st : disk;
+}
+
+fc_status fcc_flush(fcc_cache *c) {
+    if (!c) return FC_ERR_NULL;
+    pthread_mutex_lock(&c->mu);
+    fc_status st = FC_OK;
+    if (c->persistent && !c->read_only && c->pending) st = disk_write(c, NULL, 0);
+    pthread_mutex_unlock(&c->mu);
+    return st;
+}
+
+/* ---- stats, list, verify, clear ---------------------------------------------------------- */
+
+static fc_status begin_read(fcc_cache *c, MDB_txn **txn, const char *what) {
+    if (!c->persistent) {
+        set_err(c, "%s: no kernel cache on disk%s%s", what, c->warning[0] ? ": " : "",
+                c->warning);
+        return FC_ERR_IO;
+    }
+    int rc = txn_begin(c, MDB_RDONLY, txn);
+    if (rc) {
+        set_err(c, "%s: %s", what, mdb_strerror(rc));
+        return FC_ERR_IO;
+    }
+    return FC_OK;
+}
+
+/* Counts entries and bytes; returns MDB_NOTFOUND at the end of a good walk. */
+static int walk_sizes(fcc_cache *c, MDB_txn *txn, fcc_stats *out) {
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(txn, c->dbi_entries, &cur);
+    if (rc) return rc;
+    MDB_val k, v;
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
+         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        out->entries++;
+        out->bytes += v.mv_size;
+    }
+    mdb_cursor_close(cur);
+    return rc;
+}
+
+fc_status fcc_get_stats(fcc_cache *c, fcc_stats *out) {
+    if (!c || !out) return FC_ERR_NULL;
+    pthread_mutex_lock(&c->mu);
+    *out = c->stats;
+    out->persistent = c->persistent;
+    out->read_only = c->read_only;
+    out->memory_entries = c->count;
+    out->map_cap = c->cap;
+    fc_status st = FC_OK;
+    if (c->persistent) {
+        MDB_envinfo info;
+        MDB_stat ms;
+        mdb_env_info(c->env, &info);
+        mdb_env_stat(c->env, &ms);
+        out->map_size = info.me_mapsize;
+        out->map_used = ((uint64_t)info.me_last_pgno + 1) * ms.ms_psize;
+        MDB_txn *txn;
+        st = begin_read(c, &txn, "reading the kernel cache");
+        if (!st) {
+            int rc = c->have_dbis ? walk_sizes(c, txn, out) : MDB_NOTFOUND;
+            mdb_txn_abort(txn);
+            if (rc != MDB_NOTFOUND) {
+                set_err(c, "reading the kernel cache: %s", mdb_strerror(rc));
+                st = FC_ERR_IO;
+            }
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    return st;
+}
+
+static void info_from(fcc_entry_info *info, const uint8_t *key, size_t value_size,
+                      uint64_t stamp, fcc_problem problem, const parsed_entry *p) {
+    memset(info, 0, sizeof *info);
+    memcpy(info->key.bytes, key, 16);
+    info->problem = problem;
+    info->value_size = value_size;
+    info->last_used_us = stamp;
+    info->kernel_name = info->arch = info->options = "";
+    if (problem != FCC_PROBLEM_NONE) return;
+    info->created_us = p->created_us;
+    info->cubin_size = p->cubin_size;
+    info->meta_size = p->meta_size;
+    info->source_len = p->source_len;
+    info->key_format = p->key_format;
+    info->codegen_version = p->codegen_version;
+    info->nvrtc_version = p->nvrtc_version;
+    memcpy(info->field_hash, p->field_hash, sizeof info->field_hash);
+    info->kernel_name = p->name;
+    info->arch = p->arch;
+    info->options = p->options;
+}
+
+
+/* Walks the entries database (16-byte keys only). A visit returning nonzero stops the walk
+ * with that code (WALK_STOP for a plain stop); returns 0 after a complete walk. */
+#define WALK_STOP (-1)
+typedef int (*entry_visit)(fcc_cache *c, MDB_txn *txn, const MDB_val *k, const MDB_val *v,
+                           void *arg);
+
+static int walk_entries(fcc_cache *c, MDB_txn *txn, entry_visit visit, void *arg) {
+    if (!c->have_dbis) return 0;
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(txn, c->dbi_entries, &cur);
+    if (rc) return rc;
+    MDB_val k, v;
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
+         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        if (k.mv_size != 16) continue;
+        if ((rc = visit(c, txn, &k, &v, arg))) break;
+    }
+    mdb_cursor_close(cur);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+typedef struct list_arg {
+    int (*fn)(const fcc_entry_info *info, void *user);
+    void *user;
+} list_arg;
+
+static int list_visit(fcc_cache *c, MDB_txn *txn, const MDB_val *k, const MDB_val *v,
+                      void *arg) {
+    list_arg *a = arg;
+    parsed_entry p = {0};
+    fcc_problem problem = parse_value(v->mv_data, v->mv_size, k->mv_data, &p);
+    fcc_entry_info info;
+    info_from(&info, k->mv_data, v->mv_size, read_stamp(c, txn, k->mv_data), problem, &p);
+    return a->fn(&info, a->user) ? WALK_STOP : 0;
+}
+
+/* Runs visit over every entry in a read transaction, mapping errors to a status. */
+static fc_status read_walk(fcc_cache *c, entry_visit visit, void *arg, const char *what) {
+    MDB_txn *txn;
+    fc_status st = begin_read(c, &txn, what);
+    if (st) return st;
+    int rc = walk_entries(c, txn, visit, arg);
+    mdb_txn_abort(txn);
+    if (rc == ENOMEM) {
+        set_err(c, "%s: out of memory", what);
+        return FC_ERR_NOMEM;
+    }
+    if (rc && rc != WALK_STOP) {
+        set_err(c, "%s: %s", what, mdb_strerror(rc));
+        return FC_ERR_IO;
+    }
+    return FC_OK;
+}
+
+fc_status fcc_list(fcc_cache *c, int (*fn)(const fcc_entry_info *info, void *user),
+                   void *user) {
+    if (!c || !fn) return FC_ERR_NULL;
+    pthread_mutex_lock(&c->mu);
+    list_arg a = {fn, user};
+    fc_status st = read_walk(c, list_visit, &a, "listing the kernel cache");
+    pthread_mutex_unlock(&c->mu);
+    return st;
+}
+
+typedef struct bad_key {
+    uint8_t key[16];
+    fcc_problem problem;
+} bad_key;
+
+typedef struct key_list {
+    bad_key *v;
+    size_t n, cap;
+} key_list;
+
+static int key_list_add(key_list *l, const void *key, fcc_problem problem) {
+    if (l->n == l->cap) {
+        size_t nc = l->cap ? 2 * l->cap : 16;
+        bad_key *nv = realloc(l->v, nc * sizeof *nv);
+        if (!nv) return ENOMEM;
+        l->v = nv;
+        l->cap = nc;
+    }
+    memcpy(l->v[l->n].key, key, 16);
+    l->v[l->n++].problem = problem;
+    return 0;
+}
+
+typedef struct verify_arg {
+    key_list bad, orphans;
+    uint64_t checked, deleted;
+} verify_arg;
+
+static int verify_visit(fcc_cache *c, MDB_txn *txn, const MDB_val *k, const MDB_val *v,
+                        void *arg) {
+    (void)c;
+    (void)txn;
+    verify_arg *a = arg;
+    a->checked++;
+    fcc_problem problem = parse_value(v->mv_data, v->mv_size, k->mv_data, NULL);
+    return problem == FCC_PROBLEM_NONE ? 0 : key_list_add(&a->bad, k->mv_data, problem);
+}
+
+/* Stamps whose entry is gone (left by a process that died between writes of an older
+ * format, or by hand): harmless, but verify reports and removes them. */
+static int find_orphans(fcc_cache *c, MDB_txn *txn, verify_arg *a) {
+    if (!c->have_dbis) return 0;
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(txn, c->dbi_lru, &cur);
+    if (rc) return rc;
+    MDB_val k, v;
+    for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
+         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        if (k.mv_size != 16) continue;
+        MDB_val ev;
+        rc = mdb_get(txn, c->dbi_entries, &k, &ev);
+        if (rc == MDB_NOTFOUND)
+            rc = key_list_add(&a->orphans, k.mv_data, FCC_PROBLEM_NONE);
+        if (rc) break;
+    }
+    mdb_cursor_close(cur);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+static int delete_bad_body(fcc_cache *c, MDB_txn *txn, void *arg) {
+    verify_arg *a = arg;
+    a->deleted = 0;
+    for (size_t i = 0; i < a->bad.n; i++) {
+        MDB_val k = {16, a->bad.v[i].key}, v;
+        int rc = mdb_get(txn, c->dbi_entries, &k, &v);
+        if (rc == MDB_NOTFOUND) continue;
+        if (rc) return rc;
+        if (parse_value(v.mv_data, v.mv_size, k.mv_data, NULL) == FCC_PROBLEM_NONE)
+            continue; /* rewritten by another process since the walk */
+        if ((rc = mdb_del(txn, c->dbi_entries, &k, NULL))) return rc;
+        rc = mdb_del(txn, c->dbi_lru, &k, NULL);
+        if (rc && rc != MDB_NOTFOUND) return rc;
+        a->deleted++;
+    }
+    for (size_t i = 0; i < a->orphans.n; i++) {
+        MDB_val k = {16, a->orphans.v[i].key}, v;
+        int rc = mdb_get(txn, c->dbi_entries, &k, &v);
+        if (rc == 0) continue;
+        if (rc != MDB_NOTFOUND) return rc;
+        rc = mdb_del(txn, c->dbi_lru, &k, NULL);
+        if (rc && rc != MDB_NOTFOUND) return rc;
+    }
+    return 0;
+}
+
+fc_status fcc_verify(fcc_cache *c, bool delete_bad,
+                     void (*report)(const fcc_key *key, fcc_problem problem, void *user),
+                     void *user, fcc_verify_result *out) {
+    if (!c || !out) return FC_ERR_NULL;
+    memset(out, 0, sizeof *out);
+    pthread_mutex_lock(&c->mu);
+    verify_arg a;
+    memset(&a, 0, sizeof a);
+    const char *what = "verifying the kernel cache";
+    MDB_txn *txn;
+    fc_status st = begin_read(c, &txn, what);
+    if (!st) {
+        int rc = walk_entries(c, txn, verify_visit, &a);
+        if (!rc) rc = find_orphans(c, txn, &a);
+        mdb_txn_abort(txn);
+        if (rc == ENOMEM) {
+            set_err(c, "%s: out of memory", what);
+            st = FC_ERR_NOMEM;
+        } else if (rc) {
+            set_err(c, "%s: %s", what, mdb_strerror(rc));
+            st = FC_ERR_IO;
+        }
+    }
+    if (!st) {
+        out->checked = a.checked;
+        out->bad = a.bad.n;
+        out->orphan_stamps = a.orphans.n;
+        for (size_t i = 0; report && i < a.bad.n; i++) {
+            fcc_key key;
+            memcpy(key.bytes, a.bad.v[i].key, 16);
+            report(&key, a.bad.v[i].problem, user);
+        }
+        if (delete_bad && (a.bad.n || a.orphans.n)) {
+            if (c->read_only) {
+                set_err(c, "%s: the cache is read-only, nothing deleted", what);
+                st = FC_ERR_IO;
+            } else {
+                st = run_write(c, delete_bad_body, &a, 0, false, what);
+                if (!st) out->deleted = a.deleted;
+            }
+        }
+    }
+    free(a.bad.v);
+    free(a.orphans.v);
+    pthread_mutex_unlock(&c->mu);
+    return st;
+}
+
+static int clear_body(fcc_cache *c, MDB_txn *txn, void *arg) {
+    (void)arg;
+    int rc = mdb_drop(txn, c->dbi_entries, 0);
+    return rc ? rc : mdb_drop(txn, c->dbi_lru, 0);
+}
+
+fc_status fcc_clear(fcc_cache *c) {
+    if (!c) return FC_ERR_NULL;
+    pthread_mutex_lock(&c->mu);
+    fc_status st = FC_OK;
+    if (c->persistent && c->read_only) {
+        set_err(c, "clearing the kernel cache: it is read-only");
+        st = FC_ERR_IO;
+    } else if (c->persistent) {
+        st = run_write(c, clear_body, NULL, 0, false, "clearing the kernel cache");
+    }
+    if (!st) map_clear(c);
+    pthread_mutex_unlock(&c->mu);
+    return st;
+}
+
+/* ---- export / import --------------------------------------------------------------------- */
+
+static const char export_magic[8] = {'F', 'U', 'S', 'E', 'C', 'E', 'X', 'P'};
+#define TAG_ENTRY 0x52544E45u /* "ENTR" */
+#define TAG_END 0x00444E45u   /* "END" */
+
+typedef struct export_arg {
+    FILE *f;
+    XXH3_state_t hash;
+    bool failed;
+    uint64_t count;
+} export_arg;
+
+static void out_write(export_arg *a, const void *p, size_t n) {
+    if (!a->failed && n && fwrite(p, 1, n, a->f) != n) a->failed = true;
+    XXH3_64bits_update(&a->hash, p, n);
+}
+
+static int export_visit(fcc_cache *c, MDB_txn *txn, const MDB_val *k, const MDB_val *v,
+                        void *arg) {
+    export_arg *a = arg;
+    if (parse_value(v->mv_data, v->mv_size, k->mv_data, NULL) != FCC_PROBLEM_NONE) return 0;
+    uint8_t rec[40] = {0};
+    put_u32(rec, TAG_ENTRY);
+    memcpy(rec + 8, k->mv_data, 16);
+    put_u64(rec + 24, read_stamp(c, txn, k->mv_data));
+    put_u64(rec + 32, v->mv_size);
+    out_write(a, rec, sizeof rec);
+    out_write(a, v->mv_data, v->mv_size);
+    a->count++;
+    return a->failed ? WALK_STOP : 0;
+}
+
+fc_status fcc_export(fcc_cache *c, const char *path, uint64_t *count) {
+    if (count) *count = 0;
+    if (!c || !path) return FC_ERR_NULL;
+    pthread_mutex_lock(&c->mu);
+    const char *what = "exporting the kernel cache";
+    fc_status st = FC_OK;
+    char *tmp = str_printf("%s.tmp.%ld", path, (long)getpid());
+    export_arg a;
+    memset(&a, 0, sizeof a);
+    if (!tmp) {
+        st = FC_ERR_NOMEM;
+        goto done;
+    }
+    if (!c->persistent) {
+        MDB_txn *unused;
+        st = begin_read(c, &unused, what); /* sets the message */
+        goto done;
+    }
+    if (!(a.f = fopen(tmp, "wb"))) {
+        set_err(c, "%s: cannot create %s: %s", what, tmp, strerror(errno));
+        st = FC_ERR_IO;
+        goto done;
+    }
+    XXH3_INITSTATE(&a.hash);
+    XXH3_64bits_reset(&a.hash);
+    uint8_t hdr[16] = {0};
+    memcpy(hdr, export_magic, 8);
+    put_u32(hdr + 8, FCC_EXPORT_FORMAT_VERSION);
+    out_write(&a, hdr, sizeof hdr);
+    st = read_walk(c, export_visit, &a, what);
+    if (!st) {
+        uint8_t end[16] = {0}, sum[8];
+        put_u32(end, TAG_END);
+        put_u64(end + 8, a.count);
+        out_write(&a, end, sizeof end);
+        put_u64(sum, XXH3_64bits_digest(&a.hash));
+        if (!a.failed && fwrite(sum, 1, 8, a.f) != 8) a.failed = true;
+        if (!a.failed && (fflush(a.f) != 0 || fsync(fileno(a.f)) != 0)) a.failed = true;
+    }
+    if (fclose(a.f) != 0) a.failed = true;
+    a.f = NULL;
+    if (!st && a.failed) {
+        set_err(c, "%s: writing %s: %s", what, tmp, strerror(errno));
+        st = FC_ERR_IO;
+    }
+    if (!st && rename(tmp, path) != 0) {
+        set_err(c, "%s: renaming %s to %s: %s", what, tmp, path, strerror(errno));
+        st = FC_ERR_IO;
+    }
+    if (st) unlink(tmp);
+done:
+    if (!st && count) *count = a.count;
+    free(tmp);
+    pthread_mutex_unlock(&c->mu);
+    return st;
+}
+
+typedef struct import_batch {
+    record recs[64];
+    uint8_t *bufs[64];
+    size_t n;
+    uint64_t bytes, limit;
+} import_batch;
+
+static void batch_free(import_batch *b) {
+    for (size_t i = 0; i < b->n; i++) free(b->bufs[i]);
+    b->n = 0;
+    b->bytes = 0;
+}
+
+static fc_status batch_flush(fcc_cache *c, import_batch *b) {
+    fc_status st = b->n ? disk_write(c, b->recs, b->n) : FC_OK;
+    batch_free(b);
+    return st;
+}
+
+typedef struct in_file {
+    FILE *f;
+    XXH3_state_t hash;
+    uint64_t pos, size;
+} in_file;
+
+static bool in_read(in_file *in, void *p, size_t n, bool hashed) {
+    if (n > in->size - in->pos || fread(p, 1, n, in->f) != n) return false;
+    if (hashed) XXH3_64bits_update(&in->hash, p, n);
+    in->pos += n;
+    return true;
+}
+
+/* One pass over an export file: checks everything, and with store writes the entries. */
+static fc_status import_pass(fcc_cache *c, FILE *f, uint64_t size, const char *path,
+                             bool store, uint64_t *count) {
+    in_file in;
+    memset(&in, 0, sizeof in);
+    in.f = f;
+    in.size = size;
+    XXH3_INITSTATE(&in.hash);
+    XXH3_64bits_reset(&in.hash);
+    import_batch b;
+    memset(&b, 0, sizeof b);
+    b.limit = c->cap / 8 < (16u << 20) ? c->cap / 8 : (16u << 20);
+    uint64_t n = 0;
+    fc_status st = FC_OK;
+    uint8_t hdr[16];
+    if (!in_read(&in, hdr, sizeof hdr, true) || memcmp(hdr, export_magic, 8) != 0) {
+        set_err(c, "%s: not a fusec cache export", path);
+        return FC_ERR_PARSE;
+    }
+    if (get_u32(hdr + 8) != FCC_EXPORT_FORMAT_VERSION) {
+        set_err(c, "%s: export format %" PRIu32 " is not supported", path, get_u32(hdr + 8));
+        return FC_ERR_PARSE;
+    }
+    for (;;) {
+        uint8_t tag[8];
+        if (!in_read(&in, tag, sizeof tag, true)) {
+            set_err(c, "%s: truncated after %" PRIu64 " entries", path, n);
+            st = FC_ERR_PARSE;
+            break;
+        }
+        if (get_u32(tag) == TAG_END) {
+            uint8_t cnt[8], sum[8];
+            if (!in_read(&in, cnt, 8, true) || !in_read(&in, sum, 8, false)) {
+                set_err(c, "%s: truncated trailer", path);
+                st = FC_ERR_PARSE;
+            } else if (get_u64(sum) != XXH3_64bits_digest(&in.hash)) {
+                set_err(c, "%s: file checksum mismatch", path);
+                st = FC_ERR_PARSE;
+            } else if (get_u64(cnt) != n) {
+                set_err(c, "%s: says %" PRIu64 " entries, holds %" PRIu64, path, get_u64(cnt), n);
+                st = FC_ERR_PARSE;
+            } else if (in.pos != in.size) {
+                set_err(c, "%s: trailing bytes after the end record", path);
+                st = FC_ERR_PARSE;
+            }
+            break;
+        }
+        uint8_t rec[32];
+        if (get_u32(tag) != TAG_ENTRY || !in_read(&in, rec, sizeof rec, true)) {
+            set_err(c, "%s: bad record after %" PRIu64 " entries", path, n);
+            st = FC_ERR_PARSE;
+            break;
+        }
+        uint64_t len = get_u64(rec + 24);
+        if (len < FCC_ENTRY_HEADER_SIZE || len > in.size - in.pos) {
+            set_err(c, "%s: entry %" PRIu64 " has a bad size", path, n);
+            st = FC_ERR_PARSE;
+            break;
+        }
+        uint8_t *buf = malloc((size_t)len);
+        if (!buf) {
+            set_err(c, "%s: out of memory", path);
+            st = FC_ERR_NOMEM;
+            break;
+        }
+        fcc_problem problem = FCC_PROBLEM_TRUNCATED;
+        if (in_read(&in, buf, (size_t)len, true))
+            problem = parse_value(buf, (size_t)len, rec, NULL);
+        if (problem != FCC_PROBLEM_NONE) {
+            free(buf);
+            set_err(c, "%s: entry %" PRIu64 ": %s", path, n, fcc_problem_name(problem));
+            st = FC_ERR_PARSE;
+            break;
+        }
+        n++;
+        if (!store) {
+            free(buf);
+            continue;
+        }
+        record *r = &b.recs[b.n];
+        memcpy(r->key.bytes, rec, 16);
+        r->value = buf;
+        r->len = (size_t)len;
+        r->stamp = get_u64(rec + 16);
+        b.bufs[b.n++] = buf;
+        b.bytes += len;
+        if ((b.n == 64 || b.bytes >= b.limit) && (st = batch_flush(c, &b))) break;
+    }
+    if (!st && store) st = batch_flush(c, &b);
+    batch_free(&b);
+    *count = n;
+    return st;
+}
+
+fc_status fcc_import(fcc_cache *c, const char *path, uint64_t *count) {
+    if (count) *count = 0;
+    if (!c || !path) return FC_ERR_NULL;
+    pthread_mutex_lock(&c->mu);
+    fc_status st = FC_OK;
+    uint64_t n = 0;
+    FILE *f = NULL;
+    struct stat sb;
+    if (!c->persistent || c->read_only || !c->have_dbis) {
+        set_err(c, "importing into the kernel cache: no writable cache on disk%s%s",
+                c->warning[0] ? ": " : "", c->warning);
+        st = FC_ERR_IO;
+    } else if (!(f = fopen(path, "rb")) || fstat(fileno(f), &sb) != 0) {
+        set_err(c, "%s: %s", path, strerror(errno));
+        st = FC_ERR_IO;
+    } else {
+        st = import_pass(c, f, (uint64_t)sb.st_size, path, false, &n);
+        if (!st) {
+            rewind(f);
+            st = import_pass(c, f, (uint64_t)sb.st_size, path, true, &n);
+        }
+    }
+    if (f) fclose(f);
+    if (!st && count) *count = n;
+    pthread_mutex_unlock(&c->mu);
+    return st;
+}
+
+/* ---- explain ----------------------------------------------------------------------------- */
+
+typedef struct explain_arg {
+    const fcc_key *want_key;
+    const uint64_t *want_hash;
+    fcc_explanation *ex;
+    bool have_best;
+    uint8_t best_key[16];
+    int best_tier, best_match;
+    uint64_t best_stamp;
+} explain_arg;
+
+static void consider(explain_arg *a, const uint8_t *key, const parsed_entry *p, uint64_t stamp) {
+    int tier = (p->field_hash[FCC_FIELD_KERNEL_NAME] == a->want_hash[FCC_FIELD_KERNEL_NAME]) +
+               (p->field_hash[FCC_FIELD_SOURCE] == a->want_hash[FCC_FIELD_SOURCE]);
+    int match = 0;
+    for (int i = 0; i < FCC_FIELD_COUNT; i++) match += p->field_hash[i] == a->want_hash[i];
+    bool better = !a->have_best || tier > a->best_tier ||
+                  (tier == a->best_tier &&
+                   (match > a->best_match || (match == a->best_match && stamp > a->best_stamp)));
+    if (!better) return;
+    a->have_best = true;
+    memcpy(a->best_key, key, 16);
+    a->best_tier = tier;
+    a->best_match = match;
+    a->best_stamp = stamp;
+}
+
+static int explain_visit(fcc_cache *c, MDB_txn *txn, const MDB_val *k, const MDB_val *v,
+                         void *arg) {
+    explain_arg *a = arg;
+    a->ex->entries_seen++;
+    parsed_entry p;
+    fcc_problem problem = parse_value(v->mv_data, v->mv_size, k->mv_data, &p);
+    if (memcmp(k->mv_data, a->want_key->bytes, 16) == 0) {
+        a->ex->exact = true;
+        a->ex->exact_problem = problem;
+    }
+    if (problem == FCC_PROBLEM_NONE) consider(a, k->mv_data, &p, read_stamp(c, txn, k->mv_data));
+    return 0;
+}
+
+/* Copies s into *pool and returns the copy. */
+static const char *pool_copy(char **pool, const char *s) {
+    size_t n = strlen(s) + 1;
+    memcpy(*pool, s, n);
+    const char *copy = *pool;
+    *pool += n;
+    return copy;
+}
+
+/* Allocates the explanation with room for both sets of strings and fills the fixed parts. */
+static fcc_explanation *explanation_new(const fcc_key_fields *f, const fcc_key *key,
+                                        const uint64_t *hash, const explain_arg *a,
+                                        const parsed_entry *best) {
+    size_t strings = strlen(f->kernel_name) + strlen(f->arch) + strlen(f->options) + 3;
+    if (best) strings += strlen(best->name) + strlen(best->arch) + strlen(best->options) + 3;
+    fcc_explanation *ex = malloc(sizeof *ex + strings);
+    if (!ex) return NULL;
+    *ex = *a->ex;
+    char *pool = (char *)(ex + 1);
+    fcc_entry_info *w = &ex->wanted;
+    memset(w, 0, sizeof *w);
+    w->key = *key;
+    w->key_format = FCC_KEY_FORMAT_VERSION;
+    w->codegen_version = f->codegen_version;
+    w->nvrtc_version = f->nvrtc_version;
+    w->source_len = f->source_len;
+    memcpy(w->field_hash, hash, sizeof w->field_hash);
+    w->kernel_name = pool_copy(&pool, f->kernel_name);
+    w->arch = pool_copy(&pool, f->arch);
+    w->options = pool_copy(&pool, f->options);
+    memset(&ex->nearest, 0, sizeof ex->nearest);
+    ex->nearest.kernel_name = ex->nearest.arch = ex->nearest.options = "";
+    ex->found = best != NULL;
+    ex->differ = 0;
+    if (best) {
+        info_from(&ex->nearest, a->best_key, 0, a->best_stamp, FCC_PROBLEM_NONE, best);
+        ex->nearest.kernel_name = pool_copy(&pool, best->name);
+        ex->nearest.arch = pool_copy(&pool, best->arch);
+        ex->nearest.options = pool_copy(&pool, best->options);
+        for (int i = 0; i < FCC_FIELD_COUNT; i++)
+            if (best->field_hash[i] != hash[i]) ex->differ |= 1u << i;
+    }
+    return ex;
+}
+
+fc_status fcc_explain_miss(fcc_cache *c, const fcc_key_fields *fields,
+                           fcc_explanation **out) {
+    if (!out) return FC_ERR_NULL;
+    *out = NULL;
+    if (!c) return FC_ERR_NULL;
+    fc_status st = check_fields(fields);
+    if (st) return st;
+    fcc_key key;
+    uint64_t hash[FCC_FIELD_COUNT];
+    key_and_field_hashes(fields, &key, hash);
+    fcc_explanation scratch;
+    memset(&scratch, 0, sizeof scratch);
+    explain_arg a;
+    memset(&a, 0, sizeof a);
+    a.want_key = &key;
+    a.want_hash = hash;
+    a.ex = &scratch;
+    pthread_mutex_lock(&c->mu);
+    if (c->persistent) {
+        const char *what = "explaining a kernel cache miss";
+        MDB_txn *txn;
+        st = begin_read(c, &txn, what);
+        if (!st) {
+            int rc = walk_entries(c, txn, explain_visit, &a);
+            parsed_entry best;
+            MDB_val k = {16, a.best_key}, v;
+            if (!rc && a.have_best && (rc = mdb_get(txn, c->dbi_entries, &k, &v)) == 0 &&
+                parse_value(v.mv_data, v.mv_size, a.best_key, &best) != FCC_PROBLEM_NONE)
+                rc = MDB_CORRUPTED; /* cannot happen: checked in this same snapshot */
+            if (rc) {
+                set_err(c, "%s: %s", what, mdb_strerror(rc));
+                st = FC_ERR_IO;
+            } else if (!(*out = explanation_new(fields, &key, hash, &a,
+                                                 a.have_best ? &best : NULL))) {
+                st = FC_ERR_NOMEM;
+            }
+            mdb_txn_abort(txn);
+        }
+    } else {
+        const mem_entry *best = NULL;
+        for (size_t i = 0; i < c->nslots; i++) {
+            const mem_entry *e = c->slots[i];
+            if (!e) continue;
+            scratch.entries_seen++;
+            if (memcmp(e->key.bytes, key.bytes, 16) == 0) scratch.exact = true;
+            bool had = a.have_best;
+            uint8_t before[16];
+            memcpy(before, a.best_key, 16);
+            consider(&a, e->key.bytes, &e->parsed, e->disk_stamp);
+            if (a.have_best && (!had || memcmp(before, a.best_key, 16) != 0)) best = e;
+        }
+        if (!(*out = explanation_new(fields, &key, hash, &a, best ? &best->parsed : NULL)))
+            st = FC_ERR_NOMEM;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return st;
+}
+
+void fcc_explanation_free(fcc_explanation *ex) { free(ex); }
+
+/* snprintf that appends at *len and keeps counting past the end of buf. */
+static void appendf(char *buf, size_t size, size_t *len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void appendf(char *buf, size_t size, size_t *len, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(*len < size ? buf + *len : NULL, *len < size ? size - *len : 0, fmt, ap);
+    va_end(ap);
+    if (n > 0) *len += (size_t)n;
+}
+
+size_t fcc_explanation_format(const fcc_explanation *ex, char *buf, size_t size) {
+    size_t len = 0;
+    if (size) buf[0] = 0;
+    if (!ex) return 0;
+    const fcc_entry_info *w = &ex->wanted, *n = &ex->nearest;
+    char hex[33];
+    fcc_key_to_hex(&w->key, hex);
+    if (ex->exact && ex->exact_problem != FCC_PROBLEM_NONE) {
+        appendf(buf, size, &len, "the entry %s exists but is unusable (%s): it is recompiled "
+                "and overwritten", hex, fcc_problem_name(ex->exact_problem));
+        return len;
+    }
+    if (ex->exact) {
+        appendf(buf, size, &len, "the entry %s is in the cache", hex);
+        return len;
+    }
+    if (!ex->found) {
+        if (ex->entries_seen)
+            appendf(buf, size, &len, "no usable entry among %" PRIu64 " in the cache",
+                    ex->entries_seen);
+        else
+            appendf(buf, size, &len, "the cache is empty");
+        return len;
+    }
+    char nhex[33];
+    fcc_key_to_hex(&n->key, nhex);
+    appendf(buf, size, &len, "no entry %s; nearest %s (kernel %s, %s) differs in", hex, nhex,
+            n->kernel_name, n->arch);
+    const char *sep = " ";
+    for (int i = 0; i < FCC_FIELD_COUNT; i++) {
+        if (!(ex->differ & 1u << i)) continue;
+        appendf(buf, size, &len, "%s%s ", sep, fcc_field_name(i));
+        sep = ", ";
+        switch (i) {
+        case FCC_FIELD_KEY_FORMAT:
+            appendf(buf, size, &len, "(%" PRIu32 " wanted, %" PRIu32 " cached)", w->key_format,
+                    n->key_format);
+            break;
+        case FCC_FIELD_CODEGEN:
+            appendf(buf, size, &len, "(%" PRIu32 " wanted, %" PRIu32 " cached)",
+                    w->codegen_version, n->codegen_version);
+            break;
+        case FCC_FIELD_SOURCE:
+            appendf(buf, size, &len,
+                    "(%" PRIu64 " bytes, hash %016" PRIx64 " wanted; %" PRIu64
+                    " bytes, hash %016" PRIx64 " cached)",
+                    w->source_len, w->field_hash[i], n->source_len, n->field_hash[i]);
+            break;
+        case FCC_FIELD_OPTIONS:
+            appendf(buf, size, &len, "(\"%s\" wanted, \"%s\" cached)", w->options, n->options);
+            break;
+        case FCC_FIELD_ARCH:
+            appendf(buf, size, &len, "(%s wanted, %s cached)", w->arch, n->arch);
+            break;
+        case FCC_FIELD_NVRTC:
+            appendf(buf, size, &len, "(%" PRIu32 ".%" PRIu32 " wanted, %" PRIu32 ".%" PRIu32
+                    " cached)", w->nvrtc_version / 1000, w->nvrtc_version % 1000 / 10,
+                    n->nvrtc_version / 1000, n->nvrtc_version % 1000 / 10);
+            break;
+        default:
+            appendf(buf, size, &len, "(%s wanted, %s cached)", w->kernel_name, n->kernel_name);
+            break;
+        }
+    }
+    if (!ex->differ) appendf(buf, size, &len, " no field (a hash collision?)");
+    return len;
+}
+
+size_t fcc_format_list_line(const fcc_entry_info *info, char *buf, size_t size) {
+    size_t len = 0;
+    if (size) buf[0] = 0;
+    if (!info) return 0;
+    char hex[33], when[32] = "never";
+    fcc_key_to_hex(&info->key, hex);
+    if (info->last_used_us) {
+        time_t t = (time_t)(info->last_used_us / 1000000u);
+        struct tm tm;
+        if (gmtime_r(&t, &tm)) strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
+    }
+    if (info->problem != FCC_PROBLEM_NONE)
+        appendf(buf, size, &len, "%s  BAD (%s)  %" PRIu64 " bytes  %s", hex,
+                fcc_problem_name(info->problem), info->value_size, when);
+    else
+        appendf(buf, size, &len, "%s  %-20s %-8s %10" PRIu64 "  %s", hex, info->kernel_name,
+                info->arch, info->value_size, when);
+    return len;
+}

@@ -1,0 +1,18 @@
+# Turns codegen/prelude.cuh into a C file defining fcx_prelude_source (its bytes and a NUL) and
+# fcx_prelude_size (the bytes without the NUL), declared in codegen/prelude.h.
+# Run as: cmake -DIN=<prelude.cuh> -DOUT=<file.c> -P embed_prelude.cmake
+file(READ "${IN}" hex HEX)
+string(LENGTH "${hex}" nhex)
+math(EXPR size "${nhex} / 2")
+# 16 bytes a line: "0x2f,0x2a,..."
+string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${hex}")
+string(REPEAT "0x[0-9a-f][0-9a-f]," 16 line)
+string(REGEX REPLACE "(${line})" "\\1\n    " bytes "${bytes}")
+file(WRITE "${OUT}.tmp"
+  "/* Generated from codegen/prelude.cuh by cmake/embed_prelude.cmake. Do not edit. */\n"
+  "#include \"prelude.h\"\n\n"
+  "const char fcx_prelude_source[] = {\n    ${bytes}0x00\n};\n"
+  "const size_t fcx_prelude_size = ${size};\n")
+# Only a changed file is rewritten, so an unchanged prelude rebuilds nothing.
+configure_file("${OUT}.tmp" "${OUT}" COPYONLY)
+file(REMOVE "${OUT}.tmp")

@@ -1,0 +1,123 @@
+/*
+ * codegen/kcompile.c - kernel source -> cubin through the cache.
+ */
+#include "kcompile.h"
+
+#include "nvrtc_compile.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void close_store(void *store) { fcc_close(store); }
+
+fc_status fcx_cache(fc_ctx *ctx, fcc_cache **out) {
+    if (!ctx->kcache) {
+        fcc_options o = fcc_options_default();
+        o.dir = ctx->cache_dir;
+        fcc_cache *c;
+        fc_status st = fcc_open(&o, &c);
+        if (st != FC_OK) return fcg_error(ctx, st, "kernel cache: %s", fcc_errmsg(NULL));
+        const char *w = fcc_take_warning(c);
+        if (w) fprintf(stderr, "fusec: warning: %s\n", w);
+        ctx->kcache = c;
+        ctx->kcache_close = close_store;
+    }
+    *out = ctx->kcache;
+    return FC_OK;
+}
+
+fc_status fcx_key_fields(const fcx_kernel_src *src, const char *arch, char *options_buf,
+                         size_t options_size, fcc_key_fields *out, char *msg, size_t msg_size) {
+    fcn_options o;
+    fc_status st = fcn_options_make(&o, arch, 0, NULL, 0, msg, msg_size);
+    if (st != FC_OK) return st;
+    size_t len = 0;
+    options_buf[0] = '\0';
+    for (int i = 0; i < o.n; i++) {
+        int k = snprintf(options_buf + len, options_size - len, "%s%s", i ? " " : "", o.opt[i]);
+        if (k < 0 || (size_t)k >= options_size - len) {
+            snprintf(msg, msg_size, "NVRTC options too long");
+            return FC_ERR_INVALID;
+        }
+        len += (size_t)k;
+    }
+    int major, minor;
+    if ((st = fcn_version(&major, &minor)) != FC_OK) {
+        snprintf(msg, msg_size, "NVRTC does not report its version");
+        return st;
+    }
+    memset(out, 0, sizeof *out);
+    out->codegen_version = FCX_CODEGEN_VERSION;
+    out->source = src->src;
+    out->source_len = src->len;
+    out->options = options_buf;
+    out->arch = arch;
+    out->nvrtc_version = (uint32_t)(major * 1000 + minor * 10);
+    out->kernel_name = FCX_KERNEL_NAME;
+    return FC_OK;
+}
+
+fc_status fcx_get_binary(fc_ctx *ctx, fcc_cache *cache, const fcx_kernel_src *src,
+                         const char *arch, fcx_binary *out, char *msg, size_t msg_size) {
+    memset(out, 0, sizeof *out);
+    char options[1024];
+    fcc_key_fields f;
+    fc_status st = fcx_key_fields(src, arch, options, sizeof options, &f, msg, msg_size);
+    if (st != FC_OK) return st;
+    if ((st = fcc_key_compute(&f, &out->key)) != FC_OK) {
+        snprintf(msg, msg_size, "kernel cache key: %s", fc_strerror(st));
+        return st;
+    }
+    fcc_entry e;
+    bool found = false;
+    if ((st = fcc_get(cache, &out->key, &e, &found)) != FC_OK) {
+        snprintf(msg, msg_size, "kernel cache: %s", fcc_errmsg(cache));
+        return st;
+    }
+    if (found) {
+        out->cubin = e.cubin;
+        out->size = e.cubin_size;
+        return FC_OK;
+    }
+    if (fcc_require_cached(cache)) {
+        char hex[33], why[600] = "no explanation available";
+        fcc_key_to_hex(&out->key, hex);
+        fcc_explanation *ex = NULL;
+        if (fcc_explain_miss(cache, &f, &ex) == FC_OK) {
+            fcc_explanation_format(ex, why, sizeof why);
+            fcc_explanation_free(ex);
+        }
+        snprintf(msg, msg_size, "FUSEC_REQUIRE_CACHED is set and kernel %s for %s is not in the "
+                 "cache: %s", hex, arch, why);
+        return FC_ERR_UNSUPPORTED;
+    }
+    fcn_cubin cb;
+    st = fcn_compile(ctx, src->src, NULL, arch, 0, NULL, 0, &cb);
+    if (st != FC_OK) {
+        snprintf(msg, msg_size, "%s", cb.message ? cb.message : fc_strerror(st));
+        fcn_cubin_free(ctx, &cb);
+        return st;
+    }
+    /* The metadata says what the entry is, for `fusec cache list`; the launch recipe itself
+     * is regenerated with the plan, so the binary alone is what must be cached. */
+    char meta[128];
+    int ml = snprintf(meta, sizeof meta, "fusec kernel; block %d; %d pointers, %d ints, %d floats",
+                      src->block, src->nptr, src->nint, src->nflt);
+    fc_status pst = fcc_put(cache, &f, cb.data, cb.size, meta, (size_t)ml);
+    out->compiled = true;
+    out->compile_ms = cb.compile_ms;
+    fcn_cubin_free(ctx, &cb);
+    if (pst != FC_OK && pst != FC_ERR_IO) {
+        snprintf(msg, msg_size, "kernel cache: %s", fcc_errmsg(cache));
+        return pst;
+    }
+    /* Read it back: the store owns the bytes from here on (also after an I/O failure, when
+     * the in-process map holds them). */
+    if ((st = fcc_get(cache, &out->key, &e, &found)) != FC_OK || !found) {
+        snprintf(msg, msg_size, "kernel cache: the compiled kernel could not be stored");
+        return st != FC_OK ? st : FC_ERR_IO;
+    }
+    out->cubin = e.cubin;
+    out->size = e.cubin_size;
+    return FC_OK;
+}

@@ -1,0 +1,1062 @@
+/*
+ * codegen/prelude.cuh - the device prelude every generated kernel begins with.
+ *
+ * CUDA C++ that gives each elementwise op NumPy's semantics per dtype, exactly as the host
+ * reference backend (runtime/host*.c) computes them. Compiled by NVRTC (C++17, no headers: the
+ * CUDA math functions are built in) and, with -DFCX_HOST, by a host C++17 compiler, so that
+ * tests/test_prelude.cpp can compare it with the host backend on a machine with no GPU.
+ *
+ * The naming contract with the code generator:
+ *   fcx_t_<dtype>    storage type (fc_dtype_name spelling: bool, i8, ..., bf16, f32, c128);
+ *                    f16 / bf16 are 16-bit structs, c64 / c128 are {re, im} structs
+ *   fcx_ct_<dtype>   compute type: f16 and bf16 compute in float, every other dtype in its
+ *                    storage type (complex ones carry + - * / == !=)
+ *   fcx_load_<dtype>(const fcx_t_<dtype> *) -> fcx_ct_<dtype>
+ *   fcx_store_<dtype>(fcx_t_<dtype> *, fcx_ct_<dtype>)   f16 / bf16 round to nearest even
+ *   fcx_cast_<dtype>(x)   NumPy's astype from any compute type (runtime/host_convert.c's rules)
+ *   fcx_<cname>(...)      one per elementwise op of graph/ops.def, overloaded (templates that
+ *                         accept only exact compute types, so nothing converts silently) on the
+ *                         loop dtype's compute type; the result is in the compute type of the
+ *                         node's dtype (bool for comparisons and predicates, the real type for
+ *                         abs / real / imag / angle of complex). f16 / bf16 loops run in float:
+ *                         the caller rounds at the store, as the host backend does.
+ *   fcx_random_unit_<f16|bf16|f32|f64|c64|c128>(seed, index)   graph.h's fcg_random_unit
+ *   reduction helpers at the end: identities, NaN-propagating max / min, argmax / argmin pairs
+ *
+ * Deliberate differences from the host backend:
+ *   - integer power with a negative exponent gives 0 here (no error channel on the device);
+ *     the host fails with FC_ERR_VALUE, so the runtime must check for it separately.
+ *   - complex transcendental functions (exp, log, sqrt, trig, hyperbolic and their inverses)
+ *     are our own (the host calls the C library's cexp, ...): the same special values (C99
+ *     Annex G, with glibc's choices where the standard leaves a sign open), a few ulps from
+ *     glibc elsewhere. c64 ones compute in double and round once.
+ *   - real libm functions (sinf, pow, ...) are CUDA's on the device: within CUDA's documented
+ *     ulp bounds of the host's glibc results. Everything else (+ - * /, sqrt, fmod, rint,
+ *     conversions, integer ops) is IEEE-exact and matches the host bit for bit, provided NVRTC
+ *     runs with --fmad=false and without --use_fast_math (NaN tests rely on x != x).
+ */
+#ifndef FCX_PRELUDE_CUH
+#define FCX_PRELUDE_CUH
+
+#ifdef FCX_HOST
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#define FCX_FN inline
+#define FCX_BIG inline
+#else /* not static: NVRTC warns about unused static functions, never about inline ones */
+#define FCX_FN __device__ __forceinline__
+#define FCX_BIG __device__ inline
+#endif
+
+/* ---- storage and compute types ---------------------------------------------------------- */
+
+typedef bool fcx_t_bool;
+typedef signed char fcx_t_i8;
+typedef short fcx_t_i16;
+typedef int fcx_t_i32;
+typedef long long fcx_t_i64;
+typedef unsigned char fcx_t_u8;
+typedef unsigned short fcx_t_u16;
+typedef unsigned int fcx_t_u32;
+typedef unsigned long long fcx_t_u64;
+struct fcx_t_f16 { unsigned short bits; };
+struct fcx_t_bf16 { unsigned short bits; };
+typedef float fcx_t_f32;
+typedef double fcx_t_f64;
+struct alignas(8) fcx_t_c64 { float re, im; };
+struct alignas(16) fcx_t_c128 { double re, im; };
+
+typedef bool fcx_ct_bool;
+typedef signed char fcx_ct_i8;
+typedef short fcx_ct_i16;
+typedef int fcx_ct_i32;
+typedef long long fcx_ct_i64;
+typedef unsigned char fcx_ct_u8;
+typedef unsigned short fcx_ct_u16;
+typedef unsigned int fcx_ct_u32;
+typedef unsigned long long fcx_ct_u64;
+typedef float fcx_ct_f16;
+typedef float fcx_ct_bf16;
+typedef float fcx_ct_f32;
+typedef double fcx_ct_f64;
+typedef fcx_t_c64 fcx_ct_c64;
+typedef fcx_t_c128 fcx_ct_c128;
+
+/* Type classes. Op templates name their return type through these, so an op exists only for
+ * the compute types of its class: fcx_ti (integers), fcx_tf (float, double), fcx_tc (complex),
+ * fcx_tb (bool), fcx_ta (any). ::type is the type itself, ::test is bool. */
+template <class T> struct fcx_ti {};
+#define FCX_TI(T, W, S)                                                                        \
+    template <> struct fcx_ti<T> {                                                             \
+        typedef T type;                                                                        \
+        typedef bool test;                                                                     \
+        typedef W wide; /* unsigned, at least int: arithmetic in it wraps without UB */        \
+        enum { sgn = S, bits = 8 * (int)sizeof(T) };                                           \
+    };
+FCX_TI(signed char, unsigned, 1)
+FCX_TI(short, unsigned, 1)
+FCX_TI(int, unsigned, 1)
+FCX_TI(long long, unsigned long long, 1)
+FCX_TI(unsigned char, unsigned, 0)
+FCX_TI(unsigned short, unsigned, 0)
+FCX_TI(unsigned int, unsigned, 0)
+FCX_TI(unsigned long long, unsigned long long, 0)
+template <class T> struct fcx_tf {};
+template <> struct fcx_tf<float> { typedef float type; typedef bool test; };
+template <> struct fcx_tf<double> { typedef double type; typedef bool test; };
+template <class T> struct fcx_tc {};
+template <> struct fcx_tc<fcx_t_c64> { typedef fcx_t_c64 type; typedef float real; typedef bool test; };
+template <> struct fcx_tc<fcx_t_c128> { typedef fcx_t_c128 type; typedef double real; typedef bool test; };
+template <class T> struct fcx_tb {};
+template <> struct fcx_tb<bool> { typedef bool type; typedef bool test; };
+template <class T> struct fcx_ta : fcx_ti<T> {};
+template <> struct fcx_ta<bool> : fcx_tb<bool> {};
+template <> struct fcx_ta<float> : fcx_tf<float> {};
+template <> struct fcx_ta<double> : fcx_tf<double> {};
+template <> struct fcx_ta<fcx_t_c64> : fcx_tc<fcx_t_c64> {};
+template <> struct fcx_ta<fcx_t_c128> : fcx_tc<fcx_t_c128> {};
+
+#define FCX_I(R) template <class T> FCX_FN typename fcx_ti<T>::R
+#define FCX_F(R) template <class T> FCX_FN typename fcx_tf<T>::R
+#define FCX_C(R) template <class T> FCX_FN typename fcx_tc<T>::R
+#define FCX_B(R) template <class T> FCX_FN typename fcx_tb<T>::R
+#define FCX_A(R) template <class T> FCX_FN typename fcx_ta<T>::R
+
+/* fcx_kind<T>::v: 1 bool, 2 signed integer, 3 unsigned integer, 4 real float, 5 complex. */
+template <class T> struct fcx_kind { enum { v = 0 }; };
+#define FCX_KIND(T, K) template <> struct fcx_kind<T> { enum { v = K }; };
+FCX_KIND(bool, 1) FCX_KIND(signed char, 2) FCX_KIND(short, 2) FCX_KIND(int, 2)
+FCX_KIND(long long, 2) FCX_KIND(unsigned char, 3) FCX_KIND(unsigned short, 3)
+FCX_KIND(unsigned int, 3) FCX_KIND(unsigned long long, 3) FCX_KIND(float, 4) FCX_KIND(double, 4)
+FCX_KIND(fcx_t_c64, 5) FCX_KIND(fcx_t_c128, 5)
+#undef FCX_KIND
+/* ::type is R when P is S: keeps the load / store templates to their own storage type */
+template <class P, class S, class R> struct fcx_same {};
+template <class S, class R> struct fcx_same<S, S, R> { typedef R type; };
+
+/* Nearly everything below is a template, even where one type would do: NVRTC's front end
+ * turns every non-template function into IR whether a kernel uses it or not, while a template
+ * costs little until it is instantiated. That keeps the prelude cheap to compile. */
+
+/* ---- bits and libm ---------------------------------------------------------------------- */
+
+#ifdef FCX_HOST
+template <class F> FCX_FN unsigned fcx_fbits(F x) { unsigned u; memcpy(&u, &x, 4); return u; }
+template <class U> FCX_FN float fcx_bitsf(U u) { unsigned v = u; float x; memcpy(&x, &v, 4); return x; }
+template <class D> FCX_FN unsigned long long fcx_dbits(D x) { unsigned long long u; memcpy(&u, &x, 8); return u; }
+template <class U> FCX_FN double fcx_bitsd(U u) { unsigned long long v = u; double x; memcpy(&x, &v, 8); return x; }
+#else
+template <class F> FCX_FN unsigned fcx_fbits(F x) { return __float_as_uint(x); }
+template <class U> FCX_FN float fcx_bitsf(U u) { return __uint_as_float(u); }
+template <class D> FCX_FN unsigned long long fcx_dbits(D x) { return (unsigned long long)__double_as_longlong(x); }
+template <class U> FCX_FN double fcx_bitsd(U u) { return __longlong_as_double((long long)u); }
+#endif
+
+/* fcx_m_<fn>: the C library's function of float (fn##f) or double. */
+#define FCX_M1(fn)                                                                             \
+    template <class T> FCX_FN T fcx_m_##fn(T x) {                                              \
+        if constexpr (sizeof(T) == 4) return fn##f(x);                                         \
+        else return fn(x);                                                                     \
+    }
+#define FCX_M2(fn)                                                                             \
+    template <class T> FCX_FN T fcx_m_##fn(T x, T y) {                                         \
+        if constexpr (sizeof(T) == 4) return fn##f(x, y);                                      \
+        else return fn(x, y);                                                                  \
+    }
+FCX_M1(sqrt) FCX_M1(cbrt) FCX_M1(exp) FCX_M1(exp2) FCX_M1(expm1) FCX_M1(log) FCX_M1(log2)
+FCX_M1(log10) FCX_M1(log1p) FCX_M1(sin) FCX_M1(cos) FCX_M1(tan) FCX_M1(asin) FCX_M1(acos)
+FCX_M1(atan) FCX_M1(sinh) FCX_M1(cosh) FCX_M1(tanh) FCX_M1(asinh) FCX_M1(acosh) FCX_M1(atanh)
+FCX_M1(floor) FCX_M1(ceil) FCX_M1(trunc) FCX_M1(rint) FCX_M1(fabs)
+FCX_M2(pow) FCX_M2(atan2) FCX_M2(fmod) FCX_M2(hypot) FCX_M2(copysign)
+#undef FCX_M1
+#undef FCX_M2
+
+template <class T> FCX_FN bool fcx_inf(T x) {
+    if constexpr (sizeof(T) == 4) return (fcx_fbits(x) & 0x7fffffffu) == 0x7f800000u;
+    else return (fcx_dbits(x) << 1) == 0xffe0000000000000ull;
+}
+template <class T> FCX_FN bool fcx_finite(T x) {
+    if constexpr (sizeof(T) == 4) return (fcx_fbits(x) & 0x7f800000u) != 0x7f800000u;
+    else return (fcx_dbits(x) & 0x7ff0000000000000ull) != 0x7ff0000000000000ull;
+}
+template <class T> FCX_FN T fcx_inf_of() { return (T)fcx_bitsd(0x7ff0000000000000ull); }
+template <class T> FCX_FN T fcx_nan_of() { return (T)fcx_bitsd(0x7ff8000000000000ull); }
+
+/* ---- 16-bit floats: graph/dtype.c's conversions, bit for bit ----------------------------- */
+
+template <class H> FCX_FN float fcx_f16_to_f32(H h) {
+    unsigned sign = (unsigned)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 0) return fcx_bitsf(fcx_fbits((float)m * 0x1p-24f) | sign); /* exact */
+    if (e == 31) return fcx_bitsf(sign | 0x7f800000u | (m << 13));
+    return fcx_bitsf(sign | ((e + 112) << 23) | (m << 13));
+}
+template <class F> FCX_FN unsigned short fcx_f32_to_f16(F f) {
+    unsigned x = fcx_fbits(f), sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
+    if (ax >= 0x7f800000u) /* inf, or NaN kept quiet */
+        return (unsigned short)(sign | (ax > 0x7f800000u ? 0x7e00u | ((ax >> 13) & 0x3ffu) : 0x7c00u));
+    if (ax >= 0x477ff000u) return (unsigned short)(sign | 0x7c00u);
+    if (ax < 0x38800000u) /* subnormal: exact scale, then round half to even */
+        return (unsigned short)(sign | (unsigned)fcx_m_rint(fcx_bitsf(ax) * 0x1p24f));
+    unsigned h = (((ax >> 23) - 112) << 10) | ((ax & 0x7fffffu) >> 13), rem = ax & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++;
+    return (unsigned short)(sign | h);
+}
+/* double -> f16 rounded once (host_convert.c's fch_f64_to_f16: NaN payload dropped) */
+template <class D> FCX_FN unsigned short fcx_f64_to_f16(D d) {
+    unsigned long long b = fcx_dbits(d), mag = b & 0x7fffffffffffffffull;
+    unsigned sign = (unsigned)(b >> 48) & 0x8000u;
+    if (mag >= 0x7ff0000000000000ull)
+        return (unsigned short)(sign | (mag == 0x7ff0000000000000ull ? 0x7c00u : 0x7e00u));
+    int e = (int)(mag >> 52) - 1023;
+    if (e > 15) return (unsigned short)(sign | 0x7c00u);
+    if (e < -25) return (unsigned short)sign;
+    unsigned long long m = (mag & 0xfffffffffffffull) | (1ull << 52);
+    int shift = e >= -14 ? 42 : 42 + (-14 - e);
+    unsigned long long kept = m >> shift, rem = m & ((1ull << shift) - 1), half = 1ull << (shift - 1);
+    if (rem > half || (rem == half && (kept & 1))) kept++;
+    if (e < -14) return (unsigned short)(sign | kept); /* a carry makes the smallest normal */
+    unsigned h = ((unsigned)(e + 14) << 10) + (unsigned)kept;
+    return (unsigned short)(sign | (h >= 0x7c00u ? 0x7c00u : h));
+}
+template <class H> FCX_FN float fcx_bf16_to_f32(H h) { return fcx_bitsf((unsigned)h << 16); }
+template <class F> FCX_FN unsigned short fcx_f32_to_bf16(F f) {
+    unsigned x = fcx_fbits(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((x >> 16) | 0x40u);
+    x += 0x7fffu + ((x >> 16) & 1u);
+    return (unsigned short)(x >> 16);
+}
+
+/* ---- loads and stores ------------------------------------------------------------------- */
+
+#define FCX_LS(D)                                                                              \
+    template <class P> FCX_FN typename fcx_same<P, fcx_t_##D, fcx_ct_##D>::type fcx_load_##D(const P *p) { return *p; } \
+    template <class P> FCX_FN typename fcx_same<P, fcx_t_##D, void>::type fcx_store_##D(P *p, fcx_ct_##D v) { *p = v; }
+FCX_LS(i8) FCX_LS(i16) FCX_LS(i32) FCX_LS(i64) FCX_LS(u8) FCX_LS(u16) FCX_LS(u32) FCX_LS(u64)
+FCX_LS(f32) FCX_LS(f64) FCX_LS(c64) FCX_LS(c128)
+#undef FCX_LS
+/* bool reads its byte: any non-zero byte is true, as the host backend reads it */
+template <class P> FCX_FN typename fcx_same<P, bool, bool>::type fcx_load_bool(const P *p) {
+    return *(const unsigned char *)p != 0;
+}
+template <class P> FCX_FN typename fcx_same<P, bool, void>::type fcx_store_bool(P *p, bool v) {
+    *(unsigned char *)p = v ? 1 : 0;
+}
+template <class P> FCX_FN typename fcx_same<P, fcx_t_f16, float>::type fcx_load_f16(const P *p) {
+    return fcx_f16_to_f32(p->bits);
+}
+template <class P> FCX_FN typename fcx_same<P, fcx_t_f16, void>::type fcx_store_f16(P *p, float v) {
+    p->bits = fcx_f32_to_f16(v);
+}
+template <class P> FCX_FN typename fcx_same<P, fcx_t_bf16, float>::type fcx_load_bf16(const P *p) {
+    return fcx_bf16_to_f32(p->bits);
+}
+template <class P> FCX_FN typename fcx_same<P, fcx_t_bf16, void>::type fcx_store_bf16(P *p, float v) {
+    p->bits = fcx_f32_to_bf16(v);
+}
+
+/* ---- complex arithmetic (NumPy's formulas) ---------------------------------------------- */
+
+template <class C> FCX_FN typename fcx_tc<C>::type operator+(C a, C b) { return C{a.re + b.re, a.im + b.im}; }
+template <class C> FCX_FN typename fcx_tc<C>::type operator-(C a, C b) { return C{a.re - b.re, a.im - b.im}; }
+template <class C> FCX_FN typename fcx_tc<C>::type operator-(C a) { return C{-a.re, -a.im}; }
+template <class C> FCX_FN typename fcx_tc<C>::type operator*(C a, C b) {
+    return C{a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re};
+}
+/* Smith's method; a zero divisor gives inf / NaN parts */
+template <class C> FCX_FN typename fcx_tc<C>::type operator/(C a, C b) {
+    typedef typename fcx_tc<C>::real R;
+    R abr = fcx_m_fabs(b.re), abi = fcx_m_fabs(b.im);
+    if (abr >= abi) {
+        if (abr == 0 && abi == 0) return C{a.re / abr, a.im / abi};
+        R rat = b.im / b.re, scl = (R)1 / (b.re + b.im * rat);
+        return C{(a.re + a.im * rat) * scl, (a.im - a.re * rat) * scl};
+    }
+    R rat = b.re / b.im, scl = (R)1 / (b.im + b.re * rat);
+    return C{(a.re * rat + a.im) * scl, (a.im * rat - a.re) * scl};
+}
+template <class C> FCX_FN typename fcx_tc<C>::test operator==(C a, C b) { return a.re == b.re && a.im == b.im; }
+template <class C> FCX_FN typename fcx_tc<C>::test operator!=(C a, C b) { return a.re != b.re || a.im != b.im; }
+
+/* ---- casts (host_convert.c: a wide value, then the target) ------------------------------ */
+
+/* Float -> integer where C leaves it undefined: NaN -> 0, beyond int64 saturates, then the
+ * integer wraps to the target width (fch_f64_to_i64 / fch_f64_to_u64). */
+template <class D> FCX_FN long long fcx_f64_to_i64(D d) {
+    if (d != d) return 0;
+    if (d >= 0x1p63) return 0x7fffffffffffffffll;
+    if (d <= -0x1p63) return -0x7fffffffffffffffll - 1;
+    return (long long)d;
+}
+template <class D> FCX_FN unsigned long long fcx_f64_to_u64(D d) {
+    if (d >= 0x1p64) return ~0ull;
+    if (d >= 0x1p63) return (unsigned long long)d;
+    return (unsigned long long)fcx_f64_to_i64(d);
+}
+/* The source side: the real part of a complex value (complex -> real drops the imaginary
+ * part, as NumPy); its integer bits (toward u64 with that target's float rule); its value as
+ * double, and as float (rounded directly from an integer, never twice); its imaginary part;
+ * its truth. */
+template <class T> FCX_FN auto fcx_re(T x) {
+    if constexpr (fcx_kind<T>::v == 5) return x.re;
+    else return x;
+}
+template <class T> FCX_FN unsigned long long fcx_wi(T x, bool to_u64) {
+    if constexpr (fcx_kind<T>::v >= 4)
+        return to_u64 ? fcx_f64_to_u64((double)fcx_re(x)) : (unsigned long long)fcx_f64_to_i64((double)fcx_re(x));
+    else return (unsigned long long)x;
+}
+template <class T> FCX_FN double fcx_wd(T x) { return (double)fcx_re(x); }
+template <class T> FCX_FN float fcx_wf(T x) { return (float)fcx_re(x); }
+template <class T> FCX_FN double fcx_wim(T x) {
+    if constexpr (fcx_kind<T>::v == 5) return x.im;
+    else return 0;
+}
+template <class T> FCX_FN bool fcx_truth(T x) {
+    if constexpr (fcx_kind<T>::v == 5) return x.re != 0 || x.im != 0;
+    else return x != 0;
+}
+
+template <class T> FCX_FN bool fcx_cast_bool(T x) { return fcx_truth(x); }
+template <class T> FCX_FN signed char fcx_cast_i8(T x) { return (signed char)fcx_wi(x, false); }
+template <class T> FCX_FN short fcx_cast_i16(T x) { return (short)fcx_wi(x, false); }
+template <class T> FCX_FN int fcx_cast_i32(T x) { return (int)fcx_wi(x, false); }
+template <class T> FCX_FN long long fcx_cast_i64(T x) { return (long long)fcx_wi(x, false); }
+template <class T> FCX_FN unsigned char fcx_cast_u8(T x) { return (unsigned char)fcx_wi(x, false); }
+template <class T> FCX_FN unsigned short fcx_cast_u16(T x) { return (unsigned short)fcx_wi(x, false); }
+template <class T> FCX_FN unsigned fcx_cast_u32(T x) { return (unsigned)fcx_wi(x, false); }
+template <class T> FCX_FN unsigned long long fcx_cast_u64(T x) { return fcx_wi(x, true); }
+template <class T> FCX_FN float fcx_cast_f16(T x) { return fcx_f16_to_f32(fcx_f64_to_f16(fcx_wd(x))); }
+/* bf16 rounds from float, as ml_dtypes does (a double rounds twice) */
+template <class T> FCX_FN float fcx_cast_bf16(T x) { return fcx_bf16_to_f32(fcx_f32_to_bf16(fcx_wf(x))); }
+template <class T> FCX_FN float fcx_cast_f32(T x) { return fcx_wf(x); }
+template <class T> FCX_FN double fcx_cast_f64(T x) { return fcx_wd(x); }
+template <class T> FCX_FN fcx_t_c64 fcx_cast_c64(T x) { return fcx_t_c64{fcx_wf(x), (float)fcx_wim(x)}; }
+template <class T> FCX_FN fcx_t_c128 fcx_cast_c128(T x) { return fcx_t_c128{fcx_wd(x), fcx_wim(x)}; }
+
+/* ---- ops on every type ------------------------------------------------------------------ */
+
+template <class T> FCX_FN T fcx_where(bool c, T a, T b) { return c ? a : b; }
+FCX_A(test) fcx_logical_and(T a, T b) { return fcx_truth(a) && fcx_truth(b); }
+FCX_A(test) fcx_logical_or(T a, T b) { return fcx_truth(a) || fcx_truth(b); }
+FCX_A(test) fcx_logical_xor(T a, T b) { return fcx_truth(a) != fcx_truth(b); }
+FCX_A(test) fcx_logical_not(T a) { return !fcx_truth(a); }
+
+/* ---- bool ------------------------------------------------------------------------------- */
+
+FCX_B(type) fcx_add(T a, T b) { return a || b; }
+FCX_B(type) fcx_mul(T a, T b) { return a && b; }
+FCX_B(type) fcx_maximum(T a, T b) { return a || b; }
+FCX_B(type) fcx_minimum(T a, T b) { return a && b; }
+FCX_B(type) fcx_fmax(T a, T b) { return a || b; }
+FCX_B(type) fcx_fmin(T a, T b) { return a && b; }
+FCX_B(type) fcx_bitwise_and(T a, T b) { return a && b; }
+FCX_B(type) fcx_bitwise_or(T a, T b) { return a || b; }
+FCX_B(type) fcx_bitwise_xor(T a, T b) { return a != b; }
+FCX_B(type) fcx_bitwise_not(T a) { return !a; }
+FCX_B(type) fcx_abs(T a) { return a; }
+FCX_B(type) fcx_floor(T a) { return a; }
+FCX_B(type) fcx_ceil(T a) { return a; }
+FCX_B(type) fcx_trunc(T a) { return a; }
+FCX_B(type) fcx_real(T a) { return a; }
+FCX_B(type) fcx_imag(T) { return false; }
+FCX_B(type) fcx_clip(T a, T lo, T hi) { return (a || lo) && hi; }
+
+/* ---- bool, integers and floats: the plain comparisons ----------------------------------- */
+
+#define FCX_CMP(name, op)                                                                      \
+    FCX_B(test) fcx_##name(T a, T b) { return a op b; }                                        \
+    FCX_I(test) fcx_##name(T a, T b) { return a op b; }                                        \
+    FCX_F(test) fcx_##name(T a, T b) { return a op b; }
+FCX_CMP(less, <) FCX_CMP(less_equal, <=) FCX_CMP(greater, >) FCX_CMP(greater_equal, >=)
+FCX_CMP(equal, ==) FCX_CMP(not_equal, !=)
+
+/* isnan / isinf / isfinite of bool and integers: constants */
+FCX_B(test) fcx_isnan(T) { return false; }
+FCX_B(test) fcx_isinf(T) { return false; }
+FCX_B(test) fcx_isfinite(T) { return true; }
+FCX_I(test) fcx_isnan(T) { return false; }
+FCX_I(test) fcx_isinf(T) { return false; }
+FCX_I(test) fcx_isfinite(T) { return true; }
+
+/* ---- integers: unsigned arithmetic in fcx_ti<T>::wide, so overflow wraps without UB ------ */
+
+#define FCX_W typename fcx_ti<T>::wide
+FCX_I(type) fcx_add(T a, T b) { return (T)((FCX_W)a + (FCX_W)b); }
+FCX_I(type) fcx_sub(T a, T b) { return (T)((FCX_W)a - (FCX_W)b); }
+FCX_I(type) fcx_mul(T a, T b) { return (T)((FCX_W)a * (FCX_W)b); }
+FCX_I(type) fcx_square(T a) { return (T)((FCX_W)a * (FCX_W)a); }
+FCX_I(type) fcx_negative(T a) { return (T)(0 - (FCX_W)a); }
+/* x // 0 == 0 and x % 0 == 0 (NumPy); MIN // -1 wraps to MIN, MIN % -1 == 0 */
+FCX_I(type) fcx_floordiv(T a, T b) {
+    if (b == 0) return 0;
+    if constexpr (fcx_ti<T>::sgn) {
+        if (b == -1) return (T)(0 - (FCX_W)a);
+        T q = (T)(a / b);
+        if (a % b != 0 && ((a < 0) != (b < 0))) q--;
+        return q;
+    } else {
+        return (T)(a / b);
+    }
+}
+FCX_I(type) fcx_mod(T a, T b) {
+    if (b == 0) return 0;
+    if constexpr (fcx_ti<T>::sgn) {
+        if (b == -1) return 0;
+        T r = (T)(a % b);
+        if (r != 0 && ((r < 0) != (b < 0))) r = (T)(r + b);
+        return r;
+    } else {
+        return (T)(a % b);
+    }
+}
+/* By squaring. A negative exponent gives 0: the host backend fails with FC_ERR_VALUE there. */
+FCX_I(type) fcx_pow(T a, T b) {
+    if constexpr (fcx_ti<T>::sgn)
+        if (b < 0) return 0;
+    FCX_W r = 1, base = (FCX_W)a;
+    for (unsigned long long e = (unsigned long long)b; e; e >>= 1) {
+        if (e & 1) r *= base;
+        base *= base;
+    }
+    return (T)r;
+}
+FCX_I(type) fcx_maximum(T a, T b) { return a > b ? a : b; }
+FCX_I(type) fcx_minimum(T a, T b) { return a < b ? a : b; }
+FCX_I(type) fcx_fmax(T a, T b) { return a > b ? a : b; }
+FCX_I(type) fcx_fmin(T a, T b) { return a < b ? a : b; }
+FCX_I(type) fcx_clip(T a, T lo, T hi) { T m = a > lo ? a : lo; return m < hi ? m : hi; }
+FCX_I(type) fcx_bitwise_and(T a, T b) { return (T)(a & b); }
+FCX_I(type) fcx_bitwise_or(T a, T b) { return (T)(a | b); }
+FCX_I(type) fcx_bitwise_xor(T a, T b) { return (T)(a ^ b); }
+FCX_I(type) fcx_bitwise_not(T a) { return (T)~a; }
+/* A shift by the width or more, or by a negative count, gives 0 (-1 for a negative value
+ * shifted right), as NumPy's npy_lshift / npy_rshift. */
+template <class T> FCX_FN bool fcx_shift_out(T b) {
+    if constexpr (fcx_ti<T>::sgn)
+        if (b < 0) return true;
+    return b >= (T)fcx_ti<T>::bits;
+}
+FCX_I(type) fcx_left_shift(T a, T b) { return fcx_shift_out(b) ? (T)0 : (T)((FCX_W)a << b); }
+FCX_I(type) fcx_right_shift(T a, T b) {
+    if constexpr (fcx_ti<T>::sgn) {
+        if (fcx_shift_out(b)) return (T)(a < 0 ? -1 : 0);
+        return (T)(a < 0 ? ~(~a >> b) : a >> b); /* arithmetic, spelled without UB */
+    } else {
+        return fcx_shift_out(b) ? (T)0 : (T)(a >> b);
+    }
+}
+FCX_I(type) fcx_abs(T a) {
+    if constexpr (fcx_ti<T>::sgn) return a < 0 ? (T)(0 - (FCX_W)a) : a;
+    else return a;
+}
+FCX_I(type) fcx_sign(T a) {
+    if constexpr (fcx_ti<T>::sgn) return (T)((a > 0) - (a < 0));
+    else return (T)(a > 0);
+}
+/* 1 // x in integers (the host backend's choice; NumPy leaves 1 / 0 to the C cast) */
+FCX_I(type) fcx_reciprocal(T a) {
+    if constexpr (fcx_ti<T>::sgn) return (a == 1 || a == -1) ? a : (T)0;
+    else return (T)(a == 1);
+}
+FCX_I(type) fcx_floor(T a) { return a; }
+FCX_I(type) fcx_ceil(T a) { return a; }
+FCX_I(type) fcx_trunc(T a) { return a; }
+FCX_I(type) fcx_rint(T a) { return a; }
+FCX_I(type) fcx_real(T a) { return a; }
+FCX_I(type) fcx_imag(T) { return 0; }
+FCX_I(type) fcx_conj(T a) { return a; }
+#undef FCX_W
+
+/* ---- real floats (f16 and bf16 loops run in float) -------------------------------------- */
+
+FCX_F(type) fcx_add(T a, T b) { return a + b; }
+FCX_F(type) fcx_sub(T a, T b) { return a - b; }
+FCX_F(type) fcx_mul(T a, T b) { return a * b; }
+FCX_F(type) fcx_div(T a, T b) { return a / b; }
+/* npy_divmod: fmod, moved to the divisor's sign, the quotient snapped to an integer */
+FCX_F(type) fcx_divmod(T a, T b, T *modp) {
+    T mod = fcx_m_fmod(a, b);
+    if (!b) {
+        *modp = mod;
+        return a / b;
+    }
+    T div = (a - mod) / b;
+    if (mod) {
+        if ((b < 0) != (mod < 0)) {
+            mod += b;
+            div -= 1;
+        }
+    } else {
+        mod = fcx_m_copysign((T)0, b);
+    }
+    T fl;
+    if (div) {
+        fl = fcx_m_floor(div);
+        if (div - fl > (T)0.5) fl += 1;
+    } else {
+        fl = fcx_m_copysign((T)0, a / b);
+    }
+    *modp = mod;
+    return fl;
+}
+FCX_F(type) fcx_floordiv(T a, T b) {
+    T mod;
+    return b ? fcx_divmod(a, b, &mod) : a / b;
+}
+FCX_F(type) fcx_mod(T a, T b) {
+    T mod;
+    if (!b) return fcx_m_fmod(a, b);
+    fcx_divmod(a, b, &mod);
+    return mod;
+}
+FCX_F(type) fcx_pow(T a, T b) { return fcx_m_pow(a, b); }
+FCX_F(type) fcx_arctan2(T a, T b) { return fcx_m_atan2(a, b); }
+/* NaN in a wins; on a tie the second operand (NumPy's loops do the same: max(0., -0.) = -0.) */
+FCX_F(type) fcx_maximum(T a, T b) { return (a > b || a != a) ? a : b; }
+FCX_F(type) fcx_minimum(T a, T b) { return (a < b || a != a) ? a : b; }
+FCX_F(type) fcx_fmax(T a, T b) { return (a > b || b != b) ? a : b; }
+FCX_F(type) fcx_fmin(T a, T b) { return (a < b || b != b) ? a : b; }
+FCX_F(type) fcx_clip(T a, T lo, T hi) { /* NaN in a (then in lo) propagates */
+    T m = a != a ? a : (a > lo ? a : lo);
+    return m != m ? m : (m < hi ? m : hi);
+}
+FCX_F(type) fcx_negative(T a) { return -a; }
+FCX_F(type) fcx_abs(T a) { return fcx_m_fabs(a); }
+FCX_F(type) fcx_sign(T a) { return a > 0 ? (T)1 : a < 0 ? (T)-1 : a == 0 ? (T)0 : a; }
+FCX_F(type) fcx_square(T a) { return a * a; }
+FCX_F(type) fcx_reciprocal(T a) { return (T)1 / a; }
+#define FCX_FU(op, f) FCX_F(type) fcx_##op(T a) { return fcx_m_##f(a); }
+FCX_FU(sqrt, sqrt) FCX_FU(cbrt, cbrt) FCX_FU(exp, exp) FCX_FU(exp2, exp2) FCX_FU(expm1, expm1)
+FCX_FU(log, log) FCX_FU(log2, log2) FCX_FU(log10, log10) FCX_FU(log1p, log1p) FCX_FU(sin, sin)
+FCX_FU(cos, cos) FCX_FU(tan, tan) FCX_FU(arcsin, asin) FCX_FU(arccos, acos) FCX_FU(arctan, atan)
+FCX_FU(sinh, sinh) FCX_FU(cosh, cosh) FCX_FU(tanh, tanh) FCX_FU(arcsinh, asinh)
+FCX_FU(arccosh, acosh) FCX_FU(arctanh, atanh) FCX_FU(floor, floor) FCX_FU(ceil, ceil)
+FCX_FU(trunc, trunc) FCX_FU(rint, rint)
+#undef FCX_FU
+FCX_F(test) fcx_isnan(T a) { return a != a; }
+FCX_F(test) fcx_isinf(T a) { return fcx_inf(a); }
+FCX_F(test) fcx_isfinite(T a) { return fcx_finite(a); }
+FCX_F(type) fcx_real(T a) { return a; }
+FCX_F(type) fcx_imag(T) { return 0; }
+FCX_F(type) fcx_conj(T a) { return a; }
+FCX_F(type) fcx_angle(T a) { return fcx_m_atan2((T)0, a); } /* np.angle: arctan2(0, x) */
+
+/* ---- complex: C99 Annex G functions, computed in double --------------------------------- */
+
+/* The kernels fcx_z_<fn>(x, y) take double parts (D is always double: a template only so
+ * that unused ones cost nothing) and follow Annex G's special values, with glibc's choices
+ * where it leaves a sign open. */
+#define FCX_PI 3.14159265358979323846
+#define FCX_LN2 0.693147180559945309417
+
+/* Error-free a + b = s + *e (Knuth's two-sum; needs --fmad=false). */
+template <class D> FCX_FN D fcx_two_sum(D a, D b, D *e) {
+    D s = a + b, bb = s - a;
+    *e = (a - (s - bb)) + (b - bb);
+    return s;
+}
+/* a*a + b*b - 1 (a >= b) from its exact terms by cascaded two-sums, for log|z| near |z| == 1
+ * where log(hypot) would lose its digits */
+template <class D> FCX_FN D fcx_x2y2m1(D a, D b) {
+    D pa = a * a, pb = b * b, ea = fma(a, a, -pa), eb = fma(b, b, -pb), e1, e2, e3, e4;
+    D s = fcx_two_sum(pa, (D)-1, &e1);
+    s = fcx_two_sum(s, pb, &e2);
+    s = fcx_two_sum(s, ea, &e3);
+    s = fcx_two_sum(s, eb, &e4);
+    return s + (((e1 + e2) + e3) + e4);
+}
+
+template <class D> FCX_BIG fcx_t_c128 fcx_z_sqrt(D x, D y) {
+    const D inf = fcx_inf_of<D>();
+    if (fcx_inf(y)) return {inf, y};
+    if (x != x) return {x, x};
+    if (fcx_inf(x)) {
+        if (x > 0) return {x, y != y ? y : fcx_m_copysign((D)0, y)};
+        return {y != y ? y : (D)0, fcx_m_copysign(inf, y)};
+    }
+    if (y != y) return {y, y};
+    if (x == 0 && y == 0) return {0.0, y};
+    D a = fcx_m_fabs(x), b = fcx_m_fabs(y), scale = 1;
+    if (a > 0x1p1020 || b > 0x1p1020) { /* a + |z| would overflow */
+        a *= 0.25;
+        b *= 0.25;
+        scale = 2;
+    } else if (a < 0x1p-1000 && b < 0x1p-1000) { /* keep the digits of subnormals */
+        a *= 0x1p600;
+        b *= 0x1p600;
+        scale = 0x1p-300;
+    }
+    D t = fcx_m_sqrt(0.5 * (a + fcx_m_hypot(a, b)));
+    if (x >= 0) return {t * scale, fcx_m_copysign(b / (2 * t), y) * scale};
+    return {b / (2 * t) * scale, fcx_m_copysign(t, y) * scale};
+}
+
+template <class D> FCX_BIG fcx_t_c128 fcx_z_exp(D x, D y) {
+    if (fcx_finite(x)) {
+        if (!fcx_finite(y)) return {y - y, y - y};
+        if (y == 0) return {fcx_m_exp(x), y};
+        D c = fcx_m_cos(y), s = fcx_m_sin(y);
+        if (x > 708) { /* exp(x) overflows before the products would: split it */
+            D h = fcx_m_exp(0.5 * x);
+            return {c * h * h, s * h * h};
+        }
+        D e = fcx_m_exp(x);
+        return {e * c, e * s};
+    }
+    if (x != x) return {x, y == 0 ? y : x};
+    if (x > 0) {
+        if (y == 0) return {x, y};
+        if (!fcx_finite(y)) return {x, y - y};
+        return {fcx_m_copysign(x, fcx_m_cos(y)), fcx_m_copysign(x, fcx_m_sin(y))};
+    }
+    if (!fcx_finite(y)) return {0.0, fcx_m_copysign((D)0, y)};
+    return {fcx_m_copysign((D)0, fcx_m_cos(y)), fcx_m_copysign((D)0, fcx_m_sin(y))};
+}
+
+template <class D> FCX_BIG fcx_t_c128 fcx_z_log(D x, D y) {
+    const D inf = fcx_inf_of<D>();
+    if (fcx_inf(x) || fcx_inf(y)) return {inf, fcx_m_atan2(y, x)};
+    if (x != x || y != y) return {x + y, x + y};
+    D a = fcx_m_fabs(x), b = fcx_m_fabs(y), re;
+    if (a < b) {
+        D t = a;
+        a = b;
+        b = t;
+    }
+    if (a == 0) return {-inf, fcx_m_atan2(y, x)};
+    D h = fcx_m_hypot(a, b);
+    if (h > 0.7 && h < 1.4) re = 0.5 * fcx_m_log1p(fcx_x2y2m1(a, b));
+    else if (a > 0x1p1020) re = fcx_m_log(fcx_m_hypot(0.5 * a, 0.5 * b)) + FCX_LN2;
+    else if (a < 0x1p-1000) re = fcx_m_log(fcx_m_hypot(a * 0x1p600, b * 0x1p600)) - 600 * FCX_LN2;
+    else re = fcx_m_log(h);
+    return {re, fcx_m_atan2(y, x)};
+}
+
+/* sinh(x + iy) = (sinh x cos y, cosh x sin y); cosh(x + iy) = (cosh x cos y, sinh x sin y) */
+template <class D> FCX_BIG fcx_t_c128 fcx_z_sinh(D x, D y, bool cosh) {
+    if (y == 0) { /* the imaginary part is an exact zero, even where cosh x overflows */
+        if (cosh) return {fcx_m_cosh(x), x != x ? y : y * fcx_m_copysign((D)1, x)};
+        return {fcx_m_sinh(x), y};
+    }
+    if (!fcx_finite(y)) { /* glibc: +0 and +inf where Annex G leaves the sign open */
+        if (x == 0) return {cosh ? y - y : x, cosh ? (D)0 : y - y};
+        if (fcx_inf(x)) return {fcx_m_fabs(x), y - y};
+        return {y - y, y - y};
+    }
+    if (x != x) return {x, x};
+    D c = fcx_m_cos(y), s = fcx_m_sin(y), sh, ch, scale = 1, ax = fcx_m_fabs(x);
+    if (ax < 20) {
+        sh = fcx_m_sinh(x);
+        ch = fcx_m_cosh(x);
+    } else { /* cosh x == |sinh x| == e^|x| / 2 in double; split the exponential where it overflows */
+        ch = ax > 709 ? fcx_m_exp(0.5 * ax) : 0.5 * fcx_m_exp(ax);
+        if (ax > 709) scale = 0.5 * ch;
+        sh = fcx_m_copysign(ch, x);
+    }
+    if (cosh) return {ch * c * scale, sh * s * scale};
+    return {sh * c * scale, ch * s * scale};
+}
+
+/* tanh(x + iy) = (sinh x cosh x + i sin y cos y) / (sinh^2 x + cos^2 y): no cancellation */
+template <class D> FCX_BIG fcx_t_c128 fcx_z_tanh(D x, D y) {
+    if (x != x) return {x, y == 0 ? y : x};
+    if (fcx_inf(x)) /* 1 + i0 sin(2y) */
+        return {fcx_m_copysign((D)1, x),
+                fcx_m_copysign((D)0, fcx_finite(y) ? fcx_m_sin(y) * fcx_m_cos(y) : y)};
+    if (!fcx_finite(y)) return {x == 0 ? x : y - y, y - y};
+    if (y == 0) return {fcx_m_tanh(x), y};
+    D s = fcx_m_sin(y), c = fcx_m_cos(y);
+    if (fcx_m_fabs(x) > 354) { /* sinh^2 x overflows: the real part is +-1, the rest 4 e^-2|x| */
+        D e = fcx_m_exp(-fcx_m_fabs(x));
+        return {fcx_m_copysign((D)1, x), 4 * s * c * e * e};
+    }
+    D sh = fcx_m_sinh(x), ch = fcx_m_cosh(x), d = sh * sh + c * c;
+    return {sh * ch / d, s * c / d};
+}
+
+/* asin(x + iy) for finite x, y >= 0, by Hull, Fairgrieve and Tang (ACM TOMS 23(3), 1997):
+ * *ras = Re asin, *rac = Re acos, *im = Im asin = -Im acos (>= 0). */
+template <class D> FCX_BIG void fcx_z_asin_core(D x, D y, D *ras, D *rac, D *im) {
+    if (x > 0x1p28 || y > 0x1p28) { /* asin z ~ pi/2 - arg z - i log(2|z|) */
+        *ras = fcx_m_atan2(x, y);
+        *rac = fcx_m_atan2(y, x);
+        D s = (x > 0x1p1000 || y > 0x1p1000) ? 0.25 : 1;
+        *im = fcx_m_log(fcx_m_hypot(x * s, y * s)) + FCX_LN2 - fcx_m_log(s);
+        return;
+    }
+    if (x < 0x1p-28 && y < 0x1p-28) { /* asin z ~ z */
+        *ras = x;
+        *rac = FCX_PI / 2 - x;
+        *im = y;
+        return;
+    }
+    if (y < 0x1p-500) { /* y^2 would underflow: first-order terms in y (sqrt y at x == 1) */
+        if (x < 1) {
+            *ras = fcx_m_asin(x);
+            *rac = fcx_m_acos(x);
+            *im = y / fcx_m_sqrt((1 - x) * (1 + x));
+        } else if (x == 1) {
+            *ras = FCX_PI / 2;
+            *rac = *im = fcx_m_sqrt(y);
+        } else {
+            *ras = FCX_PI / 2;
+            *rac = y / fcx_m_sqrt((x - 1) * (x + 1));
+            *im = fcx_m_log1p((x - 1) + fcx_m_sqrt((x - 1) * (x + 1)));
+        }
+        return;
+    }
+    D r = fcx_m_hypot(x + 1, y), s = fcx_m_hypot(x - 1, y), a = 0.5 * (r + s), b = x / a;
+    D y2 = y * y;
+    if (b <= 0.6417) {
+        *ras = fcx_m_asin(b);
+        *rac = fcx_m_acos(b);
+    } else { /* asin / acos of b near 1 lose digits: take an arctangent of exact-ish parts */
+        D d = x <= 1 ? fcx_m_sqrt(0.5 * (a + x) * (y2 / (r + x + 1) + (s + (1 - x))))
+                     : y * fcx_m_sqrt(0.5 * ((a + x) / (r + x + 1) + (a + x) / (s + (x - 1))));
+        *ras = fcx_m_atan(x / d);
+        *rac = fcx_m_atan(d / x);
+    }
+    if (a <= 1.5) { /* log(a + sqrt(a^2 - 1)) through a - 1, computed without cancellation */
+        D am1 = x < 1 ? 0.5 * (y2 / (r + x + 1) + y2 / (s + (1 - x)))
+                      : 0.5 * (y2 / (r + x + 1) + (s + (x - 1)));
+        *im = fcx_m_log1p(am1 + fcx_m_sqrt(am1 * (a + 1)));
+    } else {
+        *im = fcx_m_log(a + fcx_m_sqrt((a - 1) * (a + 1)));
+    }
+}
+
+template <class D> FCX_BIG fcx_t_c128 fcx_z_asinh(D x, D y) {
+    if (x != x || y != y) {
+        if (fcx_inf(x)) return {x, y};
+        if (fcx_inf(y)) return {fcx_m_copysign(fcx_inf_of<D>(), x), x};
+        if (y == 0) return {x, y};
+        return {x + y, x + y};
+    }
+    if (fcx_inf(x) || fcx_inf(y)) {
+        D im = fcx_inf(x) ? (fcx_inf(y) ? FCX_PI / 4 : 0.0) : FCX_PI / 2;
+        return {fcx_m_copysign(fcx_inf_of<D>(), x), fcx_m_copysign(im, y)};
+    }
+    D ras, rac, im; /* asinh z = -i asin(iz) */
+    fcx_z_asin_core(fcx_m_fabs(y), fcx_m_fabs(x), &ras, &rac, &im);
+    return {fcx_m_copysign(im, x), fcx_m_copysign(ras, y)};
+}
+
+template <class D> FCX_BIG fcx_t_c128 fcx_z_acos(D x, D y) {
+    if (x != x || y != y) {
+        if (fcx_inf(x)) return {y, fcx_m_copysign(fcx_inf_of<D>(), -y)};
+        if (fcx_inf(y)) return {x, -y};
+        if (x == 0) return {FCX_PI / 2, y};
+        return {x + y, x + y};
+    }
+    if (fcx_inf(x) || fcx_inf(y)) {
+        D re = fcx_inf(y) ? (fcx_inf(x) ? (x > 0 ? FCX_PI / 4 : 3 * FCX_PI / 4) : FCX_PI / 2)
+                          : (x > 0 ? 0.0 : FCX_PI);
+        return {re, -fcx_m_copysign(fcx_inf_of<D>(), y)};
+    }
+    D ras, rac, im;
+    fcx_z_asin_core(fcx_m_fabs(x), fcx_m_fabs(y), &ras, &rac, &im);
+    return {fcx_m_copysign((D)1, x) < 0 ? FCX_PI - rac : rac, fcx_m_copysign(im, -y)};
+}
+
+/* acosh z = (|Im acos z|, Re acos z with the sign of y) */
+template <class D> FCX_BIG fcx_t_c128 fcx_z_acosh(D x, D y) {
+    fcx_t_c128 a = fcx_z_acos(x, y);
+    if (a.im != a.im) return {fcx_m_fabs(a.im), a.re};
+    return {fcx_m_fabs(a.im), fcx_m_copysign(a.re, y)};
+}
+
+template <class D> FCX_BIG fcx_t_c128 fcx_z_atanh(D x, D y) {
+    if (x != x || y != y) {
+        if (fcx_inf(x)) return {fcx_m_copysign((D)0, x), y};
+        if (fcx_inf(y)) return {fcx_m_copysign((D)0, x), fcx_m_copysign((D)(FCX_PI / 2), y)};
+        if (x == 0) return {x, y};
+        return {x + y, x + y};
+    }
+    if (fcx_inf(x) || fcx_inf(y)) return {fcx_m_copysign((D)0, x), fcx_m_copysign((D)(FCX_PI / 2), y)};
+    D ax = fcx_m_fabs(x), ay = fcx_m_fabs(y), re, im;
+    if (ax > 0x1p28 || ay > 0x1p28) { /* x / |z|^2 and pi/2 - y / |z|^2 */
+        D s = (ax > 0x1p1000 || ay > 0x1p1000) ? 0.25 : 1, h = fcx_m_hypot(ax * s, ay * s);
+        re = ax * s / h / h * s;
+        im = FCX_PI / 2 - ay * s / h / h * s;
+    } else if (ax < 0x1p-28 && ay < 0x1p-28) { /* atanh z ~ z */
+        re = ax;
+        im = ay;
+    } else {
+        if (ax == 1 && ay < 0x1p-500) re = 0.5 * (FCX_LN2 - fcx_m_log(ay)); /* y^2 underflows */
+        else re = 0.25 * fcx_m_log1p(4 * ax / ((1 - ax) * (1 - ax) + ay * ay));
+        im = 0.5 * fcx_m_atan2(2 * ay, (1 - ax) * (1 + ax) - ay * ay);
+    }
+    return {fcx_m_copysign(re, x), fcx_m_copysign(im, y)};
+}
+
+/* The complex ops: the double kernel, rounded once to T's parts. sin z = -i sinh(iz),
+ * cos z = cosh(iz), tan z = -i tanh(iz), asin z = -i asinh(iz), atan z = -i atanh(iz), the
+ * identities by which the C standard defines them (and their special values). */
+template <class T> FCX_FN T fcx_cx_round(fcx_t_c128 r) {
+    typedef typename fcx_tc<T>::real R;
+    return T{(R)r.re, (R)r.im};
+}
+template <class T> FCX_FN T fcx_cx_round_rot(fcx_t_c128 r) { /* -i r */
+    typedef typename fcx_tc<T>::real R;
+    return T{(R)r.im, (R)-r.re};
+}
+#define FCX_ZF(op, expr)                                                                       \
+    FCX_C(type) fcx_##op(T z) {                                                                \
+        double x = z.re, y = z.im;                                                             \
+        return expr;                                                                           \
+    }
+FCX_ZF(sqrt, fcx_cx_round<T>(fcx_z_sqrt(x, y)))
+FCX_ZF(exp, fcx_cx_round<T>(fcx_z_exp(x, y)))
+FCX_ZF(log, fcx_cx_round<T>(fcx_z_log(x, y)))
+FCX_ZF(sinh, fcx_cx_round<T>(fcx_z_sinh(x, y, false)))
+FCX_ZF(cosh, fcx_cx_round<T>(fcx_z_sinh(x, y, true)))
+FCX_ZF(tanh, fcx_cx_round<T>(fcx_z_tanh(x, y)))
+FCX_ZF(arcsinh, fcx_cx_round<T>(fcx_z_asinh(x, y)))
+FCX_ZF(arccos, fcx_cx_round<T>(fcx_z_acos(x, y)))
+FCX_ZF(arccosh, fcx_cx_round<T>(fcx_z_acosh(x, y)))
+FCX_ZF(arctanh, fcx_cx_round<T>(fcx_z_atanh(x, y)))
+FCX_ZF(sin, (fcx_inf(y) && !fcx_finite(x) ? T{z.re - z.re, fcx_inf_of<decltype(z.re)>()} /* glibc's */
+                                            : fcx_cx_round_rot<T>(fcx_z_sinh(-y, x, false))))
+FCX_ZF(cos, fcx_cx_round<T>(fcx_z_sinh(-y, x, true)))
+FCX_ZF(tan, fcx_cx_round_rot<T>(fcx_z_tanh(-y, x)))
+FCX_ZF(arcsin, fcx_cx_round_rot<T>(fcx_z_asinh(-y, x)))
+FCX_ZF(arctan, fcx_cx_round_rot<T>(fcx_z_atanh(-y, x)))
+#undef FCX_ZF
+
+/* ---- complex: NumPy's own loops (funcs.inc.src), computed in T's precision -------------- */
+
+FCX_C(type) fcx_add(T a, T b) { return a + b; }
+FCX_C(type) fcx_sub(T a, T b) { return a - b; }
+FCX_C(type) fcx_mul(T a, T b) { return a * b; }
+FCX_C(type) fcx_div(T a, T b) { return a / b; }
+FCX_C(type) fcx_negative(T a) { return -a; }
+FCX_C(type) fcx_square(T a) { return a * a; }
+FCX_C(type) fcx_conj(T a) { return T{a.re, -a.im}; }
+FCX_C(real) fcx_real(T a) { return a.re; }
+FCX_C(real) fcx_imag(T a) { return a.im; }
+FCX_C(real) fcx_abs(T a) { return fcx_m_hypot(a.re, a.im); }
+FCX_C(real) fcx_angle(T a) { return fcx_m_atan2(a.im, a.re); }
+FCX_C(type) fcx_rint(T a) { return T{fcx_m_rint(a.re), fcx_m_rint(a.im)}; }
+FCX_C(test) fcx_isnan(T a) { return a.re != a.re || a.im != a.im; }
+FCX_C(test) fcx_isinf(T a) { return fcx_inf(a.re) || fcx_inf(a.im); }
+FCX_C(test) fcx_isfinite(T a) { return fcx_finite(a.re) && fcx_finite(a.im); }
+FCX_C(type) fcx_reciprocal(T a) {
+    typedef typename fcx_tc<T>::real R;
+    if (fcx_m_fabs(a.im) <= fcx_m_fabs(a.re)) {
+        R r = a.im / a.re, d = a.re + a.im * r;
+        return T{(R)1 / d, -r / d};
+    }
+    R r = a.re / a.im, d = a.re * r + a.im;
+    return T{r / d, (R)-1 / d};
+}
+/* sign(z) = z / |z| (NumPy 2), with its infinities */
+FCX_C(type) fcx_sign(T a) {
+    typedef typename fcx_tc<T>::real R;
+    R ab = fcx_m_hypot(a.re, a.im), nan = fcx_nan_of<R>();
+    if (ab != ab) return T{nan, nan};
+    if (fcx_inf(ab)) {
+        if (fcx_inf(a.re)) return fcx_inf(a.im) ? T{nan, nan} : T{a.re > 0 ? (R)1 : (R)-1, 0};
+        return T{0, a.im > 0 ? (R)1 : (R)-1};
+    }
+    if (ab == 0) return T{0, 0};
+    return T{a.re / ab, a.im / ab};
+}
+FCX_C(type) fcx_exp2(T a) {
+    typedef typename fcx_tc<T>::real R;
+    const R ln2 = (R)FCX_LN2;
+    return fcx_exp(T{a.re * ln2, a.im * ln2});
+}
+FCX_C(type) fcx_expm1(T a) {
+    typedef typename fcx_tc<T>::real R;
+    R s = fcx_m_sin(a.im / 2);
+    return T{fcx_m_expm1(a.re) * fcx_m_cos(a.im) - 2 * s * s, fcx_m_exp(a.re) * fcx_m_sin(a.im)};
+}
+FCX_C(type) fcx_log1p(T a) {
+    typedef typename fcx_tc<T>::real R;
+    R l = fcx_m_hypot(a.re + 1, a.im);
+    return T{fcx_m_log(l), fcx_m_atan2(a.im, a.re + 1)};
+}
+FCX_C(type) fcx_log2(T a) {
+    typedef typename fcx_tc<T>::real R;
+    T l = fcx_log(a);
+    const R k = (R)1.44269504088896340735992468100189214;
+    return T{l.re * k, l.im * k};
+}
+FCX_C(type) fcx_log10(T a) {
+    typedef typename fcx_tc<T>::real R;
+    T l = fcx_log(a);
+    const R k = (R)0.434294481903251827651128918916605082;
+    return T{l.re * k, l.im * k};
+}
+/* C's complex multiplication (Annex G): the plain product, except that a NaN + iNaN result
+ * of infinite factors is recovered as an infinity (cpow's b * log a needs it). */
+FCX_C(type) fcx_cmul_annex_g(T z, T w) {
+    typedef typename fcx_tc<T>::real R;
+    R a = z.re, b = z.im, c = w.re, d = w.im, ac = a * c, bd = b * d, ad = a * d, bc = b * c;
+    R x = ac - bd, y = ad + bc;
+    if (x == x || y == y) return T{x, y};
+    bool recalc = false;
+    if (fcx_inf(a) || fcx_inf(b)) { /* box the infinity, zero the NaNs of the other factor */
+        a = fcx_m_copysign((R)(fcx_inf(a) ? 1 : 0), a);
+        b = fcx_m_copysign((R)(fcx_inf(b) ? 1 : 0), b);
+        if (c != c) c = fcx_m_copysign((R)0, c);
+        if (d != d) d = fcx_m_copysign((R)0, d);
+        recalc = true;
+    }
+    if (fcx_inf(c) || fcx_inf(d)) {
+        c = fcx_m_copysign((R)(fcx_inf(c) ? 1 : 0), c);
+        d = fcx_m_copysign((R)(fcx_inf(d) ? 1 : 0), d);
+        if (a != a) a = fcx_m_copysign((R)0, a);
+        if (b != b) b = fcx_m_copysign((R)0, b);
+        recalc = true;
+    }
+    if (!recalc && (fcx_inf(ac) || fcx_inf(bd) || fcx_inf(ad) || fcx_inf(bc))) { /* overflow */
+        if (a != a) a = fcx_m_copysign((R)0, a);
+        if (b != b) b = fcx_m_copysign((R)0, b);
+        if (c != c) c = fcx_m_copysign((R)0, c);
+        if (d != d) d = fcx_m_copysign((R)0, d);
+        recalc = true;
+    }
+    if (recalc) {
+        x = fcx_inf_of<R>() * (a * c - b * d);
+        y = fcx_inf_of<R>() * (a * d + b * c);
+    }
+    return T{x, y};
+}
+/* npy_cpow: small integer powers by repeated multiplication, else exp(b log a) with both
+ * steps rounded to T (as the C library's cpow does). */
+FCX_C(type) fcx_pow(T a, T b) {
+    typedef typename fcx_tc<T>::real R;
+    if (b.re == 0 && b.im == 0) return T{1, 0};
+    if (a.re == 0 && a.im == 0) {
+        if (b.re > 0) return T{0, 0};
+        return T{fcx_nan_of<R>(), fcx_nan_of<R>()};
+    }
+    if (b.im == 0 && b.re >= -100 && b.re <= 100 && (R)(int)b.re == b.re) {
+        int n = (int)b.re;
+        if (n == 1) return a;
+        if (n == 2) return a * a;
+        if (n == 3) return a * (a * a);
+        if (n > -100 && n < 100) {
+            T acc = {1, 0}, p = a;
+            int m = n < 0 ? -n : n;
+            for (int mask = 1;; mask <<= 1) {
+                if (m & mask) acc = acc * p;
+                if (m < (mask << 1)) break;
+                p = p * p;
+            }
+            if (n < 0) acc = T{1, 0} / acc;
+            return acc;
+        }
+    }
+    return fcx_exp(fcx_cmul_annex_g(b, fcx_log(a)));
+}
+/* Lexicographic order; a NaN part makes the real-part test false (NumPy's CLT / CGT). */
+FCX_C(test) fcx_less(T x, T y) {
+    return (x.re < y.re && x.im == x.im && y.im == y.im) || (x.re == y.re && x.im < y.im);
+}
+FCX_C(test) fcx_less_equal(T x, T y) {
+    return (x.re < y.re && x.im == x.im && y.im == y.im) || (x.re == y.re && x.im <= y.im);
+}
+FCX_C(test) fcx_greater(T x, T y) { return fcx_less(y, x); }
+FCX_C(test) fcx_greater_equal(T x, T y) { return fcx_less_equal(y, x); }
+FCX_C(test) fcx_equal(T x, T y) { return x == y; }
+FCX_C(test) fcx_not_equal(T x, T y) { return x != y; }
+FCX_C(type) fcx_maximum(T a, T b) { return (fcx_isnan(a) || fcx_greater_equal(a, b)) ? a : b; }
+FCX_C(type) fcx_minimum(T a, T b) { return (fcx_isnan(a) || fcx_less_equal(a, b)) ? a : b; }
+FCX_C(type) fcx_fmax(T a, T b) { return (fcx_isnan(b) || fcx_greater_equal(a, b)) ? a : b; }
+FCX_C(type) fcx_fmin(T a, T b) { return (fcx_isnan(b) || fcx_less_equal(a, b)) ? a : b; }
+/* clip's own max / min: NaN in the first operand wins, plain lexicographic order */
+FCX_C(type) fcx_clip(T x, T lo, T hi) {
+    bool ge = x.re > lo.re || (x.re == lo.re && x.im >= lo.im);
+    T m = (fcx_isnan(x) || ge) ? x : lo;
+    bool le = m.re < hi.re || (m.re == hi.re && m.im <= hi.im);
+    return (fcx_isnan(m) || le) ? m : hi;
+}
+
+/* ---- random numbers: graph.h's fcg_random_bits / fcg_random_unit ------------------------ */
+
+template <class U> FCX_FN unsigned long long fcx_mix64(U u) {
+    unsigned long long z = u;
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+/* 64 random bits of (seed, stream index) */
+template <class S, class I> FCX_FN unsigned long long fcx_random_bits(S seed, I index) {
+    return fcx_mix64((unsigned long long)seed ^ fcx_mix64(index));
+}
+/* A value in [0, 1) with as many bits as the dtype's significand, exact in it. Complex
+ * element i takes stream index 2i for its real part and 2i + 1 for its imaginary part. */
+template <class S, class I> FCX_FN float fcx_random_unit_f16(S seed, I i) {
+    return (float)(fcx_random_bits(seed, i) >> 53) * 0x1p-11f;
+}
+template <class S, class I> FCX_FN float fcx_random_unit_bf16(S seed, I i) {
+    return (float)(fcx_random_bits(seed, i) >> 56) * 0x1p-8f;
+}
+template <class S, class I> FCX_FN float fcx_random_unit_f32(S seed, I i) {
+    return (float)(fcx_random_bits(seed, i) >> 40) * 0x1p-24f;
+}
+template <class S, class I> FCX_FN double fcx_random_unit_f64(S seed, I i) {
+    return (double)(fcx_random_bits(seed, i) >> 11) * 0x1p-53;
+}
+template <class S, class I> FCX_FN fcx_t_c64 fcx_random_unit_c64(S seed, I i) {
+    unsigned long long k = 2 * (unsigned long long)i;
+    return fcx_t_c64{fcx_random_unit_f32(seed, k), fcx_random_unit_f32(seed, k + 1)};
+}
+template <class S, class I> FCX_FN fcx_t_c128 fcx_random_unit_c128(S seed, I i) {
+    unsigned long long k = 2 * (unsigned long long)i;
+    return fcx_t_c128{fcx_random_unit_f64(seed, k), fcx_random_unit_f64(seed, k + 1)};
+}
+
+/* ---- reductions ------------------------------------------------------------------------- */
+
+/* Identities in the accumulator's compute type T: fcx_identity_sum<T>() (0),
+ * fcx_identity_prod<T>() (1), and for max / min the value every other value beats (-inf /
+ * +inf for floats, the integer extremes, (-inf, -inf) / (+inf, +inf) for complex, false /
+ * true for bool). any and all start from false and true. Max and min combine with
+ * fcx_maximum / fcx_minimum (accumulator first): NaN propagates, NumPy's max / min. */
+template <class T> FCX_FN T fcx_identity_sum() { return T{}; }
+template <class T> FCX_FN T fcx_identity_prod() {
+    if constexpr (fcx_kind<T>::v == 5) return T{1, 0};
+    else return (T)1;
+}
+template <class T> FCX_FN T fcx_identity_max() {
+    if constexpr (fcx_kind<T>::v == 5) return T{-fcx_inf_of<decltype(T{}.re)>(), -fcx_inf_of<decltype(T{}.re)>()};
+    else if constexpr (fcx_kind<T>::v == 4) return -fcx_inf_of<T>();
+    else if constexpr (fcx_kind<T>::v == 2) return (T)((unsigned long long)1 << (8 * sizeof(T) - 1));
+    else return (T)0;
+}
+template <class T> FCX_FN T fcx_identity_min() {
+    if constexpr (fcx_kind<T>::v == 5) return T{fcx_inf_of<decltype(T{}.re)>(), fcx_inf_of<decltype(T{}.re)>()};
+    else if constexpr (fcx_kind<T>::v == 4) return fcx_inf_of<T>();
+    else if constexpr (fcx_kind<T>::v == 2) return (T)~((unsigned long long)1 << (8 * sizeof(T) - 1));
+    else if constexpr (fcx_kind<T>::v == 1) return true;
+    else return (T)~(T)0;
+}
+
+/* argmax / argmin: folds the pair (v2, i2) into the running pair (*v, *i). A NaN beats every
+ * number (the first NaN wins), and among equal values the lower index wins, so the result
+ * does not depend on the order in which a parallel reduction combines pairs. */
+template <class T> FCX_FN void fcx_argmax_combine(T *v, long long *i, T v2, long long i2) {
+    bool n1 = fcx_isnan(*v), n2 = fcx_isnan(v2);
+    bool take = n2 ? (!n1 || i2 < *i)
+                   : (!n1 && (fcx_greater(v2, *v) || (fcx_equal(v2, *v) && i2 < *i)));
+    if (take) {
+        *v = v2;
+        *i = i2;
+    }
+}
+template <class T> FCX_FN void fcx_argmin_combine(T *v, long long *i, T v2, long long i2) {
+    bool n1 = fcx_isnan(*v), n2 = fcx_isnan(v2);
+    bool take = n2 ? (!n1 || i2 < *i)
+                   : (!n1 && (fcx_less(v2, *v) || (fcx_equal(v2, *v) && i2 < *i)));
+    if (take) {
+        *v = v2;
+        *i = i2;
+    }
+}
+
+#endif /* FCX_PRELUDE_CUH */

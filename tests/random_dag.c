@@ -1,0 +1,717 @@
+/*
+ * tests/random_dag.c - random array programs through the public API (see random_dag.h).
+ */
+#include "random_dag.h"
+
+#include <string.h>
+
+/* ---- the elementwise ops of ops.def ----------------------------------------------------- */
+
+/* The op table expanded once more: every EW op with a public constructor fc_<cname>, with its
+ * arity. A function pointer of any type converts to void (*)(void) and back. */
+typedef void (*rd_fn)(void);
+typedef struct rd_ew {
+    const char *name;
+    int nin;
+    rd_fn fn;
+} rd_ew;
+
+#define RD_KIND_EW(c, n) {#c, n, (rd_fn)fc_##c},
+#define RD_KIND_EWX(c, n)
+#define RD_KIND_SPECIAL(c, n)
+#define RD_KIND_SOURCE(c, n)
+#define RD_KIND_REDUCE(c, n)
+#define RD_KIND_VIEW(c, n)
+#define RD_KIND_LIB(c, n)
+static const rd_ew rd_ew_ops[] = {
+#define FCG_OP(E, c, py, nin, kind, rule, infix) RD_KIND_##kind(c, nin)
+#include "ops.def"
+#undef FCG_OP
+};
+#undef RD_KIND_EW
+#undef RD_KIND_EWX
+#undef RD_KIND_SPECIAL
+#undef RD_KIND_SOURCE
+#undef RD_KIND_REDUCE
+#undef RD_KIND_VIEW
+#undef RD_KIND_LIB
+#define RD_N_EW ((int)(sizeof rd_ew_ops / sizeof rd_ew_ops[0]))
+
+/* ---- the generator's state -------------------------------------------------------------- */
+
+#define RD_POOL_MAX 128
+
+typedef struct rd {
+    fc_ctx *ctx;
+    const rdag_options *o;
+    uint64_t state;
+    fc_array *pool[RD_POOL_MAX]; /* usable arrays, owned by the generator's scope */
+    int npool;
+    int ninputs;                 /* pool[0..ninputs) are the fc_from_host inputs */
+    bool nomem;
+} rd;
+
+static uint64_t rd_next(rd *r) {
+    uint64_t z = (r->state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+/* Uniform in [0, n); n >= 1. */
+static int rd_below(rd *r, int n) { return (int)(rd_next(r) % (uint64_t)n); }
+static int rd_range(rd *r, int lo, int hi) { return lo + rd_below(r, hi - lo + 1); }
+static bool rd_chance(rd *r, int percent) { return rd_below(r, 100) < percent; }
+/* A value in [0, 1). */
+static double rd_unit(rd *r) { return (double)(rd_next(r) >> 11) * 0x1p-53; }
+
+static bool is_int(fc_dtype t) { return t >= FC_I8 && t <= FC_U64; }
+static bool is_uint(fc_dtype t) { return t >= FC_U8 && t <= FC_U64; }
+static bool is_complex(fc_dtype t) { return t == FC_C64 || t == FC_C128; }
+static bool is_inexact(fc_dtype t) { return t >= FC_F16; }
+
+static fc_dtype rd_dtype(rd *r) { return (fc_dtype)rd_below(r, FC_DTYPE_COUNT); }
+
+static int64_t numel(const fc_shape *s) {
+    int64_t n = 1;
+    for (int d = 0; d < s->ndim; d++) n *= s->dim[d];
+    return n;
+}
+
+/* NumPy broadcasting: axes align on the right; equal or 1. */
+static bool broadcastable(const fc_shape *a, const fc_shape *b) {
+    for (int k = 1; k <= a->ndim && k <= b->ndim; k++) {
+        int64_t x = a->dim[a->ndim - k], y = b->dim[b->ndim - k];
+        if (x != y && x != 1 && y != 1) return false;
+    }
+    return true;
+}
+
+/* ---- pool ------------------------------------------------------------------------------- */
+
+/* Takes a new result: discards it (returns NULL) when it is poisoned or too big. A result
+ * poisoned by out-of-memory stops the whole build. */
+static fc_array *rd_accept(rd *r, fc_array *a) {
+    fc_status st = fc_array_status(a);
+    if (st == FC_ERR_NOMEM) r->nomem = true;
+    if (st != FC_OK) return NULL;
+    if (fc_array_size(a) > r->o->max_elements) return NULL;
+    return a;
+}
+
+static void rd_push(rd *r, fc_array *a) {
+    if (r->npool < RD_POOL_MAX) {
+        r->pool[r->npool++] = a;
+        return;
+    }
+    /* Full: replace a random non-input entry (keeps the pool's size bounded). */
+    r->pool[r->ninputs + rd_below(r, RD_POOL_MAX - r->ninputs)] = a;
+}
+
+/* An operand: half the time one of the latest arrays (so chains grow deep), else any. */
+static fc_array *rd_pick(rd *r) {
+    if (rd_chance(r, 50)) {
+        int recent = r->npool < 6 ? r->npool : 6;
+        return r->pool[r->npool - 1 - rd_below(r, recent)];
+    }
+    return r->pool[rd_below(r, r->npool)];
+}
+
+/* ---- data ------------------------------------------------------------------------------- */
+
+/* A random non-zero float of magnitude in [1/8, 4). */
+static double rd_float(rd *r) {
+    double m = 0.125 + rd_unit(r) * 3.875;
+    return rd_chance(r, 50) ? -m : m;
+}
+
+/* IEEE binary16 / bfloat16 bits of a non-zero value of magnitude in [1/4, 4), built
+ * directly (exponent and mantissa), so no conversion routine is needed. */
+static uint16_t rd_f16_bits(rd *r) {
+    uint16_t e = (uint16_t)rd_range(r, 13, 16), m = (uint16_t)rd_below(r, 1024);
+    return (uint16_t)((rd_chance(r, 50) ? 0x8000u : 0u) | (unsigned)(e << 10) | m);
+}
+static uint16_t rd_bf16_bits(rd *r) {
+    uint16_t e = (uint16_t)rd_range(r, 125, 128), m = (uint16_t)rd_below(r, 128);
+    return (uint16_t)((rd_chance(r, 50) ? 0x8000u : 0u) | (unsigned)(e << 7) | m);
+}
+
+/* A non-zero integer: mostly small, sometimes any bit pattern (wrap-around paths). */
+static int64_t rd_int(rd *r, fc_dtype t) {
+    size_t bits = 8 * fc_dtype_size(t);
+    if (rd_chance(r, 15)) {
+        uint64_t v = rd_next(r);
+        if (bits < 64) v &= (1ull << bits) - 1;
+        if (v == 0) v = 1;
+        if (!is_uint(t) && bits < 64 && (v >> (bits - 1))) v |= ~((1ull << bits) - 1);
+        return (int64_t)v;
+    }
+    int64_t v = rd_range(r, 1, 9);
+    return is_uint(t) || rd_chance(r, 50) ? v : -v;
+}
+
+static void rd_fill(rd *r, fc_dtype t, void *buf, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        switch (t) {
+        case FC_BOOL: ((uint8_t *)buf)[i] = (uint8_t)rd_below(r, 2); break;
+        case FC_I8: case FC_U8: ((int8_t *)buf)[i] = (int8_t)rd_int(r, t); break;
+        case FC_I16: case FC_U16: ((int16_t *)buf)[i] = (int16_t)rd_int(r, t); break;
+        case FC_I32: case FC_U32: ((int32_t *)buf)[i] = (int32_t)rd_int(r, t); break;
+        case FC_I64: case FC_U64: ((int64_t *)buf)[i] = rd_int(r, t); break;
+        case FC_F16: ((uint16_t *)buf)[i] = rd_f16_bits(r); break;
+        case FC_BF16: ((uint16_t *)buf)[i] = rd_bf16_bits(r); break;
+        case FC_F32: ((float *)buf)[i] = (float)rd_float(r); break;
+        case FC_F64: ((double *)buf)[i] = rd_float(r); break;
+        case FC_C64:
+            ((float *)buf)[2 * i] = (float)rd_float(r);
+            ((float *)buf)[2 * i + 1] = (float)rd_float(r);
+            break;
+        case FC_C128:
+            ((double *)buf)[2 * i] = rd_float(r);
+            ((double *)buf)[2 * i + 1] = rd_float(r);
+            break;
+        default: break;
+        }
+    }
+}
+
+/* Input shapes derive from one base shape (a suffix of it, some extents set to 1) so that
+ * inputs broadcast together; a few are unrelated. */
+static fc_shape rd_input_shape(rd *r, const fc_shape *base) {
+    fc_shape s;
+    memset(&s, 0, sizeof s);
+    if (rd_chance(r, 15)) {
+        s.ndim = rd_range(r, 0, 4);
+        for (int d = 0; d < s.ndim; d++) s.dim[d] = rd_range(r, 1, r->o->max_extent);
+        return s;
+    }
+    s.ndim = rd_range(r, 0, base->ndim);
+    for (int d = 0; d < s.ndim; d++) {
+        s.dim[d] = base->dim[base->ndim - s.ndim + d];
+        if (rd_chance(r, 25)) s.dim[d] = 1;
+    }
+    return s;
+}
+
+static fc_array *rd_input(rd *r, const fc_shape *base) {
+    fc_dtype t = rd_dtype(r);
+    fc_shape s = rd_input_shape(r, base);
+    /* Extents are at most max_extent (<= 16) and rank at most 4: at most 65536 elements. */
+    static unsigned char buf[65536 * 16];
+    int64_t n = numel(&s);
+    if (n * (int64_t)fc_dtype_size(t) > (int64_t)sizeof buf) return NULL;
+    rd_fill(r, t, buf, n);
+    return rd_accept(r, fc_from_host(r->ctx, t, s, buf));
+}
+
+/* ---- scalars ---------------------------------------------------------------------------- */
+
+static fc_array *rd_weak_scalar(rd *r) {
+    switch (rd_below(r, 4)) {
+    case 0: return fc_f64(r->ctx, rd_float(r));
+    case 1: return fc_i64(r->ctx, rd_chance(r, 50) ? rd_range(r, 1, 5) : -rd_range(r, 1, 5));
+    case 2: return fc_c128(r->ctx, rd_float(r), rd_float(r));
+    default: return fc_bool(r->ctx, rd_chance(r, 50));
+    }
+}
+
+/* A strongly typed 0-d scalar of a random dtype, with an integral value so that it is exact
+ * in every dtype. */
+static fc_array *rd_strong_scalar(rd *r) {
+    fc_dtype t = rd_dtype(r);
+    double v = rd_range(r, 1, 5);
+    if (!is_uint(t) && t != FC_BOOL && rd_chance(r, 50)) v = -v;
+    return fc_scalar(r->ctx, t, v);
+}
+
+/* ---- operands --------------------------------------------------------------------------- */
+
+/* A second operand that broadcasts with a. */
+static fc_array *rd_partner(rd *r, fc_array *a) {
+    int c = rd_below(r, 100);
+    if (c < 55) {
+        fc_shape sa = fc_array_shape(a);
+        int cand[RD_POOL_MAX], nc = 0;
+        for (int i = 0; i < r->npool; i++) {
+            fc_shape sb = fc_array_shape(r->pool[i]);
+            if (broadcastable(&sa, &sb)) cand[nc++] = i;
+        }
+        if (nc) {
+            /* Prefer recent ones too. */
+            int j = rd_chance(r, 50) ? nc - 1 - rd_below(r, nc < 4 ? nc : 4) : rd_below(r, nc);
+            return r->pool[cand[j]];
+        }
+    }
+    if (c < 80) return rd_weak_scalar(r);
+    if (c < 88) return rd_strong_scalar(r);
+    if (c < 94 && r->o->reductions && fc_array_ndim(a) > 0) /* keepdims: broadcasts back */
+        return fc_max(a, FC_AXES(rd_below(r, fc_array_ndim(a))), true);
+    return a;
+}
+
+/* ---- elementwise ------------------------------------------------------------------------ */
+
+static const rd_ew *rd_ew_of_arity(rd *r, int nin) {
+    int cand[RD_N_EW], nc = 0;
+    for (int i = 0; i < RD_N_EW; i++)
+        if (rd_ew_ops[i].nin == nin) cand[nc++] = i;
+    return nc ? &rd_ew_ops[cand[rd_below(r, nc)]] : NULL;
+}
+
+/* Whether x must not be computed under gpu_safe: integer reciprocal (1 / 0 is unspecified). */
+static bool rd_unsafe_unary(const rd *r, const rd_ew *op, fc_array *a) {
+    if (!r->o->gpu_safe) return false;
+    fc_dtype t = fc_array_dtype(a);
+    return strcmp(op->name, "reciprocal") == 0 && (is_int(t) || t == FC_BOOL);
+}
+
+static fc_array *rd_unary(rd *r) {
+    const rd_ew *op = rd_ew_of_arity(r, 1);
+    fc_array *a = rd_pick(r);
+    if (rd_unsafe_unary(r, op, a)) return NULL;
+    return ((fc_array * (*)(fc_array *)) op->fn)(a);
+}
+
+static fc_array *rd_binary(rd *r) {
+    const rd_ew *op = rd_ew_of_arity(r, 2);
+    fc_array *a = rd_pick(r), *b = rd_partner(r, a);
+    if (rd_chance(r, 30)) { /* either side may be the scalar or the smaller one */
+        fc_array *t = a;
+        a = b;
+        b = t;
+    }
+    fc_array *(*fn)(fc_array *, fc_array *) = (fc_array * (*)(fc_array *, fc_array *)) op->fn;
+    fc_array *y = fn(a, b);
+    /* An integer power of a negative exponent fails at evaluation: use a small one. */
+    if (r->o->gpu_safe && strcmp(op->name, "pow") == 0 && fc_array_status(y) == FC_OK &&
+        (is_int(fc_array_dtype(y)) || fc_array_dtype(y) == FC_BOOL))
+        y = fn(a, fc_i64(r->ctx, rd_range(r, 0, 3)));
+    return y;
+}
+
+static fc_array *rd_ternary(rd *r) {
+    const rd_ew *op = rd_ew_of_arity(r, 3);
+    fc_array *a = rd_pick(r);
+    fc_array *b = rd_partner(r, a), *c = rd_partner(r, a);
+    fc_array *(*fn)(fc_array *, fc_array *, fc_array *) =
+        (fc_array * (*)(fc_array *, fc_array *, fc_array *)) op->fn;
+    if (strcmp(op->name, "where") == 0) {
+        /* The condition: an array taken as bool, often a comparison. */
+        fc_array *cond = rd_chance(r, 50) ? fc_greater(a, rd_partner(r, a)) : a;
+        return fn(cond, b, c);
+    }
+    return fn(a, b, c);
+}
+
+/* x made safe to convert to an integer dtype: finite and within the target's range. */
+static fc_array *rd_int_safe(rd *r, fc_array *x, fc_dtype to) {
+    fc_dtype t = fc_array_dtype(x);
+    if (!is_inexact(t) || !is_int(to)) return x;
+    if (is_complex(t)) x = fc_real(x);
+    fc_array *lo = fc_f64(r->ctx, is_uint(to) ? 0.0 : -100.0), *hi = fc_f64(r->ctx, 100.0);
+    return fc_where(fc_isfinite(x), fc_clip(x, lo, hi), fc_f64(r->ctx, 0.0));
+}
+
+static fc_array *rd_cast(rd *r) {
+    fc_array *a = rd_pick(r);
+    fc_dtype to = rd_dtype(r);
+    if (r->o->gpu_safe) a = rd_int_safe(r, a, to);
+    return fc_cast(a, to);
+}
+
+/* ---- reductions ------------------------------------------------------------------------- */
+
+static fc_axes rd_axes(rd *r, int nd) {
+    fc_axes ax;
+    memset(&ax, 0, sizeof ax);
+    if (nd == 0 || rd_chance(r, 20)) {
+        ax.n = rd_chance(r, 80) ? -1 : 0;
+        return ax;
+    }
+    for (int d = 0; d < nd; d++)
+        if (rd_chance(r, 50)) ax.axis[ax.n++] = rd_chance(r, 30) ? d - nd : d;
+    if (ax.n == 0) ax.axis[ax.n++] = rd_below(r, nd);
+    return ax;
+}
+
+static fc_array *rd_reduce(rd *r) {
+    fc_array *a = rd_pick(r);
+    fc_axes ax = rd_axes(r, fc_array_ndim(a));
+    bool keep = rd_chance(r, 40);
+    switch (rd_below(r, 10)) {
+    case 0: return fc_sum(a, ax, keep);
+    case 1: return fc_prod(a, ax, keep);
+    case 2: return fc_mean(a, ax, keep);
+    case 3: return fc_max(a, ax, keep);
+    case 4: return fc_min(a, ax, keep);
+    case 5: return fc_any(a, ax, keep);
+    case 6: return fc_all(a, ax, keep);
+    case 7: return fc_var(a, ax, keep, rd_range(r, 0, 2));
+    case 8: return fc_std(a, ax, keep, rd_range(r, 0, 2));
+    default: return fc_norm(a, ax, keep, (fc_norm_ord)rd_below(r, 3));
+    }
+}
+
+static fc_array *rd_arg(rd *r) {
+    fc_array *a = rd_pick(r);
+    int nd = fc_array_ndim(a);
+    int axis = nd == 0 || rd_chance(r, 25) ? FC_AXIS_NONE : rd_range(r, -nd, nd - 1);
+    bool keep = rd_chance(r, 40);
+    return rd_chance(r, 50) ? fc_argmax(a, axis, keep) : fc_argmin(a, axis, keep);
+}
+
+/* ---- views ------------------------------------------------------------------------------ */
+
+static fc_array *rd_reshape(rd *r, fc_array *a) {
+    fc_shape s = fc_array_shape(a), t;
+    int64_t n = numel(&s);
+    memset(&t, 0, sizeof t);
+    if (n == 0) {
+        t.ndim = 1;
+        t.dim[0] = 0;
+        return fc_reshape(a, t);
+    }
+    t.ndim = n == 1 ? rd_range(r, 0, 4) : rd_range(r, 1, 4);
+    int64_t left = n;
+    for (int d = 0; d + 1 < t.ndim; d++) {
+        /* A random divisor of what is left (1 included: unit axes). */
+        int64_t divs[64];
+        int nd = 0;
+        for (int64_t k = 1; k <= left && nd < 64; k++)
+            if (left % k == 0) divs[nd++] = k;
+        t.dim[d] = divs[rd_below(r, nd)];
+        left /= t.dim[d];
+    }
+    if (t.ndim) t.dim[t.ndim - 1] = left;
+    if (t.ndim && rd_chance(r, 30)) t.dim[rd_below(r, t.ndim)] = -1;
+    return fc_reshape(a, t);
+}
+
+static fc_array *rd_permute(rd *r, fc_array *a) {
+    int nd = fc_array_ndim(a);
+    fc_axes p;
+    memset(&p, 0, sizeof p);
+    p.n = nd;
+    for (int d = 0; d < nd; d++) p.axis[d] = d;
+    for (int d = nd - 1; d > 0; d--) { /* Fisher-Yates */
+        int j = rd_below(r, d + 1), t = p.axis[d];
+        p.axis[d] = p.axis[j];
+        p.axis[j] = t;
+    }
+    return fc_permute(a, p);
+}
+
+/* A slice bound: omitted, or anywhere from one before the start to one past the end. */
+static int64_t rd_bound(rd *r, int64_t n) {
+    if (rd_chance(r, 35)) return FC_NIL;
+    return rd_range(r, (int)(-n - 1), (int)(n + 1));
+}
+
+static fc_array *rd_index(rd *r, fc_array *a) {
+    fc_shape s = fc_array_shape(a);
+    fc_idx idx[2 * FC_MAX_DIMS + 2];
+    int n = 0;
+    int consume = rd_range(r, 0, s.ndim);
+    bool ellipsis = rd_chance(r, 20);
+    int epos = ellipsis ? rd_range(r, 0, consume) : consume;
+    for (int i = 0; i <= consume; i++) {
+        if (ellipsis && i == epos) idx[n++] = FC_ELLIPSIS;
+        if (rd_chance(r, 12)) idx[n++] = FC_NEWAXIS;
+        if (i == consume) break;
+        /* The axis this entry indexes: before the Ellipsis from the front, after it from
+         * the back. */
+        int axis = i < epos ? i : s.ndim - (consume - i);
+        int64_t len = s.dim[axis];
+        int c = rd_below(r, 100);
+        if (c < 20 && len > 0) {
+            idx[n++] = FC_AT(rd_range(r, (int)-len, (int)len - 1));
+        } else if (c < 35) {
+            idx[n++] = FC_COLON;
+        } else {
+            static const int steps[] = {1, 1, 2, 3, -1, -1, -2, -3};
+            int64_t step = rd_chance(r, 20) ? FC_NIL : steps[rd_below(r, 8)];
+            idx[n++] = FC_S(rd_bound(r, len), rd_bound(r, len), step);
+        }
+    }
+    return fc_index(a, n, idx);
+}
+
+static fc_array *rd_squeeze(rd *r, fc_array *a) {
+    fc_shape s = fc_array_shape(a);
+    fc_axes ax;
+    memset(&ax, 0, sizeof ax);
+    for (int d = 0; d < s.ndim; d++)
+        if (s.dim[d] == 1 && rd_chance(r, 60)) ax.axis[ax.n++] = d;
+    if (ax.n == 0) ax.n = -1;
+    return fc_squeeze(a, ax);
+}
+
+static fc_array *rd_broadcast_to(rd *r, fc_array *a) {
+    fc_shape s = fc_array_shape(a), t;
+    memset(&t, 0, sizeof t);
+    int lead = rd_range(r, 0, s.ndim >= 4 ? 0 : 2);
+    for (int d = 0; d < lead; d++) t.dim[t.ndim++] = rd_range(r, 1, 3);
+    for (int d = 0; d < s.ndim; d++)
+        t.dim[t.ndim++] = s.dim[d] == 1 ? rd_range(r, 1, 4) : s.dim[d];
+    return fc_broadcast_to(a, t);
+}
+
+static fc_array *rd_pad(rd *r, fc_array *a) {
+    fc_shape s = fc_array_shape(a);
+    if (s.ndim == 0) return NULL;
+    fc_pad_mode mode = (fc_pad_mode)rd_below(r, 4);
+    int64_t w[FC_MAX_DIMS][2];
+    int n = rd_chance(r, 30) ? 1 : s.ndim;
+    for (int d = 0; d < n; d++)
+        for (int k = 0; k < 2; k++) {
+            int64_t most = 2;
+            for (int e = 0; e < s.ndim; e++) { /* n == 1: the widths apply to every axis */
+                if (n != 1 && e != d) continue;
+                int64_t len = s.dim[e];
+                int64_t lim = mode == FC_PAD_REFLECT ? len - 1 : mode == FC_PAD_SYMMETRIC ? len : 2;
+                if (mode == FC_PAD_EDGE && len == 0) lim = 0;
+                if (lim < most) most = lim;
+            }
+            w[d][k] = most > 0 ? rd_range(r, 0, (int)most) : 0;
+        }
+    fc_dtype t = fc_array_dtype(a);
+    double value = is_inexact(t) ? rd_float(r) : (double)rd_range(r, 1, 3);
+    return fc_pad(a, n, (const int64_t(*)[2])w, mode, value);
+}
+
+/* Pieces for concatenate along `axis` (same shape except there) or for stack (same shape). */
+static int rd_pieces(rd *r, fc_array *a, int axis, fc_array **out) {
+    fc_shape sa = fc_array_shape(a);
+    int n = 1, want = rd_range(r, 2, 3);
+    out[0] = a;
+    for (int i = 0; i < r->npool && n < want; i++) {
+        fc_array *b = r->pool[rd_below(r, r->npool)];
+        fc_shape sb = fc_array_shape(b);
+        if (sb.ndim != sa.ndim) continue;
+        bool ok = true;
+        for (int d = 0; d < sa.ndim; d++) ok &= d == axis || sa.dim[d] == sb.dim[d];
+        if (ok) out[n++] = b;
+    }
+    while (n < want) {
+        if (axis >= 0 && rd_chance(r, 50) && sa.dim[axis] > 1) {
+            /* A slice of a along the axis. */
+            fc_idx idx[FC_MAX_DIMS];
+            for (int d = 0; d < sa.ndim; d++) idx[d] = FC_COLON;
+            idx[axis] = FC_S(rd_range(r, 1, (int)sa.dim[axis] - 1), FC_NIL, FC_NIL);
+            out[n++] = fc_index(a, sa.ndim, idx);
+        } else {
+            out[n++] = rd_chance(r, 50) ? fc_flip(a, FC_ALL) : a;
+        }
+    }
+    return n;
+}
+
+static fc_array *rd_concat(rd *r, fc_array *a) {
+    int nd = fc_array_ndim(a);
+    if (nd == 0) return NULL;
+    int axis = rd_below(r, nd);
+    fc_array *p[3];
+    int n = rd_pieces(r, a, axis, p);
+    return fc_concatenate(r->ctx, p, n, rd_chance(r, 30) ? axis - nd : axis);
+}
+
+static fc_array *rd_stack(rd *r, fc_array *a) {
+    int nd = fc_array_ndim(a);
+    if (nd >= 4) return NULL;
+    fc_array *p[3];
+    int n = rd_pieces(r, a, -1, p);
+    return fc_stack(r->ctx, p, n, rd_range(r, -nd - 1, nd));
+}
+
+static fc_array *rd_view(rd *r) {
+    fc_array *a = rd_pick(r);
+    int nd = fc_array_ndim(a);
+    switch (rd_below(r, 12)) {
+    case 0: return rd_reshape(r, a);
+    case 1: return fc_transpose(a);
+    case 2: return rd_permute(r, a);
+    case 3: case 4: return rd_index(r, a);
+    case 5: return fc_expand_dims(a, rd_range(r, -nd - 1, nd));
+    case 6: return rd_squeeze(r, a);
+    case 7: {
+        fc_axes ax = rd_axes(r, nd);
+        if (ax.n == 0) ax.n = -1;
+        return fc_flip(a, ax);
+    }
+    case 8: return rd_broadcast_to(r, a);
+    case 9: return rd_pad(r, a);
+    case 10: return rd_concat(r, a);
+    default: return rd_stack(r, a);
+    }
+}
+
+/* ---- sources and library calls ---------------------------------------------------------- */
+
+static fc_array *rd_source(rd *r) {
+    static const fc_dtype real[] = {FC_I8, FC_I16, FC_I32, FC_I64, FC_U8, FC_U16, FC_U32,
+                                    FC_U64, FC_F16, FC_BF16, FC_F32, FC_F64};
+    static const fc_dtype flt[] = {FC_F16, FC_BF16, FC_F32, FC_F64, FC_C64, FC_C128};
+    fc_shape s;
+    memset(&s, 0, sizeof s);
+    s.ndim = rd_range(r, 0, 3);
+    for (int d = 0; d < s.ndim; d++) s.dim[d] = rd_range(r, 1, r->o->max_extent);
+    switch (rd_below(r, 5)) {
+    case 0: {
+        fc_dtype t = rd_dtype(r);
+        return fc_full(r->ctx, t, s, t == FC_BOOL || is_uint(t) ? rd_range(r, 1, 3) : -rd_range(r, 1, 3));
+    }
+    case 1: {
+        int start = rd_range(r, -4, 4), len = rd_range(r, 1, r->o->max_extent + 1);
+        int step = rd_chance(r, 50) ? 1 : -2;
+        fc_dtype t = real[rd_below(r, 12)];
+        if (is_uint(t)) start = 10, step = 1;
+        return fc_arange(r->ctx, t, start, start + step * len, step);
+    }
+    case 2:
+        return fc_linspace(r->ctx, flt[rd_below(r, 4)], rd_float(r), rd_float(r),
+                           rd_range(r, 1, r->o->max_extent + 2), rd_chance(r, 50));
+    case 3:
+        return fc_eye(r->ctx, real[rd_below(r, 12)], rd_range(r, 1, 4), rd_range(r, 1, 4),
+                      rd_range(r, -2, 2));
+    default:
+        return fc_random_uniform(r->ctx, flt[rd_below(r, 6)], s, rd_next(r));
+    }
+}
+
+static fc_array *rd_matmul(rd *r) {
+    fc_array *a = rd_pick(r);
+    int nd = fc_array_ndim(a);
+    if (nd < 1 || nd > 2) return NULL;
+    /* a @ a.T (always conformable), or a @ b for a pool array whose rows match. */
+    fc_shape sa = fc_array_shape(a);
+    for (int i = 0; i < r->npool; i++) {
+        fc_array *b = r->pool[rd_below(r, r->npool)];
+        fc_shape sb = fc_array_shape(b);
+        if (sb.ndim >= 1 && sb.ndim <= 2 && sb.dim[0] == sa.dim[sa.ndim - 1] && rd_chance(r, 50))
+            return fc_matmul(a, b);
+    }
+    return fc_matmul(a, nd == 2 ? fc_transpose(a) : a);
+}
+
+/* ---- the build -------------------------------------------------------------------------- */
+
+void rdag_default_options(rdag_options *o) {
+    memset(o, 0, sizeof *o);
+    o->min_steps = 4;
+    o->max_steps = 24;
+    o->max_inputs = 4;
+    o->max_outputs = 3;
+    o->max_extent = 5;
+    o->max_elements = 4096;
+    o->sources = true;
+    o->views = true;
+    o->reductions = true;
+    o->matmul = true;
+    o->gpu_safe = true;
+}
+
+static fc_array *rd_step(rd *r) {
+    const rdag_options *o = r->o;
+    int c = rd_below(r, 100);
+    if (c < 22) return rd_unary(r);
+    if (c < 44) return rd_binary(r);
+    if (c < 50) return rd_ternary(r);
+    if (c < 56) return rd_cast(r);
+    if (c < 66) return o->reductions ? rd_reduce(r) : NULL;
+    if (c < 69) return o->reductions ? rd_arg(r) : NULL;
+    if (c < 94) return o->views ? rd_view(r) : NULL;
+    if (c < 98) return o->sources ? rd_source(r) : NULL;
+    return o->matmul ? rd_matmul(r) : NULL;
+}
+
+void rdag_free(rdag *d) {
+    if (!d) return;
+    for (int i = 0; i < d->nout; i++) fc_release(d->out[i]);
+    for (int i = 0; i < d->nin; i++) fc_release(d->in[i]);
+    d->nout = d->nin = 0;
+}
+
+fc_status rdag_build(fc_ctx *ctx, uint64_t seed, const rdag_options *opt, rdag *out) {
+    if (!out) return FC_ERR_NULL;
+    memset(out, 0, sizeof *out);
+    if (!ctx) return FC_ERR_NULL;
+    rdag_options defaults;
+    rdag_default_options(&defaults);
+    const rdag_options *o = opt ? opt : &defaults;
+    if (o->min_steps < 1 || o->max_steps < o->min_steps || o->max_inputs < 1 ||
+        o->max_inputs > RDAG_MAX_INPUTS || o->max_outputs < 1 ||
+        o->max_outputs > RDAG_MAX_OUTPUTS || o->max_extent < 1 || o->max_extent > 16 ||
+        o->max_elements < 1)
+        return FC_ERR_INVALID;
+    out->ctx = ctx;
+    out->seed = seed;
+    rd r;
+    memset(&r, 0, sizeof r);
+    r.ctx = ctx;
+    r.o = o;
+    r.state = seed * 0x2545f4914f6cdd1dULL ^ 0x5851f42d4c957f2dULL;
+    fc_scope *scope = fc_scope_open(ctx);
+    if (!scope) return FC_ERR_NOMEM;
+
+    fc_shape base;
+    memset(&base, 0, sizeof base);
+    base.ndim = rd_range(&r, 0, 4);
+    for (int d = 0; d < base.ndim; d++) base.dim[d] = rd_range(&r, 1, o->max_extent);
+    int nin = rd_range(&r, 1, o->max_inputs);
+    for (int i = 0; i < nin && !r.nomem; i++) {
+        fc_array *a = rd_input(&r, &base);
+        if (a) r.pool[r.npool++] = a;
+    }
+    r.ninputs = r.npool;
+    if (r.npool == 0 && !r.nomem) { /* every input was refused: impossible, but be safe */
+        fc_scope_close(scope);
+        return FC_ERR_INVALID;
+    }
+
+    int steps = rd_range(&r, o->min_steps, o->max_steps);
+    for (int tries = 0; out->nsteps < steps && tries < 20 * steps && !r.nomem; tries++) {
+        fc_array *y = rd_step(&r);
+        if (y && fc_array_status(y) == FC_ERR_NOMEM) r.nomem = true;
+        if (!y || !rd_accept(&r, y)) {
+            out->ndiscarded++;
+            continue;
+        }
+        rd_push(&r, y);
+        out->nsteps++;
+    }
+    if (r.nomem) {
+        fc_scope_close(scope);
+        return FC_ERR_NOMEM;
+    }
+    /* Outputs: the latest computed array, then others among the computed ones. */
+    int cand[RD_POOL_MAX], nc = 0;
+    for (int i = r.ninputs; i < r.npool; i++)
+        if (!fc_array_is_weak(r.pool[i])) cand[nc++] = i;
+    if (nc == 0) { /* nothing computed (only possible with tiny step counts) */
+        fc_scope_close(scope);
+        return FC_ERR_INVALID;
+    }
+    int nout = rd_range(&r, 1, nc < o->max_outputs ? nc : o->max_outputs);
+    for (int k = 0; k < nout; k++) {
+        int pick = k == 0 ? nc - 1 : rd_below(&r, nc);
+        fc_array *y = r.pool[cand[pick]];
+        bool dup = false;
+        for (int j = 0; j < out->nout; j++) dup |= out->out[j] == y;
+        if (!dup) out->out[out->nout++] = fc_keep(y);
+    }
+    for (int i = 0; i < r.ninputs; i++) out->in[out->nin++] = fc_keep(r.pool[i]);
+    fc_scope_close(scope);
+    fc_clear_error(ctx);
+    for (int i = 0; i < out->nout; i++)
+        if (fc_array_status(out->out[i]) != FC_OK) { /* fc_keep ran out of memory */
+            rdag_free(out);
+            return FC_ERR_NOMEM;
+        }
+    return FC_OK;
+}
+
+char *rdag_print(const rdag *d) {
+    char *text = NULL;
+    if (!d || !d->ctx || d->nout == 0) return NULL;
+    if (fc_program_print(d->ctx, d->out, d->nout, NULL, &text) != FC_OK) return NULL;
+    return text;
+}

@@ -1,0 +1,823 @@
+/*
+ * tests/test_prelude.cpp - the device prelude (codegen/prelude.cuh) against the host backend.
+ *
+ * The prelude is CUDA C++; compiled here as host C++ (FCX_HOST) it must give what the host
+ * reference backend gives, op by op and dtype by dtype. For every elementwise op of ops.def and
+ * every input dtype the public API accepts, inputs (special values: NaN, infinities, -0.0,
+ * integer extremes, zero divisors, shift widths; then random values, never zero) run through
+ * the public API on the host backend (fc_from_host, the op, fc_read into a poisoned buffer)
+ * and through the prelude (load, cast to the node's loop dtype, fcx_<op>, store to the node's
+ * dtype). Results must agree bit for bit (NaN payloads aside), except the complex
+ * transcendental functions, which are the prelude's own code where the host calls the C
+ * library: there, a few ulps. The op list comes from ops.def, so a new op without a prelude
+ * function fails here. Also: casts between every pair of dtypes, f16 / bf16 loads and stores
+ * against graph/dtype.c over every bit pattern, random units against fcg_random_unit and the
+ * host's fc_random_uniform, the reduction helpers against fc_max / fc_argmax, and a kernel
+ * calling every prelude function compiled by NVRTC for sm_80 and sm_90.
+ */
+#include <criterion/criterion.h>
+
+#define FCX_HOST
+#include "prelude.cuh"
+
+extern "C" {
+#include "graph.h"
+#include "nvrtc_compile.h"
+#include "prelude.h"
+}
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+/* ---- dtypes as types -------------------------------------------------------------------- */
+
+template <int D> struct DT;
+#define DT_(E, n)                                                                              \
+    template <> struct DT<E> {                                                                 \
+        typedef fcx_t_##n S;                                                                   \
+        typedef fcx_ct_##n C;                                                                  \
+        static constexpr const char *name = #n;                                                \
+        static C load(const S *p) { return fcx_load_##n(p); }                                  \
+        static void store(S *p, C v) { fcx_store_##n(p, v); }                                  \
+        template <class X> static C cast(X x) { return fcx_cast_##n(x); }                      \
+    };
+DT_(FC_BOOL, bool) DT_(FC_I8, i8) DT_(FC_I16, i16) DT_(FC_I32, i32) DT_(FC_I64, i64)
+DT_(FC_U8, u8) DT_(FC_U16, u16) DT_(FC_U32, u32) DT_(FC_U64, u64) DT_(FC_F16, f16)
+DT_(FC_BF16, bf16) DT_(FC_F32, f32) DT_(FC_F64, f64) DT_(FC_C64, c64) DT_(FC_C128, c128)
+
+/* Calls f(DT<d>{}) for the runtime dtype d. */
+template <class F> static void with_dtype(fc_dtype d, F &&f) {
+    switch (d) {
+    case FC_BOOL: f(DT<FC_BOOL>{}); break;
+    case FC_I8: f(DT<FC_I8>{}); break;
+    case FC_I16: f(DT<FC_I16>{}); break;
+    case FC_I32: f(DT<FC_I32>{}); break;
+    case FC_I64: f(DT<FC_I64>{}); break;
+    case FC_U8: f(DT<FC_U8>{}); break;
+    case FC_U16: f(DT<FC_U16>{}); break;
+    case FC_U32: f(DT<FC_U32>{}); break;
+    case FC_U64: f(DT<FC_U64>{}); break;
+    case FC_F16: f(DT<FC_F16>{}); break;
+    case FC_BF16: f(DT<FC_BF16>{}); break;
+    case FC_F32: f(DT<FC_F32>{}); break;
+    case FC_F64: f(DT<FC_F64>{}); break;
+    case FC_C64: f(DT<FC_C64>{}); break;
+    default: f(DT<FC_C128>{}); break;
+    }
+}
+
+static fc_dtype dtype_at(int i) { return (fc_dtype)i; }
+static const char *dname(int t) { return fc_dtype_name((fc_dtype)t); }
+
+/* Casts n elements with the prelude: load, fcx_cast_<to>, store. */
+static void prelude_convert(fc_dtype from, const void *src, fc_dtype to, void *dst, size_t n) {
+    with_dtype(from, [&](auto f) {
+        with_dtype(to, [&](auto t) {
+            using F = decltype(f);
+            using T = decltype(t);
+            for (size_t i = 0; i < n; i++)
+                T::store((typename T::S *)dst + i, T::cast(F::load((const typename F::S *)src + i)));
+        });
+    });
+}
+
+/* ---- every op of ops.def as a callable: invocable exactly where the prelude has it ------- */
+
+#define FCG_OP(E, c, py, nin, kind, rule, infix)                                               \
+    struct OPF_##E {                                                                           \
+        template <class... A> auto operator()(A... a) const -> decltype(fcx_##c(a...)) {       \
+            return fcx_##c(a...);                                                              \
+        }                                                                                      \
+    };
+#include "ops.def"
+#undef FCG_OP
+
+/* Applies op functor Op over n elements of loop dtype `loop` (inputs in[0..nin) in the loop
+ * dtype's storage; WHERE's first input is bool) and stores into `out` (dtype outd). Returns ""
+ * or what is wrong. */
+typedef std::string (*runner_fn)(fc_dtype loop, fc_dtype outd, int nin, void *const *in,
+                                 void *out, size_t n);
+
+template <class R> static std::string store_result(fc_dtype outd, void *out, size_t i, R r) {
+    std::string err;
+    with_dtype(outd, [&](auto o) {
+        using O = decltype(o);
+        if constexpr (std::is_same_v<R, typename O::C>) O::store((typename O::S *)out + i, r);
+        else err = std::string("the result's compute type is not that of ") + O::name;
+    });
+    return err;
+}
+
+template <class Op> static std::string run_op(fc_dtype loop, fc_dtype outd, int nin,
+                                              void *const *in, void *out, size_t n) {
+    std::string err = "the prelude has no overload for this loop dtype";
+    with_dtype(loop, [&](auto l) {
+        using L = decltype(l);
+        using C = typename L::C;
+        const typename L::S *a = (const typename L::S *)in[0], *b = (const typename L::S *)in[1],
+                            *c = (const typename L::S *)in[2];
+        if (nin == 1) {
+            if constexpr (std::is_invocable_v<Op, C>) {
+                for (size_t i = 0; i < n && (err = store_result(outd, out, i, Op{}(L::load(a + i)))).empty(); i++) {}
+            }
+        } else if (nin == 2) {
+            if constexpr (std::is_invocable_v<Op, C, C>) {
+                for (size_t i = 0; i < n && (err = store_result(outd, out, i, Op{}(L::load(a + i), L::load(b + i)))).empty(); i++) {}
+            }
+        } else if (std::is_same_v<Op, OPF_WHERE>) {
+            if constexpr (std::is_invocable_v<Op, bool, C, C>) {
+                const fcx_t_bool *cond = (const fcx_t_bool *)in[0];
+                for (size_t i = 0; i < n && (err = store_result(outd, out, i, Op{}(fcx_load_bool(cond + i), L::load(b + i), L::load(c + i)))).empty(); i++) {}
+            }
+        } else {
+            if constexpr (std::is_invocable_v<Op, C, C, C>) {
+                for (size_t i = 0; i < n && (err = store_result(outd, out, i, Op{}(L::load(a + i), L::load(b + i), L::load(c + i)))).empty(); i++) {}
+            }
+        }
+    });
+    return err;
+}
+
+static const runner_fn runners[FCG_OP_COUNT] = {
+#define FCG_OP(E, c, py, nin, kind, rule, infix) run_op<OPF_##E>,
+#include "ops.def"
+#undef FCG_OP
+};
+
+/* ---- inputs ----------------------------------------------------------------------------- */
+
+/* A value before it is stored in a dtype: integers as bits, reals as double, complex as two. */
+struct val {
+    unsigned long long bits;
+    double re, im;
+};
+
+static void encode(fc_dtype t, const val &v, unsigned char *dst) {
+    size_t size = fc_dtype_size(t);
+    if (t == FC_BOOL) {
+        dst[0] = v.bits != 0;
+    } else if (fcg_is_int(t)) {
+        memcpy(dst, &v.bits, size); /* little-endian: the low bytes */
+    } else if (t == FC_F16) {
+        uint16_t h = fcg_f32_to_f16((float)v.re);
+        memcpy(dst, &h, 2);
+    } else if (t == FC_BF16) {
+        uint16_t h = fcg_f32_to_bf16((float)v.re);
+        memcpy(dst, &h, 2);
+    } else if (t == FC_F32 || t == FC_C64) {
+        float p[2] = {(float)v.re, (float)v.im};
+        memcpy(dst, p, size);
+    } else {
+        double p[2] = {v.re, v.im};
+        memcpy(dst, p, size);
+    }
+}
+
+static val V(unsigned long long bits) { return val{bits, 0, 0}; }
+static val R(double re, double im = 0) { return val{0, re, im}; }
+
+static std::vector<val> specials(fc_dtype t, bool many) {
+    std::vector<val> s;
+    int w = (int)fc_dtype_size(t) * 8;
+    unsigned long long mx = w == 64 ? ~0ull : (1ull << w) - 1;
+    const double inf = INFINITY, nan = NAN;
+    if (t == FC_BOOL) {
+        s = {V(0), V(1)};
+    } else if (fcg_is_sint(t)) {
+        unsigned long long mn = 1ull << (w - 1);
+        for (long long x : {0ll, 1ll, -1ll, 2ll, -2ll, 3ll, -7ll, (long long)w - 1, (long long)w,
+                            (long long)w + 1})
+            s.push_back(V((unsigned long long)x));
+        for (unsigned long long x : {mn, mn - 1, mn + 1}) s.push_back(V(x));
+    } else if (fcg_is_uint(t)) {
+        for (unsigned long long x : {0ull, 1ull, 2ull, 3ull, 7ull, (unsigned long long)w - 1,
+                                     (unsigned long long)w, (unsigned long long)w + 1, mx, mx - 1,
+                                     mx / 2, mx / 2 + 1})
+            s.push_back(V(x));
+    } else {
+        double big = t == FC_F16 ? 65504 : t == FC_F32 || t == FC_C64 || t == FC_BF16 ? 3e38 : 1.7e308;
+        double tiny = t == FC_F16 ? 0x1p-24 : t == FC_BF16 ? 0x1p-133 : t == FC_F32 || t == FC_C64 ? 0x1p-149 : 0x1p-1074;
+        std::vector<double> r = {0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 2.0, inf, -inf, nan};
+        if (many || !fcg_is_complex(t))
+            for (double x : {-0.5, 1.5, -3.0, 7.0, big, -big, tiny, -tiny, 1e-3}) r.push_back(x);
+        if (fcg_is_complex(t)) {
+            for (double a : r)
+                for (double b : r) s.push_back(R(a, b));
+        } else {
+            for (double a : r) s.push_back(R(a));
+        }
+    }
+    return s;
+}
+
+/* Random, never zero. Integers: full-width bits or small values; reals: moderate, spread over
+ * magnitudes, some integral (exact quotients for // and %). */
+static val random_val(fc_dtype t, std::mt19937_64 &rng) {
+    std::uniform_real_distribution<double> u(0, 1);
+    auto real = [&](double lo_exp, double hi_exp) {
+        double m;
+        switch (rng() % 4) {
+        case 0: m = std::ldexp(1.0, (int)(rng() % 7)) * (1 + (double)(rng() % 8)) / 8; break;
+        case 1: m = 1 + std::floor(u(rng) * 20); break;
+        default: m = std::pow(10.0, lo_exp + (hi_exp - lo_exp) * u(rng)); break;
+        }
+        return (rng() & 1) ? -m : m;
+    };
+    if (t == FC_BOOL) return V(1 + 0 * rng()); /* true: "never zero" */
+    if (fcg_is_int(t)) {
+        unsigned long long x;
+        do {
+            x = (rng() & 1) ? rng() : (unsigned long long)((long long)(rng() % 41) - 20);
+            int w = (int)fc_dtype_size(t) * 8;
+            if (w < 64) x &= (1ull << w) - 1;
+        } while (x == 0);
+        return V(x);
+    }
+    if (fcg_is_complex(t)) return R(real(-3, 3), real(-3, 3));
+    if (t == FC_F16) return R(real(-4, 4));
+    return R(real(-6, 6));
+}
+
+/* The inputs of one op: nin columns in dtype t. Special values in every combination (a subset
+ * for three complex inputs), then random rows. The second input of integer power is kept
+ * non-negative (a negative exponent is an error on the host), shift counts mostly near the
+ * width. */
+static std::vector<std::vector<unsigned char>> make_inputs(fcg_op op, int nin, fc_dtype t,
+                                                           size_t *count, std::mt19937_64 &rng) {
+    std::vector<val> s = specials(t, nin < 3);
+    std::vector<std::vector<val>> rows;
+    if (nin == 1) {
+        for (auto &a : s) rows.push_back({a});
+    } else if (nin == 2) {
+        for (auto &a : s)
+            for (auto &b : s) rows.push_back({a, b});
+    } else {
+        size_t step = s.size() > 20 ? 7 : 1;
+        for (size_t i = 0; i < s.size(); i += step)
+            for (size_t j = 0; j < s.size(); j += step)
+                for (size_t k = 0; k < s.size(); k += step) rows.push_back({s[i], s[j], s[k]});
+    }
+    for (int r = 0; r < 400; r++) {
+        std::vector<val> row;
+        for (int k = 0; k < nin; k++) row.push_back(random_val(t, rng));
+        if (r % 4 == 0 && nin > 1) row[1] = s[rng() % s.size()]; /* specials meet randoms */
+        rows.push_back(row);
+    }
+    int w = (int)fc_dtype_size(t) * 8;
+    for (auto &row : rows) {
+        if (op == FCG_OP_POW && fcg_is_int(t)) row[1].bits &= 63;
+        if ((op == FCG_OP_LEFT_SHIFT || op == FCG_OP_RIGHT_SHIFT) && fcg_is_int(t) && (rng() % 4))
+            row[1].bits = (unsigned long long)((long long)(rng() % (unsigned)(w + 6)) - 3);
+    }
+    size_t size = fc_dtype_size(t);
+    std::vector<std::vector<unsigned char>> cols(nin, std::vector<unsigned char>(rows.size() * size));
+    for (size_t i = 0; i < rows.size(); i++)
+        for (int k = 0; k < nin; k++) encode(t, rows[i][k], &cols[k][i * size]);
+    *count = rows.size();
+    return cols;
+}
+
+/* ---- comparing -------------------------------------------------------------------------- */
+
+static bool is_nan_bits(fc_dtype t, const unsigned char *p) {
+    if (t == FC_F16) {
+        uint16_t h;
+        memcpy(&h, p, 2);
+        return (h & 0x7c00) == 0x7c00 && (h & 0x3ff);
+    }
+    if (t == FC_BF16) {
+        uint16_t h;
+        memcpy(&h, p, 2);
+        return (h & 0x7f80) == 0x7f80 && (h & 0x7f);
+    }
+    if (t == FC_F32) {
+        float f;
+        memcpy(&f, p, 4);
+        return f != f;
+    }
+    double d;
+    memcpy(&d, p, 8);
+    return d != d;
+}
+
+/* Distance in ulps between two finite reals of the same sign class (huge if they differ). */
+static double ulps(double a, double b, bool single) {
+    if (a == b) return 0;
+    double m = std::fmax(std::fabs(a), std::fabs(b));
+    int e = std::ilogb(m);
+    int emin = single ? -126 : -1022;
+    double ulp = std::ldexp(1.0, (e < emin ? emin : e) - (single ? 23 : 52));
+    return std::fabs(a - b) / ulp;
+}
+
+/* One complex result of a transcendental function: the same class (NaN, infinity, signed
+ * zero) part by part, finite parts within tol ulps of the part or of the larger part. */
+template <class R> static bool complex_close(const R *mine, const R *ref, double tol, bool signs) {
+    bool single = sizeof(R) == 4;
+    if (!signs || tol > 1e6) { /* the signs of zeros and infinities are noise */
+        for (int k = 0; k < 2; k++) {
+            double a = mine[k], b = ref[k];
+            if ((a != a) != (b != b) || std::isinf(a) != std::isinf(b) || (a == 0) != (b == 0))
+                return false;
+        }
+        return true;
+    }
+    double scale = std::fmax(std::fabs((double)ref[0]), std::fabs((double)ref[1]));
+    for (int k = 0; k < 2; k++) {
+        double a = mine[k], b = ref[k];
+        if (a != a || b != b) {
+            if ((a != a) != (b != b)) return false;
+            continue;
+        }
+        if (std::isinf(a) || std::isinf(b)) {
+            if (a != b) return false;
+            continue;
+        }
+        if (a == 0 && b == 0) {
+            if (std::signbit(a) != std::signbit(b)) return false;
+            continue;
+        }
+        if (ulps(a, b, single) <= tol) continue;
+        if (std::isfinite(scale) && ulps(a - b + scale, scale, single) <= tol) continue;
+        return false;
+    }
+    return true;
+}
+
+/* Ops whose complex loop the prelude computes with its own code, not the C library's. */
+static bool own_complex_math(fcg_op op) {
+    switch (op) {
+    case FCG_OP_SQRT: case FCG_OP_EXP: case FCG_OP_EXP2: case FCG_OP_LOG: case FCG_OP_LOG2:
+    case FCG_OP_LOG10: case FCG_OP_SIN: case FCG_OP_COS: case FCG_OP_TAN: case FCG_OP_ARCSIN:
+    case FCG_OP_ARCCOS: case FCG_OP_ARCTAN: case FCG_OP_SINH: case FCG_OP_COSH: case FCG_OP_TANH:
+    case FCG_OP_ARCSINH: case FCG_OP_ARCCOSH: case FCG_OP_ARCTANH: case FCG_OP_POW:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* The tolerance of complex power: exp(w log z) magnifies a relative error of its argument by
+ * |w log z|. Where the result overflows or underflows, its signs are those of cos and sin of
+ * that argument, which a last-bit difference of log z (glibc's is not correctly rounded) can
+ * flip: for power, only the classes of zeros and infinities are compared. */
+template <class R> static double pow_tolerance(const R *a, const R *b) {
+    double la = std::log(std::hypot((double)a[0], (double)a[1])), th = std::atan2((double)a[1], (double)a[0]);
+    double w = std::hypot((double)b[0], (double)b[1]) * std::hypot(la, th);
+    return 8 * (2 + (w == w ? w : 0)); /* infinite when w overflows */
+}
+
+/* Compares element i of the host's and the prelude's results (dtype t). */
+static bool same_element(fcg_op op, fc_dtype loop, fc_dtype t, const unsigned char *host,
+                         const unsigned char *mine, void *const *in, size_t i) {
+    size_t size = fc_dtype_size(t);
+    if (!fcg_is_inexact(t) || memcmp(host, mine, size) == 0) return memcmp(host, mine, size) == 0;
+    if (fcg_is_complex(loop) && own_complex_math(op)) {
+        if (t == FC_C64) {
+            double tol = op == FCG_OP_POW ? pow_tolerance((const float *)in[0] + 2 * i, (const float *)in[1] + 2 * i) : 8;
+            return complex_close((const float *)mine, (const float *)host, tol, op != FCG_OP_POW);
+        }
+        if (t == FC_C128) {
+            double tol = op == FCG_OP_POW ? pow_tolerance((const double *)in[0] + 2 * i, (const double *)in[1] + 2 * i) : 8;
+            return complex_close((const double *)mine, (const double *)host, tol, op != FCG_OP_POW);
+        }
+    }
+    if (fcg_is_complex(t)) { /* NaN parts compare equal whatever their payload */
+        size_t h = size / 2;
+        fc_dtype r = fcg_real_dtype(t);
+        for (size_t k = 0; k < 2; k++)
+            if (!(is_nan_bits(r, host + k * h) && is_nan_bits(r, mine + k * h)) &&
+                memcmp(host + k * h, mine + k * h, h) != 0)
+                return false;
+        return true;
+    }
+    return is_nan_bits(t, host) && is_nan_bits(t, mine);
+}
+
+static std::string hex(const unsigned char *p, size_t n) {
+    std::string s = "0x";
+    char b[3];
+    for (size_t k = n; k-- > 0;) {
+        snprintf(b, sizeof b, "%02x", p[k]);
+        s += b;
+    }
+    return s;
+}
+
+/* ---- the host backend ------------------------------------------------------------------- */
+
+static fc_ctx *host_ctx(void) {
+    fc_ctx_options o;
+    memset(&o, 0, sizeof o);
+    o.backend = FC_BACKEND_HOST;
+    fc_ctx *ctx = NULL;
+    cr_assert_eq(fc_ctx_create(&ctx, &o), FC_OK);
+    return ctx;
+}
+
+static fc_shape shape1(int64_t n) {
+    fc_shape s;
+    memset(&s, 0, sizeof s);
+    s.ndim = 1;
+    s.dim[0] = n;
+    return s;
+}
+
+static fc_array *make_op(fcg_op op, int nin, fc_array *const *x) {
+    if (nin == 1 && fcg_unary_api[op]) return fcg_unary_api[op](x[0]);
+    if (nin == 2 && fcg_binary_api[op]) return fcg_binary_api[op](x[0], x[1]);
+    if (nin == 3 && fcg_ternary_api[op]) return fcg_ternary_api[op](x[0], x[1], x[2]);
+    return NULL;
+}
+
+/* Reads all of a into a buffer poisoned beforehand. */
+static std::vector<unsigned char> host_read(fc_array *a, fc_status *st) {
+    size_t n = (size_t)fc_array_size(a), size = fc_dtype_size(fc_array_dtype(a));
+    std::vector<unsigned char> buf(n * size, 0xA5);
+    *st = fc_read(a, buf.data(), 0, (int64_t)n);
+    return buf;
+}
+
+static bool is_tested_ew(int op) {
+    return fcg_ops[op].kind == FCG_KIND_EW && op != FCG_OP_CAST;
+}
+
+/* Runs every elementwise op of arity nin over every input dtype. */
+static void check_ops(int arity) {
+    fc_ctx *ctx = host_ctx();
+    std::mt19937_64 rng(0x5eed0000u + (unsigned)arity);
+    int checked = 0;
+    for (int op = 0; op < FCG_OP_COUNT; op++) {
+        if (!is_tested_ew(op) || fcg_ops[op].nin != arity) continue;
+        int accepted = 0;
+        for (int d = 0; d < FC_DTYPE_COUNT; d++) {
+            fc_dtype t = dtype_at(d);
+            fc_scope *scope = fc_scope_open(ctx);
+            size_t n;
+            auto cols = make_inputs((fcg_op)op, arity, t, &n, rng);
+            fc_array *x[3];
+            std::vector<unsigned char> cond(n);
+            for (int k = 0; k < arity; k++) x[k] = fc_from_host(ctx, t, shape1((int64_t)n), cols[k].data());
+            if (op == FCG_OP_WHERE) { /* the condition is a bool array */
+                for (size_t i = 0; i < n; i++) cond[i] = (unsigned char)(rng() & 1);
+                x[0] = fc_from_host(ctx, FC_BOOL, shape1((int64_t)n), cond.data());
+            }
+            fc_array *y = make_op((fcg_op)op, arity, x);
+            cr_assert_not_null(y, "%s has no public constructor of arity %d", fcg_ops[op].pyname, arity);
+            fc_status st = fc_array_status(y);
+            if (st == FC_ERR_DTYPE) { /* the op does not take this dtype */
+                fc_scope_close(scope);
+                continue;
+            }
+            cr_assert_eq(st, FC_OK, "%s(%s): %s", fcg_ops[op].pyname, dname(d), fc_errmsg(ctx));
+            accepted++;
+            fc_dtype loop = (fc_dtype)y->loop_dtype, outd = (fc_dtype)y->dtype;
+            auto host = host_read(y, &st);
+            cr_assert_eq(st, FC_OK, "%s(%s): %s", fcg_ops[op].pyname, dname(d), fc_errmsg(ctx));
+
+            /* the prelude: inputs cast to the loop dtype, the op, stored in the node's dtype */
+            size_t lsize = fc_dtype_size(loop), osize = fc_dtype_size(outd);
+            std::vector<std::vector<unsigned char>> lin(3, std::vector<unsigned char>(n * 16));
+            void *lp[3] = {lin[0].data(), lin[1].data(), lin[2].data()};
+            for (int k = 0; k < arity; k++) prelude_convert(t, cols[k].data(), loop, lp[k], n);
+            if (op == FCG_OP_WHERE) memcpy(lp[0], cond.data(), n);
+            std::vector<unsigned char> mine(n * osize, 0x5A);
+            std::string err = runners[op](loop, outd, arity, lp, mine.data(), n);
+            cr_expect(err.empty(), "%s, loop dtype %s -> %s: %s", fcg_ops[op].pyname, dname(loop),
+                      dname(outd), err.c_str());
+            if (!err.empty()) {
+                fc_scope_close(scope);
+                continue;
+            }
+            int bad = 0;
+            for (size_t i = 0; i < n && bad < 4; i++) {
+                if (same_element((fcg_op)op, loop, outd, &host[i * osize], &mine[i * osize], lp, i)) continue;
+                bad++;
+                std::string args;
+                for (int k = 0; k < arity; k++)
+                    args += (k ? ", " : "") + hex((op == FCG_OP_WHERE && k == 0) ? &cond[i] : &lin[k][i * lsize],
+                                                  (op == FCG_OP_WHERE && k == 0) ? 1 : lsize);
+                cr_expect(false, "%s over %s (from %s inputs), element %zu: inputs (%s) in %s; host %s, prelude %s",
+                          fcg_ops[op].pyname, dname(loop), dname(d), i, args.c_str(), dname(loop),
+                          hex(&host[i * osize], osize).c_str(), hex(&mine[i * osize], osize).c_str());
+            }
+            checked++;
+            fc_scope_close(scope);
+        }
+        cr_expect_gt(accepted, 0, "%s took no dtype at all", fcg_ops[op].pyname);
+    }
+    cr_expect_gt(checked, 20 / arity, "too few (op, dtype) pairs checked: %d", checked);
+    fc_ctx_destroy(ctx);
+}
+
+Test(prelude, unary_ops) { check_ops(1); }
+Test(prelude, binary_ops) { check_ops(2); }
+Test(prelude, ternary_ops) { check_ops(3); }
+
+/* Integer power with a negative exponent: an error on the host, 0 from the prelude. */
+Test(prelude, integer_negative_power) {
+    fc_ctx *ctx = host_ctx();
+    int32_t a[2] = {3, -2}, b[2] = {2, -1};
+    fc_array *y = fc_pow(fc_from_host(ctx, FC_I32, shape1(2), a), fc_from_host(ctx, FC_I32, shape1(2), b));
+    int32_t out[2];
+    cr_expect_eq(fc_read(y, out, 0, 2), FC_ERR_VALUE);
+    cr_expect_eq(fcx_pow(3, 2), 9);
+    cr_expect_eq(fcx_pow(-2, -1), 0);
+    cr_expect_eq(fcx_pow((signed char)2, (signed char)7), (signed char)-128);
+    cr_expect_eq(fcx_pow(0ull, 0ull), 1ull);
+    fc_release(y);
+    fc_ctx_destroy(ctx);
+}
+
+/* Every pair of dtypes, through fc_cast and through fcx_cast_<to>. */
+Test(prelude, casts) {
+    fc_ctx *ctx = host_ctx();
+    std::mt19937_64 rng(77);
+    for (int s = 0; s < FC_DTYPE_COUNT; s++) {
+        fc_dtype from = dtype_at(s);
+        std::vector<val> v = specials(from, true);
+        for (int r = 0; r < 300; r++) v.push_back(random_val(from, rng));
+        if (fcg_is_inexact(from)) /* beyond every integer range, and near the u64 / i64 edges */
+            for (double x : {1e19, -1e19, 0x1p63, -0x1p63, 0x1p64, 1.8e19, 4294967296.5, -129.9, 65519.0, 65520.0})
+                v.push_back(R(x, -x));
+        size_t n = v.size(), ss = fc_dtype_size(from);
+        std::vector<unsigned char> src(n * ss);
+        for (size_t i = 0; i < n; i++) encode(from, v[i], &src[i * ss]);
+        for (int d = 0; d < FC_DTYPE_COUNT; d++) {
+            fc_dtype to = dtype_at(d);
+            fc_scope *scope = fc_scope_open(ctx);
+            fc_array *y = fc_cast(fc_from_host(ctx, from, shape1((int64_t)n), src.data()), to);
+            fc_status st;
+            auto host = host_read(y, &st);
+            cr_assert_eq(st, FC_OK, "cast %s -> %s: %s", dname(s), dname(d), fc_errmsg(ctx));
+            size_t ds = fc_dtype_size(to);
+            std::vector<unsigned char> mine(n * ds, 0x5A);
+            prelude_convert(from, src.data(), to, mine.data(), n);
+            int bad = 0;
+            for (size_t i = 0; i < n && bad < 4; i++) {
+                if (same_element(FCG_OP_CAST, to, to, &host[i * ds], &mine[i * ds], NULL, i)) continue;
+                bad++;
+                cr_expect(false, "cast %s -> %s of %s: host %s, prelude %s", dname(s), dname(d),
+                          hex(&src[i * ss], ss).c_str(), hex(&host[i * ds], ds).c_str(),
+                          hex(&mine[i * ds], ds).c_str());
+            }
+            fc_scope_close(scope);
+        }
+    }
+    fc_ctx_destroy(ctx);
+}
+
+/* f16 and bf16 against graph/dtype.c: every bit pattern loads to the same float; stores of
+ * those floats, of the midpoints between neighbours (ties) and of the floats just beside the
+ * midpoints round the same way. */
+Test(prelude, half_conversions) {
+    int bad = 0;
+    for (unsigned h = 0; h < 65536 && bad < 8; h++) {
+        fcx_t_f16 p = {(unsigned short)h};
+        fcx_t_bf16 q = {(unsigned short)h};
+        float f = fcx_load_f16(&p), g = fcx_load_bf16(&q), rf = fcg_f16_to_f32((uint16_t)h),
+              rg = fcg_bf16_to_f32((uint16_t)h);
+        if (memcmp(&f, &rf, 4) || memcmp(&g, &rg, 4)) {
+            bad++;
+            cr_expect(false, "load of 0x%04x: f16 %a (dtype.c %a), bf16 %a (dtype.c %a)", h, f, rf, g, rg);
+        }
+        float next_f = fcg_f16_to_f32((uint16_t)(h + 1)), next_g = fcg_bf16_to_f32((uint16_t)(h + 1));
+        float cand[] = {rf, rg, 0.5f * rf + 0.5f * next_f, 0.5f * rg + 0.5f * next_g,
+                        std::nextafter(0.5f * rf + 0.5f * next_f, 0.0f),
+                        std::nextafter(0.5f * rf + 0.5f * next_f, INFINITY),
+                        std::nextafter(0.5f * rg + 0.5f * next_g, 0.0f),
+                        std::nextafter(0.5f * rg + 0.5f * next_g, INFINITY)};
+        for (float c : cand) {
+            fcx_t_f16 sp;
+            fcx_t_bf16 sq;
+            fcx_store_f16(&sp, c);
+            fcx_store_bf16(&sq, c);
+            if (sp.bits != fcg_f32_to_f16(c) || sq.bits != fcg_f32_to_bf16(c)) {
+                bad++;
+                cr_expect(false, "store of %a: f16 0x%04x (dtype.c 0x%04x), bf16 0x%04x (dtype.c 0x%04x)",
+                          c, sp.bits, fcg_f32_to_f16(c), sq.bits, fcg_f32_to_bf16(c));
+            }
+        }
+    }
+    std::mt19937_64 rng(16);
+    for (int i = 0; i < 1000000 && bad < 8; i++) { /* random float bit patterns */
+        uint32_t u = (uint32_t)rng();
+        float c;
+        memcpy(&c, &u, 4);
+        if (fcx_f32_to_f16(c) != fcg_f32_to_f16(c) || fcx_f32_to_bf16(c) != fcg_f32_to_bf16(c)) {
+            bad++;
+            cr_expect(false, "store of bits 0x%08x differs from dtype.c", u);
+        }
+    }
+    cr_expect_eq(bad, 0);
+}
+
+/* Random units: graph.h's definition, and the host's fc_random_uniform. */
+Test(prelude, random_units) {
+    for (uint64_t seed : {0ull, 1ull, 42ull, 0xdeadbeefcafef00dull})
+        for (uint64_t i = 0; i < 5000; i++) {
+            uint64_t b = fcg_random_bits(seed, i);
+            cr_assert_eq(fcx_random_bits(seed, i), b);
+            cr_assert_eq((double)fcx_random_unit_f16(seed, i), fcg_random_unit(FC_F16, b));
+            cr_assert_eq((double)fcx_random_unit_bf16(seed, i), fcg_random_unit(FC_BF16, b));
+            cr_assert_eq((double)fcx_random_unit_f32(seed, i), fcg_random_unit(FC_F32, b));
+            cr_assert_eq(fcx_random_unit_f64(seed, i), fcg_random_unit(FC_F64, b));
+        }
+    fc_ctx *ctx = host_ctx();
+    const int64_t n = 3000;
+    for (fc_dtype t : {FC_F16, FC_BF16, FC_F32, FC_F64, FC_C64, FC_C128}) {
+        fc_array *y = fc_random_uniform(ctx, t, shape1(n), 1234567);
+        fc_status st;
+        auto host = host_read(y, &st);
+        cr_assert_eq(st, FC_OK, "%s", fc_errmsg(ctx));
+        size_t size = fc_dtype_size(t);
+        std::vector<unsigned char> mine(host.size(), 0x5A);
+        for (int64_t i = 0; i < n; i++) {
+            void *p = &mine[(size_t)i * size];
+            switch (t) {
+            case FC_F16: fcx_store_f16((fcx_t_f16 *)p, fcx_random_unit_f16(1234567ull, i)); break;
+            case FC_BF16: fcx_store_bf16((fcx_t_bf16 *)p, fcx_random_unit_bf16(1234567ull, i)); break;
+            case FC_F32: fcx_store_f32((fcx_t_f32 *)p, fcx_random_unit_f32(1234567ull, i)); break;
+            case FC_F64: fcx_store_f64((fcx_t_f64 *)p, fcx_random_unit_f64(1234567ull, i)); break;
+            case FC_C64: fcx_store_c64((fcx_t_c64 *)p, fcx_random_unit_c64(1234567ull, i)); break;
+            default: fcx_store_c128((fcx_t_c128 *)p, fcx_random_unit_c128(1234567ull, i)); break;
+            }
+        }
+        cr_expect(memcmp(host.data(), mine.data(), host.size()) == 0, "random_uniform %s differs",
+                  fc_dtype_name(t));
+        fc_release(y);
+    }
+    fc_ctx_destroy(ctx);
+}
+
+/* The reduction helpers: max / min folded with fcx_maximum / fcx_minimum from the identity,
+ * argmax / argmin pairs combined in sequence and as a tree, against the host's reductions. */
+template <class L> static void check_reductions(fc_ctx *ctx, fc_dtype t, std::mt19937_64 &rng) {
+    using C = typename L::C;
+    const int n = 61;
+    std::vector<val> s = specials(t, true);
+    for (int rep = 0; rep < 40; rep++) {
+        std::vector<unsigned char> src(n * fc_dtype_size(t));
+        for (int i = 0; i < n; i++) { /* few distinct values: ties; some specials: NaN */
+            val v = (rng() % 5 == 0) ? s[rng() % s.size()] : random_val(t, rng);
+            if (rep % 2 && fcg_is_inexact(t) && v.re != v.re) v = R(1.0, 2.0); /* half without NaN */
+            encode(t, v, &src[(size_t)i * fc_dtype_size(t)]);
+        }
+        const typename L::S *p = (const typename L::S *)src.data();
+        C mx = fcx_identity_max<C>(), mn = fcx_identity_min<C>();
+        C av = L::load(p), iv = L::load(p);
+        long long ai = 0, ii = 0;
+        for (int i = 0; i < n; i++) {
+            mx = fcx_maximum(mx, L::load(p + i));
+            mn = fcx_minimum(mn, L::load(p + i));
+            if (i) {
+                fcx_argmax_combine(&av, &ai, L::load(p + i), (long long)i);
+                fcx_argmin_combine(&iv, &ii, L::load(p + i), (long long)i);
+            }
+        }
+        /* a tree: pairs (i, i + h) combined bottom-up in a different order */
+        C tv[n], tw[n]; /* not std::vector: vector<bool> has no element addresses */
+        long long ti[n], tj[n];
+        for (int i = 0; i < n; i++) {
+            tv[i] = tw[i] = L::load(p + i);
+            ti[i] = tj[i] = i;
+        }
+        for (int h = 1; h < n; h *= 2)
+            for (int i = 0; i + h < n; i += 2 * h) {
+                fcx_argmax_combine(&tv[i + h], &ti[i + h], tv[i], ti[i]); /* the later one first */
+                tv[i] = tv[i + h];
+                ti[i] = ti[i + h];
+                fcx_argmin_combine(&tw[i + h], &tj[i + h], tw[i], tj[i]);
+                tw[i] = tw[i + h];
+                tj[i] = tj[i + h];
+            }
+        fc_scope *scope = fc_scope_open(ctx);
+        fc_array *x = fc_from_host(ctx, t, shape1(n), src.data());
+        fc_array *r[4] = {fc_argmax(x, FC_AXIS_NONE, false), fc_argmin(x, FC_AXIS_NONE, false),
+                          fc_max(x, fc_axes{-1, {0}}, false), fc_min(x, fc_axes{-1, {0}}, false)};
+        int64_t amax, amin;
+        fc_status st;
+        cr_assert_eq(fc_read(r[0], &amax, 0, 1), FC_OK, "%s", fc_errmsg(ctx));
+        cr_assert_eq(fc_read(r[1], &amin, 0, 1), FC_OK, "%s", fc_errmsg(ctx));
+        cr_expect_eq(ai, amax, "argmax %s: prelude %lld, host %lld", fc_dtype_name(t), ai, (long long)amax);
+        cr_expect_eq(ii, amin, "argmin %s: prelude %lld, host %lld", fc_dtype_name(t), ii, (long long)amin);
+        cr_expect_eq(ti[0], amax, "argmax %s as a tree: prelude %lld, host %lld", fc_dtype_name(t), ti[0], (long long)amax);
+        cr_expect_eq(tj[0], amin, "argmin %s as a tree: prelude %lld, host %lld", fc_dtype_name(t), tj[0], (long long)amin);
+        size_t size = fc_dtype_size(t);
+        auto hmax = host_read(r[2], &st);
+        cr_assert_eq(st, FC_OK);
+        auto hmin = host_read(r[3], &st);
+        cr_assert_eq(st, FC_OK);
+        std::vector<unsigned char> m1(size), m2(size);
+        L::store((typename L::S *)m1.data(), mx);
+        L::store((typename L::S *)m2.data(), mn);
+        cr_expect(same_element(FCG_OP_MAX, t, t, hmax.data(), m1.data(), NULL, 0),
+                  "max %s: host %s, prelude %s", fc_dtype_name(t), hex(hmax.data(), size).c_str(), hex(m1.data(), size).c_str());
+        cr_expect(same_element(FCG_OP_MIN, t, t, hmin.data(), m2.data(), NULL, 0),
+                  "min %s: host %s, prelude %s", fc_dtype_name(t), hex(hmin.data(), size).c_str(), hex(m2.data(), size).c_str());
+        fc_scope_close(scope);
+    }
+}
+
+Test(prelude, reductions) {
+    fc_ctx *ctx = host_ctx();
+    std::mt19937_64 rng(99);
+    for (int d = 0; d < FC_DTYPE_COUNT; d++)
+        with_dtype(dtype_at(d), [&](auto l) { check_reductions<decltype(l)>(ctx, dtype_at(d), rng); });
+    cr_expect(fcx_identity_sum<fcx_t_c64>() == (fcx_t_c64{0, 0}));
+    cr_expect(fcx_identity_prod<fcx_t_c128>() == (fcx_t_c128{1, 0}));
+    cr_expect_eq(fcx_identity_prod<signed char>(), 1);
+    cr_expect_eq(fcx_identity_max<short>(), -32768);
+    cr_expect_eq(fcx_identity_min<unsigned>(), 4294967295u);
+    cr_expect_eq(fcx_identity_max<bool>(), false);
+    cr_expect_eq(fcx_identity_min<bool>(), true);
+    cr_expect(std::isinf(fcx_identity_min<float>()) && fcx_identity_min<float>() > 0);
+    fc_ctx_destroy(ctx);
+}
+
+/* ---- NVRTC ------------------------------------------------------------------------------ */
+
+/* A kernel calling every prelude function for every loop dtype the API gives each op, every
+ * cast, load, store, random unit and reduction helper; p[k] points at distinct buffers so
+ * nothing is dead. */
+static std::string every_call_kernel(fc_ctx *ctx) {
+    std::string k(fcx_prelude_source, fcx_prelude_size);
+    k += "\nextern \"C\" __global__ void every_call(void **p, unsigned long long seed) {\n"
+         "    const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n";
+    int slot = 4;
+    char line[512];
+    auto ld = [](fc_dtype t, int ptr) {
+        return std::string("fcx_load_") + dname(t) + "((const fcx_t_" + dname(t) + " *)p[" +
+               std::to_string(ptr) + "] + i)";
+    };
+    for (int op = 0; op < FCG_OP_COUNT; op++) {
+        if (!is_tested_ew(op)) continue;
+        bool seen[FC_DTYPE_COUNT] = {false};
+        for (int d = 0; d < FC_DTYPE_COUNT; d++) {
+            fc_scope *scope = fc_scope_open(ctx);
+            int nin = fcg_ops[op].nin;
+            fc_array *x[3];
+            for (int j = 0; j < nin; j++) x[j] = fc_zeros(ctx, dtype_at(d), shape1(4));
+            fc_array *y = make_op((fcg_op)op, nin, x);
+            if (y && fc_array_status(y) == FC_OK && !seen[y->loop_dtype]) {
+                fc_dtype l = (fc_dtype)y->loop_dtype, o = (fc_dtype)y->dtype;
+                seen[l] = true;
+                std::string args;
+                for (int j = 0; j < nin; j++)
+                    args += (j ? ", " : "") + ((op == FCG_OP_WHERE && j == 0) ? ld(FC_BOOL, 0) : ld(l, j));
+                snprintf(line, sizeof line, "    fcx_store_%s((fcx_t_%s *)p[%d] + i, fcx_%s(%s));\n",
+                         dname(o), dname(o), slot++, fcg_ops[op].cname, args.c_str());
+                k += line;
+            }
+            fc_scope_close(scope);
+        }
+    }
+    for (int s = 0; s < FC_DTYPE_COUNT; s++)
+        for (int d = 0; d < FC_DTYPE_COUNT; d++) {
+            snprintf(line, sizeof line, "    fcx_store_%s((fcx_t_%s *)p[%d] + i, fcx_cast_%s(%s));\n",
+                     dname(d), dname(d), slot++, dname(d), ld(dtype_at(s), 1).c_str());
+            k += line;
+        }
+    for (const char *t : {"f16", "bf16", "f32", "f64", "c64", "c128"}) {
+        snprintf(line, sizeof line, "    fcx_store_%s((fcx_t_%s *)p[%d] + i, fcx_random_unit_%s(seed, i));\n",
+                 t, t, slot++, t);
+        k += line;
+    }
+    for (int d = 0; d < FC_DTYPE_COUNT; d++) {
+        const char *t = dname(d);
+        snprintf(line, sizeof line,
+                 "    { fcx_ct_%s v = fcx_identity_max<fcx_ct_%s>(), w = fcx_identity_min<fcx_ct_%s>(); "
+                 "long long a = i, b = i + 1; v = fcx_maximum(v, %s); w = fcx_minimum(w, %s); "
+                 "fcx_argmax_combine(&v, &a, %s, b); fcx_argmin_combine(&w, &a, fcx_identity_sum<fcx_ct_%s>(), b); "
+                 "fcx_store_%s((fcx_t_%s *)p[%d] + i, fcx_add(v, fcx_identity_prod<fcx_ct_%s>())); "
+                 "((long long *)p[2])[i] = a; }\n",
+                 t, t, t, ld(dtype_at(d), 1).c_str(), ld(dtype_at(d), 1).c_str(), ld(dtype_at(d), 3).c_str(),
+                 t, t, t, slot++, t);
+        k += line;
+    }
+    k += "}\n";
+    return k;
+}
+
+Test(prelude, nvrtc_compiles, .timeout = 300) {
+    fc_ctx *ctx = host_ctx();
+    std::string src = every_call_kernel(ctx);
+    cr_assert_eq(strlen(fcx_prelude_source), fcx_prelude_size);
+    cr_assert(src.find("fcx_arccosh(") != std::string::npos);
+    for (const char *arch : {"sm_80", "sm_90"}) {
+        fcn_cubin cubin;
+        fc_status st = fcn_compile(ctx, src.c_str(), "prelude_test.cu", arch, 0, NULL, 0, &cubin);
+        cr_expect_eq(st, FC_OK, "%s: %s", arch, cubin.message ? cubin.message : "(no message)");
+        if (st == FC_OK) {
+            cr_expect_gt(cubin.size, 1000u);
+            cr_expect(cubin.log == NULL || cubin.log[0] == '\0', "%s: NVRTC warns: %s", arch, cubin.log);
+        }
+        fcn_cubin_free(ctx, &cubin);
+    }
+    fc_ctx_destroy(ctx);
+}
