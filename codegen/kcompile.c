@@ -89,7 +89,7 @@ fc_status fcx_get_binary(fc_ctx *ctx, fcc_cache *cache, const fcx_kernel_src *sr
         }
         snprintf(msg, msg_size, "FUSEC_REQUIRE_CACHED is set and kernel %s for %s is not in the "
                  "cache: %s", hex, arch, why);
-        return FC_ERR_UNSUPPORTED;
+        return FC_ERR_NOT_CACHED;
     }
     fcn_cubin cb;
     st = fcn_compile(ctx, src->src, NULL, arch, 0, NULL, 0, &cb);

@@ -28,7 +28,7 @@ fc_status fcx_key_fields(const fcx_kernel_src *src, const char *arch, char *opti
 /* Looks the kernel up, compiling and storing it on a miss. Thread-safe for one context when
  * its allocator is (the default is): errors go to msg (msg_size bytes), never to the context's
  * message, so warm -j N can run it on several threads. With FUSEC_REQUIRE_CACHED a miss is
- * FC_ERR_UNSUPPORTED with an explanation of the nearest entry. */
+ * FC_ERR_NOT_CACHED with an explanation of the nearest entry. */
 fc_status fcx_get_binary(fc_ctx *ctx, fcc_cache *cache, const fcx_kernel_src *src,
                          const char *arch, fcx_binary *out, char *msg, size_t msg_size);
 

@@ -54,7 +54,7 @@
  * failure means codegen produced something NVRTC rejects: "valid, but not supported by fusec
  * (yet)" is the closest public meaning. A dedicated FC_ERR_COMPILE would be clearer; this
  * name is the one place to change when it exists. */
-#define FCN_ERR_COMPILE FC_ERR_UNSUPPORTED
+#define FCN_ERR_COMPILE FC_ERR_COMPILE
 
 /* Flags for fcn_options_make / fcn_compile. */
 enum {

@@ -84,6 +84,8 @@ const char *fc_strerror(fc_status status) {
     case FC_ERR_UNSUPPORTED: return "not supported";
     case FC_ERR_CONTEXT: return "context or scope misuse";
     case FC_ERR_UNBOUND: return "unbound program input or symbol";
+    case FC_ERR_COMPILE: return "kernel compilation failed";
+    case FC_ERR_NOT_CACHED: return "kernel not in the cache (FUSEC_REQUIRE_CACHED)";
     }
     return "unknown status";
 }
@@ -156,18 +158,32 @@ fc_status fc_ctx_create(fc_ctx **out, const fc_ctx_options *opts) {
     ctx->oom.errmsg = (char *)"out of memory";
 
     fc_backend b = backend_from_env(opts ? opts->backend : FC_BACKEND_AUTO);
-    if (b == FC_BACKEND_CUDA) {
-        /* The CUDA runtime is a later stage; say so rather than pretend. */
-        fc_ctx_destroy(ctx);
-        return FC_ERR_BACKEND;
-    }
     ctx->backend = FC_BACKEND_HOST;
+    if (b != FC_BACKEND_HOST) {
+        fc_status st = fcr_open(ctx, ctx->device);
+        if (st == FC_OK) {
+            ctx->backend = FC_BACKEND_CUDA;
+        } else if (b == FC_BACKEND_CUDA || st == FC_ERR_NOMEM) {
+            /* Asked for the GPU and cannot have it: say why on stderr, since no context
+             * survives to carry the message. */
+            if (st != FC_ERR_NOMEM) fprintf(stderr, "fusec: %s\n", ctx->errmsg);
+            fc_ctx_destroy(ctx);
+            return st;
+        }
+        ctx->errmsg[0] = '\0'; /* AUTO: the host backend it is */
+    }
+    const char *trace = getenv("FUSEC_TRACE");
+    if (trace && *trace && fc_set_trace(ctx, trace) != FC_OK) {
+        fc_ctx_destroy(ctx);
+        return FC_ERR_NOMEM;
+    }
     *out = ctx;
     return FC_OK;
 }
 
 static void free_node_storage(fc_ctx *ctx, fc_array *a) {
     fcg_free(ctx, a->host, a->host_bytes);
+    if (a->dev && ctx->cuda_free_value) ctx->cuda_free_value(ctx, a);
     fcg_strfree(ctx, a->errmsg);
     if (a->in != a->in_inline) fcg_free(ctx, a->in, (size_t)a->nin * sizeof *a->in);
     fcg_free(ctx, a, sizeof *a);
@@ -187,7 +203,9 @@ void fc_ctx_destroy(fc_ctx *ctx) {
         free_node_storage(ctx, a);
     }
     fcg_free(ctx, ctx->cons, ctx->cons_cap * sizeof *ctx->cons);
+    if (ctx->cuda_destroy) ctx->cuda_destroy(ctx);
     if (ctx->kcache) ctx->kcache_close(ctx->kcache);
+    fcg_strfree(ctx, ctx->trace_path);
     fcg_strfree(ctx, ctx->cache_dir);
     fc_allocator alloc = ctx->alloc;
     alloc.free_fn(alloc.user, ctx, sizeof *ctx);

@@ -17,20 +17,21 @@ fc_status fc_eval(fc_ctx *ctx, fc_array *const *arrays, int n) {
         if (a->ctx != ctx)
             return fcg_error(ctx, FC_ERR_CONTEXT, "eval: array %d belongs to another context", i);
         if (a->status != FC_OK) return fcg_error(ctx, a->status, "%s", a->errmsg);
-        pending += a->host == NULL;
+        pending += a->host == NULL && a->dev == 0;
     }
     if (!pending) return FC_OK;
+    if (ctx->trace_path) fcg_trace_eval(ctx, arrays, n);
     /* The backend sees each array that needs a value once. */
     fc_array *small[16], **todo = small;
     if (pending > 16 && !(todo = fcg_malloc(ctx, (size_t)pending * sizeof *todo)))
         return fcg_error(ctx, FC_ERR_NOMEM, "eval: out of memory");
     int m = 0;
     for (int i = 0; i < n; i++) {
-        bool dup = arrays[i]->host != NULL;
+        bool dup = arrays[i]->host != NULL || arrays[i]->dev != 0;
         for (int j = 0; j < m && !dup; j++) dup = todo[j] == arrays[i];
         if (!dup) todo[m++] = arrays[i];
     }
-    fc_status st = fch_eval(ctx, todo, m);
+    fc_status st = ctx->backend == FC_BACKEND_CUDA ? fcr_eval(ctx, todo, m) : fch_eval(ctx, todo, m);
     if (todo != small) fcg_free(ctx, todo, (size_t)pending * sizeof *todo);
     return st;
 }
@@ -46,6 +47,7 @@ fc_status fc_read(fc_array *a, void *dst, int64_t offset, int64_t count) {
     if (count > 0 && !dst) return fcg_error(ctx, FC_ERR_NULL, "read: dst is NULL");
     fc_status st = fc_eval(ctx, &a, 1);
     if (st != FC_OK) return st;
+    if (!a->host && (st = fcr_download(ctx, a)) != FC_OK) return st;
     size_t es = fc_dtype_size((fc_dtype)a->dtype);
     if (count > 0) memcpy(dst, (const char *)a->host + (size_t)offset * es, (size_t)count * es);
     return FC_OK;

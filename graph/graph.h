@@ -140,6 +140,8 @@ struct fc_array {
     fc_array *cons_next;
     void *host;           /* the value, row-major contiguous in dtype, or NULL */
     size_t host_bytes;
+    uint64_t dev;         /* the value on the GPU (a CUdeviceptr), or 0 */
+    size_t dev_bytes;
     char *errmsg;         /* POISON: the message of the op that failed */
     fc_array *all_prev, *all_next; /* every live node of the context, for fc_ctx_destroy */
     uint64_t visit;       /* scratch of graph walks: == ctx->visit_epoch when seen this walk */
@@ -170,6 +172,11 @@ struct fc_ctx {
     fc_array oom;         /* immortal poison returned when even a poison cannot be allocated */
     fc_array *all;        /* list of every live node */
     uint64_t visit_epoch; /* bumped by each graph walk */
+    char *trace_path;     /* fc_set_trace / FUSEC_TRACE: programs evaluated are appended here */
+    bool trace_warned;
+    void *cuda;           /* the CUDA runtime's state (runtime/cuda.c), NULL on the host backend */
+    void (*cuda_free_value)(fc_ctx *ctx, fc_array *a); /* frees a->dev */
+    void (*cuda_destroy)(fc_ctx *ctx);
     void *kcache;         /* the kernel cache store, opened on first compile (codegen/) */
     void (*kcache_close)(void *kcache);
     size_t live_nodes;
@@ -312,6 +319,17 @@ static inline double fcg_random_unit(fc_dtype real_dtype, uint64_t bits) {
 /* Whether a name is a reserved word of the .fc format (keywords, literals, dtype names):
  * the parser rejects it as a variable and the printer never generates it. */
 bool fcf_name_is_reserved(const char *name, size_t len);
+
+/* graph/trace.c: appends the program computing arrays[0..n) to ctx->trace_path, if set.
+ * Never fails the caller: a write error warns once on stderr. */
+void fcg_trace_eval(fc_ctx *ctx, fc_array *const *arrays, int n);
+
+/* runtime/cuda.c: the CUDA backend. fcr_open loads the driver and makes a context on the
+ * device; FC_ERR_BACKEND (with a message) when there is no driver or device. fcr_eval
+ * evaluates arrays on the GPU (values land in a->dev); fcr_download fills a->host from a->dev. */
+fc_status fcr_open(fc_ctx *ctx, int device);
+fc_status fcr_eval(fc_ctx *ctx, fc_array *const *arrays, int n);
+fc_status fcr_download(fc_ctx *ctx, fc_array *a);
 
 /* ---- backends --------------------------------------------------------------------------- */
 

@@ -31,7 +31,7 @@ fc_status fcg_topo_order(fc_ctx *ctx, fc_array *const *arrays, int n, bool stop_
         while (depth) {
             frame *f = &stack[depth - 1];
             fc_array *a = f->node;
-            bool leaf = stop_at_values && a->host;
+            bool leaf = stop_at_values && (a->host || a->dev);
             if (!leaf && f->next < a->nin) {
                 fc_array *c = a->in[f->next++];
                 if (c->visit == epoch) continue;

@@ -93,7 +93,9 @@ typedef enum fc_status {
     FC_ERR_VALUE = -11,      /**< a value-dependent error found at evaluation */
     FC_ERR_UNSUPPORTED = -12,/**< valid, but not supported by fusec (yet) */
     FC_ERR_CONTEXT = -13,    /**< arrays of different contexts mixed, or a scope misuse */
-    FC_ERR_UNBOUND = -14     /**< a program input or dimension symbol has no value */
+    FC_ERR_UNBOUND = -14,    /**< a program input or dimension symbol has no value */
+    FC_ERR_COMPILE = -15,    /**< NVRTC rejected a generated kernel (a fusec bug: report it) */
+    FC_ERR_NOT_CACHED = -16  /**< FUSEC_REQUIRE_CACHED is set and a kernel was not cached */
 } fc_status;
 
 /** A short, static description of a status code. Never NULL. */
@@ -251,6 +253,15 @@ FC_API fc_status fc_read(fc_array *a, void *dst, int64_t offset, int64_t count);
 /** Evaluates a and copies all of it into dst, which holds `bytes` bytes (at least
  *  fc_array_size(a) * fc_dtype_size(dtype)), else FC_ERR_INVALID. */
 FC_API fc_status fc_to_host(fc_array *a, void *dst, size_t bytes);
+
+/** Tracing: from now on every fc_eval / fc_read / fc_to_host that evaluates something
+ *  appends the program it evaluated to the .fc file at path (created if missing), as
+ *  canonical text with a comment line before each program, so that `fusec warm FILE` can
+ *  compile a real program's kernels ahead of time (in CI, for GPUs it does not have).
+ *  path NULL stops tracing. The environment variable FUSEC_TRACE=FILE does the same for every
+ *  context from its creation. A trace write that fails warns once on stderr and never fails
+ *  the evaluation. @return FC_OK, FC_ERR_NULL (ctx), FC_ERR_NOMEM. */
+FC_API fc_status fc_set_trace(fc_ctx *ctx, const char *path);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Creation                                                                                 */

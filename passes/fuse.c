@@ -40,7 +40,7 @@ typedef struct fuse_state {
 } fuse_state;
 
 static bool is_leaf(const fc_array *a) {
-    return a->host || a->op == FCG_OP_DATA || a->op == FCG_OP_INPUT;
+    return a->host || a->dev || a->op == FCG_OP_DATA || a->op == FCG_OP_INPUT;
 }
 static fcg_kind kind_of(const fc_array *a) { return fcg_ops[a->op].kind; }
 static bool is_reduce(const fc_array *a) { return kind_of(a) == FCG_KIND_REDUCE; }
@@ -282,11 +282,21 @@ static void choose_roots(fuse_state *s, fc_array **reg, int *claimed) {
         memset(claimed, 0, n * sizeof *claimed);
         for (size_t i = 0; i < n; i++) {
             if (!s->mat[i] || is_lib(s->ord[i])) continue;
+            /* Roots of one shape will most likely merge into one kernel (multi-output
+             * fusion), so a node they share is not shared across kernels: claim it for the
+             * first root of that shape. */
+            size_t owner = i;
+            for (size_t j = 0; j < i; j++)
+                if (s->mat[j] && !is_lib(s->ord[j]) && s->ord[j]->ndim == s->ord[i]->ndim &&
+                    memcmp(s->ord[j]->shape, s->ord[i]->shape, (size_t)s->ord[i]->ndim * 8) == 0) {
+                    owner = j;
+                    break;
+                }
             size_t m = collect(s, s->ord[i], reg);
             for (size_t k = 1; k < m; k++) {
                 fc_array *a = reg[k];
-                if (is_leaf(a) || s->mat[a->order] || claimed[a->order] == (int)i + 1) continue;
-                claimed[a->order] = (int)i + 1;
+                if (is_leaf(a) || s->mat[a->order] || claimed[a->order] == (int)owner + 1) continue;
+                claimed[a->order] = (int)owner + 1;
                 s->nregions[a->order]++;
             }
         }

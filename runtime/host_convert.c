@@ -57,7 +57,7 @@ uint16_t fch_f64_to_f16(double d) {
     uint64_t mant = (mag & ((1ULL << 52) - 1)) | (1ULL << 52);
     int shift = e >= -14 ? 42 : 42 + (-14 - e); /* bits dropped from the 53-bit significand */
     uint64_t kept = mant >> shift, rem = mant & ((1ULL << shift) - 1), half = 1ULL << (shift - 1);
-    if (rem > half || (rem == half && (kept & 1))) kept++;
+    kept += (uint64_t)((rem > half) | ((rem == half) & (unsigned)kept & 1u)); /* to even, no branch */
     if (e < -14) return (uint16_t)(sign | kept); /* subnormal; a carry makes the smallest normal */
     /* kept holds the implicit bit, so a carry out of the significand bumps the exponent */
     uint32_t h = ((uint32_t)(e + 14) << 10) + (uint32_t)kept;
@@ -159,46 +159,71 @@ static inline uint64_t wide_bits(fch_wide k, const wide_val *v, bool to_u64) {
     }
 }
 
+/* Runs BODY with the class as the constant K_, so the wide_* helpers fold to one case and the
+ * loop in BODY carries no switch. */
+#define FOR_CLASS(k, BODY)                                                                       \
+    do {                                                                                         \
+        switch (k) {                                                                             \
+        case FCH_W_I64: { const fch_wide K_ = FCH_W_I64; BODY; break; }                          \
+        case FCH_W_U64: { const fch_wide K_ = FCH_W_U64; BODY; break; }                          \
+        case FCH_W_F64: { const fch_wide K_ = FCH_W_F64; BODY; break; }                          \
+        default: { const fch_wide K_ = FCH_W_C128; BODY; break; }                                \
+        }                                                                                        \
+    } while (0)
+
 void fch_write_wide(fch_wide k, const void *wide, size_t n, fc_dtype t, char *dst,
                     int64_t stride) {
     const wide_val *w = wide;
     size_t i;
     switch (t) {
-    case FC_BOOL: for (i = 0; i < n; i++) dst[i * stride] = (char)wide_truth(k, &w[i]); break;
+    case FC_BOOL:
+        FOR_CLASS(k, for (i = 0; i < n; i++) dst[i * stride] = (char)wide_truth(K_, &w[i]));
+        break;
     case FC_I8: case FC_U8:
-        for (i = 0; i < n; i++) STORE(uint8_t, dst + i * stride, wide_bits(k, &w[i], false));
+        FOR_CLASS(k, for (i = 0; i < n; i++)
+                         STORE(uint8_t, dst + i * stride, wide_bits(K_, &w[i], false)));
         break;
     case FC_I16: case FC_U16:
-        for (i = 0; i < n; i++) STORE(uint16_t, dst + i * stride, wide_bits(k, &w[i], false));
+        FOR_CLASS(k, for (i = 0; i < n; i++)
+                         STORE(uint16_t, dst + i * stride, wide_bits(K_, &w[i], false)));
         break;
     case FC_I32: case FC_U32:
-        for (i = 0; i < n; i++) STORE(uint32_t, dst + i * stride, wide_bits(k, &w[i], false));
+        FOR_CLASS(k, for (i = 0; i < n; i++)
+                         STORE(uint32_t, dst + i * stride, wide_bits(K_, &w[i], false)));
         break;
     case FC_I64:
-        for (i = 0; i < n; i++) STORE(uint64_t, dst + i * stride, wide_bits(k, &w[i], false));
+        FOR_CLASS(k, for (i = 0; i < n; i++)
+                         STORE(uint64_t, dst + i * stride, wide_bits(K_, &w[i], false)));
         break;
     case FC_U64:
-        for (i = 0; i < n; i++) STORE(uint64_t, dst + i * stride, wide_bits(k, &w[i], true));
+        FOR_CLASS(k, for (i = 0; i < n; i++)
+                         STORE(uint64_t, dst + i * stride, wide_bits(K_, &w[i], true)));
         break;
     case FC_F16:
-        for (i = 0; i < n; i++) STORE(uint16_t, dst + i * stride, fch_f64_to_f16(wide_f64(k, &w[i])));
+        FOR_CLASS(k, for (i = 0; i < n; i++)
+                         STORE(uint16_t, dst + i * stride, fch_f64_to_f16(wide_f64(K_, &w[i]))));
         break;
     case FC_BF16: /* ml_dtypes rounds to f32 first */
-        for (i = 0; i < n; i++) STORE(uint16_t, dst + i * stride, fcg_f32_to_bf16(wide_f32(k, &w[i])));
+        FOR_CLASS(k, for (i = 0; i < n; i++)
+                         STORE(uint16_t, dst + i * stride, fcg_f32_to_bf16(wide_f32(K_, &w[i]))));
         break;
-    case FC_F32: for (i = 0; i < n; i++) STORE(float, dst + i * stride, wide_f32(k, &w[i])); break;
-    case FC_F64: for (i = 0; i < n; i++) STORE(double, dst + i * stride, wide_f64(k, &w[i])); break;
+    case FC_F32:
+        FOR_CLASS(k, for (i = 0; i < n; i++) STORE(float, dst + i * stride, wide_f32(K_, &w[i])));
+        break;
+    case FC_F64:
+        FOR_CLASS(k, for (i = 0; i < n; i++) STORE(double, dst + i * stride, wide_f64(K_, &w[i])));
+        break;
     case FC_C64:
-        for (i = 0; i < n; i++) {
-            STORE(float, dst + i * stride, wide_f32(k, &w[i]));
-            STORE(float, dst + i * stride + 4, (float)wide_imag(k, &w[i]));
-        }
+        FOR_CLASS(k, for (i = 0; i < n; i++) {
+            STORE(float, dst + i * stride, wide_f32(K_, &w[i]));
+            STORE(float, dst + i * stride + 4, (float)wide_imag(K_, &w[i]));
+        });
         break;
     default:
-        for (i = 0; i < n; i++) {
-            STORE(double, dst + i * stride, wide_f64(k, &w[i]));
-            STORE(double, dst + i * stride + 8, wide_imag(k, &w[i]));
-        }
+        FOR_CLASS(k, for (i = 0; i < n; i++) {
+            STORE(double, dst + i * stride, wide_f64(K_, &w[i]));
+            STORE(double, dst + i * stride + 8, wide_imag(K_, &w[i]));
+        });
         break;
     }
 }

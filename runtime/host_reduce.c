@@ -527,20 +527,20 @@ fc_status fch_matmul(fc_ctx *ctx, const fc_array *a, const char *const *in,
             for (int64_t p = 0; p < kk; p++) {
                 const wv *x = &ma[i * kk + p];
                 const wv *y = &mb[p * m];
-                for (int64_t j = 0; j < m; j++) {
-                    switch (k) {
-                    case FCH_W_I64:
-                    case FCH_W_U64:
-                        row[j].u += x->u * y[j].u; /* wraps as the narrow dtype would */
-                        break;
-                    case FCH_W_F64:
-                        row[j].f += x->f * y[j].f;
-                        break;
-                    default:
+                switch (k) {
+                case FCH_W_I64:
+                case FCH_W_U64: /* wraps as the narrow dtype would */
+                    for (int64_t j = 0; j < m; j++) row[j].u += x->u * y[j].u;
+                    break;
+                case FCH_W_F64:
+                    for (int64_t j = 0; j < m; j++) row[j].f += x->f * y[j].f;
+                    break;
+                default:
+                    for (int64_t j = 0; j < m; j++) {
                         row[j].c[0] += x->c[0] * y[j].c[0] - x->c[1] * y[j].c[1];
                         row[j].c[1] += x->c[0] * y[j].c[1] + x->c[1] * y[j].c[0];
-                        break;
                     }
+                    break;
                 }
             }
             fch_write_wide(k, row, (size_t)m, d, o, (int64_t)dsize);

@@ -630,10 +630,10 @@ void rdag_free(rdag *d) {
     d->nout = d->nin = 0;
 }
 
-fc_status rdag_build(fc_ctx *ctx, uint64_t seed, const rdag_options *opt, rdag *out) {
+fc_status rdag_build(fc_ctx *context, uint64_t seed, const rdag_options *opt, rdag *out) {
     if (!out) return FC_ERR_NULL;
     memset(out, 0, sizeof *out);
-    if (!ctx) return FC_ERR_NULL;
+    if (!context) return FC_ERR_NULL;
     rdag_options defaults;
     rdag_default_options(&defaults);
     const rdag_options *o = opt ? opt : &defaults;
@@ -642,14 +642,14 @@ fc_status rdag_build(fc_ctx *ctx, uint64_t seed, const rdag_options *opt, rdag *
         o->max_outputs > RDAG_MAX_OUTPUTS || o->max_extent < 1 || o->max_extent > 16 ||
         o->max_elements < 1)
         return FC_ERR_INVALID;
-    out->ctx = ctx;
+    out->ctx = context;
     out->seed = seed;
     rd r;
     memset(&r, 0, sizeof r);
-    r.ctx = ctx;
+    r.ctx = context;
     r.o = o;
     r.state = seed * 0x2545f4914f6cdd1dULL ^ 0x5851f42d4c957f2dULL;
-    fc_scope *scope = fc_scope_open(ctx);
+    fc_scope *scope = fc_scope_open(context);
     if (!scope) return FC_ERR_NOMEM;
 
     fc_shape base;
@@ -700,7 +700,7 @@ fc_status rdag_build(fc_ctx *ctx, uint64_t seed, const rdag_options *opt, rdag *
     }
     for (int i = 0; i < r.ninputs; i++) out->in[out->nin++] = fc_keep(r.pool[i]);
     fc_scope_close(scope);
-    fc_clear_error(ctx);
+    fc_clear_error(context);
     for (int i = 0; i < out->nout; i++)
         if (fc_array_status(out->out[i]) != FC_OK) { /* fc_keep ran out of memory */
             rdag_free(out);

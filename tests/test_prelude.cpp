@@ -742,13 +742,12 @@ Test(prelude, reductions) {
 
 /* ---- NVRTC ------------------------------------------------------------------------------ */
 
-/* A kernel calling every prelude function for every loop dtype the API gives each op, every
+/* Kernels calling every prelude function for every loop dtype the API gives each op, every
  * cast, load, store, random unit and reduction helper; p[k] points at distinct buffers so
- * nothing is dead. */
-static std::string every_call_kernel(fc_ctx *ctx) {
+ * nothing is dead. 20 calls a kernel: one huge kernel takes NVRTC minutes, one kernel a call
+ * several seconds. */
+static std::string every_call_kernels(fc_ctx *ctx) {
     std::string k(fcx_prelude_source, fcx_prelude_size);
-    k += "\nextern \"C\" __global__ void every_call(void **p, unsigned long long seed) {\n"
-         "    const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n";
     int slot = 4;
     char line[512];
     auto ld = [](fc_dtype t, int ptr) {
@@ -800,24 +799,44 @@ static std::string every_call_kernel(fc_ctx *ctx) {
                  t, t, t, slot++, t);
         k += line;
     }
-    k += "}\n";
-    return k;
+    std::string out(fcx_prelude_source, fcx_prelude_size);
+    size_t pos = fcx_prelude_size, count = 0;
+    while (pos < k.size()) { /* one statement a line */
+        size_t end = k.find('\n', pos) + 1;
+        if (count++ % 20 == 0) {
+            if (count > 1) out += "}\n";
+            out += "extern \"C\" __global__ void every_call" + std::to_string(count / 20) +
+                   "(void **p, unsigned long long seed) {\n"
+                   "    const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n";
+        }
+        out.append(k, pos, end - pos);
+        pos = end;
+    }
+    return out + "}\n";
 }
 
-Test(prelude, nvrtc_compiles, .timeout = 300) {
+static void check_nvrtc(const char *arch) {
     fc_ctx *ctx = host_ctx();
-    std::string src = every_call_kernel(ctx);
+    std::string src = every_call_kernels(ctx);
     cr_assert_eq(strlen(fcx_prelude_source), fcx_prelude_size);
     cr_assert(src.find("fcx_arccosh(") != std::string::npos);
-    for (const char *arch : {"sm_80", "sm_90"}) {
-        fcn_cubin cubin;
-        fc_status st = fcn_compile(ctx, src.c_str(), "prelude_test.cu", arch, 0, NULL, 0, &cubin);
-        cr_expect_eq(st, FC_OK, "%s: %s", arch, cubin.message ? cubin.message : "(no message)");
-        if (st == FC_OK) {
-            cr_expect_gt(cubin.size, 1000u);
-            cr_expect(cubin.log == NULL || cubin.log[0] == '\0', "%s: NVRTC warns: %s", arch, cubin.log);
+    if (getenv("FCX_DUMP_KERNEL")) { /* to time or inspect it */
+        FILE *f = fopen(getenv("FCX_DUMP_KERNEL"), "w");
+        if (f) {
+            fputs(src.c_str(), f);
+            fclose(f);
         }
-        fcn_cubin_free(ctx, &cubin);
     }
+    fcn_cubin cubin;
+    fc_status st = fcn_compile(ctx, src.c_str(), "prelude_test.cu", arch, 0, NULL, 0, &cubin);
+    cr_expect_eq(st, FC_OK, "%s: %s", arch, cubin.message ? cubin.message : "(no message)");
+    if (st == FC_OK) {
+        cr_expect_gt(cubin.size, 1000u);
+        cr_expect(cubin.log == NULL || cubin.log[0] == '\0', "%s: NVRTC warns: %s", arch, cubin.log);
+    }
+    fcn_cubin_free(ctx, &cubin);
     fc_ctx_destroy(ctx);
 }
+
+Test(prelude, nvrtc_sm80, .timeout = 300) { check_nvrtc("sm_80"); }
+Test(prelude, nvrtc_sm90, .timeout = 300) { check_nvrtc("sm_90"); }

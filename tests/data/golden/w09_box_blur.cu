@@ -1,0 +1,72 @@
+// ---- kernel 0
+typedef int idx_t;
+struct fcx_params {
+    const void *ptr[2];
+    long long i[43];
+    double f[1];
+};
+extern "C" __global__ void __launch_bounds__(256) fusec_kernel(const fcx_params p) {
+    const idx_t n = (idx_t)p.i[0] * (idx_t)p.i[1];
+    for (idx_t i = (idx_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (idx_t)gridDim.x * blockDim.x) {
+        idx_t t_c = i;
+        const idx_t c1 = t_c % p.i[1]; t_c /= p.i[1];
+        const idx_t c0 = t_c;
+        idx_t j0 = (idx_t)(p.i[3] + (idx_t)(c0) * p.i[2]) - p.i[7];
+        j0 = j0 < 0 ? -j0 - 1 : j0 >= p.i[6] ? 2 * p.i[6] - 1 - j0 : j0;
+        idx_t j1 = (idx_t)(p.i[5] + (idx_t)(c1) * p.i[4]) - p.i[9];
+        j1 = j1 < 0 ? -j1 - 1 : j1 >= p.i[8] ? 2 * p.i[8] - 1 - j1 : j1;
+        const fcx_ct_f32 v2 = fcx_load_f32((const fcx_t_f32 *)p.ptr[0] + (idx_t)(j0) * p.i[8] + (j1));
+        idx_t j3 = (idx_t)(p.i[11] + (idx_t)(c0) * p.i[10]) - p.i[7];
+        j3 = j3 < 0 ? -j3 - 1 : j3 >= p.i[6] ? 2 * p.i[6] - 1 - j3 : j3;
+        idx_t j4 = (idx_t)(p.i[13] + (idx_t)(c1) * p.i[12]) - p.i[9];
+        j4 = j4 < 0 ? -j4 - 1 : j4 >= p.i[8] ? 2 * p.i[8] - 1 - j4 : j4;
+        const fcx_ct_f32 v5 = fcx_load_f32((const fcx_t_f32 *)p.ptr[0] + (idx_t)(j3) * p.i[8] + (j4));
+        const fcx_ct_f32 v6 = fcx_add(v2, v5);
+        idx_t j7 = (idx_t)(p.i[15] + (idx_t)(c0) * p.i[14]) - p.i[7];
+        j7 = j7 < 0 ? -j7 - 1 : j7 >= p.i[6] ? 2 * p.i[6] - 1 - j7 : j7;
+        idx_t j8 = (idx_t)(p.i[17] + (idx_t)(c1) * p.i[16]) - p.i[9];
+        j8 = j8 < 0 ? -j8 - 1 : j8 >= p.i[8] ? 2 * p.i[8] - 1 - j8 : j8;
+        const fcx_ct_f32 v9 = fcx_load_f32((const fcx_t_f32 *)p.ptr[0] + (idx_t)(j7) * p.i[8] + (j8));
+        const fcx_ct_f32 v10 = fcx_add(v6, v9);
+        idx_t j11 = (idx_t)(p.i[19] + (idx_t)(c0) * p.i[18]) - p.i[7];
+        j11 = j11 < 0 ? -j11 - 1 : j11 >= p.i[6] ? 2 * p.i[6] - 1 - j11 : j11;
+        idx_t j12 = (idx_t)(p.i[21] + (idx_t)(c1) * p.i[20]) - p.i[9];
+        j12 = j12 < 0 ? -j12 - 1 : j12 >= p.i[8] ? 2 * p.i[8] - 1 - j12 : j12;
+        const fcx_ct_f32 v13 = fcx_load_f32((const fcx_t_f32 *)p.ptr[0] + (idx_t)(j11) * p.i[8] + (j12));
+        const fcx_ct_f32 v14 = fcx_add(v10, v13);
+        idx_t j15 = (idx_t)(p.i[23] + (idx_t)(c0) * p.i[22]) - p.i[7];
+        j15 = j15 < 0 ? -j15 - 1 : j15 >= p.i[6] ? 2 * p.i[6] - 1 - j15 : j15;
+        idx_t j16 = (idx_t)(p.i[25] + (idx_t)(c1) * p.i[24]) - p.i[9];
+        j16 = j16 < 0 ? -j16 - 1 : j16 >= p.i[8] ? 2 * p.i[8] - 1 - j16 : j16;
+        const fcx_ct_f32 v17 = fcx_load_f32((const fcx_t_f32 *)p.ptr[0] + (idx_t)(j15) * p.i[8] + (j16));
+        const fcx_ct_f32 v18 = fcx_add(v14, v17);
+        idx_t j19 = (idx_t)(p.i[27] + (idx_t)(c0) * p.i[26]) - p.i[7];
+        j19 = j19 < 0 ? -j19 - 1 : j19 >= p.i[6] ? 2 * p.i[6] - 1 - j19 : j19;
+        idx_t j20 = (idx_t)(p.i[29] + (idx_t)(c1) * p.i[28]) - p.i[9];
+        j20 = j20 < 0 ? -j20 - 1 : j20 >= p.i[8] ? 2 * p.i[8] - 1 - j20 : j20;
+        const fcx_ct_f32 v21 = fcx_load_f32((const fcx_t_f32 *)p.ptr[0] + (idx_t)(j19) * p.i[8] + (j20));
+        const fcx_ct_f32 v22 = fcx_add(v18, v21);
+        idx_t j23 = (idx_t)(p.i[31] + (idx_t)(c0) * p.i[30]) - p.i[7];
+        j23 = j23 < 0 ? -j23 - 1 : j23 >= p.i[6] ? 2 * p.i[6] - 1 - j23 : j23;
+        idx_t j24 = (idx_t)(p.i[33] + (idx_t)(c1) * p.i[32]) - p.i[9];
+        j24 = j24 < 0 ? -j24 - 1 : j24 >= p.i[8] ? 2 * p.i[8] - 1 - j24 : j24;
+        const fcx_ct_f32 v25 = fcx_load_f32((const fcx_t_f32 *)p.ptr[0] + (idx_t)(j23) * p.i[8] + (j24));
+        const fcx_ct_f32 v26 = fcx_add(v22, v25);
+        idx_t j27 = (idx_t)(p.i[35] + (idx_t)(c0) * p.i[34]) - p.i[7];
+        j27 = j27 < 0 ? -j27 - 1 : j27 >= p.i[6] ? 2 * p.i[6] - 1 - j27 : j27;
+        idx_t j28 = (idx_t)(p.i[37] + (idx_t)(c1) * p.i[36]) - p.i[9];
+        j28 = j28 < 0 ? -j28 - 1 : j28 >= p.i[8] ? 2 * p.i[8] - 1 - j28 : j28;
+        const fcx_ct_f32 v29 = fcx_load_f32((const fcx_t_f32 *)p.ptr[0] + (idx_t)(j27) * p.i[8] + (j28));
+        const fcx_ct_f32 v30 = fcx_add(v26, v29);
+        idx_t j31 = (idx_t)(p.i[39] + (idx_t)(c0) * p.i[38]) - p.i[7];
+        j31 = j31 < 0 ? -j31 - 1 : j31 >= p.i[6] ? 2 * p.i[6] - 1 - j31 : j31;
+        idx_t j32 = (idx_t)(p.i[41] + (idx_t)(c1) * p.i[40]) - p.i[9];
+        j32 = j32 < 0 ? -j32 - 1 : j32 >= p.i[8] ? 2 * p.i[8] - 1 - j32 : j32;
+        const fcx_ct_f32 v33 = fcx_load_f32((const fcx_t_f32 *)p.ptr[0] + (idx_t)(j31) * p.i[8] + (j32));
+        const fcx_ct_f32 v34 = fcx_add(v30, v33);
+        const fcx_ct_i64 v35 = (fcx_ct_i64)p.i[42];
+        const fcx_ct_f32 v36 = fcx_cast_f32(v35);
+        const fcx_ct_f32 v37 = fcx_div(v34, v36);
+        fcx_store_f32((fcx_t_f32 *)p.ptr[1] + i, v37);
+    }
+}

@@ -1,0 +1,860 @@
+/*
+ * test_codegen.c - code generation (codegen/cuda.c) end to end without a GPU: every kernel of
+ * the workloads, of the .fc programs in the tree and of 1,000 random DAGs (tests/random_dag.c)
+ * compiles under NVRTC for sm_80 and sm_90; generated source is golden, deterministic across
+ * builds and processes, and shape-generic; kernels go through the kernel cache.
+ *
+ * Compile time. NVRTC costs ~20 ms of CPU per generated kernel here (more when the machine is
+ * busy), plus a fixed cost per call, so kernels are batched: each is generated without the
+ * prelude in its own namespace (fcx_generate_named), and the prelude and up to BATCH kernels
+ * form one translation unit compiled once per arch. A failing batch is bisected to the kernel
+ * that fails alone; the report names its program (for a random DAG, the seed and the DAG as
+ * .fc text), NVRTC's message with the offending source lines, and a file under
+ * FUSEC_BINARY_DIR/codegen_failures/ holding the kernel's whole source. The random DAGs are
+ * split into four tests so that criterion --jobs=2 keeps both cores busy.
+ *
+ * Golden sources: tests/data/golden/<workload>.cu holds the text after the prelude (from
+ * "typedef" on) of each kernel of W1, W4, W6 and W9 at small sizes. Any change to the
+ * generated code fails the test; after reviewing the change, FUSEC_UPDATE_GOLDEN=1 rewrites
+ * the files.
+ *
+ * Cross-process determinism: the binary re-executes itself (/proc/self/exe --fusec-helper=...)
+ * and compares the hashes of every source and cache key it prints with its own.
+ */
+#include <criterion/criterion.h>
+
+#include <fusec.h>
+
+#include "cache.h"
+#include "codegen.h"
+#include "graph.h"
+#include "kcompile.h"
+#include "nvrtc_compile.h"
+#include "plan.h"
+#include "random_dag.c"
+#include "workloads.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#define BATCH 64
+#define RANDOM_DAGS 1000
+#define RANDOM_CHUNKS 4
+
+/* Under AddressSanitizer the C side (planning, codegen) of all 1,000 random DAGs still runs
+ * instrumented, but NVRTC, which the sanitizer does not see into and whose verdict does not
+ * depend on it, compiles one random batch in RANDOM_NVRTC_STRIDE: CI runs the suite twice
+ * (plain and sanitized), and the plain run compiles every kernel. */
+#if defined(__SANITIZE_ADDRESS__)
+#define RANDOM_NVRTC_STRIDE 4
+#else
+#define RANDOM_NVRTC_STRIDE 1
+#endif
+
+static const char *const ARCHS[2] = {"sm_80", "sm_90"};
+
+static fc_ctx *new_ctx(void) {
+    fc_ctx *c = NULL;
+    fc_ctx_options o = {0};
+    o.backend = FC_BACKEND_HOST;
+    if (fc_ctx_create(&c, &o) != FC_OK) return NULL;
+    return c;
+}
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+/* ---- kernel lists ------------------------------------------------------------------------ */
+
+typedef struct kern {
+    char *src;         /* generated without the prelude, in namespace k<index> */
+    char origin[160];  /* program and kernel index, for reports */
+    bool random;       /* from random DAG `seed` */
+    uint64_t seed;
+} kern;
+
+typedef struct klist {
+    kern *k;
+    int n, cap;
+    int kinds[4];      /* kernels per fcp_kernel_kind (library ones are not generated) */
+} klist;
+
+static void klist_free(klist *l) {
+    for (int i = 0; i < l->n; i++) free(l->k[i].src);
+    free(l->k);
+    memset(l, 0, sizeof *l);
+}
+
+static void check_healthy(const char *what, fc_array *const *outs, int n) {
+    for (int i = 0; i < n; i++)
+        cr_assert_eq(fc_array_status(outs[i]), FC_OK, "%s: output %d is poisoned: %s", what, i,
+                     fc_array_errmsg(outs[i]));
+}
+
+/* Plans outs and generates every kernel into l (named k<index in l>). */
+static void klist_add(fc_ctx *ctx, klist *l, fc_array *const *outs, int n, const char *origin,
+                      bool random, uint64_t seed) {
+    check_healthy(origin, outs, n);
+    fcp_plan *p = NULL;
+    fc_status st = fcp_plan_build(ctx, outs, n, &p);
+    cr_assert_eq(st, FC_OK, "%s: fcp_plan_build: %s (%s)", origin, fc_strerror(st), fc_errmsg(ctx));
+    for (int i = 0; i < p->nkernel; i++) {
+        const fcp_kernel *k = &p->kernels[i];
+        l->kinds[k->kind]++;
+        if (k->kind == FCP_KERNEL_LIB) continue;
+        if (l->n == l->cap) {
+            l->cap = l->cap ? 2 * l->cap : 256;
+            l->k = realloc(l->k, (size_t)l->cap * sizeof *l->k);
+            cr_assert_not_null(l->k);
+        }
+        char name[32];
+        snprintf(name, sizeof name, "k%d", l->n);
+        fcx_kernel_src src;
+        st = fcx_generate_named(ctx, k, name, false, &src);
+        if (st != FC_OK) {
+            char *text = NULL;
+            fc_program_print(ctx, outs, n, NULL, &text);
+            char *desc = fcp_plan_describe(p);
+            cr_assert_fail("%s, kernel %d: fcx_generate: %s (%s)\n%s\nprogram:\n%s", origin, i,
+                           fc_strerror(st), fc_errmsg(ctx), desc ? desc : "", text ? text : "");
+        }
+        kern *e = &l->k[l->n++];
+        e->src = strdup(src.src);
+        cr_assert_not_null(e->src);
+        snprintf(e->origin, sizeof e->origin, "%s, kernel %d of %d (%s)", origin, i, p->nkernel,
+                 fcp_kernel_kind_names[k->kind]);
+        e->random = random;
+        e->seed = seed;
+        fcx_kernel_src_free(ctx, &src);
+    }
+    fcp_plan_destroy(p);
+}
+
+/* ---- the programs ------------------------------------------------------------------------ */
+
+static int fc_files(const char *dir, char names[][256], int cap) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < cap) {
+        size_t len = strlen(e->d_name);
+        if (len > 3 && len < 256 && strcmp(e->d_name + len - 3, ".fc") == 0)
+            memcpy(names[n++], e->d_name, len + 1);
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof names[0], (int (*)(const void *, const void *))strcmp);
+    return n;
+}
+
+/* Every .fc program of the tree: the examples', the format tests' and the benchmarks'. Each
+ * dimension symbol is bound to 100. */
+static const char *const FC_DIRS[] = {FUSEC_SOURCE_DIR "/examples/fc", FUSEC_TEST_DATA_DIR "/fc",
+                                      FUSEC_SOURCE_DIR "/bench/fc"};
+
+static int add_fc_programs(fc_ctx *ctx, klist *l) {
+    static char names[128][256];
+    int programs = 0;
+    for (size_t d = 0; d < sizeof FC_DIRS / sizeof FC_DIRS[0]; d++) {
+        int nf = fc_files(FC_DIRS[d], names, 128);
+        for (int f = 0; f < nf; f++) {
+            char path[1024];
+            snprintf(path, sizeof path, "%s/%.255s", FC_DIRS[d], names[f]);
+            fc_program *prog = NULL;
+            fc_status st = fc_program_load(ctx, path, &prog);
+            cr_assert_eq(st, FC_OK, "%s: %s", path, fc_errmsg(ctx));
+            for (int s = 0; s < fc_program_num_symbols(prog); s++)
+                cr_assert_eq(fc_program_set_symbol(prog, fc_program_symbol_name(prog, s), 100), FC_OK);
+            int nout = fc_program_num_outputs(prog);
+            fc_array **outs = calloc((size_t)nout, sizeof *outs);
+            cr_assert_not_null(outs);
+            st = fc_program_build(prog, NULL, outs);
+            cr_assert_eq(st, FC_OK, "%s: %s", path, fc_errmsg(ctx));
+            klist_add(ctx, l, outs, nout, path, false, 0);
+            free(outs);
+            fc_program_destroy(prog);
+            programs++;
+        }
+    }
+    return programs;
+}
+
+/* Every workload at its full size (and W1 past 2^31 elements, for 64-bit indexing). */
+static void add_workloads(fc_ctx *ctx, klist *l, bool small) {
+    for (int w = 0; w < WL_COUNT; w++) {
+        fc_array *outs[WL_MAX_OUT];
+        const wl_workload *wl = &wl_workloads[w];
+        int n = wl->build(ctx, small ? wl->small : wl->full, outs);
+        cr_assert_gt(n, 0);
+        char origin[96];
+        snprintf(origin, sizeof origin, "workload %s (%s)", wl->name, small ? "small" : "full size");
+        klist_add(ctx, l, outs, n, origin, false, 0);
+    }
+    if (!small) {
+        fc_array *outs[WL_MAX_OUT];
+        int n = wl_w01_tanh_sin(ctx, (const int64_t[]){(int64_t)1 << 32}, outs);
+        klist_add(ctx, l, outs, n, "workload w01_tanh_sin at 2^32 elements", false, 0);
+    }
+}
+
+static void add_random(fc_ctx *ctx, klist *l, uint64_t lo, uint64_t hi) {
+    for (uint64_t seed = lo; seed < hi; seed++) {
+        rdag d;
+        fc_status st = rdag_build(ctx, seed, NULL, &d);
+        cr_assert_eq(st, FC_OK, "random DAG %llu: rdag_build: %s", (unsigned long long)seed,
+                     fc_strerror(st));
+        char origin[64];
+        snprintf(origin, sizeof origin, "random DAG seed %llu", (unsigned long long)seed);
+        klist_add(ctx, l, d.out, d.nout, origin, true, seed);
+        rdag_free(&d);
+    }
+}
+
+/* ---- batched compiles -------------------------------------------------------------------- */
+
+static char *batch_text(const klist *l, int lo, int hi) {
+    size_t len = fcx_prelude_size;
+    for (int i = lo; i < hi; i++) len += strlen(l->k[i].src) + 1;
+    char *t = malloc(len + 1);
+    cr_assert_not_null(t);
+    memcpy(t, fcx_prelude_source, fcx_prelude_size);
+    size_t at = fcx_prelude_size;
+    for (int i = lo; i < hi; i++) {
+        size_t k = strlen(l->k[i].src);
+        memcpy(t + at, l->k[i].src, k);
+        at += k;
+        t[at++] = '\n';
+    }
+    t[at] = '\0';
+    return t;
+}
+
+static void check_cubin(const fcn_cubin *c, const char *arch) {
+    cr_assert_not_null(c->data);
+    cr_assert_gt(c->size, 64);
+    cr_assert(memcmp(c->data, "\177ELF", 4) == 0, "%s: the cubin is not an ELF image", arch);
+    cr_assert_str_eq(c->arch, arch);
+}
+
+/* Writes the kernel's source to the failures folder; returns the path (static buffer). */
+static const char *save_failure(const kern *k, int index, const char *arch) {
+    static char path[1024];
+    char dir[900];
+    snprintf(dir, sizeof dir, "%s/codegen_failures", FUSEC_BINARY_DIR);
+    mkdir(dir, 0755);
+    snprintf(path, sizeof path, "%s/k%d_%s.cu", dir, index, arch);
+    FILE *f = fopen(path, "w");
+    if (!f) return "(could not be written)";
+    fputs(fcx_prelude_source, f);
+    fputs(k->src, f);
+    fclose(f);
+    return path;
+}
+
+/* A batch failed: compile each of its kernels alone and report the first that fails. */
+static void diagnose(fc_ctx *ctx, const klist *l, int lo, int hi, const char *arch,
+                     const fcn_cubin *batch) {
+    for (int i = lo; i < hi; i++) {
+        char *t = batch_text(l, i, i + 1);
+        fcn_cubin c;
+        fc_status st = fcn_compile(ctx, t, NULL, arch, 0, NULL, 0, &c);
+        free(t);
+        if (st == FC_OK) {
+            fcn_cubin_free(ctx, &c);
+            continue;
+        }
+        const kern *k = &l->k[i];
+        char *prog = NULL;
+        if (k->random) {
+            rdag d;
+            if (rdag_build(ctx, k->seed, NULL, &d) == FC_OK) {
+                prog = rdag_print(&d);
+                rdag_free(&d);
+            }
+        }
+        const char *path = save_failure(k, i, arch);
+        cr_log_error("%s: %s does not compile (%s):\n%.12000s", arch, k->origin, fc_strerror(st),
+                     c.message ? c.message : "(no message)");
+        if (prog) cr_log_error("the program (.fc):\n%s", prog);
+        cr_assert_fail("%s: %s does not compile; NVRTC's message is above; its source: %s", arch,
+                       k->origin, path);
+    }
+    cr_assert_fail("%s: a batch of %d kernels fails, but each compiles alone:\n%.8000s", arch,
+                   hi - lo, batch->message ? batch->message : "(no message)");
+}
+
+typedef struct compile_stats {
+    int batches;
+    double ms;        /* NVRTC wall time, all batches of one arch */
+    double ms_max;    /* the slowest batch */
+} compile_stats;
+
+/* Compiles the kernels of l in batches for both archs; with stride > 1 only every stride-th
+ * batch. */
+static void compile_all(fc_ctx *ctx, const klist *l, const char *what, int stride,
+                        compile_stats *stats) {
+    for (int a = 0; a < 2; a++) {
+        memset(&stats[a], 0, sizeof stats[a]);
+        int compiled = 0;
+        for (int lo = 0, b = 0; lo < l->n; lo += BATCH, b++) {
+            int hi = lo + BATCH < l->n ? lo + BATCH : l->n;
+            if (b % stride != 0) continue;
+            compiled += hi - lo;
+            char *t = batch_text(l, lo, hi);
+            fcn_cubin c;
+            double t0 = now_ms();
+            fc_status st = fcn_compile(ctx, t, NULL, ARCHS[a], 0, NULL, 0, &c);
+            double dt = now_ms() - t0;
+            free(t);
+            if (st != FC_OK) diagnose(ctx, l, lo, hi, ARCHS[a], &c);
+            check_cubin(&c, ARCHS[a]);
+            fcn_cubin_free(ctx, &c);
+            stats[a].batches++;
+            stats[a].ms += dt;
+            if (dt > stats[a].ms_max) stats[a].ms_max = dt;
+        }
+        fprintf(stderr, "codegen: %s: %d kernels (%d elementwise, %d reduce, %d row), %d "
+                        "compiled in %d batches for %s: %.0f ms of NVRTC, %.0f ms per batch, "
+                        "slowest %.0f ms\n",
+                what, l->n, l->kinds[FCP_KERNEL_EW], l->kinds[FCP_KERNEL_REDUCE],
+                l->kinds[FCP_KERNEL_ROW], compiled, stats[a].batches, ARCHS[a], stats[a].ms,
+                stats[a].batches ? stats[a].ms / stats[a].batches : 0.0, stats[a].ms_max);
+    }
+}
+
+/* ---- every kernel compiles -------------------------------------------------------------- */
+
+Test(codegen, workloads_and_fc_programs_compile_for_sm80_and_sm90, .timeout = 300) {
+    fc_ctx *ctx = new_ctx();
+    cr_assert_not_null(ctx);
+    fc_scope_open(ctx);
+    klist l = {0};
+    add_workloads(ctx, &l, false);
+    int nwork = l.n;
+    int programs = add_fc_programs(ctx, &l);
+    cr_assert_geq(programs, 10, "only %d .fc programs found", programs);
+    /* W1..W11 are one kernel each but W7 (at most two) and W3 (one or two). */
+    cr_assert_geq(nwork, WL_COUNT - 1);
+    compile_stats st[2];
+    compile_all(ctx, &l, "workloads and .fc programs", 1, st);
+    klist_free(&l);
+    fc_ctx_destroy(ctx);
+}
+
+static void random_chunk(int chunk) {
+    uint64_t per = RANDOM_DAGS / RANDOM_CHUNKS;
+    uint64_t lo = per * (uint64_t)chunk, hi = lo + per;
+    fc_ctx *ctx = new_ctx();
+    cr_assert_not_null(ctx);
+    klist l = {0};
+    add_random(ctx, &l, lo, hi);
+    /* The generator reaches every kind of kernel in every chunk. */
+    for (int kind = 0; kind < 4; kind++)
+        cr_assert_gt(l.kinds[kind], 0, "seeds %llu..%llu give no %s kernel",
+                     (unsigned long long)lo, (unsigned long long)hi - 1, fcp_kernel_kind_names[kind]);
+    char what[64];
+    snprintf(what, sizeof what, "random DAGs %llu..%llu", (unsigned long long)lo,
+             (unsigned long long)hi - 1);
+    compile_stats st[2];
+    compile_all(ctx, &l, what, RANDOM_NVRTC_STRIDE, st);
+    klist_free(&l);
+    fc_ctx_destroy(ctx);
+}
+
+Test(codegen_random, dags_0_of_4_compile_for_sm80_and_sm90, .timeout = 300) { random_chunk(0); }
+Test(codegen_random, dags_1_of_4_compile_for_sm80_and_sm90, .timeout = 300) { random_chunk(1); }
+Test(codegen_random, dags_2_of_4_compile_for_sm80_and_sm90, .timeout = 300) { random_chunk(2); }
+Test(codegen_random, dags_3_of_4_compile_for_sm80_and_sm90, .timeout = 300) { random_chunk(3); }
+
+/* The generator is deterministic: the same seed gives the same graph, in a fresh context. */
+Test(codegen_random, generator_is_deterministic) {
+    fc_ctx *a = new_ctx(), *b = new_ctx();
+    cr_assert(a && b);
+    for (uint64_t seed = 0; seed < 50; seed++) {
+        rdag x, y;
+        cr_assert_eq(rdag_build(a, seed, NULL, &x), FC_OK);
+        cr_assert_eq(rdag_build(b, seed, NULL, &y), FC_OK);
+        fc_hash hx, hy;
+        cr_assert_eq(fc_graph_hash(x.out, x.nout, &hx), FC_OK);
+        cr_assert_eq(fc_graph_hash(y.out, y.nout, &hy), FC_OK);
+        cr_assert(hx.lo == hy.lo && hx.hi == hy.hi && x.nout == y.nout && x.nsteps == y.nsteps,
+                  "seed %llu gives two graphs", (unsigned long long)seed);
+        rdag_free(&x);
+        rdag_free(&y);
+    }
+    fc_ctx_destroy(a);
+    fc_ctx_destroy(b);
+}
+
+/* ---- golden sources ---------------------------------------------------------------------- */
+
+/* The kernel's text after the prelude, from "typedef" on. */
+static const char *after_prelude(const char *src) {
+    const char *p = strstr(src, fcx_prelude_source);
+    cr_assert_not_null(p, "the generated source does not contain the prelude");
+    const char *t = strstr(p + strlen(fcx_prelude_source), "typedef");
+    cr_assert_not_null(t, "no typedef after the prelude");
+    return t;
+}
+
+static char *read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
+        free(s);
+        s = NULL;
+    }
+    fclose(f);
+    if (s) s[n] = '\0';
+    if (len) *len = (size_t)n;
+    return s;
+}
+
+/* All kernels of a workload at its small size, after the prelude, separated by markers. */
+static char *workload_text(fc_ctx *ctx, const wl_workload *w, const int64_t *dims) {
+    fc_array *outs[WL_MAX_OUT];
+    int n = w->build(ctx, dims, outs);
+    check_healthy(w->name, outs, n);
+    fcp_plan *p = NULL;
+    cr_assert_eq(fcp_plan_build(ctx, outs, n, &p), FC_OK, "%s: %s", w->name, fc_errmsg(ctx));
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    cr_assert_not_null(m);
+    for (int i = 0; i < p->nkernel; i++) {
+        if (p->kernels[i].kind == FCP_KERNEL_LIB) {
+            fprintf(m, "// ---- kernel %d: a library call\n", i);
+            continue;
+        }
+        fcx_kernel_src src;
+        fc_status st = fcx_generate(ctx, &p->kernels[i], &src);
+        cr_assert_eq(st, FC_OK, "%s kernel %d: %s", w->name, i, fc_errmsg(ctx));
+        fprintf(m, "// ---- kernel %d\n%s", i, after_prelude(src.src));
+        fcx_kernel_src_free(ctx, &src);
+    }
+    fclose(m);
+    fcp_plan_destroy(p);
+    return text;
+}
+
+/* The first line where a and b differ, for the report. */
+static void first_difference(const char *a, const char *b, char *out, size_t size) {
+    int line = 1;
+    const char *la = a, *lb = b;
+    while (*a && *a == *b) {
+        if (*a == '\n') {
+            line++;
+            la = a + 1;
+            lb = b + 1;
+        }
+        a++, b++;
+    }
+    const char *ea = strchr(la, '\n'), *eb = strchr(lb, '\n');
+    int na = ea ? (int)(ea - la) : (int)strlen(la), nb = eb ? (int)(eb - lb) : (int)strlen(lb);
+    snprintf(out, size, "line %d:\n  golden:    %.*s\n  generated: %.*s", line, nb > 300 ? 300 : nb,
+             lb, na > 300 ? 300 : na, la);
+}
+
+Test(codegen, golden_sources) {
+    static const char *const names[] = {"w01_tanh_sin", "w04_softmax", "w06_row_l2norm",
+                                        "w09_box_blur"};
+    bool update = getenv("FUSEC_UPDATE_GOLDEN") && strcmp(getenv("FUSEC_UPDATE_GOLDEN"), "1") == 0;
+    fc_ctx *ctx = new_ctx();
+    cr_assert_not_null(ctx);
+    fc_scope_open(ctx);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const wl_workload *w = NULL;
+        for (int k = 0; k < WL_COUNT; k++)
+            if (strcmp(wl_workloads[k].name, names[i]) == 0) w = &wl_workloads[k];
+        cr_assert_not_null(w);
+        char *got = workload_text(ctx, w, w->small);
+        char path[1024];
+        snprintf(path, sizeof path, "%s/golden/%s.cu", FUSEC_TEST_DATA_DIR, names[i]);
+        if (update) {
+            FILE *f = fopen(path, "w");
+            cr_assert_not_null(f, "cannot write %s", path);
+            fputs(got, f);
+            fclose(f);
+            cr_log_warn("rewrote %s", path);
+        }
+        char *want = read_file(path, NULL);
+        cr_assert_not_null(want, "%s is missing (FUSEC_UPDATE_GOLDEN=1 writes it)", path);
+        if (strcmp(got, want) != 0) {
+            char diff[1024];
+            first_difference(got, want, diff, sizeof diff);
+            cr_assert_fail("%s: generated source differs from %s at %s\n(review, then "
+                           "FUSEC_UPDATE_GOLDEN=1 to accept)", names[i], path, diff);
+        }
+        free(got);
+        free(want);
+    }
+    fc_ctx_destroy(ctx);
+}
+
+/* ---- determinism ------------------------------------------------------------------------ */
+
+/* The fixed program set of the determinism tests: every workload at full and small size, the
+ * .fc programs, and 100 random DAGs. */
+static void fixed_programs(fc_ctx *ctx, klist *l) {
+    add_workloads(ctx, l, false);
+    add_workloads(ctx, l, true);
+    add_fc_programs(ctx, l);
+    add_random(ctx, l, 5000, 5100);
+}
+
+/* One line per kernel: origin, XXH3-128 of its source, its cache keys for sm_80 and sm_90.
+ * The source hashed is the one the runtime compiles (fcx_generate, with the prelude); the
+ * batch variant is hashed too. */
+static void fingerprint(FILE *out) {
+    fc_ctx *ctx = new_ctx();
+    if (!ctx) {
+        fprintf(out, "no context\n");
+        return;
+    }
+    fc_scope_open(ctx);
+    klist l = {0};
+    fixed_programs(ctx, &l);
+    for (int i = 0; i < l.n; i++) {
+        XXH128_hash_t hb = XXH3_128bits(l.k[i].src, strlen(l.k[i].src));
+        fprintf(out, "%s batch %016llx%016llx\n", l.k[i].origin, (unsigned long long)hb.high64,
+                (unsigned long long)hb.low64);
+    }
+    klist_free(&l);
+    fc_ctx_destroy(ctx);
+
+    /* Production sources and keys of the workloads and .fc programs. */
+    ctx = new_ctx();
+    fc_scope_open(ctx);
+    for (int w = 0; w < WL_COUNT; w++) {
+        fc_array *outs[WL_MAX_OUT];
+        int n = wl_workloads[w].build(ctx, wl_workloads[w].full, outs);
+        fcp_plan *p = NULL;
+        if (fcp_plan_build(ctx, outs, n, &p) != FC_OK) {
+            fprintf(out, "%s: no plan\n", wl_workloads[w].name);
+            continue;
+        }
+        for (int i = 0; i < p->nkernel; i++) {
+            if (p->kernels[i].kind == FCP_KERNEL_LIB) continue;
+            fcx_kernel_src src;
+            if (fcx_generate(ctx, &p->kernels[i], &src) != FC_OK) {
+                fprintf(out, "%s kernel %d: no source\n", wl_workloads[w].name, i);
+                continue;
+            }
+            XXH128_hash_t h = XXH3_128bits(src.src, src.len);
+            fprintf(out, "%s kernel %d source %016llx%016llx", wl_workloads[w].name, i,
+                    (unsigned long long)h.high64, (unsigned long long)h.low64);
+            for (int a = 0; a < 2; a++) {
+                char opts[1024], msg[512], hex[33];
+                fcc_key_fields f;
+                fcc_key key;
+                if (fcx_key_fields(&src, ARCHS[a], opts, sizeof opts, &f, msg, sizeof msg) != FC_OK ||
+                    fcc_key_compute(&f, &key) != FC_OK) {
+                    fprintf(out, " %s:nokey(%s)", ARCHS[a], msg);
+                    continue;
+                }
+                fcc_key_to_hex(&key, hex);
+                fprintf(out, " %s:%s", ARCHS[a], hex);
+            }
+            fprintf(out, "\n");
+            fcx_kernel_src_free(ctx, &src);
+        }
+        fcp_plan_destroy(p);
+    }
+    fc_ctx_destroy(ctx);
+}
+
+static char *fingerprint_here(void) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    cr_assert_not_null(m);
+    fingerprint(m);
+    fclose(m);
+    return text;
+}
+
+/* Runs this binary with `arg`, returns its stdout. The child gets the environment without
+ * Criterion's sandbox variables (BXFI_*), which would make the child act as a test worker. */
+static char *run_self(const char *arg, int *status) {
+    extern char **environ;
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    cr_assert_gt(n, 0);
+    exe[n] = '\0';
+    int nenv = 0;
+    while (environ[nenv]) nenv++;
+    char **env = calloc((size_t)nenv + 1, sizeof *env);
+    cr_assert_not_null(env);
+    int k = 0;
+    for (int i = 0; i < nenv; i++)
+        if (strncmp(environ[i], "BXFI", 4) != 0) env[k++] = environ[i];
+    int fd[2];
+    cr_assert_eq(pipe(fd), 0);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        dup2(fd[1], 1);
+        close(fd[0]);
+        close(fd[1]);
+        char *argv[] = {exe, (char *)arg, NULL};
+        execve(exe, argv, env);
+        _exit(127);
+    }
+    free(env);
+    close(fd[1]);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    char buf[8192];
+    ssize_t got;
+    while ((got = read(fd[0], buf, sizeof buf)) > 0 || (got < 0 && errno == EINTR))
+        if (got > 0) fwrite(buf, 1, (size_t)got, m);
+    close(fd[0]);
+    fclose(m);
+    while (waitpid(pid, status, 0) < 0 && errno == EINTR) {}
+    return text;
+}
+
+static void compare_texts(const char *what, const char *a, const char *b) {
+    if (strcmp(a, b) == 0) return;
+    char diff[1024];
+    first_difference(a, b, diff, sizeof diff);
+    cr_assert_fail("%s differ at %s", what, diff);
+}
+
+Test(codegen, sources_and_cache_keys_are_identical_in_another_process, .timeout = 120) {
+    char *here = fingerprint_here();
+    int status;
+    char *there = run_self("--fusec-helper=fingerprint", &status);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the helper process failed");
+    cr_assert_gt(strlen(here), 1000);
+    cr_assert_null(strstr(here, "no "), "a program failed to plan or generate:\n%.2000s", here);
+    /* Keys of both archs are present and differ from each other. */
+    cr_assert_not_null(strstr(here, " sm_80:"));
+    compare_texts("this process's and another process's sources and keys", there, here);
+    free(here);
+    free(there);
+}
+
+/* Sources of the fixed set, concatenated, for in-process comparisons. */
+static char *all_sources(fc_ctx *ctx) {
+    klist l = {0};
+    fixed_programs(ctx, &l);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    for (int i = 0; i < l.n; i++) fprintf(m, "// %s\n%s", l.k[i].origin, l.k[i].src);
+    fclose(m);
+    klist_free(&l);
+    return text;
+}
+
+Test(codegen, the_same_program_built_twice_gives_identical_source, .timeout = 120) {
+    fc_ctx *ctx = new_ctx();
+    cr_assert_not_null(ctx);
+    fc_scope *s = fc_scope_open(ctx);
+    char *first = all_sources(ctx);
+    fc_scope_close(s);
+    /* Again in the same context, after unrelated work moved the node ids and walk epochs. */
+    s = fc_scope_open(ctx);
+    klist junk = {0};
+    add_random(ctx, &junk, 9000, 9020);
+    klist_free(&junk);
+    char *second = all_sources(ctx);
+    fc_scope_close(s);
+    compare_texts("two builds in one context", first, second);
+    /* And in a fresh context with other nodes alive. */
+    fc_ctx *other = new_ctx();
+    cr_assert_not_null(other);
+    fc_scope_open(other);
+    float pad[7] = {1, 2, 3, 4, 5, 6, 7};
+    fc_array *keep = fc_sin(fc_from_host(other, FC_F32, FC_SHAPE(7), pad));
+    cr_assert_eq(fc_array_status(keep), FC_OK);
+    char *third = all_sources(other);
+    compare_texts("builds in two contexts", first, third);
+    free(first);
+    free(second);
+    free(third);
+    fc_ctx_destroy(other);
+    fc_ctx_destroy(ctx);
+}
+
+/* ---- shape-generic ---------------------------------------------------------------------- */
+
+/* The value of an integer slot of kernel k (what the runtime would pass). */
+static int64_t slot_value(const fcp_kernel *k, const fcx_slot *s) {
+    const fc_array *node = NULL;
+    if (s->node >= 0) node = s->node < k->nnode ? k->nodes[s->node] : k->leaves[s->node - k->nnode];
+    switch ((fcx_slot_kind)s->kind) {
+    case FCX_SLOT_SPACE_EXTENT: return k->space[s->dim];
+    case FCX_SLOT_EXTENT: return node->shape[s->dim];
+    case FCX_SLOT_PARAM_A: return node->p.a[s->dim];
+    case FCX_SLOT_PARAM_B: return node->p.b[s->dim];
+    case FCX_SLOT_IVAL: return node->p.ival;
+    case FCX_SLOT_COUNT: return node->p.count;
+    default: return 0;
+    }
+}
+
+Test(codegen, sources_are_shape_generic) {
+    fc_ctx *ctx = new_ctx();
+    cr_assert_not_null(ctx);
+    fc_scope_open(ctx);
+    for (int w = 0; w < WL_COUNT; w++) {
+        const wl_workload *wl = &wl_workloads[w];
+        fc_array *oa[WL_MAX_OUT], *ob[WL_MAX_OUT];
+        int na = wl->build(ctx, wl->small, oa), nb = wl->build(ctx, wl->other, ob);
+        fcp_plan *pa = NULL, *pb = NULL;
+        cr_assert_eq(fcp_plan_build(ctx, oa, na, &pa), FC_OK, "%s: %s", wl->name, fc_errmsg(ctx));
+        cr_assert_eq(fcp_plan_build(ctx, ob, nb, &pb), FC_OK, "%s: %s", wl->name, fc_errmsg(ctx));
+        cr_assert_eq(pa->nkernel, pb->nkernel, "%s: %d kernels at one size, %d at the other",
+                     wl->name, pa->nkernel, pb->nkernel);
+        bool values_differ = false;
+        for (int i = 0; i < pa->nkernel; i++) {
+            if (pa->kernels[i].kind == FCP_KERNEL_LIB) continue;
+            fcx_kernel_src sa, sb;
+            cr_assert_eq(fcx_generate(ctx, &pa->kernels[i], &sa), FC_OK);
+            cr_assert_eq(fcx_generate(ctx, &pb->kernels[i], &sb), FC_OK);
+            char diff[1024] = "";
+            if (strcmp(sa.src, sb.src) != 0) first_difference(sa.src, sb.src, diff, sizeof diff);
+            cr_assert_str_eq(sa.src, sb.src, "%s kernel %d: [%lld, %lld] and [%lld, %lld] give "
+                             "different sources at %s", wl->name, i, (long long)wl->small[0],
+                             (long long)wl->small[1], (long long)wl->other[0],
+                             (long long)wl->other[1], diff);
+            cr_assert(sa.nint == sb.nint && sa.nflt == sb.nflt && sa.nptr == sb.nptr &&
+                      sa.block == sb.block && sa.strategy == sb.strategy && sa.idx64 == sb.idx64,
+                      "%s kernel %d: the launch recipes differ", wl->name, i);
+            for (int s = 0; s < sa.nint; s++)
+                cr_assert(sa.islots[s].kind == sb.islots[s].kind && sa.islots[s].node == sb.islots[s].node &&
+                          sa.islots[s].dim == sb.islots[s].dim,
+                          "%s kernel %d: integer slot %d is (%d, %d, %d) at one size, (%d, %d, %d) at the other",
+                          wl->name, i, s, sa.islots[s].kind, sa.islots[s].node, sa.islots[s].dim,
+                          sb.islots[s].kind, sb.islots[s].node, sb.islots[s].dim);
+            for (int s = 0; s < sa.nflt; s++)
+                cr_assert(sa.fslots[s].kind == sb.fslots[s].kind && sa.fslots[s].node == sb.fslots[s].node &&
+                          sa.fslots[s].dim == sb.fslots[s].dim,
+                          "%s kernel %d: float slot %d differs between the sizes", wl->name, i, s);
+            for (int s = 0; s < sa.nint; s++)
+                values_differ |= slot_value(&pa->kernels[i], &sa.islots[s]) !=
+                                 slot_value(&pb->kernels[i], &sb.islots[s]);
+            fcx_kernel_src_free(ctx, &sa);
+            fcx_kernel_src_free(ctx, &sb);
+        }
+        if (pa->kernels[0].kind != FCP_KERNEL_LIB)
+            cr_assert(values_differ, "%s: no integer argument differs between the two sizes",
+                      wl->name);
+        fcp_plan_destroy(pa);
+        fcp_plan_destroy(pb);
+    }
+    fc_ctx_destroy(ctx);
+}
+
+/* Past 2^31 elements indexing becomes 64-bit: only the index type's lines change. */
+Test(codegen, index_width_follows_the_size_class) {
+    fc_ctx *ctx = new_ctx();
+    cr_assert_not_null(ctx);
+    fc_scope_open(ctx);
+    fc_array *o32[1], *o64[1];
+    wl_w01_tanh_sin(ctx, (const int64_t[]){(int64_t)1 << 26}, o32);
+    wl_w01_tanh_sin(ctx, (const int64_t[]){(int64_t)1 << 32}, o64);
+    fcp_plan *p32, *p64;
+    cr_assert_eq(fcp_plan_build(ctx, o32, 1, &p32), FC_OK);
+    cr_assert_eq(fcp_plan_build(ctx, o64, 1, &p64), FC_OK);
+    fcx_kernel_src a, b;
+    cr_assert_eq(fcx_generate(ctx, &p32->kernels[0], &a), FC_OK);
+    cr_assert_eq(fcx_generate(ctx, &p64->kernels[0], &b), FC_OK);
+    cr_assert(!a.idx64 && b.idx64);
+    cr_assert_not_null(strstr(a.src, "typedef int idx_t;"));
+    cr_assert_not_null(strstr(b.src, "typedef long long idx_t;"));
+    cr_assert_str_neq(a.src, b.src);
+    fcx_kernel_src_free(ctx, &a);
+    fcx_kernel_src_free(ctx, &b);
+    fcp_plan_destroy(p32);
+    fcp_plan_destroy(p64);
+    fc_ctx_destroy(ctx);
+}
+
+/* ---- through the kernel cache ------------------------------------------------------------ */
+
+/* The W1 kernel of a fresh context with cache_dir `dir`, through fcx_get_binary. */
+static fc_status cached_w01(const char *dir, fcx_binary *out, char *msg, size_t msg_size) {
+    fc_ctx *ctx = NULL;
+    fc_ctx_options o = {0};
+    o.backend = FC_BACKEND_HOST;
+    o.cache_dir = dir;
+    if (fc_ctx_create(&ctx, &o) != FC_OK) return FC_ERR_NOMEM;
+    fc_scope_open(ctx);
+    fc_array *outs[1];
+    wl_w01_tanh_sin(ctx, (const int64_t[]){1 << 20}, outs);
+    fcp_plan *p = NULL;
+    fc_status st = fcp_plan_build(ctx, outs, 1, &p);
+    fcx_kernel_src src;
+    memset(&src, 0, sizeof src);
+    fcc_cache *cache = NULL;
+    if (st == FC_OK) st = fcx_generate(ctx, &p->kernels[0], &src);
+    if (st == FC_OK) st = fcx_cache(ctx, &cache);
+    if (st == FC_OK) st = fcx_get_binary(ctx, cache, &src, "sm_80", out, msg, msg_size);
+    if (st == FC_OK && out->size >= 4 && memcmp(out->cubin, "\177ELF", 4) != 0) st = FC_ERR_INVALID;
+    fcx_kernel_src_free(ctx, &src);
+    fcp_plan_destroy(p);
+    fc_ctx_destroy(ctx);
+    return st;
+}
+
+Test(codegen, kernels_go_through_the_disk_cache, .timeout = 120) {
+    char dir[] = "/tmp/fusec-test-codegen-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char msg[1024] = "";
+    fcx_binary b;
+    fc_status st = cached_w01(dir, &b, msg, sizeof msg);
+    cr_assert_eq(st, FC_OK, "first compile: %s: %s", fc_strerror(st), msg);
+    cr_assert(b.compiled, "an empty cache cannot hold the kernel");
+    /* Another process finds it on disk. */
+    char arg[200];
+    snprintf(arg, sizeof arg, "--fusec-helper=cache:%s", dir);
+    int status;
+    char *out = run_self(arg, &status);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "helper: %s", out);
+    cr_assert_str_eq(out, "found\n", "another process: %s", out);
+    free(out);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* ---- main: Criterion, or a helper mode for the cross-process tests ----------------------- */
+
+int main(int argc, char *argv[]) {
+    if (argc == 2 && strcmp(argv[1], "--fusec-helper=fingerprint") == 0) {
+        fingerprint(stdout);
+        return 0;
+    }
+    if (argc == 2 && strncmp(argv[1], "--fusec-helper=cache:", 21) == 0) {
+        char msg[1024] = "";
+        fcx_binary b;
+        fc_status st = cached_w01(argv[1] + 21, &b, msg, sizeof msg);
+        if (st != FC_OK) printf("error %s: %s\n", fc_strerror(st), msg);
+        else printf("%s\n", b.compiled ? "compiled" : "found");
+        return 0;
+    }
+    struct criterion_test_set *tests = criterion_initialize();
+    int result = 0;
+    if (criterion_handle_args(argc, argv, true)) result = !criterion_run_all_tests(tests);
+    criterion_finalize(tests);
+    return result;
+}

@@ -1,0 +1,660 @@
+/*
+ * test_fusion.c - fusion grouping (passes/fuse.c): how many kernels a program compiles to, of
+ * which kinds, what they load, and why a boundary was put where it was.
+ *
+ * The workloads of WORKLOADS.md are built at their full sizes with placeholder inputs (no
+ * memory: tests/workloads.h), since fusion rules depend on sizes (a ROW kernel needs its row
+ * on chip). When bench/fc/ holds .fc files they are parsed and must plan the same way, and the
+ * graphs built here in C must hash equal to them. On a failed count the plan's description
+ * (fcp_plan_describe: kernels, fused ops, boundaries and reasons) is in the message.
+ */
+#include <criterion/criterion.h>
+
+#include <fusec.h>
+
+#include "graph.h"
+#include "plan.h"
+#include "workloads.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static fc_ctx *ctx;
+
+static void setup(void) {
+    fc_ctx_options o = {0};
+    o.backend = FC_BACKEND_HOST;
+    cr_assert_eq(fc_ctx_create(&ctx, &o), FC_OK);
+    cr_assert_not_null(fc_scope_open(ctx));
+}
+
+static void teardown(void) {
+    fc_ctx_destroy(ctx);
+    ctx = NULL;
+}
+
+TestSuite(fusion, .init = setup, .fini = teardown);
+
+/* ---- helpers ---------------------------------------------------------------------------- */
+
+static void check_healthy(const char *what, fc_array *const *outs, int n) {
+    for (int i = 0; i < n; i++)
+        cr_assert_eq(fc_array_status(outs[i]), FC_OK, "%s: output %d is poisoned: %s", what, i,
+                     fc_array_errmsg(outs[i]));
+}
+
+/* The plan of outs[0..n), asserted to build. The caller destroys it. */
+static fcp_plan *plan_of(const char *what, fc_array *const *outs, int n) {
+    check_healthy(what, outs, n);
+    fcp_plan *p = NULL;
+    fc_status st = fcp_plan_build(ctx, outs, n, &p);
+    cr_assert_eq(st, FC_OK, "%s: fcp_plan_build: %s (%s)", what, fc_strerror(st), fc_errmsg(ctx));
+    cr_assert_not_null(p);
+    return p;
+}
+
+/* Asserts cond, with the plan's description in the message. */
+#define plan_assert(p, cond, what, fmt, ...)                                                     \
+    do {                                                                                         \
+        if (!(cond)) {                                                                           \
+            char *desc_ = fcp_plan_describe(p);                                                  \
+            cr_log_error("%s", desc_ ? desc_ : "(no description)");                              \
+            cr_assert_fail("%s: " fmt "\n%s", what, __VA_ARGS__, desc_ ? desc_ : "");            \
+        }                                                                                        \
+    } while (0)
+
+static int count_kind(const fcp_plan *p, fcp_kernel_kind kind) {
+    int n = 0;
+    for (int i = 0; i < p->nkernel; i++) n += p->kernels[i].kind == kind;
+    return n;
+}
+
+/* Plans, checks the kernel count is within [lo, hi], returns the plan. */
+static fcp_plan *expect_kernels(const char *what, fc_array *const *outs, int n, int lo, int hi) {
+    fcp_plan *p = plan_of(what, outs, n);
+    plan_assert(p, p->nkernel >= lo && p->nkernel <= hi, what, "%d kernels, want %d..%d",
+                p->nkernel, lo, hi);
+    return p;
+}
+
+static bool has_boundary_reason(const fcp_plan *p, const char *needle) {
+    for (int i = 0; i < p->nboundary; i++)
+        if (p->boundaries[i].reason && strstr(p->boundaries[i].reason, needle)) return true;
+    return false;
+}
+
+static const wl_workload *workload(const char *prefix) {
+    for (int i = 0; i < WL_COUNT; i++)
+        if (strncmp(wl_workloads[i].name, prefix, strlen(prefix)) == 0) return &wl_workloads[i];
+    cr_assert_fail("no workload %s", prefix);
+    return NULL;
+}
+
+/* Builds a workload at its full size into out; returns the output count. */
+static int build_full(const wl_workload *w, fc_array **out) {
+    int n = w->build(ctx, w->full, out);
+    cr_assert_gt(n, 0, "%s: builder failed", w->name);
+    check_healthy(w->name, out, n);
+    return n;
+}
+
+/* ---- the workloads, one kernel each ----------------------------------------------------- */
+
+/* Expected plan shape of each workload at its full size. */
+typedef struct expect {
+    const char *name;
+    int lo, hi;         /* kernel count */
+    int kind;           /* kind of the single kernel, or -1 */
+    int leaves;         /* buffers the (single) kernel loads, or -1 */
+} expect;
+
+static const expect expects[] = {
+    {"w01", 1, 1, FCP_KERNEL_EW, 1},
+    {"w02", 1, 1, FCP_KERNEL_EW, 2},
+    {"w03", 1, 2, -1, -1},
+    {"w04", 1, 1, FCP_KERNEL_ROW, 1},
+    {"w05", 1, 1, FCP_KERNEL_EW, 1},
+    {"w06", 1, 1, FCP_KERNEL_REDUCE, 1},
+    {"w07", 1, 2, -1, -1},
+    {"w08", 1, 1, FCP_KERNEL_EW, 0},
+    {"w09", 1, 1, FCP_KERNEL_EW, 1},
+    {"w10", 1, 1, FCP_KERNEL_EW, 2},
+    {"w11", 1, 1, FCP_KERNEL_REDUCE, 2},
+    {"w12", 1, 1, FCP_KERNEL_LIB, 2},
+};
+
+static void check_expect(const expect *e, fc_array *const *outs, int n) {
+    fcp_plan *p = expect_kernels(e->name, outs, n, e->lo, e->hi);
+    if (e->lo == 1 && e->hi == 1) {
+        const fcp_kernel *k = &p->kernels[0];
+        plan_assert(p, (int)k->kind == e->kind, e->name, "kernel kind %s, want %s",
+                    fcp_kernel_kind_names[k->kind], fcp_kernel_kind_names[e->kind]);
+        plan_assert(p, e->leaves < 0 || k->nleaf == e->leaves, e->name,
+                    "the kernel loads %d buffers, want %d (each input read once)", k->nleaf,
+                    e->leaves);
+        plan_assert(p, k->nout == n, e->name, "the kernel stores %d arrays, want %d", k->nout, n);
+        /* One kernel: nothing is materialised but the outputs, and no boundary exists. */
+        plan_assert(p, p->nboundary == 0, e->name, "%d boundaries in a single-kernel plan",
+                    p->nboundary);
+    }
+    fcp_plan_destroy(p);
+}
+
+static void check_workload(const char *name) {
+    const expect *e = NULL;
+    for (size_t i = 0; i < sizeof expects / sizeof expects[0]; i++)
+        if (strcmp(expects[i].name, name) == 0) e = &expects[i];
+    cr_assert_not_null(e);
+    fc_array *out[WL_MAX_OUT];
+    int n = build_full(workload(name), out);
+    check_expect(e, out, n);
+}
+
+Test(fusion, w01_tanh_sin_one_kernel) { check_workload("w01"); }
+Test(fusion, w02_poly_one_kernel) { check_workload("w02"); }
+Test(fusion, w03_sum) { check_workload("w03"); }
+Test(fusion, w04_softmax_one_row_kernel) { check_workload("w04"); }
+Test(fusion, w05_leaky_relu_one_kernel) { check_workload("w05"); }
+Test(fusion, w06_row_l2norm_one_reduce_kernel) { check_workload("w06"); }
+Test(fusion, w07_normalize_cols_at_most_two) { check_workload("w07"); }
+Test(fusion, w08_mandelbrot_one_kernel) { check_workload("w08"); }
+Test(fusion, w09_box_blur_one_kernel) { check_workload("w09"); }
+Test(fusion, w10_saxpy_one_kernel) { check_workload("w10"); }
+Test(fusion, w11_col_mean_scaled_one_kernel) { check_workload("w11"); }
+Test(fusion, w12_matmul_is_a_library_kernel) { check_workload("w12"); }
+
+/* W8 with z as an output as well as the count: both are the same shape, so one kernel still
+ * (multi-output), and no iterate is stored. */
+Test(fusion, w08_mandelbrot_with_z_output_one_kernel) {
+    fc_array *out[WL_MAX_OUT];
+    int n = wl_mandelbrot(ctx, (const int64_t[]){2048}, out, 100, true);
+    fcp_plan *p = expect_kernels("w08 (count and z)", out, n, 1, 1);
+    plan_assert(p, p->kernels[0].nout == 2, "w08 (count and z)", "%d stores", p->kernels[0].nout);
+    fcp_plan_destroy(p);
+}
+
+/* W7 splits where the statistics are over non-trailing axes: the reduction kernel computes
+ * mean and std together, and the boundary says why. */
+Test(fusion, w07_boundary_reason) {
+    fc_array *out[WL_MAX_OUT];
+    int n = build_full(workload("w07"), out);
+    fcp_plan *p = plan_of("w07", out, n);
+    if (p->nkernel == 2) {
+        plan_assert(p, p->kernels[0].kind == FCP_KERNEL_REDUCE && p->kernels[1].kind == FCP_KERNEL_EW,
+                    "w07", "kinds %s, %s", fcp_kernel_kind_names[p->kernels[0].kind],
+                    fcp_kernel_kind_names[p->kernels[1].kind]);
+        plan_assert(p, p->kernels[0].nred == 2 && p->kernels[0].nout == 2, "w07",
+                    "the reduce kernel has %d reductions and %d stores, want 2 and 2 (mean and "
+                    "std in one pass)", p->kernels[0].nred, p->kernels[0].nout);
+        plan_assert(p, p->nboundary >= 1, "w07", "%d boundaries recorded", p->nboundary);
+        plan_assert(p, has_boundary_reason(p, "trailing"), "w07", "%s",
+                    "no boundary names the non-trailing axes");
+    }
+    fcp_plan_destroy(p);
+}
+
+/* ---- the .fc workloads, when helper B's files exist ------------------------------------- */
+
+static int fc_files(const char *dir, char names[][256], int cap) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < cap) {
+        size_t len = strlen(e->d_name);
+        if (len > 3 && strcmp(e->d_name + len - 3, ".fc") == 0 && len < 256)
+            memcpy(names[n++], e->d_name, len + 1);
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof names[0], (int (*)(const void *, const void *))strcmp);
+    return n;
+}
+
+Test(fusion, bench_fc_files_plan_like_the_c_workloads) {
+    static char names[64][256];
+    const char *dir = FUSEC_SOURCE_DIR "/bench/fc";
+    int nf = fc_files(dir, names, 64);
+    if (nf == 0) {
+        cr_log_warn("no %s/*.fc: nothing to compare", dir);
+        return;
+    }
+    int matched = 0;
+    for (int f = 0; f < nf; f++) {
+        const expect *e = NULL;
+        for (size_t i = 0; i < sizeof expects / sizeof expects[0]; i++)
+            if (strncmp(names[f], expects[i].name, 3) == 0) e = &expects[i];
+        if (!e) continue;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%.255s", dir, names[f]);
+        fc_program *prog = NULL;
+        fc_status st = fc_program_load(ctx, path, &prog);
+        cr_assert_eq(st, FC_OK, "%s: %s", path, fc_errmsg(ctx));
+        cr_assert_eq(fc_program_num_symbols(prog), 0, "%s: the bench programs have fixed sizes", path);
+        int nout = fc_program_num_outputs(prog);
+        cr_assert(nout >= 1 && nout <= WL_MAX_OUT);
+        fc_array *outs[WL_MAX_OUT];
+        st = fc_program_build(prog, NULL, outs);
+        cr_assert_eq(st, FC_OK, "%s: %s", path, fc_errmsg(ctx));
+        check_expect(e, outs, nout);
+        /* The C workload of the same name is the same program. */
+        fc_array *c_outs[WL_MAX_OUT];
+        int nc = build_full(workload(e->name), c_outs);
+        fc_hash hf, hc;
+        cr_assert_eq(fc_graph_hash(outs, nout, &hf), FC_OK);
+        cr_assert_eq(fc_graph_hash(c_outs, nc, &hc), FC_OK);
+        if (hf.lo != hc.lo || hf.hi != hc.hi) {
+            char *tf = NULL, *tc = NULL;
+            fc_program_print(ctx, outs, nout, NULL, &tf);
+            fc_program_print(ctx, c_outs, nc, NULL, &tc);
+            cr_assert_fail("%s and the C workload %s differ:\n--- .fc\n%.4000s\n--- C\n%.4000s",
+                           path, e->name, tf ? tf : "?", tc ? tc : "?");
+        }
+        fc_program_destroy(prog);
+        matched++;
+    }
+    cr_assert_geq(matched, 11, "only %d of the bench programs w01..w11 were found", matched);
+}
+
+/* ---- multi-output ------------------------------------------------------------------------ */
+
+Test(fusion, two_outputs_of_one_shape_share_a_kernel) {
+    fc_array *x = wl_input(ctx, 0, FC_F32, FC_SHAPE(1 << 20));
+    fc_array *y = wl_input(ctx, 1, FC_F32, FC_SHAPE(1 << 20));
+    fc_array *outs[2] = {fc_sin(x), fc_add(fc_cos(x), y)};
+    fcp_plan *p = expect_kernels("sin(x), cos(x) + y", outs, 2, 1, 1);
+    plan_assert(p, p->kernels[0].nout == 2 && p->kernels[0].nleaf == 2, "sin(x), cos(x) + y",
+                "stores %d, loads %d", p->kernels[0].nout, p->kernels[0].nleaf);
+    fcp_plan_destroy(p);
+}
+
+Test(fusion, three_outputs_with_a_shared_subexpression_one_kernel) {
+    fc_array *x = wl_input(ctx, 0, FC_F32, FC_SHAPE(4096, 1024));
+    fc_array *t = fc_tanh(fc_mul(x, fc_f64(ctx, 3.0)));
+    fc_array *outs[3] = {fc_exp(t), fc_sub(t, x), fc_square(t)};
+    fcp_plan *p = expect_kernels("exp(t), t - x, t^2", outs, 3, 1, 1);
+    plan_assert(p, p->kernels[0].nleaf == 1, "three outputs", "loads %d", p->kernels[0].nleaf);
+    fcp_plan_destroy(p);
+}
+
+/* A row reduction and its input's elementwise image: two outputs over different spaces of
+ * one ROW / REDUCE structure: sum(x, 1) and x / sum(x, 1) -> one ROW kernel. */
+Test(fusion, row_sum_and_normalised_rows_one_kernel) {
+    fc_array *x = wl_input(ctx, 0, FC_F32, FC_SHAPE(1024, 2048));
+    fc_array *s = fc_sum(x, FC_AXES(1), true);
+    fc_array *outs[1] = {fc_div(x, s)};
+    fcp_plan *p = expect_kernels("x / sum(x, 1)", outs, 1, 1, 1);
+    plan_assert(p, p->kernels[0].kind == FCP_KERNEL_ROW, "x / sum(x, 1)", "kind %s",
+                fcp_kernel_kind_names[p->kernels[0].kind]);
+    fcp_plan_destroy(p);
+}
+
+/* Two reductions of one input over the same axes share a REDUCE kernel (one read). */
+Test(fusion, sum_and_max_of_one_input_one_kernel) {
+    fc_array *x = wl_input(ctx, 0, FC_F32, FC_SHAPE(4096, 512));
+    fc_array *outs[2] = {fc_sum(x, FC_AXES(1), false), fc_max(x, FC_AXES(1), false)};
+    fcp_plan *p = expect_kernels("sum(x,1), max(x,1)", outs, 2, 1, 1);
+    plan_assert(p, p->kernels[0].kind == FCP_KERNEL_REDUCE && p->kernels[0].nleaf == 1,
+                "sum(x,1), max(x,1)", "kind %s, loads %d", fcp_kernel_kind_names[p->kernels[0].kind],
+                p->kernels[0].nleaf);
+    fcp_plan_destroy(p);
+}
+
+/* Outputs of different shapes cannot share an elementwise kernel. */
+Test(fusion, outputs_of_different_shapes_two_kernels) {
+    fc_array *x = wl_input(ctx, 0, FC_F32, FC_SHAPE(256, 256));
+    fc_array *outs[2] = {fc_sin(x), fc_cos(fc_slice(x, FC_S(0, 128, 1), FC_COLON))};
+    fcp_plan *p = expect_kernels("sin(x), cos(x[:128])", outs, 2, 2, 2);
+    fcp_plan_destroy(p);
+}
+
+/* ---- fallbacks ------------------------------------------------------------------------- */
+
+/* Softmax whose row does not fit on chip (65536 f32 = 256 KiB > FCP_ROW_MAX_BYTES): the
+ * fewest kernels the rules allow are max (REDUCE), sum(exp(x - m)) (REDUCE), e / s (EW). */
+Test(fusion, softmax_row_too_long_falls_back_to_three_kernels) {
+    cr_assert_gt(65536 * 4, FCP_ROW_MAX_BYTES);
+    fc_array *x = wl_input(ctx, 0, FC_F32, FC_SHAPE(64, 65536));
+    fc_array *e = fc_exp(fc_sub(x, fc_max(x, FC_AXES(1), true)));
+    fc_array *outs[1] = {fc_div(e, fc_sum(e, FC_AXES(1), true))};
+    fcp_plan *p = expect_kernels("softmax 64 x 65536", outs, 1, 3, 3);
+    plan_assert(p, count_kind(p, FCP_KERNEL_REDUCE) == 2 && count_kind(p, FCP_KERNEL_EW) == 1,
+                "softmax 64 x 65536", "%d reduce, %d elementwise kernels",
+                count_kind(p, FCP_KERNEL_REDUCE), count_kind(p, FCP_KERNEL_EW));
+    plan_assert(p, p->nboundary >= 2 && has_boundary_reason(p, "on chip"), "softmax 64 x 65536",
+                "%d boundaries, none says the row does not fit", p->nboundary);
+    /* The materialised reductions are stored at their reduced size only. */
+    for (int i = 0; i < p->nmat; i++)
+        plan_assert(p, p->mat[i] == outs[0] || fcg_node_numel(p->mat[i]) == 64, "softmax",
+                    "materialised node %d has %zu elements", i, fcg_node_numel(p->mat[i]));
+    fcp_plan_destroy(p);
+}
+
+/* The same softmax where the row just fits (12288 f32 = 48 KiB): one ROW kernel. */
+Test(fusion, softmax_row_at_the_on_chip_limit_one_kernel) {
+    int64_t cols = FCP_ROW_MAX_BYTES / 4;
+    fc_array *x = wl_input(ctx, 0, FC_F32, FC_SHAPE(256, cols));
+    fc_array *e = fc_exp(fc_sub(x, fc_max(x, FC_AXES(1), true)));
+    fc_array *outs[1] = {fc_div(e, fc_sum(e, FC_AXES(1), true))};
+    fcp_plan *p = expect_kernels("softmax at the limit", outs, 1, 1, 1);
+    fcp_plan_destroy(p);
+    /* One more column and it no longer fits. */
+    x = wl_input(ctx, 1, FC_F32, FC_SHAPE(256, cols + 1));
+    e = fc_exp(fc_sub(x, fc_max(x, FC_AXES(1), true)));
+    outs[0] = fc_div(e, fc_sum(e, FC_AXES(1), true));
+    p = expect_kernels("softmax past the limit", outs, 1, 3, 3);
+    fcp_plan_destroy(p);
+}
+
+/* A reduction over a non-trailing axis feeding a broadcast: REDUCE + EW, with the reason. */
+Test(fusion, non_trailing_reduction_feeding_a_broadcast_two_kernels) {
+    fc_array *x = wl_input(ctx, 0, FC_F32, FC_SHAPE(512, 64, 32));
+    fc_array *m = fc_mean(x, FC_AXES(0, 2), true);
+    fc_array *outs[1] = {fc_sub(x, m)};
+    fcp_plan *p = expect_kernels("x - mean(x, (0, 2))", outs, 1, 2, 2);
+    plan_assert(p, p->kernels[0].kind == FCP_KERNEL_REDUCE && p->kernels[1].kind == FCP_KERNEL_EW,
+                "x - mean(x, (0, 2))", "kinds %s, %s", fcp_kernel_kind_names[p->kernels[0].kind],
+                fcp_kernel_kind_names[p->kernels[1].kind]);
+    plan_assert(p, p->nboundary >= 1 && has_boundary_reason(p, "trailing"), "x - mean(x, (0, 2))",
+                "%d boundaries, none names the axes", p->nboundary);
+    fcp_plan_destroy(p);
+}
+
+/* A reduction of a reduction over different axes: two levels that cannot share a kernel. */
+Test(fusion, reduction_of_a_reduction_over_other_axes_two_kernels) {
+    fc_array *x = wl_input(ctx, 0, FC_F32, FC_SHAPE(256, 128, 64));
+    fc_array *outs[1] = {fc_max(fc_sum(x, FC_AXES(2), false), FC_AXES(0), false)};
+    fcp_plan *p = expect_kernels("max(sum(x, 2), 0)", outs, 1, 2, 2);
+    plan_assert(p, p->nboundary >= 1, "max(sum(x, 2), 0)", "%d boundaries", p->nboundary);
+    fcp_plan_destroy(p);
+}
+
+/* A view other than a broadcast between a reduction and its consumer (a transpose of the
+ * reduced rows) cannot keep the row index: the reduction is stored. */
+Test(fusion, transposed_reduction_result_is_stored) {
+    fc_array *x = wl_input(ctx, 0, FC_F32, FC_SHAPE(64, 32, 16));
+    fc_array *s = fc_sum(x, FC_AXES(2), false); /* [64, 32] */
+    fc_array *outs[1] = {fc_add(fc_transpose(s), fc_f64(ctx, 1.0))};
+    fcp_plan *p = expect_kernels("transpose(sum(x, 2)) + 1", outs, 1, 2, 2);
+    plan_assert(p, p->nboundary >= 1, "transpose(sum(x, 2)) + 1", "%d boundaries", p->nboundary);
+    fcp_plan_destroy(p);
+}
+
+/* A reduction used by two kernels of different spaces is computed once and stored. */
+Test(fusion, reduction_shared_by_two_kernels_is_stored_once) {
+    fc_array *x = wl_input(ctx, 0, FC_F32, FC_SHAPE(512, 256));
+    fc_array *m = fc_max(x, FC_AXES(0), false);                      /* [256], non-trailing */
+    fc_array *outs[2] = {fc_sub(x, m), fc_mul(m, fc_f64(ctx, 2.0))}; /* [512,256] and [256] */
+    fcp_plan *p = plan_of("x - max(x, 0), 2 max(x, 0)", outs, 2);
+    int reductions = 0;
+    for (int i = 0; i < p->nkernel; i++)
+        for (int j = 0; j < p->kernels[i].nnode; j++)
+            reductions += p->kernels[i].nodes[j]->op == FCG_OP_MAX;
+    plan_assert(p, reductions == 1, "x - max(x, 0), 2 max(x, 0)", "max computed %d times",
+                reductions);
+    plan_assert(p, p->nkernel <= 3, "x - max(x, 0), 2 max(x, 0)", "%d kernels", p->nkernel);
+    fcp_plan_destroy(p);
+}
+
+/* ---- library calls ---------------------------------------------------------------------- */
+
+/* matmul reads and writes stored buffers: its fused prologue and epilogue are kernels of
+ * their own, with recorded boundaries. */
+Test(fusion, matmul_is_a_boundary) {
+    fc_array *a = wl_input(ctx, 0, FC_F32, FC_SHAPE(512, 256));
+    fc_array *b = wl_input(ctx, 1, FC_F32, FC_SHAPE(256, 128));
+    fc_array *mm = fc_matmul(fc_sin(a), b);
+    fc_array *outs[1] = {fc_tanh(fc_add(mm, fc_f64(ctx, 1.0)))};
+    fcp_plan *p = expect_kernels("tanh(sin(a) @ b + 1)", outs, 1, 3, 3);
+    plan_assert(p, p->kernels[0].kind == FCP_KERNEL_EW && p->kernels[1].kind == FCP_KERNEL_LIB &&
+                       p->kernels[2].kind == FCP_KERNEL_EW,
+                "tanh(sin(a) @ b + 1)", "kinds %s %s %s", fcp_kernel_kind_names[p->kernels[0].kind],
+                fcp_kernel_kind_names[p->kernels[1].kind], fcp_kernel_kind_names[p->kernels[2].kind]);
+    plan_assert(p, has_boundary_reason(p, "library"), "tanh(sin(a) @ b + 1)", "%d boundaries, "
+                "none names the library call", p->nboundary);
+    fcp_plan_destroy(p);
+
+    /* Plain inputs need no prologue kernel. */
+    fc_array *o2[1] = {fc_exp(fc_matmul(a, b))};
+    p = expect_kernels("exp(a @ b)", o2, 1, 2, 2);
+    plan_assert(p, p->kernels[0].kind == FCP_KERNEL_LIB, "exp(a @ b)", "first kernel %s",
+                fcp_kernel_kind_names[p->kernels[0].kind]);
+    fcp_plan_destroy(p);
+}
+
+/* Two chained matmuls with elementwise work between them. */
+Test(fusion, two_matmuls_with_work_between) {
+    fc_array *a = wl_input(ctx, 0, FC_F32, FC_SHAPE(128, 128));
+    fc_array *h = fc_maximum(fc_matmul(a, a), fc_f64(ctx, 0.0));
+    fc_array *outs[1] = {fc_matmul(h, a)};
+    fcp_plan *p = expect_kernels("relu(a @ a) @ a", outs, 1, 3, 3);
+    plan_assert(p, count_kind(p, FCP_KERNEL_LIB) == 2, "relu(a @ a) @ a", "%d library kernels",
+                count_kind(p, FCP_KERNEL_LIB));
+    fcp_plan_destroy(p);
+}
+
+/* ---- views fold into their consumer ------------------------------------------------------ */
+
+Test(fusion, views_fold_into_one_kernel) {
+    fc_array *x = wl_input(ctx, 0, FC_F32, FC_SHAPE(64, 48, 8));
+    fc_array *v = fc_transpose(x);                                      /* [8, 48, 64] */
+    v = fc_slice(v, FC_S(FC_NIL, FC_NIL, -1), FC_S(1, -1, 2), FC_COLON); /* [8, 23, 64] */
+    v = fc_reshape(v, FC_SHAPE(8 * 23, 64));
+    v = fc_pad(v, 1, (const int64_t[][2]){{2, 3}}, FC_PAD_REFLECT, 0.0);
+    fc_array *parts[2] = {v, fc_flip(v, FC_ALL)};
+    fc_array *outs[1] = {fc_sqrt(fc_abs(fc_concatenate(ctx, parts, 2, 0)))};
+    fcp_plan *p = expect_kernels("a chain of views", outs, 1, 1, 1);
+    plan_assert(p, p->kernels[0].nleaf == 1, "a chain of views", "loads %d", p->kernels[0].nleaf);
+    fcp_plan_destroy(p);
+}
+
+/* A large subexpression used by kernels over different spaces is stored once rather than
+ * recomputed in each (FCP_RECOMPUTE_MAX_OPS); a small one is recomputed. */
+Test(fusion, large_shared_subexpression_is_stored_small_is_recomputed) {
+    fc_array *x = wl_input(ctx, 0, FC_F32, FC_SHAPE(1024, 512));
+    fc_array *big = x;
+    for (int i = 0; i < FCP_RECOMPUTE_MAX_OPS + 8; i++) big = fc_sin(fc_add(big, fc_f64(ctx, 0.5)));
+    fc_array *outs[2] = {fc_exp(big), fc_sum(big, FC_AXES(0), false)};
+    fcp_plan *p = plan_of("big shared", outs, 2);
+    plan_assert(p, has_boundary_reason(p, "large subexpression"), "big shared",
+                "%d boundaries, none for the shared subexpression", p->nboundary);
+    fcp_plan_destroy(p);
+
+    fc_array *small = fc_sin(fc_add(x, fc_f64(ctx, 0.5)));
+    fc_array *o2[2] = {fc_exp(small), fc_sum(small, FC_AXES(0), false)};
+    p = plan_of("small shared", o2, 2);
+    plan_assert(p, p->nboundary == 0, "small shared", "%d boundaries", p->nboundary);
+    plan_assert(p, p->nkernel == 2, "small shared", "%d kernels", p->nkernel);
+    fcp_plan_destroy(p);
+}
+
+/* A plan whose outputs are all values already has no kernel. */
+Test(fusion, values_need_no_kernel) {
+    float data[4] = {1, 2, 3, 4};
+    fc_array *x = fc_from_host(ctx, FC_F32, FC_SHAPE(4), data);
+    fc_array *outs[1] = {x};
+    fcp_plan *p = plan_of("a value", outs, 1);
+    cr_assert_eq(p->nkernel, 0);
+    fcp_plan_destroy(p);
+}
+
+/* Kernels run after the kernels whose outputs they load. */
+Test(fusion, kernels_are_in_dependency_order) {
+    fc_array *x = wl_input(ctx, 0, FC_F32, FC_SHAPE(256, 128, 64));
+    fc_array *s1 = fc_sum(x, FC_AXES(2), false);
+    fc_array *s2 = fc_max(s1, FC_AXES(0), false);
+    fc_array *outs[2] = {fc_mul(s1, fc_f64(ctx, 2.0)), fc_sub(s1, s2)};
+    fcp_plan *p = plan_of("order", outs, 2);
+    for (int i = 0; i < p->nkernel; i++)
+        for (int l = 0; l < p->kernels[i].nleaf; l++) {
+            const fc_array *leaf = p->kernels[i].leaves[l];
+            for (int j = i; j < p->nkernel; j++)
+                for (int q = 0; q < p->kernels[j].nout; q++)
+                    plan_assert(p, p->kernels[j].outs[q] != leaf, "order",
+                                "kernel %d loads what kernel %d stores", i, j);
+        }
+    fcp_plan_destroy(p);
+}
+
+/* ---- random DAGs: every plan is well formed --------------------------------------------- */
+
+#include "random_dag.c"
+
+static bool is_value_leaf(const fc_array *a) {
+    return a->host || a->op == FCG_OP_DATA || a->op == FCG_OP_INPUT;
+}
+
+static bool same_shape(const fc_array *a, int nd, const int64_t *shape) {
+    return a->ndim == nd && memcmp(a->shape, shape, (size_t)nd * sizeof *shape) == 0;
+}
+
+/* Structural invariants of a plan (see plan.h): order, kinds, stores, buffers. */
+static void check_plan(const char *what, fcp_plan *p) {
+    for (int i = 0; i < p->nkernel; i++) {
+        const fcp_kernel *k = &p->kernels[i];
+        plan_assert(p, k->nout >= 1, what, "kernel %d stores nothing", i);
+        plan_assert(p, k->nleaf <= FCP_MAX_LEAVES, what, "kernel %d loads %d buffers, more than "
+                    "FCP_MAX_LEAVES (%d)", i, k->nleaf, FCP_MAX_LEAVES);
+        for (int q = 0; q < k->nout; q++) {
+            bool inside = false;
+            for (int j = 0; j < k->nnode; j++) inside |= k->nodes[j] == k->outs[q];
+            plan_assert(p, inside, what, "kernel %d stores node %d it does not compute", i, q);
+        }
+        /* Every load is a value or an earlier kernel's store. */
+        for (int l = 0; l < k->nleaf; l++) {
+            const fc_array *leaf = k->leaves[l];
+            bool ok = is_value_leaf(leaf);
+            for (int j = 0; j < i && !ok; j++)
+                for (int q = 0; q < p->kernels[j].nout; q++) ok |= p->kernels[j].outs[q] == leaf;
+            plan_assert(p, ok, what, "kernel %d loads leaf %d that nothing stored before it", i, l);
+        }
+        int reductions = 0;
+        for (int j = 0; j < k->nnode; j++) {
+            const fc_array *a = k->nodes[j];
+            fcg_kind kind = fcg_ops[a->op].kind;
+            plan_assert(p, !is_value_leaf(a), what, "kernel %d computes a value leaf", i);
+            plan_assert(p, (kind == FCG_KIND_LIB) == (k->kind == FCP_KERNEL_LIB), what,
+                        "kernel %d (%s) holds %s", i, fcp_kernel_kind_names[k->kind],
+                        fcg_ops[a->op].pyname);
+            if (kind != FCG_KIND_REDUCE) continue;
+            reductions++;
+            plan_assert(p, k->kind == FCP_KERNEL_REDUCE || k->kind == FCP_KERNEL_ROW, what,
+                        "kernel %d (%s) computes a reduction", i, fcp_kernel_kind_names[k->kind]);
+            plan_assert(p, same_shape(a->in[0], k->ndim, k->space) && a->p.axes == k->rmask, what,
+                        "kernel %d: reduction %s over another space or axes", i,
+                        fcg_ops[a->op].pyname);
+        }
+        plan_assert(p, reductions == k->nred, what, "kernel %d: %d reductions, nred %d", i,
+                    reductions, k->nred);
+        if (k->kind == FCP_KERNEL_EW)
+            for (int q = 0; q < k->nout; q++)
+                plan_assert(p, same_shape(k->outs[q], k->ndim, k->space), what,
+                            "elementwise kernel %d stores an array of another shape", i);
+        if (k->kind == FCP_KERNEL_ROW) {
+            int first = 0;
+            while (first < k->ndim && !(k->rmask & (1u << first))) first++;
+            uint32_t trailing = (uint32_t)(((1ull << k->ndim) - 1) & ~((1ull << first) - 1));
+            plan_assert(p, k->rmask == trailing && k->rmask, what,
+                        "row kernel %d reduces non-trailing axes 0x%x", i, k->rmask);
+        }
+    }
+    /* Every output is stored, or is a value already. */
+    for (int o = 0; o < p->nout; o++) {
+        bool stored = is_value_leaf(p->outs[o]);
+        for (int i = 0; i < p->nkernel; i++)
+            for (int q = 0; q < p->kernels[i].nout; q++) stored |= p->kernels[i].outs[q] == p->outs[o];
+        plan_assert(p, stored, what, "output %d is never stored", o);
+    }
+    /* Buffers: big enough, and two stores share a slot only when their lives do not overlap. */
+    int nk = p->nkernel;
+    int *made = malloc((size_t)(p->nmat + 1) * sizeof *made);
+    cr_assert_not_null(made);
+    for (int m = 0; m < p->nmat; m++) {
+        made[m] = -1;
+        for (int i = 0; i < nk && made[m] < 0; i++)
+            for (int q = 0; q < p->kernels[i].nout; q++)
+                if (p->kernels[i].outs[q] == p->mat[m]) made[m] = i;
+        plan_assert(p, made[m] >= 0, what, "materialised node %d has no producer", m);
+        plan_assert(p, p->mat_buf[m] >= 0 && p->mat_buf[m] < p->nbuf, what, "slot %d of %d",
+                    p->mat_buf[m], p->nbuf);
+        size_t bytes = fcg_node_numel(p->mat[m]) * fc_dtype_size((fc_dtype)p->mat[m]->dtype);
+        plan_assert(p, p->buf_bytes[p->mat_buf[m]] >= bytes, what, "slot %d holds %zu bytes, "
+                    "node %d needs %zu", p->mat_buf[m], p->buf_bytes[p->mat_buf[m]], m, bytes);
+        /* The recorded last use is the last kernel that loads it. */
+        int last = made[m];
+        for (int i = made[m] + 1; i < nk; i++)
+            for (int l = 0; l < p->kernels[i].nleaf; l++)
+                if (p->kernels[i].leaves[l] == p->mat[m]) last = i;
+        plan_assert(p, p->mat_last_use[m] >= last, what, "node %d is read by kernel %d after its "
+                    "last use %d", m, last, p->mat_last_use[m]);
+    }
+    for (int a = 0; a < p->nmat; a++)
+        for (int b = a + 1; b < p->nmat; b++) {
+            if (p->mat_buf[a] != p->mat_buf[b]) continue;
+            bool disjoint = made[b] > p->mat_last_use[a] || made[a] > p->mat_last_use[b];
+            plan_assert(p, disjoint, what, "nodes %d (kernels %d..%d) and %d (kernels %d..%d) "
+                        "share slot %d while both live", a, made[a], p->mat_last_use[a], b,
+                        made[b], p->mat_last_use[b], p->mat_buf[a]);
+        }
+    free(made);
+}
+
+Test(fusion, random_dag_plans_are_well_formed) {
+    int kinds[4] = {0}, kernels = 0;
+    for (uint64_t seed = 0; seed < 1000; seed++) {
+        rdag d;
+        cr_assert_eq(rdag_build(ctx, seed, NULL, &d), FC_OK);
+        char what[64];
+        snprintf(what, sizeof what, "random DAG seed %llu", (unsigned long long)seed);
+        fcp_plan *p = plan_of(what, d.out, d.nout);
+        check_plan(what, p);
+        for (int i = 0; i < p->nkernel; i++) kinds[p->kernels[i].kind]++;
+        kernels += p->nkernel;
+        fcp_plan_destroy(p);
+        rdag_free(&d);
+    }
+    for (int k = 0; k < 4; k++)
+        cr_assert_gt(kinds[k], 0, "no %s kernel in 1000 random DAGs", fcp_kernel_kind_names[k]);
+    cr_log_info("1000 random DAGs: %d kernels (%d elementwise, %d reduce, %d row, %d library)",
+                kernels, kinds[0], kinds[1], kinds[2], kinds[3]);
+}
+
+/* The workloads' plans are well formed too. */
+Test(fusion, workload_plans_are_well_formed) {
+    for (int w = 0; w < WL_COUNT; w++) {
+        fc_array *out[WL_MAX_OUT];
+        int n = build_full(&wl_workloads[w], out);
+        fcp_plan *p = plan_of(wl_workloads[w].name, out, n);
+        check_plan(wl_workloads[w].name, p);
+        fcp_plan_destroy(p);
+    }
+}
+
+/* Slots are reused only after their last reader: here sin(x) (a matmul input) dies after the
+ * matmul, tan(x[:, :32]) then takes its slot, and exp(x[:, :16]) must not take it again while
+ * tan's value is still wanted (both are outputs). */
+Test(fusion, live_buffers_never_share_a_slot) {
+    fc_array *x = wl_input(ctx, 0, FC_F32, FC_SHAPE(64, 64));
+    fc_array *outs[3] = {fc_matmul(fc_sin(x), x), fc_tan(fc_slice(x, FC_COLON, FC_S(0, 32, 1))),
+                         fc_exp(fc_slice(x, FC_COLON, FC_S(0, 16, 1)))};
+    fcp_plan *p = plan_of("sin(x) @ x, tan(x[:, :32]), exp(x[:, :16])", outs, 3);
+    check_plan("sin(x) @ x, tan(x[:, :32]), exp(x[:, :16])", p);
+    fcp_plan_destroy(p);
+}
+
+/* A kernel loads at most FCP_MAX_LEAVES buffers (the parameter space is bounded: past 32 KiB
+ * NVRTC refuses the kernel), however wide the expression: a balanced sum of 200 inputs. */
+Test(fusion, kernel_loads_are_bounded) {
+    enum { N = 200 };
+    fc_array *v[N];
+    for (int i = 0; i < N; i++) v[i] = wl_input(ctx, i, FC_F32, FC_SHAPE(1024));
+    for (int m = N; m > 1;) {
+        int k = 0;
+        for (int i = 0; i < m; i += 2) v[k++] = i + 1 < m ? fc_add(v[i], v[i + 1]) : v[i];
+        m = k;
+    }
+    fcp_plan *p = plan_of("a balanced sum of 200 inputs", v, 1);
+    check_plan("a balanced sum of 200 inputs", p);
+    fcp_plan_destroy(p);
+}

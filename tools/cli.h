@@ -1,0 +1,151 @@
+/*
+ * tools/cli.h - what the fusec commands (tools/cmd_*.c, tools/fusec.c) share: exit codes,
+ * messages, option parsing, loading .fc programs and trace files, planning, cache keys.
+ */
+#ifndef FUSEC_CLI_H
+#define FUSEC_CLI_H
+
+#include <fusec.h>
+
+#include "codegen.h"
+#include "kcompile.h"
+#include "nvrtc_compile.h"
+#include "plan.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Exit codes (README.md, docs/fusec.1). When several things fail, the first one's code. */
+enum {
+    EXIT_OK = 0,
+    EXIT_USAGE = 1,   /* unknown command or option, bad value, missing file */
+    EXIT_PROGRAM = 2, /* malformed .fc, unbound symbol, an op that fails to build, a plan or
+                         codegen failure */
+    EXIT_EVAL = 3,    /* evaluation error (run) */
+    EXIT_IO = 4,      /* a file or the cache directory cannot be read or written */
+    EXIT_COMPILE = 5, /* a kernel failed to compile, or missed the cache under
+                         FUSEC_REQUIRE_CACHED=1 */
+    EXIT_BAD_CACHE = 6 /* cache verify found bad entries (that remain), or an import file is
+                          corrupt */
+};
+
+#define CLI_MAX_SETS 64
+#define CLI_MAX_ARCHS 16
+#define CLI_DEFAULT_ARCH "sm_90"
+
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Options a command accepts (a bit set passed to cli_parse). */
+enum {
+    OPT_SET = 1u << 0,        /* --set NAME=VALUE (repeatable) */
+    OPT_SEED = 1u << 1,       /* --seed S */
+    OPT_BACKEND = 1u << 2,    /* --backend host|auto|cuda */
+    OPT_ARCH = 1u << 3,       /* --arch sm_XX (one) */
+    OPT_ARCHS = 1u << 4,      /* --arch sm_XX,sm_YY (a list; repeatable) */
+    OPT_JOBS = 1u << 5,       /* -j N, --jobs N */
+    OPT_DOT = 1u << 6,        /* --dot */
+    OPT_CACHE_DIR = 1u << 7,  /* --cache-dir DIR */
+    OPT_DELETE_BAD = 1u << 8, /* --delete-bad */
+    OPT_QUIET = 1u << 9,      /* -q, --quiet */
+    OPT_FILES = 1u << 10,     /* several FILE arguments (else exactly one) */
+    OPT_NO_FILE = 1u << 11,   /* no FILE argument at all */
+    OPT_NO_PRELUDE = 1u << 12 /* --no-prelude */
+};
+
+typedef struct cli_set {
+    char name[256];
+    int64_t value;
+    bool used; /* some program had this symbol */
+} cli_set;
+
+typedef struct cli_opts {
+    const char *cmd;   /* for messages: "dump", "cache verify", ... */
+    const char **files;
+    int nfiles;
+    cli_set sets[CLI_MAX_SETS];
+    int nsets;
+    uint64_t seed;
+    fc_backend backend;
+    char archs[CLI_MAX_ARCHS][FCN_ARCH_MAX];
+    int narchs;        /* 0 until given; cli_parse sets the default for OPT_ARCH(S) */
+    int jobs;          /* 0: one per online CPU */
+    bool dot, delete_bad, quiet, no_prelude, help;
+    const char *cache_dir;
+} cli_opts;
+
+/* Parses a command's arguments (argv[0] is the first argument after the command name).
+ * Checks every --arch with fcn_check_arch. Returns EXIT_OK or EXIT_USAGE (message printed).
+ * o->help is set for -h / --help: the caller prints its usage and returns EXIT_OK. Frees
+ * nothing on success: call cli_opts_free. */
+int cli_parse(const char *cmd, int argc, char **argv, unsigned allowed, cli_opts *o);
+void cli_opts_free(cli_opts *o);
+
+/* Prints usage to stdout (help asked for) or stderr (after an error) and returns rc. */
+int cli_usage(const char *usage, const cli_opts *o, int rc);
+
+/* A context for a command: the host backend unless backend says otherwise, the cache
+ * directory of --cache-dir. Returns EXIT_OK or EXIT_EVAL (message printed). */
+int cli_open_ctx(fc_backend backend, const char *cache_dir, fc_ctx **ctx);
+
+/* The status -> exit code of a failed load or build. */
+int cli_status_exit(fc_status st);
+
+/* ---- programs ----------------------------------------------------------------------------- */
+
+/* One program of a file, built with placeholder inputs. */
+typedef struct cli_program {
+    const char *file;
+    const char *label;  /* "FILE", or "FILE:LINE" for one program of a trace */
+    int index;          /* 0-based position in its file */
+    int count;          /* programs in its file */
+    fc_program *prog;
+    int nout;
+    fc_array **outs;    /* the program's outputs (owned by the open scope) */
+} cli_program;
+
+/* Called once per program; returns an exit code (EXIT_OK to go on). */
+typedef int (*cli_program_fn)(fc_ctx *ctx, const cli_program *p, void *user);
+
+/* Reads FILE, splits it into programs (a line starting with "# fusec trace" starts a new one:
+ * docs/TRACE.md), parses each, binds o->sets, builds it with placeholder inputs inside a scope
+ * of its own and calls fn. A program that fails to load is reported and skipped; the walk
+ * goes on unless stop_on_error. With single, a file holding several programs is an error.
+ * Returns the first failure's exit code (fn's included), else EXIT_OK. */
+int cli_for_each_program(fc_ctx *ctx, cli_opts *o, const char *file, bool single,
+                         bool stop_on_error, cli_program_fn fn, void *user);
+/* After every file: a --set that no program knew is a usage error. */
+int cli_check_sets_used(const cli_opts *o);
+
+/* ---- kernels ------------------------------------------------------------------------------ */
+
+/* The cache key of a generated kernel for an arch. Returns EXIT_OK or EXIT_USAGE (bad arch;
+ * message printed). */
+int cli_kernel_key(const fcx_kernel_src *src, const char *arch, fcc_key *key,
+                   fcc_key_fields *fields, char *options_buf, size_t options_size);
+
+/* Builds the plan of a program's outputs. Returns EXIT_OK or EXIT_PROGRAM (message printed). */
+int cli_plan(fc_ctx *ctx, const cli_program *p, fcp_plan **plan);
+
+/* Why the output of kernel `producer` (node) is stored rather than fused into its consumer:
+ * the plan's recorded reason, or the implicit ones (an output asked for, a library call). */
+const char *cli_boundary_reason(const fcp_plan *plan, const fc_array *node);
+
+/* The index of the kernel that stores node, or -1. */
+int cli_producer(const fcp_plan *plan, const fc_array *node);
+
+double cli_now(void);
+
+/* ---- commands ----------------------------------------------------------------------------- */
+
+int cmd_print(int argc, char **argv);
+int cmd_hash(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
+int cmd_graph(int argc, char **argv);
+int cmd_explain(int argc, char **argv);
+int cmd_warm(int argc, char **argv);
+int cmd_cache(int argc, char **argv);
+
+#endif /* FUSEC_CLI_H */

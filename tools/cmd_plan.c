@@ -1,0 +1,501 @@
+/*
+ * tools/cmd_plan.c - fusec dump, graph and explain: what a program compiles to (the CUDA of
+ * each kernel), how it was grouped (text or Graphviz), and why (fusion boundaries and cache
+ * misses).
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *kind_name(const fcp_kernel *k) { return fcp_kernel_kind_names[k->kind]; }
+
+/* "row over [64, 256] reducing axis 1" into buf. */
+static const char *kernel_summary(const fcp_kernel *k, char *buf, size_t size) {
+    char sh[200];
+    int n = snprintf(buf, size, "%s over %s", kind_name(k), fcg_shape_str(sh, k->ndim, k->space));
+    if (k->rmask && n > 0 && (size_t)n < size) {
+        int count = 0;
+        for (int d = 0; d < k->ndim; d++) count += (k->rmask >> d) & 1;
+        n += snprintf(buf + n, size - (size_t)n, " reducing ax%s", count > 1 ? "es" : "is");
+        for (int d = 0; d < k->ndim && n > 0 && (size_t)n < size; d++)
+            if (k->rmask & (1u << d)) n += snprintf(buf + n, size - (size_t)n, " %d", d);
+    }
+    return buf;
+}
+
+static int write_error(void) {
+    cli_error("cannot write the output: %s", strerror(errno));
+    return EXIT_IO;
+}
+
+/* ---- dump --------------------------------------------------------------------------------- */
+
+static const char usage_dump[] =
+    "usage: fusec dump FILE.fc... [--set NAME=VALUE ...] [--arch sm_XX] [--no-prelude]\n"
+    "\n"
+    "Prints the CUDA C source of every kernel the program compiles to, in execution order.\n"
+    "Each kernel is preceded by one comment line:\n"
+    "\n"
+    "    // ==== kernel I of N: KIND, key KEY (ARCH)\n"
+    "\n"
+    "KIND is elementwise, reduce, row or library (a library call has no generated source);\n"
+    "KEY is the kernel's cache key (32 hex digits) for ARCH. The source is the same for every\n"
+    "architecture: --arch only picks the key. A trace file (docs/TRACE.md) holds several\n"
+    "programs; each then starts with a line '// ==== program FILE:LINE'.\n"
+    "\n"
+    "  --set NAME=VALUE   binds a dimension symbol (repeat for each symbol)\n"
+    "  --arch sm_XX       the architecture of the keys (default " CLI_DEFAULT_ARCH ")\n"
+    "  --no-prelude       leave out the device prelude every kernel starts with (about a\n"
+    "                     thousand lines, the same in each; the key still covers it)\n";
+
+/* Writes a kernel's source, optionally with its prelude replaced by a one-line note. */
+static void print_source(const char *text, bool no_prelude) {
+    const char *pre = no_prelude ? strstr(text, fcx_prelude_source) : NULL;
+    size_t len = strlen(text);
+    if (pre) {
+        int lines = 0;
+        for (const char *c = fcx_prelude_source; *c; c++) lines += *c == '\n';
+        fwrite(text, 1, (size_t)(pre - text), stdout);
+        printf("// [the device prelude, codegen/prelude.cuh: %d lines, left out by --no-prelude]\n",
+               lines);
+        fputs(pre + strlen(fcx_prelude_source), stdout);
+    } else {
+        fputs(text, stdout);
+    }
+    if (len && text[len - 1] != '\n') putchar('\n');
+}
+
+typedef struct dump_state {
+    const cli_opts *o;
+    bool headers;
+} dump_state;
+
+static int dump_one(fc_ctx *ctx, const cli_program *p, void *user) {
+    dump_state *ds = user;
+    const char *arch = ds->o->archs[0];
+    fcp_plan *plan;
+    int rc = cli_plan(ctx, p, &plan);
+    if (rc) return rc;
+    if (ds->headers || p->count > 1) printf("// ==== program %s\n", p->label);
+    for (int i = 0; !rc && i < plan->nkernel; i++) {
+        const fcp_kernel *k = &plan->kernels[i];
+        if (k->kind == FCP_KERNEL_LIB) {
+            printf("// ==== kernel %d of %d: %s (%s), no generated source\n", i, plan->nkernel,
+                   kind_name(k), fcg_ops[k->outs[0]->op].pyname);
+            continue;
+        }
+        fcx_kernel_src src;
+        if (fcx_generate(ctx, k, &src) != FC_OK) {
+            cli_error("%s: kernel %d: %s", p->label, i, fc_errmsg(ctx));
+            rc = EXIT_PROGRAM;
+            break;
+        }
+        fcc_key key;
+        fcc_key_fields f;
+        char options[1024], hex[33];
+        rc = cli_kernel_key(&src, arch, &key, &f, options, sizeof options);
+        if (!rc) {
+            fcc_key_to_hex(&key, hex);
+            printf("// ==== kernel %d of %d: %s, key %s (%s)\n", i, plan->nkernel, kind_name(k),
+                   hex, arch);
+            print_source(src.src, ds->o->no_prelude);
+        }
+        fcx_kernel_src_free(ctx, &src);
+    }
+    fcp_plan_destroy(plan);
+    if (!rc && (ferror(stdout) || fflush(stdout) != 0)) rc = write_error();
+    return rc;
+}
+
+int cmd_dump(int argc, char **argv) {
+    cli_opts o;
+    int rc = cli_parse("dump", argc, argv, OPT_SET | OPT_ARCH | OPT_NO_PRELUDE | OPT_FILES, &o);
+    if (rc || o.help) {
+        rc = cli_usage(usage_dump, &o, rc);
+        cli_opts_free(&o);
+        return rc;
+    }
+    fc_ctx *ctx;
+    if (!(rc = cli_open_ctx(FC_BACKEND_HOST, NULL, &ctx))) {
+        dump_state ds = {&o, o.nfiles > 1};
+        for (int i = 0; i < o.nfiles; i++) {
+            int r = cli_for_each_program(ctx, &o, o.files[i], false, false, dump_one, &ds);
+            if (r && !rc) rc = r;
+        }
+        if (!rc) rc = cli_check_sets_used(&o);
+        fc_ctx_destroy(ctx);
+    }
+    cli_opts_free(&o);
+    return rc;
+}
+
+/* ---- graph -------------------------------------------------------------------------------- */
+
+static const char usage_graph[] =
+    "usage: fusec graph FILE.fc... [--set NAME=VALUE ...] [--dot]\n"
+    "\n"
+    "Prints the program's plan: its kernels in execution order (kind, iteration space, the\n"
+    "nodes each stores and loads, the ops fused into it) and the fusion boundaries with the\n"
+    "reason each was drawn. Nodes are numbered %N as in the plan's walk of the graph.\n"
+    "\n"
+    "  --set NAME=VALUE   binds a dimension symbol (repeat for each symbol)\n"
+    "  --dot              writes Graphviz instead (render with: dot -Tsvg -o plan.svg):\n"
+    "                     one cluster per kernel, nodes labelled with op, dtype and shape,\n"
+    "                     inputs as ellipses, stored outputs with a double border, edges\n"
+    "                     between kernels in red, labelled with the boundary's reason\n";
+
+/* Writes s as the inside of a DOT string: quotes and backslashes escaped, and long text
+ * wrapped at spaces every ~40 characters. */
+static void dot_text(const char *s, bool wrap) {
+    int col = 0;
+    for (; *s; s++) {
+        if (wrap && *s == ' ' && col >= 40) {
+            fputs("\\n", stdout);
+            col = 0;
+            continue;
+        }
+        if (*s == '"' || *s == '\\') putchar('\\');
+        if (*s == '\n') {
+            fputs("\\n", stdout);
+            col = 0;
+            continue;
+        }
+        putchar(*s);
+        col++;
+    }
+}
+
+/* The label of a node: "%N op\ndtype [shape]". */
+static void dot_node_label(const fc_array *a, const char *out_name) {
+    char sh[200];
+    printf("%%%lld %s\\n%s %s", (long long)a->order, fcg_ops[a->op].pyname,
+           fc_dtype_name((fc_dtype)a->dtype), fcg_shape_str(sh, a->ndim, a->shape));
+    if (out_name) {
+        fputs("\\nout ", stdout);
+        dot_text(out_name, false);
+    }
+}
+
+typedef struct graph_state {
+    const cli_opts *o;
+    int programs;   /* written so far (dot) */
+    bool multi;     /* several files: headers / program clusters */
+} graph_state;
+
+static const char *output_name(const cli_program *p, const fcp_plan *plan, const fc_array *a) {
+    for (int i = 0; i < plan->nout && i < p->nout; i++)
+        if (plan->outs[i] == a) return fc_program_output_name(p->prog, i);
+    return NULL;
+}
+
+static int dot_program(fc_ctx *ctx, const cli_program *p, fcp_plan *plan, int pi, bool cluster) {
+    fc_array **ord;
+    size_t count;
+    /* The walk fcp_plan_describe numbers nodes by. */
+    if (fcg_topo_order(ctx, plan->outs, plan->nout, true, &ord, &count) != FC_OK) {
+        cli_error("%s: %s", p->label, fc_errmsg(ctx));
+        return EXIT_PROGRAM;
+    }
+    /* member[order] == kernel + 1 while that kernel's edges are written */
+    int *member = calloc(count + 1, sizeof *member);
+    bool *leaf_done = calloc(count + 1, sizeof *leaf_done);
+    if (!member || !leaf_done) {
+        free(member);
+        free(leaf_done);
+        fcg_free(ctx, ord, count * sizeof *ord);
+        cli_error("out of memory");
+        return EXIT_PROGRAM;
+    }
+    const char *ind = cluster ? "    " : "";
+    if (cluster) {
+        printf("  subgraph cluster_p%d {\n    label=\"", pi);
+        dot_text(p->label, false);
+        printf("\";\n    style=dashed;\n");
+    }
+    char sum[300];
+    for (int i = 0; i < plan->nkernel; i++) {
+        const fcp_kernel *k = &plan->kernels[i];
+        printf("%s  subgraph cluster_p%dk%d {\n%s    label=\"kernel %d: ", ind, pi, i, ind, i);
+        dot_text(kernel_summary(k, sum, sizeof sum), false);
+        printf("\";\n%s    style=rounded; color=\"#3060a0\";\n", ind);
+        for (int q = 0; q < k->nnode; q++) {
+            const fc_array *a = k->nodes[q];
+            bool stored = false;
+            for (int s = 0; s < k->nout; s++) stored |= k->outs[s] == a;
+            printf("%s    p%dk%dn%lld [label=\"", ind, pi, i, (long long)a->order);
+            dot_node_label(a, stored ? output_name(p, plan, a) : NULL);
+            printf("\"%s];\n", stored ? ", peripheries=2" : "");
+        }
+        printf("%s  }\n", ind);
+    }
+    /* Leaves: program inputs and arrays that already hold a value. */
+    for (int i = 0; i < plan->nkernel; i++) {
+        const fcp_kernel *k = &plan->kernels[i];
+        for (int l = 0; l < k->nleaf; l++) {
+            const fc_array *a = k->leaves[l];
+            if (cli_producer(plan, a) >= 0 || leaf_done[a->order]) continue;
+            leaf_done[a->order] = true;
+            printf("%s  p%dn%lld [shape=ellipse, label=\"", ind, pi, (long long)a->order);
+            dot_node_label(a, NULL);
+            printf("\"];\n");
+        }
+    }
+    for (int i = 0; i < plan->nkernel; i++) {
+        const fcp_kernel *k = &plan->kernels[i];
+        for (int q = 0; q < k->nnode; q++) member[k->nodes[q]->order] = i + 1;
+        for (int q = 0; q < k->nnode; q++) {
+            const fc_array *a = k->nodes[q];
+            for (int c = 0; c < a->nin; c++) {
+                const fc_array *in = a->in[c];
+                if (member[in->order] == i + 1) {
+                    printf("%s  p%dk%dn%lld -> p%dk%dn%lld;\n", ind, pi, i, (long long)in->order,
+                           pi, i, (long long)a->order);
+                    continue;
+                }
+                int prod = cli_producer(plan, in);
+                if (prod < 0) {
+                    printf("%s  p%dn%lld -> p%dk%dn%lld;\n", ind, pi, (long long)in->order, pi,
+                           i, (long long)a->order);
+                    continue;
+                }
+                printf("%s  p%dk%dn%lld -> p%dk%dn%lld [color=red, fontcolor=red, style=bold, "
+                       "label=\"",
+                       ind, pi, prod, (long long)in->order, pi, i, (long long)a->order);
+                dot_text(cli_boundary_reason(plan, in), true);
+                printf("\"];\n");
+            }
+        }
+    }
+    if (cluster) printf("  }\n");
+    free(member);
+    free(leaf_done);
+    fcg_free(ctx, ord, count * sizeof *ord);
+    return EXIT_OK;
+}
+
+/* True if some kernel loads node a (stored by another). */
+static bool loaded_elsewhere(const fcp_plan *plan, const fc_array *a) {
+    for (int j = 0; j < plan->nkernel; j++)
+        for (int l = 0; l < plan->kernels[j].nleaf; l++)
+            if (plan->kernels[j].leaves[l] == a) return true;
+    return false;
+}
+
+/* The description lists the boundaries the fusion pass recorded; a stored array that another
+ * kernel loads for another reason (an output asked for, a library call) is one too. Node
+ * numbers are those of the description's walk, which is the last walk made. */
+static void print_implicit_boundaries(const fcp_plan *plan) {
+    char sh[200];
+    for (int i = 0; i < plan->nkernel; i++)
+        for (int q = 0; q < plan->kernels[i].nout; q++) {
+            const fc_array *a = plan->kernels[i].outs[q];
+            bool recorded = false;
+            for (int b = 0; b < plan->nboundary; b++) recorded |= plan->boundaries[b].node == a;
+            if (recorded || !loaded_elsewhere(plan, a)) continue;
+            printf("boundary at %%%lld %s %s%s: %s\n", (long long)a->order, fcg_ops[a->op].pyname,
+                   fc_dtype_name((fc_dtype)a->dtype), fcg_shape_str(sh, a->ndim, a->shape),
+                   cli_boundary_reason(plan, a));
+        }
+}
+
+static int graph_one(fc_ctx *ctx, const cli_program *p, void *user) {
+    graph_state *gs = user;
+    fcp_plan *plan;
+    int rc = cli_plan(ctx, p, &plan);
+    if (rc) return rc;
+    if (gs->o->dot) {
+        rc = dot_program(ctx, p, plan, gs->programs, gs->multi || p->count > 1);
+    } else {
+        char *d = fcp_plan_describe(plan);
+        if (!d) {
+            cli_error("%s: out of memory describing the plan", p->label);
+            rc = EXIT_PROGRAM;
+        } else {
+            if (gs->multi || p->count > 1) printf("%sprogram %s\n", gs->programs ? "\n" : "", p->label);
+            fputs(d, stdout);
+            fcg_strfree(ctx, d);
+            print_implicit_boundaries(plan);
+        }
+    }
+    gs->programs++;
+    fcp_plan_destroy(plan);
+    if (!rc && (ferror(stdout) || fflush(stdout) != 0)) rc = write_error();
+    return rc;
+}
+
+int cmd_graph(int argc, char **argv) {
+    cli_opts o;
+    int rc = cli_parse("graph", argc, argv, OPT_SET | OPT_DOT | OPT_FILES, &o);
+    if (rc || o.help) {
+        rc = cli_usage(usage_graph, &o, rc);
+        cli_opts_free(&o);
+        return rc;
+    }
+    fc_ctx *ctx;
+    if (!(rc = cli_open_ctx(FC_BACKEND_HOST, NULL, &ctx))) {
+        graph_state gs = {&o, 0, o.nfiles > 1};
+        if (o.dot) {
+            printf("digraph fusec {\n  graph [fontname=\"Helvetica\", label=\"fusec plan: ");
+            for (int i = 0; i < o.nfiles; i++) {
+                dot_text(o.files[i], false);
+                if (i + 1 < o.nfiles) fputs(", ", stdout);
+            }
+            printf("\", labelloc=t];\n  node [shape=box, fontname=\"Helvetica\", fontsize=10];\n"
+                   "  edge [fontname=\"Helvetica\", fontsize=9];\n");
+        }
+        /* Stop at the first failure: half a graph is not worth writing. */
+        for (int i = 0; i < o.nfiles && !rc; i++)
+            rc = cli_for_each_program(ctx, &o, o.files[i], false, true, graph_one, &gs);
+        if (o.dot) printf("}\n");
+        if (!rc) rc = cli_check_sets_used(&o);
+        if (!rc && fflush(stdout) != 0) rc = write_error();
+        fc_ctx_destroy(ctx);
+    }
+    cli_opts_free(&o);
+    return rc;
+}
+
+/* ---- explain ------------------------------------------------------------------------------ */
+
+static const char usage_explain[] =
+    "usage: fusec explain FILE.fc... [--set NAME=VALUE ...] [--arch sm_XX] [--cache-dir DIR]\n"
+    "\n"
+    "Says why the program compiles to the kernels it does, and whether they are cached:\n"
+    "\n"
+    "  - every fusion boundary: which kernel stores an array that which kernels load, and why\n"
+    "    the two sides were not fused (the reason the fusion pass recorded, or that the array\n"
+    "    was asked for as an output, or that a library call needs a stored buffer);\n"
+    "  - every kernel: in the cache for the architecture or not, and for a miss the nearest\n"
+    "    entry in the cache and which key fields differ (source, arch, options, codegen or\n"
+    "    NVRTC version, ...).\n"
+    "\n"
+    "  --set NAME=VALUE   binds a dimension symbol (repeat for each symbol)\n"
+    "  --arch sm_XX       the architecture to look up (default " CLI_DEFAULT_ARCH ")\n"
+    "  --cache-dir DIR    the kernel cache (default: $FUSEC_CACHE_DIR, $XDG_CACHE_HOME/fusec,\n"
+    "                     ~/.cache/fusec); opened read-only\n";
+
+typedef struct explain_state {
+    const cli_opts *o;
+    fcc_cache *cache;
+    int programs;
+    int misses;
+} explain_state;
+
+static int explain_one(fc_ctx *ctx, const cli_program *p, void *user) {
+    explain_state *es = user;
+    const char *arch = es->o->archs[0];
+    fcp_plan *plan;
+    int rc = cli_plan(ctx, p, &plan);
+    if (rc) return rc;
+    char sum[300], sh[200];
+    printf("%sprogram %s: %d kernel%s\n", es->programs++ ? "\n" : "", p->label, plan->nkernel,
+           plan->nkernel == 1 ? "" : "s");
+    /* Boundaries: each stored array that another kernel loads, with its consumers. */
+    int nb = 0;
+    for (int i = 0; i < plan->nkernel; i++) {
+        const fcp_kernel *k = &plan->kernels[i];
+        for (int q = 0; q < k->nout; q++) {
+            const fc_array *a = k->outs[q];
+            int consumers = 0;
+            for (int j = 0; j < plan->nkernel; j++)
+                for (int l = 0; l < plan->kernels[j].nleaf; l++)
+                    if (plan->kernels[j].leaves[l] == a) {
+                        if (consumers++ == 0) {
+                            if (nb++ == 0) printf("boundaries:\n");
+                            printf("  kernel %d -> kernel %d", i, j);
+                        } else {
+                            printf(", %d", j);
+                        }
+                    }
+            if (!consumers) continue;
+            printf(": %s %s%s is stored: %s\n", fcg_ops[a->op].pyname,
+                   fc_dtype_name((fc_dtype)a->dtype), fcg_shape_str(sh, a->ndim, a->shape),
+                   cli_boundary_reason(plan, a));
+        }
+    }
+    if (nb == 0)
+        printf("boundaries: none%s\n", plan->nkernel == 1 ? " (the program is one kernel)" : "");
+    printf("kernels (%s):\n", arch);
+    for (int i = 0; !rc && i < plan->nkernel; i++) {
+        const fcp_kernel *k = &plan->kernels[i];
+        printf("  kernel %d: %s: ", i, kernel_summary(k, sum, sizeof sum));
+        if (k->kind == FCP_KERNEL_LIB) {
+            printf("a library call, nothing to compile\n");
+            continue;
+        }
+        fcx_kernel_src src;
+        if (fcx_generate(ctx, k, &src) != FC_OK) {
+            printf("\n");
+            cli_error("%s: kernel %d: %s", p->label, i, fc_errmsg(ctx));
+            rc = EXIT_PROGRAM;
+            break;
+        }
+        fcc_key key;
+        fcc_key_fields f;
+        char options[1024], hex[33];
+        rc = cli_kernel_key(&src, arch, &key, &f, options, sizeof options);
+        fcc_explanation *ex = NULL;
+        fc_status st = rc ? FC_OK : fcc_explain_miss(es->cache, &f, &ex);
+        if (!rc && st != FC_OK) {
+            printf("\n");
+            cli_error("kernel cache: %s", fcc_errmsg(es->cache));
+            rc = st == FC_ERR_NOMEM ? EXIT_PROGRAM : EXIT_IO;
+        }
+        if (!rc) {
+            fcc_key_to_hex(&key, hex);
+            bool hit = ex->exact && ex->exact_problem == FCC_PROBLEM_NONE;
+            char why[2048];
+            fcc_explanation_format(ex, why, sizeof why);
+            if (hit) {
+                printf("cached (key %s)\n", hex);
+            } else {
+                printf("not cached (key %s): %s\n", hex, why);
+                es->misses++;
+            }
+        }
+        fcc_explanation_free(ex);
+        fcx_kernel_src_free(ctx, &src);
+    }
+    fcp_plan_destroy(plan);
+    if (!rc && (ferror(stdout) || fflush(stdout) != 0)) rc = write_error();
+    return rc;
+}
+
+int cmd_explain(int argc, char **argv) {
+    cli_opts o;
+    int rc = cli_parse("explain", argc, argv, OPT_SET | OPT_ARCH | OPT_CACHE_DIR | OPT_FILES, &o);
+    if (rc || o.help) {
+        rc = cli_usage(usage_explain, &o, rc);
+        cli_opts_free(&o);
+        return rc;
+    }
+    fcc_options co = fcc_options_default();
+    co.dir = o.cache_dir;
+    co.read_only = true; /* a question changes nothing */
+    co.require_cached = 0;
+    fcc_cache *cache = NULL;
+    fc_status st = fcc_open(&co, &cache);
+    if (st != FC_OK) {
+        cli_error("cannot open the kernel cache: %s", fc_strerror(st));
+        cli_opts_free(&o);
+        return st == FC_ERR_NOMEM ? EXIT_PROGRAM : EXIT_IO;
+    }
+    const char *w = fcc_take_warning(cache);
+    if (w) cli_warn("%s", w);
+    fc_ctx *ctx;
+    if (!(rc = cli_open_ctx(FC_BACKEND_HOST, NULL, &ctx))) {
+        explain_state es = {&o, cache, 0, 0};
+        printf("cache: %s\n", fcc_dir(cache) ? fcc_dir(cache) : "(none)");
+        for (int i = 0; i < o.nfiles; i++) {
+            int r = cli_for_each_program(ctx, &o, o.files[i], false, false, explain_one, &es);
+            if (r && !rc) rc = r;
+        }
+        if (!rc) rc = cli_check_sets_used(&o);
+        fc_ctx_destroy(ctx);
+    }
+    fcc_close(cache);
+    cli_opts_free(&o);
+    return rc;
+}
