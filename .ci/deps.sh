@@ -1,6 +1,6 @@
 # Sourced by run.sh, test.sh and .ci/run: the Debian packages fusec builds and tests with, and
 # a function that installs whichever of them are missing (apt-get runs only then).
-FUSEC_DEPS=(cmake make gcc libc6-dev pkg-config liblmdb-dev libxxhash-dev libcriterion-dev)
+FUSEC_DEPS=(cmake make gcc g++ libc6-dev pkg-config liblmdb-dev libxxhash-dev libcriterion-dev)
 
 fusec_sudo() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi

@@ -52,6 +52,8 @@ typedef struct gen {
     uint64_t epoch;
     bool coords_used;
     int recursion;
+    int vec;              /* > 0 while generating the vectorised body: elements per thread */
+    bool strided_load;    /* a buffer was loaded at anything but the flat index i */
 } gen;
 
 static const char *dt(fc_dtype t) { return fc_dtype_name(t); }
@@ -233,7 +235,7 @@ static const char *linearize(gen *g, const fc_array *a, const ix *idx) {
     const char *acc = str(g, "(idx_t)(%s)", idx->e[0]);
     for (int d = 1; d < a->ndim; d++) {
         if (a->shape[d] == 1) continue; /* idx is 0 there */
-        acc = bind_index(g, str(g, "%s * %s + (%s)", acc, extent(g, a, d), idx->e[d]));
+        acc = bind_index(g, str(g, "(%s) * %s + (%s)", acc, extent(g, a, d), idx->e[d]));
     }
     return bind_index(g, acc);
 }
@@ -242,10 +244,17 @@ static int eval_leaf(gen *g, const fc_array *a, const ix *idx) {
     const fcp_kernel *k = g->k;
     int li = leaf_index(g, a);
     const char *off;
-    if (idx->identity && a->ndim == k->ndim && memcmp(a->shape, k->space, (size_t)k->ndim * 8) == 0)
+    if (idx->identity && a->ndim == k->ndim && memcmp(a->shape, k->space, (size_t)k->ndim * 8) == 0) {
         off = "i";
-    else
+        if (g->vec) { /* from the vector loaded for this thread's elements */
+            int v = new_var(g);
+            line(g, "const fcx_ct_%s v%d = fcx_load_%s(&l%d.v[u]);", dt(a->dtype), v, dt(a->dtype), li);
+            return v;
+        }
+    } else {
         off = linearize(g, a, idx);
+        g->strided_load = true;
+    }
     int v = new_var(g);
     line(g, "const fcx_ct_%s v%d = fcx_load_%s((const fcx_t_%s *)p.ptr[%d] + %s);", dt(a->dtype),
          v, dt(a->dtype), dt(a->dtype), li, off);
@@ -335,6 +344,16 @@ static int eval_ew(gen *g, const fc_array *a, const ix *idx) {
     }
     int v = new_var(g);
     const char *cname = fcg_ops[a->op].cname;
+    /* f16 and bf16 compute in float but round after every op, as NumPy and the host
+     * reference do, so fused and unfused programs give the same bits. */
+    fc_dtype od = (fc_dtype)a->dtype;
+    if ((od == FC_F16 || od == FC_BF16) && a->op != FCG_OP_CAST) {
+        const char *call = a->nin == 1   ? str(g, "fcx_%s(v%d)", cname, vin[0])
+                           : a->nin == 2 ? str(g, "fcx_%s(v%d, v%d)", cname, vin[0], vin[1])
+                                         : str(g, "fcx_%s(v%d, v%d, v%d)", cname, vin[0], vin[1], vin[2]);
+        line(g, "const fcx_ct_%s v%d = fcx_cast_%s(%s);", dt(od), v, dt(od), call);
+        return v;
+    }
     if (a->op == FCG_OP_CAST)
         line(g, "const fcx_ct_%s v%d = fcx_cast_%s(v%d);", dt(a->dtype), v, dt(a->dtype), vin[0]);
     else if (a->nin == 1)
@@ -544,6 +563,7 @@ static void decode(gen *g, const char *flat, const char *prefix, int nd, const i
             continue;
         }
         const char *e = use_space_slots ? ival(g, FCX_SLOT_SPACE_EXTENT, NULL, d) : extent(g, node, d);
+        e = str(g, "(idx_t)%s", e); /* divide in the index width, not in 64 bits */
         if (d == first) line(g, "const idx_t %s%d = t_%s;", prefix, d, prefix);
         else line(g, "const idx_t %s%d = t_%s %% %s; t_%s /= %s;", prefix, d, prefix, e, prefix, e);
     }
@@ -569,7 +589,13 @@ static void gen_ew(gen *g) {
         len += (size_t)snprintf(buf + len, sizeof buf - len, "%s(idx_t)%s", d ? " * " : "",
                                 ival(g, FCX_SLOT_SPACE_EXTENT, NULL, d));
     line(g, "const idx_t n = %s;", k->ndim ? buf : "1");
-    line(g, "for (idx_t i = (idx_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; "
+    /* The scalar loop is generated first (into its own buffer): it shows whether every
+     * buffer is read at the flat index, the condition for the vectorised loop, which then
+     * goes in front and leaves the scalar loop the tail. */
+    fcg_sb head = g->body;
+    memset(&g->body, 0, sizeof g->body);
+    g->body.ctx = g->ctx;
+    line(g, "for (idx_t i = s0 + (idx_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; "
             "i += (idx_t)gridDim.x * blockDim.x) {");
     g->indent++;
     scope_push(g);
@@ -583,6 +609,52 @@ static void gen_ew(gen *g) {
     scope_pop(g);
     g->indent--;
     line(g, "}");
+    fcg_sb scalar = g->body;
+    g->body = head;
+    /* 16-byte accesses: as many elements as the widest dtype fits in 16 bytes (at most 8). */
+    size_t widest = 1;
+    for (int q = 0; q < k->nleaf; q++)
+        if (fc_dtype_size((fc_dtype)k->leaves[q]->dtype) > widest) widest = fc_dtype_size((fc_dtype)k->leaves[q]->dtype);
+    for (int q = 0; q < k->nout; q++)
+        if (fc_dtype_size((fc_dtype)k->outs[q]->dtype) > widest) widest = fc_dtype_size((fc_dtype)k->outs[q]->dtype);
+    int vec = (int)(16 / widest);
+    if (vec > 8) vec = 8;
+    if (g->strided_load || vec < 2 || k->ndim == 0) {
+        line(g, "const idx_t s0 = 0;");
+    } else {
+        g->vec = vec;
+        line(g, "const idx_t nv = n / %d, s0 = nv * %d;", vec, vec);
+        line(g, "for (idx_t q = (idx_t)blockIdx.x * blockDim.x + threadIdx.x; q < nv; "
+                "q += (idx_t)gridDim.x * blockDim.x) {");
+        g->indent++;
+        for (int li = 0; li < k->nleaf; li++)
+            line(g, "const fcx_vec<fcx_t_%s, %d> l%d = ((const fcx_vec<fcx_t_%s, %d> *)p.ptr[%d])[q];",
+                 dt(k->leaves[li]->dtype), vec, li, dt(k->leaves[li]->dtype), vec, li);
+        for (int q = 0; q < k->nout; q++)
+            line(g, "fcx_vec<fcx_t_%s, %d> w%d;", dt(k->outs[q]->dtype), vec, q);
+        line(g, "#pragma unroll");
+        line(g, "for (int u = 0; u < %d; u++) {", vec);
+        g->indent++;
+        scope_push(g);
+        line(g, "const idx_t i = q * %d + u;", vec);
+        decode(g, "i", "c", k->ndim, k->space, (uint32_t)((1ull << k->ndim) - 1), true, NULL);
+        for (int q = 0; q < k->nout; q++) {
+            int v = eval(g, k->outs[q], &idx);
+            line(g, "fcx_store_%s(&w%d.v[u], v%d);", dt(k->outs[q]->dtype), q, v);
+        }
+        scope_pop(g);
+        g->indent--;
+        line(g, "}");
+        for (int q = 0; q < k->nout; q++)
+            line(g, "((fcx_vec<fcx_t_%s, %d> *)p.ptr[%d])[q] = w%d;", dt(k->outs[q]->dtype), vec,
+                 k->nleaf + q, q);
+        g->indent--;
+        line(g, "}");
+        g->vec = 0;
+    }
+    if (scalar.s) fcg_sb_puts(&g->body, scalar.s);
+    if (scalar.failed) g->body.failed = true;
+    fcg_sb_free(&scalar);
 }
 
 /* Reductions: accumulator variables per reduction, named by its position. */
@@ -592,17 +664,33 @@ typedef struct red_info {
     int level;
 } red_info;
 
-static const char *acc_type(const fc_array *r) {
+/* Accumulation dtypes. Float sums, products and moments accumulate in double (complex in
+ * c128), as the host reference does, so results agree to the output's precision; max, min
+ * and arg* are exact in the loop dtype. acc_mean_dtype is the running value (the sum, or
+ * Welford's mean); acc_type names its real part (norms, Welford's M2). */
+static fc_dtype acc_mean_dtype(const fc_array *r) {
+    fc_dtype l = (fc_dtype)r->loop_dtype;
     switch ((fcg_op)r->op) {
-    case FCG_OP_VAR: case FCG_OP_STD: case FCG_OP_NORM:
-        return fc_dtype_name(fcg_real_dtype((fc_dtype)r->loop_dtype));
-    default: return fc_dtype_name((fc_dtype)r->loop_dtype);
+    case FCG_OP_SUM: case FCG_OP_MEAN: case FCG_OP_PROD: case FCG_OP_VAR: case FCG_OP_STD:
+    case FCG_OP_NORM:
+        if (fcg_is_complex(l)) return FC_C128;
+        if (fcg_is_float(l)) return FC_F64;
+        return l;
+    default: return l;
     }
+}
+static const char *acc_type(const fc_array *r) {
+    return fc_dtype_name(fcg_real_dtype(acc_mean_dtype(r)));
+}
+
+/* v (in the loop dtype) converted to the accumulation dtype. */
+static int widen(gen *g, const fc_array *r, int v) {
+    return convert(g, v, (fc_dtype)r->loop_dtype, acc_mean_dtype(r));
 }
 
 /* Declares the per-thread accumulator of reduction r (position pos). */
 static void acc_init(gen *g, const fc_array *r, int pos) {
-    const char *L = dt(r->loop_dtype), *A = acc_type(r);
+    const char *L = dt(acc_mean_dtype(r)), *A = acc_type(r);
     switch ((fcg_op)r->op) {
     case FCG_OP_SUM: case FCG_OP_MEAN:
         line(g, "fcx_ct_%s a%d = fcx_cast_%s(0);", L, pos, L);
@@ -632,8 +720,8 @@ static void acc_init(gen *g, const fc_array *r, int pos) {
 static void acc_update(gen *g, const fc_array *r, int pos, int v, const char *e) {
     const char *A = acc_type(r);
     switch ((fcg_op)r->op) {
-    case FCG_OP_SUM: case FCG_OP_MEAN: line(g, "a%d = fcx_add(a%d, v%d);", pos, pos, v); break;
-    case FCG_OP_PROD: line(g, "a%d = fcx_mul(a%d, v%d);", pos, pos, v); break;
+    case FCG_OP_SUM: case FCG_OP_MEAN: v = widen(g, r, v); line(g, "a%d = fcx_add(a%d, v%d);", pos, pos, v); break;
+    case FCG_OP_PROD: v = widen(g, r, v); line(g, "a%d = fcx_mul(a%d, v%d);", pos, pos, v); break;
     case FCG_OP_ANY: line(g, "a%d = a%d || v%d;", pos, pos, v); break;
     case FCG_OP_ALL: line(g, "a%d = a%d && v%d;", pos, pos, v); break;
     case FCG_OP_MAX: case FCG_OP_MIN:
@@ -649,7 +737,8 @@ static void acc_update(gen *g, const fc_array *r, int pos, int v, const char *e)
         break;
     case FCG_OP_VAR: case FCG_OP_STD: {
         /* Welford: the running mean and the sum of squared deviations. */
-        const char *L = dt(r->loop_dtype);
+        const char *L = dt(acc_mean_dtype(r));
+        v = widen(g, r, v);
         line(g, "{ n%d += 1; const fcx_ct_%s d = fcx_sub(v%d, a%d); a%d = fcx_add(a%d, fcx_div(d, "
                 "fcx_cast_%s(n%d))); const fcx_ct_%s d2 = fcx_abs(fcx_sub(v%d, a%d)); const fcx_ct_%s "
                 "d1 = fcx_abs(d); m%d = fcx_add(m%d, fcx_mul(d1, d2)); }",
@@ -657,8 +746,8 @@ static void acc_update(gen *g, const fc_array *r, int pos, int v, const char *e)
         break;
     }
     case FCG_OP_NORM: {
-        const char *src = fcg_is_complex((fc_dtype)r->loop_dtype) ? str(g, "fcx_abs(v%d)", v)
-                          : str(g, "fcx_abs(v%d)", v);
+        /* |v| in the loop's real dtype, then widened. */
+        const char *src = str(g, "fcx_cast_%s(fcx_abs(v%d))", A, v);
         if (r->p.ord == FC_NORM_L2)
             line(g, "{ const fcx_ct_%s t = %s; a%d = fcx_add(a%d, fcx_mul(t, t)); }", A, src, pos, pos);
         else if (r->p.ord == FC_NORM_L1)
@@ -675,7 +764,7 @@ static void acc_update(gen *g, const fc_array *r, int pos, int v, const char *e)
 /* Shared-memory tree reduction of accumulator `pos` across the block, fixed order. The
  * block's result is left in the accumulator of every thread. */
 static void acc_block_reduce(gen *g, const fc_array *r, int pos) {
-    const char *L = dt(r->loop_dtype), *A = acc_type(r);
+    const char *L = dt(acc_mean_dtype(r)), *A = acc_type(r);
     bool flag = r->op == FCG_OP_MAX || r->op == FCG_OP_MIN ||
                 (r->op == FCG_OP_NORM && r->p.ord == FC_NORM_INF);
     bool arg = r->op == FCG_OP_ARGMAX || r->op == FCG_OP_ARGMIN;
@@ -765,7 +854,7 @@ static void acc_block_reduce(gen *g, const fc_array *r, int pos) {
 /* The reduction's final value, in its dtype's compute type, into a new variable. */
 static int acc_finish(gen *g, const fc_array *r, int pos, const char *count) {
     int v = new_var(g);
-    const char *O = dt(r->dtype), *L = dt(r->loop_dtype), *A = acc_type(r);
+    const char *O = dt(r->dtype), *L = dt(acc_mean_dtype(r)), *A = acc_type(r);
     switch ((fcg_op)r->op) {
     case FCG_OP_MEAN:
         line(g, "const fcx_ct_%s v%d = fcx_cast_%s(fcx_div(a%d, fcx_cast_%s((double)(%s))));", O, v, O,
@@ -927,7 +1016,9 @@ static bool needs_idx64(const fcp_kernel *k) {
         if ((double)fcg_node_numel(k->leaves[i]) > most) most = (double)fcg_node_numel(k->leaves[i]);
     for (int i = 0; i < k->nnode; i++)
         if ((double)fcg_node_numel(k->nodes[i]) > most) most = (double)fcg_node_numel(k->nodes[i]);
-    return most >= 0x1p31 - 1;
+    /* 32-bit indices need headroom: a grid-stride loop adds up to a whole grid (well below
+     * 2^30 threads) past the last element before it stops. */
+    return most >= 0x1p30;
 }
 
 void fcx_kernel_src_free(fc_ctx *ctx, fcx_kernel_src *s) {
@@ -980,6 +1071,7 @@ fc_status fcx_generate_named(fc_ctx *ctx, const fcp_kernel *k, const char *name,
         if (with_prelude) fcg_sb_puts(&src, fcx_prelude_source);
         else fcg_sb_printf(&src, "namespace %s {\n", name);
         fcg_sb_printf(&src, "\ntypedef %s idx_t;\n", idx64 ? "long long" : "int");
+        fcg_sb_puts(&src, "template <class T, int N> struct alignas(sizeof(T) * N) fcx_vec { T v[N]; };\n");
         fcg_sb_printf(&src, "struct fcx_params {\n    const void *ptr[%d];\n    long long i[%d];\n    "
                             "double f[%d];\n};\n",
                       k->nleaf + k->nout, g.nint ? g.nint : 1, g.nflt ? g.nflt : 1);

@@ -126,7 +126,8 @@ static fc_status substitute_values(fc_ctx *ctx, fc_array *const *arrays, int n, 
             out[i] = copy[arrays[i]->order];
             fcg_retain(out[i]);
         }
-    for (size_t i = 0; i < count; i++) fcg_release(copy[i]);
+    for (size_t i = 0; i < count; i++)
+        if (copy[i]) fcg_release(copy[i]);
     fcg_free(ctx, copy, count * sizeof *copy);
     fcg_free(ctx, ord, count * sizeof *ord);
     return st;

@@ -337,7 +337,11 @@ static void choose_roots(fuse_state *s, fc_array **reg, int *claimed) {
         for (size_t i = 0; i < n; i++) {
             if (!s->mat[i] || is_lib(s->ord[i])) continue;
             size_t m = collect(s, s->ord[i], reg);
-            if (m > FCP_MAX_KERNEL_NODES) { /* split at the costliest node inside */
+            size_t loads = 0;
+            for (size_t k = 1; k < m; k++) loads += is_leaf(reg[k]) || s->mat[reg[k]->order];
+            /* Too many nodes, or more buffers than the kernel's parameter space should carry:
+             * split at the costliest node inside (repeated, this halves the group). */
+            if (m > FCP_MAX_KERNEL_NODES || loads > FCP_MAX_LEAVES) {
                 size_t best = 0;
                 for (size_t k = 1; k < m; k++) {
                     fc_array *a = reg[k];
@@ -347,7 +351,10 @@ static void choose_roots(fuse_state *s, fc_array **reg, int *claimed) {
                 }
                 if (best) {
                     s->mat[reg[best]->order] = 1;
-                    s->why[reg[best]->order] = "the kernel would exceed the node limit";
+                    s->why[reg[best]->order] = m > FCP_MAX_KERNEL_NODES
+                                                   ? "the kernel would exceed the node limit"
+                                                   : "the kernel would load more buffers than "
+                                                     "its parameter space allows";
                     changed = true;
                     continue;
                 }
@@ -385,6 +392,25 @@ static bool depends_on(fuse_state *s, const group *b, const group *a, int *seen)
         }
     }
     return false;
+}
+
+/* Distinct buffers the union of two groups' regions would load. */
+static int union_loads(fuse_state *s, const group *a, const group *b, fc_array **reg, int *seen) {
+    memset(seen, 0, s->n * sizeof *seen);
+    int loads = 0;
+    for (int w = 0; w < 2; w++) {
+        const group *g = w ? b : a;
+        for (int q = 0; q < g->nroot; q++) {
+            size_t m = collect(s, s->ord[g->roots[q]], reg);
+            for (size_t j = 1; j < m; j++) {
+                fc_array *x = reg[j];
+                if (seen[x->order] || !(is_leaf(x) || s->mat[x->order])) continue;
+                seen[x->order] = 1;
+                loads++;
+            }
+        }
+    }
+    return loads;
 }
 
 /* Fills kernel k from the union of group g's regions. */
@@ -515,6 +541,7 @@ static fc_status fuse(fc_ctx *ctx, fcp_plan *p) {
             if (groups[a].dead || !same_space(&proto[a], &proto[b])) continue;
             if (groups[a].nroot + groups[b].nroot > 16) continue;
             if (depends_on(&s, &groups[b], &groups[a], seen)) continue;
+            if (union_loads(&s, &groups[a], &groups[b], reg, seen) > FCP_MAX_LEAVES) continue;
             for (int q = 0; q < groups[b].nroot; q++)
                 groups[a].roots[groups[a].nroot++] = groups[b].roots[q];
             groups[b].dead = true;
@@ -591,7 +618,7 @@ static fc_status schedule(fc_ctx *ctx, fcp_plan *p) {
     p->mat_buf = fcg_malloc(ctx, (size_t)nmat * sizeof *p->mat_buf);
     p->mat_last_use = fcg_malloc(ctx, (size_t)nmat * sizeof *p->mat_last_use);
     p->buf_bytes = fcg_malloc(ctx, (size_t)nmat * sizeof *p->buf_bytes);
-    bool *busy = fcg_calloc(ctx, (size_t)nmat * sizeof *busy);
+    int *busy = fcg_calloc(ctx, (size_t)nmat * sizeof *busy); /* occupant + 1, 0: free */
     if (!p->mat || !p->mat_buf || !p->mat_last_use || !p->buf_bytes || !busy) {
         fcg_free(ctx, busy, (size_t)nmat * sizeof *busy);
         p->nmat = nmat; /* sizes for fcp_plan_destroy */
@@ -619,8 +646,10 @@ static fc_status schedule(fc_ctx *ctx, fcp_plan *p) {
     int nbuf = 0;
     m = 0;
     for (int i = 0; i < p->nkernel; i++) {
+        /* A slot is free once the node in it has had its last reader (a slot freed and
+         * taken again belongs to its new occupant). */
         for (int j = 0; j < m; j++)
-            if (p->mat_last_use[j] < i) busy[p->mat_buf[j]] = false;
+            if (p->mat_last_use[j] < i && busy[p->mat_buf[j]] == j + 1) busy[p->mat_buf[j]] = 0;
         for (int q = 0; q < p->kernels[i].nout; q++, m++) {
             const fc_array *a = p->mat[m];
             size_t bytes = fcg_node_numel(a) * fc_dtype_size((fc_dtype)a->dtype);
@@ -633,7 +662,7 @@ static fc_status schedule(fc_ctx *ctx, fcp_plan *p) {
                 best = nbuf++;
                 p->buf_bytes[best] = bytes;
             }
-            busy[best] = true;
+            busy[best] = m + 1;
             p->mat_buf[m] = best;
         }
     }

@@ -184,7 +184,7 @@ static val R(double re, double im = 0) { return val{0, re, im}; }
 static std::vector<val> specials(fc_dtype t, bool many) {
     std::vector<val> s;
     int w = (int)fc_dtype_size(t) * 8;
-    unsigned long long mx = w == 64 ? ~0ull : (1ull << w) - 1;
+    unsigned long long mx = w >= 64 ? ~0ull : (1ull << w) - 1; /* integers only */
     const double inf = INFINITY, nan = NAN;
     if (t == FC_BOOL) {
         s = {V(0), V(1)};

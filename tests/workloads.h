@@ -16,10 +16,44 @@
 
 #include "graph.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+/* When non-zero, wl_input makes real inputs instead (fc_from_host, random non-zero values of
+ * magnitude 1/8 .. 4 drawn from this seed and the input's position), for tests that evaluate
+ * the workloads at small sizes. f32 and f64 only (the workloads need no other). */
+static uint64_t wl_data_seed;
+
+static inline fc_array *wl_data(fc_ctx *ctx, int index, fc_dtype dtype, fc_shape shape) {
+    int64_t n = 1;
+    for (int d = 0; d < shape.ndim; d++) n *= shape.dim[d];
+    double *v = (double *)malloc((size_t)(n ? n : 1) * sizeof *v);
+    if (!v) return fcg_ret(ctx, NULL);
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t bits = fcg_random_bits(wl_data_seed * 1000003u + (uint64_t)index, (uint64_t)i);
+        double m = 0.125 + (double)(bits >> 11) * 0x1p-53 * 3.875;
+        v[i] = (bits & 1) ? -m : m;
+    }
+    fc_array *a;
+    if (dtype == FC_F64) {
+        a = fc_from_host(ctx, FC_F64, shape, v);
+    } else {
+        float *f = (float *)malloc((size_t)(n ? n : 1) * sizeof *f);
+        if (!f) {
+            free(v);
+            return fcg_ret(ctx, NULL);
+        }
+        for (int64_t i = 0; i < n; i++) f[i] = (float)v[i];
+        a = fc_from_host(ctx, FC_F32, shape, f);
+        free(f);
+    }
+    free(v);
+    return a;
+}
 
 /* A placeholder input of the given dtype and shape; `index` is its program-input position. */
 static inline fc_array *wl_input(fc_ctx *ctx, int index, fc_dtype dtype, fc_shape shape) {
+    if (wl_data_seed) return wl_data(ctx, index, dtype, shape);
     fcg_params p;
     memset(&p, 0, sizeof p);
     p.ival = index;

@@ -178,7 +178,8 @@ int cli_parse(const char *cmd, int argc, char **argv, unsigned allowed, cli_opts
                 return EXIT_USAGE;
         } else if ((allowed & OPT_JOBS) && (is_option(a, "-j") || is_option(a, "--jobs"))) {
             uint64_t n;
-            if (!(v = option_value(a[1] == '-' ? "--jobs" : "-j", argc, argv, &i))) return EXIT_USAGE;
+            if (!(v = option_value(a[1] == '-' ? "--jobs" : "-j", argc, argv, &i)))
+                return EXIT_USAGE;
             if (!parse_u64(v, &n) || n < 1 || n > 256) {
                 cli_error("-j expects a number of threads from 1 to 256, got '%s'", v);
                 return EXIT_USAGE;
@@ -209,13 +210,15 @@ int cli_parse(const char *cmd, int argc, char **argv, unsigned allowed, cli_opts
         return EXIT_USAGE;
     }
     if (!(allowed & OPT_NO_FILE) && o->nfiles == 0) {
-        cli_error("%s: no .fc file given (see fusec %s --help)", cmd, cmd);
+        cli_error("%s: no %sfile given (see fusec %s --help)", cmd,
+                  strncmp(cmd, "cache", 5) == 0 ? "" : ".fc ", cmd);
         return EXIT_USAGE;
     }
     if ((allowed & (OPT_ARCH | OPT_ARCHS)) && o->narchs == 0) {
         char msg[512];
         if (fcn_check_arch(CLI_DEFAULT_ARCH, msg, sizeof msg) != FC_OK) {
-            cli_error("the default architecture %s: %s; give one with --arch", CLI_DEFAULT_ARCH, msg);
+            cli_error("the default architecture %s: %s; give one with --arch", CLI_DEFAULT_ARCH,
+                      msg);
             return EXIT_USAGE;
         }
         strcpy(o->archs[0], CLI_DEFAULT_ARCH);

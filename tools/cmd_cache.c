@@ -138,7 +138,8 @@ static int cache_export(fcc_cache *c, const char *file) {
     uint64_t n = 0;
     fc_status st = fcc_export(c, file, &n);
     if (st != FC_OK) {
-        cli_error("cache export to %s: %s", file, *fcc_errmsg(c) ? fcc_errmsg(c) : fc_strerror(st));
+        cli_error("cache export to %s: %s", file,
+                  *fcc_errmsg(c) ? fcc_errmsg(c) : fc_strerror(st));
         return st == FC_ERR_NOMEM ? EXIT_PROGRAM : EXIT_IO;
     }
     printf("exported: %" PRIu64 " entr%s to %s\n", n, n == 1 ? "y" : "ies", file);
@@ -149,7 +150,8 @@ static int cache_import(fcc_cache *c, const char *file) {
     uint64_t n = 0;
     fc_status st = fcc_import(c, file, &n);
     if (st != FC_OK) {
-        cli_error("cache import from %s: %s", file, *fcc_errmsg(c) ? fcc_errmsg(c) : fc_strerror(st));
+        cli_error("cache import from %s: %s", file,
+                  *fcc_errmsg(c) ? fcc_errmsg(c) : fc_strerror(st));
         return st == FC_ERR_PARSE ? EXIT_BAD_CACHE : st == FC_ERR_NOMEM ? EXIT_PROGRAM : EXIT_IO;
     }
     printf("imported: %" PRIu64 " entr%s from %s\n", n, n == 1 ? "y" : "ies", file);

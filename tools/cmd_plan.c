@@ -313,7 +313,8 @@ static int graph_one(fc_ctx *ctx, const cli_program *p, void *user) {
             cli_error("%s: out of memory describing the plan", p->label);
             rc = EXIT_PROGRAM;
         } else {
-            if (gs->multi || p->count > 1) printf("%sprogram %s\n", gs->programs ? "\n" : "", p->label);
+            if (gs->multi || p->count > 1)
+                printf("%sprogram %s\n", gs->programs ? "\n" : "", p->label);
             fputs(d, stdout);
             fcg_strfree(ctx, d);
             print_implicit_boundaries(plan);

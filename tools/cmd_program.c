@@ -111,8 +111,8 @@ static const char usage_run[] =
     "  --cache-dir DIR    the kernel cache (default: $FUSEC_CACHE_DIR, $XDG_CACHE_HOME/fusec,\n"
     "                     ~/.cache/fusec)\n"
     "\n"
-    "Exit codes: 0 ok, 1 usage, 2 parse or program error, 3 evaluation error (any failure\n"
-    "of the evaluation itself), 4 I/O error.\n";
+    "Exit codes: 0 ok, 1 usage, 2 parse or program error, 3 evaluation error, 4 I/O error,\n"
+    "5 a kernel failed to compile or missed the cache under FUSEC_REQUIRE_CACHED=1.\n";
 
 static uint64_t splitmix(uint64_t *state) {
     uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
@@ -286,7 +286,7 @@ static int run_one(fc_ctx *ctx, const cli_program *p, void *user) {
         seconds = cli_now() - t0;
         if (st != FC_OK) {
             cli_error("%s", fc_errmsg(ctx));
-            rc = EXIT_EVAL;
+            rc = st == FC_ERR_COMPILE || st == FC_ERR_NOT_CACHED ? EXIT_COMPILE : EXIT_EVAL;
         }
     }
     for (int i = 0; !rc && i < nout; i++)

@@ -33,7 +33,8 @@ static const char usage_warm[] =
     "    failed: F\n"
     "    wall time: T s\n"
     "\n"
-    "  --arch LIST        comma-separated architectures, repeatable (default " CLI_DEFAULT_ARCH ")\n"
+    "  --arch LIST        comma-separated architectures, repeatable (default "
+    CLI_DEFAULT_ARCH ")\n"
     "  -j, --jobs N       compile with N threads (default: one per CPU)\n"
     "  --set NAME=VALUE   binds a dimension symbol in every program that has it\n"
     "  -q, --quiet        no progress output\n"
@@ -47,9 +48,12 @@ static const char usage_warm[] =
     "under FUSEC_REQUIRE_CACHED=1.\n";
 
 typedef struct warm_src {
-    fcx_kernel_src src;
-    fcc_key key0;  /* its key for the first arch: the dedup key */
-    char *label;   /* program and kernel it first came from */
+    fcx_kernel_src src; /* the recipe; src.src is NULL: the text is kept in `body` */
+    char *body;         /* the source without the device prelude (~50 KB, the same in every
+                           kernel), so a trace of thousands of kernels stays small */
+    size_t prelude_at;  /* where the prelude goes back in; SIZE_MAX: it had none */
+    fcc_key key0;       /* its key for the first arch: the dedup key */
+    char *label;        /* program and kernel it first came from */
 } warm_src;
 
 enum { JOB_PENDING, JOB_COMPILED, JOB_CACHED, JOB_FAILED };
@@ -121,9 +125,26 @@ static int add_source(warm_state *ws, fcx_kernel_src *src, const fcc_key *key, c
     }
     size_t ll = strlen(label) + 32;
     char *lab = malloc(ll);
-    if (!lab) goto nomem;
+    const char *pre = strstr(src->src, fcx_prelude_source);
+    size_t pl = pre ? strlen(fcx_prelude_source) : 0;
+    char *body = malloc(src->len - pl + 1);
+    if (!lab || !body) {
+        free(lab);
+        free(body);
+        goto nomem;
+    }
     snprintf(lab, ll, "%s kernel %d", label, kernel);
-    ws->srcs[ws->nsrc] = (warm_src){*src, *key, lab};
+    size_t at = pre ? (size_t)(pre - src->src) : SIZE_MAX;
+    if (pre) {
+        memcpy(body, src->src, at);
+        memcpy(body + at, pre + pl, src->len - at - pl + 1);
+    } else {
+        memcpy(body, src->src, src->len + 1);
+    }
+    fcg_strfree(ws->ctx, src->src);
+    src->src = NULL;
+    src->len = 0;
+    ws->srcs[ws->nsrc] = (warm_src){*src, body, at, *key, lab};
     ws->table[h] = ++ws->nsrc;
     return EXIT_OK;
 nomem:
@@ -186,6 +207,21 @@ static void show_progress(warm_state *ws, bool final) {
     fflush(stderr);
 }
 
+/* The kernel's whole source again: its body with the prelude put back (malloc'd). */
+static char *full_source(const warm_src *s) {
+    size_t bl = strlen(s->body), pl = s->prelude_at == SIZE_MAX ? 0 : strlen(fcx_prelude_source);
+    char *t = malloc(bl + pl + 1);
+    if (!t) return NULL;
+    if (s->prelude_at == SIZE_MAX) {
+        memcpy(t, s->body, bl + 1);
+    } else {
+        memcpy(t, s->body, s->prelude_at);
+        memcpy(t + s->prelude_at, fcx_prelude_source, pl);
+        memcpy(t + s->prelude_at + pl, s->body + s->prelude_at, bl - s->prelude_at + 1);
+    }
+    return t;
+}
+
 static void *worker(void *arg) {
     warm_state *ws = arg;
     char *msg = malloc(16384);
@@ -200,8 +236,14 @@ static void *worker(void *arg) {
         char *m = msg ? msg : small;
         size_t msize = msg ? 16384 : sizeof small;
         m[0] = '\0';
-        fc_status st = fcx_get_binary(ws->ctx, ws->cache, &ws->srcs[job->src].src,
-                                      ws->o->archs[job->arch], &bin, m, msize);
+        fcx_kernel_src src = ws->srcs[job->src].src;
+        fc_status st = FC_ERR_NOMEM;
+        if ((src.src = full_source(&ws->srcs[job->src]))) {
+            src.len = strlen(src.src);
+            st = fcx_get_binary(ws->ctx, ws->cache, &src, ws->o->archs[job->arch], &bin, m,
+                                msize);
+            free(src.src);
+        }
         pthread_mutex_lock(&ws->mu);
         if (st != FC_OK) {
             job->result = JOB_FAILED;
@@ -321,7 +363,8 @@ int cmd_warm(int argc, char **argv) {
         } else {
             /* Arch-major order: a warm cut short has whole archs done. */
             for (int a = 0; a < o.narchs; a++)
-                for (int s = 0; s < ws.nsrc; s++) ws.jobs[a * ws.nsrc + s] = (warm_job){s, a, JOB_PENDING};
+                for (int s = 0; s < ws.nsrc; s++)
+                    ws.jobs[a * ws.nsrc + s] = (warm_job){s, a, JOB_PENDING};
             compile_all(&ws);
         }
     }
@@ -346,6 +389,7 @@ int cmd_warm(int argc, char **argv) {
     }
     for (int i = 0; i < ws.nsrc; i++) {
         fcx_kernel_src_free(ctx, &ws.srcs[i].src);
+        free(ws.srcs[i].body);
         free(ws.srcs[i].label);
     }
     free(ws.srcs);

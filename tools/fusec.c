@@ -56,7 +56,8 @@ static void print_usage(FILE *f) {
           "\n"
           "commands:\n",
           f);
-    for (int i = 0; i < NCOMMANDS; i++) fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    for (int i = 0; i < NCOMMANDS; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fputs("\n"
           "Run 'fusec <command> --help' for a command's options.\n"
           "Exit codes: 0 ok, 1 usage, 2 parse or program error, 3 evaluation error, 4 I/O error,\n"
@@ -65,12 +66,13 @@ static void print_usage(FILE *f) {
 }
 
 static int cmd_help(int argc, char **argv) {
-    if (argc == 0 || strcmp(argv[0], "-h") == 0 || strcmp(argv[0], "--help") == 0) {
+    if (argc == 0 || strcmp(argv[0], "-h") == 0 || strcmp(argv[0], "--help") == 0 ||
+        strcmp(argv[0], "help") == 0) {
         print_usage(stdout);
         return EXIT_OK;
     }
     for (int i = 0; i < NCOMMANDS; i++) {
-        if (strcmp(argv[0], commands[i].name) == 0 && commands[i].run != cmd_help) {
+        if (strcmp(argv[0], commands[i].name) == 0) {
             char help[] = "--help";
             char *args[] = {help, NULL};
             return commands[i].run(1, args);

@@ -1,5 +1,6 @@
 // ---- kernel 0
 typedef int idx_t;
+template <class T, int N> struct alignas(sizeof(T) * N) fcx_vec { T v[N]; };
 struct fcx_params {
     const void *ptr[2];
     long long i[2];
@@ -37,7 +38,7 @@ extern "C" __global__ void __launch_bounds__(256) fusec_kernel(const fcx_params 
             __syncthreads();
         }
         const fcx_ct_f32 v1 = fcx_cast_f32(a0);
-        fcx_ct_f32 a3 = fcx_cast_f32(0);
+        fcx_ct_f64 a3 = fcx_cast_f64(0);
         for (idx_t e = threadIdx.x; e < L; e += blockDim.x) {
             idx_t t_r = e;
             const idx_t r1 = t_r;
@@ -45,10 +46,11 @@ extern "C" __global__ void __launch_bounds__(256) fusec_kernel(const fcx_params 
             const fcx_ct_f32 v2 = fcx_load_f32((const fcx_t_f32 *)p.ptr[0] + i);
             const fcx_ct_f32 v3 = fcx_sub(v2, v1);
             const fcx_ct_f32 v4 = fcx_exp(v3);
-            a3 = fcx_add(a3, v4);
+            const fcx_ct_f64 v5 = fcx_cast_f64(v4);
+            a3 = fcx_add(a3, v5);
         }
         {
-            __shared__ fcx_ct_f32 s_a[256];
+            __shared__ fcx_ct_f64 s_a[256];
             s_a[threadIdx.x] = a3;
             __syncthreads();
             for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
@@ -61,16 +63,16 @@ extern "C" __global__ void __launch_bounds__(256) fusec_kernel(const fcx_params 
             a3 = s_a[0];
             __syncthreads();
         }
-        const fcx_ct_f32 v5 = fcx_cast_f32(a3);
+        const fcx_ct_f32 v6 = fcx_cast_f32(a3);
         for (idx_t e = threadIdx.x; e < L; e += blockDim.x) {
             idx_t t_r = e;
             const idx_t r1 = t_r;
             const idx_t i = row * L + e;
-            const fcx_ct_f32 v6 = fcx_load_f32((const fcx_t_f32 *)p.ptr[0] + i);
-            const fcx_ct_f32 v7 = fcx_sub(v6, v1);
-            const fcx_ct_f32 v8 = fcx_exp(v7);
-            const fcx_ct_f32 v9 = fcx_div(v8, v5);
-            fcx_store_f32((fcx_t_f32 *)p.ptr[1] + i, v9);
+            const fcx_ct_f32 v7 = fcx_load_f32((const fcx_t_f32 *)p.ptr[0] + i);
+            const fcx_ct_f32 v8 = fcx_sub(v7, v1);
+            const fcx_ct_f32 v9 = fcx_exp(v8);
+            const fcx_ct_f32 v10 = fcx_div(v9, v6);
+            fcx_store_f32((fcx_t_f32 *)p.ptr[1] + i, v10);
         }
         if (threadIdx.x == 0) {
         }

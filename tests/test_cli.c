@@ -1,0 +1,1078 @@
+/*
+ * test_cli.c - the fusec command line (tools/), run as a separate process: every command's
+ * help, dump, graph --dot, explain, warm (twice, concurrently, killed halfway), the cache
+ * commands (verify after corruption, export / import), FUSEC_REQUIRE_CACHED, and tracing.
+ *
+ * Every test works in a temporary directory of its own, and every fusec it starts gets
+ * FUSEC_CACHE_DIR pointing there: never the user's cache. Expected values are computed
+ * independently of the CLI where they can be: kernel keys from the plan and code generator
+ * directly (for the trace), entries by reading the LMDB store raw, corruption made with raw
+ * LMDB writes.
+ */
+#define _GNU_SOURCE /* nftw, memmem */
+#include <criterion/criterion.h>
+#include <fusec.h>
+
+#include "cache.h"
+#include "codegen.h"
+#include "kcompile.h"
+#include "plan.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <lmdb.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FUSEC FUSEC_BINARY_DIR "/tools/fusec"
+#define FC(name) FUSEC_TEST_DATA_DIR "/fc/" name
+#define BENCH(name) FUSEC_SOURCE_DIR "/bench/fc/" name
+
+/* ---- temporary directories ---------------------------------------------------------------- */
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static char tmp_root[256];
+
+/* Memory the helpers hand out (paths, outputs), freed by cleanup(). */
+static void *allocs[4096];
+static int nallocs;
+
+static void *track(void *p) {
+    cr_assert_not_null(p);
+    cr_assert_lt(nallocs, 4096);
+    allocs[nallocs++] = p;
+    return p;
+}
+
+static void make_tmp(void) {
+    snprintf(tmp_root, sizeof tmp_root, "/tmp/fusec_cli_test_XXXXXX");
+    cr_assert_not_null(mkdtemp(tmp_root));
+}
+
+static void cleanup(void) {
+    if (tmp_root[0]) nftw(tmp_root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    tmp_root[0] = '\0';
+    while (nallocs > 0) free(allocs[--nallocs]);
+}
+
+/* A path under the test's directory (a new string each call; freed by cleanup). */
+static char *tmp_path(const char *name) {
+    char *p = track(malloc(strlen(tmp_root) + strlen(name) + 2));
+    sprintf(p, "%s/%s", tmp_root, name);
+    return p;
+}
+
+static char *cache_dir(const char *name) {
+    char *d = tmp_path(name);
+    mkdir(d, 0755); /* fusec creates it too; tests that poll the store need it early */
+    return d;
+}
+
+/* ---- running fusec ------------------------------------------------------------------------ */
+
+typedef struct result {
+    int code;    /* exit status, or 128 + signal */
+    char *out;   /* stdout, NUL-terminated */
+    char *err;   /* stderr */
+    double secs; /* wall time of the process */
+} result;
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = track(malloc((size_t)n + 1));
+    cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
+    s[n] = '\0';
+    fclose(f);
+    return s;
+}
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int run_seq; /* distinct output files per run */
+
+/* Starts fusec with argv (NULL-terminated, without the program name), the cache in `cache`,
+ * and `require` as FUSEC_REQUIRE_CACHED (NULL: unset). stdout and stderr go to files whose
+ * paths are returned. */
+static pid_t spawn(const char *cache, const char *require, char *const *args, char **out_path,
+                   char **err_path) {
+    char name[64];
+    snprintf(name, sizeof name, "run%d.out", run_seq);
+    *out_path = tmp_path(name);
+    snprintf(name, sizeof name, "run%d.err", run_seq++);
+    *err_path = tmp_path(name);
+    char *argv[64];
+    int n = 0;
+    argv[n++] = (char *)FUSEC;
+    for (; args[n - 1]; n++) {
+        cr_assert_lt(n, 63);
+        argv[n] = args[n - 1];
+    }
+    argv[n] = NULL;
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        int fo = open(*out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fe = open(*err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fo < 0 || fe < 0) _exit(120);
+        dup2(fo, 1);
+        dup2(fe, 2);
+        if (cache) setenv("FUSEC_CACHE_DIR", cache, 1);
+        else unsetenv("FUSEC_CACHE_DIR");
+        if (require) setenv("FUSEC_REQUIRE_CACHED", require, 1);
+        else unsetenv("FUSEC_REQUIRE_CACHED");
+        unsetenv("FUSEC_TRACE");
+        unsetenv("FUSEC_LOG");
+        execv(FUSEC, argv);
+        _exit(121);
+    }
+    return pid;
+}
+
+static int wait_code(pid_t pid) {
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static result run_argv(const char *cache, const char *require, char *const *args) {
+    char *op, *ep;
+    double t0 = now();
+    pid_t pid = spawn(cache, require, args, &op, &ep);
+    result r;
+    r.code = wait_code(pid);
+    r.secs = now() - t0;
+    r.out = slurp(op);
+    r.err = slurp(ep);
+    cr_assert_neq(r.code, 120, "could not redirect the output");
+    cr_assert_neq(r.code, 121, "could not start %s", FUSEC);
+    return r;
+}
+
+/* run(cache, require, "warm", "x.fc", NULL) */
+static result run(const char *cache, const char *require, ...) {
+    char *args[64];
+    int n = 0;
+    va_list ap;
+    va_start(ap, require);
+    for (const char *a; (a = va_arg(ap, const char *));) {
+        cr_assert_lt(n, 63);
+        args[n++] = (char *)a;
+    }
+    va_end(ap);
+    args[n] = NULL;
+    return run_argv(cache, require, args);
+}
+
+/* The integer after "label: " on a line of the text; -1 if absent. */
+static long field(const char *text, const char *label) {
+    size_t n = strlen(label);
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        if (strncmp(p, label, n) == 0 && p[n] == ':' && p[n + 1] == ' ')
+            return strtol(p + n + 2, NULL, 10);
+    return -1;
+}
+
+static int count_lines_starting(const char *text, const char *prefix) {
+    int count = 0;
+    size_t n = strlen(prefix);
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        count += strncmp(p, prefix, n) == 0;
+    return count;
+}
+
+static int count_substr(const char *text, const char *s) {
+    int count = 0;
+    for (const char *p = text; (p = strstr(p, s)); p += strlen(s)) count++;
+    return count;
+}
+
+/* ---- keys ----------------------------------------------------------------------------------- */
+
+#define MAX_KEYS 256
+
+typedef struct keyset {
+    int n;
+    char hex[MAX_KEYS][33];
+} keyset;
+
+static bool keyset_has(const keyset *k, const char *hex) {
+    for (int i = 0; i < k->n; i++)
+        if (strcmp(k->hex[i], hex) == 0) return true;
+    return false;
+}
+
+static void keyset_add(keyset *k, const char *hex) {
+    if (keyset_has(k, hex)) return;
+    cr_assert_lt(k->n, MAX_KEYS);
+    snprintf(k->hex[k->n++], 33, "%s", hex);
+}
+
+/* Keys from `fusec dump` header lines ("// ==== kernel I of N: KIND, key HEX (ARCH)"). */
+static void keys_from_dump(const char *text, keyset *k) {
+    for (const char *p = text; (p = strstr(p, ", key ")); p += 6) {
+        char hex[33];
+        memcpy(hex, p + 6, 32);
+        hex[32] = '\0';
+        cr_assert_eq(strspn(hex, "0123456789abcdef"), 32, "bad key in dump: %s", hex);
+        keyset_add(k, hex);
+    }
+}
+
+/* Keys from `fusec cache list` (the first word of each line). */
+static void keys_from_list(const char *text, keyset *k, int *lines) {
+    *lines = 0;
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        if (*p == '\n') continue;
+        char hex[33];
+        memcpy(hex, p, 32);
+        hex[32] = '\0';
+        cr_assert_eq(strspn(hex, "0123456789abcdef"), 32, "bad list line: %.60s", p);
+        keyset_add(k, hex);
+        (*lines)++;
+    }
+}
+
+static bool keysets_equal(const keyset *a, const keyset *b) {
+    if (a->n != b->n) return false;
+    for (int i = 0; i < a->n; i++)
+        if (!keyset_has(b, a->hex[i])) return false;
+    return true;
+}
+
+/* ---- the store, raw ------------------------------------------------------------------------- */
+
+/* Entries in the store's "entries" database; -1 while it does not exist yet. */
+static long raw_entry_count(const char *dir) {
+    char data[600];
+    snprintf(data, sizeof data, "%s/data.mdb", dir);
+    if (access(data, R_OK) != 0) return -1;
+    MDB_env *env;
+    cr_assert_eq(mdb_env_create(&env), 0);
+    mdb_env_set_maxdbs(env, 2);
+    long count = -1;
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    MDB_stat st;
+    if (mdb_env_open(env, dir, MDB_RDONLY, 0644) == 0 &&
+        mdb_txn_begin(env, NULL, MDB_RDONLY, &txn) == 0) {
+        if (mdb_dbi_open(txn, FCC_DB_ENTRIES, 0, &dbi) == 0 && mdb_stat(txn, dbi, &st) == 0)
+            count = (long)st.ms_entries;
+        mdb_txn_abort(txn);
+    }
+    mdb_env_close(env);
+    return count;
+}
+
+/* Flips one payload byte of the first entry (by key order); returns its key in hex. No fusec
+ * process may have the store open (LMDB allows one open environment per process, and this
+ * one is the test's). */
+static void corrupt_first_entry(const char *dir, char hex[33]) {
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi dbi;
+    MDB_cursor *cur;
+    MDB_val k, v;
+    cr_assert_eq(mdb_env_create(&env), 0);
+    mdb_env_set_maxdbs(env, 2);
+    cr_assert_eq(mdb_env_open(env, dir, 0, 0644), 0);
+    cr_assert_eq(mdb_txn_begin(env, NULL, 0, &txn), 0);
+    cr_assert_eq(mdb_dbi_open(txn, FCC_DB_ENTRIES, 0, &dbi), 0);
+    cr_assert_eq(mdb_cursor_open(txn, dbi, &cur), 0);
+    cr_assert_eq(mdb_cursor_get(cur, &k, &v, MDB_FIRST), 0);
+    cr_assert_eq(k.mv_size, 16);
+    fcc_key key;
+    memcpy(key.bytes, k.mv_data, 16);
+    fcc_key_to_hex(&key, hex);
+    cr_assert_gt(v.mv_size, FCC_ENTRY_HEADER_SIZE + 300);
+    unsigned char *copy = malloc(v.mv_size);
+    cr_assert_not_null(copy);
+    memcpy(copy, v.mv_data, v.mv_size);
+    copy[v.mv_size - 100] ^= 0x5a; /* inside the cubin */
+    MDB_val nv = {v.mv_size, copy};
+    mdb_cursor_close(cur);
+    cr_assert_eq(mdb_put(txn, dbi, &k, &nv, 0), 0);
+    cr_assert_eq(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+    free(copy);
+}
+
+/* ---- help --------------------------------------------------------------------------------- */
+
+Test(cli, every_command_has_help) {
+    make_tmp();
+    const char *cmds[] = {"print", "hash", "run", "dump", "graph", "explain", "warm", "cache",
+                          "version", "help"};
+    result top = run(NULL, NULL, "--help", NULL);
+    cr_assert_eq(top.code, 0);
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "\n  %s ", cmds[i]);
+        cr_expect(strstr(top.out, prefix), "fusec --help does not list %s", cmds[i]);
+        result r = run(NULL, NULL, cmds[i], "--help", NULL);
+        cr_expect_eq(r.code, 0, "%s --help: exit %d", cmds[i], r.code);
+        snprintf(prefix, sizeof prefix, "usage: fusec %s", cmds[i]);
+        if (strcmp(cmds[i], "help") == 0) snprintf(prefix, sizeof prefix, "usage: fusec <command>");
+        cr_expect_eq(strncmp(r.out, prefix, strlen(prefix)), 0, "%s --help says: %.80s", cmds[i],
+                     r.out);
+        cr_expect_str_empty(r.err, "%s --help wrote to stderr: %s", cmds[i], r.err);
+        /* `fusec help CMD` is the same text */
+        result h = run(NULL, NULL, "help", cmds[i], NULL);
+        cr_expect_eq(h.code, 0);
+        if (strcmp(cmds[i], "help") != 0) cr_expect_str_eq(h.out, r.out);
+    }
+    const char *subs[] = {"stats", "list", "verify", "clear", "export", "import"};
+    for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
+        result r = run(NULL, NULL, "cache", subs[i], "--help", NULL);
+        cr_expect_eq(r.code, 0);
+        cr_expect(strstr(r.out, subs[i]) && strncmp(r.out, "usage: fusec cache", 18) == 0);
+    }
+    /* The documented codes are listed. */
+    cr_expect(strstr(top.out, "5 compile error") && strstr(top.out, "6 bad cache"));
+    /* Errors: prefixed messages on stderr and the usage code. */
+    result bad = run(NULL, NULL, "warm", "--frobnicate", FC("w01_tanh_sin.fc"), NULL);
+    cr_expect_eq(bad.code, 1);
+    cr_expect_eq(strncmp(bad.err, "fusec: ", 7), 0, "%s", bad.err);
+    result nocmd = run(NULL, NULL, "frobnicate", NULL);
+    cr_expect_eq(nocmd.code, 1);
+    result badarch = run(NULL, NULL, "dump", "--arch", "sm_5", FC("w01_tanh_sin.fc"), NULL);
+    cr_expect_eq(badarch.code, 1);
+    cr_expect(strstr(badarch.err, "sm_5"), "%s", badarch.err);
+    result nocache = run(NULL, NULL, "cache", "frobnicate", NULL);
+    cr_expect_eq(nocache.code, 1);
+    result missing = run(NULL, NULL, "dump", FC("no_such_file.fc"), NULL);
+    cr_expect_eq(missing.code, 4);
+    cleanup();
+}
+
+/* ---- dump --------------------------------------------------------------------------------- */
+
+static const struct {
+    const char *file;
+    int kernels;
+} bench[] = {
+    {"w01_tanh_sin.fc", 1},  {"w02_poly.fc", 1},         {"w03_sum.fc", 1},
+    {"w04_softmax.fc", 1},   {"w05_leaky_relu.fc", 1},   {"w06_row_l2norm.fc", 1},
+    {"w07_normalize_cols.fc", 2}, {"w08_mandelbrot.fc", 1}, {"w09_box_blur.fc", 1},
+    {"w10_saxpy.fc", 1},     {"w11_col_mean_scaled.fc", 1},
+};
+#define NBENCH (int)(sizeof bench / sizeof bench[0])
+
+/* The dump with its "// ==== kernel" lines removed: the arch-independent part. */
+static char *strip_headers(const char *text) {
+    char *s = track(malloc(strlen(text) + 1)), *o = s;
+    for (const char *p = text; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p + 1) : strlen(p);
+        if (strncmp(p, "// ==== ", 8) != 0) {
+            memcpy(o, p, n);
+            o += n;
+        }
+        p += n;
+    }
+    *o = '\0';
+    return s;
+}
+
+Test(cli, dump_prints_each_kernel_of_the_bench_programs) {
+    make_tmp();
+    for (int i = 0; i < NBENCH; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/bench/fc/%s", FUSEC_SOURCE_DIR, bench[i].file);
+        result r = run(NULL, NULL, "dump", path, NULL);
+        cr_assert_eq(r.code, 0, "%s: exit %d: %s", bench[i].file, r.code, r.err);
+        cr_expect_eq(count_lines_starting(r.out, "// ==== kernel "), bench[i].kernels,
+                     "%s: %d kernels", bench[i].file,
+                     count_lines_starting(r.out, "// ==== kernel "));
+        cr_expect_eq(count_substr(r.out, "extern \"C\" __global__"), bench[i].kernels, "%s",
+                     bench[i].file);
+        keyset ks = {0};
+        keys_from_dump(r.out, &ks);
+        cr_expect_eq(ks.n, bench[i].kernels, "%s: %d distinct keys", bench[i].file, ks.n);
+        char want[64];
+        snprintf(want, sizeof want, "// ==== kernel %d of %d: ", bench[i].kernels - 1,
+                 bench[i].kernels);
+        cr_expect(strstr(r.out, want), "%s", bench[i].file);
+        cr_expect(count_substr(r.out, "(sm_90)\n") == bench[i].kernels, "default arch sm_90");
+        /* Deterministic; another arch changes the keys, not the source. */
+        result again = run(NULL, NULL, "dump", path, NULL);
+        cr_expect_str_eq(again.out, r.out, "%s: two dumps differ", bench[i].file);
+        result other = run(NULL, NULL, "dump", "--arch", "sm_80", path, NULL);
+        cr_assert_eq(other.code, 0);
+        keyset ko = {0};
+        keys_from_dump(other.out, &ko);
+        for (int k = 0; k < ko.n; k++) cr_expect(!keyset_has(&ks, ko.hex[k]));
+        char *a = strip_headers(r.out), *b = strip_headers(other.out);
+        cr_expect_str_eq(a, b, "%s: the source depends on --arch", bench[i].file);
+        /* --no-prelude leaves the kernel itself */
+        result np = run(NULL, NULL, "dump", "--no-prelude", path, NULL);
+        cr_expect_eq(np.code, 0);
+        cr_expect_eq(count_substr(r.out, "#endif /* FCX_PRELUDE_CUH */"), bench[i].kernels);
+        cr_expect_eq(count_substr(np.out, "FCX_PRELUDE_CUH"), 0);
+        cr_expect_eq(count_substr(np.out, "[the device prelude"), bench[i].kernels);
+        cr_expect_eq(count_substr(np.out, "extern \"C\" __global__"), bench[i].kernels);
+    }
+    /* Unbound symbols are named. */
+    result unbound = run(NULL, NULL, "dump", FUSEC_SOURCE_DIR "/examples/fc/softmax.fc", NULL);
+    cr_expect_eq(unbound.code, 2);
+    cr_expect(strstr(unbound.err, "'n'") && strstr(unbound.err, "--set"), "%s", unbound.err);
+    cleanup();
+}
+
+/* ---- graph --dot -------------------------------------------------------------------------- */
+
+/* Checks DOT text: one digraph, braces balanced outside strings, every edge between declared
+ * nodes. Returns the number of kernel clusters. */
+static int check_dot(const char *dot, const char *what) {
+    cr_assert_eq(strncmp(dot, "digraph ", 8), 0, "%s: %.40s", what, dot);
+    int depth = 0, max_depth = 0;
+    bool in_str = false;
+    for (const char *p = dot; *p; p++) {
+        if (in_str) {
+            if (*p == '\\' && p[1]) p++;
+            else if (*p == '"') in_str = false;
+            continue;
+        }
+        if (*p == '"') in_str = true;
+        else if (*p == '{') depth++, max_depth = depth > max_depth ? depth : max_depth;
+        else if (*p == '}') {
+            depth--;
+            cr_assert_geq(depth, 0, "%s: unbalanced braces", what);
+        }
+    }
+    cr_assert(!in_str, "%s: unterminated string", what);
+    cr_assert_eq(depth, 0, "%s: unbalanced braces", what);
+    cr_assert_geq(max_depth, 2, "%s: no cluster", what);
+    /* Nodes declared "  ID [" and edges "  A -> B" (ids are p<P>[k<K>]n<N>). */
+    char *decl[4096];
+    int ndecl = 0, nedge = 0;
+    for (const char *p = dot; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        const char *s = p + strspn(p, " ");
+        if (*s != 'p') continue;
+        size_t idlen = strspn(s, "pkn0123456789");
+        const char *after = s + idlen;
+        if (strncmp(after, " [", 2) == 0) {
+            cr_assert_lt(ndecl, 4096);
+            decl[ndecl++] = strndup(s, idlen);
+        }
+    }
+    for (const char *p = dot; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        const char *s = p + strspn(p, " ");
+        const char *arrow = strstr(s, " -> ");
+        const char *nl = strchr(s, '\n');
+        if (*s != 'p' || !arrow || (nl && arrow > nl)) continue;
+        char *a = strndup(s, (size_t)(arrow - s));
+        const char *t = arrow + 4;
+        char *b = strndup(t, strspn(t, "pkn0123456789"));
+        bool da = false, db = false;
+        for (int i = 0; i < ndecl; i++) {
+            da |= strcmp(decl[i], a) == 0;
+            db |= strcmp(decl[i], b) == 0;
+        }
+        cr_expect(da && db, "%s: edge %s -> %s between undeclared nodes", what, a, b);
+        free(a);
+        free(b);
+        nedge++;
+    }
+    for (int i = 0; i < ndecl; i++) free(decl[i]);
+    cr_expect_gt(nedge, 0, "%s: no edges", what);
+    return count_substr(dot, "subgraph cluster_p0k");
+}
+
+Test(cli, graph_dot_is_well_formed) {
+    make_tmp();
+    for (int i = 0; i < NBENCH; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/bench/fc/%s", FUSEC_SOURCE_DIR, bench[i].file);
+        result r = run(NULL, NULL, "graph", "--dot", path, NULL);
+        cr_assert_eq(r.code, 0, "%s: %s", bench[i].file, r.err);
+        cr_expect_eq(check_dot(r.out, bench[i].file), bench[i].kernels, "%s", bench[i].file);
+        /* The text form lists the same kernels. */
+        result t = run(NULL, NULL, "graph", path, NULL);
+        cr_assert_eq(t.code, 0);
+        cr_expect_eq(count_lines_starting(t.out, "kernel "), bench[i].kernels);
+    }
+    /* W7's boundary edges carry the reason; nodes carry op, dtype and shape. */
+    result w7 = run(NULL, NULL, "graph", "--dot", FC("w07_normalize_cols.fc"), NULL);
+    cr_assert_eq(w7.code, 0);
+    cr_expect_eq(count_substr(w7.out, "[color=red"), 2, "%s", w7.out);
+    cr_expect(strstr(w7.out, "label=\"reduced axes are not the trailing"), "%s", w7.out);
+    cr_expect(strstr(w7.out, "mean\\nf32 [12]"), "%s", w7.out);
+    /* Several programs: one cluster per program around its kernels. */
+    result multi = run(NULL, NULL, "graph", "--dot", FC("w07_normalize_cols.fc"),
+                       FC("w04_softmax.fc"), NULL);
+    cr_assert_eq(multi.code, 0);
+    check_dot(multi.out, "two programs");
+    cr_expect_eq(count_substr(multi.out, "subgraph cluster_p0k"), 2);
+    cr_expect_eq(count_substr(multi.out, "subgraph cluster_p1k"), 1);
+    cr_expect_eq(count_substr(multi.out, "subgraph cluster_p0 {"), 1);
+    cleanup();
+}
+
+/* ---- explain ------------------------------------------------------------------------------ */
+
+Test(cli, explain_names_boundary_reasons_and_differing_key_fields) {
+    make_tmp();
+    char *cache = cache_dir("cache");
+    result w = run(cache, NULL, "warm", "-q", "--arch", "sm_80", FC("w07_normalize_cols.fc"), NULL);
+    cr_assert_eq(w.code, 0, "%s", w.err);
+    cr_assert_eq(field(w.out, "compiled"), 2, "%s", w.out);
+
+    result e = run(cache, NULL, "explain", "--arch", "sm_90", FC("w07_normalize_cols.fc"), NULL);
+    cr_assert_eq(e.code, 0, "%s", e.err);
+    cr_expect(strstr(e.out, "kernel 0 -> kernel 1: mean f32[12] is stored: reduced axes are not "
+                            "the trailing (row) axes"), "%s", e.out);
+    cr_expect(strstr(e.out, "kernel 0 -> kernel 1: std f32[12] is stored"), "%s", e.out);
+    cr_expect_eq(count_substr(e.out, ": not cached (key "), 2, "%s", e.out);
+    cr_expect_eq(count_substr(e.out, "arch (sm_90 wanted, sm_80 cached)"), 2, "%s", e.out);
+    cr_expect_eq(count_substr(e.out, "differs in"), 2);
+
+    result hit = run(cache, NULL, "explain", "--arch", "sm_80", FC("w07_normalize_cols.fc"), NULL);
+    cr_assert_eq(hit.code, 0);
+    cr_expect_eq(count_substr(hit.out, ": cached (key "), 2, "%s", hit.out);
+
+    /* A boundary that exists only because an array was asked for as an output. */
+    char *ob = tmp_path("output_boundary.fc");
+    FILE *f = fopen(ob, "w");
+    cr_assert_not_null(f);
+    fputs("x = input f32 [16, 32]\nm = max(x, axis=1, keepdims=true)\ny = exp(x - m)\n"
+          "out m, y\n", f);
+    fclose(f);
+    result o = run(cache, NULL, "explain", ob, NULL);
+    cr_assert_eq(o.code, 0, "%s", o.err);
+    cr_expect(strstr(o.out, "kernel 0 -> kernel 1: max f32[16, 1] is stored: it is asked for "
+                            "as an output"), "%s", o.out);
+    /* A program that is one kernel has no boundary. */
+    result one = run(cache, NULL, "explain", FC("w04_softmax.fc"), NULL);
+    cr_assert_eq(one.code, 0);
+    cr_expect(strstr(one.out, "boundaries: none (the program is one kernel)"), "%s", one.out);
+    cr_expect(strstr(one.out, "the cache") || strstr(one.out, "differs in"), "%s", one.out);
+    cleanup();
+}
+
+/* ---- warm --------------------------------------------------------------------------------- */
+
+static char *small_programs[] = {
+    FC("w01_tanh_sin.fc"), FC("w02_poly.fc"), FC("w03_sum.fc"), FC("w04_softmax.fc"),
+    FC("w05_leaky_relu.fc"), FC("w06_row_l2norm.fc"), FC("w07_normalize_cols.fc"),
+    FC("w08_mandelbrot.fc"), FC("w09_box_blur.fc"), FC("w10_saxpy.fc"),
+    FC("w11_col_mean_scaled.fc"),
+};
+#define NSMALL (int)(sizeof small_programs / sizeof small_programs[0])
+
+/* args: the command and its options, then every small program. */
+static result run_with_programs(const char *cache, const char *require, const char *const *opts,
+                                int nprog) {
+    char *args[64];
+    int n = 0;
+    for (; *opts; opts++) args[n++] = (char *)*opts;
+    for (int i = 0; i < nprog; i++) args[n++] = small_programs[i];
+    args[n] = NULL;
+    return run_argv(cache, require, args);
+}
+
+/* The distinct keys of the first nprog small programs for arch, from dump. */
+static void expected_keys(int nprog, const char *arch, keyset *ks) {
+    const char *opts[] = {"dump", "--no-prelude", "--arch", arch, NULL};
+    result d = run_with_programs(NULL, NULL, opts, nprog);
+    cr_assert_eq(d.code, 0, "%s", d.err);
+    keys_from_dump(d.out, ks);
+}
+
+Test(cli, warm_twice_compiles_nothing_the_second_time) {
+    make_tmp();
+    char *cache = cache_dir("cache");
+    keyset want = {0};
+    expected_keys(NSMALL, "sm_90", &want);
+    cr_assert_eq(want.n, 12); /* W7 has two kernels; no two programs share one */
+    const char *opts[] = {"warm", "-j", "2", NULL};
+    result first = run_with_programs(cache, NULL, opts, NSMALL);
+    cr_assert_eq(first.code, 0, "%s", first.err);
+    cr_expect_eq(field(first.out, "programs"), NSMALL);
+    cr_expect_eq(field(first.out, "compiled"), want.n, "%s", first.out);
+    cr_expect_eq(field(first.out, "already cached"), 0);
+    cr_expect_eq(field(first.out, "failed"), 0);
+    result second = run_with_programs(cache, NULL, opts, NSMALL);
+    cr_assert_eq(second.code, 0, "%s", second.err);
+    cr_expect_eq(field(second.out, "compiled"), 0, "%s", second.out);
+    cr_expect_eq(field(second.out, "already cached"), want.n);
+    cr_expect_lt(second.secs, 0.25 * first.secs, "second warm %.3f s, first %.3f s", second.secs,
+                 first.secs);
+    cr_log_info("warm of %d kernels: %.3f s; again: %.3f s", want.n, first.secs, second.secs);
+    /* The store holds exactly those keys. */
+    result l = run(cache, NULL, "cache", "list", NULL);
+    cr_assert_eq(l.code, 0);
+    keyset got = {0};
+    int lines;
+    keys_from_list(l.out, &got, &lines);
+    cr_expect_eq(lines, want.n);
+    cr_expect(keysets_equal(&got, &want));
+    result s = run(cache, NULL, "cache", "stats", NULL);
+    cr_assert_eq(s.code, 0);
+    cr_expect_eq(field(s.out, "entries"), want.n, "%s", s.out);
+    /* A duplicated program compiles once. */
+    char *dup[] = {"warm", "-q", "--arch", "sm_80", small_programs[0], small_programs[0], NULL};
+    result d = run_argv(cache, NULL, dup);
+    cr_assert_eq(d.code, 0);
+    cr_expect_eq(field(d.out, "compiled"), 1, "%s", d.out);
+    cr_expect(strstr(d.out, "1 duplicate kernel skipped"), "%s", d.out);
+    cleanup();
+}
+
+Test(cli, concurrent_warms_store_one_entry_per_key) {
+    make_tmp();
+    char *cache = cache_dir("cache");
+    enum { NPROC = 8, NPROG = 4 };
+    keyset want = {0};
+    expected_keys(NPROG, "sm_90", &want);
+    const char *opts[] = {"warm", "-q", "-j", "1", NULL};
+    char *args[16];
+    int n = 0;
+    for (const char *const *o = opts; *o; o++) args[n++] = (char *)*o;
+    for (int i = 0; i < NPROG; i++) args[n++] = small_programs[i];
+    args[n] = NULL;
+    pid_t pids[NPROC];
+    char *outs[NPROC], *errs[NPROC];
+    for (int i = 0; i < NPROC; i++) pids[i] = spawn(cache, NULL, args, &outs[i], &errs[i]);
+    long compiled = 0;
+    for (int i = 0; i < NPROC; i++) {
+        int code = wait_code(pids[i]);
+        char *out = slurp(outs[i]), *err = slurp(errs[i]);
+        cr_expect_eq(code, 0, "process %d: exit %d: %s", i, code, err);
+        cr_expect_eq(field(out, "compiled") + field(out, "already cached"), want.n, "%s", out);
+        compiled += field(out, "compiled");
+    }
+    cr_expect_geq(compiled, want.n);
+    cr_log_info("8 concurrent warms of %d kernels compiled %ld in all", want.n, compiled);
+    result l = run(cache, NULL, "cache", "list", NULL);
+    cr_assert_eq(l.code, 0);
+    keyset got = {0};
+    int lines;
+    keys_from_list(l.out, &got, &lines);
+    cr_expect_eq(lines, want.n, "%s", l.out);
+    cr_expect(keysets_equal(&got, &want));
+    cr_expect_eq(raw_entry_count(cache), want.n);
+    result v = run(cache, NULL, "cache", "verify", NULL);
+    cr_expect_eq(v.code, 0, "%s%s", v.out, v.err);
+    cleanup();
+}
+
+Test(cli, warm_killed_midway_leaves_a_valid_cache) {
+    make_tmp();
+    char *cache = cache_dir("cache");
+    enum { NPROG = 5 };
+    keyset want = {0};
+    expected_keys(NPROG, "sm_80", &want);
+    expected_keys(NPROG, "sm_86", &want);
+    expected_keys(NPROG, "sm_90", &want);
+    cr_assert_eq(want.n, 3 * NPROG);
+    const char *opts[] = {"warm", "-q", "-j", "1", "--arch", "sm_80,sm_86,sm_90", NULL};
+    char *args[16];
+    int n = 0;
+    for (const char *const *o = opts; *o; o++) args[n++] = (char *)*o;
+    for (int i = 0; i < NPROG; i++) args[n++] = small_programs[i];
+    args[n] = NULL;
+    char *op, *ep;
+    pid_t pid = spawn(cache, NULL, args, &op, &ep);
+    /* Kill it as soon as the first entry is committed. */
+    double t0 = now();
+    long seen = -1;
+    while (now() - t0 < 60) {
+        seen = raw_entry_count(cache);
+        if (seen >= 1) break;
+        usleep(2000);
+    }
+    kill(pid, SIGKILL);
+    int code = wait_code(pid);
+    cr_assert_eq(code, 128 + SIGKILL, "the warm ended by itself (exit %d) before it was killed",
+                 code);
+    long left = raw_entry_count(cache);
+    cr_assert_geq(left, 1);
+    cr_assert_lt(left, want.n, "the warm had finished");
+    result v = run(cache, NULL, "cache", "verify", NULL);
+    cr_expect_eq(v.code, 0, "%s%s", v.out, v.err);
+    cr_expect_eq(field(v.out, "bad"), 0);
+    cr_expect_eq(field(v.out, "checked"), left);
+    /* The next warm finishes the job. */
+    result w = run_argv(cache, NULL, args);
+    cr_assert_eq(w.code, 0, "%s", w.err);
+    cr_expect_eq(field(w.out, "compiled"), want.n - left, "%s", w.out);
+    cr_expect_eq(field(w.out, "already cached"), left);
+    cr_log_info("killed after %ld of %d entries", left, want.n);
+    cleanup();
+}
+
+/* ---- cache verify / corruption ------------------------------------------------------------ */
+
+Test(cli, corrupted_entry_is_reported_and_recompiled) {
+    make_tmp();
+    char *cache = cache_dir("cache");
+    const char *opts[] = {"warm", "-q", NULL};
+    result w = run_with_programs(cache, NULL, opts, 2);
+    cr_assert_eq(w.code, 0, "%s", w.err);
+    cr_assert_eq(field(w.out, "compiled"), 2);
+    result ok = run(cache, NULL, "cache", "verify", NULL);
+    cr_assert_eq(ok.code, 0, "%s", ok.err);
+    cr_expect_eq(field(ok.out, "checked"), 2);
+
+    char hex[33];
+    corrupt_first_entry(cache, hex);
+    result v = run(cache, NULL, "cache", "verify", NULL);
+    cr_expect_eq(v.code, 6, "%s%s", v.out, v.err);
+    char line[64];
+    snprintf(line, sizeof line, "bad %s: ", hex);
+    cr_expect(strstr(v.out, line), "%s", v.out);
+    cr_expect_eq(field(v.out, "bad"), 1);
+    result l = run(cache, NULL, "cache", "list", NULL);
+    cr_expect_eq(l.code, 0);
+    cr_expect(strstr(l.out, hex), "%s", l.out);
+
+    /* A lookup treats it as a miss: the next warm compiles it again, and all is well. */
+    result again = run_with_programs(cache, NULL, opts, 2);
+    cr_assert_eq(again.code, 0, "%s", again.err);
+    cr_expect_eq(field(again.out, "compiled"), 1, "%s", again.out);
+    cr_expect_eq(field(again.out, "already cached"), 1);
+    result v2 = run(cache, NULL, "cache", "verify", NULL);
+    cr_expect_eq(v2.code, 0, "%s%s", v2.out, v2.err);
+
+    /* --delete-bad removes it instead. */
+    corrupt_first_entry(cache, hex);
+    result d = run(cache, NULL, "cache", "verify", "--delete-bad", NULL);
+    cr_expect_eq(d.code, 0, "%s%s", d.out, d.err);
+    cr_expect_eq(field(d.out, "deleted"), 1, "%s", d.out);
+    cr_expect_eq(raw_entry_count(cache), 1);
+    result c = run(cache, NULL, "cache", "clear", NULL);
+    cr_expect_eq(c.code, 0);
+    cr_expect_eq(raw_entry_count(cache), 0);
+    cleanup();
+}
+
+Test(cli, require_cached_turns_a_miss_into_exit_5) {
+    make_tmp();
+    char *cache = cache_dir("cache");
+    result w = run(cache, NULL, "warm", "-q", "--arch", "sm_80", FC("w04_softmax.fc"), NULL);
+    cr_assert_eq(w.code, 0, "%s", w.err);
+    cr_assert_eq(field(w.out, "compiled"), 1);
+    result miss = run(cache, "1", "warm", "-q", "--arch", "sm_90", FC("w04_softmax.fc"), NULL);
+    cr_expect_eq(miss.code, 5, "%s", miss.err);
+    cr_expect(strstr(miss.err, "FUSEC_REQUIRE_CACHED"), "%s", miss.err);
+    cr_expect(strstr(miss.err, "arch (sm_90 wanted, sm_80 cached)"), "%s", miss.err);
+    cr_expect_eq(field(miss.out, "failed"), 1);
+    cr_expect_eq(field(miss.out, "compiled"), 0);
+    cr_expect_eq(raw_entry_count(cache), 1); /* nothing compiled */
+    /* Cached for the arch asked for: success. "0" means off. */
+    result hit = run(cache, "1", "warm", "-q", "--arch", "sm_80", FC("w04_softmax.fc"), NULL);
+    cr_expect_eq(hit.code, 0, "%s", hit.err);
+    cr_expect_eq(field(hit.out, "already cached"), 1);
+    result off = run(cache, "0", "warm", "-q", "--arch", "sm_90", FC("w04_softmax.fc"), NULL);
+    cr_expect_eq(off.code, 0, "%s", off.err);
+    cr_expect_eq(field(off.out, "compiled"), 1);
+    cleanup();
+}
+
+Test(cli, export_import_round_trip) {
+    make_tmp();
+    char *a = cache_dir("a"), *b = cache_dir("b"), *c = cache_dir("c");
+    char *file = tmp_path("kernels.fcx");
+    const char *opts[] = {"warm", "-q", "--arch", "sm_80,sm_90", NULL};
+    result w = run_with_programs(a, NULL, opts, 3);
+    cr_assert_eq(w.code, 0, "%s", w.err);
+    cr_assert_eq(field(w.out, "compiled"), 6);
+    result e = run(a, NULL, "cache", "export", file, NULL);
+    cr_assert_eq(e.code, 0, "%s", e.err);
+    cr_expect(strstr(e.out, "exported: 6 entries"), "%s", e.out);
+    result i = run(NULL, NULL, "cache", "import", file, "--cache-dir", b, NULL);
+    cr_assert_eq(i.code, 0, "%s", i.err);
+    cr_expect(strstr(i.out, "imported: 6 entries"), "%s", i.out);
+    result la = run(a, NULL, "cache", "list", NULL), lb = run(b, NULL, "cache", "list", NULL);
+    keyset ka = {0}, kb = {0};
+    int na, nb;
+    keys_from_list(la.out, &ka, &na);
+    keys_from_list(lb.out, &kb, &nb);
+    cr_expect_eq(na, 6);
+    cr_expect_eq(nb, 6);
+    cr_expect(keysets_equal(&ka, &kb));
+    /* The imported cache serves every kernel without compiling. */
+    result r = run_with_programs(b, "1", opts, 3);
+    cr_expect_eq(r.code, 0, "%s", r.err);
+    cr_expect_eq(field(r.out, "already cached"), 6);
+    result v = run(b, NULL, "cache", "verify", NULL);
+    cr_expect_eq(v.code, 0);
+    /* A damaged export is refused whole. */
+    FILE *f = fopen(file, "r+b");
+    cr_assert_not_null(f);
+    fseek(f, 200, SEEK_SET);
+    int ch = fgetc(f);
+    fseek(f, 200, SEEK_SET);
+    fputc(ch ^ 0xff, f);
+    fclose(f);
+    result bad = run(c, NULL, "cache", "import", file, NULL);
+    cr_expect_eq(bad.code, 6, "%s%s", bad.out, bad.err);
+    cr_expect(raw_entry_count(c) <= 0);
+    cleanup();
+}
+
+/* ---- trace -------------------------------------------------------------------------------- */
+
+/* Adds the keys (sm_90) of the kernels the plan of arrays compiles to. */
+static void plan_keys(fc_ctx *ctx, fc_array **arrays, int n, keyset *ks) {
+    fcp_plan *plan;
+    cr_assert_eq(fcp_plan_build(ctx, arrays, n, &plan), FC_OK, "%s", fc_errmsg(ctx));
+    for (int i = 0; i < plan->nkernel; i++) {
+        fcx_kernel_src src;
+        cr_assert_eq(fcx_generate(ctx, &plan->kernels[i], &src), FC_OK);
+        char options[1024], msg[256];
+        fcc_key_fields f;
+        fcc_key key;
+        cr_assert_eq(fcx_key_fields(&src, "sm_90", options, sizeof options, &f, msg, sizeof msg),
+                     FC_OK);
+        cr_assert_eq(fcc_key_compute(&f, &key), FC_OK);
+        char hex[33];
+        fcc_key_to_hex(&key, hex);
+        keyset_add(ks, hex);
+        fcx_kernel_src_free(ctx, &src);
+    }
+    fcp_plan_destroy(plan);
+}
+
+static fc_array *softmax(fc_array *x) {
+    fc_array *e = fc_exp(fc_sub(x, fc_max(x, FC_AXES(1), true)));
+    return fc_div(e, fc_sum(e, FC_AXES(1), true));
+}
+
+Test(cli, traced_programs_warm) {
+    make_tmp();
+    char *trace = tmp_path("trace.fc"), *cache = cache_dir("cache");
+    keyset want = {0};
+    fc_ctx_options opts;
+    memset(&opts, 0, sizeof opts);
+    opts.backend = FC_BACKEND_HOST;
+
+    /* Context 1, traced with fc_set_trace: a random input evaluated first (so the softmax
+     * program reads it as an input), then the softmax. */
+    fc_ctx *ctx;
+    unsetenv("FUSEC_TRACE");
+    cr_assert_eq(fc_ctx_create(&ctx, &opts), FC_OK);
+    cr_assert_eq(fc_set_trace(ctx, trace), FC_OK);
+    fc_scope *s = fc_scope_open(ctx);
+    fc_array *x = fc_random_uniform(ctx, FC_F32, FC_SHAPE(32, 64), 7);
+    plan_keys(ctx, &x, 1, &want);
+    cr_assert_eq(fc_eval(ctx, &x, 1), FC_OK);
+    fc_array *y = softmax(x);
+    plan_keys(ctx, &y, 1, &want);
+    float head[4];
+    cr_assert_eq(fc_read(y, head, 0, 4), FC_OK);
+    cr_assert_eq(fc_read(y, head, 0, 4), FC_OK); /* has a value: nothing evaluated, no record */
+    /* The same program on other data: the same text, written once per process. */
+    fc_array *x2 = fc_random_uniform(ctx, FC_F32, FC_SHAPE(32, 64), 8);
+    cr_assert_eq(fc_eval(ctx, &x2, 1), FC_OK); /* a new record: the seed differs */
+    fc_array *y2 = softmax(x2);
+    cr_assert_eq(fc_read(y2, head, 0, 4), FC_OK);
+    plan_keys(ctx, &x2, 1, &want);
+    fc_scope_close(s);
+    fc_ctx_destroy(ctx);
+
+    /* Context 2, traced through FUSEC_TRACE: host data and a two-kernel program. */
+    setenv("FUSEC_TRACE", trace, 1);
+    cr_assert_eq(fc_ctx_create(&ctx, &opts), FC_OK);
+    unsetenv("FUSEC_TRACE");
+    s = fc_scope_open(ctx);
+    float data[48 * 16];
+    for (int i = 0; i < 48 * 16; i++) data[i] = (float)((i * 37) % 101) / 7.0f;
+    fc_array *d = fc_from_host(ctx, FC_F32, FC_SHAPE(48, 16), data);
+    fc_array *z = fc_div(fc_sub(d, fc_mean(d, FC_AXES(0), false)), fc_std(d, FC_AXES(0), false, 0));
+    plan_keys(ctx, &z, 1, &want);
+    float zh[4];
+    cr_assert_eq(fc_read(z, zh, 0, 4), FC_OK);
+    fc_scope_close(s);
+    fc_ctx_destroy(ctx);
+
+    char *text = slurp(trace);
+    cr_expect_eq(count_lines_starting(text, "# fusec trace: program "), 4, "%s", text);
+    cr_expect_eq(count_substr(text, "\nout "), 4, "%s", text);
+    cr_expect_eq(want.n, 4); /* random, softmax, W7's two */
+
+    /* dump of the trace: exactly the kernels the runtime's plans have. */
+    result dmp = run(NULL, NULL, "dump", "--no-prelude", trace, NULL);
+    cr_assert_eq(dmp.code, 0, "%s", dmp.err);
+    cr_expect_eq(count_lines_starting(dmp.out, "// ==== program "), 4);
+    keyset got = {0};
+    keys_from_dump(dmp.out, &got);
+    cr_expect(keysets_equal(&got, &want), "the trace's kernels differ from the evaluated ones");
+    result w = run(cache, NULL, "warm", trace, NULL);
+    cr_assert_eq(w.code, 0, "%s", w.err);
+    cr_expect_eq(field(w.out, "programs"), 4, "%s", w.out);
+    cr_expect_eq(field(w.out, "compiled"), want.n, "%s", w.out);
+    /* A broken program in a trace is reported with the file's own line number. */
+    FILE *f = fopen(trace, "a");
+    cr_assert_not_null(f);
+    fputs("# fusec trace: program 9, pid 1\nx0 = input f32 [4]\ny0 = exp(x0 +)\nout y0\n", f);
+    fclose(f);
+    int lines = count_substr(text, "\n");
+    result bad = run(cache, NULL, "warm", trace, NULL);
+    cr_expect_eq(bad.code, 2, "%s", bad.err);
+    char where[64];
+    snprintf(where, sizeof where, "trace.fc:%d:", lines + 3);
+    cr_expect(strstr(bad.err, where), "expected %s in: %s", where, bad.err);
+    cr_expect_eq(field(bad.out, "already cached"), want.n, "%s", bad.out);
+    /* Single-program commands refuse a trace. */
+    result pr = run(NULL, NULL, "print", trace, NULL);
+    cr_expect_eq(pr.code, 2);
+    cleanup();
+}
+
+/* An allocator that fails its Nth allocation and counts what is live. */
+typedef struct failing {
+    long calls, fail_at, live;
+} failing;
+
+static void *f_malloc(void *user, size_t size) {
+    failing *f = user;
+    if (++f->calls == f->fail_at) return NULL;
+    f->live++;
+    return malloc(size);
+}
+
+static void f_free(void *user, void *ptr, size_t size) {
+    (void)size;
+    failing *f = user;
+    if (ptr) f->live--;
+    free(ptr);
+}
+
+/* Tracing under allocation failure: every failing allocation leaves the evaluation's result
+ * right (or a clean FC_ERR_NOMEM), the context's message untouched by the trace, and nothing
+ * leaked. The program has an evaluated intermediate, so the trace rebuilds the graph. */
+Test(cli, trace_survives_allocation_failures) {
+    make_tmp();
+    unsetenv("FUSEC_TRACE");
+    int complete_records = 0;
+    long tries = 0;
+    /* The warnings of failed trace writes go to a file (one per context at most). */
+    char *errfile = tmp_path("stderr.txt");
+    fflush(stderr);
+    int saved = dup(2), fe = open(errfile, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    cr_assert(saved >= 0 && fe >= 0);
+    dup2(fe, 2);
+    close(fe);
+    for (long n = 1; n < 2000; n++) {
+        failing f = {0, n, 0};
+        fc_allocator alloc = {f_malloc, NULL, f_free, &f};
+        fc_ctx_options opts;
+        memset(&opts, 0, sizeof opts);
+        opts.backend = FC_BACKEND_HOST;
+        opts.allocator = &alloc;
+        fc_ctx *ctx;
+        if (fc_ctx_create(&ctx, &opts) != FC_OK) {
+            cr_assert_eq(f.live, 0, "fail at %ld", n);
+            continue;
+        }
+        /* A path of its own each time: a process writes each program once per file. */
+        char name[64];
+        snprintf(name, sizeof name, "trace%ld.fc", n);
+        char *trace = tmp_path(name);
+        bool traced = fc_set_trace(ctx, trace) == FC_OK;
+        float v[6] = {1, 2, 3, 4, 5, 6}, out[6];
+        fc_array *a = fc_from_host(ctx, FC_F32, FC_SHAPE(2, 3), v);
+        fc_array *b = fc_mul(a, fc_f64(ctx, 2.0));
+        fc_status st = fc_eval(ctx, &b, 1);
+        fc_array *c = fc_sum(fc_exp(b), FC_AXES(1), false);
+        if (st == FC_OK) st = fc_read(c, out, 0, 2);
+        cr_assert(st == FC_OK || st == FC_ERR_NOMEM, "fail at %ld: %s", n, fc_strerror(st));
+        if (st == FC_OK) {
+            for (int r = 0; r < 2; r++) {
+                double want = 0;
+                for (int k = 0; k < 3; k++) want += exp(2.0 * v[3 * r + k]);
+                cr_expect(fabs(out[r] - want) <= 1e-5 * want, "fail at %ld: %g vs %g", n, out[r],
+                          want);
+            }
+        }
+        fc_release(c);
+        fc_release(b);
+        fc_release(a);
+        fc_ctx_destroy(ctx);
+        cr_assert_eq(f.live, 0, "fail at %ld: %ld allocations leaked", n, f.live);
+        if (traced && st == FC_OK && access(trace, R_OK) == 0) {
+            char *text = slurp(trace);
+            complete_records += count_substr(text, "# fusec trace:") == 2 &&
+                                strstr(text, "x0 = input f32 [2, 3]\n");
+        }
+        if (f.calls < n) { /* nothing failed: every allocation has been tried */
+            tries = n;
+            break;
+        }
+    }
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    int warnings = count_substr(slurp(errfile), "fusec: warning: trace file ");
+    cr_expect_leq(warnings, tries);
+    cr_expect_gt(warnings, 0);
+    cr_expect_gt(tries, 20, "the loop did not reach an allocation-free run");
+    cr_expect_gt(complete_records, 0);
+    cr_log_info("trace under allocation failure: %ld runs, %d complete traces", tries,
+                complete_records);
+    cleanup();
+}
+
+/* A trace file that cannot be written warns once and never fails an evaluation. */
+Test(cli, trace_write_failure_warns_and_evaluates) {
+    make_tmp();
+    fc_ctx *ctx;
+    fc_ctx_options opts;
+    memset(&opts, 0, sizeof opts);
+    opts.backend = FC_BACKEND_HOST;
+    cr_assert_eq(fc_ctx_create(&ctx, &opts), FC_OK);
+    char *bad = tmp_path("no/such/dir/trace.fc");
+    cr_assert_eq(fc_set_trace(ctx, bad), FC_OK);
+    /* Catch what goes to stderr meanwhile. */
+    char *errfile = tmp_path("stderr.txt");
+    fflush(stderr);
+    int saved = dup(2), fe = open(errfile, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    cr_assert(saved >= 0 && fe >= 0);
+    dup2(fe, 2);
+    close(fe);
+    fc_scope *s = fc_scope_open(ctx);
+    float v[3] = {1, 2, 3}, out[3];
+    fc_array *a = fc_from_host(ctx, FC_F32, FC_SHAPE(3), v);
+    fc_array *b = fc_mul(a, fc_f64(ctx, 2.0));
+    cr_assert_eq(fc_read(b, out, 0, 3), FC_OK);
+    cr_expect(out[0] == 2 && out[1] == 4 && out[2] == 6);
+    cr_expect_str_empty(fc_errmsg(ctx));
+    fc_array *c = fc_add(a, fc_f64(ctx, 1.0));
+    cr_assert_eq(fc_read(c, out, 0, 3), FC_OK);
+    cr_expect(out[0] == 2 && out[2] == 4);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    char *err = slurp(errfile);
+    cr_expect_eq(count_substr(err, "fusec: warning: trace file "), 1, "%s", err);
+    cr_expect(strstr(err, "No such file or directory"), "%s", err);
+    cr_assert_eq(fc_set_trace(ctx, NULL), FC_OK);
+    fc_scope_close(s);
+    fc_ctx_destroy(ctx);
+    cr_expect_eq(access(bad, F_OK), -1);
+    cleanup();
+}
