@@ -34,7 +34,10 @@ fc_status fcx_key_fields(const fcx_kernel_src *src, const char *arch, char *opti
     size_t len = 0;
     options_buf[0] = '\0';
     for (int i = 0; i < o.n; i++) {
-        int k = snprintf(options_buf + len, options_size - len, "%s%s", i ? " " : "", o.opt[i]);
+        /* The arch is a key field of its own: keeping it out of the options makes an
+         * arch-only miss explain itself as just that. */
+        if (strncmp(o.opt[i], "--gpu-architecture=", 19) == 0) continue;
+        int k = snprintf(options_buf + len, options_size - len, "%s%s", len ? " " : "", o.opt[i]);
         if (k < 0 || (size_t)k >= options_size - len) {
             snprintf(msg, msg_size, "NVRTC options too long");
             return FC_ERR_INVALID;

@@ -144,7 +144,8 @@ static const char usage_graph[] =
     "  --dot              writes Graphviz instead (render with: dot -Tsvg -o plan.svg):\n"
     "                     one cluster per kernel, nodes labelled with op, dtype and shape,\n"
     "                     inputs as ellipses, stored outputs with a double border, edges\n"
-    "                     between kernels in red, labelled with the boundary's reason\n";
+    "                     between kernels in red, labelled with the boundary's reason; a\n"
+    "                     kernel of more than 64 nodes is drawn as one node counting its ops\n";
 
 /* Writes s as the inside of a DOT string: quotes and backslashes escaped, and long text
  * wrapped at spaces every ~40 characters. */
@@ -190,6 +191,45 @@ static const char *output_name(const cli_program *p, const fcp_plan *plan, const
     return NULL;
 }
 
+/* Writes the id of node a as drawn in kernel i ("p0k1n5"), or of kernel i's summary node when
+ * the kernel is drawn collapsed ("p0k1"). */
+static void dot_id(int pi, int i, const fc_array *a, const bool *collapsed) {
+    if (collapsed[i]) printf("p%dk%d", pi, i);
+    else printf("p%dk%dn%lld", pi, i, (long long)a->order);
+}
+
+/* The label of a collapsed kernel: how many ops of each kind it fuses, and what it stores. */
+static void dot_summary_label(const cli_program *p, const fcp_plan *plan, const fcp_kernel *k) {
+    int counts[FCG_OP_COUNT] = {0};
+    for (int q = 0; q < k->nnode; q++) counts[k->nodes[q]->op]++;
+    printf("%d fused ops:", k->nnode);
+    int shown = 0;
+    /* In order of first appearance, a few per line. */
+    for (int q = 0; q < k->nnode; q++) {
+        int op = k->nodes[q]->op;
+        if (!counts[op]) continue;
+        printf("%s%s x%d", shown % 4 ? ", " : "\\n", fcg_ops[op].pyname, counts[op]);
+        counts[op] = 0;
+        shown++;
+    }
+    char sh[200];
+    for (int q = 0; q < k->nout; q++) {
+        const fc_array *a = k->outs[q];
+        const char *name = output_name(p, plan, a);
+        printf("\\nstores %%%lld %s %s %s", (long long)a->order, fcg_ops[a->op].pyname,
+               fc_dtype_name((fc_dtype)a->dtype), fcg_shape_str(sh, a->ndim, a->shape));
+        if (name) {
+            fputs(" (out ", stdout);
+            dot_text(name, false);
+            fputs(")", stdout);
+        }
+    }
+}
+
+/* Graphviz lays out a few hundred nodes in one cluster very slowly (minutes for W8's 600):
+ * a kernel with more nodes than this is drawn as one summary node. */
+#define DOT_MAX_KERNEL_NODES 64
+
 static int dot_program(fc_ctx *ctx, const cli_program *p, fcp_plan *plan, int pi, bool cluster) {
     fc_array **ord;
     size_t count;
@@ -198,12 +238,17 @@ static int dot_program(fc_ctx *ctx, const cli_program *p, fcp_plan *plan, int pi
         cli_error("%s: %s", p->label, fc_errmsg(ctx));
         return EXIT_PROGRAM;
     }
-    /* member[order] == kernel + 1 while that kernel's edges are written */
+    /* member[order] == kernel + 1 while that kernel's edges are written; edge_from[order] ==
+     * kernel + 1 once an edge from that node into a collapsed kernel is written. */
     int *member = calloc(count + 1, sizeof *member);
+    int *edge_from = calloc(count + 1, sizeof *edge_from);
     bool *leaf_done = calloc(count + 1, sizeof *leaf_done);
-    if (!member || !leaf_done) {
+    bool *collapsed = calloc((size_t)plan->nkernel + 1, sizeof *collapsed);
+    if (!member || !edge_from || !leaf_done || !collapsed) {
         free(member);
+        free(edge_from);
         free(leaf_done);
+        free(collapsed);
         fcg_free(ctx, ord, count * sizeof *ord);
         cli_error("out of memory");
         return EXIT_PROGRAM;
@@ -217,13 +262,19 @@ static int dot_program(fc_ctx *ctx, const cli_program *p, fcp_plan *plan, int pi
     char sum[300];
     for (int i = 0; i < plan->nkernel; i++) {
         const fcp_kernel *k = &plan->kernels[i];
+        collapsed[i] = k->nnode > DOT_MAX_KERNEL_NODES;
         printf("%s  subgraph cluster_p%dk%d {\n%s    label=\"kernel %d: ", ind, pi, i, ind, i);
         dot_text(kernel_summary(k, sum, sizeof sum), false);
         printf("\";\n%s    style=rounded; color=\"#3060a0\";\n", ind);
-        for (int q = 0; q < k->nnode; q++) {
+        if (collapsed[i]) {
+            printf("%s    p%dk%d [label=\"", ind, pi, i);
+            dot_summary_label(p, plan, k);
+            printf("\", peripheries=2];\n");
+        }
+        for (int q = 0; q < k->nnode && !collapsed[i]; q++) {
             const fc_array *a = k->nodes[q];
             bool stored = false;
-            for (int s = 0; s < k->nout; s++) stored |= k->outs[s] == a;
+            for (int s2 = 0; s2 < k->nout; s2++) stored |= k->outs[s2] == a;
             printf("%s    p%dk%dn%lld [label=\"", ind, pi, i, (long long)a->order);
             dot_node_label(a, stored ? output_name(p, plan, a) : NULL);
             printf("\"%s];\n", stored ? ", peripheries=2" : "");
@@ -250,19 +301,26 @@ static int dot_program(fc_ctx *ctx, const cli_program *p, fcp_plan *plan, int pi
             for (int c = 0; c < a->nin; c++) {
                 const fc_array *in = a->in[c];
                 if (member[in->order] == i + 1) {
+                    if (collapsed[i]) continue;
                     printf("%s  p%dk%dn%lld -> p%dk%dn%lld;\n", ind, pi, i, (long long)in->order,
                            pi, i, (long long)a->order);
                     continue;
                 }
+                if (collapsed[i]) { /* one edge per source into a collapsed kernel */
+                    if (edge_from[in->order] == i + 1) continue;
+                    edge_from[in->order] = i + 1;
+                }
                 int prod = cli_producer(plan, in);
+                printf("%s  ", ind);
+                if (prod < 0) printf("p%dn%lld", pi, (long long)in->order);
+                else dot_id(pi, prod, in, collapsed);
+                printf(" -> ");
+                dot_id(pi, i, a, collapsed);
                 if (prod < 0) {
-                    printf("%s  p%dn%lld -> p%dk%dn%lld;\n", ind, pi, (long long)in->order, pi,
-                           i, (long long)a->order);
+                    printf(";\n");
                     continue;
                 }
-                printf("%s  p%dk%dn%lld -> p%dk%dn%lld [color=red, fontcolor=red, style=bold, "
-                       "label=\"",
-                       ind, pi, prod, (long long)in->order, pi, i, (long long)a->order);
+                printf(" [color=red, fontcolor=red, style=bold, label=\"");
                 dot_text(cli_boundary_reason(plan, in), true);
                 printf("\"];\n");
             }
@@ -270,7 +328,9 @@ static int dot_program(fc_ctx *ctx, const cli_program *p, fcp_plan *plan, int pi
     }
     if (cluster) printf("  }\n");
     free(member);
+    free(edge_from);
     free(leaf_done);
+    free(collapsed);
     fcg_free(ctx, ord, count * sizeof *ord);
     return EXIT_OK;
 }

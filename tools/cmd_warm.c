@@ -71,7 +71,7 @@ typedef struct warm_state {
     int nsrc, capsrc;
     int *table;       /* open addressing on key0: src index + 1, 0 empty */
     size_t table_cap;
-    int programs, kernels, duplicates;
+    int programs, duplicates;
     warm_job *jobs;
     int njobs;
     /* workers */
@@ -168,7 +168,6 @@ static int collect_program(fc_ctx *ctx, const cli_program *p, void *user) {
             rc = EXIT_PROGRAM;
             break;
         }
-        ws->kernels++;
         fcc_key key;
         fcc_key_fields f;
         char options[1024];
