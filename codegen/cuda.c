@@ -354,6 +354,14 @@ static int eval_ew(gen *g, const fc_array *a, const ix *idx) {
         line(g, "const fcx_ct_%s v%d = fcx_cast_%s(%s);", dt(od), v, dt(od), call);
         return v;
     }
+    if (a->op == FCG_OP_POW && a->in[1]->ndim == 0 && (loop == FC_F32 || loop == FC_F64)) {
+        /* NumPy's fast path for a scalar exponent (x*x, x, 1/x), as the host computes it. */
+        line(g, "const fcx_ct_%s v%d = v%d == (fcx_ct_%s)2 ? fcx_mul(v%d, v%d) : v%d == (fcx_ct_%s)1 ? "
+                "fcx_mul(v%d, v%d) : v%d == (fcx_ct_%s)-1 ? fcx_reciprocal(v%d) : fcx_pow(v%d, v%d);",
+             dt(loop), v, vin[1], dt(loop), vin[0], vin[0], vin[1], dt(loop), vin[0], vin[1], vin[1],
+             dt(loop), vin[0], vin[0], vin[1]);
+        return v;
+    }
     if (a->op == FCG_OP_CAST)
         line(g, "const fcx_ct_%s v%d = fcx_cast_%s(v%d);", dt(a->dtype), v, dt(a->dtype), vin[0]);
     else if (a->nin == 1)

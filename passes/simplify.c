@@ -305,11 +305,9 @@ done:
 /* ---- algebraic rules -------------------------------------------------------------------- */
 
 /* NumPy computes a float power with a scalar f32 or f64 exponent of 1, 2 or -1 as x, x * x and
- * 1 / x (its fast path), which makes those rules exact under NumPy. The host backend calls the
- * C library's pow there, which differs from x * x and 1 / x by an ulp for about 1 in 2,500
- * random values and flips the sign of a NaN to an odd power: until the host follows NumPy,
- * these rules stay off (the tests then check that they are exact against the host). */
-static const bool host_pow_follows_numpy = false;
+ * 1 / x (its fast path), which makes those rules exact under NumPy; the host backend follows
+ * that fast path too (runtime/host.c, eval_ew). */
+static const bool host_pow_follows_numpy = true;
 
 /* Whether x ** k may be computed as a product (or x, 1, or a reciprocal) in this loop dtype. */
 static bool pow_rule_exact(fc_dtype loop, int k) {

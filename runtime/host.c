@@ -447,7 +447,30 @@ static fc_status eval_ew(evaluator *ev, size_t idx) {
     }
     memcpy(strides[a->nin], s->strides, sizeof s->strides);
     bases[a->nin] = s->base;
-    st = fch_iterate(a->ndim, a->shape, a->nin + 1, bases, (const int64_t(*)[FC_MAX_DIMS])strides,
+    int nops = a->nin + 1;
+    /* NumPy's fast path for a float power with a scalar exponent: x**2 is x*x, x**1 is x,
+     * x**-1 is 1/x (not pow), and the simplify pass relies on that being exact. */
+    if (job.op == FCG_OP_POW && a->in[1]->ndim == 0 && (job.loop == FC_F32 || job.loop == FC_F64)) {
+        double e = 0;
+        const slot *xe = input_slot(ev, a, 1);
+        fch_copy(0, NULL, (fc_dtype)a->in[1]->dtype, xe->base, xe->strides, FC_F64, (char *)&e,
+                 strides[0]);
+        if (e == 2 || e == 1) { /* x * x, or x * 1 (NaN signs kept) */
+            job.op = FCG_OP_MUL;
+            if (e == 2) {
+                bases[1] = bases[0];
+                memcpy(strides[1], strides[0], sizeof strides[0]);
+                job.in_dtype[1] = job.in_dtype[0];
+            }
+        } else if (e == -1) { /* 1 / x: the output pointer moves down to operand 1 */
+            job.op = FCG_OP_RECIPROCAL;
+            job.nin = 1;
+            bases[1] = bases[2];
+            memcpy(strides[1], strides[2], sizeof strides[2]);
+            nops = 2;
+        }
+    }
+    st = fch_iterate(a->ndim, a->shape, nops, bases, (const int64_t(*)[FC_MAX_DIMS])strides,
                      ew_run, &job);
     if (st == FC_ERR_VALUE)
         return fcg_error(ev->ctx, st, "%s: integers to negative integer powers are not allowed",
