@@ -374,19 +374,6 @@ static int eval_ew(gen *g, const fc_array *a, const ix *idx) {
     return v;
 }
 
-/* A reshape that only inserts or removes extent-1 axes maps the other axes in order. */
-static bool unit_reshape(const fc_array *a) {
-    const fc_array *src = a->in[0];
-    int i = 0, j = 0;
-    while (i < a->ndim || j < src->ndim) {
-        if (i < a->ndim && a->shape[i] == 1) { i++; continue; }
-        if (j < src->ndim && src->shape[j] == 1) { j++; continue; }
-        if (i >= a->ndim || j >= src->ndim || a->shape[i] != src->shape[j]) return false;
-        i++, j++;
-    }
-    return true;
-}
-
 static int eval_view(gen *g, const fc_array *a, const ix *idx) {
     const fc_array *c = a->in[0];
     ix ci;
@@ -409,7 +396,7 @@ static int eval_view(gen *g, const fc_array *a, const ix *idx) {
         }
         return eval(g, c, &ci);
     case FCG_OP_RESHAPE:
-        if (unit_reshape(a)) {
+        if (fcg_unit_reshape(a)) {
             int i = 0;
             for (int j = 0; j < c->ndim; j++) {
                 if (c->shape[j] == 1) {
@@ -419,7 +406,7 @@ static int eval_view(gen *g, const fc_array *a, const ix *idx) {
                 while (a->shape[i] == 1) i++;
                 ci.e[j] = idx->e[i++];
             }
-            ci.identity = idx->identity && false;
+            ci.identity = false;
             return eval(g, c, &ci);
         } else {
             const char *lin = linearize(g, a, idx);

@@ -225,6 +225,9 @@ fc_status fcg_broadcast_shapes(fc_ctx *ctx, const char *opname, int n, fc_array 
  * or repeated axes: a message naming `opname` and FC_ERR_AXIS. */
 fc_status fcg_axes_mask(fc_ctx *ctx, const char *opname, int ndim, const int64_t *shape,
                         fc_axes axes, uint32_t *mask);
+/* A RESHAPE that only inserts or removes extent-1 axes: the other axes map in order, so
+ * fusion and codegen can treat it as index-preserving. */
+bool fcg_unit_reshape(const fc_array *a);
 /* "[4096, 1024]" into buf (at least 200 bytes); returns buf. */
 char *fcg_shape_str(char *buf, int ndim, const int64_t *shape);
 

@@ -537,3 +537,15 @@ fc_array *fc_matmul(fc_array *a, fc_array *b) {
     fc_promote_types((fc_dtype)a->dtype, (fc_dtype)b->dtype, &dt);
     return fcg_make(ctx, FCG_OP_MATMUL, dt, dt, false, nd, shape, 2, in, NULL);
 }
+
+bool fcg_unit_reshape(const fc_array *a) {
+    const fc_array *src = a->in[0];
+    int i = 0, j = 0;
+    while (i < a->ndim || j < src->ndim) {
+        if (i < a->ndim && a->shape[i] == 1) { i++; continue; }
+        if (j < src->ndim && src->shape[j] == 1) { j++; continue; }
+        if (i >= a->ndim || j >= src->ndim || a->shape[i] != src->shape[j]) return false;
+        i++, j++;
+    }
+    return true;
+}

@@ -70,19 +70,6 @@ static size_t collect(fuse_state *s, fc_array *r, fc_array **out) {
     return nout;
 }
 
-/* A reshape that only inserts or removes extent-1 axes: index-preserving per row. */
-static bool unit_reshape(const fc_array *a) {
-    const fc_array *src = a->in[0];
-    int i = 0, j = 0;
-    while (i < a->ndim || j < src->ndim) {
-        if (i < a->ndim && a->shape[i] == 1) { i++; continue; }
-        if (j < src->ndim && src->shape[j] == 1) { j++; continue; }
-        if (i >= a->ndim || j >= src->ndim || a->shape[i] != src->shape[j]) return false;
-        i++, j++;
-    }
-    return true;
-}
-
 /* Extents of `shape` without its 1s, for comparing a root with a reduced shape. */
 static int squeezed(int nd, const int64_t *shape, int64_t *out) {
     int k = 0;
@@ -155,7 +142,7 @@ static fit_kind classify(fuse_state *s, fc_array *r, fc_array **reg, size_t nreg
         if (level[a->order] > levels_max) levels_max = level[a->order];
         if (is_reduce(a) || level[a->order] == 0) continue;
         bool ok = kind_of(a) == FCG_KIND_EW || a->op == FCG_OP_BROADCAST ||
-                  (a->op == FCG_OP_RESHAPE && unit_reshape(a));
+                  (a->op == FCG_OP_RESHAPE && fcg_unit_reshape(a));
         path_ok &= ok;
     }
     if (!path_ok) {
