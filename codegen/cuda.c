@@ -653,12 +653,6 @@ static void gen_ew(gen *g) {
 }
 
 /* Reductions: accumulator variables per reduction, named by its position. */
-typedef struct red_info {
-    const fc_array *r;
-    int pos;
-    int level;
-} red_info;
-
 /* Accumulation dtypes. Float sums, products and moments accumulate in double (complex in
  * c128), as the host reference does, so results agree to the output's precision; max, min
  * and arg* are exact in the loop dtype. acc_mean_dtype is the running value (the sum, or

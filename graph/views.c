@@ -266,11 +266,11 @@ fc_array *fc_index(fc_array *a, int n, const fc_idx *idx) {
     if (!ctx || early) return early;
     char sh[200];
     if (n < 0 || (n > 0 && !idx)) return fcg_poison(ctx, FC_ERR_NULL, "index: no index entries");
-    int consumed = 0, ellipses = 0, newaxes = 0;
+    int consumed = 0, ellipses = 0;
     for (int i = 0; i < n; i++) {
         switch (idx[i].kind) {
         case FC_IDX_SLICE: case FC_IDX_INT: consumed++; break;
-        case FC_IDX_NEWAXIS: newaxes++; break;
+        case FC_IDX_NEWAXIS: break;
         case FC_IDX_ELLIPSIS: ellipses++; break;
         default: return fcg_poison(ctx, FC_ERR_INDEX, "index: entry %d has kind %d", i,
                                    (int)idx[i].kind);
@@ -324,7 +324,6 @@ fc_array *fc_index(fc_array *a, int n, const fc_idx *idx) {
         out_shape[out_nd++] = count[d];
         d++;
     }
-    (void)newaxes;
     if (out_nd > FC_MAX_DIMS)
         return fcg_poison(ctx, FC_ERR_INDEX, "index: the result would have %d dimensions "
                           "(at most %d)", out_nd, FC_MAX_DIMS);
