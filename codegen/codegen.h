@@ -13,7 +13,7 @@
 #include "plan.h"
 
 /* Version of the generated code: part of the cache key; bump on any change to codegen. */
-#define FCX_CODEGEN_VERSION 1
+#define FCX_CODEGEN_VERSION 2
 
 /* Where an argument's value comes from. `node` indexes the kernel's nodes (0..nnode-1) then
  * its leaves (nnode..nnode+nleaf-1). */
@@ -35,24 +35,77 @@ typedef struct fcx_slot {
 } fcx_slot;
 
 typedef enum fcx_strategy {
-    FCX_STRATEGY_EW,        /* grid-stride over the space, one element per thread */
-    FCX_STRATEGY_BLOCK_ROW  /* one block per output row (REDUCE and ROW kernels) */
+    FCX_STRATEGY_EW,        /* grid-stride over the space, 16-byte accesses where contiguous */
+    FCX_STRATEGY_BLOCK_ROW, /* a block per output row (or per piece of a long row): reduced
+                               axes innermost, threads stride along the row */
+    FCX_STRATEGY_BLOCK_COL  /* reduced axes outside the innermost kept axis: a warp's lanes take
+                               adjacent columns, its warps split the rows, so loads coalesce */
 } fcx_strategy;
 
-#define FCX_BLOCK 256
+#define FCX_BLOCK 256          /* threads per block of elementwise kernels */
+#define FCX_ROW_BLOCK_MAX 512  /* most threads per block of row kernels (launch bound) */
+#define FCX_COL_BLOCK 256      /* threads per block of column kernels */
 #define FCX_KERNEL_NAME "fusec_kernel"
+
+/* Byte sizes 1, 2, 4, 8, 16 as indices 0..4 of the per-size counts below. */
+#define FCX_NSIZES 5
 
 typedef struct fcx_kernel_src {
     char *src;             /* NUL-terminated CUDA C (with the device prelude) */
     size_t len;
-    int nptr;              /* pointer arguments: leaves, then outputs */
+    int nptr;              /* pointer arguments: leaves, then outputs, then (reduce kernels) the
+                              scratch buffer */
     int nint, nflt;        /* integer (long long) and float (double) arguments */
     fcx_slot *islots;      /* nint */
     fcx_slot *fslots;      /* nflt */
     fcx_strategy strategy;
-    int block;             /* threads per block */
+    int block;             /* most threads per block (the kernel's launch bound) */
     bool idx64;            /* 64-bit index arithmetic */
+    int vec;               /* elements per 16-byte access along rows (1: none) */
+    bool splits;           /* a reduce kernel: long reductions split between blocks through the
+                              scratch buffer */
+    int fields[FCX_NSIZES];  /* accumulator fields of one partial result, per byte size */
+    int cached[FCX_NSIZES];  /* row kernels: buffers kept on chip, per element byte size */
+    size_t static_smem;    /* bytes of static shared memory (the reductions' exchange) */
 } fcx_kernel_src;
+
+/* How one launch of a kernel looks for the kernel's current extents. Codegen owns it (it
+ * knows the strategy); the runtime applies it. */
+typedef struct fcx_launch {
+    unsigned grid, block;
+    size_t smem_bytes;    /* dynamic shared memory per block */
+    size_t scratch_bytes; /* > 0: the runtime passes a zeroed device scratch buffer of this
+                             size as the last pointer argument (src->nptr counts it). The kernel
+                             leaves it zeroed again. When 0 and src->nptr counts a scratch
+                             pointer, that pointer is passed as NULL (never read). Integer
+                             arguments follow all src->nptr pointers. */
+} fcx_launch;
+
+/* The constants that split long reductions between blocks; the device prelude has the same
+ * defaults (FCX_WARP, FCX_SPLIT_*, FCX_SCRATCH_CAP). Tests use other values on both sides. */
+typedef struct fcx_tuning {
+    int warp;
+    long long split_target, split_min_chunk, split_max, split_align, scratch_cap;
+} fcx_tuning;
+
+extern const fcx_tuning fcx_default_tuning;
+
+/* The pieces a long reduction is split into (the prelude's fcx_split): items independent
+ * reductions of len elements, part_bytes of scratch per piece of all items. */
+void fcx_split_plan(const fcx_tuning *t, long long items, long long len, long long part_bytes,
+                    bool cols, long long *S, long long *CH);
+
+/* Dynamic shared memory a launch of k needs (it may depend on the extents). The runtime asks
+ * the occupancy API with it, then calls fcx_launch_config. */
+size_t fcx_dynamic_smem(const fcp_kernel *k, const fcx_kernel_src *src);
+/* Grid, block and scratch for k on a device of sm_count multiprocessors that holds
+ * blocks_per_sm blocks of src->block threads of this kernel at once. The partition of the
+ * work (and so every result bit) depends on the extents alone, never on the device. */
+void fcx_launch_config(const fcp_kernel *k, const fcx_kernel_src *src, int sm_count,
+                       int blocks_per_sm, fcx_launch *out);
+/* The same with other split constants (tests). */
+void fcx_launch_config_tuned(const fcp_kernel *k, const fcx_kernel_src *src, int sm_count,
+                             int blocks_per_sm, const fcx_tuning *t, fcx_launch *out);
 
 /* Generates the kernel's source and recipe. Deterministic. */
 fc_status fcx_generate(fc_ctx *ctx, const fcp_kernel *k, fcx_kernel_src *out);

@@ -8,6 +8,16 @@
  * So views never copy. Values are memoised per (node, index) within the current loop body,
  * which makes shared subexpressions free. Names come from positions and counters in a fixed
  * walk, so the text is a pure function of the kernel's structure.
+ *
+ * Kernel shapes (fcx_strategy): elementwise kernels stride over the space, 16 bytes a step
+ * for buffers read at the flat index. Reduce and row kernels with the reduced axes innermost
+ * give a block to each row (a long row of a reduce kernel is split into pieces, each a
+ * block's, combined by the block that finishes last); row kernels keep the rows, and values
+ * computed from them, that several phases need in shared memory, so each input is read from
+ * global memory once. Reduce kernels whose innermost axis is kept give a warp's lanes
+ * adjacent columns. Block-level combines are warp shuffles in a fixed tree. The split of the
+ * work depends on the shape alone (fcx_launch_config), so results have the same bits on every
+ * run and device.
  */
 #include "codegen.h"
 
@@ -54,6 +64,26 @@ typedef struct gen {
     int recursion;
     int vec;              /* > 0 while generating the vectorised body: elements per thread */
     bool strided_load;    /* a buffer was loaded at anything but the flat index i */
+    /* per leaf (k->nleaf entries) */
+    bool *vec_used;       /* read from this step's vector l<leaf> */
+    bool *flat_used;      /* read at the flat index somewhere */
+    /* row kernels: values kept on chip, per kernel position (nodes, then leaves) */
+    uint64_t *phases;     /* the phases (a bit each) that evaluate it at the flat index */
+    int *fill;            /* the phase that stores its row in shared memory (later phases
+                             read it there), 0: not kept */
+    int *slot;            /* its shared-memory slot */
+    bool *vfill, *vread;  /* vector step: stores it into wc<pos> / reads it from cv<pos> */
+    int *pend, *pend_var; /* element body: values to store into shared memory at its end */
+    int npend;
+    bool fallback;        /* generating the recomputation for launches without the rows on
+                             chip: nothing is recorded or stored */
+    /* reductions */
+    int phase;            /* row kernels: the phase being generated (1.. levels, then the
+                             outputs), 0 elsewhere */
+    int batch;            /* > 0: Welford updates go to the batch arrays bv<pos>[u] */
+    int xch_lane_bytes;   /* the largest exchange group, bytes per lane */
+    int part_bytes;       /* bytes of one partial result of all the kernel's reductions */
+    int slot_size[FCX_NSIZES]; /* row kernels: shared-memory slots per element byte size */
 } gen;
 
 static const char *dt(fc_dtype t) { return fc_dtype_name(t); }
@@ -162,8 +192,13 @@ static const char *ival(gen *g, fcx_slot_kind kind, const fc_array *node, int di
 static const char *fval(gen *g, fcx_slot_kind kind, const fc_array *node, int dim) {
     return str(g, "p.f[%d]", slot(g, true, kind, node, dim));
 }
+/* Index arguments in the kernel's index width, so that 32-bit kernels do 32-bit arithmetic
+ * (a long long argument would widen every product and division it enters). */
+static const char *iarg(gen *g, fcx_slot_kind kind, const fc_array *node, int dim) {
+    return str(g, "(idx_t)p.i[%d]", slot(g, false, kind, node, dim));
+}
 static const char *extent(gen *g, const fc_array *a, int d) {
-    return ival(g, FCX_SLOT_EXTENT, a, d);
+    return iarg(g, FCX_SLOT_EXTENT, a, d);
 }
 
 /* ---- memo ------------------------------------------------------------------------------- */
@@ -203,6 +238,7 @@ static void scope_pop(gen *g) {
 /* ---- evaluation ------------------------------------------------------------------------- */
 
 static int eval(gen *g, const fc_array *a, const ix *idx);
+static void pend_add(gen *g, int p, int v);
 
 /* The index of input c of an elementwise node (or a broadcast) with index idx: axes align
  * on the right; extent-1 axes of the input read at 0. */
@@ -244,11 +280,29 @@ static int eval_leaf(gen *g, const fc_array *a, const ix *idx) {
     const fcp_kernel *k = g->k;
     int li = leaf_index(g, a);
     const char *off;
+    const char *T = dt(a->dtype);
     if (idx->identity && a->ndim == k->ndim && memcmp(a->shape, k->space, (size_t)k->ndim * 8) == 0) {
         off = "i";
+        g->flat_used[li] = true;
         if (g->vec) { /* from the vector loaded for this thread's elements */
+            g->vec_used[li] = true;
             int v = new_var(g);
-            line(g, "const fcx_ct_%s v%d = fcx_load_%s(&l%d.v[u]);", dt(a->dtype), v, dt(a->dtype), li);
+            line(g, "const fcx_ct_%s v%d = fcx_load_%s(&l%d.v[u]);", T, v, T, li);
+            return v;
+        }
+        int p = k->nnode + li, fill = g->phase > 0 ? g->fill[p] : 0;
+        if (fill > 0 && g->phase > fill) {
+            /* A row kept on chip by an earlier phase (rc: the launch had room for it). Each
+             * thread reads back only elements it stored itself, so no barrier is needed. */
+            int v = new_var(g);
+            line(g, "const fcx_ct_%s v%d = rc ? fcx_load_%s(&c%d[e]) : fcx_load_%s((const "
+                    "fcx_t_%s *)p.ptr[%d] + i);", T, v, T, p, T, T, li);
+            return v;
+        }
+        if (fill > 0 && g->phase == fill) {
+            int v = new_var(g);
+            line(g, "const fcx_ct_%s v%d = fcx_load_%s((const fcx_t_%s *)p.ptr[%d] + i);", T, v, T, T, li);
+            pend_add(g, p, v);
             return v;
         }
     } else {
@@ -256,8 +310,8 @@ static int eval_leaf(gen *g, const fc_array *a, const ix *idx) {
         g->strided_load = true;
     }
     int v = new_var(g);
-    line(g, "const fcx_ct_%s v%d = fcx_load_%s((const fcx_t_%s *)p.ptr[%d] + %s);", dt(a->dtype),
-         v, dt(a->dtype), dt(a->dtype), li, off);
+    line(g, "const fcx_ct_%s v%d = fcx_load_%s((const fcx_t_%s *)p.ptr[%d] + %s);", T, v, T, T, li,
+         off);
     return v;
 }
 
@@ -389,10 +443,10 @@ static int eval_view(gen *g, const fc_array *a, const ix *idx) {
     case FCG_OP_SLICE:
         for (int d = 0; d < c->ndim; d++) {
             if (a->shape[d] == 1)
-                ci.e[d] = ival(g, FCX_SLOT_PARAM_A, a, d);
+                ci.e[d] = iarg(g, FCX_SLOT_PARAM_A, a, d);
             else
-                ci.e[d] = bind_index(g, str(g, "%s + (idx_t)(%s) * %s", ival(g, FCX_SLOT_PARAM_A, a, d),
-                                           idx->e[d], ival(g, FCX_SLOT_PARAM_B, a, d)));
+                ci.e[d] = bind_index(g, str(g, "%s + (idx_t)(%s) * %s", iarg(g, FCX_SLOT_PARAM_A, a, d),
+                                           idx->e[d], iarg(g, FCX_SLOT_PARAM_B, a, d)));
         }
         return eval(g, c, &ci);
     case FCG_OP_RESHAPE:
@@ -437,7 +491,7 @@ static int eval_view(gen *g, const fc_array *a, const ix *idx) {
             }
             const char *len = extent(g, c, d);
             int q = new_var(g);
-            line(g, "idx_t j%d = (idx_t)(%s) - %s;", q, idx->e[d], ival(g, FCX_SLOT_PARAM_A, a, d));
+            line(g, "idx_t j%d = (idx_t)(%s) - %s;", q, idx->e[d], iarg(g, FCX_SLOT_PARAM_A, a, d));
             switch ((fc_pad_mode)a->p.mode) {
             case FC_PAD_CONSTANT:
                 if (inb < 0) {
@@ -506,6 +560,51 @@ static int eval_view(gen *g, const fc_array *a, const ix *idx) {
     }
 }
 
+static int eval_node(gen *g, const fc_array *a, const ix *idx) {
+    switch (fcg_ops[a->op].kind) {
+    case FCG_KIND_SOURCE: return a->op == FCG_OP_CONST ? eval_const(g, a) : eval_source(g, a, idx);
+    case FCG_KIND_EW: return eval_ew(g, a, idx);
+    case FCG_KIND_VIEW: return eval_view(g, a, idx);
+    default:
+        fail(g, FC_ERR_UNSUPPORTED, "codegen: %s cannot be evaluated here", fcg_ops[a->op].pyname);
+        return 0;
+    }
+}
+
+/* The value at position p (variable v) is stored into shared memory at the end of the
+ * element's work, after every read of a slot it may share. */
+static void pend_add(gen *g, int p, int v) {
+    if (g->fallback) return;
+    g->pend[g->npend] = p;
+    g->pend_var[g->npend++] = v;
+}
+
+/* A computed value kept on chip by an earlier phase: read back, or recomputed when the launch
+ * had no room for the rows. */
+static int eval_kept(gen *g, const fc_array *a, int p, const ix *idx) {
+    const char *T = dt(a->dtype);
+    int v = new_var(g);
+    line(g, "fcx_ct_%s v%d;", T, v);
+    if (g->vec) {
+        g->vread[p] = true;
+        line(g, "if (rc) v%d = fcx_load_%s(&cv%d.v[u]);", v, T, p);
+    } else {
+        line(g, "if (rc) v%d = fcx_load_%s(&c%d[e]);", v, T, p);
+    }
+    line(g, "else {");
+    g->indent++;
+    scope_push(g);
+    bool fb = g->fallback;
+    g->fallback = true;
+    int w = eval_node(g, a, idx);
+    g->fallback = fb;
+    line(g, "v%d = v%d;", v, w);
+    scope_pop(g);
+    g->indent--;
+    line(g, "}");
+    return v;
+}
+
 static int eval(gen *g, const fc_array *a, const ix *idx) {
     if (g->err != FC_OK) return 0;
     if (++g->recursion > 4000) {
@@ -517,20 +616,18 @@ static int eval(gen *g, const fc_array *a, const ix *idx) {
     int v = memo_find(g, a, key);
     if (v < 0) {
         int p = pos_of(g, a);
-        if (p >= g->k->nnode) v = eval_leaf(g, a, idx);
+        const fcp_kernel *k = g->k;
+        /* Row kernels: values at the flat index of a phase can be kept on chip for later
+         * phases (gen_rows decides which, from the phases recorded here). */
+        bool flat = g->phase > 0 && idx->identity && a->ndim == k->ndim &&
+                    memcmp(a->shape, k->space, (size_t)k->ndim * 8) == 0;
+        if (flat && !g->fallback && g->phase < 64) g->phases[p] |= 1ull << g->phase;
+        if (p >= k->nnode) v = eval_leaf(g, a, idx);
         else if (g->red_var[p] >= 0) v = g->red_var[p];
+        else if (flat && g->fill[p] > 0 && g->phase > g->fill[p]) v = eval_kept(g, a, p, idx);
         else {
-            switch (fcg_ops[a->op].kind) {
-            case FCG_KIND_SOURCE:
-                v = a->op == FCG_OP_CONST ? eval_const(g, a) : eval_source(g, a, idx);
-                break;
-            case FCG_KIND_EW: v = eval_ew(g, a, idx); break;
-            case FCG_KIND_VIEW: v = eval_view(g, a, idx); break;
-            default:
-                fail(g, FC_ERR_UNSUPPORTED, "codegen: %s cannot be evaluated here",
-                     fcg_ops[a->op].pyname);
-                v = 0;
-            }
+            v = eval_node(g, a, idx);
+            if (flat && g->fill[p] > 0 && g->phase == g->fill[p]) pend_add(g, p, v);
         }
         memo_add(g, a, key, v);
     }
@@ -557,8 +654,8 @@ static void decode(gen *g, const char *flat, const char *prefix, int nd, const i
             line(g, "const idx_t %s%d = 0;", prefix, d);
             continue;
         }
-        const char *e = use_space_slots ? ival(g, FCX_SLOT_SPACE_EXTENT, NULL, d) : extent(g, node, d);
-        e = str(g, "(idx_t)%s", e); /* divide in the index width, not in 64 bits */
+        /* divide in the index width, not in 64 bits */
+        const char *e = use_space_slots ? iarg(g, FCX_SLOT_SPACE_EXTENT, NULL, d) : extent(g, node, d);
         if (d == first) line(g, "const idx_t %s%d = t_%s;", prefix, d, prefix);
         else line(g, "const idx_t %s%d = t_%s %% %s; t_%s /= %s;", prefix, d, prefix, e, prefix, e);
     }
@@ -606,27 +703,33 @@ static void gen_ew(gen *g) {
     line(g, "}");
     fcg_sb scalar = g->body;
     g->body = head;
-    /* 16-byte accesses: as many elements as the widest dtype fits in 16 bytes (at most 8). */
+    /* 16-byte accesses: as many elements as the widest buffer read at the flat index (or
+     * output) fits in 16 bytes, at most 8. Buffers read elsewhere (broadcast operands, views)
+     * load element by element inside the vector step. */
     size_t widest = 1;
+    bool any_flat = false;
     for (int q = 0; q < k->nleaf; q++)
-        if (fc_dtype_size((fc_dtype)k->leaves[q]->dtype) > widest) widest = fc_dtype_size((fc_dtype)k->leaves[q]->dtype);
+        if (g->flat_used[q]) {
+            any_flat = true;
+            if (fc_dtype_size((fc_dtype)k->leaves[q]->dtype) > widest) widest = fc_dtype_size((fc_dtype)k->leaves[q]->dtype);
+        }
     for (int q = 0; q < k->nout; q++)
         if (fc_dtype_size((fc_dtype)k->outs[q]->dtype) > widest) widest = fc_dtype_size((fc_dtype)k->outs[q]->dtype);
     int vec = (int)(16 / widest);
     if (vec > 8) vec = 8;
-    if (g->strided_load || vec < 2 || k->ndim == 0) {
+    if (!any_flat || vec < 2 || k->ndim == 0) {
         line(g, "const idx_t s0 = 0;");
     } else {
-        g->vec = vec;
         line(g, "const idx_t nv = n / %d, s0 = nv * %d;", vec, vec);
         line(g, "for (idx_t q = (idx_t)blockIdx.x * blockDim.x + threadIdx.x; q < nv; "
                 "q += (idx_t)gridDim.x * blockDim.x) {");
         g->indent++;
-        for (int li = 0; li < k->nleaf; li++)
-            line(g, "const fcx_vec<fcx_t_%s, %d> l%d = ((const fcx_vec<fcx_t_%s, %d> *)p.ptr[%d])[q];",
-                 dt(k->leaves[li]->dtype), vec, li, dt(k->leaves[li]->dtype), vec, li);
-        for (int q = 0; q < k->nout; q++)
-            line(g, "fcx_vec<fcx_t_%s, %d> w%d;", dt(k->outs[q]->dtype), vec, q);
+        /* The step's body first, to learn which buffers it reads from the vectors. */
+        fcg_sb top = g->body;
+        memset(&g->body, 0, sizeof g->body);
+        g->body.ctx = g->ctx;
+        memset(g->vec_used, 0, (size_t)(k->nleaf + 1) * sizeof *g->vec_used);
+        g->vec = vec;
         line(g, "#pragma unroll");
         line(g, "for (int u = 0; u < %d; u++) {", vec);
         g->indent++;
@@ -640,19 +743,39 @@ static void gen_ew(gen *g) {
         scope_pop(g);
         g->indent--;
         line(g, "}");
+        g->vec = 0;
+        fcg_sb step = g->body;
+        g->body = top;
+        for (int li = 0; li < k->nleaf; li++)
+            if (g->vec_used[li])
+                line(g, "const fcx_vec<fcx_t_%s, %d> l%d = ((const fcx_vec<fcx_t_%s, %d> *)p.ptr[%d])[q];",
+                     dt(k->leaves[li]->dtype), vec, li, dt(k->leaves[li]->dtype), vec, li);
+        for (int q = 0; q < k->nout; q++)
+            line(g, "fcx_vec<fcx_t_%s, %d> w%d;", dt(k->outs[q]->dtype), vec, q);
+        if (step.s) fcg_sb_puts(&g->body, step.s);
+        if (step.failed) g->body.failed = true;
+        fcg_sb_free(&step);
         for (int q = 0; q < k->nout; q++)
             line(g, "((fcx_vec<fcx_t_%s, %d> *)p.ptr[%d])[q] = w%d;", dt(k->outs[q]->dtype), vec,
                  k->nleaf + q, q);
         g->indent--;
         line(g, "}");
-        g->vec = 0;
     }
     if (scalar.s) fcg_sb_puts(&g->body, scalar.s);
     if (scalar.failed) g->body.failed = true;
     fcg_sb_free(&scalar);
 }
 
-/* Reductions: accumulator variables per reduction, named by its position. */
+/* ---- reductions -------------------------------------------------------------------------- */
+
+/* Each thread folds its elements into an accumulator (variables a<pos>, h<pos>, x<pos>,
+ * m<pos>, n<pos> for the reduction at kernel position pos), in element order. Accumulators
+ * then combine in a fixed tree: within a warp by shuffles (lane l takes lane l + d for
+ * d = 16, 8, 4, 2, 1), the warps' results through shared memory and one more warp tree; a
+ * long reduction split between blocks leaves one partial per block in the scratch buffer, and
+ * the block that finishes last combines them in index order. Every shape fixes the block
+ * size, the split and so the order, so a result has the same bits every run. */
+
 /* Accumulation dtypes. Float sums, products and moments accumulate in double (complex in
  * c128), as the host reference does, so results agree to the output's precision; max, min
  * and arg* are exact in the loop dtype. acc_mean_dtype is the running value (the sum, or
@@ -672,34 +795,96 @@ static const char *acc_type(const fc_array *r) {
     return fc_dtype_name(fcg_real_dtype(acc_mean_dtype(r)));
 }
 
+/* Bytes of a compute type (f16 and bf16 compute in float). */
+static int ct_size(fc_dtype t) {
+    switch (t) {
+    case FC_BOOL: case FC_I8: case FC_U8: return 1;
+    case FC_I16: case FC_U16: return 2;
+    case FC_I32: case FC_U32: case FC_F16: case FC_BF16: case FC_F32: return 4;
+    case FC_C128: return 16;
+    default: return 8;
+    }
+}
+
+static int size_class(int bytes) {
+    return bytes <= 1 ? 0 : bytes <= 2 ? 1 : bytes <= 4 ? 2 : bytes <= 8 ? 3 : 4;
+}
+
+/* The variables of a reduction's accumulator. */
+typedef struct field {
+    char c;           /* a, h, x, m, n */
+    const char *type; /* its C type */
+    int size;         /* bytes */
+} field;
+
+static int red_fields(gen *g, const fc_array *r, field *f) {
+    fc_dtype lt = acc_mean_dtype(r), at = fcg_real_dtype(lt);
+    const char *L = str(g, "fcx_ct_%s", dt(lt)), *A = str(g, "fcx_ct_%s", dt(at));
+    int n = 0;
+    switch ((fcg_op)r->op) {
+    case FCG_OP_ANY: case FCG_OP_ALL: f[n++] = (field){'a', "bool", 1}; break;
+    case FCG_OP_MAX: case FCG_OP_MIN:
+        f[n++] = (field){'a', L, ct_size(lt)};
+        f[n++] = (field){'h', "bool", 1};
+        break;
+    case FCG_OP_ARGMAX: case FCG_OP_ARGMIN:
+        f[n++] = (field){'a', L, ct_size(lt)};
+        f[n++] = (field){'x', "long long", 8};
+        break;
+    case FCG_OP_VAR: case FCG_OP_STD:
+        f[n++] = (field){'a', L, ct_size(lt)};
+        f[n++] = (field){'m', A, ct_size(at)};
+        f[n++] = (field){'n', "long long", 8};
+        break;
+    case FCG_OP_NORM:
+        f[n++] = (field){'a', A, ct_size(at)};
+        if (r->p.ord == FC_NORM_INF) f[n++] = (field){'h', "bool", 1};
+        break;
+    default: f[n++] = (field){'a', L, ct_size(lt)}; break;
+    }
+    return n;
+}
+
 /* v (in the loop dtype) converted to the accumulation dtype. */
 static int widen(gen *g, const fc_array *r, int v) {
     return convert(g, v, (fc_dtype)r->loop_dtype, acc_mean_dtype(r));
 }
 
+static bool is_welford(const fc_array *r) {
+    return (r->op == FCG_OP_VAR || r->op == FCG_OP_STD) && fcg_is_inexact(acc_mean_dtype(r));
+}
+
+/* The identity of reduction r into its variables <prefix><field><pos>, declared when decl. */
+static void acc_identity(gen *g, const fc_array *r, int pos, const char *prefix, bool decl) {
+    field f[3];
+    int nf = red_fields(g, r, f);
+    const char *L = dt(acc_mean_dtype(r)), *A = acc_type(r);
+    for (int i = 0; i < nf; i++) {
+        const char *val;
+        switch (f[i].c) {
+        case 'h': val = "false"; break;
+        case 'x': val = "-1"; break;
+        case 'n': val = "0"; break;
+        case 'm': val = str(g, "fcx_cast_%s(0)", A); break;
+        default: /* 'a' */
+            if (r->op == FCG_OP_ANY) val = "false";
+            else if (r->op == FCG_OP_ALL) val = "true";
+            else if (r->op == FCG_OP_PROD) val = str(g, "fcx_cast_%s(1)", L);
+            else if (r->op == FCG_OP_NORM) val = str(g, "fcx_cast_%s(0)", A);
+            else val = str(g, "fcx_cast_%s(0)", L);
+        }
+        if (decl) line(g, "%s %s%c%d = %s;", f[i].type, prefix, f[i].c, pos, val);
+        else line(g, "%s%c%d = %s;", prefix, f[i].c, pos, val);
+    }
+}
+
 /* Declares the per-thread accumulator of reduction r (position pos). */
 static void acc_init(gen *g, const fc_array *r, int pos) {
-    const char *L = dt(acc_mean_dtype(r)), *A = acc_type(r);
     switch ((fcg_op)r->op) {
-    case FCG_OP_SUM: case FCG_OP_MEAN:
-        line(g, "fcx_ct_%s a%d = fcx_cast_%s(0);", L, pos, L);
-        break;
-    case FCG_OP_PROD: line(g, "fcx_ct_%s a%d = fcx_cast_%s(1);", L, pos, L); break;
-    case FCG_OP_ANY: line(g, "bool a%d = false;", pos); break;
-    case FCG_OP_ALL: line(g, "bool a%d = true;", pos); break;
-    case FCG_OP_MAX: case FCG_OP_MIN:
-        line(g, "fcx_ct_%s a%d = fcx_cast_%s(0); bool h%d = false;", L, pos, L, pos);
-        break;
-    case FCG_OP_ARGMAX: case FCG_OP_ARGMIN:
-        line(g, "fcx_ct_%s a%d = fcx_cast_%s(0); long long x%d = -1;", L, pos, L, pos);
-        break;
-    case FCG_OP_VAR: case FCG_OP_STD:
-        line(g, "fcx_ct_%s a%d = fcx_cast_%s(0); fcx_ct_%s m%d = fcx_cast_%s(0); long long n%d = 0;",
-             L, pos, L, A, pos, A, pos);
-        break;
-    case FCG_OP_NORM:
-        if (r->p.ord == FC_NORM_INF) line(g, "fcx_ct_%s a%d = fcx_cast_%s(0); bool h%d = false;", A, pos, A, pos);
-        else line(g, "fcx_ct_%s a%d = fcx_cast_%s(0);", A, pos, A);
+    case FCG_OP_SUM: case FCG_OP_MEAN: case FCG_OP_PROD: case FCG_OP_ANY: case FCG_OP_ALL:
+    case FCG_OP_MAX: case FCG_OP_MIN: case FCG_OP_ARGMAX: case FCG_OP_ARGMIN: case FCG_OP_VAR:
+    case FCG_OP_STD: case FCG_OP_NORM:
+        acc_identity(g, r, pos, "", true);
         break;
     default: fail(g, FC_ERR_UNSUPPORTED, "codegen: reduction %s", fcg_ops[r->op].pyname);
     }
@@ -725,9 +910,13 @@ static void acc_update(gen *g, const fc_array *r, int pos, int v, const char *e)
              v, pos, pos, v, pos, e);
         break;
     case FCG_OP_VAR: case FCG_OP_STD: {
-        /* Welford: the running mean and the sum of squared deviations. */
         const char *L = dt(acc_mean_dtype(r));
+        if (g->batch && is_welford(r)) { /* merged a batch at a time (welford_batch) */
+            line(g, "bv%d[u] = v%d;", pos, v);
+            break;
+        }
         v = widen(g, r, v);
+        /* Welford: the running mean and the sum of squared deviations. */
         line(g, "{ n%d += 1; const fcx_ct_%s d = fcx_sub(v%d, a%d); a%d = fcx_add(a%d, fcx_div(d, "
                 "fcx_cast_%s(n%d))); const fcx_ct_%s d2 = fcx_abs(fcx_sub(v%d, a%d)); const fcx_ct_%s "
                 "d1 = fcx_abs(d); m%d = fcx_add(m%d, fcx_mul(d1, d2)); }",
@@ -750,94 +939,254 @@ static void acc_update(gen *g, const fc_array *r, int pos, int v, const char *e)
     }
 }
 
-/* Shared-memory tree reduction of accumulator `pos` across the block, fixed order. The
- * block's result is left in the accumulator of every thread. */
-static void acc_block_reduce(gen *g, const fc_array *r, int pos) {
+/* Declares the batch array of a Welford reduction (k values of its loop dtype per step). */
+static void welford_batch_decl(gen *g, const fc_array *r, int pos, int k) {
+    if (is_welford(r)) line(g, "fcx_ct_%s bv%d[%d];", dt(r->loop_dtype), pos, k);
+}
+
+/* Merges the k values of bv<pos> into the running (n, mean, M2): the batch's own mean (an
+ * exact scaling, k being a power of two) and squared deviations in the loop's precision (a
+ * handful of values: exact to its rounding), then Chan et al.'s update in the wide type. One
+ * division per k elements and no per-element double arithmetic keep W7-like kernels
+ * memory-bound; the result is as stable as element-wise Welford. */
+static void welford_batch(gen *g, const fc_array *r, int pos, int k) {
+    if (!is_welford(r)) return;
     const char *L = dt(acc_mean_dtype(r)), *A = acc_type(r);
-    bool flag = r->op == FCG_OP_MAX || r->op == FCG_OP_MIN ||
-                (r->op == FCG_OP_NORM && r->p.ord == FC_NORM_INF);
-    bool arg = r->op == FCG_OP_ARGMAX || r->op == FCG_OP_ARGMIN;
-    bool welford = r->op == FCG_OP_VAR || r->op == FCG_OP_STD;
-    bool boolean = r->op == FCG_OP_ANY || r->op == FCG_OP_ALL;
-    const char *T = boolean                   ? "bool"
-                    : r->op == FCG_OP_NORM    ? str(g, "fcx_ct_%s", A)
-                                              : str(g, "fcx_ct_%s", L);
+    fc_dtype lt = (fc_dtype)r->loop_dtype;
+    const char *P = dt(lt), *PA = dt(fcg_real_dtype(lt));
     line(g, "{");
     g->indent++;
-    line(g, "__shared__ %s s_a[%d];", T, FCX_BLOCK);
-    if (flag) line(g, "__shared__ bool s_h[%d];", FCX_BLOCK);
-    if (arg) line(g, "__shared__ long long s_x[%d];", FCX_BLOCK);
-    if (welford) line(g, "__shared__ fcx_ct_%s s_m[%d]; __shared__ long long s_n[%d];", A, FCX_BLOCK, FCX_BLOCK);
-    line(g, "s_a[threadIdx.x] = a%d;", pos);
-    if (flag) line(g, "s_h[threadIdx.x] = h%d;", pos);
-    if (arg) line(g, "s_x[threadIdx.x] = x%d;", pos);
-    if (welford) line(g, "s_m[threadIdx.x] = m%d; s_n[threadIdx.x] = n%d;", pos, pos);
-    line(g, "__syncthreads();");
-    line(g, "for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {");
+    line(g, "fcx_ct_%s s = bv%d[0];", P, pos);
+    for (int u = 1; u < k; u++) line(g, "s = fcx_add(s, bv%d[%d]);", pos, u);
+    line(g, "const fcx_ct_%s mp = fcx_mul(s, fcx_cast_%s(%.17g));", P, P, 1.0 / k);
+    line(g, "fcx_ct_%s qp = fcx_cast_%s(0);", PA, PA);
+    for (int u = 0; u < k; u++)
+        line(g, "{ const fcx_ct_%s t = fcx_abs(fcx_sub(bv%d[%d], mp)); qp = fcx_add(qp, fcx_mul(t, t)); }",
+             PA, pos, u);
+    line(g, "const fcx_ct_%s mb = fcx_cast_%s(mp);", L, L);
+    line(g, "const fcx_ct_%s qb = fcx_cast_%s(qp);", A, A);
+    line(g, "if (n%d == 0) { a%d = mb; m%d = qb; n%d = %d; }", pos, pos, pos, pos, k);
+    line(g, "else {");
     g->indent++;
-    line(g, "if (threadIdx.x < s) {");
-    g->indent++;
-    line(g, "const unsigned o = threadIdx.x + s;");
+    line(g, "const long long nn = n%d + %d;", pos, k);
+    line(g, "const double rn = 1.0 / (double)nn;");
+    line(g, "const fcx_ct_%s d = fcx_sub(mb, a%d);", L, pos);
+    line(g, "a%d = fcx_add(a%d, fcx_mul(d, fcx_cast_%s((double)%d * rn)));", pos, pos, L, k);
+    line(g, "const fcx_ct_%s ad = fcx_abs(d);", A);
+    line(g, "m%d = fcx_add(fcx_add(m%d, qb), fcx_mul(fcx_mul(ad, ad), fcx_cast_%s((double)n%d * %d.0 * rn)));",
+         pos, pos, A, pos, k);
+    line(g, "n%d = nn;", pos);
+    g->indent--;
+    line(g, "}");
+    g->indent--;
+    line(g, "}");
+}
+
+/* dst (<d><field><pos>) absorbs src (<s><field><pos>), src holding the later elements. */
+static void acc_combine(gen *g, const fc_array *r, int pos, const char *d, const char *s) {
+    const char *L = dt(acc_mean_dtype(r)), *A = acc_type(r);
     switch ((fcg_op)r->op) {
-    case FCG_OP_SUM: case FCG_OP_MEAN: line(g, "s_a[threadIdx.x] = fcx_add(s_a[threadIdx.x], s_a[o]);"); break;
-    case FCG_OP_PROD: line(g, "s_a[threadIdx.x] = fcx_mul(s_a[threadIdx.x], s_a[o]);"); break;
-    case FCG_OP_ANY: line(g, "s_a[threadIdx.x] = s_a[threadIdx.x] || s_a[o];"); break;
-    case FCG_OP_ALL: line(g, "s_a[threadIdx.x] = s_a[threadIdx.x] && s_a[o];"); break;
+    case FCG_OP_SUM: case FCG_OP_MEAN: line(g, "%sa%d = fcx_add(%sa%d, %sa%d);", d, pos, d, pos, s, pos); break;
+    case FCG_OP_PROD: line(g, "%sa%d = fcx_mul(%sa%d, %sa%d);", d, pos, d, pos, s, pos); break;
+    case FCG_OP_ANY: line(g, "%sa%d = %sa%d || %sa%d;", d, pos, d, pos, s, pos); break;
+    case FCG_OP_ALL: line(g, "%sa%d = %sa%d && %sa%d;", d, pos, d, pos, s, pos); break;
     case FCG_OP_NORM:
         if (r->p.ord != FC_NORM_INF) {
-            line(g, "s_a[threadIdx.x] = fcx_add(s_a[threadIdx.x], s_a[o]);");
+            line(g, "%sa%d = fcx_add(%sa%d, %sa%d);", d, pos, d, pos, s, pos);
             break;
         }
         /* fall through: the inf-norm is a max of magnitudes */
         __attribute__((fallthrough));
     case FCG_OP_MAX: case FCG_OP_MIN:
-        line(g, "if (s_h[o]) { s_a[threadIdx.x] = s_h[threadIdx.x] ? fcx_%s(s_a[threadIdx.x], s_a[o]) : "
-                "s_a[o]; s_h[threadIdx.x] = true; }", r->op == FCG_OP_MIN ? "minimum" : "maximum");
+        line(g, "if (%sh%d) { %sa%d = %sh%d ? fcx_%s(%sa%d, %sa%d) : %sa%d; %sh%d = true; }", s, pos,
+             d, pos, d, pos, r->op == FCG_OP_MIN ? "minimum" : "maximum", d, pos, s, pos, s, pos, d, pos);
         break;
-    case FCG_OP_ARGMAX: case FCG_OP_ARGMIN:
-        line(g, "const bool ta = s_x[threadIdx.x] >= 0, tb = s_x[o] >= 0;");
-        line(g, "bool take = false;");
-        line(g, "if (tb && !ta) take = true;");
-        line(g, "else if (ta && tb) {");
-        line(g, "    const bool na = fcx_isnan(s_a[threadIdx.x]), nb = fcx_isnan(s_a[o]);");
-        line(g, "    if (na || nb) take = nb && (!na || s_x[o] < s_x[threadIdx.x]);");
-        line(g, "    else if (fcx_%s(s_a[o], s_a[threadIdx.x])) take = true;",
-             r->op == FCG_OP_ARGMAX ? "greater" : "less");
-        line(g, "    else if (!fcx_%s(s_a[threadIdx.x], s_a[o])) take = s_x[o] < s_x[threadIdx.x];",
-             r->op == FCG_OP_ARGMAX ? "greater" : "less");
+    case FCG_OP_ARGMAX: case FCG_OP_ARGMIN: {
+        /* A NaN beats numbers (the first NaN wins); among equals the lower index wins. */
+        const char *gt = r->op == FCG_OP_ARGMAX ? "greater" : "less";
+        line(g, "{");
+        g->indent++;
+        line(g, "const bool ta = %sx%d >= 0, tb = %sx%d >= 0;", d, pos, s, pos);
+        line(g, "bool take = tb && !ta;");
+        line(g, "if (ta && tb) {");
+        line(g, "    const bool na = fcx_isnan(%sa%d), nb = fcx_isnan(%sa%d);", d, pos, s, pos);
+        line(g, "    if (na || nb) take = nb && (!na || %sx%d < %sx%d);", s, pos, d, pos);
+        line(g, "    else if (fcx_%s(%sa%d, %sa%d)) take = true;", gt, s, pos, d, pos);
+        line(g, "    else if (!fcx_%s(%sa%d, %sa%d)) take = %sx%d < %sx%d;", gt, d, pos, s, pos, s, pos, d, pos);
         line(g, "}");
-        line(g, "if (take) { s_a[threadIdx.x] = s_a[o]; s_x[threadIdx.x] = s_x[o]; }");
+        line(g, "if (take) { %sa%d = %sa%d; %sx%d = %sx%d; }", d, pos, s, pos, d, pos, s, pos);
+        g->indent--;
+        line(g, "}");
         break;
+    }
     case FCG_OP_VAR: case FCG_OP_STD:
         /* Chan et al.: merge two (count, mean, M2) summaries. */
-        line(g, "const long long na = s_n[threadIdx.x], nb = s_n[o];");
-        line(g, "if (nb > 0) {");
-        line(g, "    if (na == 0) { s_a[threadIdx.x] = s_a[o]; s_m[threadIdx.x] = s_m[o]; s_n[threadIdx.x] = nb; }");
-        line(g, "    else {");
-        line(g, "        const long long nn = na + nb;");
-        line(g, "        const fcx_ct_%s d = fcx_sub(s_a[o], s_a[threadIdx.x]);", L);
-        line(g, "        s_a[threadIdx.x] = fcx_add(s_a[threadIdx.x], fcx_mul(d, fcx_cast_%s((double)nb / (double)nn)));", L);
-        line(g, "        const fcx_ct_%s ad = fcx_abs(d);", A);
-        line(g, "        s_m[threadIdx.x] = fcx_add(fcx_add(s_m[threadIdx.x], s_m[o]), fcx_mul(fcx_mul(ad, ad), "
-                "fcx_cast_%s((double)na * (double)nb / (double)nn)));", A);
-        line(g, "        s_n[threadIdx.x] = nn;");
-        line(g, "    }");
+        line(g, "if (%sn%d > 0) {", s, pos);
+        g->indent++;
+        line(g, "if (%sn%d == 0) { %sa%d = %sa%d; %sm%d = %sm%d; %sn%d = %sn%d; }", d, pos, d, pos, s,
+             pos, d, pos, s, pos, d, pos, s, pos);
+        line(g, "else {");
+        g->indent++;
+        line(g, "const long long na = %sn%d, nb = %sn%d, nn = na + nb;", d, pos, s, pos);
+        line(g, "const fcx_ct_%s dd = fcx_sub(%sa%d, %sa%d);", L, s, pos, d, pos);
+        line(g, "%sa%d = fcx_add(%sa%d, fcx_mul(dd, fcx_cast_%s((double)nb / (double)nn)));", d, pos,
+             d, pos, L);
+        line(g, "const fcx_ct_%s ad = fcx_abs(dd);", A);
+        line(g, "%sm%d = fcx_add(fcx_add(%sm%d, %sm%d), fcx_mul(fcx_mul(ad, ad), fcx_cast_%s((double)na * "
+                "(double)nb / (double)nn)));", d, pos, d, pos, s, pos, A);
+        line(g, "%sn%d = nn;", d, pos);
+        g->indent--;
+        line(g, "}");
+        g->indent--;
         line(g, "}");
         break;
     default: break;
     }
+}
+
+/* The reductions at positions pos[0..n) are combined through shared memory in groups of at
+ * most this many bytes per lane, so the exchange buffer stays small whatever the kernel. */
+#define XCH_ROW_LANE_BYTES 256
+#define XCH_COL_LANE_BYTES 64
+
+/* Declares, for reductions pos[0..n), pointers s<field><pos> into the exchange buffer
+ * fcx_xch: fields by decreasing size, so each array is aligned to its element size. */
+static void xch_pointers(gen *g, const fcp_kernel *k, const int *pos, int n, bool cols) {
+    const char *lanes = cols ? str(g, "%d", FCX_COL_BLOCK) : "FCX_WARP";
+    int off = 0;
+    for (int size = 16; size >= 1; size /= 2)
+        for (int j = 0; j < n; j++) {
+            field f[3];
+            int nf = red_fields(g, k->nodes[pos[j]], f);
+            for (int i = 0; i < nf; i++) {
+                if (f[i].size != size) continue;
+                line(g, "%s *const s%c%d = (%s *)(fcx_xch + %d * %s);", f[i].type, f[i].c, pos[j],
+                     f[i].type, off, lanes);
+                off += size;
+            }
+        }
+    if (off > g->xch_lane_bytes) g->xch_lane_bytes = off;
+}
+
+static int lane_bytes(gen *g, const fc_array *r) {
+    field f[3];
+    int nf = red_fields(g, r, f), b = 0;
+    for (int i = 0; i < nf; i++) b += f[i].size;
+    return b;
+}
+
+/* One round of the warp tree for reductions pos[0..n): lane l absorbs lane l + d. */
+static void warp_tree(gen *g, const fcp_kernel *k, const int *pos, int n) {
+    line(g, "for (int d = FCX_WARP / 2; d > 0; d >>= 1) {");
+    g->indent++;
+    for (int j = 0; j < n; j++) {
+        const fc_array *r = k->nodes[pos[j]];
+        field f[3];
+        int nf = red_fields(g, r, f);
+        line(g, "{");
+        g->indent++;
+        for (int i = 0; i < nf; i++)
+            line(g, "const %s b_%c%d = fcx_shfl_down(%c%d, d);", f[i].type, f[i].c, pos[j], f[i].c, pos[j]);
+        acc_combine(g, r, pos[j], "", "b_");
+        g->indent--;
+        line(g, "}");
+    }
     g->indent--;
     line(g, "}");
-    line(g, "__syncthreads();");
-    g->indent--;
-    line(g, "}");
-    line(g, "a%d = s_a[0];", pos);
-    if (flag) line(g, "h%d = s_h[0];", pos);
-    if (arg) line(g, "x%d = s_x[0];", pos);
-    if (welford) line(g, "m%d = s_m[0]; n%d = s_n[0];", pos, pos);
-    line(g, "__syncthreads();");
-    g->indent--;
-    line(g, "}");
+}
+
+/* Row kernels: the block's accumulators combined; every thread ends with the block's result. */
+static void block_reduce_rows(gen *g, const int *pos, int n) {
+    const fcp_kernel *k = g->k;
+    for (int j0 = 0; j0 < n;) {
+        int j1 = j0, bytes = 0;
+        while (j1 < n && (j1 == j0 || bytes + lane_bytes(g, k->nodes[pos[j1]]) <= XCH_ROW_LANE_BYTES))
+            bytes += lane_bytes(g, k->nodes[pos[j1++]]);
+        line(g, "{ /* block reduction: warps by shuffles, then the warps' results */");
+        g->indent++;
+        xch_pointers(g, k, pos + j0, j1 - j0, false);
+        warp_tree(g, k, pos + j0, j1 - j0);
+        line(g, "if (lane == 0) {");
+        g->indent++;
+        for (int j = j0; j < j1; j++) {
+            field f[3];
+            int nf = red_fields(g, k->nodes[pos[j]], f);
+            for (int i = 0; i < nf; i++) line(g, "s%c%d[wid] = %c%d;", f[i].c, pos[j], f[i].c, pos[j]);
+        }
+        g->indent--;
+        line(g, "}");
+        line(g, "__syncthreads();");
+        line(g, "if (lane < nw) {");
+        g->indent++;
+        for (int j = j0; j < j1; j++) {
+            field f[3];
+            int nf = red_fields(g, k->nodes[pos[j]], f);
+            for (int i = 0; i < nf; i++) line(g, "%c%d = s%c%d[lane];", f[i].c, pos[j], f[i].c, pos[j]);
+        }
+        g->indent--;
+        line(g, "} else {");
+        g->indent++;
+        for (int j = j0; j < j1; j++) acc_identity(g, k->nodes[pos[j]], pos[j], "", false);
+        g->indent--;
+        line(g, "}");
+        warp_tree(g, k, pos + j0, j1 - j0);
+        for (int j = j0; j < j1; j++) {
+            field f[3];
+            int nf = red_fields(g, k->nodes[pos[j]], f);
+            for (int i = 0; i < nf; i++)
+                line(g, "%c%d = fcx_shfl_idx(%c%d, 0);", f[i].c, pos[j], f[i].c, pos[j]);
+        }
+        line(g, "__syncthreads();");
+        g->indent--;
+        line(g, "}");
+        j0 = j1;
+    }
+}
+
+/* Column kernels: the warps' accumulators of each lane (column) combined in warp order into
+ * warp 0. */
+static void block_reduce_cols(gen *g, const int *pos, int n) {
+    const fcp_kernel *k = g->k;
+    for (int j0 = 0; j0 < n;) {
+        int j1 = j0, bytes = 0;
+        while (j1 < n && (j1 == j0 || bytes + lane_bytes(g, k->nodes[pos[j1]]) <= XCH_COL_LANE_BYTES))
+            bytes += lane_bytes(g, k->nodes[pos[j1++]]);
+        line(g, "{ /* each column's warps combined, in warp order, into warp 0 */");
+        g->indent++;
+        xch_pointers(g, k, pos + j0, j1 - j0, true);
+        for (int j = j0; j < j1; j++) {
+            field f[3];
+            int nf = red_fields(g, k->nodes[pos[j]], f);
+            for (int i = 0; i < nf; i++)
+                line(g, "s%c%d[threadIdx.x] = %c%d;", f[i].c, pos[j], f[i].c, pos[j]);
+        }
+        line(g, "__syncthreads();");
+        line(g, "if (wid == 0) {");
+        g->indent++;
+        line(g, "for (int w2 = 1; w2 < nw; w2++) {");
+        g->indent++;
+        for (int j = j0; j < j1; j++) {
+            const fc_array *r = k->nodes[pos[j]];
+            field f[3];
+            int nf = red_fields(g, r, f);
+            line(g, "{");
+            g->indent++;
+            for (int i = 0; i < nf; i++)
+                line(g, "const %s b_%c%d = s%c%d[w2 * FCX_WARP + lane];", f[i].type, f[i].c, pos[j],
+                     f[i].c, pos[j]);
+            acc_combine(g, r, pos[j], "", "b_");
+            g->indent--;
+            line(g, "}");
+        }
+        g->indent--;
+        line(g, "}");
+        g->indent--;
+        line(g, "}");
+        line(g, "__syncthreads();");
+        g->indent--;
+        line(g, "}");
+        j0 = j1;
+    }
 }
 
 /* The reduction's final value, in its dtype's compute type, into a new variable. */
@@ -867,29 +1216,75 @@ static int acc_finish(gen *g, const fc_array *r, int pos, const char *count) {
     case FCG_OP_ANY: case FCG_OP_ALL: line(g, "const fcx_ct_bool v%d = a%d;", v, pos); break;
     default: line(g, "const fcx_ct_%s v%d = fcx_cast_%s(a%d);", O, v, O, pos); break;
     }
-    (void)A;
     return v;
 }
 
-static void gen_rows(gen *g) {
+/* Scratch of a split reduction: a counter per counted unit, then one array per accumulator
+ * field of npart partials, each 16-byte aligned (fcx_launch_config sizes it the same way). */
+static void scratch_pointers(gen *g, const int *pos, int n, const char *ncnt, const char *npart) {
     const fcp_kernel *k = g->k;
-    char mbuf[512], lbuf[512];
-    size_t ml = 0, ll = 0;
-    mbuf[0] = lbuf[0] = '\0';
-    for (int d = 0; d < k->ndim; d++) {
-        const char *e = ival(g, FCX_SLOT_SPACE_EXTENT, NULL, d);
-        if (k->rmask & (1u << d)) ll += (size_t)snprintf(lbuf + ll, sizeof lbuf - ll, "%s(idx_t)%s", ll ? " * " : "", e);
-        else ml += (size_t)snprintf(mbuf + ml, sizeof mbuf - ml, "%s(idx_t)%s", ml ? " * " : "", e);
+    line(g, "unsigned char *const fcx_sc = (unsigned char *)p.ptr[%d];", k->nleaf + k->nout);
+    line(g, "unsigned *const fcx_cnt = (unsigned *)fcx_sc;");
+    line(g, "size_t fcx_so = fcx_align16((size_t)(%s) * 4);", ncnt);
+    for (int j = 0; j < n; j++) {
+        field f[3];
+        int nf = red_fields(g, k->nodes[pos[j]], f);
+        for (int i = 0; i < nf; i++) {
+            line(g, "%s *const g%c%d = (%s *)(fcx_sc + fcx_so);", f[i].type, f[i].c, pos[j], f[i].type);
+            if (j + 1 < n || i + 1 < nf) line(g, "fcx_so += fcx_align16((size_t)(%s) * %d);", npart, f[i].size);
+        }
     }
-    line(g, "const idx_t M = %s;", ml ? mbuf : "1");
-    line(g, "const idx_t L = %s;", ll ? lbuf : "1");
-    /* Levels: a reduction that reads another runs in a later phase. */
-    int nred = k->nred;
-    int *level = fcg_calloc(g->ctx, (size_t)(k->nnode + 1) * sizeof *level);
-    if (!level) {
-        fail(g, FC_ERR_NOMEM, "codegen: out of memory");
-        return;
+}
+
+/* Partials pos[0..n) written at index `at` (by the threads `writer` names), the block's
+ * arrival counted at fcx_cnt[cnt]; the block that arrives last goes on (the others continue
+ * with their next work item) after folding partials `from` .. S-1 step `step` into its
+ * threads' accumulators, which the caller then combines across the block. */
+static void split_arrive(gen *g, const int *pos, int n, const char *writer, const char *at,
+                         const char *cnt, const char *item, const char *guard, const char *from,
+                         const char *step) {
+    const fcp_kernel *k = g->k;
+    line(g, "if (%s) {", writer);
+    g->indent++;
+    for (int j = 0; j < n; j++) {
+        field f[3];
+        int nf = red_fields(g, k->nodes[pos[j]], f);
+        for (int i = 0; i < nf; i++) line(g, "g%c%d[%s] = %c%d;", f[i].c, pos[j], at, f[i].c, pos[j]);
     }
+    g->indent--;
+    line(g, "}");
+    /* Release: each writer's partials are visible device-wide before the block counts itself
+     * in; the last block fences again before it reads the others' partials. */
+    line(g, "fcx_fence();");
+    line(g, "__syncthreads();");
+    line(g, "if (threadIdx.x == 0) fcx_last = fcx_atomic_add(&fcx_cnt[%s], 1u) == (unsigned)(S - 1);", cnt);
+    line(g, "__syncthreads();");
+    line(g, "if (!fcx_last) continue;");
+    line(g, "fcx_fence();");
+    for (int j = 0; j < n; j++) acc_identity(g, k->nodes[pos[j]], pos[j], "", false);
+    if (strcmp(guard, "true") == 0) line(g, "for (idx_t sj = %s; sj < S; sj += %s) {", from, step);
+    else line(g, "if (%s) for (idx_t sj = %s; sj < S; sj += %s) {", guard, from, step);
+    g->indent++;
+    for (int j = 0; j < n; j++) {
+        const fc_array *r = k->nodes[pos[j]];
+        field f[3];
+        int nf = red_fields(g, r, f);
+        line(g, "{");
+        g->indent++;
+        for (int i = 0; i < nf; i++)
+            line(g, "const %s b_%c%d = fcx_ldcg(&g%c%d[%s * S + sj]);", f[i].type, f[i].c, pos[j], f[i].c,
+                 pos[j], item);
+        acc_combine(g, r, pos[j], "", "b_");
+        g->indent--;
+        line(g, "}");
+    }
+    g->indent--;
+    line(g, "}");
+}
+
+/* Levels: a reduction that reads another runs in a later phase. level[] has nnode entries. */
+static int reduction_levels(gen *g, int *level) {
+    const fcp_kernel *k = g->k;
     int maxlevel = 0;
     for (int i = 0; i < k->nnode; i++) {
         const fc_array *a = k->nodes[i];
@@ -902,84 +1297,20 @@ static void gen_rows(gen *g) {
         level[i] = lv;
         if (lv > maxlevel) maxlevel = lv;
     }
-    line(g, "for (idx_t row = blockIdx.x; row < M; row += gridDim.x) {");
-    g->indent++;
-    decode(g, "row", "o", k->ndim, k->space, ~k->rmask & (k->ndim ? (uint32_t)((1ull << k->ndim) - 1) : 0),
-           true, NULL);
-    /* With the reduced axes trailing, element e of row `row` sits at flat row * L + e, so
-     * same-shape buffers load without index arithmetic. */
-    int first_red = 0;
-    while (first_red < k->ndim && !(k->rmask & (1u << first_red))) first_red++;
-    bool trailing = k->ndim && k->rmask == (uint32_t)(((1ull << k->ndim) - 1) & ~((1ull << first_red) - 1));
-    ix sidx;
-    sidx.nd = k->ndim;
-    sidx.identity = trailing;
-    for (int d = 0; d < k->ndim; d++) sidx.e[d] = str(g, "%s%d", k->rmask & (1u << d) ? "r" : "o", d);
-    for (int lv = 1; lv <= maxlevel; lv++) {
-        for (int j = 0; j < nred; j++) {
-            int pos = pos_of(g, k->reds[j]);
-            if (level[pos] == lv) acc_init(g, k->reds[j], pos);
-        }
-        line(g, "for (idx_t e = threadIdx.x; e < L; e += blockDim.x) {");
-        g->indent++;
-        scope_push(g);
-        decode(g, "e", "r", k->ndim, k->space, k->rmask, true, NULL);
-        if (trailing) line(g, "const idx_t i = row * L + e;");
-        for (int j = 0; j < nred; j++) {
-            const fc_array *r = k->reds[j];
-            int pos = pos_of(g, r);
-            if (level[pos] != lv) continue;
-            int v = eval(g, r->in[0], &sidx);
-            v = convert(g, v, (fc_dtype)r->in[0]->dtype, (fc_dtype)r->loop_dtype);
-            acc_update(g, r, pos, v, "e");
-        }
-        scope_pop(g);
-        g->indent--;
-        line(g, "}");
-        for (int j = 0; j < nred; j++) {
-            const fc_array *r = k->reds[j];
-            int pos = pos_of(g, r);
-            if (level[pos] != lv) continue;
-            acc_block_reduce(g, r, pos);
-            g->red_var[pos] = acc_finish(g, r, pos, "L");
-        }
-    }
-    fcg_free(g->ctx, level, (size_t)(k->nnode + 1) * sizeof *level);
-    /* Outputs over the whole space (ROW) store per element; outputs over the reduced space
-     * store once per row. */
-    bool any_full = false;
+    return maxlevel;
+}
+
+static bool full_output(const fcp_kernel *k, const fc_array *o) {
+    return o->ndim == k->ndim && memcmp(o->shape, k->space, (size_t)k->ndim * 8) == 0 &&
+           fcg_ops[o->op].kind != FCG_KIND_REDUCE;
+}
+
+/* Outputs over the reduced space, stored once per output row (flat index `row`). */
+static void reduced_outputs(gen *g, bool skip_full) {
+    const fcp_kernel *k = g->k;
     for (int q = 0; q < k->nout; q++) {
         const fc_array *o = k->outs[q];
-        any_full |= o->ndim == k->ndim && memcmp(o->shape, k->space, (size_t)k->ndim * 8) == 0 &&
-                    k->rmask && fcg_node_numel(o) != 0 && fcg_ops[o->op].kind != FCG_KIND_REDUCE;
-    }
-    if (any_full) {
-        line(g, "for (idx_t e = threadIdx.x; e < L; e += blockDim.x) {");
-        g->indent++;
-        scope_push(g);
-        decode(g, "e", "r", k->ndim, k->space, k->rmask, true, NULL);
-        line(g, "const idx_t i = row * L + e;");
-        for (int q = 0; q < k->nout; q++) {
-            const fc_array *o = k->outs[q];
-            if (!(o->ndim == k->ndim && memcmp(o->shape, k->space, (size_t)k->ndim * 8) == 0) ||
-                fcg_ops[o->op].kind == FCG_KIND_REDUCE)
-                continue;
-            int v = eval(g, o, &sidx);
-            store(g, o, q, v, "i");
-        }
-        scope_pop(g);
-        g->indent--;
-        line(g, "}");
-    }
-    line(g, "if (threadIdx.x == 0) {");
-    g->indent++;
-    scope_push(g);
-    for (int q = 0; q < k->nout; q++) {
-        const fc_array *o = k->outs[q];
-        bool full = o->ndim == k->ndim && memcmp(o->shape, k->space, (size_t)k->ndim * 8) == 0 &&
-                    fcg_ops[o->op].kind != FCG_KIND_REDUCE;
-        if (full && any_full) continue;
-        /* The output's own coordinates from the row number. */
+        if (skip_full && full_output(k, o)) continue;
         char pre[16];
         snprintf(pre, sizeof pre, "q%d_", q);
         decode(g, "row", pre, o->ndim, o->shape, o->ndim ? (uint32_t)((1ull << o->ndim) - 1) : 0, false, o);
@@ -989,12 +1320,596 @@ static void gen_rows(gen *g) {
         int v = eval(g, o, &oidx);
         store(g, o, q, v, "row");
     }
+}
+
+/* The work of one element e of a row kernel's phase: fold the phase's reductions (lv > 0),
+ * or compute and store the outputs over the whole space (lv == 0). */
+static void row_element(gen *g, const ix *sidx, const int *level, int lv, bool vec) {
+    const fcp_kernel *k = g->k;
+    if (lv > 0) {
+        for (int j = 0; j < k->nred; j++) {
+            const fc_array *r = k->reds[j];
+            int pos = pos_of(g, r);
+            if (level[pos] != lv) continue;
+            int v = eval(g, r->in[0], sidx);
+            v = convert(g, v, (fc_dtype)r->in[0]->dtype, (fc_dtype)r->loop_dtype);
+            acc_update(g, r, pos, v, "e");
+        }
+        return;
+    }
+    for (int q = 0; q < k->nout; q++) {
+        const fc_array *o = k->outs[q];
+        if (!full_output(k, o)) continue;
+        int v = eval(g, o, sidx);
+        if (vec) line(g, "fcx_store_%s(&w%d.v[u], v%d);", dt(o->dtype), q, v);
+        else store(g, o, q, v, "i");
+    }
+}
+
+/* A row kernel's loop over this thread's elements [eb, ee) of the current row: while the
+ * row's start is aligned, `vec` elements a step with the buffers read at the flat index
+ * loaded 16 bytes at a time (kept-on-chip rows from shared memory after their first phase),
+ * then the tail element by element. The split of elements between threads is the same in
+ * every phase, so a thread reads back only what it copied into shared memory itself. */
+/* The dtype of kernel position p (a node, or a leaf after the nodes). */
+static fc_dtype pos_dtype(const fcp_kernel *k, int p) {
+    return (fc_dtype)(p < k->nnode ? k->nodes[p]->dtype : k->leaves[p - k->nnode]->dtype);
+}
+
+/* The element's values kept on chip by this phase, stored at the end of its work. */
+static void flush_pending(gen *g, bool vec) {
+    for (int j = 0; j < g->npend; j++) {
+        int p = g->pend[j];
+        const char *T = dt(pos_dtype(g->k, p));
+        if (vec) {
+            g->vfill[p] = true;
+            line(g, "fcx_store_%s(&wc%d.v[u], v%d);", T, p, g->pend_var[j]);
+        } else {
+            line(g, "if (rc) fcx_store_%s(&c%d[e], v%d);", T, p, g->pend_var[j]);
+        }
+    }
+    g->npend = 0;
+}
+
+static void row_loops(gen *g, const ix *sidx, const int *level, int lv, int vec, bool trailing) {
+    const fcp_kernel *k = g->k;
+    int np = k->nnode + k->nleaf;
+    line(g, "{");
+    g->indent++;
+    if (vec > 1 && trailing) {
+        line(g, "const idx_t nv = (base + eb) %% %d == 0 ? (ee - eb) / %d : 0;", vec, vec);
+        line(g, "#pragma unroll 4");
+        line(g, "for (idx_t c = threadIdx.x; c < nv; c += blockDim.x) {");
+        g->indent++;
+        line(g, "const idx_t e0 = eb + c * %d;", vec);
+        /* The step's body first, to learn which buffers and kept values it reads from
+         * vectors and which kept values it stores. */
+        fcg_sb head = g->body;
+        memset(&g->body, 0, sizeof g->body);
+        g->body.ctx = g->ctx;
+        memset(g->vec_used, 0, (size_t)(k->nleaf + 1) * sizeof *g->vec_used);
+        memset(g->vfill, 0, (size_t)(np + 1) * sizeof *g->vfill);
+        memset(g->vread, 0, (size_t)(np + 1) * sizeof *g->vread);
+        g->vec = vec;
+        g->batch = vec;
+        g->npend = 0;
+        line(g, "#pragma unroll");
+        line(g, "for (int u = 0; u < %d; u++) {", vec);
+        g->indent++;
+        scope_push(g);
+        line(g, "const idx_t e = e0 + u;");
+        decode(g, "e", "r", k->ndim, k->space, k->rmask, true, NULL);
+        row_element(g, sidx, level, lv, true);
+        flush_pending(g, true);
+        scope_pop(g);
+        g->indent--;
+        line(g, "}");
+        g->vec = 0;
+        g->batch = 0;
+        fcg_sb body = g->body;
+        g->body = head;
+        for (int li = 0; li < k->nleaf; li++) {
+            if (!g->vec_used[li]) continue;
+            int p = k->nnode + li;
+            const char *T = dt(k->leaves[li]->dtype);
+            const char *glob = str(g, "((const fcx_vec<fcx_t_%s, %d> *)p.ptr[%d])[(base + e0) / %d]", T,
+                                   vec, li, vec);
+            bool live = g->phase <= 0 || g->phase >= 64 || (g->phases[p] & (1ull << g->phase));
+            if (!live) { /* read only to recompute kept values, when the rows are not on chip */
+                line(g, "fcx_vec<fcx_t_%s, %d> l%d;", T, vec, li);
+                line(g, "if (!rc) l%d = %s;", li, glob);
+            } else if (g->fill[p] > 0 && g->phase > g->fill[p]) {
+                line(g, "const fcx_vec<fcx_t_%s, %d> l%d = rc ? ((const fcx_vec<fcx_t_%s, %d> *)c%d)[e0 / %d] "
+                        ": %s;", T, vec, li, T, vec, p, vec, glob);
+            } else {
+                line(g, "const fcx_vec<fcx_t_%s, %d> l%d = %s;", T, vec, li, glob);
+            }
+        }
+        for (int p = 0; p < k->nnode; p++) {
+            const char *T = dt(pos_dtype(k, p));
+            if (g->vread[p]) {
+                line(g, "fcx_vec<fcx_t_%s, %d> cv%d;", T, vec, p);
+                line(g, "if (rc) cv%d = ((const fcx_vec<fcx_t_%s, %d> *)c%d)[e0 / %d];", p, T, vec, p, vec);
+            }
+            if (g->vfill[p]) line(g, "fcx_vec<fcx_t_%s, %d> wc%d;", T, vec, p);
+        }
+        if (lv == 0)
+            for (int q = 0; q < k->nout; q++)
+                if (full_output(k, k->outs[q])) line(g, "fcx_vec<fcx_t_%s, %d> w%d;", dt(k->outs[q]->dtype), vec, q);
+        for (int j = 0; j < k->nred && lv > 0; j++) {
+            int pos = pos_of(g, k->reds[j]);
+            if (level[pos] == lv) welford_batch_decl(g, k->reds[j], pos, vec);
+        }
+        if (body.s) fcg_sb_puts(&g->body, body.s);
+        if (body.failed) g->body.failed = true;
+        fcg_sb_free(&body);
+        for (int j = 0; j < k->nred && lv > 0; j++) {
+            int pos = pos_of(g, k->reds[j]);
+            if (level[pos] == lv) welford_batch(g, k->reds[j], pos, vec);
+        }
+        /* Kept values stored after every read of this step (slots may be shared). */
+        for (int li = 0; li < k->nleaf; li++) {
+            int p = k->nnode + li;
+            if (g->vec_used[li] && g->fill[p] == g->phase && g->phase > 0)
+                line(g, "if (rc) ((fcx_vec<fcx_t_%s, %d> *)c%d)[e0 / %d] = l%d;", dt(k->leaves[li]->dtype),
+                     vec, p, vec, li);
+        }
+        for (int p = 0; p < k->nnode; p++)
+            if (g->vfill[p])
+                line(g, "if (rc) ((fcx_vec<fcx_t_%s, %d> *)c%d)[e0 / %d] = wc%d;", dt(pos_dtype(k, p)), vec,
+                     p, vec, p);
+        if (lv == 0)
+            for (int q = 0; q < k->nout; q++)
+                if (full_output(k, k->outs[q]))
+                    line(g, "((fcx_vec<fcx_t_%s, %d> *)p.ptr[%d])[(base + e0) / %d] = w%d;",
+                         dt(k->outs[q]->dtype), vec, k->nleaf + q, vec, q);
+        g->indent--;
+        line(g, "}");
+        line(g, "const idx_t es = eb + nv * %d;", vec);
+    } else {
+        line(g, "const idx_t es = eb;");
+    }
+    line(g, "for (idx_t e = es + threadIdx.x; e < ee; e += blockDim.x) {");
+    g->indent++;
+    scope_push(g);
+    g->npend = 0;
+    decode(g, "e", "r", k->ndim, k->space, k->rmask, true, NULL);
+    if (trailing) line(g, "const idx_t i = base + e;");
+    row_element(g, sidx, level, lv, false);
+    flush_pending(g, false);
     scope_pop(g);
     g->indent--;
     line(g, "}");
-    line(g, "__syncthreads();");
     g->indent--;
     line(g, "}");
+}
+
+/* Elements per 16-byte access along a row: by the widest buffer of the space's shape (those
+ * read at the flat index) and output stored over the whole space; 1 when none is narrower
+ * than 16 bytes. */
+static int row_vec_width(const fcp_kernel *k) {
+    size_t widest = 0;
+    for (int q = 0; q < k->nleaf; q++) {
+        const fc_array *a = k->leaves[q];
+        if (a->ndim == k->ndim && memcmp(a->shape, k->space, (size_t)k->ndim * 8) == 0 &&
+            fc_dtype_size((fc_dtype)a->dtype) > widest)
+            widest = fc_dtype_size((fc_dtype)a->dtype);
+    }
+    for (int q = 0; q < k->nout; q++)
+        if (full_output(k, k->outs[q]) && fc_dtype_size((fc_dtype)k->outs[q]->dtype) > widest)
+            widest = fc_dtype_size((fc_dtype)k->outs[q]->dtype);
+    if (widest == 0 || widest >= 16) return 1;
+    int v = (int)(16 / widest);
+    return v > 8 ? 8 : v;
+}
+
+/* How the axes of a reduce kernel's space fall: reduced axes innermost (rows), or the
+ * innermost axis kept (columns; extent-1 axes count as neither). */
+static bool innermost_kept(const fcp_kernel *k) {
+    for (int d = k->ndim - 1; d >= 0; d--) {
+        if (k->space[d] == 1) continue;
+        return !(k->rmask & (1u << d));
+    }
+    return false;
+}
+
+/* Column kernels: the kept axes after the last reduced (non-unit) axis are the inner ones. */
+static int last_reduced_axis(const fcp_kernel *k) {
+    int last = -1;
+    for (int d = 0; d < k->ndim; d++)
+        if ((k->rmask & (1u << d)) && k->space[d] != 1) last = d;
+    return last;
+}
+
+static fcx_strategy strategy_of(const fcp_kernel *k) {
+    if (k->kind == FCP_KERNEL_EW) return FCX_STRATEGY_EW;
+    if (k->kind == FCP_KERNEL_REDUCE && innermost_kept(k) && last_reduced_axis(k) >= 0)
+        return FCX_STRATEGY_BLOCK_COL;
+    return FCX_STRATEGY_BLOCK_ROW;
+}
+
+/* Product of the space's extents over the axes in mask, as an expression. */
+static const char *extent_product(gen *g, uint32_t mask) {
+    const fcp_kernel *k = g->k;
+    char buf[512];
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int d = 0; d < k->ndim && len < sizeof buf; d++)
+        if (mask & (1u << d))
+            len += (size_t)snprintf(buf + len, sizeof buf - len, "%s(idx_t)%s", len ? " * " : "",
+                                    ival(g, FCX_SLOT_SPACE_EXTENT, NULL, d));
+    if (len >= sizeof buf) fail(g, FC_ERR_UNSUPPORTED, "codegen: an extent product is too long");
+    return len ? str(g, "%s", buf) : "1";
+}
+
+static void collect_level(gen *g, const int *level, int lv, int *pos, int *n) {
+    *n = 0;
+    for (int j = 0; j < g->k->nred; j++) {
+        int p = pos_of(g, g->k->reds[j]);
+        if (level[p] == lv) pos[(*n)++] = p;
+    }
+}
+
+/* Reduce and row kernels with the reduced axes innermost: a block per output row, or per
+ * piece of a long row (reduce kernels). `level` has the reductions' phases. */
+static void gen_rows_body(gen *g, const int *level, int maxlevel, int *pos) {
+    const fcp_kernel *k = g->k;
+    bool row_kind = k->kind == FCP_KERNEL_ROW;
+    uint32_t all = k->ndim ? (uint32_t)((1ull << k->ndim) - 1) : 0;
+    int first_red = 0;
+    while (first_red < k->ndim && !(k->rmask & (1u << first_red))) first_red++;
+    /* With the reduced axes trailing, element e of row `row` sits at flat row * L + e, so
+     * same-shape buffers load without index arithmetic. */
+    bool trailing = k->ndim && k->rmask == (uint32_t)(all & ~((1ull << first_red) - 1));
+    int vec = trailing ? row_vec_width(k) : 1;
+    ix sidx;
+    sidx.nd = k->ndim;
+    sidx.identity = trailing;
+    for (int d = 0; d < k->ndim; d++) sidx.e[d] = str(g, "%s%d", k->rmask & (1u << d) ? "r" : "o", d);
+    if (row_kind) {
+        line(g, "for (idx_t row = blockIdx.x; row < M; row += gridDim.x) {");
+    } else {
+        line(g, "idx_t S, CH; /* pieces per row and their length: from the shape alone */");
+        line(g, "fcx_split((long long)M, (long long)L, (long long)M * %d, false, &S, &CH);", g->part_bytes);
+        line(g, "for (idx_t w = blockIdx.x; w < M * S; w += gridDim.x) {");
+    }
+    g->indent++;
+    if (!row_kind) {
+        line(g, "const idx_t row = w / S, sp = w - row * S;");
+        line(g, "const idx_t eb = sp * CH, ee = eb + CH < L ? eb + CH : L;");
+    } else {
+        line(g, "const idx_t eb = 0, ee = L;");
+    }
+    decode(g, "row", "o", k->ndim, k->space, ~k->rmask & all, true, NULL);
+    if (trailing) line(g, "const idx_t base = row * L;");
+    for (int lv = 1; lv <= maxlevel; lv++) {
+        int n;
+        collect_level(g, level, lv, pos, &n);
+        for (int j = 0; j < n; j++) acc_init(g, k->nodes[pos[j]], pos[j]);
+        g->phase = row_kind ? lv : 0;
+        row_loops(g, &sidx, level, lv, vec, trailing);
+        g->phase = 0;
+        block_reduce_rows(g, pos, n);
+        if (!row_kind) {
+            line(g, "if (S > 1) { /* a piece of a split row: the last block combines the partials */");
+            g->indent++;
+            scratch_pointers(g, pos, n, "M", "M * S");
+            split_arrive(g, pos, n, "threadIdx.x == 0", "row * S + sp", "row", "row", "true",
+                         "threadIdx.x", "blockDim.x");
+            block_reduce_rows(g, pos, n);
+            line(g, "if (threadIdx.x == 0) fcx_cnt[row] = 0; /* the scratch is zero again */");
+            g->indent--;
+            line(g, "}");
+        }
+        for (int j = 0; j < n; j++) g->red_var[pos[j]] = acc_finish(g, k->nodes[pos[j]], pos[j], "L");
+    }
+    /* Row kernels store their outputs over the whole space per element; reduce kernels (whose
+     * outputs may have the space's shape only when the reduced extents are 1) once per row. */
+    bool any_full = false;
+    for (int q = 0; q < k->nout && row_kind; q++)
+        any_full |= full_output(k, k->outs[q]) && k->rmask && fcg_node_numel(k->outs[q]) != 0;
+    if (any_full) {
+        g->phase = maxlevel + 1;
+        row_loops(g, &sidx, level, 0, vec, trailing);
+        g->phase = 0;
+    }
+    line(g, "if (threadIdx.x == 0) {");
+    g->indent++;
+    scope_push(g);
+    reduced_outputs(g, any_full);
+    scope_pop(g);
+    g->indent--;
+    line(g, "}");
+    /* Rows kept on chip: the next row may give an element another thread (its alignment
+     * differs), which must not overwrite the copy before this row's last phase read it. */
+    bool cached = false;
+    for (int p = 0; p < k->nnode + k->nleaf; p++) cached |= g->fill[p] > 0;
+    if (cached) line(g, "if (rc) __syncthreads();");
+    g->indent--;
+    line(g, "}");
+}
+
+/* Bytes of one partial result of all the kernel's reductions (a piece of every item). */
+static int partial_bytes(gen *g) {
+    int b = 0;
+    for (int j = 0; j < g->k->nred; j++) b += lane_bytes(g, g->k->reds[j]);
+    return b;
+}
+
+/* One dry run of a row kernel's body: records the phases that evaluate each value at the flat
+ * index (g->phases) under the current choice of kept values, leaving the rest as it was. */
+static void dry_run(gen *g, const int *level, int maxlevel, int *pos) {
+    const fcp_kernel *k = g->k;
+    int np = k->nnode + k->nleaf;
+    fcg_sb head = g->body;
+    memset(&g->body, 0, sizeof g->body);
+    g->body.ctx = g->ctx;
+    int nvar = g->nvar;
+    size_t nmemo = g->nmemo;
+    memset(g->phases, 0, (size_t)(np + 1) * sizeof *g->phases);
+    gen_rows_body(g, level, maxlevel, pos);
+    fcg_sb_free(&g->body);
+    g->body = head;
+    g->nvar = nvar;
+    g->nmemo = nmemo;
+    for (int i = 0; i < k->nnode; i++) g->red_var[i] = -1;
+}
+
+static bool several(uint64_t ph) { return ph && (ph & (ph - 1)); }
+
+/* Worth keeping on chip: evaluated at the flat index in several phases, not kept yet, not a
+ * reduction; computed values only when allowed and no wider than the vector steps allow. */
+static bool keep_candidate(gen *g, int p, bool nodes, int vec) {
+    const fcp_kernel *k = g->k;
+    if (g->fill[p] || !several(g->phases[p])) return false;
+    if (p >= k->nnode) return true;
+    if (!nodes || fcg_ops[k->nodes[p]->op].kind == FCG_KIND_REDUCE) return false;
+    return vec <= 1 || (int)fc_dtype_size(pos_dtype(k, p)) * vec <= 16;
+}
+
+/* Gives each kept value a shared-memory slot, in phase order; a slot is free again in the
+ * phase its last reader runs (an element's stores follow its reads). Returns the bytes per
+ * row element of all slots; the slots' element sizes go to slot_bytes. */
+static int assign_slots(gen *g, int *slot_bytes, int *free_after, int *nslot) {
+    const fcp_kernel *k = g->k;
+    int np = k->nnode + k->nleaf, n = 0;
+    for (int phase = 1; phase < 64; phase++)
+        for (int p = 0; p < np; p++) {
+            if (g->fill[p] != phase) continue;
+            int size = (int)fc_dtype_size(pos_dtype(k, p)), last = 63;
+            while (last > 0 && !(g->phases[p] & (1ull << last))) last--;
+            int best = -1;
+            for (int sl = 0; sl < n; sl++)
+                if (free_after[sl] <= phase && (best < 0 || (slot_bytes[sl] >= size) > (slot_bytes[best] >= size)))
+                    best = sl;
+            if (best < 0) {
+                best = n++;
+                slot_bytes[best] = size;
+            } else if (slot_bytes[best] < size) {
+                slot_bytes[best] = size;
+            }
+            g->slot[p] = best;
+            free_after[best] = last;
+        }
+    *nslot = n;
+    int bytes = 0;
+    for (int sl = 0; sl < n; sl++) bytes += slot_bytes[sl];
+    return bytes;
+}
+
+/* Row kernels keep values that several phases need at the flat index in shared memory: the
+ * rows they read (each is read from global memory once) and, where it saves recomputing,
+ * values computed from them (softmax's exp(x - max)). Dry runs find them: each round keeps
+ * the outermost values still needed in several phases, until none is; slots are shared
+ * between values whose lifetimes (phases) do not overlap. Computed values are kept only if
+ * all this takes no more shared memory than the rows of the kernel's inputs, which fusion
+ * budgeted (FCP_ROW_MAX_BYTES). */
+static void choose_kept(gen *g, const int *level, int maxlevel, int *pos, int vec) {
+    const fcp_kernel *k = g->k;
+    int np = k->nnode + k->nleaf;
+    int budget = 0;
+    for (int li = 0; li < k->nleaf; li++) {
+        const fc_array *a = k->leaves[li];
+        if (a->ndim == k->ndim && memcmp(a->shape, k->space, (size_t)k->ndim * 8) == 0)
+            budget += (int)fc_dtype_size((fc_dtype)a->dtype);
+    }
+    int *slot_bytes = fcg_calloc(g->ctx, (size_t)(np + 1) * sizeof *slot_bytes);
+    int *free_after = fcg_calloc(g->ctx, (size_t)(np + 1) * sizeof *free_after);
+    if (!slot_bytes || !free_after) {
+        fcg_free(g->ctx, slot_bytes, (size_t)(np + 1) * sizeof *slot_bytes);
+        fcg_free(g->ctx, free_after, (size_t)(np + 1) * sizeof *free_after);
+        fail(g, FC_ERR_NOMEM, "codegen: out of memory");
+        return;
+    }
+    int nslot = 0;
+    for (int attempt = 0; attempt < 2 && g->err == FC_OK; attempt++) {
+        bool nodes = attempt == 0;
+        memset(g->fill, 0, (size_t)(np + 1) * sizeof *g->fill);
+        for (int round = 0; round < 32; round++) {
+            dry_run(g, level, maxlevel, pos);
+            bool added = false;
+            for (int p = 0; p < np; p++) {
+                if (!keep_candidate(g, p, nodes, vec)) continue;
+                const fc_array *a = p < k->nnode ? k->nodes[p] : k->leaves[p - k->nnode];
+                bool outermost = true;
+                for (int q = 0; q < k->nnode && outermost; q++)
+                    for (int c = 0; c < k->nodes[q]->nin; c++)
+                        if (k->nodes[q]->in[c] == a && keep_candidate(g, q, nodes, vec)) outermost = false;
+                if (!outermost) continue;
+                int first = 1;
+                while (!(g->phases[p] & (1ull << first))) first++;
+                g->fill[p] = first;
+                added = true;
+            }
+            if (!added) break;
+        }
+        if (assign_slots(g, slot_bytes, free_after, &nslot) <= budget) break;
+    }
+    if (g->err == FC_OK && nslot > 0 && nslot <= np) {
+        line(g, "FCX_DSMEM(fcx_dsm); /* rows and values kept on chip */");
+        line(g, "size_t fcx_co = 0;");
+        for (int sl = 0; sl < nslot; sl++) {
+            line(g, "unsigned char *const fcx_s%d = fcx_dsm + fcx_co;", sl);
+            line(g, "fcx_co += fcx_align16((size_t)L * %d);", slot_bytes[sl]);
+            g->slot_size[size_class(slot_bytes[sl])]++;
+        }
+        for (int p = 0; p < np; p++)
+            if (g->fill[p])
+                line(g, "fcx_t_%s *const c%d = (fcx_t_%s *)fcx_s%d;", dt(pos_dtype(k, p)), p,
+                     dt(pos_dtype(k, p)), g->slot[p]);
+        line(g, "const bool rc = fcx_dsmem_size() >= fcx_co;");
+    } else {
+        memset(g->fill, 0, (size_t)(np + 1) * sizeof *g->fill);
+    }
+    fcg_free(g->ctx, slot_bytes, (size_t)(np + 1) * sizeof *slot_bytes);
+    fcg_free(g->ctx, free_after, (size_t)(np + 1) * sizeof *free_after);
+}
+
+static void gen_rows(gen *g) {
+    const fcp_kernel *k = g->k;
+    uint32_t all = k->ndim ? (uint32_t)((1ull << k->ndim) - 1) : 0;
+    line(g, "const idx_t M = %s;", extent_product(g, ~k->rmask & all));
+    line(g, "const idx_t L = %s;", extent_product(g, k->rmask & all));
+    line(g, "const int lane = (int)(threadIdx.x %% FCX_WARP), wid = (int)(threadIdx.x / FCX_WARP), "
+            "nw = (int)(blockDim.x / FCX_WARP);");
+    if (k->kind != FCP_KERNEL_ROW) line(g, "__shared__ bool fcx_last;");
+    int *level = fcg_calloc(g->ctx, (size_t)(k->nnode + 1) * sizeof *level);
+    int *pos = fcg_calloc(g->ctx, (size_t)(k->nred + 1) * sizeof *pos);
+    if (!level || !pos) {
+        fcg_free(g->ctx, level, (size_t)(k->nnode + 1) * sizeof *level);
+        fcg_free(g->ctx, pos, (size_t)(k->nred + 1) * sizeof *pos);
+        fail(g, FC_ERR_NOMEM, "codegen: out of memory");
+        return;
+    }
+    int maxlevel = reduction_levels(g, level);
+    g->part_bytes = partial_bytes(g);
+    if (k->kind == FCP_KERNEL_ROW && maxlevel >= 1) choose_kept(g, level, maxlevel, pos, row_vec_width(k));
+    gen_rows_body(g, level, maxlevel, pos);
+    fcg_free(g->ctx, level, (size_t)(k->nnode + 1) * sizeof *level);
+    fcg_free(g->ctx, pos, (size_t)(k->nred + 1) * sizeof *pos);
+}
+
+/* Reduce kernels whose innermost axis is kept (column reductions such as mean(x, 0)): the
+ * kept axes split into outer ones (before the last reduced axis, flat index o < O) and inner
+ * ones (after it, c < C). A block takes a tile of FCX_WARP adjacent inner columns, one per
+ * lane, and a piece of the reduced range; its warps take every nw-th element of the piece,
+ * COL_BATCH at a time, so a warp's loads are one contiguous run per element and several are
+ * in flight. Warps combine in order through shared memory; pieces through the scratch buffer. */
+#define COL_BATCH 8 /* elements (rows) a thread loads before it folds them: loads in flight */
+
+static void gen_cols(gen *g) {
+    const fcp_kernel *k = g->k;
+    uint32_t all = k->ndim ? (uint32_t)((1ull << k->ndim) - 1) : 0;
+    int last = last_reduced_axis(k);
+    uint32_t inner = 0, outer = 0;
+    for (int d = 0; d < k->ndim; d++)
+        if (!(k->rmask & (1u << d))) {
+            if (d > last) inner |= 1u << d;
+            else outer |= 1u << d;
+        }
+    /* Flat index (o * L + e) * C + c when the non-unit axes run outer, reduced, inner. */
+    bool contig = true;
+    int state = 0;
+    for (int d = 0; d < k->ndim; d++) {
+        if (k->space[d] == 1) continue;
+        int cat = (k->rmask & (1u << d)) ? 1 : (inner & (1u << d)) ? 2 : 0;
+        if (cat < state) contig = false;
+        state = cat;
+    }
+    int *level = fcg_calloc(g->ctx, (size_t)(k->nnode + 1) * sizeof *level);
+    int *pos = fcg_calloc(g->ctx, (size_t)(k->nred + 1) * sizeof *pos);
+    if (!level || !pos) {
+        fcg_free(g->ctx, level, (size_t)(k->nnode + 1) * sizeof *level);
+        fcg_free(g->ctx, pos, (size_t)(k->nred + 1) * sizeof *pos);
+        fail(g, FC_ERR_NOMEM, "codegen: out of memory");
+        return;
+    }
+    reduction_levels(g, level);
+    int n;
+    collect_level(g, level, 1, pos, &n);
+    g->part_bytes = partial_bytes(g);
+    line(g, "const idx_t O = %s;", extent_product(g, outer));
+    line(g, "const idx_t C = %s;", extent_product(g, inner));
+    line(g, "const idx_t L = %s;", extent_product(g, k->rmask & all));
+    line(g, "const idx_t T = (C + FCX_WARP - 1) / FCX_WARP; /* column tiles */");
+    line(g, "const int lane = (int)(threadIdx.x %% FCX_WARP), wid = (int)(threadIdx.x / FCX_WARP), "
+            "nw = (int)(blockDim.x / FCX_WARP);");
+    line(g, "__shared__ bool fcx_last;");
+    line(g, "idx_t S, CH; /* pieces of the reduced range and their length: from the shape alone */");
+    line(g, "fcx_split((long long)O * T, (long long)L, (long long)O * C * %d, true, &S, &CH);",
+         g->part_bytes);
+    line(g, "for (idx_t w = blockIdx.x; w < O * T * S; w += gridDim.x) {");
+    g->indent++;
+    /* Consecutive work items take adjacent tiles of the same rows: blocks running together
+     * read whole rows, which DRAM serves best. */
+    line(g, "const idx_t sp = w / (O * T), ot = w - sp * (O * T), o = ot / T, tile = ot - o * T;");
+    line(g, "const idx_t c = tile * FCX_WARP + lane;");
+    line(g, "const bool act = c < C;");
+    line(g, "const idx_t row = o * C + c;");
+    line(g, "const idx_t eb = sp * CH, ee = eb + CH < L ? eb + CH : L;");
+    decode(g, "o", "o", k->ndim, k->space, outer, true, NULL);
+    decode(g, "c", "k", k->ndim, k->space, inner, true, NULL);
+    ix sidx;
+    sidx.nd = k->ndim;
+    sidx.identity = contig;
+    for (int d = 0; d < k->ndim; d++)
+        sidx.e[d] = str(g, "%s%d", k->rmask & (1u << d) ? "r" : (inner & (1u << d)) ? "k" : "o", d);
+    for (int j = 0; j < n; j++) acc_init(g, k->nodes[pos[j]], pos[j]);
+    line(g, "if (act) {");
+    g->indent++;
+    line(g, "idx_t e4 = eb + wid;");
+    line(g, "for (; e4 + %d * nw < ee; e4 += %d * nw) {", COL_BATCH - 1, COL_BATCH);
+    g->indent++;
+    for (int j = 0; j < n; j++) welford_batch_decl(g, k->nodes[pos[j]], pos[j], COL_BATCH);
+    g->batch = COL_BATCH;
+    line(g, "#pragma unroll");
+    line(g, "for (int u = 0; u < %d; u++) {", COL_BATCH);
+    g->indent++;
+    scope_push(g);
+    line(g, "const idx_t e = e4 + u * nw;");
+    decode(g, "e", "r", k->ndim, k->space, k->rmask, true, NULL);
+    if (contig) line(g, "const idx_t i = (o * L + e) * C + c;");
+    row_element(g, &sidx, level, 1, false);
+    scope_pop(g);
+    g->indent--;
+    line(g, "}");
+    g->batch = 0;
+    for (int j = 0; j < n; j++) welford_batch(g, k->nodes[pos[j]], pos[j], COL_BATCH);
+    g->indent--;
+    line(g, "}");
+    line(g, "for (; e4 < ee; e4 += nw) {");
+    g->indent++;
+    scope_push(g);
+    line(g, "const idx_t e = e4;");
+    decode(g, "e", "r", k->ndim, k->space, k->rmask, true, NULL);
+    if (contig) line(g, "const idx_t i = (o * L + e) * C + c;");
+    row_element(g, &sidx, level, 1, false);
+    scope_pop(g);
+    g->indent--;
+    line(g, "}");
+    g->indent--;
+    line(g, "}");
+    block_reduce_cols(g, pos, n);
+    line(g, "if (S > 1) { /* a piece of split columns: the last block combines the partials */");
+    g->indent++;
+    scratch_pointers(g, pos, n, "O * T", "O * C * S");
+    split_arrive(g, pos, n, "wid == 0 && act", "row * S + sp", "ot", "row", "act", "wid", "nw");
+    block_reduce_cols(g, pos, n);
+    line(g, "if (threadIdx.x == 0) fcx_cnt[ot] = 0; /* the scratch is zero again */");
+    g->indent--;
+    line(g, "}");
+    line(g, "if (wid == 0 && act) {");
+    g->indent++;
+    scope_push(g);
+    for (int j = 0; j < n; j++) g->red_var[pos[j]] = acc_finish(g, k->nodes[pos[j]], pos[j], "L");
+    reduced_outputs(g, false);
+    scope_pop(g);
+    g->indent--;
+    line(g, "}");
+    g->indent--;
+    line(g, "}");
+    fcg_free(g->ctx, level, (size_t)(k->nnode + 1) * sizeof *level);
+    fcg_free(g->ctx, pos, (size_t)(k->nred + 1) * sizeof *pos);
 }
 
 /* ---- the whole kernel ------------------------------------------------------------------- */
@@ -1010,11 +1925,146 @@ static bool needs_idx64(const fcp_kernel *k) {
     return most >= 0x1p30;
 }
 
+/* ---- launch geometry ---------------------------------------------------------------------- */
+
+const fcx_tuning fcx_default_tuning = {32, 1024, 8192, 1024, 64, 1048576};
+
+/* Static plus dynamic shared memory a block may use without the kernel opting in to more. */
+#define SMEM_DEFAULT_LIMIT 49152
+
+void fcx_split_plan(const fcx_tuning *t, long long items, long long len, long long part_bytes,
+                    bool cols, long long *S, long long *CH) {
+    /* The device prelude's fcx_split, step for step. */
+    long long minc = cols ? t->split_min_chunk / t->warp : t->split_min_chunk;
+    if (minc < 1) minc = 1;
+    long long s = 1;
+    if (items > 0 && items < t->split_target && len / minc > 1) {
+        s = len / minc;
+        long long want = (t->split_target + items - 1) / items;
+        if (s > want) s = want;
+        if (s > t->split_max) s = t->split_max;
+        long long cap = t->scratch_cap / (part_bytes > 0 ? part_bytes : 1);
+        if (s > cap) s = cap;
+        if (s < 1) s = 1;
+    }
+    long long ch = (len + s - 1) / s;
+    ch = (ch + t->split_align - 1) / t->split_align * t->split_align;
+    if (ch < 1) ch = 1;
+    s = len > 0 ? (len + ch - 1) / ch : 1;
+    *S = s;
+    *CH = ch;
+}
+
+static long long space_product(const fcp_kernel *k, uint32_t mask) {
+    long long n = 1;
+    for (int d = 0; d < k->ndim; d++)
+        if (mask & (1u << d)) n *= k->space[d];
+    return n;
+}
+
+static size_t align16(size_t n) { return (n + 15) / 16 * 16; }
+
+/* Bytes of the scratch arrays of npart partial results (one array per accumulator field). */
+static size_t fields_scratch(const fcx_kernel_src *src, long long npart) {
+    size_t b = 0;
+    for (int c = 0; c < FCX_NSIZES; c++) b += (size_t)src->fields[c] * align16((size_t)npart << c);
+    return b;
+}
+
+static long long part_size(const fcx_kernel_src *src) {
+    long long b = 0;
+    for (int c = 0; c < FCX_NSIZES; c++) b += (long long)src->fields[c] << c;
+    return b;
+}
+
+size_t fcx_dynamic_smem(const fcp_kernel *k, const fcx_kernel_src *src) {
+    if (k->kind != FCP_KERNEL_ROW || src->strategy != FCX_STRATEGY_BLOCK_ROW) return 0;
+    uint32_t all = k->ndim ? (uint32_t)((1ull << k->ndim) - 1) : 0;
+    size_t L = (size_t)space_product(k, k->rmask & all), b = 0;
+    for (int c = 0; c < FCX_NSIZES; c++) b += (size_t)src->cached[c] * align16(L << c);
+    /* Too big for a launch without opting in: the kernel then reads the rows from global
+     * memory in every phase (it checks the size it got). Fusion keeps rows smaller. */
+    if (b == 0 || b + src->static_smem > SMEM_DEFAULT_LIMIT) return 0;
+    return b;
+}
+
+void fcx_launch_config_tuned(const fcp_kernel *k, const fcx_kernel_src *src, int sm_count,
+                             int blocks_per_sm, const fcx_tuning *t, fcx_launch *out) {
+    memset(out, 0, sizeof *out);
+    long long sms = sm_count > 0 ? sm_count : 1, per = blocks_per_sm > 0 ? blocks_per_sm : 1;
+    uint32_t all = k->ndim ? (uint32_t)((1ull << k->ndim) - 1) : 0;
+    long long items, S = 1, CH = 0, resident = sms * per;
+    out->block = (unsigned)src->block;
+    if (src->strategy == FCX_STRATEGY_EW) {
+        /* Enough blocks to fill the GPU at the kernel's occupancy; the kernels stride. */
+        items = (long long)((fcg_numel(k->ndim, k->space) + (size_t)src->block - 1) / (size_t)src->block);
+    } else if (src->strategy == FCX_STRATEGY_BLOCK_COL) {
+        int last = -1;
+        for (int d = 0; d < k->ndim; d++)
+            if ((k->rmask & (1u << d)) && k->space[d] != 1) last = d;
+        uint32_t inner = 0;
+        for (int d = last + 1; d < k->ndim; d++)
+            if (!(k->rmask & (1u << d))) inner |= 1u << d;
+        long long O = space_product(k, ~k->rmask & ~inner & all), C = space_product(k, inner);
+        long long L = space_product(k, k->rmask & all), T = (C + t->warp - 1) / t->warp;
+        fcx_split_plan(t, O * T, L, O * C * part_size(src), true, &S, &CH);
+        items = O * T * S;
+        if (S > 1) out->scratch_bytes = align16((size_t)(O * T) * 4) + fields_scratch(src, O * C * S);
+    } else {
+        long long M = space_product(k, ~k->rmask & all), L = space_product(k, k->rmask & all);
+        if (src->splits) fcx_split_plan(t, M, L, M * part_size(src), false, &S, &CH);
+        long long len = S > 1 ? CH : L;
+        /* About four 16-byte steps per thread (eight for row kernels, whose rows take shared
+         * memory: smaller blocks put more rows in flight per multiprocessor), in 32 .. block
+         * threads. */
+        long long steps = k->kind == FCP_KERNEL_ROW ? 8 : 4;
+        long long want = (len + steps * src->vec - 1) / (steps * src->vec);
+        unsigned b = 32;
+        while ((long long)b < want && b < (unsigned)src->block) b *= 2;
+        out->block = b;
+        /* blocks_per_sm counts blocks of src->block threads: smaller ones fit more. */
+        resident = sms * per * (src->block / (int)b);
+        items = M * S;
+        if (S > 1) out->scratch_bytes = align16((size_t)M * 4) + fields_scratch(src, M * S);
+        out->smem_bytes = fcx_dynamic_smem(k, src);
+    }
+    /* Elementwise kernels: a grid that fills the device once, striding over the rest. Reduce
+     * and row kernels: a block per work item (up to 16 resident grids' worth), so the hardware
+     * hands out rows as blocks finish and no partial last wave of long-lived blocks trails. */
+    if (src->strategy != FCX_STRATEGY_EW) resident *= 16;
+    out->grid = (unsigned)(items < resident ? items : resident);
+}
+
+void fcx_launch_config(const fcp_kernel *k, const fcx_kernel_src *src, int sm_count,
+                       int blocks_per_sm, fcx_launch *out) {
+    fcx_launch_config_tuned(k, src, sm_count, blocks_per_sm, &fcx_default_tuning, out);
+}
+
 void fcx_kernel_src_free(fc_ctx *ctx, fcx_kernel_src *s) {
     fcg_strfree(ctx, s->src);
     fcg_free(ctx, s->islots, (size_t)s->nint * sizeof *s->islots);
     fcg_free(ctx, s->fslots, (size_t)s->nflt * sizeof *s->fslots);
     memset(s, 0, sizeof *s);
+}
+
+/* The generator's per-position arrays (NULL ones are fine). */
+static void gen_free_arrays(gen *g) {
+    const fcp_kernel *k = g->k;
+    size_t nl = (size_t)k->nleaf + 1, npos = (size_t)k->nnode + (size_t)k->nleaf + 1;
+    fcg_free(g->ctx, g->red_var, (size_t)(k->nnode + 1) * sizeof *g->red_var);
+    fcg_free(g->ctx, g->vec_used, nl * sizeof *g->vec_used);
+    fcg_free(g->ctx, g->flat_used, nl * sizeof *g->flat_used);
+    fcg_free(g->ctx, g->phases, npos * sizeof *g->phases);
+    fcg_free(g->ctx, g->fill, npos * sizeof *g->fill);
+    fcg_free(g->ctx, g->slot, npos * sizeof *g->slot);
+    fcg_free(g->ctx, g->vfill, npos * sizeof *g->vfill);
+    fcg_free(g->ctx, g->vread, npos * sizeof *g->vread);
+    fcg_free(g->ctx, g->pend, npos * sizeof *g->pend);
+    fcg_free(g->ctx, g->pend_var, npos * sizeof *g->pend_var);
+    g->red_var = NULL;
+    g->vec_used = g->flat_used = g->vfill = g->vread = NULL;
+    g->phases = NULL;
+    g->fill = g->slot = g->pend = g->pend_var = NULL;
 }
 
 fc_status fcx_generate(fc_ctx *ctx, const fcp_kernel *k, fcx_kernel_src *out) {
@@ -1041,19 +2091,51 @@ fc_status fcx_generate_named(fc_ctx *ctx, const fcp_kernel *k, const char *name,
         k->leaves[i]->visit = g.epoch;
         k->leaves[i]->order = k->nnode + i;
     }
+    size_t nl = (size_t)k->nleaf + 1, npos = (size_t)k->nnode + (size_t)k->nleaf + 1;
     g.red_var = fcg_malloc(ctx, (size_t)(k->nnode + 1) * sizeof *g.red_var);
-    if (!g.red_var) return fcg_error(ctx, FC_ERR_NOMEM, "codegen: out of memory");
+    g.vec_used = fcg_calloc(ctx, nl * sizeof *g.vec_used);
+    g.flat_used = fcg_calloc(ctx, nl * sizeof *g.flat_used);
+    g.phases = fcg_calloc(ctx, npos * sizeof *g.phases);
+    g.fill = fcg_calloc(ctx, npos * sizeof *g.fill);
+    g.slot = fcg_calloc(ctx, npos * sizeof *g.slot);
+    g.vfill = fcg_calloc(ctx, npos * sizeof *g.vfill);
+    g.vread = fcg_calloc(ctx, npos * sizeof *g.vread);
+    g.pend = fcg_calloc(ctx, npos * sizeof *g.pend);
+    g.pend_var = fcg_calloc(ctx, npos * sizeof *g.pend_var);
+    if (!g.red_var || !g.vec_used || !g.flat_used || !g.phases || !g.fill || !g.slot || !g.vfill ||
+        !g.vread || !g.pend || !g.pend_var) {
+        gen_free_arrays(&g);
+        return fcg_error(ctx, FC_ERR_NOMEM, "codegen: out of memory");
+    }
     for (int i = 0; i <= k->nnode; i++) g.red_var[i] = -1;
     bool idx64 = needs_idx64(k);
+    fcx_strategy strategy = strategy_of(k);
+    int block = strategy == FCX_STRATEGY_EW          ? FCX_BLOCK
+                : strategy == FCX_STRATEGY_BLOCK_COL ? FCX_COL_BLOCK
+                                                     : FCX_ROW_BLOCK_MAX;
 
-    if (k->kind == FCP_KERNEL_EW) gen_ew(&g);
+    if (strategy == FCX_STRATEGY_EW) gen_ew(&g);
+    else if (strategy == FCX_STRATEGY_BLOCK_COL) gen_cols(&g);
     else gen_rows(&g);
+    /* The exchange buffer of the block reductions (sized by the largest group). */
+    int xlanes = strategy == FCX_STRATEGY_BLOCK_COL ? FCX_COL_BLOCK : 32;
+    size_t static_smem = (size_t)g.xch_lane_bytes * (size_t)xlanes +
+                         (strategy != FCX_STRATEGY_EW && k->kind == FCP_KERNEL_REDUCE ? 16 : 0);
+    /* Reduce kernels may split long reductions between blocks: their last pointer is the
+     * scratch buffer (NULL when a launch does not split). */
+    bool splits = strategy != FCX_STRATEGY_EW && k->kind == FCP_KERNEL_REDUCE;
+    int nptr = k->nleaf + k->nout + (splits ? 1 : 0);
 
     fcg_sb src = {ctx, NULL, 0, 0, false};
     if (g.err == FC_OK) {
+        static const char *const how[] = {
+            "grid-stride over the elements, 16-byte accesses where contiguous",
+            "a block per row (or piece of a long row), warp-shuffle block reductions",
+            "a warp's lanes over adjacent columns, its warps over the rows"};
         fcg_sb_printf(&src, "// fusec kernel: %s over rank %d", fcp_kernel_kind_names[k->kind], k->ndim);
         if (k->rmask) fcg_sb_printf(&src, ", reducing axes mask 0x%x", k->rmask);
-        fcg_sb_printf(&src, ", %s index\n// fused ops:", idx64 ? "64-bit" : "32-bit");
+        fcg_sb_printf(&src, ", %s index\n// strategy: %s\n// fused ops:", idx64 ? "64-bit" : "32-bit",
+                      how[strategy]);
         for (int i = 0; i < k->nnode; i++) fcg_sb_printf(&src, " %s", fcg_ops[k->nodes[i]->op].pyname);
         fcg_sb_puts(&src, "\n");
         fcg_sb_printf(&src, "// codegen version %d\n", FCX_CODEGEN_VERSION);
@@ -1063,18 +2145,30 @@ fc_status fcx_generate_named(fc_ctx *ctx, const fcp_kernel *k, const char *name,
         fcg_sb_puts(&src, "template <class T, int N> struct alignas(sizeof(T) * N) fcx_vec { T v[N]; };\n");
         fcg_sb_printf(&src, "struct fcx_params {\n    const void *ptr[%d];\n    long long i[%d];\n    "
                             "double f[%d];\n};\n",
-                      k->nleaf + k->nout, g.nint ? g.nint : 1, g.nflt ? g.nflt : 1);
+                      nptr, g.nint ? g.nint : 1, g.nflt ? g.nflt : 1);
         fcg_sb_printf(&src, "extern \"C\" __global__ void __launch_bounds__(%d) %s(const fcx_params p) {\n",
-                      FCX_BLOCK, name);
+                      block, name);
+        if (g.xch_lane_bytes)
+            fcg_sb_printf(&src, "    __shared__ fcx_t_c128 fcx_xchw[(%d * %s + 15) / 16]; /* 16-byte aligned */\n"
+                                "    unsigned char *const fcx_xch = (unsigned char *)fcx_xchw;\n",
+                          g.xch_lane_bytes, strategy == FCX_STRATEGY_BLOCK_COL ? "256" : "FCX_WARP");
         if (g.body.s) fcg_sb_puts(&src, g.body.s);
         fcg_sb_puts(&src, "}\n");
         if (!with_prelude) fcg_sb_puts(&src, "}\n");
     }
+    int fields[FCX_NSIZES] = {0}, cached[FCX_NSIZES] = {0};
+    for (int j = 0; j < k->nred && strategy != FCX_STRATEGY_EW && g.err == FC_OK; j++) {
+        field f[3];
+        int nf = red_fields(&g, k->reds[j], f);
+        for (int i = 0; i < nf; i++) fields[size_class(f[i].size)]++;
+    }
+    memcpy(cached, g.slot_size, sizeof cached);
+    int vec = strategy == FCX_STRATEGY_BLOCK_ROW ? row_vec_width(k) : 1;
     fcg_sb_free(&g.body);
+    gen_free_arrays(&g);
     for (size_t i = 0; i < g.nstr; i++) fcg_strfree(ctx, g.strs[i]);
     fcg_free(ctx, g.strs, g.capstr * sizeof *g.strs);
     fcg_free(ctx, g.memo, g.capmemo * sizeof *g.memo);
-    fcg_free(ctx, g.red_var, (size_t)(k->nnode + 1) * sizeof *g.red_var);
     fc_status st = g.err;
     if (st == FC_OK) {
         out->src = fcg_sb_finish(&src);
@@ -1101,13 +2195,18 @@ fc_status fcx_generate_named(fc_ctx *ctx, const fcp_kernel *k, const char *name,
         return st;
     }
     out->len = strlen(out->src);
-    out->nptr = k->nleaf + k->nout;
+    out->nptr = nptr;
     out->nint = g.nint;
     out->nflt = g.nflt;
     out->islots = g.nint ? g.islots : (fcg_free(ctx, g.islots, (size_t)g.capint * sizeof *g.islots), NULL);
     out->fslots = g.nflt ? g.fslots : (fcg_free(ctx, g.fslots, (size_t)g.capflt * sizeof *g.fslots), NULL);
-    out->strategy = k->kind == FCP_KERNEL_EW ? FCX_STRATEGY_EW : FCX_STRATEGY_BLOCK_ROW;
-    out->block = FCX_BLOCK;
+    out->strategy = strategy;
+    out->block = block;
     out->idx64 = idx64;
+    out->vec = vec;
+    out->splits = splits;
+    memcpy(out->fields, fields, sizeof fields);
+    memcpy(out->cached, cached, sizeof cached);
+    out->static_smem = static_smem;
     return FC_OK;
 }

@@ -22,6 +22,13 @@
  *                         the caller rounds at the store, as the host backend does.
  *   fcx_random_unit_<f16|bf16|f32|f64|c64|c128>(seed, index)   graph.h's fcg_random_unit
  *   reduction helpers at the end: identities, NaN-propagating max / min, argmax / argmin pairs
+ *   block-level machinery of reduce and row kernels: FCX_WARP, the split of long reductions
+ *   (fcx_split, FCX_SPLIT_*: the same function as codegen/cuda.c's fcx_split_plan), word-wise
+ *   warp shuffles (fcx_shfl_down / fcx_shfl_idx), L1-bypassing loads of other blocks' partial
+ *   results (fcx_ldcg), fcx_atomic_add, fcx_fence, and the dynamic shared memory a launch
+ *   got (FCX_DSMEM, fcx_dsmem_size). The device-only ones have no host version here:
+ *   tests/test_codegen_emulated.c supplies its own (pthreads, an exchange buffer per block)
+ *   when it runs generated kernels on the host.
  *
  * Deliberate differences from the host backend:
  *   - integer power with a negative exponent gives 0 here (no error channel on the device);
@@ -58,6 +65,14 @@
 #else /* not static: NVRTC warns about unused static functions, never about inline ones */
 #define FCX_FN __device__ __forceinline__
 #define FCX_BIG __device__ inline
+#endif
+
+/* Raised by a kernel that met a value NumPy refuses (an integer to a negative power): the
+ * runtime zeroes it before such a kernel runs and reads it afterwards (FC_ERR_VALUE). */
+#ifdef FCX_HOST
+inline unsigned int fcx_value_error;
+#else
+__device__ unsigned int fcx_value_error;
 #endif
 
 /* ---- storage and compute types ---------------------------------------------------------- */
@@ -421,10 +436,13 @@ FCX_I(type) fcx_mod(T a, T b) {
         return (T)(a % b);
     }
 }
-/* By squaring. A negative exponent gives 0: the host backend fails with FC_ERR_VALUE there. */
+/* By squaring. A negative exponent raises fcx_value_error (FC_ERR_VALUE, as on the host). */
 FCX_I(type) fcx_pow(T a, T b) {
     if constexpr (fcx_ti<T>::sgn)
-        if (b < 0) return 0;
+        if (b < 0) {
+            fcx_value_error = 1u;
+            return 0;
+        }
     FCX_W r = 1, base = (FCX_W)a;
     for (unsigned long long e = (unsigned long long)b; e; e >>= 1) {
         if (e & 1) r *= base;
@@ -1069,5 +1087,103 @@ template <class T> FCX_FN void fcx_argmin_combine(T *v, long long *i, T v2, long
         *i = i2;
     }
 }
+
+/* ---- block-level machinery of the reduction kernels ------------------------------------ */
+
+/* Threads of a warp. Host emulation (tests/test_codegen_emulated.c) defines it smaller, and
+ * supplies its own fcx_shfl_down / fcx_shfl_idx / fcx_ldcg / fcx_atomic_add / fcx_fence /
+ * fcx_dsmem_size / FCX_DSMEM, so generated kernels run there unchanged. */
+#ifndef FCX_WARP
+#define FCX_WARP 32
+#endif
+
+/* How a long reduction is split between blocks (see fcx_split). Tests redefine them to make
+ * small shapes split. codegen/cuda.c's fcx_tuning holds the same defaults. */
+#ifndef FCX_SPLIT_TARGET
+#define FCX_SPLIT_TARGET 1024 /* work items a split reduction aims for */
+#endif
+#ifndef FCX_SPLIT_MIN_CHUNK
+#define FCX_SPLIT_MIN_CHUNK 8192 /* fewest elements in one piece of a split row */
+#endif
+#ifndef FCX_SPLIT_MAX
+#define FCX_SPLIT_MAX 1024 /* most pieces per row */
+#endif
+#ifndef FCX_SPLIT_ALIGN
+#define FCX_SPLIT_ALIGN 64 /* pieces start at multiples of this (keeps 16-byte loads aligned) */
+#endif
+#ifndef FCX_SCRATCH_CAP
+#define FCX_SCRATCH_CAP 1048576 /* bytes of partial results a split may need */
+#endif
+
+/* The split of `items` independent reductions of `len` elements each (rows; for column
+ * kernels, tiles of FCX_WARP columns and len rows): *S pieces of *CH elements (the last one
+ * shorter). part_bytes is the scratch one piece of every item takes. It depends on the shape
+ * alone, never on the grid or the device, so partial results combine in the same order
+ * everywhere: the same bits every run. fcx_split_plan in codegen/cuda.c is this function. */
+template <class I> FCX_FN void fcx_split(long long items, long long len, long long part_bytes,
+                                         bool cols, I *S, I *CH) {
+    long long minc = cols ? FCX_SPLIT_MIN_CHUNK / FCX_WARP : FCX_SPLIT_MIN_CHUNK;
+    if (minc < 1) minc = 1;
+    long long s = 1;
+    if (items > 0 && items < FCX_SPLIT_TARGET && len / minc > 1) {
+        s = len / minc;
+        long long want = (FCX_SPLIT_TARGET + items - 1) / items;
+        if (s > want) s = want;
+        if (s > FCX_SPLIT_MAX) s = FCX_SPLIT_MAX;
+        long long cap = FCX_SCRATCH_CAP / (part_bytes > 0 ? part_bytes : 1);
+        if (s > cap) s = cap;
+        if (s < 1) s = 1;
+    }
+    long long ch = (len + s - 1) / s;
+    ch = (ch + FCX_SPLIT_ALIGN - 1) / FCX_SPLIT_ALIGN * FCX_SPLIT_ALIGN;
+    if (ch < 1) ch = 1;
+    s = len > 0 ? (len + ch - 1) / ch : 1;
+    *S = (I)s;
+    *CH = (I)ch;
+}
+
+template <class I> FCX_FN I fcx_align16(I n) { return (n + 15) / 16 * 16; }
+
+#ifndef FCX_HOST
+/* A value of any type moved between lanes word by word (every lane of the warp takes part). */
+template <class T> FCX_FN T fcx_shfl_down(T v, int delta) {
+    union U { T v; unsigned w[(sizeof(T) + 3) / 4]; } u;
+    for (int k = 0; k < (int)(sizeof(T) + 3) / 4; k++) u.w[k] = 0;
+    u.v = v;
+    for (int k = 0; k < (int)(sizeof(T) + 3) / 4; k++) u.w[k] = __shfl_down_sync(0xffffffffu, u.w[k], delta);
+    return u.v;
+}
+template <class T> FCX_FN T fcx_shfl_idx(T v, int lane) {
+    union U { T v; unsigned w[(sizeof(T) + 3) / 4]; } u;
+    for (int k = 0; k < (int)(sizeof(T) + 3) / 4; k++) u.w[k] = 0;
+    u.v = v;
+    for (int k = 0; k < (int)(sizeof(T) + 3) / 4; k++) u.w[k] = __shfl_sync(0xffffffffu, u.w[k], lane);
+    return u.v;
+}
+/* A load that bypasses L1: partial results another block wrote in this launch. */
+template <class T> FCX_FN T fcx_ldcg(const T *p) {
+    union U { T v; unsigned char c[sizeof(T)]; unsigned short h[sizeof(T) / 2 + 1];
+              unsigned w[sizeof(T) / 4 + 1]; unsigned long long d[sizeof(T) / 8 + 1]; } u;
+    if constexpr (sizeof(T) % 8 == 0)
+        for (int k = 0; k < (int)sizeof(T) / 8; k++) u.d[k] = __ldcg((const unsigned long long *)p + k);
+    else if constexpr (sizeof(T) % 4 == 0)
+        for (int k = 0; k < (int)sizeof(T) / 4; k++) u.w[k] = __ldcg((const unsigned *)p + k);
+    else if constexpr (sizeof(T) % 2 == 0)
+        for (int k = 0; k < (int)sizeof(T) / 2; k++) u.h[k] = __ldcg((const unsigned short *)p + k);
+    else
+        for (int k = 0; k < (int)sizeof(T); k++) u.c[k] = __ldcg((const unsigned char *)p + k);
+    return u.v;
+}
+template <class U> FCX_FN unsigned fcx_atomic_add(U *p, unsigned v) { return atomicAdd(p, v); }
+template <int = 0> FCX_FN void fcx_fence() { __threadfence(); }
+/* Bytes of dynamic shared memory this launch has: a kernel that keeps rows on chip checks it
+ * and reads global memory instead when the launch gave it too little. */
+template <int = 0> FCX_FN unsigned fcx_dsmem_size() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%dynamic_smem_size;" : "=r"(r));
+    return r;
+}
+#define FCX_DSMEM(name) extern __shared__ __align__(16) unsigned char name[]
+#endif
 
 #endif /* FCX_PRELUDE_CUH */

@@ -141,6 +141,8 @@ fc_status fc_ctx_create(fc_ctx **out, const fc_ctx_options *opts) {
     memset(ctx, 0, sizeof *ctx);
     ctx->alloc = alloc;
     ctx->device = opts ? opts->device : 0;
+    ctx->memory_limit = opts ? opts->memory_limit : 0;
+    ctx->cuda_graphs = opts ? opts->cuda_graphs : 0;
     ctx->cons_cap = 256;
     ctx->cons = fcg_calloc(ctx, ctx->cons_cap * sizeof *ctx->cons);
     if (!ctx->cons) {
@@ -203,8 +205,13 @@ void fc_ctx_destroy(fc_ctx *ctx) {
         free_node_storage(ctx, a);
     }
     fcg_free(ctx, ctx->cons, ctx->cons_cap * sizeof *ctx->cons);
+    while (ctx->events) fc_event_destroy(ctx->events);
+    while (ctx->streams) fc_stream_destroy(ctx->streams);
     if (ctx->cuda_destroy) ctx->cuda_destroy(ctx);
     if (ctx->kcache) ctx->kcache_close(ctx->kcache);
+    fcg_free(ctx, ctx->key_order, ctx->key_order_cap * sizeof *ctx->key_order);
+    fcg_free(ctx, ctx->key_stack, ctx->key_stack_cap * sizeof *ctx->key_stack);
+    fcg_free(ctx, ctx->key_words, ctx->key_words_cap * sizeof *ctx->key_words);
     fcg_strfree(ctx, ctx->trace_path);
     fcg_strfree(ctx, ctx->cache_dir);
     fc_allocator alloc = ctx->alloc;

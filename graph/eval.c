@@ -8,6 +8,10 @@
 
 fc_status fc_eval(fc_ctx *ctx, fc_array *const *arrays, int n) {
     if (!ctx) return FC_ERR_NULL;
+    return fcg_eval_on(ctx, arrays, n, NULL);
+}
+
+fc_status fcg_eval_on(fc_ctx *ctx, fc_array *const *arrays, int n, fc_stream *stream) {
     if (n < 0) return fcg_error(ctx, FC_ERR_INVALID, "eval: negative count %d", n);
     if (n > 0 && !arrays) return fcg_error(ctx, FC_ERR_NULL, "eval: arrays is NULL");
     int pending = 0;
@@ -31,7 +35,8 @@ fc_status fc_eval(fc_ctx *ctx, fc_array *const *arrays, int n) {
         for (int j = 0; j < m && !dup; j++) dup = todo[j] == arrays[i];
         if (!dup) todo[m++] = arrays[i];
     }
-    fc_status st = ctx->backend == FC_BACKEND_CUDA ? fcr_eval(ctx, todo, m) : fch_eval(ctx, todo, m);
+    fc_status st = ctx->backend == FC_BACKEND_CUDA ? fcr_eval(ctx, todo, m, stream)
+                                                   : fch_eval(ctx, todo, m);
     if (todo != small) fcg_free(ctx, todo, (size_t)pending * sizeof *todo);
     return st;
 }

@@ -154,7 +154,7 @@ typedef enum fcf_ekind {
 typedef enum fcf_fkind {
     FK_CAST, FK_REDUCE, FK_ARG, FK_NORM, FK_RESHAPE, FK_TRANSPOSE, FK_BROADCAST,
     FK_EXPAND, FK_SQUEEZE, FK_FLIP, FK_PAD, FK_CONCAT, FK_STACK, FK_MATMUL, FK_FILL, FK_FULL,
-    FK_LIKE, FK_FULL_LIKE, FK_ARANGE, FK_LINSPACE, FK_EYE, FK_RANDOM, FK_COMPLEX
+    FK_LIKE, FK_FULL_LIKE, FK_ARANGE, FK_LINSPACE, FK_EYE, FK_RANDOM, FK_COMPLEX, FK_FFT
 } fcf_fkind;
 
 typedef struct fcf_func {
@@ -196,6 +196,8 @@ static const fcf_func fcf_funcs[] = {
     {"concat", FK_CONCAT, 0, 2, 1, {"arrays", "axis"}},
     {"stack", FK_STACK, 0, 2, 1, {"arrays", "axis"}},
     {"matmul", FK_MATMUL, 0, 2, 2, {"x1", "x2"}},
+    {"fft", FK_FFT, FCG_OP_FFT, 4, 1, {"a", "n", "axis", "norm"}},
+    {"ifft", FK_FFT, FCG_OP_IFFT, 4, 1, {"a", "n", "axis", "norm"}},
     {"zeros", FK_FILL, 0, 2, 1, {"shape", "dtype"}},
     {"ones", FK_FILL, 1, 2, 1, {"shape", "dtype"}},
     {"empty", FK_FILL, 2, 2, 1, {"shape", "dtype"}},
@@ -1904,7 +1906,7 @@ static fc_status eval_call(fcf_builder *b, const fcf_expr *e, fcf_value *out) {
     switch (fn->kind) {
     case FK_CAST: case FK_REDUCE: case FK_ARG: case FK_NORM: case FK_RESHAPE: case FK_TRANSPOSE:
     case FK_BROADCAST: case FK_EXPAND: case FK_SQUEEZE: case FK_FLIP: case FK_PAD: case FK_LIKE:
-    case FK_FULL_LIKE:
+    case FK_FULL_LIKE: case FK_FFT:
         if ((st = eval_array_arg(b, e, 0, &x)) != FC_OK) return st;
         break;
     default: break;
@@ -2037,6 +2039,24 @@ static fc_status eval_call(fcf_builder *b, const fcf_expr *e, fcf_value *out) {
             return st;
         return bcheck(b, e, fn->kind == FK_CONCAT ? fc_concatenate(ctx, arrays, n, axis)
                                                  : fc_stack(ctx, arrays, n, axis), out);
+    }
+    case FK_FFT: {
+        /* np.fft.fft(a, n=None, axis=-1, norm=None): n must stay None, norm "backward" */
+        int axis = -1;
+        if ((st = eval_arg(b, e, 1, &v[1], V_NONE)) != FC_OK) return st;
+        if (v[1].kind != V_NONE)
+            return berr(b, arg_pos(e, 1), FC_ERR_UNSUPPORTED,
+                        "%s: n (cropping or zero-padding) is not supported; n must be None",
+                        fn->name);
+        if ((st = eval_arg(b, e, 2, &v[2], V_NONE)) != FC_OK) return st;
+        if (v[2].kind != V_NONE &&
+            (st = to_small_int(b, arg_pos(e, 2), &v[2], "axis", &axis)) != FC_OK)
+            return st;
+        if ((st = eval_arg(b, e, 3, &v[3], V_NONE)) != FC_OK) return st;
+        if (v[3].kind != V_NONE && !(v[3].kind == V_STR && strcmp(v[3].s, "backward") == 0))
+            return berr(b, arg_pos(e, 3), FC_ERR_UNSUPPORTED,
+                        "%s: norm must be None or \"backward\"", fn->name);
+        return bcheck(b, e, fn->op == FCG_OP_FFT ? fc_fft(x, axis) : fc_ifft(x, axis), out);
     }
     case FK_MATMUL: {
         fc_array *y;

@@ -146,6 +146,18 @@ static bool is_leaf_input(const fc_array *a) {
     return a->op == FCG_OP_DATA || a->op == FCG_OP_INPUT;
 }
 
+/* The node written as input i of a. An FFT's real input reaches it through the cast that
+ * fc_fft / fc_ifft insert: the text names the uncast input, from which the parser inserts
+ * the same cast (and ifft the same scale, which depends on the dtype before the cast). */
+static const fc_array *printed_input(const fc_array *a, int i) {
+    const fc_array *x = a->in[i];
+    if ((a->op != FCG_OP_FFT && a->op != FCG_OP_IFFT) || x->op != FCG_OP_CAST) return x;
+    fc_dtype t = (fc_dtype)x->in[0]->dtype;
+    if (x->in[0]->weak || fcg_fft_dtype(t) != (fc_dtype)a->dtype) return x;
+    if (a->op == FCG_OP_IFFT && fcg_ifft_scale(t, a->shape[a->p.axis]) != a->p.re) return x;
+    return x->in[0];
+}
+
 /* ---- node names ------------------------------------------------------------------------- */
 
 typedef struct fcq_entry {
@@ -361,6 +373,12 @@ static fc_status put_rhs(fcq_printer *pr, const fc_array *a) {
         buf_puts(b, " @ ");
         put_operand(pr, a->in[1], true);
         return FC_OK;
+    case FCG_OP_FFT:
+    case FCG_OP_IFFT:
+        buf_printf(b, "%s(", info->pyname);
+        put_operand(pr, printed_input(a, 0), false);
+        buf_printf(b, ", axis=%d)", (int)a->p.axis);
+        return FC_OK;
     case FCG_OP_RESHAPE:
     case FCG_OP_BROADCAST:
         buf_printf(b, "%s(", info->pyname);
@@ -491,7 +509,7 @@ static fc_status emit_from(fcq_printer *pr, const fc_array *root, fcq_frame **st
                              "fc_program_print: a poisoned array: %s",
                              a->errmsg ? a->errmsg : "");
         if (f->next < a->nin) {
-            const fc_array *c = a->in[f->next++];
+            const fc_array *c = printed_input(a, f->next++);
             if (is_inline(c)) continue;
             fcq_entry *ce = map_get(pr, c, true);
             if (!ce) return fcg_error(pr->ctx, FC_ERR_NOMEM, "fc_program_print: out of memory");

@@ -104,6 +104,7 @@ extern const fcg_ternary_fn fcg_ternary_api[FCG_OP_COUNT];
  *   RESHAPE    nothing: the node's shape is the target
  *   PAD        a[d] = before, b[d] = after, mode (fc_pad_mode), re = constant value
  *   CONCAT     axis
+ *   FFT, IFFT  axis (normalised: 0 <= axis < ndim); IFFT: re = the scale (fcg_ifft_scale)
  *   INPUT      ival = the program input's index (placeholders are never consed)
  */
 typedef struct fcg_params {
@@ -137,11 +138,16 @@ struct fc_array {
     fcg_params p;
     uint64_t id;          /* creation order in the context; never part of a structural hash */
     uint64_t cons_hash;
+    uint64_t shape_hash;  /* dtype, weak and shape: the node as a leaf of a plan's key */
+    uint64_t local_hash;  /* op, dtypes, shape and params: the node inside a plan's key */
     fc_array *cons_next;
     void *host;           /* the value, row-major contiguous in dtype, or NULL */
     size_t host_bytes;
     uint64_t dev;         /* the value on the GPU (a CUdeviceptr), or 0 */
     size_t dev_bytes;
+    uint32_t dev_stream;  /* id of the stream that wrote dev (0: the default stream) */
+    uint32_t dev_reader;  /* 0: no other stream read dev; id + 1 of the one that did;
+                             UINT32_MAX: several did */
     char *errmsg;         /* POISON: the message of the op that failed */
     fc_array *all_prev, *all_next; /* every live node of the context, for fc_ctx_destroy */
     uint64_t visit;       /* scratch of graph walks: == ctx->visit_epoch when seen this walk */
@@ -157,6 +163,29 @@ struct fc_scope {
     fc_scope *parent;
     fc_array **owned;
     size_t n, cap;
+};
+
+/* A stream or event of the public API (runtime/api.c). `cu` is the CUstream / CUevent on the
+ * CUDA backend, NULL on the host backend. Contexts list them to destroy leftovers. */
+struct fc_stream {
+    fc_ctx *ctx;
+    void *cu;
+    uint32_t id;          /* > 0; arrays name the stream that wrote them by id */
+    fc_stream *prev, *next;
+};
+
+struct fc_event {
+    fc_ctx *ctx;
+    void *cu;
+    double host_ms;       /* host backend: wall clock at record */
+    bool recorded;
+    fc_event *prev, *next;
+};
+
+/* A frame of fcg_plan_key's walk. */
+struct fcg_key_frame {
+    fc_array *node;
+    int next;
 };
 
 struct fc_ctx {
@@ -180,6 +209,18 @@ struct fc_ctx {
     void *kcache;         /* the kernel cache store, opened on first compile (codegen/) */
     void (*kcache_close)(void *kcache);
     size_t live_nodes;
+    size_t memory_limit;  /* fc_ctx_options.memory_limit */
+    int cuda_graphs;      /* fc_ctx_options.cuda_graphs */
+    fc_stream *streams;   /* live user streams */
+    fc_event *events;     /* live events */
+    uint32_t next_stream_id;
+    /* scratch of fcg_plan_key, kept between calls so a cached evaluation allocates nothing */
+    fc_array **key_order;
+    size_t key_order_cap;
+    struct fcg_key_frame *key_stack;
+    size_t key_stack_cap;
+    uint32_t *key_words;
+    size_t key_words_cap;
 };
 
 /* ---- memory (every allocation goes through the context's allocator) -------------------- */
@@ -262,6 +303,21 @@ static inline size_t fcg_node_numel(const fc_array *a) { return fcg_numel(a->ndi
  * holds a value (a->host) is a leaf: its inputs are not visited. *order is fcg_malloc'd
  * (*count pointers; free with fcg_free). Each node's `order` is set to its position; it stays
  * valid until the next walk. No recursion: deep graphs are fine. */
+/* After a write into a: a and every node computed from it leave the cons table (graph/node.c). */
+fc_status fcg_detach(fc_ctx *ctx, fc_array *a);
+
+/* The structural hash of the graph of `arrays`; with cut_at_values, nodes that hold a value
+ * are leaves (by dtype and shape), as a plan sees them: the plan cache's key. Hands back the
+ * walk's order (every node's ->order is its position; free with count pointers). */
+fc_status fcg_cut_hash(fc_ctx *ctx, fc_array *const *arrays, int n, bool cut_at_values,
+                       fc_hash *out, fc_array ***order_out, size_t *count_out);
+/* Fills a->shape_hash and a->local_hash (graph/hash.c); called when a node is made. */
+void fcg_node_hashes(fc_array *a);
+/* The plan cache's key, fast: the graph cut at values, each node by its precomputed
+ * local_hash / shape_hash and its inputs' positions. *order_out is the walk's order (nodes by
+ * position), in a buffer the context owns: valid until the next call. */
+fc_status fcg_plan_key(fc_ctx *ctx, fc_array *const *arrays, int n, fc_hash *out,
+                       fc_array *const **order_out, size_t *count_out);
 fc_status fcg_topo_order(fc_ctx *ctx, fc_array *const *arrays, int n, bool stop_at_values,
                          fc_array ***order, size_t *count);
 
@@ -287,6 +343,12 @@ bool fcg_can_cast_safe(fc_dtype from, fc_dtype to);
  * and returns its status. */
 fc_status fcg_ew_types(fc_ctx *ctx, fcg_op op, int nin, fc_array *const *in, fc_dtype cast_to,
                        fc_dtype *out_dtype, fc_dtype *loop_dtype, bool *out_weak);
+
+/* graph/fft.c: the complex dtype fc_fft computes an input of dtype t in (NumPy 2: c64 for
+ * f16, bf16, f32 and c64, else c128), and the factor fc_ifft scales a length-n transform of
+ * such an input by (1 / n as NumPy rounds it, in t's real dtype). */
+fc_dtype fcg_fft_dtype(fc_dtype t);
+double fcg_ifft_scale(fc_dtype t, int64_t n);
 
 /* IEEE binary16 and bfloat16 <-> f32, round to nearest even, NaN kept. */
 float fcg_f16_to_f32(uint16_t h);
@@ -328,11 +390,45 @@ bool fcf_name_is_reserved(const char *name, size_t len);
 void fcg_trace_eval(fc_ctx *ctx, fc_array *const *arrays, int n);
 
 /* runtime/cuda.c: the CUDA backend. fcr_open loads the driver and makes a context on the
- * device; FC_ERR_BACKEND (with a message) when there is no driver or device. fcr_eval
- * evaluates arrays on the GPU (values land in a->dev); fcr_download fills a->host from a->dev. */
+ * device; FC_ERR_BACKEND (with a message) when there is no driver or device. fcr_eval queues
+ * the evaluation of arrays on a stream (values land in a->dev) and returns without waiting;
+ * fcr_download fills a->host from a->dev (waiting for the stream that wrote it). Streams are
+ * named by id: 0 is the context's own; a user stream's CUstream is found in ctx->streams. */
 fc_status fcr_open(fc_ctx *ctx, int device);
-fc_status fcr_eval(fc_ctx *ctx, fc_array *const *arrays, int n);
+/* fc_eval on a stream (NULL: the context's own); graph/eval.c. */
+fc_status fcg_eval_on(fc_ctx *ctx, fc_array *const *arrays, int n, fc_stream *stream);
+fc_status fcr_eval(fc_ctx *ctx, fc_array *const *arrays, int n, fc_stream *stream);
 fc_status fcr_download(fc_ctx *ctx, fc_array *a);
+fc_status fcr_device_count(int *count);
+fc_status fcr_device_info(int ordinal, fc_device_info *out);
+fc_status fcr_stream_create(fc_ctx *ctx, fc_stream *s);
+void fcr_stream_destroy(fc_ctx *ctx, fc_stream *s);
+fc_status fcr_stream_sync(fc_ctx *ctx, fc_stream *s); /* NULL: the default stream */
+fc_status fcr_ctx_sync(fc_ctx *ctx);
+fc_status fcr_event_create(fc_ctx *ctx, fc_event *e);
+void fcr_event_destroy(fc_ctx *ctx, fc_event *e);
+fc_status fcr_event_record(fc_ctx *ctx, fc_event *e, fc_stream *s);
+fc_status fcr_stream_wait_event(fc_ctx *ctx, fc_stream *s, fc_event *e);
+fc_status fcr_event_sync(fc_ctx *ctx, fc_event *e);
+fc_status fcr_event_elapsed(fc_ctx *ctx, fc_event *a, fc_event *b, float *ms);
+void fcr_memory_stats(fc_ctx *ctx, fc_memory_stats *out);
+void fcr_memory_reset_peak(fc_ctx *ctx);
+fc_status fcr_memory_trim(fc_ctx *ctx);
+void *fcr_host_alloc(fc_ctx *ctx, size_t bytes);
+void fcr_host_free(fc_ctx *ctx, void *p);
+/* Copies count elements of src into a's value at offset (a->dev, or a->host when a has no
+ * device value yet), on stream. */
+fc_status fcr_write(fc_ctx *ctx, fc_array *a, const void *src, size_t offset_bytes,
+                    size_t bytes, fc_stream *stream);
+fc_status fcr_read_async(fc_ctx *ctx, fc_array *a, void *dst, size_t offset_bytes,
+                         size_t bytes, fc_stream *stream);
+/* A new device buffer in ctx holding a copy of `bytes` at src_dev of context src_ctx. */
+fc_status fcr_copy_between(fc_ctx *dst_ctx, fc_array *dst, fc_ctx *src_ctx, const fc_array *src);
+fc_status fcr_copy_bandwidth(fc_ctx *ctx, size_t bytes, int runs, double *gbps);
+/* For tests: cached plans and how often they were reused; a kernel that faults (a sticky
+ * error that kills the context). */
+void fcr_plan_cache_stats(fc_ctx *ctx, size_t *entries, uint64_t *replays);
+fc_status fcr_test_fault(fc_ctx *ctx);
 
 /* ---- backends --------------------------------------------------------------------------- */
 

@@ -97,7 +97,16 @@ fc_status fc_graph_hash(fc_array *const *arrays, int n, fc_hash *out) {
     }
     fc_array **order;
     size_t count;
-    fc_status st = fcg_topo_order(ctx, arrays, n, false, &order, &count);
+    fc_status st = fcg_cut_hash(ctx, arrays, n, false, out, &order, &count);
+    if (st == FC_OK) fcg_free(ctx, order, count * sizeof *order);
+    return st;
+}
+
+fc_status fcg_cut_hash(fc_ctx *ctx, fc_array *const *arrays, int n, bool cut_at_values,
+                       fc_hash *out, fc_array ***order_out, size_t *count_out) {
+    fc_array **order;
+    size_t count;
+    fc_status st = fcg_topo_order(ctx, arrays, n, cut_at_values, &order, &count);
     if (st != FC_OK) return st;
     XXH3_state_t state;
     XXH3_128bits_reset(&state);
@@ -108,17 +117,18 @@ fc_status fc_graph_hash(fc_array *const *arrays, int n, fc_hash *out) {
         hash_record r;
         memset(&r, 0, sizeof r);
         /* Inputs are leaves by position, dtype and shape: data and placeholders alike. */
-        bool leaf = a->op == FCG_OP_DATA || a->op == FCG_OP_INPUT;
+        bool leaf = a->op == FCG_OP_DATA || a->op == FCG_OP_INPUT ||
+                    (cut_at_values && (a->host || a->dev));
         r.op = leaf ? FCG_OP_INPUT : a->op;
         r.dtype = a->dtype;
         r.loop_dtype = a->loop_dtype;
         r.weak = a->weak;
         r.ndim = a->ndim;
-        r.nin = a->nin;
+        r.nin = leaf ? 0 : a->nin;
         memcpy(r.shape, a->shape, sizeof r.shape);
         if (!leaf) r.p = a->p;
         XXH3_128bits_update(&state, &r, sizeof r);
-        for (int k = 0; k < a->nin; k++) {
+        for (int k = 0; k < a->nin && !leaf; k++) {
             int64_t idx = a->in[k]->order;
             XXH3_128bits_update(&state, &idx, sizeof idx);
         }
@@ -127,8 +137,104 @@ fc_status fc_graph_hash(fc_array *const *arrays, int n, fc_hash *out) {
     XXH3_128bits_update(&state, &outs, sizeof outs);
     for (int k = 0; k < n; k++) XXH3_128bits_update(&state, &arrays[k]->order, sizeof(int64_t));
     XXH128_hash_t h = XXH3_128bits_digest(&state);
-    fcg_free(ctx, order, count * sizeof *order);
+    *order_out = order;
+    *count_out = count;
     out->lo = h.low64;
     out->hi = h.high64;
     return FC_OK;
+}
+
+/* ---- the plan cache's key -------------------------------------------------------------- */
+
+/* Each node's share of a key is computed once, when the node is made (nodes are immutable):
+ * the walk at evaluation time then touches 8 bytes and the input positions per node. */
+void fcg_node_hashes(fc_array *a) {
+    struct {
+        uint16_t op;
+        uint8_t dtype, loop_dtype, weak, pad[3];
+        int32_t ndim, nin;
+        int64_t shape[FC_MAX_DIMS];
+    } r;
+    memset(&r, 0, sizeof r);
+    r.dtype = a->dtype;
+    r.weak = a->weak;
+    r.ndim = a->ndim;
+    memcpy(r.shape, a->shape, sizeof r.shape);
+    a->shape_hash = XXH3_64bits(&r, sizeof r);
+    r.op = a->op;
+    r.loop_dtype = a->loop_dtype;
+    r.nin = a->nin;
+    a->local_hash = XXH3_64bits_withSeed(&a->p, sizeof a->p, XXH3_64bits(&r, sizeof r));
+}
+
+static bool grow(fc_ctx *ctx, void **buf, size_t *cap, size_t need, size_t elem) {
+    if (need <= *cap) return true;
+    size_t nc = *cap ? *cap : 64;
+    while (nc < need) nc *= 2;
+    void *b = fcg_realloc(ctx, *buf, *cap * elem, nc * elem);
+    if (!b) return false;
+    *buf = b;
+    *cap = nc;
+    return true;
+}
+
+fc_status fcg_plan_key(fc_ctx *ctx, fc_array *const *arrays, int n, fc_hash *out,
+                       fc_array *const **order_out, size_t *count_out) {
+    uint64_t epoch = ++ctx->visit_epoch;
+    size_t count = 0, depth = 0, words = 0;
+    /* Words: per node its 64-bit hash (two words) and its inputs' positions; a leaf (a node
+     * holding a value, or an input) is its shape alone, marked. */
+    for (int r = 0; r < n; r++) {
+        fc_array *root = arrays[r];
+        if (root->visit == epoch) continue;
+        root->visit = epoch;
+        if (!grow(ctx, (void **)&ctx->key_stack, &ctx->key_stack_cap, depth + 1,
+                  sizeof *ctx->key_stack))
+            goto nomem;
+        ctx->key_stack[depth++] = (struct fcg_key_frame){root, 0};
+        while (depth) {
+            struct fcg_key_frame *f = &ctx->key_stack[depth - 1];
+            fc_array *a = f->node;
+            bool leaf = a->host || a->dev || a->op == FCG_OP_DATA || a->op == FCG_OP_INPUT;
+            if (!leaf && f->next < a->nin) {
+                fc_array *c = a->in[f->next++];
+                if (c->visit == epoch) continue;
+                c->visit = epoch;
+                if (!grow(ctx, (void **)&ctx->key_stack, &ctx->key_stack_cap, depth + 1,
+                          sizeof *ctx->key_stack))
+                    goto nomem;
+                ctx->key_stack[depth++] = (struct fcg_key_frame){c, 0};
+                continue;
+            }
+            size_t nw = 3 + (leaf ? 0 : (size_t)a->nin);
+            if (!grow(ctx, (void **)&ctx->key_order, &ctx->key_order_cap, count + 1,
+                      sizeof *ctx->key_order) ||
+                !grow(ctx, (void **)&ctx->key_words, &ctx->key_words_cap, words + nw,
+                      sizeof *ctx->key_words))
+                goto nomem;
+            uint64_t h = leaf ? a->shape_hash : a->local_hash;
+            uint32_t *w = ctx->key_words + words;
+            w[0] = (uint32_t)h;
+            w[1] = (uint32_t)(h >> 32);
+            w[2] = leaf ? 0xffffffffu : (uint32_t)a->nin;
+            for (int k = 0; k < a->nin && !leaf; k++) w[3 + k] = (uint32_t)a->in[k]->order;
+            words += nw;
+            a->order = (int64_t)count;
+            ctx->key_order[count++] = a;
+            depth--;
+        }
+    }
+    if (!grow(ctx, (void **)&ctx->key_words, &ctx->key_words_cap, words + (size_t)n + 1,
+              sizeof *ctx->key_words))
+        goto nomem;
+    ctx->key_words[words++] = (uint32_t)n;
+    for (int r = 0; r < n; r++) ctx->key_words[words++] = (uint32_t)arrays[r]->order;
+    XXH128_hash_t h = XXH3_128bits(ctx->key_words, words * sizeof *ctx->key_words);
+    out->lo = h.low64;
+    out->hi = h.high64;
+    *order_out = ctx->key_order;
+    *count_out = count;
+    return FC_OK;
+nomem:
+    return fcg_error(ctx, FC_ERR_NOMEM, "eval: out of memory");
 }

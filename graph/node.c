@@ -127,6 +127,7 @@ fc_array *fcg_node(fc_ctx *ctx, fcg_op op, fc_dtype dtype, fc_dtype loop_dtype, 
         fcg_retain(in[i]);
     }
     a->p = k.p;
+    fcg_node_hashes(a);
     a->id = ctx->next_id++;
     a->all_next = ctx->all;
     if (ctx->all) ctx->all->all_prev = a;
@@ -240,4 +241,37 @@ fc_array *fcg_poison_ctx(fc_ctx *ctx, fc_status status) {
     memcpy(msg, ctx->errmsg, sizeof msg);
     msg[sizeof msg - 1] = '\0';
     return fcg_poison(ctx, status, "%s", msg);
+}
+
+/* A write replaced a's value: a becomes a DATA node, and it and every live node computed from
+ * it leave the cons table,
+ * so building the same expression again makes a new node (which sees the new data), while
+ * nodes already evaluated keep their values. Inputs are always older than their users, so
+ * one pass from the oldest node decides who depends on a. */
+fc_status fcg_detach(fc_ctx *ctx, fc_array *a) {
+    size_t n = ctx->live_nodes, k = 0;
+    fc_array **all = fcg_malloc(ctx, (n ? n : 1) * sizeof *all);
+    if (!all) return fcg_error(ctx, FC_ERR_NOMEM, "write: out of memory");
+    for (fc_array *x = ctx->all; x && k < n; x = x->all_next) all[k++] = x;
+    uint64_t epoch = ++ctx->visit_epoch; /* visit == epoch: depends on a */
+    a->visit = epoch;
+    for (size_t i = k; i-- > 0;) {
+        fc_array *x = all[i];
+        for (int j = 0; j < x->nin && x->visit != epoch; j++)
+            if (x->in[j]->visit == epoch) x->visit = epoch;
+        if (x->visit == epoch && is_consed((fcg_op)x->op)) cons_unlink(ctx, x);
+    }
+    if (is_consed((fcg_op)a->op)) cons_unlink(ctx, a);
+    fcg_free(ctx, all, (n ? n : 1) * sizeof *all);
+    /* From now on a is data: whatever it was computed from (a broadcast constant, an
+     * expression) no longer describes its value, so passes must not look through it. */
+    for (int i = 0; i < a->nin; i++) fcg_release(a->in[i]);
+    if (a->in != a->in_inline) fcg_free(ctx, a->in, (size_t)a->nin * sizeof *a->in);
+    a->in = a->in_inline;
+    a->nin = 0;
+    a->op = FCG_OP_DATA;
+    a->loop_dtype = a->dtype;
+    memset(&a->p, 0, sizeof a->p);
+    fcg_node_hashes(a);
+    return FC_OK;
 }

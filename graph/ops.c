@@ -130,7 +130,11 @@ const fcg_unary_fn fcg_unary_api[FCG_OP_COUNT] = {
 #undef T_LIB
 #define T_EW1 SKIP
 #define T_EW2 ENTRY
-#define T_LIB(E, c, nin) ENTRY(E, c)
+/* binary library calls (matmul); the FFTs take an axis too and have no entry */
+#define T_LIB(E, c, nin) T_LIB_N(nin)(E, c)
+#define T_LIB_N(nin) T_LIB##nin
+#define T_LIB1 SKIP
+#define T_LIB2 ENTRY
 const fcg_binary_fn fcg_binary_api[FCG_OP_COUNT] = {
 #include "ops.def"
 };

@@ -32,9 +32,15 @@
  * Ownership. Every function that returns an fc_array * returns a new reference. While a scope
  * is open (fc_scope_open), the innermost scope owns that reference and drops it at
  * fc_scope_close; otherwise the caller owns it and drops it with fc_release. fc_keep takes an
- * extra reference that no scope owns, to carry a result out of a scope. Arrays are immutable
- * values: identical expressions may share one node (hash-consing), which is invisible except
- * that they compare equal as pointers.
+ * extra reference that no scope owns, to carry a result out of a scope. Arrays are values:
+ * identical expressions may share one node (hash-consing), which is invisible except that they
+ * compare equal as pointers. fc_write is the one mutation: it replaces an array's data, and
+ * arrays already computed from it keep theirs.
+ *
+ * The GPU runs work asynchronously on streams (fc_eval queues it; fc_read waits). A program
+ * evaluated again with new data reuses its plan and replays its kernels; streams, events,
+ * pinned host memory and memory statistics are below, under "Streams and events" and
+ * "Memory".
  *
  * Errors are values. Functions that can fail return an fc_status (FC_OK == 0, errors < 0) and
  * leave a message naming the op, the shapes and the dtypes in fc_errmsg(ctx). An op that fails,
@@ -182,6 +188,10 @@ typedef struct fc_ctx_options {
     int device;                    /**< CUDA device ordinal */
     const char *cache_dir;         /**< kernel cache; NULL: $FUSEC_CACHE_DIR, XDG, ~/.cache */
     const fc_allocator *allocator; /**< NULL: the C library's malloc/realloc/free */
+    size_t memory_limit;           /**< device bytes fusec may hold; 0: FUSEC_GPU_MEMORY_LIMIT,
+                                        else unlimited */
+    int cuda_graphs;               /**< 0: default (FUSEC_CUDA_GRAPHS=0|1, else on); 1 on;
+                                        -1 off. A plan evaluated again replays as a CUDA graph */
 } fc_ctx_options;
 
 /** Creates a context.
@@ -241,10 +251,17 @@ FC_API bool fc_array_is_weak(const fc_array *a);
 /* ---------------------------------------------------------------------------------------- */
 
 /** Evaluates n arrays together (one fused program when a GPU runs it) and keeps their values.
- *  Evaluating an array whose value is already known is free.
+ *  Evaluating an array whose value is already known is free. On the GPU the work is queued on
+ *  the context's stream and the call returns without waiting (fc_read and fc_to_host wait);
+ *  a graph whose structure was evaluated before (same ops, dtypes, shapes and constants; any
+ *  data) reuses its cached plan: no passes, codegen or cache lookups, and from the second reuse
+ *  its kernels replay as one CUDA graph.
  *  @return FC_OK; the status of the first poisoned input; FC_ERR_UNBOUND if the graph has a
- *          program input with no data; FC_ERR_VALUE (integer to a negative power);
- *          FC_ERR_NOMEM. On error no array gains a value. */
+ *          program input with no data; FC_ERR_VALUE (integer to a negative power, host
+ *          backend); FC_ERR_NOMEM (also the GPU memory limit); FC_ERR_BACKEND (a driver error,
+ *          named with its call and place; after a fault the context is unusable and every
+ *          later call fails with this status). On error no array gains a value; an error of
+ *          queued GPU work surfaces at the next call that waits. */
 FC_API fc_status fc_eval(fc_ctx *ctx, fc_array *const *arrays, int n);
 /** Evaluates a if needed, then copies `count` elements starting at flat (row-major) index
  *  `offset` into dst, in a's dtype (bool as 1 byte, f16/bf16 as uint16_t bits, c64 as
@@ -262,6 +279,137 @@ FC_API fc_status fc_to_host(fc_array *a, void *dst, size_t bytes);
  *  context from its creation. A trace write that fails warns once on stderr and never fails
  *  the evaluation. @return FC_OK, FC_ERR_NULL (ctx), FC_ERR_NOMEM. */
 FC_API fc_status fc_set_trace(fc_ctx *ctx, const char *path);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Devices                                                                                  */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef struct fc_device_info {
+    int ordinal;
+    char name[128];      /**< "NVIDIA H200" */
+    char arch[16];       /**< "sm_90": what kernels are compiled for */
+    int cc_major, cc_minor;
+    int sm_count;
+    size_t total_memory; /**< bytes */
+} fc_device_info;
+
+/** The number of CUDA devices. @return FC_OK (and 0) where there is no driver or no device:
+ *  that is not an error; FC_ERR_NULL. */
+FC_API fc_status fc_device_count(int *count);
+/** Describes device `ordinal`. @return FC_OK; FC_ERR_BACKEND (no driver, or no such device). */
+FC_API fc_status fc_device_get_info(int ordinal, fc_device_info *out);
+/** The device a CUDA context runs on, or -1 for the host backend. */
+FC_API int fc_ctx_device(const fc_ctx *ctx);
+/** Evaluates a and copies its value into context dst (another device, or the host backend):
+ *  GPU to GPU directly, through peer access where the two devices have it, else staged
+ *  through host memory. The result belongs to dst (its open scope, or the caller).
+ *  @return the copy, poisoned on error (both contexts' messages say why). */
+FC_API fc_array *fc_copy_to(fc_array *a, fc_ctx *dst);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Memory                                                                                   */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef struct fc_memory_stats {
+    size_t in_use;        /**< device bytes held by array values and running plans */
+    size_t peak;          /**< the most in_use since creation or fc_memory_reset_peak */
+    size_t cached;        /**< bytes the pool keeps for reuse beyond in_use */
+    size_t limit;         /**< the limit (0: none) */
+    size_t pinned_in_use; /**< pinned host bytes handed out (fc_host_alloc, staging) */
+    size_t pinned_cached; /**< pinned host bytes kept for reuse */
+} fc_memory_stats;
+
+/** Memory figures of a context (all zero on the host backend). @return FC_OK, FC_ERR_NULL. */
+FC_API fc_status fc_memory_stats_get(fc_ctx *ctx, fc_memory_stats *out);
+/** Restarts the peak at the current in_use. */
+FC_API void fc_memory_reset_peak(fc_ctx *ctx);
+/** Waits for the context's work, then gives every cached device and pinned block back to the
+ *  driver. @return FC_OK, or the first asynchronous error. */
+FC_API fc_status fc_memory_trim(fc_ctx *ctx);
+/** Device-to-device copy bandwidth: copies `bytes` between two device buffers `runs` times
+ *  (after a warm-up), timed with events, and gives the median in GB/s counting bytes read and
+ *  written (2 * bytes / time). The reference for benchmarks' "% of floor".
+ *  @return FC_OK; FC_ERR_BACKEND on the host backend; FC_ERR_NOMEM; FC_ERR_INVALID. */
+FC_API fc_status fc_device_copy_bandwidth(fc_ctx *ctx, size_t bytes, int runs, double *gbps);
+/** Page-locked host memory from the context's pinned pool (plain memory on the host backend):
+ *  transfers from and to it are asynchronous. NULL when out of memory. */
+FC_API void *fc_host_alloc(fc_ctx *ctx, size_t bytes);
+/** Returns a block of fc_host_alloc to the pool. NULL is a no-op. */
+FC_API void fc_host_free(fc_ctx *ctx, void *ptr);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Streams and events                                                                       */
+/* ---------------------------------------------------------------------------------------- */
+
+/** Work is ordered on streams. Every context has a default stream (NULL in these calls);
+ *  fc_eval enqueues there and returns without waiting for the GPU. Calls that hand data to
+ *  the host (fc_read, fc_to_host) wait. Errors of queued work surface at the next call that
+ *  waits. On the host backend streams and events exist too: work runs at once, and events
+ *  read the wall clock, so timing code is portable. */
+typedef struct fc_stream fc_stream;
+typedef struct fc_event fc_event;
+
+FC_API fc_status fc_stream_create(fc_ctx *ctx, fc_stream **out);
+/** Waits for the stream's work, then destroys it. NULL is a no-op. */
+FC_API void fc_stream_destroy(fc_stream *stream);
+/** Waits for the stream's work (NULL: the default stream of ctx). @return FC_OK or the first
+ *  asynchronous error. */
+FC_API fc_status fc_stream_synchronize(fc_ctx *ctx, fc_stream *stream);
+/** Waits for all of the context's work. */
+FC_API fc_status fc_ctx_synchronize(fc_ctx *ctx);
+/** fc_eval on a given stream (NULL: the default one). Values computed on another stream are
+ *  waited for through events; nothing else is ordered between streams. */
+FC_API fc_status fc_eval_on(fc_ctx *ctx, fc_array *const *arrays, int n, fc_stream *stream);
+
+FC_API fc_status fc_event_create(fc_ctx *ctx, fc_event **out);
+FC_API void fc_event_destroy(fc_event *event);
+/** Records the event after the work queued so far on stream (NULL: default stream). */
+FC_API fc_status fc_event_record(fc_event *event, fc_stream *stream);
+/** Makes later work on stream wait for the event. */
+FC_API fc_status fc_stream_wait_event(fc_stream *stream, fc_event *event);
+FC_API fc_status fc_event_synchronize(fc_event *event);
+/** Milliseconds between two recorded events (both must have completed, or this waits).
+ *  @return FC_OK; FC_ERR_INVALID if either was never recorded. */
+FC_API fc_status fc_event_elapsed_ms(fc_event *start, fc_event *end, float *ms);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Transfers                                                                                */
+/* ---------------------------------------------------------------------------------------- */
+
+/** Copies `count` elements from src into a's value at flat index `offset` (set). a must hold a
+ *  value (made by fc_from_host, fc_empty, ..., or evaluated). Arrays already computed from a
+ *  keep their values; building the same expression again after a write gives a new array
+ *  that sees the new data. The copy is queued on stream (NULL: default) through pinned
+ *  staging: src may be reused when the call returns.
+ *  @return FC_OK; FC_ERR_INDEX (range); FC_ERR_INVALID (a has no value of its own). */
+FC_API fc_status fc_write(fc_array *a, const void *src, int64_t offset, int64_t count,
+                          fc_stream *stream);
+/** Queues a copy of a's elements [offset, offset+count) into dst on stream and returns;
+ *  dst is filled once the stream is synchronised. dst from fc_host_alloc makes the copy truly
+ *  asynchronous; other memory is staged. Evaluates a first if needed (on that stream). */
+FC_API fc_status fc_read_async(fc_array *a, void *dst, int64_t offset, int64_t count,
+                               fc_stream *stream);
+
+/* ---------------------------------------------------------------------------------------- */
+/* .npy files                                                                               */
+/* ---------------------------------------------------------------------------------------- */
+
+/** Reads a NumPy .npy file (format 1.0-3.0, C or Fortran order, either byte order) into a new
+ *  array of the context, in C order and the host's byte order (Fortran order is reordered on
+ *  load). Dtypes: b1 i1-i8 u1-u8 f2 f4 f8 c8 c16 (bf16 has no .npy form; ml_dtypes writes it
+ *  as raw '<V2'). 0-d and empty arrays load as such. Bytes after the data are ignored, as
+ *  NumPy does. Bools other than 0/1 load as 1.
+ *  @return the array, poisoned with FC_ERR_NULL (path), FC_ERR_IO (cannot open or read),
+ *  FC_ERR_PARSE (not a .npy file, a malformed header, a truncated file, a shape too large:
+ *  the message names the file and what is wrong), FC_ERR_DTYPE (a dtype fusec lacks, named),
+ *  FC_ERR_SHAPE (more than FC_MAX_DIMS dimensions) or FC_ERR_NOMEM. */
+FC_API fc_array *fc_npy_load(fc_ctx *ctx, const char *path);
+/** Evaluates a and writes it as a .npy file: the bytes np.save writes (format 1.0, C order,
+ *  little-endian, NumPy's header layout). bf16 is written as f32, exactly (NumPy has no bf16).
+ *  The file is written under a temporary name beside path and renamed over it, so a reader
+ *  never sees a partial file and a failed save leaves path as it was.
+ *  @return FC_OK, FC_ERR_NULL, FC_ERR_IO (cannot create, write or rename), or as fc_eval. */
+FC_API fc_status fc_npy_save(fc_array *a, const char *path);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Creation                                                                                 */
@@ -488,6 +636,14 @@ FC_API fc_array *fc_stack(fc_ctx *ctx, fc_array *const *arrays, int n, int axis)
 /** Matrix product as np.matmul (1-D and 2-D operands, and batches that broadcast); dtypes
  *  promote; accumulation is wide. */
 FC_API fc_array *fc_matmul(fc_array *a, fc_array *b);
+/** Discrete Fourier transform along `axis` (negative counts from the end), as np.fft.fft and
+ *  np.fft.ifft with n=None and norm="backward": fc_ifft scales by 1 / n, rounded as NumPy
+ *  rounds it (to f16 for an f16 input, f32 for f32 and c64). The result is complex with a's
+ *  shape: c64 for f16, bf16, f32 and c64 input, c128 otherwise (NumPy 2's rule). Any length
+ *  works (primes too); on the GPU through cuFFT. @return FC_ERR_AXIS for a bad axis,
+ *  FC_ERR_SHAPE for an empty axis, as poisoned arrays. */
+FC_API fc_array *fc_fft(fc_array *a, int axis);
+FC_API fc_array *fc_ifft(fc_array *a, int axis);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Graph identity                                                                           */

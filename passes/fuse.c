@@ -400,6 +400,29 @@ static int union_loads(fuse_state *s, const group *a, const group *b, fc_array *
     return loads;
 }
 
+/* Row kernels keep their rows on chip: the bytes of one row of every buffer the union of two
+ * groups' regions would load (classify's measure for one region). */
+static double union_row_bytes(fuse_state *s, const group *a, const group *b, const fcp_kernel *k,
+                              fc_array **reg, int *seen) {
+    memset(seen, 0, s->n * sizeof *seen);
+    double row = 1, bytes = 0;
+    for (int d = 0; d < k->ndim; d++)
+        if (k->rmask & (1u << d)) row *= (double)k->space[d];
+    for (int w = 0; w < 2; w++) {
+        const group *g = w ? b : a;
+        for (int q = 0; q < g->nroot; q++) {
+            size_t m = collect(s, s->ord[g->roots[q]], reg);
+            for (size_t j = 1; j < m; j++) {
+                fc_array *x = reg[j];
+                if (seen[x->order] || !(is_leaf(x) || s->mat[x->order])) continue;
+                seen[x->order] = 1;
+                bytes += (double)fc_dtype_size((fc_dtype)x->dtype);
+            }
+        }
+    }
+    return (bytes > 0 ? bytes : 4) * row;
+}
+
 /* Fills kernel k from the union of group g's regions. */
 static fc_status build_kernel(fuse_state *s, const group *g, fcp_kernel *k, fc_array **reg,
                               int *seen) {
@@ -529,6 +552,9 @@ static fc_status fuse(fc_ctx *ctx, fcp_plan *p) {
             if (groups[a].nroot + groups[b].nroot > 16) continue;
             if (depends_on(&s, &groups[b], &groups[a], seen)) continue;
             if (union_loads(&s, &groups[a], &groups[b], reg, seen) > FCP_MAX_LEAVES) continue;
+            if (proto[a].kind == FCP_KERNEL_ROW &&
+                union_row_bytes(&s, &groups[a], &groups[b], &proto[a], reg, seen) > FCP_ROW_MAX_BYTES)
+                continue;
             for (int q = 0; q < groups[b].nroot; q++)
                 groups[a].roots[groups[a].nroot++] = groups[b].roots[q];
             groups[b].dead = true;

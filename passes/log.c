@@ -117,7 +117,9 @@ static void put_params(line *l, const fc_array *a) {
         if (p->mode == FC_PAD_CONSTANT) put(l, " value=%.17g", p->re);
         break;
     }
-    case FCG_OP_CONCAT: put(l, " axis=%d", (int)p->axis); break;
+    case FCG_OP_CONCAT:
+    case FCG_OP_FFT:
+    case FCG_OP_IFFT: put(l, " axis=%d", (int)p->axis); break;
     default: break;
     }
 }

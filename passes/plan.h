@@ -67,7 +67,10 @@ typedef struct fcp_plan {
 #define FCP_MAX_LEAVES 64            /* parameter space: pointers per kernel */
 #define FCP_RECOMPUTE_MAX_OPS 48     /* a shared subexpression up to this size is recomputed in
                                         each consumer; a bigger one is materialised */
-#define FCP_ROW_MAX_BYTES (48 * 1024) /* on-chip bytes of one row for a ROW kernel */
+#define FCP_ROW_MAX_BYTES (44 * 1024) /* on-chip bytes of one row for a ROW kernel (its
+                                        buffers' rows in dynamic shared memory; the rest of
+                                        the 48 KiB a launch gets without opting in is left to
+                                        the reductions' exchange buffers) */
 
 /* Runs the pipeline (simplify, cse, dce, fuse, schedule) on the graph of `arrays` and builds
  * the plan. The plan holds its own references. */

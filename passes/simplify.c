@@ -20,7 +20,7 @@
  *   - cast chains: cast(cast(x, T1), T2) -> cast(x, T2) when x -> T1 is exact and T2 is
  *     inexact or x -> T2 is exact too; a cast to the input's own dtype disappears;
  *   - where with a constant condition -> the branch it picks.
- * A node that holds a value (a->host) is a leaf: it is neither rewritten nor looked through,
+ * A node that holds a value (a->host or, on the GPU, a->dev) is a leaf: it is neither rewritten nor looked through,
  * since recomputing what it stores would cost more than reading it. Rules that drop an operand
  * (x ** 0, where) also drop any value error that operand would raise at evaluation.
  */
@@ -33,6 +33,11 @@ typedef struct simp {
     fc_ctx *ctx;
     fcp_pass_stats stats;
 } simp;
+
+
+/* A node with a value, on the host or the GPU, is a leaf: never rewritten or looked through
+ * (its inputs are not part of the walk). */
+static bool has_value(const fc_array *a) { return a->host || a->dev; }
 
 /* ---- constants -------------------------------------------------------------------------- */
 
@@ -416,19 +421,19 @@ static fc_status unary(simp *s, const fc_array *a, fc_array **out) {
     case FCG_OP_NEGATIVE: case FCG_OP_CONJ: case FCG_OP_BITWISE_NOT:
         /* involutions: the inner node computes in x's dtype (conj of bool: i8, which the
          * coercion below casts to) */
-        if (y->op != a->op || y->host) return FC_OK;
+        if (y->op != a->op || has_value(y)) return FC_OK;
         r = y->in[0];
         fcg_retain(r);
         break;
     case FCG_OP_LOGICAL_NOT:
-        if (y->op != FCG_OP_LOGICAL_NOT || y->host) return FC_OK;
+        if (y->op != FCG_OP_LOGICAL_NOT || has_value(y)) return FC_OK;
         st = make_cast(s, y->in[0], FC_BOOL, &r); /* x != 0, NaN true, as a cast to bool */
         break;
     case FCG_OP_CAST:
         if (y->dtype == a->dtype && !y->weak) {
             r = y;
             fcg_retain(r);
-        } else if (y->op == FCG_OP_CAST && !y->host) {
+        } else if (y->op == FCG_OP_CAST && !has_value(y)) {
             fc_array *x = y->in[0];
             fc_dtype from = (fc_dtype)x->dtype, mid = (fc_dtype)y->dtype, to = (fc_dtype)a->dtype;
             if (cast_exact(from, mid) && (fcg_is_inexact(to) || cast_exact(from, to)))
@@ -453,7 +458,7 @@ static fc_status unary(simp *s, const fc_array *a, fc_array **out) {
 /* One rule applied to node a, if any fires: *out is its replacement (owned), else NULL. */
 static fc_status rewrite_once(simp *s, fc_array *a, fc_array **out) {
     *out = NULL;
-    if (fcg_ops[a->op].kind != FCG_KIND_EW || a->host || a->nin == 0) return FC_OK;
+    if (fcg_ops[a->op].kind != FCG_KIND_EW || has_value(a) || a->nin == 0) return FC_OK;
     fc_status st = fold(s, a, out);
     if (st != FC_OK || *out) return st;
     switch ((fcg_op)a->op) {
@@ -487,7 +492,7 @@ static fc_status settle(simp *s, fc_array *a, fc_array **out) {
 /* The simplified node of `a`, whose inputs are simplified in memo (indexed by `order`). */
 static fc_status simplify_node(simp *s, fc_array *a, fc_array *const *memo, fc_array **out) {
     *out = NULL;
-    if (a->host || a->nin == 0) {
+    if (has_value(a) || a->nin == 0) {
         fcg_retain(a);
         *out = a;
         return FC_OK;

@@ -1,7 +1,8 @@
 /*
  * runtime/cuda.c - the CUDA backend: the driver API loaded with dlopen, a context on one
- * device, stream-ordered device memory, and plan execution (fuse -> generate -> cache or
- * NVRTC -> load -> launch).
+ * device, stream-ordered device memory, a pinned host pool, streams and events, and plan
+ * execution with a plan cache (fuse -> generate -> cache or NVRTC -> load -> launch, once per
+ * graph structure; afterwards bind pointers and launch, or replay a CUDA graph).
  *
  * libcuda is never linked: every binary starts on a machine without a driver, and the
  * backend says why it cannot run there. Entry points come from cuGetProcAddress for the ABI
@@ -11,10 +12,13 @@
 
 #include "codegen.h"
 #include "kcompile.h"
+#include "nvrtc_compile.h"
+#include "cuda_lib.h"
 #include "plan.h"
 
 #include <cuda.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,10 +55,35 @@ typedef struct driver {
     CUresult (*ModuleLoadData)(CUmodule *, const void *);
     CUresult (*ModuleUnload)(CUmodule);
     CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+    CUresult (*ModuleGetGlobal)(CUdeviceptr *, size_t *, CUmodule, const char *);
     CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, unsigned, CUstream, void **, void **);
     CUresult (*OccupancyMaxActiveBlocksPerMultiprocessor)(int *, CUfunction, int, size_t);
     CUresult (*GetErrorName)(CUresult, const char **);
+    CUresult (*StreamWaitEvent)(CUstream, CUevent, unsigned);
+    CUresult (*EventCreate)(CUevent *, unsigned);
+    CUresult (*EventDestroy)(CUevent);
+    CUresult (*EventRecord)(CUevent, CUstream);
+    CUresult (*EventSynchronize)(CUevent);
+    CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
+    CUresult (*MemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
+    CUresult (*MemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);
+    CUresult (*MemPoolGetAttribute)(CUmemoryPool, CUmemPool_attribute, void *);
+    CUresult (*MemHostAlloc)(void **, size_t, unsigned);
+    CUresult (*MemFreeHost)(void *);
+    CUresult (*LaunchHostFunc)(CUstream, CUhostFn, void *);
+    CUresult (*DeviceCanAccessPeer)(int *, CUdevice, CUdevice);
+    CUresult (*CtxEnablePeerAccess)(CUcontext, unsigned);
+    CUresult (*MemcpyPeerAsync)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream);
+    CUresult (*GraphCreate)(CUgraph *, unsigned);
+    CUresult (*GraphDestroy)(CUgraph);
+    CUresult (*GraphAddKernelNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
+                                   const CUDA_KERNEL_NODE_PARAMS_v2 *);
+    CUresult (*GraphInstantiate)(CUgraphExec *, CUgraph, unsigned long long);
+    CUresult (*GraphExecKernelNodeSetParams)(CUgraphExec, CUgraphNode,
+                                             const CUDA_KERNEL_NODE_PARAMS_v2 *);
+    CUresult (*GraphLaunch)(CUgraphExec, CUstream);
+    CUresult (*GraphExecDestroy)(CUgraphExec);
     CUresult (*GetErrorString)(CUresult, const char **);
 } driver;
 
@@ -67,21 +96,104 @@ typedef struct module_entry {
     fcc_key key;
     CUmodule mod;
     CUfunction fn;
-    int blocks_per_sm;
+    int blocks_per_sm; /* occupancy with no dynamic shared memory */
 } module_entry;
+
+/* Where a pointer argument of a cached plan comes from at each evaluation. */
+typedef enum arg_kind {
+    ARG_LEAF, /* the value of the plan's leaf idx (an input of the graph) */
+    ARG_BUF,  /* buffer idx, allocated for this evaluation */
+    ARG_CONST, /* a constant the plan made (simplify folds casts of scalars): the entry keeps
+                  a device copy */
+    ARG_NODE   /* a node the (live, uncached) plan made itself: its value */
+} arg_kind;
+
+typedef struct arg_src {
+    uint8_t kind;
+    int32_t idx;
+    fc_array *node;   /* ARG_NODE */
+    CUdeviceptr dptr; /* ARG_CONST */
+} arg_src;
+
+/* One launch of a plan. */
+typedef struct step {
+    const fcp_kernel *k;  /* library steps: the live plan's kernel (such plans are not cached) */
+    bool lib;
+    size_t mod;           /* index in cs->mods */
+    fcx_launch lc;
+    int nptr;
+    arg_src *ptr;         /* the kernel's pointer arguments, in order */
+    size_t nparam;
+    uint64_t *param;      /* the argument block; pointer words are filled at each launch */
+    CUdeviceptr value_flag; /* the module's fcx_value_error when the kernel can raise it */
+    CUgraphNode gnode;
+} step;
+
+/* A plan ready to run: everything but the buffers' addresses is fixed by the graph's
+ * structure, so a repeated structure skips passes, codegen and cache lookups. */
+typedef struct plan_entry {
+    fc_hash key;
+    bool cacheable;
+    bool value_check;     /* a kernel can raise a value error: runs wait and check it */
+    uint64_t last_use, uses;
+    int nleaf;
+    int64_t *leaf_pos;    /* leaf -> position in the cut graph's canonical order */
+    fc_array **leaf_node; /* uncached: the leaves themselves */
+    int nbuf;
+    size_t *buf_bytes;
+    int nstep;
+    step *steps;
+    int nout;
+    arg_src *out;         /* per requested array: where its value is */
+    uint32_t last_stream; /* the stream of the last run: scratch is reused in stream order */
+    int nconst;
+    CUdeviceptr *const_ptr; /* device copies of the plan's constants and reductions' scratch
+                               (ARG_CONST), owned by the entry */
+    size_t *const_bytes;
+    CUgraphExec exec;     /* CUDA graph of the kernel steps, made on the second use */
+    CUgraph graph;
+    uint64_t *graph_ptrs; /* the pointer words the graph's nodes hold now */
+    size_t ngraph_ptrs;
+    struct plan_entry *next; /* hash chain */
+} plan_entry;
+
+#define PLAN_BUCKETS 256
+#define PLAN_CACHE_MAX 1024
+
+/* A page-locked host block of the pinned pool. */
+typedef struct pinned_block {
+    void *p;
+    size_t size;
+    bool busy;      /* handed out (fc_host_alloc) or staging in flight */
+    /* staging of a read: copied to dst once the stream reaches the callback */
+    void *dst;
+    size_t dst_bytes;
+    struct cuda_state *cs;
+    struct pinned_block *next;
+} pinned_block;
 
 typedef struct cuda_state {
     CUdevice dev;
     CUcontext cu;
     CUstream stream;
     CUmemoryPool pool;
+    CUevent join;         /* orders one stream after another (record, then wait) */
     int sm_count, cc_major, cc_minor;
     char arch[16];
     char name[128];
     module_entry *mods;
     size_t nmods, capmods;
     size_t in_use, peak, limit;
-    bool dead; /* a sticky error poisoned the CUDA context */
+    plan_entry *plans[PLAN_BUCKETS];
+    size_t nplans;
+    uint64_t clock;
+    bool graphs;          /* replay repeated plans as CUDA graphs */
+    void *lib;            /* cuBLAS / cuFFT state (runtime/cuda_lib.c) */
+    pthread_mutex_t pin_lock;
+    pinned_block *pinned;
+    size_t pinned_busy, pinned_free;
+    bool dead;            /* a sticky error poisoned the CUDA context */
+    char dead_msg[FCG_ERRMSG_MAX];
 } cuda_state;
 
 static const char *cu_err(CUresult r) {
@@ -101,12 +213,24 @@ static bool sticky(CUresult r) {
 static fc_status check(fc_ctx *ctx, CUresult r, const char *call, const char *file, int line) {
     if (r == CUDA_SUCCESS) return FC_OK;
     cuda_state *cs = ctx->cuda;
-    if (cs && sticky(r)) cs->dead = true;
+    bool newly_dead = cs && !cs->dead && sticky(r);
+    if (newly_dead) cs->dead = true;
     const char *desc = NULL;
     if (drv.GetErrorString) drv.GetErrorString(r, &desc);
-    return fcg_error(ctx, r == CUDA_ERROR_OUT_OF_MEMORY ? FC_ERR_NOMEM : FC_ERR_BACKEND,
-                     "%s failed: %s (%s) at %s:%d%s", call, cu_err(r), desc ? desc : "", file,
-                     line, cs && cs->dead ? "; the GPU context is now unusable" : "");
+    fc_status st = fcg_error(ctx, r == CUDA_ERROR_OUT_OF_MEMORY ? FC_ERR_NOMEM : FC_ERR_BACKEND,
+                             "%s failed: %s (%s) at %s:%d%s", call, cu_err(r), desc ? desc : "",
+                             file, line, cs && cs->dead ? "; the GPU context is now unusable" : "");
+    if (newly_dead) snprintf(cs->dead_msg, sizeof cs->dead_msg, "%s", ctx->errmsg);
+    return st;
+}
+
+/* Every entry point refuses to touch a dead context, so nothing runs and nothing is compiled
+ * into the kernel cache after a sticky error. */
+static fc_status alive(fc_ctx *ctx) {
+    cuda_state *cs = ctx->cuda;
+    if (!cs->dead) return FC_OK;
+    return fcg_error(ctx, FC_ERR_BACKEND, "the GPU context is unusable after an earlier error: %s",
+                     cs->dead_msg);
 }
 #define CU(ctx, call) check((ctx), drv.call, #call, __FILE__, __LINE__)
 
@@ -160,10 +284,33 @@ static bool load_driver(void) {
     SYM(ModuleLoadData, "cuModuleLoadData");
     SYM(ModuleUnload, "cuModuleUnload");
     SYM(ModuleGetFunction, "cuModuleGetFunction");
+    SYM(ModuleGetGlobal, "cuModuleGetGlobal");
     SYM(LaunchKernel, "cuLaunchKernel");
     SYM(OccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
     SYM(GetErrorName, "cuGetErrorName");
     SYM(GetErrorString, "cuGetErrorString");
+    SYM(StreamWaitEvent, "cuStreamWaitEvent");
+    SYM(EventCreate, "cuEventCreate");
+    SYM(EventDestroy, "cuEventDestroy");
+    SYM(EventRecord, "cuEventRecord");
+    SYM(EventSynchronize, "cuEventSynchronize");
+    SYM(EventElapsedTime, "cuEventElapsedTime");
+    SYM(MemsetD8Async, "cuMemsetD8Async");
+    SYM(MemsetD32Async, "cuMemsetD32Async");
+    SYM(MemPoolGetAttribute, "cuMemPoolGetAttribute");
+    SYM(MemHostAlloc, "cuMemHostAlloc");
+    SYM(MemFreeHost, "cuMemFreeHost");
+    SYM(LaunchHostFunc, "cuLaunchHostFunc");
+    SYM(DeviceCanAccessPeer, "cuDeviceCanAccessPeer");
+    SYM(CtxEnablePeerAccess, "cuCtxEnablePeerAccess");
+    SYM(MemcpyPeerAsync, "cuMemcpyPeerAsync");
+    SYM(GraphCreate, "cuGraphCreate");
+    SYM(GraphDestroy, "cuGraphDestroy");
+    SYM(GraphAddKernelNode, "cuGraphAddKernelNode");
+    SYM(GraphInstantiate, "cuGraphInstantiateWithFlags");
+    SYM(GraphExecKernelNodeSetParams, "cuGraphExecKernelNodeSetParams");
+    SYM(GraphLaunch, "cuGraphLaunch");
+    SYM(GraphExecDestroy, "cuGraphExecDestroy");
 #undef SYM
     if (drv.Init(0) != CUDA_SUCCESS) {
         snprintf(drv_error, sizeof drv_error, "cuInit failed: no usable CUDA device or driver");
@@ -173,24 +320,265 @@ static bool load_driver(void) {
     return true;
 }
 
+
+/* ---- streams ------------------------------------------------------------------------------ */
+
+/* The CUstream of a stream id: 0 is the context's own; a destroyed user stream (its work was
+ * waited for when it died) reads as the context's own. */
+static CUstream stream_of(fc_ctx *ctx, uint32_t id) {
+    cuda_state *cs = ctx->cuda;
+    if (id)
+        for (fc_stream *s = ctx->streams; s; s = s->next)
+            if (s->id == id) return (CUstream)s->cu;
+    return cs->stream;
+}
+
+static uint32_t stream_id(const fc_stream *s) { return s ? s->id : 0; }
+
+static void make_current(cuda_state *cs) { drv.CtxSetCurrent(cs->cu); }
+
+/* Orders `later` after the work queued on `earlier` so far. */
+static fc_status join(fc_ctx *ctx, CUstream earlier, CUstream later) {
+    cuda_state *cs = ctx->cuda;
+    if (earlier == later) return FC_OK;
+    fc_status st = CU(ctx, EventRecord(cs->join, earlier));
+    if (st == FC_OK) st = CU(ctx, StreamWaitEvent(later, cs->join, 0));
+    return st;
+}
+
+/* Before stream `sid` reads a's device value: wait for the stream that wrote it, and remember
+ * the reader so that freeing the value waits for it too. */
+static fc_status use_on(fc_ctx *ctx, fc_array *a, uint32_t sid) {
+    if (a->dev_stream == sid) return FC_OK;
+    fc_status st = join(ctx, stream_of(ctx, a->dev_stream), stream_of(ctx, sid));
+    if (st != FC_OK) return st;
+    if (a->dev_reader == 0) a->dev_reader = sid + 1;
+    else if (a->dev_reader != sid + 1) a->dev_reader = UINT32_MAX;
+    return FC_OK;
+}
+
+/* ---- device memory ---------------------------------------------------------------------- */
+
+static void pool_free(fc_ctx *ctx, CUdeviceptr p, size_t bytes, CUstream s) {
+    cuda_state *cs = ctx->cuda;
+    if (!cs->dead) drv.MemFreeAsync(p, s);
+    cs->in_use -= bytes ? bytes : 1;
+}
+
 static void free_value(fc_ctx *ctx, fc_array *a) {
     cuda_state *cs = ctx->cuda;
     if (!cs || !a->dev) return;
-    if (!cs->dead) drv.MemFreeAsync((CUdeviceptr)a->dev, cs->stream);
-    cs->in_use -= a->dev_bytes;
+    CUstream home = stream_of(ctx, a->dev_stream);
+    if (!cs->dead) {
+        make_current(cs);
+        /* The free is ordered on the writer's stream; readers on other streams first. */
+        if (a->dev_reader == UINT32_MAX) drv.CtxSynchronize();
+        else if (a->dev_reader) join(ctx, stream_of(ctx, a->dev_reader - 1), home);
+    }
+    pool_free(ctx, (CUdeviceptr)a->dev, a->dev_bytes, home);
     a->dev = 0;
     a->dev_bytes = 0;
+    a->dev_stream = 0;
+    a->dev_reader = 0;
 }
+
+/* Stream-ordered allocation with the limit; on out-of-memory the pool's cached blocks are
+ * released and the allocation retried once. */
+static fc_status dev_alloc(fc_ctx *ctx, size_t bytes, CUstream s, CUdeviceptr *out) {
+    cuda_state *cs = ctx->cuda;
+    if (bytes == 0) bytes = 1;
+    if (cs->limit && cs->in_use + bytes > cs->limit)
+        return fcg_error(ctx, FC_ERR_NOMEM, "GPU memory limit: %zu bytes in use, %zu more asked, "
+                         "limit %zu (FUSEC_GPU_MEMORY_LIMIT or fc_ctx_options.memory_limit)",
+                         cs->in_use, bytes, cs->limit);
+    CUresult r = drv.MemAllocAsync(out, bytes, s);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+        drv.CtxSynchronize();
+        drv.MemPoolTrimTo(cs->pool, 0);
+        r = drv.MemAllocAsync(out, bytes, s);
+    }
+    fc_status st = check(ctx, r, "cuMemAllocAsync", __FILE__, __LINE__);
+    if (st != FC_OK) return st;
+    cs->in_use += bytes;
+    if (cs->in_use > cs->peak) cs->peak = cs->in_use;
+    return FC_OK;
+}
+
+static size_t value_bytes(const fc_array *a) {
+    return fcg_node_numel(a) * fc_dtype_size((fc_dtype)a->dtype);
+}
+
+static fc_status upload(fc_ctx *ctx, fc_array *a, uint32_t sid) {
+    CUstream s = stream_of(ctx, sid);
+    size_t bytes = value_bytes(a);
+    CUdeviceptr p;
+    fc_status st = dev_alloc(ctx, bytes, s, &p);
+    if (st != FC_OK) return st;
+    if (bytes && (st = CU(ctx, MemcpyHtoDAsync(p, a->host, bytes, s))) != FC_OK) {
+        pool_free(ctx, p, bytes, s);
+        return st;
+    }
+    a->dev = p;
+    a->dev_bytes = bytes ? bytes : 1;
+    a->dev_stream = sid;
+    a->dev_reader = 0;
+    return FC_OK;
+}
+
+fc_status fcr_download(fc_ctx *ctx, fc_array *a) {
+    cuda_state *cs = ctx->cuda;
+    if (a->host) return FC_OK;
+    if (!cs || !a->dev) return fcg_error(ctx, FC_ERR_BACKEND, "read: the array has no value");
+    fc_status st = alive(ctx);
+    if (st != FC_OK) return st;
+    make_current(cs);
+    size_t bytes = value_bytes(a);
+    void *h = fcg_malloc(ctx, bytes ? bytes : 1);
+    if (!h) return fcg_error(ctx, FC_ERR_NOMEM, "read: out of host memory for %zu bytes", bytes);
+    CUstream s = stream_of(ctx, a->dev_stream);
+    if (bytes) st = CU(ctx, MemcpyDtoHAsync(h, (CUdeviceptr)a->dev, bytes, s));
+    if (st == FC_OK) st = CU(ctx, StreamSynchronize(s));
+    if (st != FC_OK) {
+        fcg_free(ctx, h, bytes ? bytes : 1);
+        return st;
+    }
+    a->host = h;
+    a->host_bytes = bytes ? bytes : 1;
+    return FC_OK;
+}
+
+/* ---- pinned host pool ------------------------------------------------------------------- */
+
+/* Blocks come in power-of-two sizes from 64 KiB, so a freed block serves later requests of
+ * its class without a driver call (cuMemHostAlloc costs milliseconds). */
+static size_t pinned_class(size_t bytes) {
+    size_t c = 64 * 1024;
+    while (c < bytes && c < ((size_t)1 << 62)) c <<= 1;
+    return c;
+}
+
+static pinned_block *pinned_get(fc_ctx *ctx, size_t bytes) {
+    cuda_state *cs = ctx->cuda;
+    size_t size = pinned_class(bytes);
+    pthread_mutex_lock(&cs->pin_lock);
+    for (pinned_block *b = cs->pinned; b; b = b->next)
+        if (!b->busy && b->size == size) {
+            b->busy = true;
+            cs->pinned_busy += size;
+            cs->pinned_free -= size;
+            pthread_mutex_unlock(&cs->pin_lock);
+            return b;
+        }
+    pthread_mutex_unlock(&cs->pin_lock);
+    pinned_block *b = fcg_calloc(ctx, sizeof *b);
+    if (!b) return NULL;
+    make_current(cs);
+    if (drv.MemHostAlloc(&b->p, size, 0) != CUDA_SUCCESS) {
+        fcg_free(ctx, b, sizeof *b);
+        return NULL;
+    }
+    b->size = size;
+    b->busy = true;
+    b->cs = cs;
+    pthread_mutex_lock(&cs->pin_lock);
+    b->next = cs->pinned;
+    cs->pinned = b;
+    cs->pinned_busy += size;
+    pthread_mutex_unlock(&cs->pin_lock);
+    return b;
+}
+
+static void pinned_put(cuda_state *cs, pinned_block *b) {
+    pthread_mutex_lock(&cs->pin_lock);
+    b->busy = false;
+    cs->pinned_busy -= b->size;
+    cs->pinned_free += b->size;
+    pthread_mutex_unlock(&cs->pin_lock);
+}
+
+static pinned_block *pinned_find(cuda_state *cs, const void *p, size_t bytes) {
+    pthread_mutex_lock(&cs->pin_lock);
+    pinned_block *hit = NULL;
+    for (pinned_block *b = cs->pinned; b && !hit; b = b->next)
+        if ((const char *)p >= (const char *)b->p &&
+            (const char *)p + bytes <= (const char *)b->p + b->size)
+            hit = b;
+    pthread_mutex_unlock(&cs->pin_lock);
+    return hit;
+}
+
+void *fcr_host_alloc(fc_ctx *ctx, size_t bytes) {
+    if (alive(ctx) != FC_OK) return NULL;
+    pinned_block *b = pinned_get(ctx, bytes ? bytes : 1);
+    return b ? b->p : NULL;
+}
+
+void fcr_host_free(fc_ctx *ctx, void *p) {
+    cuda_state *cs = ctx->cuda;
+    pthread_mutex_lock(&cs->pin_lock);
+    pinned_block *b = cs->pinned;
+    while (b && b->p != p) b = b->next;
+    pthread_mutex_unlock(&cs->pin_lock);
+    if (b) pinned_put(cs, b);
+}
+
+/* Frees the pinned blocks nobody holds (trim, destruction). */
+static void pinned_release_free(fc_ctx *ctx, bool all) {
+    cuda_state *cs = ctx->cuda;
+    pthread_mutex_lock(&cs->pin_lock);
+    pinned_block **pp = &cs->pinned;
+    while (*pp) {
+        pinned_block *b = *pp;
+        if (b->busy && !all) {
+            pp = &b->next;
+            continue;
+        }
+        *pp = b->next;
+        if (b->busy) cs->pinned_busy -= b->size;
+        else cs->pinned_free -= b->size;
+        drv.MemFreeHost(b->p);
+        fcg_free(ctx, b, sizeof *b);
+    }
+    pthread_mutex_unlock(&cs->pin_lock);
+}
+
+/* Runs on the driver's callback thread once a staged copy has landed. No CUDA calls here. */
+static void CUDA_CB staged_read_done(void *user) {
+    pinned_block *b = user;
+    if (b->dst) memcpy(b->dst, b->p, b->dst_bytes);
+    b->dst = NULL;
+    pinned_put(b->cs, b);
+}
+
+static void CUDA_CB staging_done(void *user) {
+    pinned_block *b = user;
+    pinned_put(b->cs, b);
+}
+
+/* ---- context ------------------------------------------------------------------------------ */
+
+static void entry_free(fc_ctx *ctx, plan_entry *e);
 
 static void destroy(fc_ctx *ctx) {
     cuda_state *cs = ctx->cuda;
     if (!cs) return;
+    make_current(cs);
     /* Device values of nodes still alive are freed with them (before this runs). */
+    if (!cs->dead) drv.CtxSynchronize();
+    for (int b = 0; b < PLAN_BUCKETS; b++)
+        while (cs->plans[b]) {
+            plan_entry *e = cs->plans[b];
+            cs->plans[b] = e->next;
+            entry_free(ctx, e);
+        }
+    if (cs->lib) fcr_lib_release(ctx, cs->lib);
     if (!cs->dead) {
-        drv.StreamSynchronize(cs->stream);
         for (size_t i = 0; i < cs->nmods; i++) drv.ModuleUnload(cs->mods[i].mod);
+        drv.EventDestroy(cs->join);
         drv.StreamDestroy(cs->stream);
     }
+    pinned_release_free(ctx, true);
+    pthread_mutex_destroy(&cs->pin_lock);
     drv.DevicePrimaryCtxRelease(cs->dev);
     fcg_free(ctx, cs->mods, cs->capmods * sizeof *cs->mods);
     fcg_free(ctx, cs, sizeof *cs);
@@ -210,6 +598,30 @@ static size_t parse_size(const char *s) {
     return (size_t)v;
 }
 
+fc_status fcr_device_count(int *count) {
+    *count = 0;
+    if (!load_driver()) return FC_OK; /* no driver: no devices */
+    if (drv.DeviceGetCount(count) != CUDA_SUCCESS) *count = 0;
+    return FC_OK;
+}
+
+fc_status fcr_device_info(int ordinal, fc_device_info *out) {
+    int count = 0;
+    if (!load_driver()) return FC_ERR_BACKEND;
+    if (drv.DeviceGetCount(&count) != CUDA_SUCCESS || ordinal < 0 || ordinal >= count)
+        return FC_ERR_BACKEND;
+    CUdevice d;
+    if (drv.DeviceGet(&d, ordinal) != CUDA_SUCCESS) return FC_ERR_BACKEND;
+    out->ordinal = ordinal;
+    drv.DeviceGetName(out->name, sizeof out->name, d);
+    drv.DeviceGetAttribute(&out->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d);
+    drv.DeviceGetAttribute(&out->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d);
+    drv.DeviceGetAttribute(&out->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d);
+    drv.DeviceTotalMem(&out->total_memory, d);
+    snprintf(out->arch, sizeof out->arch, "sm_%d%d", out->cc_major, out->cc_minor);
+    return FC_OK;
+}
+
 fc_status fcr_open(fc_ctx *ctx, int device) {
     if (!load_driver()) return fcg_error(ctx, FC_ERR_BACKEND, "CUDA backend: %s", drv_error);
     int count = 0;
@@ -220,14 +632,23 @@ fc_status fcr_open(fc_ctx *ctx, int device) {
                          device, count);
     cuda_state *cs = fcg_calloc(ctx, sizeof *cs);
     if (!cs) return fcg_error(ctx, FC_ERR_NOMEM, "CUDA backend: out of memory");
+    if (pthread_mutex_init(&cs->pin_lock, NULL) != 0) {
+        fcg_free(ctx, cs, sizeof *cs);
+        return fcg_error(ctx, FC_ERR_BACKEND, "CUDA backend: cannot create a mutex");
+    }
     fc_status st;
-    if ((st = CU(ctx, DeviceGet(&cs->dev, device))) != FC_OK) goto fail;
-    if ((st = CU(ctx, DevicePrimaryCtxRetain(&cs->cu, cs->dev))) != FC_OK) goto fail;
+    if ((st = CU(ctx, DeviceGet(&cs->dev, device))) != FC_OK ||
+        (st = CU(ctx, DevicePrimaryCtxRetain(&cs->cu, cs->dev))) != FC_OK) {
+        pthread_mutex_destroy(&cs->pin_lock);
+        fcg_free(ctx, cs, sizeof *cs);
+        return st;
+    }
     ctx->cuda = cs; /* from here destroy() releases it */
     ctx->cuda_destroy = destroy;
     ctx->cuda_free_value = free_value;
     if ((st = CU(ctx, CtxSetCurrent(cs->cu))) != FC_OK) return st;
     if ((st = CU(ctx, StreamCreate(&cs->stream, CU_STREAM_NON_BLOCKING))) != FC_OK) return st;
+    if ((st = CU(ctx, EventCreate(&cs->join, CU_EVENT_DISABLE_TIMING))) != FC_OK) return st;
     if ((st = CU(ctx, DeviceGetAttribute(&cs->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
                                          cs->dev))) != FC_OK)
         return st;
@@ -240,73 +661,279 @@ fc_status fcr_open(fc_ctx *ctx, int device) {
     cuuint64_t keep = UINT64_MAX;
     CU(ctx, MemPoolSetAttribute(cs->pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep));
     const char *lim = getenv("FUSEC_GPU_MEMORY_LIMIT");
-    cs->limit = lim ? parse_size(lim) : 0;
+    cs->limit = ctx->memory_limit ? ctx->memory_limit : lim ? parse_size(lim) : 0;
+    const char *g = getenv("FUSEC_CUDA_GRAPHS");
+    cs->graphs = ctx->cuda_graphs > 0 || (ctx->cuda_graphs == 0 && !(g && strcmp(g, "0") == 0));
+    ctx->errmsg[0] = '\0';
     return FC_OK;
-fail:
-    fcg_free(ctx, cs, sizeof *cs);
+}
+
+/* ---- memory statistics ------------------------------------------------------------------ */
+
+void fcr_memory_stats(fc_ctx *ctx, fc_memory_stats *out) {
+    cuda_state *cs = ctx->cuda;
+    out->in_use = cs->in_use;
+    out->peak = cs->peak;
+    out->limit = cs->limit;
+    cuuint64_t reserved = 0;
+    if (!cs->dead &&
+        drv.MemPoolGetAttribute(cs->pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved) ==
+            CUDA_SUCCESS &&
+        reserved > cs->in_use)
+        out->cached = (size_t)reserved - cs->in_use;
+    pthread_mutex_lock(&cs->pin_lock);
+    out->pinned_in_use = cs->pinned_busy;
+    out->pinned_cached = cs->pinned_free;
+    pthread_mutex_unlock(&cs->pin_lock);
+}
+
+void fcr_memory_reset_peak(fc_ctx *ctx) {
+    cuda_state *cs = ctx->cuda;
+    cs->peak = cs->in_use;
+}
+
+fc_status fcr_ctx_sync(fc_ctx *ctx) {
+    fc_status st = alive(ctx);
+    if (st != FC_OK) return st;
+    make_current(ctx->cuda);
+    return CU(ctx, CtxSynchronize());
+}
+
+fc_status fcr_memory_trim(fc_ctx *ctx) {
+    cuda_state *cs = ctx->cuda;
+    fc_status st = fcr_ctx_sync(ctx);
+    if (st != FC_OK) return st;
+    if ((st = CU(ctx, MemPoolTrimTo(cs->pool, 0))) != FC_OK) return st;
+    pinned_release_free(ctx, false);
+    return FC_OK;
+}
+
+fc_status fcr_copy_bandwidth(fc_ctx *ctx, size_t bytes, int runs, double *gbps) {
+    cuda_state *cs = ctx->cuda;
+    fc_status st = alive(ctx);
+    if (st != FC_OK) return st;
+    make_current(cs);
+    CUdeviceptr a = 0, b = 0;
+    CUevent ev[2] = {0, 0};
+    float *ms = fcg_malloc(ctx, (size_t)runs * sizeof *ms);
+    if (!ms) return fcg_error(ctx, FC_ERR_NOMEM, "copy bandwidth: out of memory");
+    if ((st = dev_alloc(ctx, bytes, cs->stream, &a)) != FC_OK) goto done;
+    if ((st = dev_alloc(ctx, bytes, cs->stream, &b)) != FC_OK) goto done;
+    if ((st = CU(ctx, EventCreate(&ev[0], 0))) != FC_OK) goto done;
+    if ((st = CU(ctx, EventCreate(&ev[1], 0))) != FC_OK) goto done;
+    if ((st = CU(ctx, MemsetD8Async(a, 0x5a, bytes, cs->stream))) != FC_OK) goto done;
+    for (int w = 0; w < 3 && st == FC_OK; w++) st = CU(ctx, MemcpyDtoDAsync(b, a, bytes, cs->stream));
+    for (int r = 0; r < runs && st == FC_OK; r++) {
+        if ((st = CU(ctx, EventRecord(ev[0], cs->stream))) != FC_OK) break;
+        if ((st = CU(ctx, MemcpyDtoDAsync(b, a, bytes, cs->stream))) != FC_OK) break;
+        if ((st = CU(ctx, EventRecord(ev[1], cs->stream))) != FC_OK) break;
+        if ((st = CU(ctx, EventSynchronize(ev[1]))) != FC_OK) break;
+        st = CU(ctx, EventElapsedTime(&ms[r], ev[0], ev[1]));
+    }
+    if (st == FC_OK) {
+        for (int i = 1; i < runs; i++) /* insertion sort: runs is small */
+            for (int j = i; j > 0 && ms[j - 1] > ms[j]; j--) {
+                float t = ms[j];
+                ms[j] = ms[j - 1];
+                ms[j - 1] = t;
+            }
+        double med = runs % 2 ? ms[runs / 2] : 0.5 * (ms[runs / 2 - 1] + ms[runs / 2]);
+        *gbps = med > 0 ? 2.0 * (double)bytes / (med * 1e6) : 0;
+    }
+done:
+    if (ev[0]) drv.EventDestroy(ev[0]);
+    if (ev[1]) drv.EventDestroy(ev[1]);
+    if (a) pool_free(ctx, a, bytes, cs->stream);
+    if (b) pool_free(ctx, b, bytes, cs->stream);
+    fcg_free(ctx, ms, (size_t)runs * sizeof *ms);
     return st;
 }
 
-/* Stream-ordered allocation with the limit; on out-of-memory the pool's cached blocks are
- * released and the allocation retried once. */
-static fc_status dev_alloc(fc_ctx *ctx, size_t bytes, CUdeviceptr *out) {
-    cuda_state *cs = ctx->cuda;
-    if (bytes == 0) bytes = 1;
-    if (cs->limit && cs->in_use + bytes > cs->limit)
-        return fcg_error(ctx, FC_ERR_NOMEM, "GPU memory limit: %zu bytes in use, %zu more asked, "
-                         "limit %zu (FUSEC_GPU_MEMORY_LIMIT)", cs->in_use, bytes, cs->limit);
-    CUresult r = drv.MemAllocAsync(out, bytes, cs->stream);
-    if (r == CUDA_ERROR_OUT_OF_MEMORY) {
-        drv.StreamSynchronize(cs->stream);
-        drv.MemPoolTrimTo(cs->pool, 0);
-        r = drv.MemAllocAsync(out, bytes, cs->stream);
-    }
-    fc_status st = check(ctx, r, "cuMemAllocAsync", __FILE__, __LINE__);
+/* ---- streams and events ------------------------------------------------------------------ */
+
+fc_status fcr_stream_create(fc_ctx *ctx, fc_stream *s) {
+    fc_status st = alive(ctx);
     if (st != FC_OK) return st;
-    cs->in_use += bytes;
-    if (cs->in_use > cs->peak) cs->peak = cs->in_use;
+    make_current(ctx->cuda);
+    CUstream cu;
+    if ((st = CU(ctx, StreamCreate(&cu, CU_STREAM_NON_BLOCKING))) != FC_OK) return st;
+    s->cu = cu;
     return FC_OK;
 }
 
-static fc_status upload(fc_ctx *ctx, fc_array *a) {
+void fcr_stream_destroy(fc_ctx *ctx, fc_stream *s) {
     cuda_state *cs = ctx->cuda;
-    size_t bytes = fcg_node_numel(a) * fc_dtype_size((fc_dtype)a->dtype);
-    CUdeviceptr p;
-    fc_status st = dev_alloc(ctx, bytes, &p);
-    if (st != FC_OK) return st;
-    if (bytes && (st = CU(ctx, MemcpyHtoDAsync(p, a->host, bytes, cs->stream))) != FC_OK) {
-        drv.MemFreeAsync(p, cs->stream);
-        cs->in_use -= bytes ? bytes : 1;
-        return st;
+    if (!s->cu) return;
+    if (!cs->dead) {
+        make_current(cs);
+        /* Values this stream wrote now belong to the context's stream (stream_of maps a dead
+         * id there): order that stream after everything queued here. */
+        join(ctx, (CUstream)s->cu, cs->stream);
+        drv.StreamSynchronize((CUstream)s->cu);
+        drv.StreamDestroy((CUstream)s->cu);
     }
-    a->dev = p;
-    a->dev_bytes = bytes ? bytes : 1;
+    s->cu = NULL;
+}
+
+fc_status fcr_stream_sync(fc_ctx *ctx, fc_stream *s) {
+    fc_status st = alive(ctx);
+    if (st != FC_OK) return st;
+    make_current(ctx->cuda);
+    return CU(ctx, StreamSynchronize(stream_of(ctx, stream_id(s))));
+}
+
+fc_status fcr_event_create(fc_ctx *ctx, fc_event *e) {
+    fc_status st = alive(ctx);
+    if (st != FC_OK) return st;
+    make_current(ctx->cuda);
+    CUevent ev;
+    if ((st = CU(ctx, EventCreate(&ev, 0))) != FC_OK) return st;
+    e->cu = ev;
     return FC_OK;
 }
 
-fc_status fcr_download(fc_ctx *ctx, fc_array *a) {
+void fcr_event_destroy(fc_ctx *ctx, fc_event *e) {
     cuda_state *cs = ctx->cuda;
-    if (a->host) return FC_OK;
-    if (!cs || !a->dev) return fcg_error(ctx, FC_ERR_BACKEND, "read: the array has no value");
-    if (cs->dead) return fcg_error(ctx, FC_ERR_BACKEND, "the GPU context is unusable after an earlier error");
-    size_t bytes = fcg_node_numel(a) * fc_dtype_size((fc_dtype)a->dtype);
-    void *h = fcg_malloc(ctx, bytes);
-    if (!h) return fcg_error(ctx, FC_ERR_NOMEM, "read: out of host memory for %zu bytes", bytes);
-    fc_status st = FC_OK;
-    if (bytes) st = CU(ctx, MemcpyDtoHAsync(h, (CUdeviceptr)a->dev, bytes, cs->stream));
-    if (st == FC_OK) st = CU(ctx, StreamSynchronize(cs->stream));
+    if (e->cu && !cs->dead) drv.EventDestroy((CUevent)e->cu);
+    e->cu = NULL;
+}
+
+fc_status fcr_event_record(fc_ctx *ctx, fc_event *e, fc_stream *s) {
+    fc_status st = alive(ctx);
+    if (st != FC_OK) return st;
+    make_current(ctx->cuda);
+    return CU(ctx, EventRecord((CUevent)e->cu, stream_of(ctx, stream_id(s))));
+}
+
+fc_status fcr_stream_wait_event(fc_ctx *ctx, fc_stream *s, fc_event *e) {
+    fc_status st = alive(ctx);
+    if (st != FC_OK) return st;
+    make_current(ctx->cuda);
+    return CU(ctx, StreamWaitEvent(stream_of(ctx, stream_id(s)), (CUevent)e->cu, 0));
+}
+
+fc_status fcr_event_sync(fc_ctx *ctx, fc_event *e) {
+    fc_status st = alive(ctx);
+    if (st != FC_OK) return st;
+    make_current(ctx->cuda);
+    return CU(ctx, EventSynchronize((CUevent)e->cu));
+}
+
+fc_status fcr_event_elapsed(fc_ctx *ctx, fc_event *a, fc_event *b, float *ms) {
+    fc_status st = fcr_event_sync(ctx, b);
+    if (st == FC_OK) st = fcr_event_sync(ctx, a);
+    if (st == FC_OK) st = CU(ctx, EventElapsedTime(ms, (CUevent)a->cu, (CUevent)b->cu));
+    return st;
+}
+
+/* ---- transfers ------------------------------------------------------------------------------ */
+
+fc_status fcr_write(fc_ctx *ctx, fc_array *a, const void *src, size_t off, size_t bytes,
+                    fc_stream *stream) {
+    cuda_state *cs = ctx->cuda;
+    fc_status st = alive(ctx);
+    if (st != FC_OK) return st;
+    make_current(cs);
+    uint32_t sid = stream_id(stream);
+    CUstream s = stream_of(ctx, sid);
+    /* The write follows the value's writer and every reader on another stream. */
+    if ((st = use_on(ctx, a, sid)) != FC_OK) return st;
+    if (a->dev_reader == UINT32_MAX) st = CU(ctx, CtxSynchronize());
+    else if (a->dev_reader && a->dev_reader - 1 != sid)
+        st = join(ctx, stream_of(ctx, a->dev_reader - 1), s);
+    if (st != FC_OK) return st;
+    a->dev_stream = sid;
+    a->dev_reader = 0;
+    /* The host copy, if any, is stale from here on. */
+    fcg_free(ctx, a->host, a->host_bytes);
+    a->host = NULL;
+    a->host_bytes = 0;
+    CUdeviceptr dst = (CUdeviceptr)a->dev + off;
+    if (pinned_find(cs, src, bytes)) return CU(ctx, MemcpyHtoDAsync(dst, src, bytes, s));
+    /* Pageable source: copy into pinned staging now (the caller may reuse src at once),
+     * then let the copy engine move it; the block returns to the pool when it lands. */
+    pinned_block *b = pinned_get(ctx, bytes);
+    if (!b) return CU(ctx, MemcpyHtoDAsync(dst, src, bytes, s)); /* the driver stages it */
+    memcpy(b->p, src, bytes);
+    st = CU(ctx, MemcpyHtoDAsync(dst, b->p, bytes, s));
+    if (st == FC_OK) st = CU(ctx, LaunchHostFunc(s, staging_done, b));
     if (st != FC_OK) {
-        fcg_free(ctx, h, bytes);
+        drv.StreamSynchronize(s);
+        pinned_put(cs, b);
+    }
+    return st;
+}
+
+fc_status fcr_read_async(fc_ctx *ctx, fc_array *a, void *dst, size_t off, size_t bytes,
+                         fc_stream *stream) {
+    cuda_state *cs = ctx->cuda;
+    fc_status st = alive(ctx);
+    if (st != FC_OK) return st;
+    make_current(cs);
+    uint32_t sid = stream_id(stream);
+    CUstream s = stream_of(ctx, sid);
+    if ((st = use_on(ctx, a, sid)) != FC_OK) return st;
+    CUdeviceptr src = (CUdeviceptr)a->dev + off;
+    if (pinned_find(cs, dst, bytes)) return CU(ctx, MemcpyDtoHAsync(dst, src, bytes, s));
+    pinned_block *b = pinned_get(ctx, bytes);
+    if (!b) { /* no pinned memory: a plain, synchronous copy */
+        st = CU(ctx, MemcpyDtoHAsync(dst, src, bytes, s));
+        return st == FC_OK ? CU(ctx, StreamSynchronize(s)) : st;
+    }
+    b->dst = dst;
+    b->dst_bytes = bytes;
+    st = CU(ctx, MemcpyDtoHAsync(b->p, src, bytes, s));
+    if (st == FC_OK) st = CU(ctx, LaunchHostFunc(s, staged_read_done, b));
+    if (st != FC_OK) {
+        b->dst = NULL;
+        drv.StreamSynchronize(s);
+        pinned_put(cs, b);
+    }
+    return st;
+}
+
+fc_status fcr_copy_between(fc_ctx *dst_ctx, fc_array *dst, fc_ctx *src_ctx, const fc_array *src) {
+    cuda_state *ds = dst_ctx->cuda, *ss = src_ctx->cuda;
+    fc_status st = alive(dst_ctx);
+    if (st == FC_OK && ss->dead)
+        st = fcg_error(dst_ctx, FC_ERR_BACKEND, "copy_to: the source's GPU context is unusable");
+    if (st != FC_OK) return st;
+    /* The source's value is complete once its writer's stream is. */
+    make_current(ss);
+    if ((st = CU(src_ctx, StreamSynchronize(stream_of(src_ctx, src->dev_stream)))) != FC_OK)
+        return fcg_error(dst_ctx, st, "copy_to: %s", fc_errmsg(src_ctx));
+    make_current(ds);
+    size_t bytes = value_bytes(src);
+    CUdeviceptr p;
+    if ((st = dev_alloc(dst_ctx, bytes, ds->stream, &p)) != FC_OK) return st;
+    if (bytes && ds->cu == ss->cu) {
+        st = CU(dst_ctx, MemcpyDtoDAsync(p, (CUdeviceptr)src->dev, bytes, ds->stream));
+    } else if (bytes) {
+        int can = 0;
+        if (drv.DeviceCanAccessPeer(&can, ds->dev, ss->dev) == CUDA_SUCCESS && can) {
+            CUresult r = drv.CtxEnablePeerAccess(ss->cu, 0);
+            if (r != CUDA_SUCCESS && r != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED)
+                st = check(dst_ctx, r, "cuCtxEnablePeerAccess", __FILE__, __LINE__);
+        }
+        /* Without peer access the driver stages the copy through the host. */
+        if (st == FC_OK)
+            st = CU(dst_ctx, MemcpyPeerAsync(p, ds->cu, (CUdeviceptr)src->dev, ss->cu, bytes,
+                                             ds->stream));
+    }
+    if (st != FC_OK) {
+        pool_free(dst_ctx, p, bytes, ds->stream);
         return st;
     }
-    a->host = h;
-    a->host_bytes = bytes;
+    dst->dev = p;
+    dst->dev_bytes = bytes ? bytes : 1;
+    dst->dev_stream = 0;
+    dst->dev_reader = 0;
     return FC_OK;
 }
 
 /* ---- kernels ---------------------------------------------------------------------------- */
 
-static fc_status load_kernel(fc_ctx *ctx, const fcx_kernel_src *src, module_entry **out) {
+static fc_status load_kernel(fc_ctx *ctx, const fcx_kernel_src *src, size_t *out) {
     cuda_state *cs = ctx->cuda;
     fcc_cache *cache;
     fc_status st = fcx_cache(ctx, &cache);
@@ -317,7 +944,7 @@ static fc_status load_kernel(fc_ctx *ctx, const fcx_kernel_src *src, module_entr
         return fcg_error(ctx, st, "%s", msg);
     for (size_t i = 0; i < cs->nmods; i++)
         if (memcmp(&cs->mods[i].key, &bin.key, sizeof bin.key) == 0) {
-            *out = &cs->mods[i];
+            *out = i;
             return FC_OK;
         }
     if (cs->nmods == cs->capmods) {
@@ -338,8 +965,7 @@ static fc_status load_kernel(fc_ctx *ctx, const fcx_kernel_src *src, module_entr
         return st;
     }
     if (e->blocks_per_sm < 1) e->blocks_per_sm = 1;
-    cs->nmods++;
-    *out = e;
+    *out = cs->nmods++;
     return FC_OK;
 }
 
@@ -371,156 +997,637 @@ static double float_slot(const fcp_kernel *k, const fcx_slot *s) {
     }
 }
 
-static fc_status launch(fc_ctx *ctx, const fcp_kernel *k, const fcx_kernel_src *src,
-                        const module_entry *m) {
+/* ---- plans ----------------------------------------------------------------------------- */
+
+static void entry_free(fc_ctx *ctx, plan_entry *e) {
     cuda_state *cs = ctx->cuda;
-    size_t nparam = (size_t)src->nptr + (size_t)(src->nint ? src->nint : 1) +
-                    (size_t)(src->nflt ? src->nflt : 1);
-    uint64_t small[256], *buf = small;
-    if (nparam > 256 && !(buf = fcg_malloc(ctx, nparam * 8)))
-        return fcg_error(ctx, FC_ERR_NOMEM, "launch: out of memory");
-    memset(buf, 0, nparam * 8);
-    size_t w = 0;
-    for (int i = 0; i < k->nleaf; i++) buf[w++] = k->leaves[i]->dev;
-    for (int i = 0; i < k->nout; i++) buf[w++] = k->outs[i]->dev;
-    for (int i = 0; i < src->nint; i++) {
-        long long v = int_slot(k, &src->islots[i]);
-        memcpy(&buf[w++], &v, 8);
+    if (!e) return;
+    if (!cs->dead) {
+        if (e->exec) drv.GraphExecDestroy(e->exec);
+        if (e->graph) drv.GraphDestroy(e->graph);
     }
-    if (!src->nint) w++;
-    for (int i = 0; i < src->nflt; i++) {
-        double v = float_slot(k, &src->fslots[i]);
-        memcpy(&buf[w++], &v, 8);
+    for (int i = 0; i < e->nstep; i++) {
+        fcg_free(ctx, e->steps[i].ptr, (size_t)e->steps[i].nptr * sizeof(arg_src));
+        fcg_free(ctx, e->steps[i].param, e->steps[i].nparam * 8);
     }
-    /* Grid: enough blocks to fill the GPU at the kernel's occupancy; the kernels stride. */
-    size_t work;
-    if (src->strategy == FCX_STRATEGY_EW) {
-        work = (fcg_numel(k->ndim, k->space) + (size_t)src->block - 1) / (size_t)src->block;
-    } else {
-        work = 1;
-        for (int d = 0; d < k->ndim; d++)
-            if (!(k->rmask & (1u << d))) work *= (size_t)k->space[d];
-    }
-    size_t full = (size_t)cs->sm_count * (size_t)m->blocks_per_sm;
-    unsigned grid = (unsigned)(work < full ? work : full);
-    fc_status st = FC_OK;
-    if (grid > 0) {
-        void *args[] = {buf};
-        st = CU(ctx, LaunchKernel(m->fn, grid, 1, 1, (unsigned)src->block, 1, 1, 0, cs->stream,
-                                  args, NULL));
-    }
-    if (buf != small) fcg_free(ctx, buf, nparam * 8);
-    return st;
+    fcg_free(ctx, e->steps, (size_t)e->nstep * sizeof *e->steps);
+    fcg_free(ctx, e->leaf_pos, (size_t)e->nleaf * sizeof *e->leaf_pos);
+    fcg_free(ctx, e->leaf_node, (size_t)e->nleaf * sizeof *e->leaf_node);
+    fcg_free(ctx, e->buf_bytes, (size_t)e->nbuf * sizeof *e->buf_bytes);
+    fcg_free(ctx, e->out, (size_t)e->nout * sizeof *e->out);
+    fcg_free(ctx, e->graph_ptrs, e->ngraph_ptrs * 8);
+    /* Freed in stream order after the entry's last run. */
+    if (e->nconst && e->last_stream && !cs->dead) join(ctx, stream_of(ctx, e->last_stream), cs->stream);
+    for (int i = 0; i < e->nconst; i++) pool_free(ctx, e->const_ptr[i], e->const_bytes[i], cs->stream);
+    fcg_free(ctx, e->const_ptr, (size_t)e->nconst * sizeof *e->const_ptr);
+    fcg_free(ctx, e->const_bytes, (size_t)e->nconst * sizeof *e->const_bytes);
+    fcg_free(ctx, e, sizeof *e);
 }
 
-/* A library kernel (matmul): until cuBLAS lands, the host reference computes it from the
- * inputs' values, and the result is uploaded. */
-static fc_status run_library(fc_ctx *ctx, const fcp_kernel *k) {
-    for (int i = 0; i < k->nleaf; i++) {
-        fc_status st = fcr_download(ctx, k->leaves[i]);
-        if (st != FC_OK) return st;
-    }
-    fc_status st = fch_eval(ctx, k->outs, k->nout);
+/* Where the value of node a comes from in plan p: a buffer of the plan, a leaf of the cut
+ * graph (order[0..count) with ->order stamped), or the node itself (uncacheable). */
+/* A device block the entry owns for its whole life: a copy of `host`, or zeros. It is
+ * complete when this returns (the host copy may die with the plan; scratch is then ready for
+ * any stream). */
+static fc_status entry_block(fc_ctx *ctx, plan_entry *e, size_t bytes, const void *host,
+                             CUdeviceptr *out) {
     cuda_state *cs = ctx->cuda;
-    for (int i = 0; i < k->nout && st == FC_OK; i++) {
-        fc_array *o = k->outs[i];
-        size_t bytes = fcg_node_numel(o) * fc_dtype_size((fc_dtype)o->dtype);
-        if (bytes) st = CU(ctx, MemcpyHtoDAsync((CUdeviceptr)o->dev, o->host, bytes, cs->stream));
-    }
-    return st;
-}
-
-fc_status fcr_eval(fc_ctx *ctx, fc_array *const *arrays, int n) {
-    cuda_state *cs = ctx->cuda;
-    if (cs->dead) return fcg_error(ctx, FC_ERR_BACKEND, "the GPU context is unusable after an "
-                                   "earlier error (%s)", "see the first error");
-    fcp_plan *plan;
-    fc_status st = fcp_plan_build(ctx, arrays, n, &plan);
+    CUdeviceptr *cp = fcg_realloc(ctx, e->const_ptr, (size_t)e->nconst * sizeof *cp,
+                                  (size_t)(e->nconst + 1) * sizeof *cp);
+    if (!cp) return fcg_error(ctx, FC_ERR_NOMEM, "eval: out of memory");
+    e->const_ptr = cp;
+    size_t *cb = fcg_realloc(ctx, e->const_bytes, (size_t)e->nconst * sizeof *cb,
+                             (size_t)(e->nconst + 1) * sizeof *cb);
+    if (!cb) return fcg_error(ctx, FC_ERR_NOMEM, "eval: out of memory");
+    e->const_bytes = cb;
+    CUdeviceptr dp;
+    fc_status st = dev_alloc(ctx, bytes, cs->stream, &dp);
     if (st != FC_OK) return st;
-    /* Inputs: upload values the GPU does not have yet. */
-    for (int i = 0; i < plan->nkernel && st == FC_OK; i++)
-        for (int l = 0; l < plan->kernels[i].nleaf && st == FC_OK; l++) {
-            fc_array *a = plan->kernels[i].leaves[l];
-            if (a->dev) continue;
-            if (!a->host) {
-                bool produced = false;
-                for (int q = 0; q < plan->nmat && !produced; q++) produced = plan->mat[q] == a;
-                if (produced) continue;
-                char sh[200];
-                st = fcg_error(ctx, FC_ERR_UNBOUND, "eval: a program input (%s %s) has no data",
-                               fc_dtype_name((fc_dtype)a->dtype), fcg_shape_str(sh, a->ndim, a->shape));
+    if (bytes)
+        st = host ? CU(ctx, MemcpyHtoDAsync(dp, host, bytes, cs->stream))
+                  : CU(ctx, MemsetD8Async(dp, 0, bytes, cs->stream));
+    if (st == FC_OK) st = CU(ctx, StreamSynchronize(cs->stream));
+    if (st != FC_OK) {
+        pool_free(ctx, dp, bytes, cs->stream);
+        return st;
+    }
+    e->const_ptr[e->nconst] = dp;
+    e->const_bytes[e->nconst++] = bytes;
+    *out = dp;
+    return FC_OK;
+}
+
+/* The leaves of the cut graph (nodes with values, inputs) with their positions in its
+ * canonical order, sorted by address: codegen uses the nodes' scratch fields, so positions
+ * are kept here rather than in ->order. */
+typedef struct leaf_map {
+    size_t n;
+    struct leaf_at {
+        const fc_array *node;
+        int64_t pos;
+    } *at;
+} leaf_map;
+
+static int leaf_at_cmp(const void *a, const void *b) {
+    const struct leaf_at *x = a, *y = b;
+    return x->node < y->node ? -1 : x->node > y->node;
+}
+
+static fc_status leaf_map_make(fc_ctx *ctx, fc_array *const *order, size_t count, leaf_map *m) {
+    m->n = 0;
+    m->at = fcg_malloc(ctx, (count ? count : 1) * sizeof *m->at);
+    if (!m->at) return fcg_error(ctx, FC_ERR_NOMEM, "eval: out of memory");
+    for (size_t i = 0; i < count; i++) {
+        const fc_array *a = order[i];
+        if (a->host || a->dev || a->op == FCG_OP_DATA || a->op == FCG_OP_INPUT)
+            m->at[m->n++] = (struct leaf_at){a, (int64_t)i};
+    }
+    qsort(m->at, m->n, sizeof *m->at, leaf_at_cmp);
+    return FC_OK;
+}
+
+static void leaf_map_free(fc_ctx *ctx, leaf_map *m, size_t count) {
+    fcg_free(ctx, m->at, (count ? count : 1) * sizeof *m->at);
+}
+
+static int64_t leaf_pos_of(const leaf_map *m, const fc_array *a) {
+    struct leaf_at key = {a, 0};
+    const struct leaf_at *hit = bsearch(&key, m->at, m->n, sizeof *m->at, leaf_at_cmp);
+    return hit ? hit->pos : -1;
+}
+
+static fc_status arg_for(fc_ctx *ctx, plan_entry *e, const fcp_plan *p, fc_array *a,
+                         const leaf_map *lm, arg_src *out) {
+    memset(out, 0, sizeof *out);
+    for (int q = 0; q < p->nmat; q++)
+        if (p->mat[q] == a) {
+            out->kind = ARG_BUF;
+            out->idx = p->mat_buf[q];
+            return FC_OK;
+        }
+    int64_t pos = leaf_pos_of(lm, a);
+    if (pos >= 0) {
+        for (int j = 0; j < e->nleaf; j++)
+            if (e->leaf_pos[j] == pos) {
+                out->kind = ARG_LEAF;
+                out->idx = j;
+                return FC_OK;
+            }
+        int64_t *lp = fcg_realloc(ctx, e->leaf_pos, (size_t)e->nleaf * sizeof *lp,
+                                  (size_t)(e->nleaf + 1) * sizeof *lp);
+        if (!lp) return fcg_error(ctx, FC_ERR_NOMEM, "eval: out of memory");
+        e->leaf_pos = lp;
+        fc_array **ln = fcg_realloc(ctx, e->leaf_node, (size_t)e->nleaf * sizeof *ln,
+                                    (size_t)(e->nleaf + 1) * sizeof *ln);
+        if (!ln) return fcg_error(ctx, FC_ERR_NOMEM, "eval: out of memory");
+        e->leaf_node = ln;
+        e->leaf_pos[e->nleaf] = pos;
+        e->leaf_node[e->nleaf] = a;
+        out->kind = ARG_LEAF;
+        out->idx = e->nleaf++;
+        return FC_OK;
+    }
+    if (a->host && !a->dev) {
+        /* A constant simplify made: a pure function of the key (constants are hashed), so the
+         * entry keeps one device copy for every later evaluation. */
+        out->kind = ARG_CONST;
+        return entry_block(ctx, e, value_bytes(a), a->host, &out->dptr);
+    }
+    out->kind = ARG_NODE;
+    out->node = a;
+    e->cacheable = false;
+    return FC_OK;
+}
+
+/* A reduction's scratch: zeroed once here and left zeroed by every launch (codegen's
+ * contract), so the entry keeps it for all its evaluations; runs on another stream than the
+ * last are ordered after it (run_entry). No bytes asked: the kernel never reads it (NULL). */
+static fc_status add_scratch(fc_ctx *ctx, plan_entry *e, size_t bytes, arg_src *out) {
+    memset(out, 0, sizeof *out);
+    out->kind = ARG_CONST;
+    return bytes ? entry_block(ctx, e, bytes, NULL, &out->dptr) : FC_OK;
+}
+
+/* Whether kernel k can meet a value NumPy refuses: an integer power (a negative exponent). */
+static bool raises_value_error(const fcp_kernel *k) {
+    for (int i = 0; i < k->nnode; i++) {
+        const fc_array *a = k->nodes[i];
+        fc_dtype t = (fc_dtype)a->loop_dtype;
+        if (a->op == FCG_OP_POW && (t == FC_I8 || t == FC_I16 || t == FC_I32 || t == FC_I64))
+            return true;
+    }
+    return false;
+}
+
+/* Builds the runnable form of a plan: kernels generated, loaded and configured, argument
+ * blocks filled but for the pointers. */
+static fc_status entry_build(fc_ctx *ctx, const fcp_plan *p, const leaf_map *lm,
+                             plan_entry **out) {
+    cuda_state *cs = ctx->cuda;
+    plan_entry *e = fcg_calloc(ctx, sizeof *e);
+    if (!e) return fcg_error(ctx, FC_ERR_NOMEM, "eval: out of memory");
+    e->cacheable = true;
+    fc_status st = FC_OK;
+    if (p->nbuf && !(e->buf_bytes = fcg_malloc(ctx, (size_t)p->nbuf * sizeof *e->buf_bytes)))
+        st = fcg_error(ctx, FC_ERR_NOMEM, "eval: out of memory");
+    for (int b = 0; b < p->nbuf && st == FC_OK; b++) e->buf_bytes[e->nbuf++] = p->buf_bytes[b];
+    if (st == FC_OK && p->nkernel &&
+        !(e->steps = fcg_calloc(ctx, (size_t)p->nkernel * sizeof *e->steps)))
+        st = fcg_error(ctx, FC_ERR_NOMEM, "eval: out of memory");
+    for (int i = 0; i < p->nkernel && st == FC_OK; i++) {
+        const fcp_kernel *k = &p->kernels[i];
+        step *sp = &e->steps[e->nstep++];
+        int nptr = k->nleaf + k->nout;
+        fcx_kernel_src src;
+        memset(&src, 0, sizeof src);
+        if (k->kind == FCP_KERNEL_LIB) {
+            sp->lib = true;
+            sp->k = k;
+            e->cacheable = false;
+        } else {
+            if ((st = fcx_generate(ctx, k, &src)) != FC_OK) break;
+            if ((st = load_kernel(ctx, &src, &sp->mod)) != FC_OK) {
+                fcx_kernel_src_free(ctx, &src);
                 break;
             }
-            st = upload(ctx, a);
+            size_t smem = fcx_dynamic_smem(k, &src);
+            int bps = cs->mods[sp->mod].blocks_per_sm;
+            if (smem && (st = CU(ctx, OccupancyMaxActiveBlocksPerMultiprocessor(
+                             &bps, cs->mods[sp->mod].fn, src.block, smem))) != FC_OK) {
+                fcx_kernel_src_free(ctx, &src);
+                break;
+            }
+            fcx_launch_config(k, &src, cs->sm_count, bps < 1 ? 1 : bps, &sp->lc);
+            nptr = src.nptr;
+            if (raises_value_error(k)) {
+                size_t fb;
+                st = CU(ctx, ModuleGetGlobal(&sp->value_flag, &fb, cs->mods[sp->mod].mod,
+                                             "fcx_value_error"));
+                if (st != FC_OK) {
+                    fcx_kernel_src_free(ctx, &src);
+                    break;
+                }
+                e->value_check = true;
+            }
         }
-    /* Buffers of the plan's slots; materialised nodes borrow their slot's pointer. */
-    CUdeviceptr *bufs = NULL;
-    if (st == FC_OK && plan->nbuf) {
-        bufs = fcg_calloc(ctx, (size_t)plan->nbuf * sizeof *bufs);
-        if (!bufs) st = fcg_error(ctx, FC_ERR_NOMEM, "eval: out of memory");
-        for (int b = 0; b < plan->nbuf && st == FC_OK; b++) st = dev_alloc(ctx, plan->buf_bytes[b], &bufs[b]);
-    }
-    for (int q = 0; q < plan->nmat && st == FC_OK; q++) plan->mat[q]->dev = bufs[plan->mat_buf[q]];
-    for (int i = 0; i < plan->nkernel && st == FC_OK; i++) {
-        const fcp_kernel *k = &plan->kernels[i];
-        if (k->kind == FCP_KERNEL_LIB) {
-            st = run_library(ctx, k);
-            continue;
+        sp->nptr = nptr;
+        if (!(sp->ptr = fcg_calloc(ctx, (size_t)(nptr ? nptr : 1) * sizeof *sp->ptr))) {
+            fcx_kernel_src_free(ctx, &src);
+            st = fcg_error(ctx, FC_ERR_NOMEM, "eval: out of memory");
+            break;
         }
-        fcx_kernel_src src;
-        if ((st = fcx_generate(ctx, k, &src)) != FC_OK) break;
-        module_entry *m = NULL;
-        st = load_kernel(ctx, &src, &m);
-        if (st == FC_OK) st = launch(ctx, k, &src, m);
+        int w = 0;
+        for (int l = 0; l < k->nleaf && st == FC_OK; l++)
+            st = arg_for(ctx, e, p, k->leaves[l], lm, &sp->ptr[w++]);
+        for (int o = 0; o < k->nout && st == FC_OK; o++)
+            st = arg_for(ctx, e, p, k->outs[o], lm, &sp->ptr[w++]);
+        if (st == FC_OK && w < nptr) /* the scratch buffer codegen asked for */
+            st = add_scratch(ctx, e, sp->lc.scratch_bytes, &sp->ptr[w++]);
+        if (st == FC_OK && w != nptr)
+            st = fcg_error(ctx, FC_ERR_BACKEND, "eval: kernel %d has %d pointer arguments, %d "
+                           "bound (fusec bug)", i, nptr, w);
+        if (st == FC_OK && !sp->lib) {
+            sp->nparam = (size_t)src.nptr + (size_t)(src.nint ? src.nint : 1) +
+                         (size_t)(src.nflt ? src.nflt : 1);
+            if (!(sp->param = fcg_calloc(ctx, sp->nparam * 8))) {
+                st = fcg_error(ctx, FC_ERR_NOMEM, "eval: out of memory");
+            } else {
+                size_t q = (size_t)src.nptr;
+                for (int j = 0; j < src.nint; j++) {
+                    long long v = int_slot(k, &src.islots[j]);
+                    memcpy(&sp->param[q++], &v, 8);
+                }
+                if (!src.nint) q++;
+                for (int j = 0; j < src.nflt; j++) {
+                    double v = float_slot(k, &src.fslots[j]);
+                    memcpy(&sp->param[q++], &v, 8);
+                }
+            }
+        }
         fcx_kernel_src_free(ctx, &src);
     }
-    if (st == FC_OK) st = CU(ctx, StreamSynchronize(cs->stream));
-    /* The plan computed its own (simplified) versions of the requested arrays: plan->outs[o]
-     * stands for arrays[o]. Each requested array takes its buffer; an array whose value is
-     * somewhere else (a leaf, or a buffer another array took) gets a copy. */
-    for (int q = 0; q < plan->nmat; q++) plan->mat[q]->dev = 0;
-    bool *taken = bufs ? fcg_calloc(ctx, (size_t)plan->nbuf * sizeof *taken) : NULL;
-    if (bufs && !taken && st == FC_OK) st = fcg_error(ctx, FC_ERR_NOMEM, "eval: out of memory");
-    for (int o = 0; o < n && st == FC_OK; o++) {
-        fc_array *want = arrays[o], *have = plan->outs[o];
-        if (want->dev || want->host) continue;
-        int b = -1;
-        for (int q = 0; q < plan->nmat && b < 0; q++)
-            if (plan->mat[q] == have) b = plan->mat_buf[q];
-        size_t bytes = fcg_node_numel(want) * fc_dtype_size((fc_dtype)want->dtype);
-        if (b >= 0 && !taken[b]) {
-            taken[b] = true;
-            want->dev = bufs[b];
-            want->dev_bytes = plan->buf_bytes[b] ? plan->buf_bytes[b] : 1;
-            continue;
-        }
-        CUdeviceptr p;
-        if ((st = dev_alloc(ctx, bytes, &p)) != FC_OK) break;
-        want->dev = p;
-        want->dev_bytes = bytes ? bytes : 1;
-        if (!bytes) continue;
-        if (b >= 0) st = CU(ctx, MemcpyDtoDAsync(p, bufs[b], bytes, cs->stream));
-        else if (have->dev) st = CU(ctx, MemcpyDtoDAsync(p, (CUdeviceptr)have->dev, bytes, cs->stream));
-        else if (have->host) st = CU(ctx, MemcpyHtoDAsync(p, have->host, bytes, cs->stream));
-        else st = fcg_error(ctx, FC_ERR_BACKEND, "eval: a result has no value (fusec bug)");
+    if (st == FC_OK && p->nout &&
+        !(e->out = fcg_calloc(ctx, (size_t)p->nout * sizeof *e->out)))
+        st = fcg_error(ctx, FC_ERR_NOMEM, "eval: out of memory");
+    e->nout = p->nout;
+    for (int o = 0; o < p->nout && st == FC_OK; o++)
+        st = arg_for(ctx, e, p, p->outs[o], lm, &e->out[o]);
+    if (st != FC_OK) {
+        entry_free(ctx, e);
+        return st;
     }
-    if (st == FC_OK) st = CU(ctx, StreamSynchronize(cs->stream));
+    *out = e;
+    return FC_OK;
+}
+
+static plan_entry **bucket(cuda_state *cs, const fc_hash *key) {
+    return &cs->plans[key->lo % PLAN_BUCKETS];
+}
+
+static plan_entry *cache_find(cuda_state *cs, const fc_hash *key) {
+    for (plan_entry *e = *bucket(cs, key); e; e = e->next)
+        if (e->key.lo == key->lo && e->key.hi == key->hi) return e;
+    return NULL;
+}
+
+static void cache_insert(fc_ctx *ctx, plan_entry *e) {
+    cuda_state *cs = ctx->cuda;
+    if (cs->nplans >= PLAN_CACHE_MAX) { /* evict the least recently used */
+        plan_entry **victim = NULL;
+        for (int b = 0; b < PLAN_BUCKETS; b++)
+            for (plan_entry **pp = &cs->plans[b]; *pp; pp = &(*pp)->next)
+                if (!victim || (*pp)->last_use < (*victim)->last_use) victim = pp;
+        plan_entry *v = *victim;
+        *victim = v->next;
+        entry_free(ctx, v);
+        cs->nplans--;
+    }
+    plan_entry **b = bucket(cs, &e->key);
+    e->next = *b;
+    *b = e;
+    cs->nplans++;
+}
+
+/* ---- execution ------------------------------------------------------------------------------ */
+
+static CUdeviceptr arg_ptr(const arg_src *a, fc_array *const *leaves, const CUdeviceptr *bufs) {
+    switch ((arg_kind)a->kind) {
+    case ARG_LEAF: return (CUdeviceptr)leaves[a->idx]->dev;
+    case ARG_BUF: return bufs[a->idx];
+    case ARG_CONST: return a->dptr;
+    default: return (CUdeviceptr)a->node->dev;
+    }
+}
+
+/* A library kernel with no library path: its inputs come down (intermediates of this plan
+ * have no value of their own yet: they come from their buffers), the host reference computes
+ * it, the result goes up into its buffer. */
+static fc_status lib_on_host(fc_ctx *ctx, const step *sp, fc_array *const *leaves,
+                             const CUdeviceptr *bufs, CUstream s) {
+    const fcp_kernel *k = sp->k;
+    /* The leaves' values must be complete before they come down. */
+    fc_status st = CU(ctx, StreamSynchronize(s));
+    for (int i = 0; i < k->nleaf && st == FC_OK; i++) {
+        fc_array *a = k->leaves[i];
+        if (a->host) continue;
+        size_t bytes = value_bytes(a);
+        void *h = fcg_malloc(ctx, bytes ? bytes : 1);
+        if (!h) return fcg_error(ctx, FC_ERR_NOMEM, "eval: out of host memory for %zu bytes", bytes);
+        if (bytes) st = CU(ctx, MemcpyDtoHAsync(h, arg_ptr(&sp->ptr[i], leaves, bufs), bytes, s));
+        if (st == FC_OK) st = CU(ctx, StreamSynchronize(s));
+        if (st != FC_OK) {
+            fcg_free(ctx, h, bytes ? bytes : 1);
+            return st;
+        }
+        a->host = h;
+        a->host_bytes = bytes ? bytes : 1;
+    }
+    if (st == FC_OK) st = fch_eval(ctx, k->outs, k->nout);
+    if (st != FC_OK) return st;
+    size_t bytes = value_bytes(k->outs[0]);
+    CUdeviceptr out = arg_ptr(&sp->ptr[k->nleaf], leaves, bufs);
+    if (bytes) st = CU(ctx, MemcpyHtoDAsync(out, k->outs[0]->host, bytes, s));
+    return st == FC_OK ? CU(ctx, StreamSynchronize(s)) : st;
+}
+
+static fc_status run_lib(fc_ctx *ctx, const step *sp, fc_array *const *leaves,
+                         const CUdeviceptr *bufs, CUstream s) {
+    cuda_state *cs = ctx->cuda;
+    const fcp_kernel *k = sp->k;
+    CUdeviceptr small[8], *in = small;
+    if (k->nleaf > 8 && !(in = fcg_malloc(ctx, (size_t)k->nleaf * sizeof *in)))
+        return fcg_error(ctx, FC_ERR_NOMEM, "eval: out of memory");
+    for (int i = 0; i < k->nleaf; i++) in[i] = arg_ptr(&sp->ptr[i], leaves, bufs);
+    CUdeviceptr out = arg_ptr(&sp->ptr[k->nleaf], leaves, bufs);
+    fc_status st = fcr_lib_run(ctx, &cs->lib, s, k, in, out);
+    if (st == FC_ERR_UNSUPPORTED) {
+        ctx->errmsg[0] = '\0';
+        st = lib_on_host(ctx, sp, leaves, bufs, s);
+    }
+    if (in != small) fcg_free(ctx, in, (size_t)k->nleaf * sizeof *in);
+    return st;
+}
+
+/* Fills a step's pointer words; true if any differs from what `prev` held. */
+static bool bind_step(const step *sp, fc_array *const *leaves, const CUdeviceptr *bufs,
+                      uint64_t *block) {
+    bool changed = false;
+    for (int j = 0; j < sp->nptr; j++) {
+        uint64_t v = arg_ptr(&sp->ptr[j], leaves, bufs);
+        changed |= block[j] != v;
+        block[j] = v;
+    }
+    return changed;
+}
+
+static fc_status launch_step(fc_ctx *ctx, const step *sp, fc_array *const *leaves,
+                             const CUdeviceptr *bufs, CUstream s) {
+    cuda_state *cs = ctx->cuda;
+    if (sp->lc.grid == 0) return FC_OK;
+    uint64_t small[128], *block = small;
+    if (sp->nparam > 128 && !(block = fcg_malloc(ctx, sp->nparam * 8)))
+        return fcg_error(ctx, FC_ERR_NOMEM, "launch: out of memory");
+    memcpy(block, sp->param, sp->nparam * 8);
+    bind_step(sp, leaves, bufs, block);
+    void *args[] = {block};
+    fc_status st = CU(ctx, LaunchKernel(cs->mods[sp->mod].fn, sp->lc.grid, 1, 1, sp->lc.block, 1,
+                                        1, (unsigned)sp->lc.smem_bytes, s, args, NULL));
+    if (block != small) fcg_free(ctx, block, sp->nparam * 8);
+    return st;
+}
+
+static void node_params(const cuda_state *cs, const step *sp, void **args,
+                        CUDA_KERNEL_NODE_PARAMS_v2 *np) {
+    memset(np, 0, sizeof *np);
+    np->func = cs->mods[sp->mod].fn;
+    np->gridDimX = sp->lc.grid;
+    np->gridDimY = np->gridDimZ = 1;
+    np->blockDimX = sp->lc.block;
+    np->blockDimY = np->blockDimZ = 1;
+    np->sharedMemBytes = (unsigned)sp->lc.smem_bytes;
+    np->kernelParams = args;
+}
+
+/* A repeated plan replays as one CUDA graph: one launch for all its kernels. The graph's
+ * nodes get new pointers only where they changed since the last replay. */
+static fc_status replay_graph(fc_ctx *ctx, plan_entry *e, fc_array *const *leaves,
+                              const CUdeviceptr *bufs, CUstream s) {
+    cuda_state *cs = ctx->cuda;
+    fc_status st = FC_OK;
+    size_t total = 0;
+    for (int i = 0; i < e->nstep; i++) total += e->steps[i].nparam;
+    if (!e->exec) {
+        if (!(e->graph_ptrs = fcg_calloc(ctx, total * 8)))
+            return fcg_error(ctx, FC_ERR_NOMEM, "eval: out of memory");
+        e->ngraph_ptrs = total;
+        if ((st = CU(ctx, GraphCreate(&e->graph, 0))) != FC_OK) return st;
+        CUgraphNode prev = NULL;
+        size_t off = 0;
+        for (int i = 0; i < e->nstep && st == FC_OK; i++) {
+            step *sp = &e->steps[i];
+            uint64_t *block = e->graph_ptrs + off;
+            memcpy(block, sp->param, sp->nparam * 8);
+            bind_step(sp, leaves, bufs, block);
+            void *args[] = {block};
+            CUDA_KERNEL_NODE_PARAMS_v2 np;
+            node_params(cs, sp, args, &np);
+            st = CU(ctx, GraphAddKernelNode(&sp->gnode, e->graph, prev ? &prev : NULL,
+                                            prev ? 1 : 0, &np));
+            prev = sp->gnode;
+            off += sp->nparam;
+        }
+        if (st == FC_OK) st = CU(ctx, GraphInstantiate(&e->exec, e->graph, 0));
+        if (st != FC_OK) {
+            if (e->graph) drv.GraphDestroy(e->graph);
+            e->graph = NULL;
+            e->exec = NULL;
+            return st;
+        }
+    } else {
+        size_t off = 0;
+        for (int i = 0; i < e->nstep && st == FC_OK; i++) {
+            step *sp = &e->steps[i];
+            uint64_t *block = e->graph_ptrs + off;
+            if (bind_step(sp, leaves, bufs, block)) {
+                void *args[] = {block};
+                CUDA_KERNEL_NODE_PARAMS_v2 np;
+                node_params(cs, sp, args, &np);
+                st = CU(ctx, GraphExecKernelNodeSetParams(e->exec, sp->gnode, &np));
+            }
+            off += sp->nparam;
+        }
+        if (st != FC_OK) return st;
+    }
+    return CU(ctx, GraphLaunch(e->exec, s));
+}
+
+/* Runs entry e on stream sid for the requested arrays `want` (leaves[j]: the value of leaf
+ * j). Queues everything and returns; the outputs take their buffers. On failure nothing gains
+ * a value and every buffer is released. */
+static fc_status run_entry(fc_ctx *ctx, plan_entry *e, fc_array *const *leaves,
+                           fc_array *const *want, uint32_t sid) {
+    cuda_state *cs = ctx->cuda;
+    CUstream s = stream_of(ctx, sid);
+    fc_status st = FC_OK;
+    /* The entry's scratch is reused in stream order: a run on another stream than the last
+     * follows it. (Constants and scratch were complete when the entry was built.) */
+    if (e->nconst && e->last_stream != sid) {
+        st = join(ctx, stream_of(ctx, e->last_stream), s);
+        e->last_stream = sid;
+    }
+    for (int j = 0; j < e->nleaf && st == FC_OK; j++) {
+        fc_array *a = leaves[j];
+        if (a->dev) st = use_on(ctx, a, sid);
+        else if (a->host) st = upload(ctx, a, sid);
+        else {
+            char sh[200];
+            st = fcg_error(ctx, FC_ERR_UNBOUND, "eval: a program input (%s %s) has no data",
+                           fc_dtype_name((fc_dtype)a->dtype), fcg_shape_str(sh, a->ndim, a->shape));
+        }
+    }
+    CUdeviceptr small[16], *bufs = small;
+    bool taken_small[16], *taken = taken_small;
+    if (e->nbuf > 16) {
+        bufs = fcg_calloc(ctx, (size_t)e->nbuf * sizeof *bufs);
+        taken = fcg_calloc(ctx, (size_t)e->nbuf * sizeof *taken);
+        if ((!bufs || !taken) && st == FC_OK) st = fcg_error(ctx, FC_ERR_NOMEM, "eval: out of memory");
+    }
+    if (bufs) memset(bufs, 0, (size_t)e->nbuf * sizeof *bufs);
+    if (taken) memset(taken, 0, (size_t)e->nbuf * sizeof *taken);
+    for (int b = 0; b < e->nbuf && st == FC_OK; b++) st = dev_alloc(ctx, e->buf_bytes[b], s, &bufs[b]);
+    for (int i = 0; i < e->nstep && st == FC_OK && e->value_check; i++)
+        if (e->steps[i].value_flag) st = CU(ctx, MemsetD32Async(e->steps[i].value_flag, 0, 1, s));
+    bool lib = false;
+    for (int i = 0; i < e->nstep; i++) lib |= e->steps[i].lib;
+    if (st == FC_OK && cs->graphs && e->cacheable && !lib && e->uses >= 2 && e->nstep > 0) {
+        st = replay_graph(ctx, e, leaves, bufs, s);
+    } else {
+        for (int i = 0; i < e->nstep && st == FC_OK; i++)
+            st = e->steps[i].lib ? run_lib(ctx, &e->steps[i], leaves, bufs, s)
+                                 : launch_step(ctx, &e->steps[i], leaves, bufs, s);
+    }
+    /* A program that can raise a value error waits for its kernels and reads their flags:
+     * the error must come back from this call, with no array holding a value. */
+    for (int i = 0; i < e->nstep && st == FC_OK && e->value_check; i++) {
+        unsigned raised = 0;
+        if (!e->steps[i].value_flag) continue;
+        if ((st = CU(ctx, MemcpyDtoHAsync(&raised, e->steps[i].value_flag, sizeof raised, s))) ==
+            FC_OK)
+            st = CU(ctx, StreamSynchronize(s));
+        if (st == FC_OK && raised)
+            st = fcg_error(ctx, FC_ERR_VALUE,
+                           "power: integers to negative integer powers are not allowed");
+    }
+    /* Each requested array takes its buffer; one whose value is elsewhere (a leaf, a buffer
+     * another array took, a node the plan made) gets a copy. */
+    int given = 0;
+    for (int o = 0; o < e->nout && st == FC_OK; o++) {
+        fc_array *w = want[o];
+        const arg_src *src = &e->out[o];
+        size_t bytes = value_bytes(w);
+        if (src->kind == ARG_BUF && !taken[src->idx]) {
+            taken[src->idx] = true;
+            w->dev = bufs[src->idx];
+            w->dev_bytes = e->buf_bytes[src->idx] ? e->buf_bytes[src->idx] : 1;
+        } else {
+            CUdeviceptr p;
+            if ((st = dev_alloc(ctx, bytes, s, &p)) != FC_OK) break;
+            w->dev = p;
+            w->dev_bytes = bytes ? bytes : 1;
+            if (bytes && src->kind == ARG_NODE && !src->node->dev)
+                st = fcg_error(ctx, FC_ERR_BACKEND, "eval: a result has no value (fusec bug)");
+            else if (bytes)
+                st = CU(ctx, MemcpyDtoDAsync(p, arg_ptr(src, leaves, bufs), bytes, s));
+        }
+        w->dev_stream = sid;
+        w->dev_reader = 0;
+        given = o + 1;
+    }
     if (st != FC_OK) { /* nothing gains a value on failure */
-        for (int o = 0; o < n; o++) {
-            bool from_plan = false;
-            for (int b = 0; b < plan->nbuf && !from_plan; b++)
-                from_plan = bufs && arrays[o]->dev == bufs[b];
-            if (from_plan) arrays[o]->dev = 0, arrays[o]->dev_bytes = 0; /* freed below */
-            else if (arrays[o]->dev) free_value(ctx, arrays[o]);
+        for (int o = 0; o < given; o++) {
+            fc_array *w = want[o];
+            bool from_buf = false;
+            for (int b = 0; b < e->nbuf && !from_buf; b++) from_buf = taken[b] && w->dev == bufs[b];
+            if (from_buf) w->dev = 0, w->dev_bytes = 0;
+            else if (w->dev) free_value(ctx, w);
         }
+        memset(taken, 0, (size_t)e->nbuf * sizeof *taken);
     }
-    for (int b = 0; b < plan->nbuf; b++) {
-        if (!bufs || !bufs[b] || (st == FC_OK && taken[b])) continue;
-        if (!cs->dead) drv.MemFreeAsync(bufs[b], cs->stream);
-        cs->in_use -= plan->buf_bytes[b] ? plan->buf_bytes[b] : 1;
+    for (int b = 0; b < e->nbuf; b++)
+        if (bufs && bufs[b] && !taken[b]) pool_free(ctx, bufs[b], e->buf_bytes[b], s);
+    if (bufs != small) fcg_free(ctx, bufs, (size_t)e->nbuf * sizeof *bufs);
+    if (taken != taken_small) fcg_free(ctx, taken, (size_t)e->nbuf * sizeof *taken);
+    return st;
+}
+
+fc_status fcr_eval(fc_ctx *ctx, fc_array *const *arrays, int n, fc_stream *stream) {
+    cuda_state *cs = ctx->cuda;
+    fc_status st = alive(ctx);
+    if (st != FC_OK) return st;
+    make_current(cs);
+    uint32_t sid = stream_id(stream);
+    /* The plan cache's key: the graph cut at nodes that hold values. */
+    fc_hash key;
+    fc_array *const *order;
+    size_t count;
+    if ((st = fcg_plan_key(ctx, arrays, n, &key, &order, &count)) != FC_OK) return st;
+    plan_entry *e = cache_find(cs, &key);
+    if (e) {
+        fc_array *small[16], **leaves = small;
+        if (e->nleaf > 16 && !(leaves = fcg_malloc(ctx, (size_t)e->nleaf * sizeof *leaves)))
+            return fcg_error(ctx, FC_ERR_NOMEM, "eval: out of memory");
+        for (int j = 0; j < e->nleaf; j++) leaves[j] = order[e->leaf_pos[j]];
+        e->uses++;
+        e->last_use = ++cs->clock;
+        st = run_entry(ctx, e, leaves, arrays, sid);
+        if (leaves != small) fcg_free(ctx, leaves, (size_t)e->nleaf * sizeof *leaves);
+        return st;
     }
-    fcg_free(ctx, taken, (size_t)plan->nbuf * sizeof *taken);
-    fcg_free(ctx, bufs, (size_t)plan->nbuf * sizeof *bufs);
-    fcp_plan_destroy(plan);
+    /* A miss: passes, codegen, kernel cache or NVRTC, module load; then the same path. */
+    fcp_plan *plan;
+    leaf_map lm;
+    if ((st = leaf_map_make(ctx, order, count, &lm)) != FC_OK) return st;
+    st = fcp_plan_build(ctx, arrays, n, &plan);
+    if (st == FC_OK) {
+        st = entry_build(ctx, plan, &lm, &e);
+        if (st == FC_OK) {
+            e->key = key;
+            e->uses = 1;
+            e->last_use = ++cs->clock;
+            st = run_entry(ctx, e, e->leaf_node, arrays, sid);
+            /* Library steps point into the plan, and the host fallback needs the plan's nodes
+             * alive until it finishes: such entries run once and go. */
+            if (st == FC_OK && e->cacheable) {
+                fcg_free(ctx, e->leaf_node, (size_t)e->nleaf * sizeof *e->leaf_node);
+                e->leaf_node = NULL;
+                cache_insert(ctx, e);
+            } else {
+                entry_free(ctx, e);
+            }
+        }
+        fcp_plan_destroy(plan);
+    }
+    leaf_map_free(ctx, &lm, count);
+    return st;
+}
+
+/* ---- for tests -------------------------------------------------------------------------------- */
+
+void fcr_plan_cache_stats(fc_ctx *ctx, size_t *entries, uint64_t *replays) {
+    cuda_state *cs = ctx->cuda;
+    *entries = cs ? cs->nplans : 0;
+    *replays = 0;
+    if (!cs) return;
+    for (int b = 0; b < PLAN_BUCKETS; b++)
+        for (plan_entry *e = cs->plans[b]; e; e = e->next) *replays += e->uses - 1;
+}
+
+/* Launches a kernel that stores through a null pointer: a sticky error, as a real fault in a
+ * generated kernel would give. Tests prove with it that a dead context fails cleanly. */
+fc_status fcr_test_fault(fc_ctx *ctx) {
+    cuda_state *cs = ctx->cuda;
+    if (!cs) return fcg_error(ctx, FC_ERR_BACKEND, "test_fault: not a CUDA context");
+    static const char src[] =
+        "extern \"C\" __global__ void fusec_fault(int *p) { p[threadIdx.x] = 1; }\n";
+    fcn_cubin cb;
+    fc_status st = fcn_compile(ctx, src, "fault.cu", cs->arch, 0, NULL, 0, &cb);
+    if (st != FC_OK) {
+        fcg_error(ctx, st, "test_fault: %s", cb.message ? cb.message : "compile failed");
+        fcn_cubin_free(ctx, &cb);
+        return st;
+    }
+    make_current(cs);
+    CUmodule mod;
+    CUfunction fn;
+    st = CU(ctx, ModuleLoadData(&mod, cb.data));
+    fcn_cubin_free(ctx, &cb);
+    if (st != FC_OK) return st;
+    if ((st = CU(ctx, ModuleGetFunction(&fn, mod, "fusec_fault"))) == FC_OK) {
+        void *null_ptr = NULL;
+        void *args[] = {&null_ptr};
+        st = CU(ctx, LaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, cs->stream, args, NULL));
+        if (st == FC_OK) st = CU(ctx, StreamSynchronize(cs->stream));
+    }
+    if (!cs->dead) drv.ModuleUnload(mod);
     return st;
 }

@@ -82,7 +82,7 @@ fc_status fch_iterate(int ndim, const int64_t *shape, int nops, char *const *bas
 /* Row-major byte strides of a contiguous array. */
 void fch_contig_strides(int ndim, const int64_t *shape, size_t elsize, int64_t *strides);
 
-/* ---- op families (runtime/host_ew.c, runtime/host_reduce.c) ------------------------------ */
+/* ---- op families (runtime/host_ew.c, host_reduce.c, host_fft.c) ------------------------- */
 
 /* The compute kind of an elementwise op's result over loop dtype `loop`. */
 fch_kind fch_ew_out_kind(fcg_op op, fc_dtype loop);
@@ -98,5 +98,9 @@ fc_status fch_reduce(fc_ctx *ctx, const fc_array *a, const char *in, const int64
 /* np.matmul of node `a` over its two inputs (base pointers and byte strides). */
 fc_status fch_matmul(fc_ctx *ctx, const fc_array *a, const char *const *in,
                      const int64_t (*in_strides)[FC_MAX_DIMS], char *out);
+/* np.fft.fft / ifft of node `a` (FFT or IFFT) over its input (base pointer and byte strides),
+ * into out (contiguous, a->dtype) (runtime/host_fft.c). */
+fc_status fch_fft(fc_ctx *ctx, const fc_array *a, const char *in, const int64_t *in_strides,
+                  char *out);
 
 #endif /* FUSEC_HOST_H */

@@ -6,18 +6,28 @@
  * compiled as host C++ instead: the device prelude has a host mode (FCX_HOST, the one
  * tests/test_prelude.cpp checks op by op), and a small shim gives the CUDA built-ins a host
  * meaning: a block of T threads is T POSIX threads, __shared__ arrays are statics shared by
- * them, __syncthreads() is a barrier, and the G blocks of a grid run one after another. Each
- * program's kernels then run in plan order over real buffers (filled with 0xA5 first, so an
- * element no kernel writes shows up), with the arguments the launch recipe's slots name, and
- * every output is compared with fc_eval on the host backend. A library call (matmul) takes its
- * value from the host backend.
+ * them, __syncthreads() is a barrier, warp shuffles go through a per-block exchange buffer
+ * between two barriers (warps of FCX_WARP threads, defined smaller than the device's 32 so a
+ * block has several), atomics and fences are the compiler's, dynamic shared memory is a
+ * buffer of the size the launch recipe asks for, and the G blocks of a grid run one after
+ * another. Each program's kernels then run in plan order over real buffers (filled with 0xA5
+ * first, so an element no kernel writes shows up), with the arguments the launch recipe's
+ * slots name, the grid, scratch buffer and shared memory of fcx_launch_config (canaries behind
+ * the last two), and every output is compared with fc_eval on the host backend. A library
+ * call (matmul) takes its value from the host backend.
  *
  * What this catches that compiling cannot: wrong index arithmetic for views and broadcasts,
  * wrong dtype conversions and rounding, reductions that drop or repeat elements, buffers that
- * alias, kernels run out of order, block reductions that depend on the thread count. Programs:
- * the workloads of WORKLOADS.md at small sizes with random data, a few regressions, and 1,000
- * random DAGs (tests/random_dag.c), half with one thread in one block, half with 8 threads in
- * each of 3 blocks.
+ * alias, kernels run out of order, block reductions that depend on the thread count, shuffle
+ * trees that skip a lane, split reductions whose pieces or scratch layout disagree with the
+ * launch recipe, rows kept on chip that one thread overwrites before another read them.
+ * Programs: the workloads of WORKLOADS.md at small sizes with random data, a few regressions,
+ * 1,300 random DAGs (tests/random_dag.c), every reduction of every dtype over several axis
+ * sets, row kernels (softmax, layernorm, logsumexp) of several dtypes and row lengths, and
+ * long reductions that split with the device's constants. Block shapes vary (1 thread; 8 in
+ * warps of 4; 12 in warps of 4; 64 in warps of 32), most sets with small split constants
+ * (FCX_SPLIT_*) so that small shapes split between blocks, and some without dynamic shared
+ * memory, where row kernels take their fallback of reading global memory in every phase.
  *
  * Tolerances: integers and bool exact; floats relative (f16 / bf16 2e-2, f32 / c64 1e-4,
  * f64 / c128 1e-6: an f64 output may come from an f32 reduction whose order differs with the
@@ -52,12 +62,35 @@ static const char SHIM[] =
     "#include <cstring>\n"
     "struct fcx_dim3 { unsigned x, y, z; };\n"
     "static thread_local fcx_dim3 threadIdx = {0, 0, 0}, blockIdx = {0, 0, 0};\n"
-    "static const fcx_dim3 blockDim = {EMU_THREADS, 1, 1}, gridDim = {EMU_BLOCKS, 1, 1};\n"
+    "static fcx_dim3 blockDim = {EMU_THREADS, 1, 1}, gridDim = {1, 1, 1};\n"
     "static pthread_barrier_t emu_barrier;\n"
     "#define __global__\n"
     "#define __launch_bounds__(n)\n"
     "#define __shared__ static\n"
     "static inline void __syncthreads(void) { if (EMU_THREADS > 1) pthread_barrier_wait(&emu_barrier); }\n"
+    /* Warp shuffles: every thread of the block posts its value, a barrier, each reads its
+     * source lane's (its own when the source lies outside its warp), a barrier. The
+     * generated code shuffles with all threads of the block at once, as on the device. */
+    "static unsigned char emu_lanes[EMU_THREADS][16];\n"
+    "template <class T> static T emu_shfl(T v, unsigned src_lane) {\n"
+    "    static_assert(sizeof(T) <= 16, \"shuffled value too big\");\n"
+    "    memcpy(emu_lanes[threadIdx.x], &v, sizeof v);\n"
+    "    __syncthreads();\n"
+    "    const unsigned first = threadIdx.x / FCX_WARP * FCX_WARP;\n"
+    "    T r = v;\n"
+    "    if (src_lane < FCX_WARP) memcpy(&r, emu_lanes[first + src_lane], sizeof r);\n"
+    "    __syncthreads();\n"
+    "    return r;\n"
+    "}\n"
+    "template <class T> static T fcx_shfl_down(T v, int d) { return emu_shfl(v, threadIdx.x % FCX_WARP + (unsigned)d); }\n"
+    "template <class T> static T fcx_shfl_idx(T v, int lane) { return emu_shfl(v, (unsigned)lane); }\n"
+    "template <class T> static T fcx_ldcg(const T *p) { return *p; }\n"
+    "template <class U> static unsigned fcx_atomic_add(U *p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }\n"
+    "template <int = 0> static void fcx_fence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }\n"
+    "static unsigned char *emu_dsmem;\n"
+    "static unsigned emu_dsmem_bytes;\n"
+    "template <int = 0> static unsigned fcx_dsmem_size() { return emu_dsmem_bytes; }\n"
+    "#define FCX_DSMEM(name) unsigned char *const name = emu_dsmem\n"
     "struct emu_arg { void (*fn)(const void *); const void *p; unsigned block, thread; };\n"
     "static void *emu_thread(void *x) {\n"
     "    emu_arg *a = (emu_arg *)x;\n"
@@ -66,14 +99,18 @@ static const char SHIM[] =
     "    a->fn(a->p);\n"
     "    return 0;\n"
     "}\n"
-    "static int emu_launch(void (*fn)(const void *), const void *p) {\n"
+    "static int emu_launch(void (*fn)(const void *), const void *p, unsigned grid, void *dsmem,\n"
+    "                      unsigned dsmem_bytes) {\n"
+    "    gridDim.x = grid;\n"
+    "    emu_dsmem = (unsigned char *)dsmem;\n"
+    "    emu_dsmem_bytes = dsmem_bytes;\n"
     "    if (EMU_THREADS == 1) {\n"
-    "        for (unsigned b = 0; b < EMU_BLOCKS; b++) { blockIdx.x = b; threadIdx.x = 0; fn(p); }\n"
+    "        for (unsigned b = 0; b < grid; b++) { blockIdx.x = b; threadIdx.x = 0; fn(p); }\n"
     "        return 0;\n"
     "    }\n"
     "    if (pthread_barrier_init(&emu_barrier, 0, EMU_THREADS)) return -1;\n"
     "    int rc = 0;\n"
-    "    for (unsigned b = 0; b < EMU_BLOCKS; b++) {\n"
+    "    for (unsigned b = 0; b < grid; b++) {\n"
     "        pthread_t th[EMU_THREADS];\n"
     "        emu_arg a[EMU_THREADS];\n"
     "        unsigned started = 0;\n"
@@ -89,8 +126,28 @@ static const char SHIM[] =
     "    return rc;\n"
     "}\n";
 
-/* One emulated kernel: called with the pointer, integer and float arguments. */
-typedef int (*emu_call)(const void *const *ptr, const long long *ints, const double *flts);
+/* One emulated kernel: called with the pointer, integer and float arguments, the grid and
+ * the dynamic shared memory. */
+typedef int (*emu_call)(const void *const *ptr, const long long *ints, const double *flts,
+                        unsigned grid, void *dsmem, unsigned dsmem_bytes);
+
+/* How a set runs its kernels: threads per block, threads per warp, the most blocks of a grid,
+ * the split constants (defaults, or small ones so that small shapes split between blocks),
+ * and whether launches get no dynamic shared memory (row kernels then read global memory in
+ * every phase). */
+typedef struct emu_cfg {
+    int threads, warp, blocks;
+    bool small_splits;
+    bool no_dsmem;
+} emu_cfg;
+
+/* Small split constants: pieces of a few elements, few pieces, a small scratch cap. */
+static fcx_tuning small_tuning(int warp) {
+    fcx_tuning t = {warp, 64, 2, 16, 2, 1 << 14};
+    return t;
+}
+
+#define CANARY 64 /* bytes past a scratch or shared-memory buffer that must stay untouched */
 
 /* ---- programs and their kernels ------------------------------------------------------------ */
 
@@ -113,10 +170,17 @@ typedef struct emu_set {
     FILE *cpp;
     char cpp_path[1024], so_path[1024];
     void *so;
+    emu_cfg cfg;
+    fcx_tuning tuning;
+    /* launches seen, by what they exercise (the tests check each path ran) */
+    int n_split, n_cols, n_rows_on_chip, n_rows_vec;
 } emu_set;
 
-static void set_open(emu_set *s, const char *tag, int threads, int blocks) {
+static void set_open(emu_set *s, const char *tag, const emu_cfg *cfg) {
     memset(s, 0, sizeof *s);
+    s->cfg = *cfg;
+    s->tuning = cfg->small_splits ? small_tuning(cfg->warp) : fcx_default_tuning;
+    s->tuning.warp = cfg->warp;
     fc_ctx_options o = {0};
     o.backend = FC_BACKEND_HOST;
     cr_assert_eq(fc_ctx_create(&s->ctx, &o), FC_OK);
@@ -126,8 +190,16 @@ static void set_open(emu_set *s, const char *tag, int threads, int blocks) {
              (int)getpid());
     s->cpp = fopen(s->cpp_path, "w");
     cr_assert_not_null(s->cpp, "cannot write %s", s->cpp_path);
-    fprintf(s->cpp, "#define FCX_HOST\n#define EMU_THREADS %d\n#define EMU_BLOCKS %d\n", threads,
-            blocks);
+    cr_assert(cfg->threads % cfg->warp == 0 && cfg->threads / cfg->warp <= cfg->warp,
+              "a block of %d threads in warps of %d", cfg->threads, cfg->warp);
+    fprintf(s->cpp, "#define FCX_HOST\n#define EMU_THREADS %d\n#define FCX_WARP %d\n", cfg->threads,
+            cfg->warp);
+    if (cfg->small_splits)
+        fprintf(s->cpp, "#define FCX_SPLIT_TARGET %lld\n#define FCX_SPLIT_MIN_CHUNK %lld\n"
+                        "#define FCX_SPLIT_MAX %lld\n#define FCX_SPLIT_ALIGN %lld\n"
+                        "#define FCX_SCRATCH_CAP %lld\n",
+                s->tuning.split_target, s->tuning.split_min_chunk, s->tuning.split_max,
+                s->tuning.split_align, s->tuning.scratch_cap);
     fputs(fcx_prelude_source, s->cpp);
     fputs(SHIM, s->cpp);
 }
@@ -187,12 +259,12 @@ static void set_add(emu_set *s, const char *name, bool random, uint64_t seed, fc
         fprintf(s->cpp,
                 "static void emu_tramp_%s(const void *q) { %s::%s(*(const %s::fcx_params *)q); }\n"
                 "extern \"C\" int emu_%s(const void *const *ptr, const long long *ints, "
-                "const double *flts) {\n"
+                "const double *flts, unsigned grid, void *dsmem, unsigned dsmem_bytes) {\n"
                 "    %s::fcx_params p;\n"
                 "    memcpy((void *)p.ptr, ptr, sizeof p.ptr);\n"
                 "    memcpy(p.i, ints, %d * sizeof(long long));\n"
                 "    memcpy(p.f, flts, %d * sizeof(double));\n"
-                "    return emu_launch(emu_tramp_%s, &p);\n"
+                "    return emu_launch(emu_tramp_%s, &p, grid, dsmem, dsmem_bytes);\n"
                 "}\n",
                 kname, kname, kname, kname, kname, kname, src->nint, src->nflt, kname);
     }
@@ -339,11 +411,50 @@ static char *run_program(emu_set *s, program *p) {
                 if (plan->mat[m] == kern->outs[q]) ptr[kern->nleaf + q] = buf[m];
         for (int i = 0; i < src->nint; i++) ints[i] = int_arg(kern, &src->islots[i]);
         for (int i = 0; i < src->nflt; i++) flts[i] = float_arg(kern, &src->fslots[i]);
+        /* The launch as the runtime would make it on a device of cfg.blocks multiprocessors
+         * (the grid capped there: blocks run one after another here), with exactly the
+         * scratch and shared memory the recipe asks for, each followed by a canary. */
+        fcx_launch lc;
+        fcx_launch_config_tuned(kern, src, s->cfg.blocks, 1, &s->tuning, &lc);
+        cr_assert(lc.block >= 32 && lc.block <= (unsigned)src->block && lc.block % 32 == 0,
+                  "%s kernel %d: block of %u threads", p->name, k, lc.block);
+        unsigned grid = lc.grid < (unsigned)s->cfg.blocks ? lc.grid : (unsigned)s->cfg.blocks;
+        size_t smem = s->cfg.no_dsmem ? 0 : lc.smem_bytes;
+        unsigned char *scratch = NULL, *dsmem = malloc(smem + CANARY);
+        cr_assert_not_null(dsmem);
+        memset(dsmem, 0x5A, smem + CANARY);
+        if (src->nptr > kern->nleaf + kern->nout) {
+            cr_assert_eq(src->nptr, kern->nleaf + kern->nout + 1);
+            if (lc.scratch_bytes) {
+                scratch = malloc(lc.scratch_bytes + CANARY);
+                cr_assert_not_null(scratch);
+                memset(scratch, 0, lc.scratch_bytes);
+                memset(scratch + lc.scratch_bytes, 0x5A, CANARY);
+            }
+            ptr[kern->nleaf + kern->nout] = scratch;
+        } else {
+            cr_assert_eq(lc.scratch_bytes, 0, "%s kernel %d: scratch without a pointer for it", p->name, k);
+        }
+        s->n_split += lc.scratch_bytes > 0;
+        s->n_cols += src->strategy == FCX_STRATEGY_BLOCK_COL;
+        s->n_rows_on_chip += smem > 0;
+        s->n_rows_vec += src->strategy == FCX_STRATEGY_BLOCK_ROW && src->vec > 1;
         char sym[40];
         snprintf(sym, sizeof sym, "emu_k%d", p->first + k);
         emu_call fn = (emu_call)(uintptr_t)dlsym(s->so, sym);
         cr_assert_not_null(fn, "no symbol %s", sym);
-        cr_assert_eq(fn(ptr, ints, flts), 0, "%s kernel %d: the emulated launch failed", p->name, k);
+        if (grid > 0)
+            cr_assert_eq(fn(ptr, ints, flts, grid, dsmem, (unsigned)smem), 0,
+                         "%s kernel %d: the emulated launch failed", p->name, k);
+        for (size_t b = 0; b < CANARY; b++) {
+            cr_assert_eq(dsmem[smem + b], 0x5A, "%s kernel %d: wrote past its %zu bytes of shared "
+                         "memory", p->name, k, smem);
+            if (scratch)
+                cr_assert_eq(scratch[lc.scratch_bytes + b], 0x5A, "%s kernel %d: wrote past its %zu "
+                             "bytes of scratch", p->name, k, lc.scratch_bytes);
+        }
+        free(scratch);
+        free(dsmem);
         free(ptr);
         free(ints);
         free(flts);
@@ -414,6 +525,9 @@ static void set_run_and_close(emu_set *s) {
         free(r);
         failures++;
     }
+    cr_log_info("%s: %d launches split a reduction, %d were column kernels, %d kept rows on chip, "
+                "%d row kernels had 16-byte steps", s->cpp_path, s->n_split, s->n_cols,
+                s->n_rows_on_chip, s->n_rows_vec);
     set_close(s);
     if (failures)
         cr_assert_fail("%d of %d programs differ from the host backend; the first:\n%s", failures,
@@ -422,11 +536,9 @@ static void set_run_and_close(emu_set *s) {
 
 /* ---- the tests ------------------------------------------------------------------------------ */
 
-static void emulate_workloads(int threads, int blocks) {
+static void emulate_workloads(const char *tag, const emu_cfg *cfg) {
     emu_set s;
-    char tag[32];
-    snprintf(tag, sizeof tag, "workloads_t%d", threads);
-    set_open(&s, tag, threads, blocks);
+    set_open(&s, tag, cfg);
     fc_scope_open(s.ctx);
     wl_data_seed = 7;
     for (int w = 0; w < WL_COUNT; w++) {
@@ -445,13 +557,21 @@ static void emulate_workloads(int threads, int blocks) {
     set_run_and_close(&s);
 }
 
-Test(emulated, workloads_one_thread, .timeout = 300) { emulate_workloads(1, 1); }
-Test(emulated, workloads_eight_threads_three_blocks, .timeout = 300) { emulate_workloads(8, 3); }
+Test(emulated, workloads_one_thread, .timeout = 300) {
+    emulate_workloads("workloads_t1", &(emu_cfg){1, 1, 1, false, false});
+}
+Test(emulated, workloads_eight_threads_three_blocks, .timeout = 300) {
+    emulate_workloads("workloads_t8", &(emu_cfg){8, 4, 3, true, false});
+}
+/* Warps as wide as the device's: the shuffle trees run all five rounds. */
+Test(emulated, workloads_64_threads_warps_of_32, .timeout = 300) {
+    emulate_workloads("workloads_t64", &(emu_cfg){64, 32, 2, true, false});
+}
 
 /* Programs that once went wrong. */
 Test(emulated, regressions, .timeout = 300) {
     emu_set s;
-    set_open(&s, "regressions", 4, 2);
+    set_open(&s, "regressions", &(emu_cfg){4, 2, 2, true, false});
     fc_ctx *ctx = s.ctx;
     fc_scope_open(ctx);
     double vals[60];
@@ -487,11 +607,11 @@ Test(emulated, regressions, .timeout = 300) {
     set_run_and_close(&s);
 }
 
-static void emulate_random(uint64_t lo, uint64_t hi, int threads, int blocks) {
+static void emulate_random(uint64_t lo, uint64_t hi, const emu_cfg *cfg) {
     emu_set s;
     char tag[32];
     snprintf(tag, sizeof tag, "random_%llu", (unsigned long long)lo);
-    set_open(&s, tag, threads, blocks);
+    set_open(&s, tag, cfg);
     for (uint64_t seed = lo; seed < hi; seed++) {
         rdag d;
         cr_assert_eq(rdag_build(s.ctx, seed, NULL, &d), FC_OK);
@@ -503,8 +623,234 @@ static void emulate_random(uint64_t lo, uint64_t hi, int threads, int blocks) {
         rdag_free(&d);
     }
     set_build(&s);
-    set_run_and_close(&s);
+    int nprog = s.nprog;
+    bool small = cfg->small_splits, dsmem = !cfg->no_dsmem;
+    set_run_and_close(&s); /* leaves the counts in s */
+    /* The random programs must reach every path (at this many programs they always do). */
+    cr_assert(!small || s.n_split > nprog / 50, "only %d of %d programs split a reduction",
+              s.n_split, nprog);
+    cr_assert(s.n_cols > nprog / 50, "only %d column kernels in %d programs", s.n_cols, nprog);
+    cr_assert(dsmem || s.n_rows_on_chip == 0, "rows on chip without shared memory");
 }
 
-Test(emulated, random_dags_0_499_one_thread, .timeout = 300) { emulate_random(0, 500, 1, 1); }
-Test(emulated, random_dags_500_999_eight_threads, .timeout = 300) { emulate_random(500, 1000, 8, 3); }
+/* Small split constants throughout, so reductions of these small shapes split between blocks
+ * and combine through the scratch buffer (one block alone meets every piece in turn). */
+Test(emulated, random_dags_0_499_one_thread, .timeout = 300) {
+    emulate_random(0, 500, &(emu_cfg){1, 1, 1, true, false});
+}
+Test(emulated, random_dags_500_999_eight_threads, .timeout = 300) {
+    emulate_random(500, 1000, &(emu_cfg){8, 4, 3, true, false});
+}
+/* Three warps a block (not a power of two), and no dynamic shared memory: row kernels read
+ * their rows from global memory in every phase. */
+Test(emulated, random_dags_1000_1299_twelve_threads_no_shared_rows, .timeout = 300) {
+    emulate_random(1000, 1300, &(emu_cfg){12, 4, 2, true, true});
+}
+
+/* ---- reductions of every kind, dtype and axis set; row kernels; long splits ------------- */
+
+/* An input of random non-zero data (random_dag.c's generator). */
+static fc_array *sweep_input(fc_ctx *ctx, uint64_t seed, fc_dtype t, fc_shape shape) {
+    rd r;
+    memset(&r, 0, sizeof r);
+    rdag_options o;
+    rdag_default_options(&o);
+    r.ctx = ctx;
+    r.o = &o;
+    r.state = seed * 0x9e3779b97f4a7c15ull + 1;
+    int64_t n = 1;
+    for (int d = 0; d < shape.ndim; d++) n *= shape.dim[d];
+    void *buf = malloc((size_t)(n ? n : 1) * fc_dtype_size(t));
+    cr_assert_not_null(buf);
+    rd_fill(&r, t, buf, n);
+    fc_array *a = fc_from_host(ctx, t, shape, buf);
+    free(buf);
+    return a;
+}
+
+static fc_axes axes_of(int code) {
+    static const int sets[][4] = {{1, 2}, {1, 0}, {1, 1}, {2, 0, 1}, {2, 1, 2}, {2, 0, 2}, {3, 0, 1, 2}};
+    const int *a = sets[code % 7];
+    fc_axes ax;
+    memset(&ax, 0, sizeof ax);
+    ax.n = a[0];
+    for (int i = 0; i < a[0]; i++) ax.axis[i] = a[1 + i];
+    return ax;
+}
+
+static const char *const SWEEP_OPS[] = {"sum", "prod", "mean", "max", "min", "any", "all", "var",
+                                        "std", "norm1", "norm2", "norminf", "argmax", "argmin"};
+#define SWEEP_NOPS ((int)(sizeof SWEEP_OPS / sizeof SWEEP_OPS[0]))
+
+static fc_array *sweep_reduce(int op, fc_array *x, int code, bool keep) {
+    fc_axes ax = axes_of(code);
+    int axis = ax.n == 1 ? ax.axis[0] : FC_AXIS_NONE;
+    switch (op) {
+    case 0: return fc_sum(x, ax, keep);
+    case 1: return fc_prod(x, ax, keep);
+    case 2: return fc_mean(x, ax, keep);
+    case 3: return fc_max(x, ax, keep);
+    case 4: return fc_min(x, ax, keep);
+    case 5: return fc_any(x, ax, keep);
+    case 6: return fc_all(x, ax, keep);
+    case 7: return fc_var(x, ax, keep, code % 3);
+    case 8: return fc_std(x, ax, keep, code % 2);
+    case 9: return fc_norm(x, ax, keep, FC_NORM_L1);
+    case 10: return fc_norm(x, ax, keep, FC_NORM_L2);
+    case 11: return fc_norm(x, ax, keep, FC_NORM_INF);
+    case 12: return fc_argmax(x, axis, keep);
+    default: return fc_argmin(x, axis, keep);
+    }
+}
+
+/* Every reduction of every dtype over [6, 5, 9] (odd extents: rows that 16-byte steps do not
+ * divide), each over two axis sets (row, column and mixed kernels, the full reduction), with
+ * and without keepdims, directly and behind a prologue. */
+static void emulate_reduction_sweep(const char *tag, const emu_cfg *cfg) {
+    emu_set s;
+    set_open(&s, tag, cfg);
+    fc_scope_open(s.ctx);
+    int n = 0;
+    for (int op = 0; op < SWEEP_NOPS; op++)
+        for (int t = 0; t < FC_DTYPE_COUNT; t++)
+            for (int rep = 0; rep < 2; rep++) {
+                int code = op * 3 + t + rep * 4;
+                fc_array *x = sweep_input(s.ctx, (uint64_t)(op * 100 + t * 2 + rep), (fc_dtype)t,
+                                          FC_SHAPE(6, 5, 9));
+                if (rep) x = fc_mul(x, x); /* a prologue computed in the load */
+                fc_array *y = sweep_reduce(op, x, code, (code & 1) != 0);
+                if (fc_array_status(y) != FC_OK) { /* not defined for this dtype */
+                    fc_clear_error(s.ctx);
+                    continue;
+                }
+                char name[96];
+                snprintf(name, sizeof name, "%s(%s%s[6,5,9], axes code %d, keepdims %d)",
+                         SWEEP_OPS[op], rep ? "x*x of " : "", fc_dtype_name((fc_dtype)t), code % 7,
+                         (code & 1) != 0);
+                fc_array *outs[1] = {fc_keep(y)};
+                set_add(&s, name, false, 0, outs, 1);
+                n++;
+            }
+    cr_assert_gt(n, 250, "only %d reductions built", n);
+    set_build(&s);
+    set_run_and_close(&s);
+    cr_assert(s.n_cols > 0 && s.n_rows_vec > 0, "paths not reached: %d column kernels, %d row "
+              "kernels with 16-byte steps", s.n_cols, s.n_rows_vec);
+    cr_assert(!cfg->small_splits || s.n_split > 50, "only %d launches split", s.n_split);
+}
+
+Test(emulated, reductions_every_kind_and_dtype_eight_threads, .timeout = 300) {
+    emulate_reduction_sweep("sweep_t8", &(emu_cfg){8, 4, 3, true, false});
+}
+Test(emulated, reductions_every_kind_and_dtype_one_thread, .timeout = 300) {
+    emulate_reduction_sweep("sweep_t1", &(emu_cfg){1, 1, 2, true, false});
+}
+
+/* Reduce -> broadcast -> elementwise chains (row kernels) of several dtypes and row lengths:
+ * odd lengths leave rows unaligned for 16-byte steps, some rows keep several buffers on chip. */
+static void emulate_row_kernels(const char *tag, const emu_cfg *cfg) {
+    emu_set s;
+    set_open(&s, tag, cfg);
+    fc_ctx *ctx = s.ctx;
+    fc_scope_open(ctx);
+    static const fc_dtype types[] = {FC_F32, FC_F64, FC_F16, FC_BF16, FC_C64};
+    static const int64_t shapes[][3] = {{7, 37, 0}, {4, 64, 0}, {3, 5, 12}, {5, 1, 0}, {2, 333, 0}};
+    int n = 0;
+    for (int ti = 0; ti < 5; ti++)
+        for (int si = 0; si < 5; si++) {
+            fc_dtype t = types[ti];
+            const int64_t *sh = shapes[si];
+            fc_shape shape = sh[2] ? FC_SHAPE(sh[0], sh[1], sh[2]) : FC_SHAPE(sh[0], sh[1]);
+            fc_axes ax = sh[2] ? FC_AXES(1, 2) : FC_AXES(1);
+            fc_shape vshape = sh[2] ? FC_SHAPE(sh[1], sh[2]) : FC_SHAPE(sh[1]);
+            uint64_t seed = (uint64_t)(ti * 10 + si);
+            fc_array *x = sweep_input(ctx, seed, t, shape);
+            fc_array *y = sweep_input(ctx, seed + 1000, t, shape);
+            fc_array *gam = sweep_input(ctx, seed + 2000, t, vshape);
+            char name[96];
+            fc_array *outs[WL_MAX_OUT];
+            bool cx = fcg_is_complex(t);
+            if (!cx) { /* softmax */
+                fc_array *e = fc_exp(fc_sub(x, fc_max(x, ax, true)));
+                outs[0] = fc_keep(fc_div(e, fc_sum(e, ax, true)));
+                snprintf(name, sizeof name, "softmax %s shape %d", fc_dtype_name(t), si);
+                set_add(&s, name, false, 0, outs, 1);
+                n++;
+                /* logsumexp, and the row maxima as a second output */
+                fc_array *m = fc_max(x, ax, true);
+                outs[0] = fc_keep(fc_add(fc_log(fc_sum(fc_exp(fc_sub(x, m)), ax, true)), m));
+                outs[1] = fc_keep(m);
+                snprintf(name, sizeof name, "logsumexp %s shape %d", fc_dtype_name(t), si);
+                set_add(&s, name, false, 0, outs, 2);
+                n++;
+            }
+            /* layernorm with a scale: x read in two phases and the output phase */
+            fc_array *mu = fc_mean(x, ax, true);
+            fc_array *ln = fc_div(fc_sub(x, mu), fc_sqrt(fc_add(fc_var(x, ax, true, 0),
+                                                                      fc_f64(ctx, 1e-3))));
+            outs[0] = fc_keep(fc_mul(ln, gam));
+            snprintf(name, sizeof name, "layernorm %s shape %d", fc_dtype_name(t), si);
+            set_add(&s, name, false, 0, outs, 1);
+            n++;
+            /* two inputs kept on chip: y scaled by the norm of x, plus the norm of y - x */
+            fc_array *nx = fc_norm(x, ax, true, FC_NORM_L2);
+            fc_array *z = fc_mul(y, nx);
+            outs[0] = fc_keep(fc_sub(z, fc_sum(fc_sub(z, x), ax, true)));
+            snprintf(name, sizeof name, "two rows on chip %s shape %d", fc_dtype_name(t), si);
+            set_add(&s, name, false, 0, outs, 1);
+            n++;
+        }
+    /* argmax of a row minus its mean, booleans and integers kept on chip */
+    fc_array *xi = sweep_input(ctx, 77, FC_I32, FC_SHAPE(9, 41));
+    fc_array *xb = sweep_input(ctx, 78, FC_BOOL, FC_SHAPE(9, 41));
+    fc_array *outs[WL_MAX_OUT];
+    outs[0] = fc_keep(fc_where(xb, fc_sub(xi, fc_max(xi, FC_AXES(1), true)),
+                               fc_sum(fc_where(xb, xi, fc_i64(ctx, 1)), FC_AXES(1), true)));
+    set_add(&s, "where(b, i - max(i), sum(where(b, i, 1)))", false, 0, outs, 1);
+    n++;
+    set_build(&s);
+    set_run_and_close(&s);
+    cr_assert_gt(n, 80);
+    cr_assert(cfg->no_dsmem || s.n_rows_on_chip > 40, "only %d row kernels kept rows on chip",
+              s.n_rows_on_chip);
+    cr_assert(s.n_rows_vec > 40, "only %d row kernels had 16-byte steps", s.n_rows_vec);
+}
+
+Test(emulated, row_kernels_eight_threads, .timeout = 300) {
+    emulate_row_kernels("rows_t8", &(emu_cfg){8, 4, 3, true, false});
+}
+Test(emulated, row_kernels_one_thread_no_shared_rows, .timeout = 300) {
+    emulate_row_kernels("rows_t1", &(emu_cfg){1, 1, 2, true, true});
+}
+
+/* Long reductions with the device's split constants: the pieces, the scratch the launch
+ * recipe sizes (canaries behind it), the last block's combine. */
+Test(emulated, long_reductions_split_with_default_constants, .timeout = 300) {
+    emu_set s;
+    set_open(&s, "long", &(emu_cfg){8, 4, 3, false, false});
+    fc_ctx *ctx = s.ctx;
+    fc_scope_open(ctx);
+    fc_array *outs[WL_MAX_OUT];
+    fc_array *a = sweep_input(ctx, 1, FC_F32, FC_SHAPE((1 << 20) + 3));
+    outs[0] = fc_keep(fc_sum(a, FC_ALL, false));
+    outs[1] = fc_keep(fc_argmax(a, FC_AXIS_NONE, false));
+    set_add(&s, "sum and argmax of f32[2^20 + 3]", false, 0, outs, 2);
+    fc_array *b = sweep_input(ctx, 2, FC_F64, FC_SHAPE(30, 40000));
+    outs[0] = fc_keep(fc_mean(b, FC_AXES(1), false));
+    outs[1] = fc_keep(fc_std(b, FC_AXES(1), false, 1));
+    set_add(&s, "mean, std of f64[30, 40000] over axis 1", false, 0, outs, 2);
+    fc_array *c = sweep_input(ctx, 3, FC_F32, FC_SHAPE(40000, 70));
+    outs[0] = fc_keep(fc_var(c, FC_AXES(0), false, 0));
+    outs[1] = fc_keep(fc_min(c, FC_AXES(0), true));
+    set_add(&s, "var, min of f32[40000, 70] over axis 0", false, 0, outs, 2);
+    fc_array *d = sweep_input(ctx, 4, FC_I16, FC_SHAPE(3, 30000, 2));
+    outs[0] = fc_keep(fc_sum(d, FC_AXES(1), false));
+    set_add(&s, "sum of i16[3, 30000, 2] over axis 1", false, 0, outs, 1);
+    fc_array *e = sweep_input(ctx, 5, FC_C64, FC_SHAPE(16, 3, 4000));
+    outs[0] = fc_keep(fc_sum(e, FC_AXES(0, 2), false));
+    set_add(&s, "sum of c64[16, 3, 4000] over axes 0, 2", false, 0, outs, 1);
+    set_build(&s);
+    set_run_and_close(&s);
+    cr_assert(s.n_split >= 4 && s.n_cols >= 1, "%d launches split, %d column kernels", s.n_split,
+              s.n_cols);
+}

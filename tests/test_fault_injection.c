@@ -14,6 +14,7 @@
 
 #include "fusec.h"
 #include "graph.h"
+#include "counting_alloc.h"
 
 #include <complex.h>
 #include <math.h>
@@ -23,68 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- the counting allocator ------------------------------------------------------------- */
-
-typedef struct counting_alloc {
-    long calls;          /* allocation attempts so far (malloc and realloc) */
-    long fail_at;        /* the attempt to fail (1-based); 0: never */
-    bool fail_after;     /* also fail every attempt after fail_at */
-    bool injected;       /* a failure was injected in this run */
-    long live;           /* blocks allocated and not yet freed */
-    size_t live_bytes;
-    long size_mismatches; /* free/realloc told a size other than the block's */
-} counting_alloc;
-
-/* Each block carries its size in front, so free_fn can check the size fusec passes. */
-typedef union block_header {
-    size_t size;
-    max_align_t align;
-} block_header;
-
-static bool should_fail(counting_alloc *ca) {
-    ca->calls++;
-    if (ca->fail_at > 0 && (ca->calls == ca->fail_at || (ca->fail_after && ca->calls > ca->fail_at))) {
-        ca->injected = true;
-        return true;
-    }
-    return false;
-}
-
-static void *ca_malloc(void *user, size_t size) {
-    counting_alloc *ca = user;
-    if (should_fail(ca)) return NULL;
-    block_header *h = malloc(sizeof *h + size);
-    if (!h) return NULL;
-    h->size = size;
-    ca->live++;
-    ca->live_bytes += size;
-    return h + 1;
-}
-
-static void *ca_realloc(void *user, void *ptr, size_t old_size, size_t new_size) {
-    counting_alloc *ca = user;
-    if (!ptr) return ca_malloc(user, new_size);
-    block_header *h = (block_header *)ptr - 1;
-    if (h->size != old_size) ca->size_mismatches++;
-    if (should_fail(ca)) return NULL;
-    size_t had = h->size;
-    block_header *n = realloc(h, sizeof *n + new_size);
-    if (!n) return NULL;
-    n->size = new_size;
-    ca->live_bytes = ca->live_bytes - had + new_size;
-    return n + 1;
-}
-
-static void ca_free(void *user, void *ptr, size_t size) {
-    counting_alloc *ca = user;
-    if (!ptr) return;
-    block_header *h = (block_header *)ptr - 1;
-    if (h->size != size) ca->size_mismatches++;
-    ca->live--;
-    ca->live_bytes -= h->size;
-    free(h);
-}
 
 /* ---- inputs and their expected results (plain C) --------------------------------------- */
 
@@ -342,6 +281,75 @@ static void program_part(run *r) {
     fc_program_destroy(prog);
 }
 
+/* Streams, events, fc_write (which detaches the written array), fc_read_async, pinned host
+ * memory, and a copy into a second context on the same allocator (the host forms of the
+ * runtime calls). */
+static void runtime_part(run *r) {
+    fc_ctx *ctx = r->ctx;
+    fc_stream *st = NULL;
+    fc_event *e0 = NULL, *e1 = NULL;
+    fc_ctx *other = NULL;
+    fc_scope *s = NULL;
+    if (!status_ok(r, fc_stream_create(ctx, &st), FC_OK, "fc_stream_create") ||
+        !status_ok(r, fc_event_create(ctx, &e0), FC_OK, "fc_event_create") ||
+        !status_ok(r, fc_event_create(ctx, &e1), FC_OK, "fc_event_create"))
+        goto done;
+    if (!(s = fc_scope_open(ctx))) {
+        status_ok(r, FC_ERR_NOMEM, FC_OK, "fc_scope_open");
+        goto done;
+    }
+    fc_array *v = fc_from_host(ctx, FC_F64, FC_SHAPE(C), yin);
+    fc_array *sq = fc_mul(v, v);
+    if (!status_ok(r, fc_event_record(e0, st), FC_OK, "fc_event_record") ||
+        !status_ok(r, fc_eval_on(ctx, &sq, 1, st), FC_OK, "fc_eval_on"))
+        goto done;
+    double fresh[C], want[C];
+    for (int j = 0; j < C; j++) fresh[j] = yin[j] * 2.0 - 1.0;
+    if (!status_ok(r, fc_write(v, fresh, 0, C, st), FC_OK, "fc_write")) goto done;
+    fc_array *sq2 = fc_add(fc_mul(v, v), fc_f64(ctx, 1.0)); /* sees the written data */
+    double *pinned = fc_host_alloc(ctx, C * sizeof *pinned);
+    if (!pinned) {
+        status_ok(r, FC_ERR_NOMEM, FC_OK, "fc_host_alloc");
+        goto done;
+    }
+    fc_status rs = fc_read_async(sq2, pinned, 0, C, st);
+    if (status_ok(r, rs, FC_OK, "fc_read_async") &&
+        status_ok(r, fc_event_record(e1, st), FC_OK, "fc_event_record") &&
+        status_ok(r, fc_stream_synchronize(ctx, st), FC_OK, "fc_stream_synchronize")) {
+        float ms;
+        status_ok(r, fc_event_elapsed_ms(e0, e1, &ms), FC_OK, "fc_event_elapsed_ms");
+        for (int j = 0; j < C; j++)
+            if (pinned[j] != fresh[j] * fresh[j] + 1.0)
+                problem(r, "read_async: element %d is %g", j, pinned[j]);
+    }
+    fc_host_free(ctx, pinned);
+    /* The value computed before the write is kept. */
+    for (int j = 0; j < C; j++) want[j] = yin[j] * yin[j];
+    expect_values(r, sq, want, C, 0, "a value computed before fc_write");
+    fc_allocator hooks = {ca_malloc, ca_realloc, ca_free, r->ca};
+    fc_ctx_options opts = {.backend = FC_BACKEND_HOST, .allocator = &hooks};
+    if (!status_ok(r, fc_ctx_create(&other, &opts), FC_OK, "fc_ctx_create (second)")) goto done;
+    fc_scope *so = fc_scope_open(other);
+    if (!so) {
+        status_ok(r, FC_ERR_NOMEM, FC_OK, "fc_scope_open (second)");
+        goto done;
+    }
+    fc_array *copy = fc_copy_to(sq2, other);
+    if (status_ok(r, fc_array_status(copy), FC_OK, "fc_copy_to")) {
+        double got[C];
+        if (status_ok(r, fc_read(copy, got, 0, C), FC_OK, "fc_read (copy)"))
+            for (int j = 0; j < C; j++)
+                if (got[j] != fresh[j] * fresh[j] + 1.0) problem(r, "copy_to: element %d is %g", j, got[j]);
+    }
+    fc_scope_close(so);
+done:
+    fc_ctx_destroy(other);
+    fc_scope_close(s);
+    fc_event_destroy(e0);
+    fc_event_destroy(e1);
+    fc_stream_destroy(st);
+}
+
 /* Creates a context on the counting allocator, runs everything, destroys it. Returns the
  * final status: FC_OK, or FC_ERR_NOMEM if an injected failure surfaced. */
 static fc_status workload(counting_alloc *ca, run *r) {
@@ -357,6 +365,7 @@ static fc_status workload(counting_alloc *ca, run *r) {
     }
     ops_part(r);
     program_part(r);
+    runtime_part(r);
     fc_ctx_destroy(r->ctx);
     r->ctx = NULL;
     return r->first_nomem;
@@ -383,7 +392,7 @@ static void fail_each_allocation(bool fail_after) {
         if (!ca.injected) {
             /* The first run with no failure is the full workload: everything was checked. */
             cr_assert_eq(st, FC_OK);
-            cr_assert_eq(r.values_checked, 15, "only %d value checks ran", r.values_checked);
+            cr_assert_eq(r.values_checked, 16, "only %d value checks ran", r.values_checked);
             break;
         }
     }

@@ -364,6 +364,11 @@ static fc_array *build_op(run *r, tokens *t, fc_array **regs, int nreg) {
         fc_array *a = need_reg(t, regs, nreg);
         return fc_matmul(a, need_reg(t, regs, nreg));
     }
+    if (strcmp(name, "fft") == 0 || strcmp(name, "ifft") == 0) {
+        fc_array *x = need_reg(t, regs, nreg);
+        int axis = (int)need_int(t);
+        return name[0] == 'f' ? fc_fft(x, axis) : fc_ifft(x, axis);
+    }
     /* creation */
     if (strcmp(name, "arange") == 0) {
         fc_dtype dt = need_dtype(t);
@@ -632,11 +637,13 @@ Test(ops_ref, reductions) { run_reference("ops_reduce.txt", 100); }
 Test(ops_ref, views) { run_reference("ops_views.txt", 40); }
 Test(ops_ref, creation) { run_reference("ops_creation.txt", 300); }
 Test(ops_ref, matmul) { run_reference("ops_matmul.txt", 60); }
+Test(ops_ref, fft) { run_reference("ops_fft.txt", 10); } /* tests/gen_fft.py */
 
 /* ---- coverage: no op of ops.def goes untested ------------------------------------------- */
 
 static const char *const ref_files[] = {"ops_ew.txt", "ops_special.txt", "ops_reduce.txt",
-                                        "ops_views.txt", "ops_creation.txt", "ops_matmul.txt"};
+                                        "ops_views.txt", "ops_creation.txt", "ops_matmul.txt",
+                                        "ops_fft.txt"};
 
 Test(ops_ref, every_op_has_a_reference_case) {
     run r;

@@ -19,11 +19,13 @@
 /* Exit codes (README.md, docs/fusec.1). When several things fail, the first one's code. */
 enum {
     EXIT_OK = 0,
-    EXIT_USAGE = 1,   /* unknown command or option, bad value, missing file */
+    EXIT_USAGE = 1,   /* unknown command or option, bad value, missing file; an --input that
+                         names no input of the program or does not match its dtype or shape */
     EXIT_PROGRAM = 2, /* malformed .fc, unbound symbol, an op that fails to build, a plan or
                          codegen failure */
     EXIT_EVAL = 3,    /* evaluation error (run) */
-    EXIT_IO = 4,      /* a file or the cache directory cannot be read or written */
+    EXIT_IO = 4,      /* a file or the cache directory cannot be read or written (an --input
+                         .npy file missing or malformed, an output that cannot be saved) */
     EXIT_COMPILE = 5, /* a kernel failed to compile, or missed the cache under
                          FUSEC_REQUIRE_CACHED=1 */
     EXIT_BAD_CACHE = 6 /* cache verify found bad entries (that remain), or an import file is
@@ -31,6 +33,7 @@ enum {
 };
 
 #define CLI_MAX_SETS 64
+#define CLI_MAX_INPUTS 64
 #define CLI_MAX_ARCHS 16
 #define CLI_DEFAULT_ARCH "sm_90"
 
@@ -51,7 +54,10 @@ enum {
     OPT_QUIET = 1u << 9,      /* -q, --quiet */
     OPT_FILES = 1u << 10,     /* several FILE arguments (else exactly one) */
     OPT_NO_FILE = 1u << 11,   /* no FILE argument at all */
-    OPT_NO_PRELUDE = 1u << 12 /* --no-prelude */
+    OPT_NO_PRELUDE = 1u << 12, /* --no-prelude */
+    OPT_INPUT = 1u << 13,      /* --input NAME=FILE.npy (repeatable) */
+    OPT_OUTPUT_DIR = 1u << 14, /* --output-dir DIR */
+    OPT_BENCH = 1u << 15       /* --bench, --runs N, --warmup N, --json, --floor-bytes B */
 };
 
 typedef struct cli_set {
@@ -59,6 +65,15 @@ typedef struct cli_set {
     int64_t value;
     bool used; /* some program had this symbol */
 } cli_set;
+
+/* One --input NAME=FILE. The command loads the file and fills in `shape` (loaded = true)
+ * before the programs are read, so that dimension symbols can be inferred from it. */
+typedef struct cli_input {
+    char name[256];
+    const char *path;
+    bool loaded;
+    fc_shape shape;
+} cli_input;
 
 typedef struct cli_opts {
     const char *cmd;   /* for messages: "dump", "cache verify", ... */
@@ -73,6 +88,14 @@ typedef struct cli_opts {
     int jobs;          /* 0: one per online CPU */
     bool dot, delete_bad, quiet, no_prelude, help;
     const char *cache_dir;
+    cli_input inputs[CLI_MAX_INPUTS];
+    int ninputs;
+    const char *output_dir;
+    bool bench, json;
+    bool no_placeholders;  /* set by commands that build programs themselves (run): p->outs
+                              stays empty, so no placeholder graph shares nodes with theirs */
+    int runs, warmup;     /* --bench: timed runs (default 15), warm-up runs (default 3) */
+    uint64_t floor_bytes; /* --floor-bytes; 0: inputs + outputs */
 } cli_opts;
 
 /* Parses a command's arguments (argv[0] is the first argument after the command name).
@@ -109,7 +132,9 @@ typedef struct cli_program {
 typedef int (*cli_program_fn)(fc_ctx *ctx, const cli_program *p, void *user);
 
 /* Reads FILE, splits it into programs (a line starting with "# fusec trace" starts a new one:
- * docs/TRACE.md), parses each, binds o->sets, builds it with placeholder inputs inside a scope
+ * docs/TRACE.md), parses each, binds o->sets, infers the symbols still unbound from the
+ * shapes of o->inputs that are loaded (a symbol used by a dimension of an input given a file
+ * takes that file's extent), builds it with placeholder inputs inside a scope
  * of its own and calls fn. A program that fails to load is reported and skipped; the walk
  * goes on unless stop_on_error. With single, a file holding several programs is an error.
  * Returns the first failure's exit code (fn's included), else EXIT_OK. */

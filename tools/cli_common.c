@@ -67,6 +67,41 @@ static bool parse_set(const char *arg, cli_opts *o) {
     return true;
 }
 
+/* Reads "NAME=FILE" of --input. */
+static bool parse_input(const char *arg, cli_opts *o) {
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg || !eq[1] || (size_t)(eq - arg) >= sizeof o->inputs[0].name) {
+        cli_error("--input expects NAME=FILE.npy, got '%s'", arg);
+        return false;
+    }
+    if (o->ninputs == CLI_MAX_INPUTS) {
+        cli_error("at most %d --input options", CLI_MAX_INPUTS);
+        return false;
+    }
+    size_t n = (size_t)(eq - arg);
+    for (int i = 0; i < o->ninputs; i++)
+        if (strlen(o->inputs[i].name) == n && memcmp(o->inputs[i].name, arg, n) == 0) {
+            cli_error("--input %.*s is given twice", (int)n, arg);
+            return false;
+        }
+    cli_input *in = &o->inputs[o->ninputs++];
+    memset(in, 0, sizeof *in);
+    memcpy(in->name, arg, n);
+    in->name[n] = '\0';
+    in->path = eq + 1;
+    return true;
+}
+
+/* A count option's value in [lo, hi]. */
+static bool parse_count(const char *opt, const char *v, uint64_t lo, uint64_t hi, uint64_t *out) {
+    if (!parse_u64(v, out) || *out < lo || *out > hi) {
+        cli_error("%s expects a number from %llu to %llu, got '%s'", opt, (unsigned long long)lo,
+                  (unsigned long long)hi, v);
+        return false;
+    }
+    return true;
+}
+
 /* Adds the arches of a comma-separated list, checked by NVRTC, without repeats. */
 static bool parse_archs(const char *list, bool many, cli_opts *o) {
     const char *p = list;
@@ -132,6 +167,9 @@ int cli_parse(const char *cmd, int argc, char **argv, unsigned allowed, cli_opts
     memset(o, 0, sizeof *o);
     o->cmd = cmd;
     o->backend = FC_BACKEND_AUTO;
+    o->runs = 15;
+    o->warmup = 3;
+    const char *bench_only = NULL; /* an option that means something only with --bench */
     o->files = malloc(((size_t)argc + 1) * sizeof *o->files);
     if (!o->files) {
         cli_error("out of memory");
@@ -193,6 +231,35 @@ int cli_parse(const char *cmd, int argc, char **argv, unsigned allowed, cli_opts
             o->delete_bad = true;
         } else if ((allowed & OPT_QUIET) && (is_flag(a, "-q") || is_flag(a, "--quiet"))) {
             o->quiet = true;
+        } else if ((allowed & OPT_INPUT) && is_option(a, "--input")) {
+            if (!(v = option_value("--input", argc, argv, &i)) || !parse_input(v, o))
+                return EXIT_USAGE;
+        } else if ((allowed & OPT_OUTPUT_DIR) && is_option(a, "--output-dir")) {
+            if (!(v = option_value("--output-dir", argc, argv, &i))) return EXIT_USAGE;
+            if (!*v) {
+                cli_error("--output-dir needs a directory");
+                return EXIT_USAGE;
+            }
+            o->output_dir = v;
+        } else if ((allowed & OPT_BENCH) && is_flag(a, "--bench")) {
+            o->bench = true;
+        } else if ((allowed & OPT_BENCH) && is_flag(a, "--json")) {
+            o->json = true;
+            bench_only = "--json";
+        } else if ((allowed & OPT_BENCH) &&
+                   (is_option(a, "--runs") || is_option(a, "--warmup"))) {
+            const char *opt = is_option(a, "--runs") ? "--runs" : "--warmup";
+            uint64_t n;
+            if (!(v = option_value(opt, argc, argv, &i)) ||
+                !parse_count(opt, v, opt[2] == 'r' ? 1 : 0, 1000000, &n))
+                return EXIT_USAGE;
+            *(opt[2] == 'r' ? &o->runs : &o->warmup) = (int)n;
+            bench_only = opt;
+        } else if ((allowed & OPT_BENCH) && is_option(a, "--floor-bytes")) {
+            if (!(v = option_value("--floor-bytes", argc, argv, &i)) ||
+                !parse_count("--floor-bytes", v, 1, (uint64_t)1 << 62, &o->floor_bytes))
+                return EXIT_USAGE;
+            bench_only = "--floor-bytes";
         } else if ((allowed & OPT_CACHE_DIR) && is_option(a, "--cache-dir")) {
             if (!(v = option_value("--cache-dir", argc, argv, &i))) return EXIT_USAGE;
             if (!*v) {
@@ -204,6 +271,10 @@ int cli_parse(const char *cmd, int argc, char **argv, unsigned allowed, cli_opts
             cli_error("%s: unknown option '%s' (see fusec %s --help)", cmd, a, cmd);
             return EXIT_USAGE;
         }
+    }
+    if (bench_only && !o->bench) {
+        cli_error("%s: %s needs --bench", cmd, bench_only);
+        return EXIT_USAGE;
     }
     if ((allowed & OPT_NO_FILE) && o->nfiles > 0) {
         cli_error("%s: unexpected argument '%s' (see fusec %s --help)", cmd, o->files[0], cmd);
@@ -356,8 +427,108 @@ static int split_programs(const char *text, size_t len, segment **out) {
     return n;
 }
 
-/* Binds the --set symbols the program has; checks every symbol is bound. */
-static int bind_symbols(fc_ctx *ctx, cli_opts *o, fc_program *prog, bool strict) {
+/* Probe values for symbol inference: symbol k of a probe copy of the program is bound to
+ * PROBE_BASE + k, so an input extent equal to it is that symbol. No real extent is near 2^52
+ * (it would be petabytes). */
+#define PROBE_BASE ((int64_t)1 << 52)
+
+/* Binds each symbol no --set gave that a dimension of an --input's program input uses to the
+ * file's extent there. The program's dimension declarations are read through a probe copy
+ * (parsed from the same text) whose symbols are bound to marker values. A file whose rank
+ * differs from its input's is skipped: the command reports that mismatch itself. */
+static int infer_symbols(fc_ctx *ctx, const cli_opts *o, fc_program *prog, const char *text,
+                         size_t len, const char *file) {
+    int nsym = fc_program_num_symbols(prog), nin = fc_program_num_inputs(prog), loaded = 0;
+    /* First an --input that names no input: that, not a symbol left unbound, is the error. */
+    for (int j = 0; j < o->ninputs; j++) {
+        bool found = false;
+        for (int i = 0; i < nin && !found; i++)
+            found = strcmp(fc_program_input_name(prog, i), o->inputs[j].name) == 0;
+        if (found) continue;
+        char names[1024] = "";
+        size_t n = 0;
+        for (int i = 0; i < nin && n < sizeof names; i++)
+            n += (size_t)snprintf(names + n, sizeof names - n, "%s%s", i ? ", " : "",
+                                  fc_program_input_name(prog, i));
+        cli_error("--input %s=%s: %s has no input '%s' (%s%s)", o->inputs[j].name,
+                  o->inputs[j].path, file, o->inputs[j].name,
+                  nin ? "its inputs: " : "it has no inputs", names);
+        return EXIT_USAGE;
+    }
+    for (int i = 0; i < o->ninputs; i++) loaded += o->inputs[i].loaded;
+    if (nsym == 0 || loaded == 0) return EXIT_OK;
+    fc_program *probe = NULL;
+    if (fc_program_parse(ctx, text, len, file, &probe) != FC_OK) {
+        cli_error("%s", fc_errmsg(ctx));
+        return EXIT_PROGRAM;
+    }
+    int64_t *value = malloc((size_t)nsym * sizeof *value);
+    const cli_input **from = calloc((size_t)nsym, sizeof *from);
+    bool *by_set = calloc((size_t)nsym, sizeof *by_set);
+    int rc = EXIT_OK;
+    if (!value || !from || !by_set) {
+        cli_error("out of memory");
+        rc = EXIT_PROGRAM;
+    }
+    for (int k = 0; !rc && k < nsym; k++) {
+        const char *name = fc_program_symbol_name(probe, k);
+        int64_t v = PROBE_BASE + k;
+        for (int i = 0; i < o->nsets; i++)
+            if (strcmp(o->sets[i].name, name) == 0) {
+                by_set[k] = true;
+                v = o->sets[i].value;
+            }
+        value[k] = -1;
+        if (fc_program_set_symbol(probe, name, v) != FC_OK) {
+            cli_error("%s", fc_errmsg(ctx));
+            rc = EXIT_PROGRAM;
+        }
+    }
+    for (int i = 0; !rc && i < fc_program_num_inputs(probe); i++) {
+        const cli_input *in = NULL;
+        for (int j = 0; j < o->ninputs; j++)
+            if (o->inputs[j].loaded && strcmp(o->inputs[j].name, fc_program_input_name(probe, i)) == 0)
+                in = &o->inputs[j];
+        fc_shape sh;
+        if (!in || fc_program_input_shape(probe, i, &sh) != FC_OK) continue;
+        if (sh.ndim != in->shape.ndim) {
+            cli_error("--input %s=%s: the file has %d dimension%s, but input '%s' of %s has %d",
+                      in->name, in->path, in->shape.ndim, in->shape.ndim == 1 ? "" : "s",
+                      in->name, file, sh.ndim);
+            rc = EXIT_USAGE;
+            break;
+        }
+        for (int d = 0; !rc && d < sh.ndim; d++) {
+            int64_t k = sh.dim[d] - PROBE_BASE;
+            if (k < 0 || k >= nsym || by_set[k]) continue;
+            int64_t e = in->shape.dim[d];
+            if (!from[k]) {
+                value[k] = e;
+                from[k] = in;
+            } else if (value[k] != e) {
+                cli_error("dimension symbol '%s' is %lld from --input %s=%s but %lld from --input "
+                          "%s=%s", fc_program_symbol_name(probe, k), (long long)value[k],
+                          from[k]->name, from[k]->path, (long long)e, in->name, in->path);
+                rc = EXIT_USAGE;
+            }
+        }
+    }
+    for (int k = 0; !rc && k < nsym; k++)
+        if (from[k] && fc_program_set_symbol(prog, fc_program_symbol_name(prog, k), value[k]) != FC_OK) {
+            cli_error("%s", fc_errmsg(ctx));
+            rc = EXIT_PROGRAM;
+        }
+    free(value);
+    free(from);
+    free(by_set);
+    fc_program_destroy(probe);
+    return rc;
+}
+
+/* Binds the --set symbols the program has, infers others from --input files, and checks
+ * every symbol is bound. */
+static int bind_symbols(fc_ctx *ctx, cli_opts *o, fc_program *prog, bool strict, const char *text,
+                        size_t len, const char *file) {
     for (int i = 0; i < o->nsets; i++) {
         bool known = false;
         for (int s = 0; s < fc_program_num_symbols(prog); s++)
@@ -369,10 +540,13 @@ static int bind_symbols(fc_ctx *ctx, cli_opts *o, fc_program *prog, bool strict)
         }
         o->sets[i].used = true;
     }
+    int rc = infer_symbols(ctx, o, prog, text, len, file);
+    if (rc) return rc;
     for (int i = 0; i < fc_program_num_inputs(prog); i++) {
         fc_shape shape;
         if (fc_program_input_shape(prog, i, &shape) == FC_ERR_UNBOUND) {
-            cli_error("%s; give it with --set NAME=VALUE", fc_errmsg(ctx));
+            cli_error("%s; give it with --set NAME=VALUE%s", fc_errmsg(ctx),
+                      o->ninputs ? " (or an --input file for an input that uses it)" : "");
             return EXIT_PROGRAM;
         }
     }
@@ -398,12 +572,13 @@ static int one_program(fc_ctx *ctx, cli_opts *o, const char *file, const char *t
     buf[pad + n] = '\0';
     fc_program *prog = NULL;
     fc_status st = fc_program_parse(ctx, buf, pad + n, file, &prog);
-    free(buf);
     if (st != FC_OK) {
+        free(buf);
         cli_error("%s", fc_errmsg(ctx));
         return cli_status_exit(st);
     }
-    int rc = bind_symbols(ctx, o, prog, strict);
+    int rc = bind_symbols(ctx, o, prog, strict, buf, pad + n, file);
+    free(buf);
     fc_scope *scope = rc ? NULL : fc_scope_open(ctx);
     cli_program p = {file, label, index, count, prog, fc_program_num_outputs(prog), NULL};
     if (!rc && !scope) {
@@ -414,7 +589,7 @@ static int one_program(fc_ctx *ctx, cli_opts *o, const char *file, const char *t
         cli_error("out of memory");
         rc = EXIT_PROGRAM;
     }
-    if (!rc && (st = fc_program_build(prog, NULL, p.outs)) != FC_OK) {
+    if (!rc && !o->no_placeholders && (st = fc_program_build(prog, NULL, p.outs)) != FC_OK) {
         cli_error("%s", fc_errmsg(ctx));
         rc = EXIT_PROGRAM;
     }
@@ -504,6 +679,6 @@ const char *cli_boundary_reason(const fcp_plan *plan, const fc_array *node) {
             return "it is asked for as an output, so it is stored anyway, and the consumer "
                    "loads it rather than computing it again";
     if (fcg_ops[node->op].kind == FCG_KIND_LIB)
-        return "a library call (matmul) runs as a kernel of its own and writes a buffer";
+        return "a library call (matmul, FFT) runs as a kernel of its own and writes a buffer";
     return "no reason recorded by the fusion pass";
 }

@@ -1,6 +1,6 @@
 /*
  * tools/cmd_program.c - fusec print, hash and run: one .fc program as text, as a hash, or
- * evaluated on random inputs.
+ * evaluated (on .npy or random inputs, outputs optionally written as .npy), and benchmarked.
  */
 #include "cli.h"
 
@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define SHOW_VALUES 6
 
@@ -98,21 +99,41 @@ int cmd_hash(int argc, char **argv) {
 /* ---- run ---------------------------------------------------------------------------------- */
 
 static const char usage_run[] =
-    "usage: fusec run FILE.fc [--set NAME=VALUE ...] [--seed S] [--backend host|auto|cuda]\n"
-    "                 [--cache-dir DIR]\n"
+    "usage: fusec run FILE.fc [--set NAME=VALUE ...] [--input NAME=FILE.npy ...]\n"
+    "                 [--output-dir DIR] [--seed S] [--backend host|auto|cuda] [--cache-dir DIR]\n"
+    "                 [--bench [--runs N] [--warmup N] [--floor-bytes B] [--json]]\n"
     "\n"
-    "Runs the program on random inputs (floats uniform in [0, 1), small integers, random\n"
-    "bools) and evaluates all its outputs together. For each output prints its dtype, shape,\n"
-    "first values and min / max / mean, then the wall time of the evaluation.\n"
+    "Runs the program and evaluates all its outputs together. Inputs come from .npy files\n"
+    "(--input) or are random (floats uniform in [0, 1), small integers, random bools). For each\n"
+    "output prints its dtype, shape, first values and min / max / mean, then the wall time of\n"
+    "the evaluation (compilation included).\n"
     "\n"
-    "  --set NAME=VALUE   binds a dimension symbol (repeat for each symbol)\n"
-    "  --seed S           seed of the random inputs (default 0)\n"
-    "  --backend B        host, auto (the GPU when usable, else host; default) or cuda\n"
-    "  --cache-dir DIR    the kernel cache (default: $FUSEC_CACHE_DIR, $XDG_CACHE_HOME/fusec,\n"
-    "                     ~/.cache/fusec)\n"
+    "  --set NAME=VALUE     binds a dimension symbol (repeat for each symbol)\n"
+    "  --input NAME=FILE    the value of input NAME, from a .npy file (repeatable); its dtype\n"
+    "                       and shape must be the input's. A dimension symbol no --set gave\n"
+    "                       takes the file's extent where the input uses it\n"
+    "  --output-dir DIR     writes each output as DIR/NAME.npy (DIR is created if missing)\n"
+    "  --seed S             seed of the random inputs (default 0)\n"
+    "  --backend B          host, auto (the GPU when usable, else host; default) or cuda\n"
+    "  --cache-dir DIR      the kernel cache (default: $FUSEC_CACHE_DIR, $XDG_CACHE_HOME/fusec,\n"
+    "                       ~/.cache/fusec)\n"
     "\n"
-    "Exit codes: 0 ok, 1 usage, 2 parse or program error, 3 evaluation error, 4 I/O error,\n"
-    "5 a kernel failed to compile or missed the cache under FUSEC_REQUIRE_CACHED=1.\n";
+    "  --bench              then times the program: each run rebuilds the outputs from the same\n"
+    "                       inputs and evaluates them between two events (CUDA events on the GPU,\n"
+    "                       the wall clock on the host). Prints kernels per evaluation, the\n"
+    "                       median / min / max time, the bytes that must move (inputs read once,\n"
+    "                       outputs written once), the GB/s achieved, the device copy bandwidth\n"
+    "                       measured in the same run, the floor (bytes / copy bandwidth) and the\n"
+    "                       % of floor reached, and the peak device memory of the timed runs\n"
+    "  --runs N             timed runs (default 15)\n"
+    "  --warmup N           untimed runs before them (default 3)\n"
+    "  --floor-bytes B      the bytes that must move, instead of inputs + outputs\n"
+    "  --json               prints one JSON object instead of the text summaries\n"
+    "\n"
+    "Exit codes: 0 ok, 1 usage (an --input naming no input, or of the wrong dtype or shape),\n"
+    "2 parse or program error, 3 evaluation error, 4 I/O error (an --input file missing or not\n"
+    "a readable .npy file, an output that cannot be written), 5 a kernel failed to compile or\n"
+    "missed the cache under FUSEC_REQUIRE_CACHED=1.\n";
 
 static uint64_t splitmix(uint64_t *state) {
     uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
@@ -242,37 +263,421 @@ static int report_output(const char *name, fc_array *a) {
     return EXIT_OK;
 }
 
+static void shape_text(char *buf, size_t cap, fc_shape sh) {
+    size_t n = (size_t)snprintf(buf, cap, "[");
+    for (int d = 0; d < sh.ndim && n < cap; d++)
+        n += (size_t)snprintf(buf + n, cap - n, d ? ", %" PRId64 : "%" PRId64, sh.dim[d]);
+    if (n < cap) snprintf(buf + n, cap - n, "]");
+}
+
+static size_t array_bytes(fc_dtype dt, fc_shape sh) {
+    size_t n = fc_dtype_size(dt);
+    for (int d = 0; d < sh.ndim; d++) n *= (size_t)sh.dim[d];
+    return n;
+}
+
+/* What the summaries say about each output, kept after the outputs are released. */
+typedef struct out_info {
+    const char *name;
+    fc_dtype dtype;
+    fc_shape shape;
+} out_info;
+
 typedef struct run_args {
-    uint64_t seed;
+    const cli_opts *o;
+    fc_array *const *loaded; /* per o->inputs[j]: its loaded array (owned by cmd_run) */
 } run_args;
 
-/* Builds the program again on random inputs (the placeholders of p->outs cannot be
- * evaluated), evaluates it and reports every output. */
+/* Creates dir and its missing parents (mkdir -p). */
+static int make_dirs(const char *dir) {
+    size_t n = strlen(dir);
+    char *path = malloc(n + 1);
+    if (!path) {
+        cli_error("out of memory");
+        return EXIT_IO;
+    }
+    memcpy(path, dir, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (path[i] != '/' && path[i] != '\0') continue;
+        char c = path[i];
+        path[i] = '\0';
+        if (mkdir(path, 0777) != 0 && errno != EEXIST) {
+            cli_error("--output-dir: cannot create %s: %s", path, strerror(errno));
+            free(path);
+            return EXIT_IO;
+        }
+        path[i] = c;
+    }
+    free(path);
+    struct stat sb;
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        cli_error("--output-dir: %s is not a directory", dir);
+        return EXIT_IO;
+    }
+    return EXIT_OK;
+}
+
+/* Writes output i as DIR/NAME.npy. */
+static int save_output(const char *dir, const char *name, fc_array *a, bool quiet) {
+    size_t n = strlen(dir) + strlen(name) + 6;
+    char *path = malloc(n);
+    if (!path) {
+        cli_error("out of memory");
+        return EXIT_IO;
+    }
+    snprintf(path, n, "%s/%s.npy", dir, name);
+    fc_status st = fc_npy_save(a, path);
+    int rc = EXIT_OK;
+    if (st != FC_OK) {
+        cli_error("cannot write output '%s': %s", name, fc_errmsg(fc_array_ctx(a)));
+        rc = st == FC_ERR_IO ? EXIT_IO : EXIT_EVAL;
+    } else if (!quiet) {
+        printf("wrote %s\n", path);
+    }
+    free(path);
+    return rc;
+}
+
+/* The inputs of the program: the --input files (checked against the declarations), random
+ * values for the others. ins[i] of a file is borrowed from run_args; the others belong to the
+ * open scope. */
+static int make_inputs(fc_ctx *ctx, const cli_program *p, const run_args *ra, fc_array **ins) {
+    const cli_opts *o = ra->o;
+    fc_program *prog = p->prog;
+    int nin = fc_program_num_inputs(prog);
+    /* cli_for_each_program checked that every --input names an input. */
+    for (int i = 0; i < nin; i++) {
+        const char *name = fc_program_input_name(prog, i);
+        fc_dtype want_dt = fc_program_input_dtype(prog, i);
+        fc_shape want;
+        fc_program_input_shape(prog, i, &want);
+        int j = 0;
+        while (j < o->ninputs && strcmp(o->inputs[j].name, name) != 0) j++;
+        if (j < o->ninputs) {
+            fc_array *a = ra->loaded[j];
+            fc_dtype dt = fc_array_dtype(a);
+            fc_shape sh = fc_array_shape(a);
+            char got_s[256], want_s[256];
+            shape_text(got_s, sizeof got_s, sh);
+            shape_text(want_s, sizeof want_s, want);
+            if (dt != want_dt) {
+                cli_error("--input %s=%s: the file holds %s %s, but input '%s' of %s is %s %s",
+                          name, o->inputs[j].path, fc_dtype_name(dt), got_s, name, p->label,
+                          fc_dtype_name(want_dt), want_s);
+                return EXIT_USAGE;
+            }
+            bool same = sh.ndim == want.ndim;
+            for (int d = 0; same && d < sh.ndim; d++) same = sh.dim[d] == want.dim[d];
+            if (!same) {
+                cli_error("--input %s=%s: the file's shape is %s, but input '%s' of %s is %s %s%s",
+                          name, o->inputs[j].path, got_s, name, p->label, fc_dtype_name(want_dt),
+                          want_s, o->nsets ? " (with the --set values)" : "");
+                return EXIT_USAGE;
+            }
+            ins[i] = a;
+            continue;
+        }
+        ins[i] = random_input(ctx, want_dt, want, o->seed * 1000003u + (uint64_t)i);
+        if (!ins[i] || fc_array_status(ins[i]) != FC_OK) {
+            cli_error("cannot make input '%s': %s", name, ins[i] ? fc_errmsg(ctx) : "out of memory");
+            return EXIT_EVAL;
+        }
+    }
+    /* Inputs hold their values before any clock starts. */
+    if (nin && fc_eval(ctx, ins, nin) != FC_OK) {
+        cli_error("cannot make the inputs: %s", fc_errmsg(ctx));
+        return EXIT_EVAL;
+    }
+    return EXIT_OK;
+}
+
+static int eval_exit(fc_status st) {
+    return st == FC_ERR_COMPILE || st == FC_ERR_NOT_CACHED ? EXIT_COMPILE : EXIT_EVAL;
+}
+
+/* ---- bench -------------------------------------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* "536.9 MB": decimal units, so that MB per ms reads as GB/s. */
+static const char *fmt_bytes(char *buf, size_t cap, double b) {
+    const char *unit[] = {"B", "kB", "MB", "GB", "TB"};
+    int u = 0;
+    while (b >= 1000 && u < 4) {
+        b /= 1000;
+        u++;
+    }
+    snprintf(buf, cap, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
+    return buf;
+}
+
+static void json_string(const char *s) {
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') printf("\\%c", c);
+        else if (c < 0x20) printf("\\u%04x", c);
+        else putchar(c);
+    }
+    putchar('"');
+}
+
+/* A JSON number, or null where not measured (negative or not finite). */
+static void json_number(double v, bool measured) {
+    if (!measured || !isfinite(v)) printf("null");
+    else printf("%.9g", v);
+}
+
+typedef struct bench_result {
+    int kernels;
+    double median_ms, min_ms, max_ms;
+    double bytes, io_bytes, in_bytes, out_bytes;
+    double gbps;
+    bool have_copy;
+    double copy_gbps, copy_bytes, floor_ms, floor_pct;
+    bool have_peak;
+    double peak_bytes;
+    char device[160], arch[16];
+    bool gpu;
+} bench_result;
+
+/* Whether some output already holds a value it did not get from this run: then the timed
+ * evaluation would do nothing (a value cached on a node that outlived the last run). Program
+ * inputs returned as outputs are values by nature and do not count. */
+static bool output_precomputed(fc_array *const *outs, int nout) {
+    for (int q = 0; q < nout; q++)
+        if ((outs[q]->host || outs[q]->dev) && outs[q]->op != FCG_OP_DATA) return true;
+    return false;
+}
+
+/* The timed runs. Each rebuilds the outputs from the same input arrays inside a scope of its
+ * own and evaluates them between two events; closing the scope releases the outputs and every
+ * node built from the inputs, so the next build finds no cached value and really runs the
+ * plan again (the plan and the kernels stay cached, as for any repeated evaluation). The end
+ * event is waited for in each run, so runs do not overlap and their buffers are freed. */
+static int bench_runs(fc_ctx *ctx, const cli_program *p, fc_array *const *ins, const cli_opts *o,
+                      bench_result *r) {
+    int nout = fc_program_num_outputs(p->prog);
+    fc_array **outs = calloc((size_t)nout + 1, sizeof *outs);
+    double *ms = calloc((size_t)o->runs, sizeof *ms);
+    fc_event *start = NULL, *end = NULL;
+    int rc = EXIT_OK;
+    if (!outs || !ms) {
+        cli_error("out of memory");
+        rc = EXIT_EVAL;
+    }
+    if (!rc && (fc_event_create(ctx, &start) != FC_OK || fc_event_create(ctx, &end) != FC_OK)) {
+        cli_error("cannot create events: %s", fc_errmsg(ctx));
+        rc = EXIT_EVAL;
+    }
+    for (int it = 0; !rc && it < o->warmup + o->runs; it++) {
+        if (it == o->warmup) fc_memory_reset_peak(ctx);
+        fc_scope *scope = fc_scope_open(ctx);
+        if (!scope) {
+            cli_error("out of memory");
+            rc = EXIT_EVAL;
+            break;
+        }
+        fc_status st = fc_program_build(p->prog, ins, outs);
+        if (st != FC_OK) {
+            cli_error("%s", fc_errmsg(ctx));
+            rc = EXIT_PROGRAM;
+        } else if (output_precomputed(outs, nout)) {
+            cli_error("bench: an output already holds a value before its run (a fusec bug: "
+                      "the timing would measure nothing)");
+            rc = EXIT_EVAL;
+        }
+        float t = 0;
+        if (!rc && ((st = fc_event_record(start, NULL)) != FC_OK ||
+                    (st = fc_eval_on(ctx, outs, nout, NULL)) != FC_OK ||
+                    (st = fc_event_record(end, NULL)) != FC_OK ||
+                    (st = fc_event_synchronize(end)) != FC_OK ||
+                    (st = fc_event_elapsed_ms(start, end, &t)) != FC_OK)) {
+            cli_error("bench run %d: %s", it + 1, fc_errmsg(ctx));
+            rc = eval_exit(st);
+        }
+        if (!rc && it >= o->warmup) ms[it - o->warmup] = t;
+        fc_scope_close(scope);
+    }
+    if (!rc) {
+        fc_memory_stats ms_stats;
+        if (r->gpu && fc_memory_stats_get(ctx, &ms_stats) == FC_OK) {
+            r->have_peak = true;
+            r->peak_bytes = (double)ms_stats.peak;
+        }
+        qsort(ms, (size_t)o->runs, sizeof *ms, cmp_double);
+        int n = o->runs;
+        r->median_ms = n % 2 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
+        r->min_ms = ms[0];
+        r->max_ms = ms[n - 1];
+    }
+    fc_event_destroy(start);
+    fc_event_destroy(end);
+    free(ms);
+    free(outs);
+    return rc;
+}
+
+static void print_bench_json(const cli_program *p, const cli_opts *o, const bench_result *r,
+                             const out_info *oi, int nout) {
+    printf("{\"program\": ");
+    json_string(p->label);
+    printf(", \"backend\": \"%s\", \"device\": ", r->gpu ? "cuda" : "host");
+    json_string(r->device);
+    printf(", \"arch\": ");
+    if (r->gpu) json_string(r->arch);
+    else printf("null");
+    printf(", \"kernels\": %d, \"runs\": %d, \"warmup\": %d", r->kernels, o->runs, o->warmup);
+    printf(", \"median_ms\": ");
+    json_number(r->median_ms, true);
+    printf(", \"min_ms\": ");
+    json_number(r->min_ms, true);
+    printf(", \"max_ms\": ");
+    json_number(r->max_ms, true);
+    printf(", \"bytes\": %.0f, \"gbps\": ", r->bytes);
+    json_number(r->gbps, r->median_ms > 0);
+    printf(", \"copy_gbps\": ");
+    json_number(r->copy_gbps, r->have_copy);
+    printf(", \"floor_ms\": ");
+    json_number(r->floor_ms, r->have_copy);
+    printf(", \"floor_pct\": ");
+    json_number(r->floor_pct, r->have_copy && r->median_ms > 0);
+    printf(", \"peak_bytes\": ");
+    json_number(r->peak_bytes, r->have_peak);
+    printf(", \"io_bytes\": %.0f, \"outputs\": [", r->io_bytes);
+    for (int q = 0; q < nout; q++) {
+        printf("%s{\"name\": ", q ? ", " : "");
+        json_string(oi[q].name);
+        printf(", \"dtype\": \"%s\", \"shape\": [", fc_dtype_name(oi[q].dtype));
+        for (int d = 0; d < oi[q].shape.ndim; d++)
+            printf(d ? ", %" PRId64 : "%" PRId64, oi[q].shape.dim[d]);
+        printf("]}");
+    }
+    printf("]}\n");
+}
+
+static void print_bench_text(const cli_program *p, const cli_opts *o, const bench_result *r) {
+    char b1[32], b2[32], b3[32];
+    printf("\nbench: %s on %s%s%s%s\n", p->label, r->device, r->gpu ? " (" : "",
+           r->gpu ? r->arch : "", r->gpu ? ")" : " (host backend: wall-clock events)");
+    printf("  %-22s %d\n", "kernels per eval", r->kernels);
+    printf("  %-22s median %.4f ms   min %.4f ms   max %.4f ms   (%d runs after %d warm-up)\n",
+           "time", r->median_ms, r->min_ms, r->max_ms, o->runs, o->warmup);
+    if (o->floor_bytes)
+        printf("  %-22s %s  (--floor-bytes; inputs + outputs are %s)\n", "bytes that must move",
+               fmt_bytes(b1, sizeof b1, r->bytes), fmt_bytes(b2, sizeof b2, r->io_bytes));
+    else
+        printf("  %-22s %s  (inputs %s read once + outputs %s written once)\n",
+               "bytes that must move", fmt_bytes(b1, sizeof b1, r->bytes),
+               fmt_bytes(b2, sizeof b2, r->in_bytes), fmt_bytes(b3, sizeof b3, r->out_bytes));
+    if (r->median_ms > 0) printf("  %-22s %.1f GB/s\n", "achieved", r->gbps);
+    else printf("  %-22s not measurable (a run took no time)\n", "achieved");
+    if (r->have_copy) {
+        printf("  %-22s %.1f GB/s  (device-to-device copy of %s, read + written, median)\n",
+               "copy bandwidth", r->copy_gbps, fmt_bytes(b1, sizeof b1, r->copy_bytes));
+        printf("  %-22s %.4f ms  ->  %.1f%% of floor  (%.2fx the floor time)\n", "floor",
+               r->floor_ms, r->floor_pct, r->median_ms / r->floor_ms);
+    } else {
+        printf("  %-22s not measured on the %s\n", "copy bandwidth",
+               r->gpu ? "GPU (the copy failed)" : "host backend");
+        printf("  %-22s not measured (needs the copy bandwidth)\n", "floor");
+    }
+    if (r->have_peak)
+        printf("  %-22s %s  = %.2fx inputs + outputs (%s)\n", "peak device memory",
+               fmt_bytes(b1, sizeof b1, r->peak_bytes),
+               r->io_bytes > 0 ? r->peak_bytes / r->io_bytes : 0.0,
+               fmt_bytes(b2, sizeof b2, r->io_bytes));
+    else
+        printf("  %-22s not measured on the host backend\n", "peak device memory");
+}
+
+static int bench(fc_ctx *ctx, const cli_program *p, fc_array *const *ins, const cli_opts *o,
+                 const out_info *oi, int nout) {
+    bench_result r;
+    memset(&r, 0, sizeof r);
+    r.gpu = fc_ctx_backend(ctx) == FC_BACKEND_CUDA;
+    snprintf(r.device, sizeof r.device, "host");
+    fc_device_info info;
+    if (r.gpu && fc_device_get_info(fc_ctx_device(ctx), &info) == FC_OK) {
+        snprintf(r.device, sizeof r.device, "%s", info.name);
+        snprintf(r.arch, sizeof r.arch, "%s", info.arch);
+    }
+    /* Kernels per evaluation: the plan of a build on the real inputs, in a scope closed
+     * before the timed runs (so no node of it survives to hold a value). */
+    int rc = EXIT_OK;
+    fc_scope *scope = fc_scope_open(ctx);
+    fc_array **outs = calloc((size_t)nout + 1, sizeof *outs);
+    fcp_plan *plan = NULL;
+    if (!scope || !outs) {
+        cli_error("out of memory");
+        rc = EXIT_EVAL;
+    } else if (fc_program_build(p->prog, ins, outs) != FC_OK ||
+               fcp_plan_build(ctx, outs, nout, &plan) != FC_OK) {
+        cli_error("%s", fc_errmsg(ctx));
+        rc = EXIT_PROGRAM;
+    } else {
+        r.kernels = plan->nkernel;
+        fcp_plan_destroy(plan);
+    }
+    free(outs);
+    fc_scope_close(scope);
+    if (rc) return rc;
+    for (int i = 0; i < fc_program_num_inputs(p->prog); i++)
+        r.in_bytes += (double)array_bytes(fc_array_dtype(ins[i]), fc_array_shape(ins[i]));
+    for (int q = 0; q < nout; q++) r.out_bytes += (double)array_bytes(oi[q].dtype, oi[q].shape);
+    r.io_bytes = r.in_bytes + r.out_bytes;
+    r.bytes = o->floor_bytes ? (double)o->floor_bytes : r.io_bytes;
+
+    /* The copy bandwidth first, in the same process and on the same device: at least 256 MiB
+     * (well past the L2), or the program's own bytes, at most 2 GiB. */
+    if (r.gpu) {
+        double want = r.bytes > (double)(256u << 20) ? r.bytes : (double)(256u << 20);
+        size_t copy = want > (double)((size_t)2 << 30) ? (size_t)2 << 30 : (size_t)want;
+        fc_status st = fc_device_copy_bandwidth(ctx, copy, o->runs, &r.copy_gbps);
+        if (st == FC_OK && r.copy_gbps > 0) {
+            r.have_copy = true;
+            r.copy_bytes = (double)copy;
+        } else {
+            cli_warn("bench: the copy bandwidth could not be measured: %s", fc_errmsg(ctx));
+        }
+    }
+    if ((rc = bench_runs(ctx, p, ins, o, &r)) != EXIT_OK) return rc;
+    if (r.median_ms > 0) r.gbps = r.bytes / (r.median_ms * 1e-3) / 1e9;
+    if (r.have_copy) {
+        r.floor_ms = r.bytes / (r.copy_gbps * 1e9) * 1e3;
+        r.floor_pct = r.median_ms > 0 ? r.floor_ms / r.median_ms * 100 : 0;
+    }
+    if (o->json) print_bench_json(p, o, &r, oi, nout);
+    else print_bench_text(p, o, &r);
+    return EXIT_OK;
+}
+
+/* ---- run ---------------------------------------------------------------------------------- */
+
+/* Builds the program again on real inputs (the placeholders of p->outs cannot be evaluated),
+ * evaluates it, reports and writes every output, then benchmarks it if asked. */
 static int run_one(fc_ctx *ctx, const cli_program *p, void *user) {
     const run_args *ra = user;
+    const cli_opts *o = ra->o;
     fc_program *prog = p->prog;
     int nin = fc_program_num_inputs(prog), nout = fc_program_num_outputs(prog);
     fc_array **ins = calloc((size_t)nin + 1, sizeof *ins);
     fc_array **outs = calloc((size_t)nout + 1, sizeof *outs);
+    out_info *oi = calloc((size_t)nout + 1, sizeof *oi);
     int rc = EXIT_OK;
-    if (!ins || !outs) {
+    if (!ins || !outs || !oi) {
         cli_error("out of memory");
         rc = EXIT_EVAL;
     }
-    for (int i = 0; !rc && i < nin; i++) {
-        fc_shape shape;
-        fc_program_input_shape(prog, i, &shape);
-        ins[i] = random_input(ctx, fc_program_input_dtype(prog, i), shape,
-                              ra->seed * 1000003u + (uint64_t)i);
-        if (!ins[i] || fc_array_status(ins[i]) != FC_OK) {
-            cli_error("cannot make input '%s': %s", fc_program_input_name(prog, i),
-                      ins[i] ? fc_errmsg(ctx) : "out of memory");
-            rc = EXIT_EVAL;
-        }
-    }
-    /* Inputs hold their values before the clock starts. */
-    if (!rc && nin && fc_eval(ctx, ins, nin) != FC_OK) {
-        cli_error("cannot make the inputs: %s", fc_errmsg(ctx));
+    if (!rc) rc = make_inputs(ctx, p, ra, ins);
+    /* The first evaluation's outputs live in a scope of their own: closing it before the
+     * bench leaves no node built from the inputs, so every timed run computes afresh. */
+    fc_scope *scope = rc ? NULL : fc_scope_open(ctx);
+    if (!rc && !scope) {
+        cli_error("out of memory");
         rc = EXIT_EVAL;
     }
     if (!rc && fc_program_build(prog, ins, outs) != FC_OK) {
@@ -286,35 +691,66 @@ static int run_one(fc_ctx *ctx, const cli_program *p, void *user) {
         seconds = cli_now() - t0;
         if (st != FC_OK) {
             cli_error("%s", fc_errmsg(ctx));
-            rc = st == FC_ERR_COMPILE || st == FC_ERR_NOT_CACHED ? EXIT_COMPILE : EXIT_EVAL;
+            rc = eval_exit(st);
         }
     }
-    for (int i = 0; !rc && i < nout; i++)
-        rc = report_output(fc_program_output_name(prog, i), outs[i]);
-    if (!rc)
+    for (int i = 0; !rc && i < nout; i++) {
+        oi[i] = (out_info){fc_program_output_name(prog, i), fc_array_dtype(outs[i]),
+                           fc_array_shape(outs[i])};
+        if (!o->json) rc = report_output(oi[i].name, outs[i]);
+    }
+    if (!rc && !o->json)
         printf("eval: %.3f ms on the %s backend\n", seconds * 1e3,
                fc_ctx_backend(ctx) == FC_BACKEND_CUDA ? "cuda" : "host");
+    for (int i = 0; !rc && o->output_dir && i < nout; i++)
+        rc = save_output(o->output_dir, oi[i].name, outs[i], o->json);
+    fc_scope_close(scope);
+    if (!rc && o->bench) rc = bench(ctx, p, ins, o, oi, nout);
     free(ins);
     free(outs);
+    free(oi);
     return rc;
 }
 
 int cmd_run(int argc, char **argv) {
     cli_opts o;
-    int rc = cli_parse("run", argc, argv, OPT_SET | OPT_SEED | OPT_BACKEND | OPT_CACHE_DIR, &o);
+    int rc = cli_parse("run", argc, argv,
+                       OPT_SET | OPT_SEED | OPT_BACKEND | OPT_CACHE_DIR | OPT_INPUT |
+                           OPT_OUTPUT_DIR | OPT_BENCH,
+                       &o);
     if (rc || o.help) {
         fputs(usage_run, o.help ? stdout : stderr);
         cli_opts_free(&o);
         return rc;
     }
     fc_ctx *ctx;
+    fc_array *loaded[CLI_MAX_INPUTS] = {NULL};
     if (!(rc = cli_open_ctx(o.backend, o.cache_dir, &ctx))) {
-        run_args ra = {o.seed};
-        rc = cli_for_each_program(ctx, &o, o.files[0], true, true, run_one, &ra);
+        /* The files load first: their shapes bind the symbols no --set gave. */
+        for (int j = 0; !rc && j < o.ninputs; j++) {
+            loaded[j] = fc_npy_load(ctx, o.inputs[j].path);
+            fc_status st = fc_array_status(loaded[j]);
+            if (st != FC_OK) {
+                cli_error("--input %s: %s", o.inputs[j].name, fc_array_errmsg(loaded[j]));
+                rc = st == FC_ERR_NOMEM ? EXIT_EVAL : EXIT_IO;
+            } else {
+                o.inputs[j].loaded = true;
+                o.inputs[j].shape = fc_array_shape(loaded[j]);
+            }
+        }
+        if (!rc && o.output_dir) rc = make_dirs(o.output_dir);
+        if (!rc) {
+            run_args ra = {&o, loaded};
+            /* A program without inputs is all creation ops, which are hash-consed: a
+             * placeholder build would share (and keep) the nodes run_one evaluates. */
+            o.no_placeholders = true;
+            rc = cli_for_each_program(ctx, &o, o.files[0], true, true, run_one, &ra);
+        }
         if (fflush(stdout) != 0 && !rc) {
             cli_error("cannot write the output: %s", strerror(errno));
             rc = EXIT_IO;
         }
+        for (int j = 0; j < o.ninputs; j++) fc_release(loaded[j]);
         fc_ctx_destroy(ctx);
     }
     cli_opts_free(&o);

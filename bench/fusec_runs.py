@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""bench/fusec_runs.py - times every workload through `fusec run --bench --json`.
+
+Runs each bench/fc/wNN_*.fc program (W1-W12) and the size sweep of W1 and W6
+(bench/fc/sweep/*_n.fc with --set n=...) through the fusec CLI, one process each, and collects
+their JSON objects into one file. A run that fails or times out gives an entry with "error"
+(its exit code and the tail of its stderr); the others go on.
+
+    python3 bench/fusec_runs.py --fusec PATH/fusec --json fusec.json [--runs 15] ...
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# id -> (program, extra options). W7's floor counts two reads of d and one write
+# (WORKLOADS.md); every other floor is the CLI's default, inputs read once + outputs written once.
+WORKLOADS = [
+    ("W1", "w01_tanh_sin.fc", []),
+    ("W2", "w02_poly.fc", []),
+    ("W3", "w03_sum.fc", []),
+    ("W4", "w04_softmax.fc", []),
+    ("W5", "w05_leaky_relu.fc", []),
+    ("W6", "w06_row_l2norm.fc", []),
+    ("W7", "w07_normalize_cols.fc", ["--floor-bytes", str(12 * 65536 * 1024)]),
+    ("W8", "w08_mandelbrot.fc", []),
+    ("W9", "w09_box_blur.fc", []),
+    ("W10", "w10_saxpy.fc", []),
+    ("W11", "w11_col_mean_scaled.fc", []),
+    ("W12_matmul", "w12_matmul.fc", []),
+    ("W12_fft", "w12_fft.fc", []),
+]
+
+# Sweep programs: id -> (program, elements -> value of n)
+SWEEP = [
+    ("W1", "sweep/w01_tanh_sin_n.fc", lambda e: e),
+    ("W6", "sweep/w06_row_l2norm_n.fc", lambda e: max(1, e // 4096)),
+]
+
+
+def log(*a):
+    print(*a, flush=True)
+
+
+def run_one(cmd, timeout):
+    """Runs one CLI command; returns (parsed JSON object or None, error string or None, secs)."""
+    t0 = time.time()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, "timed out after %d s" % timeout, time.time() - t0
+    except OSError as e:
+        return None, "cannot run %s: %s" % (cmd[0], e), time.time() - t0
+    secs = time.time() - t0
+    obj = None
+    # --json prints one object; take the last line that parses, so stray lines do no harm.
+    for line in reversed(p.stdout.strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                obj = json.loads(line)
+                break
+            except ValueError:
+                continue
+    if p.returncode != 0 or obj is None:
+        tail = " ".join((p.stderr or "").strip().split())[-600:]
+        return obj, "exit %d: %s" % (p.returncode, tail or "(no output)"), secs
+    return obj, None, secs
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--fusec", required=True, help="the fusec CLI binary")
+    ap.add_argument("--json", required=True, metavar="FILE", help="where to write the results")
+    ap.add_argument("--fc-dir", default=os.path.join(HERE, "fc"), help="the .fc programs")
+    ap.add_argument("--backend", default="cuda", help="--backend of fusec run (default cuda)")
+    ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--only", help="comma-separated workload ids (W12 selects both W12 rows)")
+    ap.add_argument("--timeout", type=int, default=180, help="seconds per run (default 180)")
+    ap.add_argument("--timeout-w12", type=int, default=60,
+                    help="seconds per W12 run (default 60: it is library-bound, or falls back)")
+    ap.add_argument("--no-sweep", action="store_true")
+    ap.add_argument("--sweep-min", type=int, default=16)
+    ap.add_argument("--sweep-max", type=int, default=28)
+    ap.add_argument("--sweep-step", type=int, default=2)
+    ap.add_argument("--cache-dir", help="--cache-dir of fusec run (default: $FUSEC_CACHE_DIR)")
+    args = ap.parse_args(argv)
+
+    common = ["--backend", args.backend, "--bench", "--json", "--runs", str(args.runs),
+              "--warmup", str(args.warmup)]
+    if args.cache_dir:
+        common += ["--cache-dir", args.cache_dir]
+    want = set(args.only.split(",")) if args.only else None
+    res = {"tool": "bench/fusec_runs.py", "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+           "fusec": args.fusec, "settings": {k: v for k, v in vars(args).items()},
+           "workloads": {}, "sweep": {}, "errors": []}
+    t_start = time.time()
+
+    def write():
+        res["elapsed_s"] = time.time() - t_start
+        tmp = args.json + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(res, f, indent=1)
+        os.replace(tmp, args.json)
+
+    for wid, prog, extra in WORKLOADS:
+        if want and wid not in want and wid.split("_")[0] not in want:
+            continue
+        path = os.path.join(args.fc_dir, prog)
+        cmd = [args.fusec, "run", path] + common + extra
+        timeout = args.timeout_w12 if wid.startswith("W12") else args.timeout
+        obj, err, secs = run_one(cmd, timeout)
+        entry = {"id": wid, "command": " ".join(cmd), "wall_s": secs, "result": obj, "error": err}
+        res["workloads"][wid] = entry
+        if err:
+            res["errors"].append("%s: %s" % (wid, err))
+            log("%-11s ERROR %s" % (wid, err))
+        else:
+            log("%-11s %9.3f ms  %7.0f GB/s  %5s%% of floor  (%d kernel(s), peak %s B, io %s B)"
+                % (wid, obj.get("median_ms") or 0, obj.get("gbps") or 0,
+                   "%.0f" % obj["floor_pct"] if obj.get("floor_pct") is not None else "-",
+                   obj.get("kernels") or 0, obj.get("peak_bytes"), obj.get("io_bytes")))
+        write()
+
+    if not args.no_sweep:
+        exps = list(range(args.sweep_min, args.sweep_max + 1, args.sweep_step))
+        for wid, prog, nval in SWEEP:
+            rows = []
+            res["sweep"][wid] = rows
+            path = os.path.join(args.fc_dir, prog)
+            for e in exps:
+                elements = 2**e
+                cmd = [args.fusec, "run", path, "--set", "n=%d" % nval(elements)] + common
+                obj, err, secs = run_one(cmd, args.timeout)
+                rows.append({"elements": elements, "result": obj, "error": err})
+                if err:
+                    res["errors"].append("sweep %s 2^%d: %s" % (wid, e, err))
+                    log("sweep %s 2^%d ERROR %s" % (wid, e, err))
+                else:
+                    log("sweep %s 2^%-2d %9.4f ms  %7.0f GB/s" % (
+                        wid, e, obj.get("median_ms") or 0, obj.get("gbps") or 0))
+            write()
+    write()
+    log("%d errors; %.0f s" % (len(res["errors"]), time.time() - t_start))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1169 @@
+#!/usr/bin/env python3
+"""bench/peers.py - the benchmark workloads W1-W12 in fusec's peers, side by side.
+
+Runs every workload of ../shared/WORKLOADS.md in CuPy, cupy.fuse, PyTorch eager and
+torch.compile (mode default) in one process on one GPU, and in the same run measures:
+
+  - the device-to-device copy bandwidth (a large copy, counting bytes read and written);
+  - each peer's host dispatch overhead per tiny elementwise op, and per evaluation of a chain
+    of 1, 10 and 100 elementwise ops (the figure fusec's bench/latency compares with);
+  - CuPy's first call of a new kernel: with an empty kernel cache, and from the warm disk cache,
+    each in a new process (CUPY_CACHE_DIR);
+  - the size sweep for the plot: W1 and W6 at 2^16, 2^18, ..., 2^28 elements.
+
+Timing: CUDA events of the peer's own library around each call, warm-up calls first, then the
+median (and min, max) of --runs timed calls, each synchronised. Inputs are uniform random
+numbers in [0, 1) (never zeros), generated once with CuPy and shared with PyTorch through
+DLPack, so every peer computes on the same data; each result is compared with the first peer's
+(max_rel_err) to catch a wrong formulation.
+
+A peer that fails (not installed, a torch.compile error, out of memory, ...) gives a null time
+for its cell with the error printed and recorded; the run goes on. --deadline-s skips what is
+left once the time is spent (recorded as skipped, never silently).
+
+Usage:
+    python3 bench/peers.py [--json FILE] [--runs 15] [--warmup 3] [--only W1,W6] ...
+See --help and bench/README.md.
+"""
+
+import argparse
+import gc
+import json
+import math
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+PEERS = ("cupy", "cupy_fuse", "torch", "torch_compile")
+
+# ---------------------------------------------------------------------------------------------
+# Library loading: each is optional; a missing one makes its cells null.
+# ---------------------------------------------------------------------------------------------
+
+cp = None
+torch = None
+F = None
+LIB_ERRORS = {}
+
+
+def load_libraries(want_cupy, want_torch):
+    global cp, torch, F
+    if want_cupy:
+        try:
+            import cupy as _cp
+
+            _cp.cuda.runtime.getDeviceCount()
+            cp = _cp
+        except Exception as e:  # noqa: BLE001 - any failure just disables the peer
+            LIB_ERRORS["cupy"] = "cupy unavailable: %s" % one_line(e)
+    if want_torch:
+        try:
+            import torch as _torch
+            import torch.nn.functional as _F
+
+            if not _torch.cuda.is_available():
+                raise RuntimeError("torch.cuda.is_available() is False")
+            torch, F = _torch, _F
+            # Full f32 matmul, as CuPy does by default: W12 compares like with like.
+            torch.backends.cuda.matmul.allow_tf32 = False
+            torch.backends.cudnn.allow_tf32 = False
+        except Exception as e:  # noqa: BLE001
+            LIB_ERRORS["torch"] = "torch unavailable: %s" % one_line(e)
+
+
+def one_line(e):
+    s = "%s: %s" % (type(e).__name__, e)
+    s = " ".join(s.split())
+    return s if len(s) <= 400 else s[:397] + "..."
+
+
+def log(*a):
+    print(*a, flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Timing
+# ---------------------------------------------------------------------------------------------
+
+
+def sync(lib):
+    if lib == "cupy":
+        cp.cuda.Device().synchronize()
+    else:
+        torch.cuda.synchronize()
+
+
+def time_gpu(fn, lib, warmup, runs):
+    """Median/min/max milliseconds of fn() by CUDA events of `lib`, plus the first call's wall
+    time (which holds any compilation: torch.compile, cupy.fuse, CuPy's kernel cache). Returns
+    (stats dict, last output)."""
+    t0 = time.perf_counter()
+    out = fn()
+    sync(lib)
+    first_ms = (time.perf_counter() - t0) * 1e3
+    for _ in range(max(0, warmup - 1)):
+        out = fn()
+    sync(lib)
+    times = []
+    if lib == "cupy":
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        for _ in range(runs):
+            out = None
+            start.record()
+            out = fn()
+            end.record()
+            end.synchronize()
+            times.append(cp.cuda.get_elapsed_time(start, end))
+    else:
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        for _ in range(runs):
+            out = None
+            start.record()
+            out = fn()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+    return (
+        {
+            "median_ms": statistics.median(times),
+            "min_ms": min(times),
+            "max_ms": max(times),
+            "runs": len(times),
+            "first_call_ms": first_ms,
+        },
+        out,
+    )
+
+
+def free_memory():
+    gc.collect()
+    if cp is not None:
+        try:
+            cp.cuda.Device().synchronize()
+            cp.get_default_memory_pool().free_all_blocks()
+            cp.get_default_pinned_memory_pool().free_all_blocks()
+        except Exception:  # noqa: BLE001 - best effort after an error
+            pass
+    if torch is not None:
+        try:
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs: generated with CuPy when it is there (and shared with PyTorch by DLPack), else torch.
+# ---------------------------------------------------------------------------------------------
+
+
+def rand(shape, dtype="float32"):
+    """Uniform [0, 1) in the given real or complex dtype, as a CuPy array if CuPy is usable,
+    else a torch tensor."""
+    if isinstance(shape, int):
+        shape = (shape,)
+    if cp is not None:
+        if dtype in ("complex64", "complex128"):
+            real = "float32" if dtype == "complex64" else "float64"
+            a = cp.random.random(shape, dtype=real) + 1j * cp.random.random(shape, dtype=real)
+            return a.astype(dtype)
+        return cp.random.random(shape, dtype=dtype)
+    tdt = getattr(torch, dtype)
+    return torch.rand(shape, device="cuda", dtype=tdt)
+
+
+def to_cupy(a):
+    if a is None or cp is None:
+        return None
+    if isinstance(a, cp.ndarray):
+        return a
+    if torch is not None and isinstance(a, torch.Tensor):
+        a = a.contiguous()
+        if a.dtype == torch.bool:
+            a = a.to(torch.uint8)
+        return cp.from_dlpack(a)
+    return cp.asarray(a)
+
+
+def to_torch(a):
+    if a is None or torch is None:
+        return None
+    if isinstance(a, torch.Tensor):
+        return a
+    return torch.from_dlpack(a)
+
+
+def rel_err(out, ref):
+    """max |out - ref| / max |ref| (in f64), or None if it cannot be computed; shape and dtype
+    mismatches are reported as strings."""
+    if out is None or ref is None:
+        return None
+    try:
+        if cp is not None:
+            a, r = to_cupy(out), to_cupy(ref)
+            if a.shape != r.shape:
+                return "shape %s != %s" % (a.shape, r.shape)
+            a = a.astype(cp.complex128 if a.dtype.kind == "c" else cp.float64)
+            r = r.astype(cp.complex128 if r.dtype.kind == "c" else cp.float64)
+            den = float(cp.max(cp.abs(r)))
+            num = float(cp.max(cp.abs(a - r)))
+        else:
+            a, r = to_torch(out), to_torch(ref)
+            if tuple(a.shape) != tuple(r.shape):
+                return "shape %s != %s" % (tuple(a.shape), tuple(r.shape))
+            cdt = torch.complex128 if (a.is_complex() or r.is_complex()) else torch.float64
+            a, r = a.to(cdt), r.to(cdt)
+            den = float(r.abs().max())
+            num = float((a - r).abs().max())
+        return num / den if den > 0 else num
+    except Exception as e:  # noqa: BLE001
+        return "compare failed: %s" % one_line(e)
+
+
+def dtype_name(out):
+    if out is None:
+        return None
+    try:
+        return str(out.dtype).replace("torch.", "")
+    except Exception:  # noqa: BLE001
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# The workloads. Each returns a dict of peer name -> zero-argument callable (built lazily, so a
+# missing library or an unsupported form is an error of that cell alone), its inputs, and the
+# floor bytes of WORKLOADS.md (None for compute- or library-bound ones).
+# ---------------------------------------------------------------------------------------------
+
+
+class Workload:
+    def __init__(self, wid, desc, make):
+        self.id = wid
+        self.desc = desc
+        # make(scale) -> (inputs dict, {peer: builder}, floor bytes or None); builder() -> the
+        # zero-argument callable that is timed.
+        self.make = make
+
+
+def fuse(name, fn):
+    """cupy.fuse with an explicit kernel name: a lambda's own name, "<lambda>", is no C
+    identifier and NVRTC rejects the kernel."""
+    return cp.fuse(kernel_name=name)(fn)
+
+
+def torch_compile(fn, static=False):
+    """torch.compile in its default mode; static=True pins the shapes (dynamic=False), so that
+    the sweep compiles a kernel per size, as the workload table's single-size compile does."""
+    return torch.compile(fn, dynamic=False) if static else torch.compile(fn)
+
+
+def w1_impls(x, static=False):
+    def cupy_fn():
+        return lambda: cp.tanh(cp.sin(x) + 0.1 * x)
+
+    def fuse_fn():
+        f = fuse("fc_bench_w1", lambda a: cp.tanh(cp.sin(a) + 0.1 * a))
+        return lambda: f(x)
+
+    def t(a):
+        return torch.tanh(torch.sin(a) + 0.1 * a)
+
+    def torch_fn():
+        tx = to_torch(x)
+        return lambda: t(tx)
+
+    def compile_fn():
+        tx, f = to_torch(x), torch_compile(t, static)
+        return lambda: f(tx)
+
+    return {"cupy": cupy_fn, "cupy_fuse": fuse_fn, "torch": torch_fn, "torch_compile": compile_fn}
+
+
+def w6_impls(x, static=False):
+    def cupy_fn():
+        return lambda: cp.sqrt(cp.sum(x * x, axis=1))
+
+    def fuse_fn():
+        f = fuse("fc_bench_w6", lambda a: cp.sqrt(cp.sum(a * a, axis=1)))
+        return lambda: f(x)
+
+    def t(a):
+        return torch.sqrt(torch.sum(a * a, dim=1))
+
+    def torch_fn():
+        tx = to_torch(x)
+        return lambda: t(tx)
+
+    def compile_fn():
+        tx, f = to_torch(x), torch_compile(t, static)
+        return lambda: f(tx)
+
+    def torch_op():
+        tx = to_torch(x)
+        return lambda: torch.linalg.vector_norm(tx, dim=1)
+
+    def cupy_op():
+        return lambda: cp.linalg.norm(x, axis=1)
+
+    return {
+        "cupy": cupy_fn,
+        "cupy_fuse": fuse_fn,
+        "torch": torch_fn,
+        "torch_compile": compile_fn,
+        "cupy_op": cupy_op,
+        "torch_op": torch_op,
+    }
+
+
+def make_w1(scale):
+    n = max(1, (1 << 26) // scale)
+    x = rand(n)
+    return {"x": x}, w1_impls(x), 8 * n
+
+
+def make_w2(scale):
+    n = max(1, (1 << 26) // scale)
+    x, y = rand(n), rand(n)
+
+    def t(a, b):
+        return a**2 + 2 * b
+
+    def compile_fn():
+        f = torch_compile(t)
+        tx, ty = to_torch(x), to_torch(y)
+        return lambda: f(tx, ty)
+
+    def torch_fn():
+        tx, ty = to_torch(x), to_torch(y)
+        return lambda: t(tx, ty)
+
+    def fuse_fn():
+        f = fuse("fc_bench_w2", lambda a, b: a**2 + 2 * b)
+        return lambda: f(x, y)
+
+    return (
+        {"x": x, "y": y},
+        {
+            "cupy": lambda: (lambda: x**2 + 2 * y),
+            "cupy_fuse": fuse_fn,
+            "torch": torch_fn,
+            "torch_compile": compile_fn,
+        },
+        12 * n,
+    )
+
+
+def make_w3(scale):
+    n = max(1, (1 << 27) // scale)
+    x = rand(n)
+
+    def fuse_fn():
+        f = fuse("fc_bench_w3", lambda a: cp.sum(a))
+        return lambda: f(x)
+
+    def torch_fn():
+        tx = to_torch(x)
+        return lambda: torch.sum(tx)
+
+    def compile_fn():
+        tx, f = to_torch(x), torch_compile(lambda a: torch.sum(a))
+        return lambda: f(tx)
+
+    return (
+        {"x": x},
+        {
+            "cupy": lambda: (lambda: cp.sum(x)),
+            "cupy_fuse": fuse_fn,
+            "torch": torch_fn,
+            "torch_compile": compile_fn,
+        },
+        4 * n,
+    )
+
+
+def make_w4(scale):
+    rows = max(1, 8192 // scale)
+    x = rand((rows, 8192))
+
+    def c(a):
+        e = cp.exp(a - a.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    def t(a):
+        e = torch.exp(a - a.amax(dim=1, keepdim=True))
+        return e / e.sum(dim=1, keepdim=True)
+
+    def torch_fn():
+        tx = to_torch(x)
+        return lambda: t(tx)
+
+    def compile_fn():
+        tx, f = to_torch(x), torch_compile(t)
+        return lambda: f(tx)
+
+    def torch_op():
+        tx = to_torch(x)
+        return lambda: torch.softmax(tx, dim=1)
+
+    return (
+        {"x": x},
+        {"cupy": lambda: (lambda: c(x)), "torch": torch_fn, "torch_compile": compile_fn,
+         "torch_op": torch_op},
+        8 * rows * 8192,
+    )
+
+
+def make_w5(scale):
+    n = max(1, (1 << 26) // scale)
+    x = rand(n)
+
+    def t(a):
+        return torch.where(a > 0.5, a, 0.1 * a)
+
+    def torch_fn():
+        tx = to_torch(x)
+        return lambda: t(tx)
+
+    def compile_fn():
+        tx, f = to_torch(x), torch_compile(t)
+        return lambda: f(tx)
+
+    def fuse_fn():
+        f = fuse("fc_bench_w5", lambda a: cp.where(a > 0.5, a, 0.1 * a))
+        return lambda: f(x)
+
+    return (
+        {"x": x},
+        {
+            "cupy": lambda: (lambda: cp.where(x > 0.5, x, 0.1 * x)),
+            "cupy_fuse": fuse_fn,
+            "torch": torch_fn,
+            "torch_compile": compile_fn,
+        },
+        8 * n,
+    )
+
+
+def make_w6(scale):
+    rows = max(1, 16384 // scale)
+    x = rand((rows, 4096))
+    return {"x": x}, w6_impls(x), 4 * rows * 4096 + 4 * rows
+
+
+def make_w7(scale):
+    rows = max(2, 65536 // scale)
+    d = rand((rows, 1024))
+
+    def t(a):
+        return (a - a.mean(dim=0)) / a.std(dim=0, correction=0)
+
+    def torch_fn():
+        td = to_torch(d)
+        return lambda: t(td)
+
+    def compile_fn():
+        td, f = to_torch(d), torch_compile(t)
+        return lambda: f(td)
+
+    return (
+        {"d": d},
+        {
+            "cupy": lambda: (lambda: (d - d.mean(axis=0)) / d.std(axis=0)),
+            "torch": torch_fn,
+            "torch_compile": compile_fn,
+        },
+        12 * rows * 1024,
+    )
+
+
+def make_w8(scale):
+    side = max(16, 2048 // int(math.sqrt(scale)))
+    steps = 100
+    if cp is not None:
+        re = cp.linspace(-2.0, 0.5, side)
+        im = cp.linspace(-1.25, 1.25, side)
+        c = re[None, :] + im[:, None] * 1j
+    else:
+        re = torch.linspace(-2.0, 0.5, side, dtype=torch.float64, device="cuda")
+        im = torch.linspace(-1.25, 1.25, side, dtype=torch.float64, device="cuda")
+        c = torch.complex(re[None, :].expand(side, side), im[:, None].expand(side, side))
+
+    def cupy_fn():
+        def run():
+            z = cp.zeros_like(c)
+            n = cp.zeros(c.shape, dtype=cp.int32)
+            for _ in range(steps):
+                b = cp.abs(z) <= 2
+                z = cp.where(b, z * z + c, z)
+                n = n + b
+            return n
+
+        return run
+
+    def torch_fn():
+        tc = to_torch(c)
+
+        def run():
+            z = torch.zeros_like(tc)
+            n = torch.zeros(tc.shape, dtype=torch.int32, device=tc.device)
+            for _ in range(steps):
+                b = torch.abs(z) <= 2
+                z = torch.where(b, z * z + tc, z)
+                n = n + b
+            return n
+
+        return run
+
+    def no_compile():
+        raise NotImplementedError("skipped: complex128 is outside Inductor's code generation "
+                                  "(graph breaks, 100 unrolled steps)")
+
+    return ({"c": c}, {"cupy": cupy_fn, "torch": torch_fn, "torch_compile": no_compile}, None)
+
+
+def make_w9(scale):
+    side = max(16, 4096 // int(math.sqrt(scale)))
+    x = rand((side, side))
+
+    def cupy_fn():
+        # The table's CuPy figure: cupyx.scipy.signal.convolve2d with a symmetric boundary.
+        from cupyx.scipy import signal
+
+        k = cp.full((3, 3), 1.0 / 9.0, dtype=cp.float32)
+        return lambda: signal.convolve2d(x, k, mode="same", boundary="symm")
+
+    def cupy_expr():
+        # The .fc program's own form: pad, nine shifted slices, / 9 (eager: every + a kernel).
+        def run():
+            p = cp.pad(x, 1, mode="symmetric")
+            s = (p[:-2, :-2] + p[:-2, 1:-1] + p[:-2, 2:] + p[1:-1, :-2] + p[1:-1, 1:-1]
+                 + p[1:-1, 2:] + p[2:, :-2] + p[2:, 1:-1] + p[2:, 2:])
+            return s / 9
+
+        return run
+
+    def torch_fn():
+        # A symmetric pad of width 1 repeats the edge: 'replicate' is the same boundary.
+        tx = to_torch(x)
+        w = torch.full((1, 1, 3, 3), 1.0 / 9.0, dtype=tx.dtype, device=tx.device)
+        return lambda: F.conv2d(F.pad(tx[None, None], (1, 1, 1, 1), mode="replicate"), w)[0, 0]
+
+    def t(a):
+        p = F.pad(a[None, None], (1, 1, 1, 1), mode="replicate")[0, 0]
+        s = (p[:-2, :-2] + p[:-2, 1:-1] + p[:-2, 2:] + p[1:-1, :-2] + p[1:-1, 1:-1]
+             + p[1:-1, 2:] + p[2:, :-2] + p[2:, 1:-1] + p[2:, 2:])
+        return s / 9
+
+    def compile_fn():
+        tx, f = to_torch(x), torch_compile(t)
+        return lambda: f(tx)
+
+    return (
+        {"x": x},
+        {"cupy": cupy_fn, "torch": torch_fn, "torch_compile": compile_fn, "cupy_expr": cupy_expr},
+        8 * side * side,
+    )
+
+
+def make_w10(scale):
+    n = max(1, (1 << 26) // scale)
+    x, y = rand(n), rand(n)
+
+    def t(a, b):
+        return 2 * a + b
+
+    def torch_fn():
+        tx, ty = to_torch(x), to_torch(y)
+        return lambda: t(tx, ty)
+
+    def compile_fn():
+        tx, ty, f = to_torch(x), to_torch(y), torch_compile(t)
+        return lambda: f(tx, ty)
+
+    def fuse_fn():
+        f = fuse("fc_bench_w10", lambda a, b: 2 * a + b)
+        return lambda: f(x, y)
+
+    return (
+        {"x": x, "y": y},
+        {
+            "cupy": lambda: (lambda: 2 * x + y),
+            "cupy_fuse": fuse_fn,
+            "torch": torch_fn,
+            "torch_compile": compile_fn,
+        },
+        12 * n,
+    )
+
+
+def make_w11(scale):
+    rows = max(1, 4096 // scale)
+    x, w = rand((rows, 4096)), rand(4096)
+
+    def t(a, b):
+        return (a * b[None, :]).mean(dim=0)
+
+    def torch_fn():
+        tx, tw = to_torch(x), to_torch(w)
+        return lambda: t(tx, tw)
+
+    def compile_fn():
+        tx, tw, f = to_torch(x), to_torch(w), torch_compile(t)
+        return lambda: f(tx, tw)
+
+    def fuse_fn():
+        # cupy.fuse has sum but no mean: sum, then the scale in the post-map.
+        inv = 1.0 / rows
+        f = fuse("fc_bench_w11", lambda a, b: cp.sum(a * b, axis=0) * inv)
+        return lambda: f(x, w)
+
+    return (
+        {"x": x, "w": w},
+        {
+            "cupy": lambda: (lambda: (x * w[None, :]).mean(axis=0)),
+            "cupy_fuse": fuse_fn,
+            "torch": torch_fn,
+            "torch_compile": compile_fn,
+        },
+        4 * rows * 4096 + 4 * 4096 + 4 * 4096,
+    )
+
+
+def make_w12_matmul(scale):
+    n = max(64, 4096 // int(round(scale ** (1 / 3))))
+    a, b = rand((n, n)), rand((n, n))
+
+    def torch_fn():
+        ta, tb = to_torch(a), to_torch(b)
+        return lambda: torch.matmul(ta, tb)
+
+    return ({"a": a, "b": b}, {"cupy": lambda: (lambda: cp.matmul(a, b)), "torch": torch_fn},
+            None)
+
+
+def make_w12_fft(scale):
+    n = max(1024, (1 << 24) // scale)
+    x = rand(n, "complex64")
+
+    def torch_fn():
+        tx = to_torch(x)
+        return lambda: torch.fft.ifft(torch.fft.fft(tx))
+
+    return ({"x": x}, {"cupy": lambda: (lambda: cp.fft.ifft(cp.fft.fft(x))), "torch": torch_fn},
+            None)
+
+
+WORKLOADS = [
+    Workload("W1", "tanh(sin(x) + 0.1*x), f32 2^26", make_w1),
+    Workload("W2", "x**2 + 2*y, f32 2^26", make_w2),
+    Workload("W3", "sum(x), f32 2^27", make_w3),
+    Workload("W4", "row softmax, f32 8192x8192", make_w4),
+    Workload("W5", "where(x > 0.5, x, 0.1*x), f32 2^26", make_w5),
+    Workload("W6", "sqrt(sum(x*x, axis=1)), f32 16384x4096", make_w6),
+    Workload("W7", "(d - mean(d,0)) / std(d,0), f32 65536x1024", make_w7),
+    Workload("W8", "Mandelbrot 100 steps, c128 2048x2048", make_w8),
+    Workload("W9", "3x3 box blur, symmetric boundary, f32 4096x4096", make_w9),
+    Workload("W10", "2*x + y, f32 2^26", make_w10),
+    Workload("W11", "mean(x * w[None,:], axis=0), f32 4096x4096", make_w11),
+    Workload("W12_matmul", "matmul f32 4096^3", make_w12_matmul),
+    Workload("W12_fft", "fft + ifft round trip, c64 2^24", make_w12_fft),
+]
+
+LIB_OF = {"cupy": "cupy", "cupy_fuse": "cupy", "cupy_op": "cupy", "cupy_expr": "cupy",
+          "torch": "torch", "torch_compile": "torch", "torch_op": "torch"}
+
+
+class Run:
+    """The state of one benchmark run: options, deadline, errors."""
+
+    def __init__(self, args):
+        self.args = args
+        self.t0 = time.time()
+        self.errors = []
+
+    def out_of_time(self):
+        d = self.args.deadline_s
+        return d > 0 and time.time() - self.t0 > d
+
+    def error(self, where, msg):
+        line = "%s: %s" % (where, msg)
+        self.errors.append(line)
+        log("  ERROR " + line)
+
+
+def run_cell(run, where, peer, builder, warmup, runs, ref):
+    """Times one (workload, peer) cell. Never raises: failures give a cell with a null time."""
+    cell = {"median_ms": None, "min_ms": None, "max_ms": None, "error": None}
+    lib = LIB_OF.get(peer, peer)
+    if (lib == "cupy" and cp is None) or (lib == "torch" and torch is None):
+        cell["error"] = LIB_ERRORS.get(lib, "%s unavailable" % lib)
+        cell["skipped"] = True
+        return cell, None
+    if run.out_of_time():
+        cell["error"] = "skipped: --deadline-s reached"
+        cell["skipped"] = True
+        run.error(where, cell["error"])
+        return cell, None
+    out = None
+    try:
+        fn = builder()
+        stats, out = time_gpu(fn, lib, warmup, runs)
+        cell.update(stats)
+        if peer == "torch_compile":
+            # The first call traced and compiled; that is torch.compile's compile time.
+            cell["compile_s"] = stats["first_call_ms"] / 1e3
+        cell["dtype"] = dtype_name(out)
+        if ref is not None:
+            cell["max_rel_err"] = rel_err(out, ref)
+    except NotImplementedError as e:
+        cell["error"] = str(e)
+        cell["skipped"] = True
+        log("  %s: %s" % (where, e))
+    except Exception as e:  # noqa: BLE001 - one cell's failure must not end the run
+        cell["error"] = one_line(e)
+        run.error(where, cell["error"])
+        if run.args.verbose:
+            traceback.print_exc()
+        out = None
+        if peer == "torch_compile" and torch is not None:
+            try:
+                torch._dynamo.reset()
+            except Exception:  # noqa: BLE001
+                pass
+        free_memory()
+    return cell, out
+
+
+def fmt_ms(v):
+    return "-" if v is None else ("%.3f" % v if v < 100 else "%.1f" % v)
+
+
+def bench_workloads(run, res):
+    args = run.args
+    want = set(args.only.split(",")) if args.only else None
+    peers_wanted = set(args.peers.split(",")) if args.peers else None
+    if cp is None and torch is None:
+        run.error("workloads", "skipped: neither CuPy nor PyTorch can run")
+        return
+    for w in WORKLOADS:
+        if want and w.id not in want and w.id.split("_")[0] not in want:
+            continue
+        log("%s  %s" % (w.id, w.desc))
+        entry = {"desc": w.desc, "floor_bytes": None, "peers": {}}
+        res["workloads"][w.id] = entry
+        if run.out_of_time():
+            run.error(w.id, "skipped: --deadline-s reached")
+            entry["error"] = "skipped: --deadline-s reached"
+            continue
+        try:
+            inputs, impls, floor_bytes = w.make(args.scale)
+            sync("cupy" if cp is not None else "torch")
+        except Exception as e:  # noqa: BLE001
+            entry["error"] = "inputs: " + one_line(e)
+            run.error(w.id, entry["error"])
+            free_memory()
+            continue
+        entry["floor_bytes"] = floor_bytes
+        entry["input_bytes"] = sum(int(getattr(a, "nbytes", 0)) for a in inputs.values())
+        ref = None
+        for peer, builder in impls.items():
+            if peers_wanted and peer not in peers_wanted and not (
+                    peer not in PEERS and LIB_OF[peer] in {LIB_OF[p] for p in peers_wanted}):
+                continue  # an extra form (cupy_op, torch_op, ...) comes with its library
+            cell, out = run_cell(run, "%s/%s" % (w.id, peer), peer, builder, args.warmup,
+                                 args.runs, ref)
+            if cell["median_ms"] is not None and floor_bytes:
+                cell["gbps"] = floor_bytes / (cell["median_ms"] * 1e-3) / 1e9
+            entry["peers"][peer] = cell
+            if ref is None and out is not None:
+                ref = out  # the first peer that ran is the reference for the others
+            elif isinstance(cell.get("max_rel_err"), float) and cell["max_rel_err"] > 1e-3:
+                log("  WARNING %s/%s differs from the reference: max_rel_err %.3g"
+                    % (w.id, peer, cell["max_rel_err"]))
+            elif isinstance(cell.get("max_rel_err"), str):
+                log("  WARNING %s/%s: %s" % (w.id, peer, cell["max_rel_err"]))
+            out = None
+            extra = ""
+            if "compile_s" in cell:
+                extra = "  (compile %.1f s)" % cell["compile_s"]
+            err = cell.get("max_rel_err")
+            if isinstance(err, float):
+                extra += "  err %.1e" % err
+            if cell["median_ms"] is not None:
+                log("  %-14s %9s ms  min %s  max %s%s  %s%s" % (
+                    peer, fmt_ms(cell["median_ms"]), fmt_ms(cell["min_ms"]),
+                    fmt_ms(cell["max_ms"]),
+                    "  %.0f GB/s" % cell["gbps"] if "gbps" in cell else "", cell.get("dtype"),
+                    extra))
+        ref = None
+        inputs = impls = None
+        free_memory()
+
+
+# ---------------------------------------------------------------------------------------------
+# Copy bandwidth, dispatch overhead, CuPy's first call
+# ---------------------------------------------------------------------------------------------
+
+
+def bench_copy(run, res):
+    nbytes = run.args.copy_mib << 20
+    res["copy"] = {"bytes_moved": 2 * nbytes, "buffer_bytes": nbytes}
+    best = None
+    for lib in ("cupy", "torch"):
+        if (lib == "cupy" and cp is None) or (lib == "torch" and torch is None):
+            continue
+        try:
+            n = nbytes // 4
+            if lib == "cupy":
+                src = cp.random.random(n, dtype=cp.float32)
+                dst = cp.empty_like(src)
+
+                def fn():  # cudaMemcpyAsync device to device, as torch's copy_ is
+                    dst.data.copy_from_device_async(src.data, nbytes)
+                    return dst
+            else:
+                src = torch.rand(n, device="cuda")
+                dst = torch.empty_like(src)
+
+                def fn():
+                    return dst.copy_(src)
+
+            stats, _ = time_gpu(fn, lib, run.args.warmup, max(run.args.runs, 15))
+            gbps = 2 * nbytes / (stats["median_ms"] * 1e-3) / 1e9
+            res["copy"][lib] = dict(stats, gbps=gbps)
+            log("copy (%s): %.3f ms for %d MiB, %.0f GB/s (read + write)"
+                % (lib, stats["median_ms"], nbytes >> 20, gbps))
+            best = gbps if best is None else max(best, gbps)
+        except Exception as e:  # noqa: BLE001
+            run.error("copy/" + lib, one_line(e))
+        src = dst = None
+        free_memory()
+    res["copy"]["gbps"] = best
+
+
+def chain_fn(lib, k, a):
+    """A chain of k elementwise ops: alternately * 1.0001 and + 0.5 (the same chain as
+    bench/latency.c builds in fusec)."""
+    def run():
+        y = a
+        for i in range(k):
+            y = y * 1.0001 if i % 2 == 0 else y + 0.5
+        return y
+
+    return run
+
+
+def bench_dispatch(run, res):
+    """Wall time per evaluation of a chain of k tiny elementwise ops, many iterations,
+    synchronised at the end: for k = 1 that is the host dispatch overhead per op."""
+    res["dispatch"] = {}
+    iters = run.args.dispatch_iters
+    for lib in ("cupy", "torch"):
+        if (lib == "cupy" and cp is None) or (lib == "torch" and torch is None):
+            continue
+        if run.out_of_time():
+            run.error("dispatch/" + lib, "skipped: --deadline-s reached")
+            continue
+        rows = {}
+        try:
+            if lib == "cupy":
+                a = cp.random.random(1, dtype=cp.float32) + 0.5
+            else:
+                a = torch.rand(1, device="cuda") + 0.5
+            for k in (1, 10, 100):
+                fn = chain_fn(lib, k, a)
+                n = max(200, iters // k)
+                for _ in range(min(n, 500)):
+                    fn()
+                sync(lib)
+                reps = []
+                for _ in range(3):
+                    t0 = time.perf_counter()
+                    for _ in range(n):
+                        fn()
+                    sync(lib)
+                    reps.append((time.perf_counter() - t0) / n * 1e6)
+                per_eval = statistics.median(reps)
+                rows[str(k)] = {"per_eval_us": per_eval, "per_op_us": per_eval / k,
+                                "iters": n, "reps_us": reps}
+                log("dispatch (%s): chain of %3d ops: %.2f us per evaluation, %.2f us per op"
+                    % (lib, k, per_eval, per_eval / k))
+            res["dispatch"][lib] = {"per_op_us": rows["1"]["per_eval_us"], "chains": rows}
+        except Exception as e:  # noqa: BLE001
+            run.error("dispatch/" + lib, one_line(e))
+            if rows:
+                res["dispatch"][lib] = {"per_op_us": rows.get("1", {}).get("per_eval_us"),
+                                        "chains": rows}
+        free_memory()
+
+
+FIRST_CALL_CHILD = r"""
+import json, sys, time
+t0 = time.perf_counter()
+import cupy as cp
+x = cp.random.random(1 << 20, dtype=cp.float32) + 0.5
+y = x * 2            # CUDA context, memory pool and a stock kernel, before the clock
+cp.cuda.Device().synchronize()
+t1 = time.perf_counter()
+k = cp.ElementwiseKernel('float32 x', 'float32 y',
+                         'y = tanh(sin(x) + %sf * x)' % sys.argv[1], 'fc_bench_first_call')
+t2 = time.perf_counter(); z = k(x); cp.cuda.Device().synchronize(); t3 = time.perf_counter()
+z = k(x); cp.cuda.Device().synchronize(); t4 = time.perf_counter()
+print(json.dumps({"import_and_init_ms": (t1 - t0) * 1e3, "first_ms": (t3 - t2) * 1e3,
+                  "second_ms": (t4 - t3) * 1e3}))
+"""
+
+
+def bench_first_call(run, res):
+    """CuPy's first call of a kernel it has never seen: in a new process with an empty
+    CUPY_CACHE_DIR (compiles), then in new processes with that cache warm (loads the cubin)."""
+    res["first_call"] = {}
+    if cp is None:
+        res["first_call"]["error"] = LIB_ERRORS.get("cupy", "cupy unavailable")
+        return
+    if run.out_of_time():
+        run.error("first_call", "skipped: --deadline-s reached")
+        return
+    cache = tempfile.mkdtemp(prefix="peers-cupy-cache-")
+    env = dict(os.environ, CUPY_CACHE_DIR=cache)
+    # A constant of this run: no cache anywhere holds this kernel.
+    const = "%.9f" % (0.1 + (os.getpid() % 100000) * 1e-9)
+    runs = []
+    try:
+        for i in range(1 + run.args.first_call_warm_reps):
+            p = subprocess.run([sys.executable, "-c", FIRST_CALL_CHILD, const], env=env,
+                               capture_output=True, text=True, timeout=300)
+            if p.returncode != 0:
+                raise RuntimeError("child exited %d: %s" % (p.returncode,
+                                                            p.stderr.strip()[-400:]))
+            runs.append(json.loads(p.stdout.strip().splitlines()[-1]))
+        cold, warm = runs[0], runs[1:]
+        fc = res["first_call"]
+        fc["cupy_cold_ms"] = cold["first_ms"]
+        fc["cupy_cold_second_ms"] = cold["second_ms"]
+        fc["cupy_warm_disk_ms"] = statistics.median(r["first_ms"] for r in warm) if warm \
+            else None
+        fc["cupy_warm_disk_runs_ms"] = [r["first_ms"] for r in warm]
+        fc["cupy_in_process_ms"] = statistics.median(r["second_ms"] for r in runs)
+        fc["cupy_import_and_init_ms"] = cold["import_and_init_ms"]
+        log("cupy first call of a new kernel: %.1f ms with an empty cache, %s ms from the warm "
+            "disk cache (new process), %.3f ms for the second call"
+            % (fc["cupy_cold_ms"], fmt_ms(fc["cupy_warm_disk_ms"]), fc["cupy_in_process_ms"]))
+    except Exception as e:  # noqa: BLE001
+        res["first_call"]["error"] = one_line(e)
+        run.error("first_call", one_line(e))
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# The size sweep: W1 and W6 at 2^16 ... 2^28 elements, every peer.
+# ---------------------------------------------------------------------------------------------
+
+
+def bench_sweep(run, res):
+    args = run.args
+    exps = list(range(args.sweep_min, args.sweep_max + 1, args.sweep_step))
+    res["sweep"] = {}
+    if cp is None and torch is None:
+        run.error("sweep", "skipped: neither CuPy nor PyTorch can run")
+        return
+    peers_wanted = set(args.peers.split(",")) if args.peers else set(PEERS)
+    for wid in ("W1", "W6"):
+        sw = {"elements": [2**e for e in exps], "bytes": [], "peers": {p: [] for p in PEERS
+                                                                        if p in peers_wanted}}
+        res["sweep"][wid] = sw
+        for e in exps:
+            n = 2**e
+            cells = {}
+            try:
+                if run.out_of_time():
+                    raise TimeoutError("skipped: --deadline-s reached")
+                if wid == "W1":
+                    x = rand(n)
+                    impls, nbytes = w1_impls(x, True), 8 * n
+                else:
+                    rows = max(1, n // 4096)
+                    x = rand((rows, 4096))
+                    impls, nbytes = w6_impls(x, True), 4 * rows * 4096 + 4 * rows
+                if args.sweep_compile == "off":
+                    impls.pop("torch_compile", None)
+            except Exception as ex:  # noqa: BLE001
+                run.error("sweep/%s/2^%d" % (wid, e), one_line(ex))
+                impls, nbytes = {}, None
+            sw["bytes"].append(nbytes)
+            for peer in sw["peers"]:
+                if peer not in impls:
+                    sw["peers"][peer].append(None)
+                    continue
+                cell, _ = run_cell(run, "sweep/%s/2^%d/%s" % (wid, e, peer), peer,
+                                   impls[peer], args.warmup, args.sweep_runs, None)
+                t = cell["median_ms"]
+                sw["peers"][peer].append(
+                    None if t is None else {"median_ms": t, "gbps": nbytes / (t * 1e-3) / 1e9})
+                cells[peer] = t
+            log("sweep %s 2^%d: %s" % (wid, e, "  ".join(
+                "%s %s ms" % (p, fmt_ms(t)) for p, t in cells.items())))
+            x = impls = None
+            free_memory()
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def device_info():
+    info = {"host": platform.node(), "python": platform.python_version()}
+    if cp is not None:
+        try:
+            props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+            name = props["name"]
+            info["gpu"] = name.decode() if isinstance(name, bytes) else str(name)
+            info["cc"] = "%d.%d" % (props["major"], props["minor"])
+            info["sm_count"] = props["multiProcessorCount"]
+            info["total_memory"] = props["totalGlobalMem"]
+            info["cupy"] = cp.__version__
+            info["cuda_runtime"] = cp.cuda.runtime.runtimeGetVersion()
+        except Exception as e:  # noqa: BLE001
+            info["cupy_info_error"] = one_line(e)
+    if torch is not None:
+        info["torch"] = torch.__version__
+        try:
+            info.setdefault("gpu", torch.cuda.get_device_name())
+            info["torch_cuda"] = torch.version.cuda
+        except Exception as e:  # noqa: BLE001
+            info["torch_info_error"] = one_line(e)
+    return info
+
+
+def print_table(res):
+    log("")
+    log("%-11s %9s %9s %9s %9s  %-22s %7s %8s" % ("workload", "cupy", "fuse", "torch", "compile",
+                                                 "other", "best", "floor%"))
+    copy = res.get("copy", {}).get("gbps")
+    for wid, e in res["workloads"].items():
+        p = e["peers"]
+        vals = [p.get(c, {}).get("median_ms") if c in p else None for c in PEERS]
+        others = ["%s %s" % (k, fmt_ms(v.get("median_ms"))) for k, v in p.items()
+                  if k not in PEERS]
+        times = [v.get("median_ms") for v in p.values() if v.get("median_ms") is not None]
+        best = min(times) if times else None
+        floor = ""
+        if best and e.get("floor_bytes") and copy:
+            floor = "%.0f%%" % (100 * e["floor_bytes"] / (copy * 1e9) / (best * 1e-3))
+        log("%-11s %9s %9s %9s %9s  %-22s %7s %8s" % (
+            wid, *[fmt_ms(v) for v in vals], ", ".join(others)[:22], fmt_ms(best), floor))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--json", metavar="FILE", help="write every figure as JSON to FILE")
+    ap.add_argument("--runs", type=int, default=15, help="timed runs per cell (default 15)")
+    ap.add_argument("--warmup", type=int, default=3, help="warm-up calls per cell (default 3)")
+    ap.add_argument("--only", help="comma-separated workload ids (W1,...,W11,W12_matmul,"
+                                   "W12_fft; W12 selects both)")
+    ap.add_argument("--peers", help="comma-separated peers (%s; default all)" % ",".join(PEERS))
+    ap.add_argument("--scale", type=int, default=1,
+                    help="divide every workload's size by this (quick checks; default 1)")
+    ap.add_argument("--no-workloads", action="store_true", help="skip the workload table")
+    ap.add_argument("--no-sweep", action="store_true", help="skip the size sweep")
+    ap.add_argument("--no-latency", action="store_true",
+                    help="skip dispatch overhead and CuPy's first-call measurement")
+    ap.add_argument("--no-copy", action="store_true", help="skip the copy bandwidth")
+    ap.add_argument("--sweep-min", type=int, default=16, help="smallest size, log2 (16)")
+    ap.add_argument("--sweep-max", type=int, default=28, help="largest size, log2 (28)")
+    ap.add_argument("--sweep-step", type=int, default=2, help="log2 step (2)")
+    ap.add_argument("--sweep-runs", type=int, default=None,
+                    help="timed runs per sweep cell (default: --runs)")
+    ap.add_argument("--sweep-compile", choices=("static", "off"), default="static",
+                    help="torch.compile in the sweep: a static-shape compile per size "
+                         "(default) or off")
+    ap.add_argument("--copy-mib", type=int, default=1024,
+                    help="buffer size of the copy-bandwidth test in MiB (default 1024)")
+    ap.add_argument("--dispatch-iters", type=int, default=20000,
+                    help="iterations of the 1-op dispatch loop (k ops: iters/k, at least 200)")
+    ap.add_argument("--first-call-warm-reps", type=int, default=3,
+                    help="new processes timed from CuPy's warm disk cache (default 3)")
+    ap.add_argument("--deadline-s", type=float, default=0,
+                    help="skip what is left after this many seconds (0: no limit)")
+    ap.add_argument("--no-cupy", action="store_true", help="run without CuPy")
+    ap.add_argument("--no-torch", action="store_true", help="run without PyTorch")
+    ap.add_argument("-v", "--verbose", action="store_true", help="tracebacks of failures")
+    args = ap.parse_args(argv)
+    if args.runs < 1 or args.warmup < 1 or args.scale < 1:
+        ap.error("--runs, --warmup and --scale must be at least 1")
+    if args.sweep_runs is None:
+        args.sweep_runs = args.runs
+
+    run = Run(args)
+    load_libraries(not args.no_cupy, not args.no_torch)
+    for lib, msg in LIB_ERRORS.items():
+        run.error(lib, msg)
+    if torch is not None:
+        # The sweep compiles one function at several static shapes; the default limit of 8
+        # recompilations per function would stop it half way.
+        for name in ("recompile_limit", "cache_size_limit", "accumulated_recompile_limit",
+                     "accumulated_cache_size_limit"):
+            if hasattr(torch._dynamo.config, name):
+                try:
+                    setattr(torch._dynamo.config, name, 256)
+                except Exception:  # noqa: BLE001
+                    pass
+
+    res = {
+        "tool": "bench/peers.py",
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "device": device_info() if (cp is not None or torch is not None) else {},
+        "settings": {k: v for k, v in vars(args).items() if k != "json"},
+        "workloads": {},
+        "errors": run.errors,
+    }
+    log("peers.py on %s (cupy %s, torch %s)" % (res["device"].get("gpu", "no GPU"),
+                                                 res["device"].get("cupy", "-"),
+                                                 res["device"].get("torch", "-")))
+    if cp is not None:
+        cp.random.seed(1)
+    if torch is not None:
+        torch.manual_seed(1)
+
+    def write():
+        res["elapsed_s"] = time.time() - run.t0
+        if args.json:
+            tmp = args.json + ".tmp"
+            with open(tmp, "w") as f:
+                json.dump(res, f, indent=1, default=str)
+            os.replace(tmp, args.json)
+
+    steps = []
+    if not args.no_copy:
+        steps.append(bench_copy)
+    if not args.no_workloads:
+        steps.append(bench_workloads)
+    if not args.no_latency:
+        steps += [bench_dispatch, bench_first_call]
+    if not args.no_sweep:
+        steps.append(bench_sweep)
+    for step in steps:
+        try:
+            step(run, res)
+        except Exception as e:  # noqa: BLE001 - a bug in one step must not lose the others
+            run.error(step.__name__, one_line(e))
+            traceback.print_exc()
+            free_memory()
+        write()  # after every step: a killed run still leaves what it measured
+    if res["workloads"]:
+        print_table(res)
+    log("\n%d errors; %.0f s in all%s" % (len(run.errors), time.time() - run.t0,
+                                           "; JSON: " + args.json if args.json else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,276 @@
+/*
+ * runtime/api.c - the public calls for devices, memory, streams, events and transfers. Each
+ * dispatches on the context's backend: runtime/cuda.c on the GPU; on the host backend work
+ * runs at once, streams are orderless tokens and events read the wall clock, so a program
+ * that times itself runs unchanged on both.
+ */
+#include "graph.h"
+
+#include <string.h>
+#include <time.h>
+
+static double wall_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static bool on_gpu(const fc_ctx *ctx) { return ctx->backend == FC_BACKEND_CUDA; }
+
+/* ---- devices -------------------------------------------------------------------------- */
+
+fc_status fc_device_count(int *count) {
+    if (!count) return FC_ERR_NULL;
+    return fcr_device_count(count);
+}
+
+fc_status fc_device_get_info(int ordinal, fc_device_info *out) {
+    if (!out) return FC_ERR_NULL;
+    memset(out, 0, sizeof *out);
+    return fcr_device_info(ordinal, out);
+}
+
+int fc_ctx_device(const fc_ctx *ctx) { return ctx && on_gpu(ctx) ? ctx->device : -1; }
+
+fc_array *fc_copy_to(fc_array *a, fc_ctx *dst) {
+    if (!a || !dst) return dst ? fcg_poison(dst, FC_ERR_NULL, "copy_to: array is NULL") : NULL;
+    fc_ctx *src = a->ctx;
+    if (a->status != FC_OK) return fcg_poison(dst, a->status, "copy_to: %s", a->errmsg);
+    fc_status st = fc_eval(src, &a, 1);
+    if (st != FC_OK) return fcg_poison(dst, st, "copy_to: %s", fc_errmsg(src));
+    fc_shape sh = fc_array_shape(a);
+    if (on_gpu(src) && on_gpu(dst) && a->dev) {
+        fc_array *out = fcg_node(dst, FCG_OP_DATA, (fc_dtype)a->dtype, (fc_dtype)a->dtype, false,
+                                 sh.ndim, sh.dim, 0, NULL, NULL);
+        if (!out) return fcg_ret(dst, NULL);
+        if ((st = fcr_copy_between(dst, out, src, a)) != FC_OK) {
+            fcg_release(out);
+            return fcg_poison_ctx(dst, st);
+        }
+        return fcg_ret(dst, out);
+    }
+    /* Through the host: the source's value comes down once and is then shared. */
+    if (!a->host && (st = fcr_download(src, a)) != FC_OK)
+        return fcg_poison(dst, st, "copy_to: %s", fc_errmsg(src));
+    return fc_from_host(dst, (fc_dtype)a->dtype, sh, a->host);
+}
+
+/* ---- memory ---------------------------------------------------------------------------- */
+
+fc_status fc_memory_stats_get(fc_ctx *ctx, fc_memory_stats *out) {
+    if (!ctx || !out) return FC_ERR_NULL;
+    memset(out, 0, sizeof *out);
+    if (on_gpu(ctx)) fcr_memory_stats(ctx, out);
+    return FC_OK;
+}
+
+void fc_memory_reset_peak(fc_ctx *ctx) {
+    if (ctx && on_gpu(ctx)) fcr_memory_reset_peak(ctx);
+}
+
+fc_status fc_memory_trim(fc_ctx *ctx) {
+    if (!ctx) return FC_ERR_NULL;
+    return on_gpu(ctx) ? fcr_memory_trim(ctx) : FC_OK;
+}
+
+fc_status fc_device_copy_bandwidth(fc_ctx *ctx, size_t bytes, int runs, double *gbps) {
+    if (!ctx || !gbps) return FC_ERR_NULL;
+    *gbps = 0;
+    if (!on_gpu(ctx))
+        return fcg_error(ctx, FC_ERR_BACKEND, "copy bandwidth: the host backend has no device");
+    if (bytes == 0 || runs < 1)
+        return fcg_error(ctx, FC_ERR_INVALID, "copy bandwidth: %zu bytes, %d runs", bytes, runs);
+    return fcr_copy_bandwidth(ctx, bytes, runs, gbps);
+}
+
+void *fc_host_alloc(fc_ctx *ctx, size_t bytes) {
+    if (!ctx) return NULL;
+    if (on_gpu(ctx)) return fcr_host_alloc(ctx, bytes);
+    /* The size rides in front of the block so fc_host_free can hand it to the allocator. */
+    size_t *p = fcg_malloc(ctx, bytes + 16);
+    if (!p) return NULL;
+    p[0] = bytes + 16;
+    return (char *)p + 16;
+}
+
+void fc_host_free(fc_ctx *ctx, void *ptr) {
+    if (!ctx || !ptr) return;
+    if (on_gpu(ctx)) {
+        fcr_host_free(ctx, ptr);
+        return;
+    }
+    size_t *p = (size_t *)((char *)ptr - 16);
+    fcg_free(ctx, p, p[0]);
+}
+
+/* ---- streams and events ------------------------------------------------------------------ */
+
+static fc_status check_stream(fc_ctx *ctx, const fc_stream *s) {
+    if (s && s->ctx != ctx)
+        return fcg_error(ctx, FC_ERR_CONTEXT, "the stream belongs to another context");
+    return FC_OK;
+}
+
+fc_status fc_stream_create(fc_ctx *ctx, fc_stream **out) {
+    if (!ctx || !out) return FC_ERR_NULL;
+    *out = NULL;
+    fc_stream *s = fcg_calloc(ctx, sizeof *s);
+    if (!s) return fcg_error(ctx, FC_ERR_NOMEM, "stream_create: out of memory");
+    s->ctx = ctx;
+    s->id = ++ctx->next_stream_id;
+    if (on_gpu(ctx)) {
+        fc_status st = fcr_stream_create(ctx, s);
+        if (st != FC_OK) {
+            fcg_free(ctx, s, sizeof *s);
+            return st;
+        }
+    }
+    s->next = ctx->streams;
+    if (ctx->streams) ctx->streams->prev = s;
+    ctx->streams = s;
+    *out = s;
+    return FC_OK;
+}
+
+void fc_stream_destroy(fc_stream *s) {
+    if (!s) return;
+    fc_ctx *ctx = s->ctx;
+    if (on_gpu(ctx)) fcr_stream_destroy(ctx, s);
+    if (s->prev) s->prev->next = s->next;
+    else ctx->streams = s->next;
+    if (s->next) s->next->prev = s->prev;
+    fcg_free(ctx, s, sizeof *s);
+}
+
+fc_status fc_stream_synchronize(fc_ctx *ctx, fc_stream *s) {
+    if (!ctx) return FC_ERR_NULL;
+    fc_status st = check_stream(ctx, s);
+    if (st != FC_OK) return st;
+    return on_gpu(ctx) ? fcr_stream_sync(ctx, s) : FC_OK;
+}
+
+fc_status fc_ctx_synchronize(fc_ctx *ctx) {
+    if (!ctx) return FC_ERR_NULL;
+    return on_gpu(ctx) ? fcr_ctx_sync(ctx) : FC_OK;
+}
+
+fc_status fc_event_create(fc_ctx *ctx, fc_event **out) {
+    if (!ctx || !out) return FC_ERR_NULL;
+    *out = NULL;
+    fc_event *e = fcg_calloc(ctx, sizeof *e);
+    if (!e) return fcg_error(ctx, FC_ERR_NOMEM, "event_create: out of memory");
+    e->ctx = ctx;
+    if (on_gpu(ctx)) {
+        fc_status st = fcr_event_create(ctx, e);
+        if (st != FC_OK) {
+            fcg_free(ctx, e, sizeof *e);
+            return st;
+        }
+    }
+    e->next = ctx->events;
+    if (ctx->events) ctx->events->prev = e;
+    ctx->events = e;
+    *out = e;
+    return FC_OK;
+}
+
+void fc_event_destroy(fc_event *e) {
+    if (!e) return;
+    fc_ctx *ctx = e->ctx;
+    if (on_gpu(ctx)) fcr_event_destroy(ctx, e);
+    if (e->prev) e->prev->next = e->next;
+    else ctx->events = e->next;
+    if (e->next) e->next->prev = e->prev;
+    fcg_free(ctx, e, sizeof *e);
+}
+
+fc_status fc_event_record(fc_event *e, fc_stream *s) {
+    if (!e) return FC_ERR_NULL;
+    fc_status st = check_stream(e->ctx, s);
+    if (st != FC_OK) return st;
+    if (on_gpu(e->ctx) && (st = fcr_event_record(e->ctx, e, s)) != FC_OK) return st;
+    e->host_ms = wall_ms();
+    e->recorded = true;
+    return FC_OK;
+}
+
+fc_status fc_stream_wait_event(fc_stream *s, fc_event *e) {
+    if (!e) return FC_ERR_NULL;
+    fc_status st = check_stream(e->ctx, s);
+    if (st != FC_OK) return st;
+    if (!e->recorded) return fcg_error(e->ctx, FC_ERR_INVALID, "stream_wait_event: the event was never recorded");
+    return on_gpu(e->ctx) ? fcr_stream_wait_event(e->ctx, s, e) : FC_OK;
+}
+
+fc_status fc_event_synchronize(fc_event *e) {
+    if (!e) return FC_ERR_NULL;
+    if (!e->recorded) return fcg_error(e->ctx, FC_ERR_INVALID, "event_synchronize: the event was never recorded");
+    return on_gpu(e->ctx) ? fcr_event_sync(e->ctx, e) : FC_OK;
+}
+
+fc_status fc_event_elapsed_ms(fc_event *start, fc_event *end, float *ms) {
+    if (!start || !end || !ms) return FC_ERR_NULL;
+    fc_ctx *ctx = start->ctx;
+    if (end->ctx != ctx) return fcg_error(ctx, FC_ERR_CONTEXT, "event_elapsed_ms: events of two contexts");
+    if (!start->recorded || !end->recorded)
+        return fcg_error(ctx, FC_ERR_INVALID, "event_elapsed_ms: an event was never recorded");
+    if (on_gpu(ctx)) return fcr_event_elapsed(ctx, start, end, ms);
+    *ms = (float)(end->host_ms - start->host_ms);
+    return FC_OK;
+}
+
+fc_status fc_eval_on(fc_ctx *ctx, fc_array *const *arrays, int n, fc_stream *stream) {
+    if (!ctx) return FC_ERR_NULL;
+    fc_status st = check_stream(ctx, stream);
+    if (st != FC_OK) return st;
+    return fcg_eval_on(ctx, arrays, n, stream);
+}
+
+/* ---- transfers ----------------------------------------------------------------------------- */
+
+static fc_status check_range(fc_array *a, const char *what, int64_t offset, int64_t count,
+                             const void *buf) {
+    fc_ctx *ctx = a->ctx;
+    if (a->status != FC_OK) return fcg_error(ctx, a->status, "%s", a->errmsg);
+    int64_t size = (int64_t)fcg_node_numel(a);
+    if (offset < 0 || count < 0 || offset > size || count > size - offset)
+        return fcg_error(ctx, FC_ERR_INDEX, "%s: %lld elements from %lld are out of range for an "
+                         "array of %lld", what, (long long)count, (long long)offset, (long long)size);
+    if (count > 0 && !buf) return fcg_error(ctx, FC_ERR_NULL, "%s: the buffer is NULL", what);
+    return FC_OK;
+}
+
+fc_status fc_write(fc_array *a, const void *src, int64_t offset, int64_t count, fc_stream *stream) {
+    if (!a) return FC_ERR_NULL;
+    fc_ctx *ctx = a->ctx;
+    fc_status st = check_range(a, "write", offset, count, src);
+    if (st == FC_OK) st = check_stream(ctx, stream);
+    if (st != FC_OK) return st;
+    if (a->weak)
+        return fcg_error(ctx, FC_ERR_INVALID, "write: a weak scalar is a constant of the graph");
+    /* The array needs a value of its own to write into: evaluate it (fc_empty, fc_zeros, an
+     * expression) on that stream. */
+    if (!a->host && !a->dev && (st = fcg_eval_on(ctx, &a, 1, stream)) != FC_OK) return st;
+    if ((st = fcg_detach(ctx, a)) != FC_OK) return st;
+    size_t es = fc_dtype_size((fc_dtype)a->dtype);
+    if (count == 0) return FC_OK;
+    if (a->dev) return fcr_write(ctx, a, src, (size_t)offset * es, (size_t)count * es, stream);
+    memcpy((char *)a->host + (size_t)offset * es, src, (size_t)count * es);
+    return FC_OK;
+}
+
+fc_status fc_read_async(fc_array *a, void *dst, int64_t offset, int64_t count, fc_stream *stream) {
+    if (!a) return FC_ERR_NULL;
+    fc_ctx *ctx = a->ctx;
+    fc_status st = check_range(a, "read_async", offset, count, dst);
+    if (st == FC_OK) st = check_stream(ctx, stream);
+    if (st == FC_OK) st = fcg_eval_on(ctx, &a, 1, stream);
+    if (st != FC_OK) return st;
+    size_t es = fc_dtype_size((fc_dtype)a->dtype);
+    if (count == 0) return FC_OK;
+    if (a->host) {
+        memcpy(dst, (const char *)a->host + (size_t)offset * es, (size_t)count * es);
+        return FC_OK;
+    }
+    return fcr_read_async(ctx, a, dst, (size_t)offset * es, (size_t)count * es, stream);
+}

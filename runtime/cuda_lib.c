@@ -1,0 +1,574 @@
+/*
+ * runtime/cuda_lib.c - library kernels on the CUDA backend: matmul through cuBLAS, the FFTs
+ * through cuFFT.
+ *
+ * Neither library is linked: libcublas and libcufft are loaded with dlopen on first use (like
+ * libcuda), so a binary starts where they are missing and a program that uses neither never
+ * needs them. The toolkit's headers give types and enums only; every entry point is resolved
+ * with dlsym into a pointer of the header's own type (__typeof__), so a signature cannot drift
+ * from the library's.
+ *
+ * Matmul follows np.matmul as fc_matmul defines it. Buffers are row-major; cuBLAS is
+ * column-major, so C = A B is computed as C^T = B^T A^T, which reads the same bytes with no
+ * transpose. Batches that broadcast become strided batches (stride 0 for a broadcast
+ * operand) after merging batch dims that step uniformly; what cannot merge is a loop. A batch
+ * of A times one shared B is a single GEMM with the batch folded into A's rows. f16 and bf16
+ * accumulate in f32 and round once; f32 uses the default math mode (no TF32), so results stay
+ * within f32 tolerances of the host reference. Operands of another dtype than the result's
+ * (mixed-dtype or integer matmuls) and empty inner dimensions have no library path here:
+ * FC_ERR_UNSUPPORTED sends them to the host reference.
+ *
+ * The FFTs are complex-to-complex (graph/fft.c casts real inputs) along one axis of a dense
+ * array: contiguous lines are one batched plan; an inner axis uses cuFFT's advanced layout
+ * (a stride and a distance), with a loop over whichever of the outer or inner extent is
+ * smaller. Plans are cached per context by layout and type (a plan serves both directions).
+ * ifft's 1/n (NumPy's "backward" norm) is one scaling pass over the output with cuBLAS's
+ * real-scalar scal, the same extra pass that CuPy makes.
+ */
+#include "graph.h"
+
+#include "cuda_lib.h"
+
+#include <cublas_v2.h>
+#include <cufft.h>
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- the libraries, loaded once per process --------------------------------------------- */
+
+typedef struct blas_api {
+    __typeof__(cublasCreate_v2) *Create;
+    __typeof__(cublasDestroy_v2) *Destroy;
+    __typeof__(cublasSetStream_v2) *SetStream;
+    __typeof__(cublasSetMathMode) *SetMathMode;
+    __typeof__(cublasGemmEx) *GemmEx;
+    __typeof__(cublasGemmStridedBatchedEx) *GemmStridedBatchedEx;
+    __typeof__(cublasGemmEx_64) *GemmEx_64;                               /* optional */
+    __typeof__(cublasGemmStridedBatchedEx_64) *GemmStridedBatchedEx_64;   /* optional */
+    __typeof__(cublasCsscal_v2) *Csscal;
+    __typeof__(cublasZdscal_v2) *Zdscal;
+    __typeof__(cublasScopy_v2) *Scopy;
+    __typeof__(cublasGetStatusName) *GetStatusName;                       /* optional */
+} blas_api;
+
+typedef struct fft_api {
+    __typeof__(cufftCreate) *Create;
+    __typeof__(cufftDestroy) *Destroy;
+    __typeof__(cufftSetStream) *SetStream;
+    __typeof__(cufftMakePlanMany64) *MakePlanMany64;
+    __typeof__(cufftExecC2C) *ExecC2C;
+    __typeof__(cufftExecZ2Z) *ExecZ2Z;
+} fft_api;
+
+typedef struct library {
+    int state; /* 0 untried, 1 loaded, -1 failed */
+    char error[384];
+    char soname[32];
+} library;
+
+static blas_api blas;
+static fft_api fft;
+static library blas_lib, fft_lib;
+
+/* A symbol to resolve: where its pointer goes, and its name ('?' first: optional). */
+typedef struct sym_entry {
+    void **field;
+    const char *name;
+} sym_entry;
+
+/* dlopens the first of `names` that loads, then resolves `syms`; on failure lib->error says
+ * why and no pointer is left set. Not thread-safe on first use, like the driver's loader. */
+static bool load_library(library *lib, const char *what, const char *const *names, int nnames,
+                         const sym_entry *syms, int nsyms) {
+    if (lib->state) return lib->state > 0;
+    lib->state = -1;
+    void *h = NULL;
+    char tried[256] = "";
+    size_t len = 0;
+    for (int i = 0; i < nnames && !h; i++) {
+        h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        if (h) snprintf(lib->soname, sizeof lib->soname, "%s", names[i]);
+        else len += (size_t)snprintf(tried + len, len < sizeof tried ? sizeof tried - len : 0,
+                                     "%s%s", i ? ", " : "", names[i]);
+    }
+    if (!h) {
+        const char *why = dlerror();
+        snprintf(lib->error, sizeof lib->error, "%s is not available: none of %s could be "
+                 "loaded (%s)", what, tried, why ? why : "not found");
+        return false;
+    }
+    for (int i = 0; i < nsyms; i++) {
+        bool optional = syms[i].name[0] == '?';
+        const char *name = syms[i].name + optional;
+        void *p = dlsym(h, name);
+        if (!p && !optional) {
+            snprintf(lib->error, sizeof lib->error, "%s (%s) lacks %s: a newer version is "
+                     "needed", what, lib->soname, name);
+            for (int j = 0; j < i; j++) *syms[j].field = NULL;
+            dlclose(h);
+            return false;
+        }
+        *syms[i].field = p;
+    }
+    lib->state = 1; /* the handle stays open for the process's lifetime */
+    return true;
+}
+
+#define SYM(api, field, name) {(void **)&(api).field, name}
+
+static bool load_blas(void) {
+    static const char *const names[] = {"libcublas.so.13", "libcublas.so.12"};
+    const sym_entry syms[] = {
+        SYM(blas, Create, "cublasCreate_v2"),
+        SYM(blas, Destroy, "cublasDestroy_v2"),
+        SYM(blas, SetStream, "cublasSetStream_v2"),
+        SYM(blas, SetMathMode, "cublasSetMathMode"),
+        SYM(blas, GemmEx, "cublasGemmEx"),
+        SYM(blas, GemmStridedBatchedEx, "cublasGemmStridedBatchedEx"),
+        SYM(blas, GemmEx_64, "?cublasGemmEx_64"),
+        SYM(blas, GemmStridedBatchedEx_64, "?cublasGemmStridedBatchedEx_64"),
+        SYM(blas, Csscal, "cublasCsscal_v2"),
+        SYM(blas, Zdscal, "cublasZdscal_v2"),
+        SYM(blas, Scopy, "cublasScopy_v2"),
+        SYM(blas, GetStatusName, "?cublasGetStatusName"),
+    };
+    return load_library(&blas_lib, "cuBLAS", names, 2, syms, (int)(sizeof syms / sizeof *syms));
+}
+
+static bool load_fft(void) {
+    static const char *const names[] = {"libcufft.so.12", "libcufft.so.11"};
+    const sym_entry syms[] = {
+        SYM(fft, Create, "cufftCreate"),
+        SYM(fft, Destroy, "cufftDestroy"),
+        SYM(fft, SetStream, "cufftSetStream"),
+        SYM(fft, MakePlanMany64, "cufftMakePlanMany64"),
+        SYM(fft, ExecC2C, "cufftExecC2C"),
+        SYM(fft, ExecZ2Z, "cufftExecZ2Z"),
+    };
+    return load_library(&fft_lib, "cuFFT", names, 2, syms, (int)(sizeof syms / sizeof *syms));
+}
+
+/* ---- errors ----------------------------------------------------------------------------- */
+
+static const char *blas_status_name(cublasStatus_t r) {
+    if (blas.GetStatusName) {
+        const char *s = blas.GetStatusName(r);
+        if (s) return s;
+    }
+    switch (r) {
+    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
+    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
+    case CUBLAS_STATUS_MAPPING_ERROR: return "CUBLAS_STATUS_MAPPING_ERROR";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case CUBLAS_STATUS_INTERNAL_ERROR: return "CUBLAS_STATUS_INTERNAL_ERROR";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
+    case CUBLAS_STATUS_LICENSE_ERROR: return "CUBLAS_STATUS_LICENSE_ERROR";
+    default: return "CUBLAS_STATUS_UNKNOWN";
+    }
+}
+
+static const char *fft_status_name(cufftResult r) {
+    switch (r) {
+    case CUFFT_INVALID_PLAN: return "CUFFT_INVALID_PLAN";
+    case CUFFT_ALLOC_FAILED: return "CUFFT_ALLOC_FAILED";
+    case CUFFT_INVALID_TYPE: return "CUFFT_INVALID_TYPE";
+    case CUFFT_INVALID_VALUE: return "CUFFT_INVALID_VALUE";
+    case CUFFT_INTERNAL_ERROR: return "CUFFT_INTERNAL_ERROR";
+    case CUFFT_EXEC_FAILED: return "CUFFT_EXEC_FAILED";
+    case CUFFT_SETUP_FAILED: return "CUFFT_SETUP_FAILED";
+    case CUFFT_INVALID_SIZE: return "CUFFT_INVALID_SIZE";
+    case CUFFT_UNALIGNED_DATA: return "CUFFT_UNALIGNED_DATA";
+    case CUFFT_INVALID_DEVICE: return "CUFFT_INVALID_DEVICE";
+    case CUFFT_NO_WORKSPACE: return "CUFFT_NO_WORKSPACE";
+    case CUFFT_NOT_IMPLEMENTED: return "CUFFT_NOT_IMPLEMENTED";
+    case CUFFT_NOT_SUPPORTED: return "CUFFT_NOT_SUPPORTED";
+    case CUFFT_MISSING_DEPENDENCY: return "CUFFT_MISSING_DEPENDENCY";
+    case CUFFT_NVRTC_FAILURE: return "CUFFT_NVRTC_FAILURE";
+    case CUFFT_NVJITLINK_FAILURE: return "CUFFT_NVJITLINK_FAILURE";
+    case CUFFT_NVSHMEM_FAILURE: return "CUFFT_NVSHMEM_FAILURE";
+    default: return "CUFFT_UNKNOWN_ERROR";
+    }
+}
+
+static fc_status blas_check(fc_ctx *ctx, cublasStatus_t r, const char *call, const char *file,
+                            int line) {
+    if (r == CUBLAS_STATUS_SUCCESS) return FC_OK;
+    return fcg_error(ctx, r == CUBLAS_STATUS_ALLOC_FAILED ? FC_ERR_NOMEM : FC_ERR_BACKEND,
+                     "%s failed: %s at %s:%d", call, blas_status_name(r), file, line);
+}
+
+static fc_status fft_check(fc_ctx *ctx, cufftResult r, const char *call, const char *file,
+                           int line) {
+    if (r == CUFFT_SUCCESS) return FC_OK;
+    return fcg_error(ctx, r == CUFFT_ALLOC_FAILED ? FC_ERR_NOMEM : FC_ERR_BACKEND,
+                     "%s failed: %s at %s:%d", call, fft_status_name(r), file, line);
+}
+
+/* BLAS(ctx, GemmEx, (args...)): calls cublasGemmEx and names it, with file:line, on failure. */
+#define BLAS(ctx, fn, args) blas_check((ctx), blas.fn args, "cublas" #fn, __FILE__, __LINE__)
+#define FFT(ctx, fn, args) fft_check((ctx), fft.fn args, "cufft" #fn, __FILE__, __LINE__)
+
+/* ---- the per-context state -------------------------------------------------------------- */
+
+/* A cuFFT plan for one layout; it serves both directions. Plans hold device work areas, so
+ * only a few are kept (least recently used goes first). */
+#define FCR_LIB_MAX_PLANS 8
+
+typedef struct fft_plan {
+    long long n, stride, dist, batch;
+    cufftType type;
+    cufftHandle plan;
+    uint64_t used; /* the state's tick at its last use */
+} fft_plan;
+
+typedef struct lib_state {
+    cublasHandle_t blas; /* created on the first cuBLAS call */
+    fft_plan plans[FCR_LIB_MAX_PLANS];
+    int nplans;
+    uint64_t tick;
+} lib_state;
+
+static fc_status get_state(fc_ctx *ctx, void **state, lib_state **out) {
+    if (!*state) {
+        lib_state *s = fcg_calloc(ctx, sizeof *s);
+        if (!s) return fcg_error(ctx, FC_ERR_NOMEM, "library call: out of memory");
+        *state = s;
+    }
+    *out = *state;
+    return FC_OK;
+}
+
+/* The context's cuBLAS handle, on `stream`. */
+static fc_status blas_handle(fc_ctx *ctx, lib_state *s, CUstream stream) {
+    if (!load_blas()) return fcg_error(ctx, FC_ERR_BACKEND, "%s", blas_lib.error);
+    fc_status st;
+    if (!s->blas) {
+        cublasHandle_t h;
+        if ((st = BLAS(ctx, Create, (&h))) != FC_OK) return st;
+        /* The default math mode: f32 GEMMs stay in f32 (no TF32), as the oracle computes. */
+        if ((st = BLAS(ctx, SetMathMode, (h, CUBLAS_DEFAULT_MATH))) != FC_OK) {
+            blas.Destroy(h);
+            return st;
+        }
+        s->blas = h;
+    }
+    return BLAS(ctx, SetStream, (s->blas, stream));
+}
+
+void fcr_lib_release(fc_ctx *ctx, void *state) {
+    lib_state *s = state;
+    if (!s) return;
+    for (int i = 0; i < s->nplans; i++) fft.Destroy(s->plans[i].plan);
+    if (s->blas) blas.Destroy(s->blas);
+    fcg_free(ctx, s, sizeof *s);
+}
+
+/* ---- matmul ----------------------------------------------------------------------------- */
+
+/* alpha or beta in the scalar type cuBLAS reads for the compute type: a union of the real
+ * types, so it has cuDoubleComplex's 16-byte alignment (cuBLAS was seen to crash on an
+ * 8-byte aligned complex alpha, with a vector load). */
+typedef union gemm_scalar {
+    float f;
+    double d;
+    cuComplex c;
+    cuDoubleComplex z;
+} gemm_scalar;
+
+typedef struct gemm_types {
+    cudaDataType data;
+    cublasComputeType_t compute;
+    gemm_scalar one, zero;
+} gemm_types;
+
+static bool gemm_types_of(fc_dtype t, gemm_types *g) {
+    memset(g, 0, sizeof *g);
+    switch (t) {
+    case FC_F16: g->data = CUDA_R_16F; break;
+    case FC_BF16: g->data = CUDA_R_16BF; break;
+    case FC_F32: g->data = CUDA_R_32F; break;
+    case FC_F64: g->data = CUDA_R_64F; break;
+    case FC_C64: g->data = CUDA_C_32F; break;
+    case FC_C128: g->data = CUDA_C_64F; break;
+    default: return false;
+    }
+    bool f32 = t != FC_F64 && t != FC_C128;
+    g->compute = f32 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F;
+    if (t == FC_C64) g->one.c = (cuComplex){1.0f, 0.0f};
+    else if (t == FC_C128) g->one.z = (cuDoubleComplex){1.0, 0.0};
+    else if (f32) g->one.f = 1.0f;
+    else g->one.d = 1.0;
+    return true; /* zero: all bits 0 in every type */
+}
+
+static bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
+
+/* One (strided-batched) row-major GEMM: count products C_b[M, N] = A_b[M, K] B_b[K, N] with
+ * element strides sa, sb, sc between batches. */
+static fc_status gemm(fc_ctx *ctx, lib_state *s, const gemm_types *g, int64_t M, int64_t N,
+                      int64_t K, CUdeviceptr A, int64_t sa, CUdeviceptr B, int64_t sb,
+                      CUdeviceptr C, int64_t sc, int64_t count) {
+    const void *one = &g->one, *zero = &g->zero;
+    /* column-major C^T[N, M] = B^T[N, K] A^T[K, M]: leading dimensions N, K, N */
+    const void *pa = (const void *)(uintptr_t)B, *pb = (const void *)(uintptr_t)A;
+    void *pc = (void *)(uintptr_t)C;
+    bool small = fits_int(M) && fits_int(N) && fits_int(K) && fits_int(count);
+    if (count == 1) {
+        if (small)
+            return BLAS(ctx, GemmEx, (s->blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)N, (int)M, (int)K,
+                                      one, pa, g->data, (int)N, pb, g->data, (int)K, zero, pc,
+                                      g->data, (int)N, g->compute, CUBLAS_GEMM_DEFAULT));
+        if (blas.GemmEx_64)
+            return BLAS(ctx, GemmEx_64, (s->blas, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, one, pa,
+                                         g->data, N, pb, g->data, K, zero, pc, g->data, N,
+                                         g->compute, CUBLAS_GEMM_DEFAULT));
+    } else {
+        if (small)
+            return BLAS(ctx, GemmStridedBatchedEx,
+                        (s->blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)N, (int)M, (int)K, one, pa,
+                         g->data, (int)N, sb, pb, g->data, (int)K, sa, zero, pc, g->data, (int)N,
+                         sc, (int)count, g->compute, CUBLAS_GEMM_DEFAULT));
+        if (blas.GemmStridedBatchedEx_64)
+            return BLAS(ctx, GemmStridedBatchedEx_64,
+                        (s->blas, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, one, pa, g->data, N, sb, pb,
+                         g->data, K, sa, zero, pc, g->data, N, sc, count, g->compute,
+                         CUBLAS_GEMM_DEFAULT));
+    }
+    return FC_ERR_UNSUPPORTED; /* extents beyond int32 and no 64-bit API: the host does it */
+}
+
+static fc_status run_matmul(fc_ctx *ctx, lib_state *s, CUstream stream, const fc_array *a,
+                            const CUdeviceptr *in, CUdeviceptr out) {
+    const fc_array *x = a->in[0], *y = a->in[1];
+    fc_dtype t = (fc_dtype)a->dtype;
+    gemm_types g;
+    /* Integer and bool matmuls, and operands that would need a cast first, stay on the host */
+    if (x->dtype != t || y->dtype != t || !gemm_types_of(t, &g)) return FC_ERR_UNSUPPORTED;
+    int64_t M = x->ndim >= 2 ? x->shape[x->ndim - 2] : 1, K = x->shape[x->ndim - 1];
+    int64_t N = y->ndim >= 2 ? y->shape[y->ndim - 1] : 1;
+    if (K == 0) return FC_ERR_UNSUPPORTED; /* zeros: not worth a memset path of its own */
+
+    /* Batch dims (right-aligned), each operand's stride in matrices (0 where it broadcasts),
+     * unit dims dropped. */
+    int xb = x->ndim > 2 ? x->ndim - 2 : 0, yb = y->ndim > 2 ? y->ndim - 2 : 0;
+    int nb = xb > yb ? xb : yb;
+    int64_t ext[FC_MAX_DIMS], str[3][FC_MAX_DIMS];
+    int64_t ea_all[FC_MAX_DIMS], eb_all[FC_MAX_DIMS];
+    for (int i = 0; i < nb; i++) {
+        int ia = i - (nb - xb), ib = i - (nb - yb);
+        ea_all[i] = ia >= 0 ? x->shape[ia] : 1;
+        eb_all[i] = ib >= 0 ? y->shape[ib] : 1;
+    }
+    int r = 0;
+    int64_t ma = 1, mb = 1, mc = 1; /* matrices below dim i, per operand */
+    int64_t tmp_ext[FC_MAX_DIMS], tmp_str[3][FC_MAX_DIMS];
+    for (int i = nb - 1; i >= 0; i--) {
+        int64_t e = ea_all[i] > eb_all[i] ? ea_all[i] : eb_all[i];
+        if (e != 1) {
+            tmp_ext[r] = e;
+            tmp_str[0][r] = ea_all[i] == 1 ? 0 : ma;
+            tmp_str[1][r] = eb_all[i] == 1 ? 0 : mb;
+            tmp_str[2][r] = mc;
+            r++;
+        }
+        ma *= ea_all[i];
+        mb *= eb_all[i];
+        mc *= e;
+    }
+    /* tmp_* run innermost first; merge neighbours that step uniformly in every operand */
+    int q = 0;
+    for (int i = 0; i < r; i++) {
+        if (q > 0) {
+            bool merge = true;
+            for (int o = 0; o < 3; o++)
+                merge = merge && tmp_str[o][i] == str[o][q - 1] * ext[q - 1];
+            if (merge) {
+                ext[q - 1] *= tmp_ext[i];
+                continue;
+            }
+        }
+        ext[q] = tmp_ext[i];
+        for (int o = 0; o < 3; o++) str[o][q] = tmp_str[o][i];
+        q++;
+    }
+    fc_status st = blas_handle(ctx, s, stream);
+    if (st != FC_OK) return st;
+    int64_t es = (int64_t)fc_dtype_size(t);
+    int64_t amat = M * K, bmat = K * N, cmat = M * N;
+    if (q == 0) return gemm(ctx, s, &g, M, N, K, in[0], 0, in[1], 0, out, 0, 1);
+    /* A batch of A against one shared B: one GEMM over the stacked rows of A. */
+    if (q == 1 && str[1][0] == 0 && str[0][0] == 1)
+        return gemm(ctx, s, &g, M * ext[0], N, K, in[0], 0, in[1], 0, out, 0, 1);
+    /* dim 0 (innermost) is the strided batch; the rest is a loop */
+    int64_t idx[FC_MAX_DIMS] = {0};
+    for (;;) {
+        int64_t oa = 0, ob = 0, oc = 0;
+        for (int d = 1; d < q; d++) {
+            oa += idx[d] * str[0][d];
+            ob += idx[d] * str[1][d];
+            oc += idx[d] * str[2][d];
+        }
+        st = gemm(ctx, s, &g, M, N, K, in[0] + (CUdeviceptr)(oa * amat * es), str[0][0] * amat,
+                  in[1] + (CUdeviceptr)(ob * bmat * es), str[1][0] * bmat,
+                  out + (CUdeviceptr)(oc * cmat * es), str[2][0] * cmat, ext[0]);
+        if (st != FC_OK) return st;
+        int d = 1;
+        for (; d < q; d++) {
+            if (++idx[d] < ext[d]) break;
+            idx[d] = 0;
+        }
+        if (d >= q) break;
+    }
+    return FC_OK;
+}
+
+/* ---- FFT -------------------------------------------------------------------------------- */
+
+/* The cached plan for this layout, made on a miss. */
+static fc_status get_plan(fc_ctx *ctx, lib_state *s, long long n, long long stride,
+                          long long dist, long long batch, cufftType type, cufftHandle *out) {
+    s->tick++;
+    for (int i = 0; i < s->nplans; i++) {
+        fft_plan *p = &s->plans[i];
+        if (p->n == n && p->stride == stride && p->dist == dist && p->batch == batch &&
+            p->type == type) {
+            p->used = s->tick;
+            *out = p->plan;
+            return FC_OK;
+        }
+    }
+    cufftHandle h;
+    fc_status st = FFT(ctx, Create, (&h));
+    if (st != FC_OK) return st;
+    long long nn = n, embed = n;
+    size_t work = 0;
+    /* advanced layout (embed given): element k of line b at b * dist + k * stride */
+    st = FFT(ctx, MakePlanMany64, (h, 1, &nn, &embed, stride, dist, &embed, stride, dist, type,
+                                   batch, &work));
+    if (st != FC_OK) {
+        fft.Destroy(h);
+        return st;
+    }
+    int slot = s->nplans;
+    if (slot == FCR_LIB_MAX_PLANS) {
+        slot = 0;
+        for (int i = 1; i < s->nplans; i++)
+            if (s->plans[i].used < s->plans[slot].used) slot = i;
+        fft.Destroy(s->plans[slot].plan);
+    } else {
+        s->nplans++;
+    }
+    s->plans[slot] = (fft_plan){n, stride, dist, batch, type, h, s->tick};
+    *out = h;
+    return FC_OK;
+}
+
+/* n elements of 4-byte words from src to dst (cuBLAS's copy, in int-sized pieces). */
+static fc_status copy_words(fc_ctx *ctx, lib_state *s, CUdeviceptr src, CUdeviceptr dst,
+                            int64_t n) {
+    for (int64_t at = 0; at < n; at += 1 << 30) {
+        int m = (int)(n - at < (1 << 30) ? n - at : (1 << 30));
+        fc_status st = BLAS(ctx, Scopy, (s->blas, m, (const float *)(uintptr_t)(src + 4 * at), 1,
+                                         (float *)(uintptr_t)(dst + 4 * at), 1));
+        if (st != FC_OK) return st;
+    }
+    return FC_OK;
+}
+
+/* Multiplies n complex values at p by the real `scale`, in place. */
+static fc_status scale_complex(fc_ctx *ctx, lib_state *s, fc_dtype t, CUdeviceptr p, int64_t n,
+                               double scale) {
+    size_t es = fc_dtype_size(t);
+    for (int64_t at = 0; at < n; at += 1 << 30) {
+        int m = (int)(n - at < (1 << 30) ? n - at : (1 << 30));
+        CUdeviceptr q = p + (CUdeviceptr)((size_t)at * es);
+        fc_status st;
+        if (t == FC_C64) {
+            float f = (float)scale;
+            st = BLAS(ctx, Csscal, (s->blas, m, &f, (cuComplex *)(uintptr_t)q, 1));
+        } else {
+            st = BLAS(ctx, Zdscal, (s->blas, m, &scale, (cuDoubleComplex *)(uintptr_t)q, 1));
+        }
+        if (st != FC_OK) return st;
+    }
+    return FC_OK;
+}
+
+static fc_status run_fft(fc_ctx *ctx, lib_state *s, CUstream stream, const fc_array *a,
+                         CUdeviceptr in, CUdeviceptr out) {
+    fc_dtype t = (fc_dtype)a->dtype;
+    if (a->in[0]->dtype != t || !fcg_is_complex(t)) return FC_ERR_UNSUPPORTED;
+    bool inverse = a->op == FCG_OP_IFFT;
+    int axis = a->p.axis;
+    int64_t n = a->shape[axis], outer = 1, inner = 1;
+    for (int d = 0; d < axis; d++) outer *= a->shape[d];
+    for (int d = axis + 1; d < a->ndim; d++) inner *= a->shape[d];
+    int64_t total = outer * n * inner;
+    size_t es = fc_dtype_size(t);
+    /* cuBLAS first: ifft scales with it, and a length-1 transform is a copy */
+    fc_status st = blas_handle(ctx, s, stream);
+    if (st != FC_OK) return st;
+    if (n == 1) return copy_words(ctx, s, in, out, total * (int64_t)(es / 4));
+    if (!load_fft()) return fcg_error(ctx, FC_ERR_BACKEND, "%s", fft_lib.error);
+    cufftType type = t == FC_C64 ? CUFFT_C2C : CUFFT_Z2Z;
+    /* Layout: lines of n at stride `stride`, `batch` of them `dist` apart per call, calls
+     * `step` elements apart. */
+    long long stride, dist, batch;
+    int64_t calls, step;
+    if (inner == 1) {
+        stride = 1, dist = n, batch = outer, calls = 1, step = 0;
+    } else if (outer <= inner) {
+        stride = inner, dist = 1, batch = inner, calls = outer, step = n * inner;
+    } else {
+        stride = inner, dist = n * inner, batch = outer, calls = inner, step = 1;
+    }
+    cufftHandle plan;
+    if ((st = get_plan(ctx, s, n, stride, dist, batch, type, &plan)) != FC_OK) return st;
+    if ((st = FFT(ctx, SetStream, (plan, stream))) != FC_OK) return st;
+    int dir = inverse ? CUFFT_INVERSE : CUFFT_FORWARD;
+    for (int64_t c = 0; c < calls; c++) {
+        CUdeviceptr src = in + (CUdeviceptr)((size_t)(c * step) * es);
+        CUdeviceptr dst = out + (CUdeviceptr)((size_t)(c * step) * es);
+        /* out of place: cuFFT leaves a complex-to-complex transform's input as it was */
+        if (t == FC_C64)
+            st = FFT(ctx, ExecC2C, (plan, (cufftComplex *)(uintptr_t)src,
+                                    (cufftComplex *)(uintptr_t)dst, dir));
+        else
+            st = FFT(ctx, ExecZ2Z, (plan, (cufftDoubleComplex *)(uintptr_t)src,
+                                    (cufftDoubleComplex *)(uintptr_t)dst, dir));
+        if (st != FC_OK) return st;
+    }
+    if (inverse) return scale_complex(ctx, s, t, out, total, a->p.re); /* NumPy's 1 / n */
+    return FC_OK;
+}
+
+/* ---- the entry point -------------------------------------------------------------------- */
+
+fc_status fcr_lib_run(fc_ctx *ctx, void **state, CUstream stream, const fcp_kernel *k,
+                      const CUdeviceptr *in, CUdeviceptr out) {
+    if (k->kind != FCP_KERNEL_LIB || k->nout != 1 || k->outs[0]->nin > 2)
+        return fcg_error(ctx, FC_ERR_BACKEND, "library call: not a library kernel (fusec bug)");
+    const fc_array *a = k->outs[0];
+    /* Leaves are the distinct buffers in order of first use: matmul(x, x) has one. */
+    CUdeviceptr args[2] = {0, 0};
+    for (int j = 0; j < a->nin; j++) {
+        int l = 0;
+        while (l < k->nleaf && k->leaves[l] != a->in[j]) l++;
+        if (l == k->nleaf)
+            return fcg_error(ctx, FC_ERR_BACKEND, "%s: input %d is not a buffer of the kernel "
+                             "(fusec bug)", fcg_ops[a->op].pyname, j);
+        args[j] = in[l];
+    }
+    if (a->op != FCG_OP_MATMUL && a->op != FCG_OP_FFT && a->op != FCG_OP_IFFT)
+        return FC_ERR_UNSUPPORTED;
+    if (fcg_node_numel(a) == 0) return FC_OK; /* nothing to write */
+    lib_state *s = NULL;
+    fc_status st = get_state(ctx, state, &s);
+    if (st != FC_OK) return st;
+    if (a->op == FCG_OP_MATMUL) return run_matmul(ctx, s, stream, a, args, out);
+    return run_fft(ctx, s, stream, a, args[0], out);
+}

@@ -1,0 +1,389 @@
+/*
+ * tests/test_gpu_lib.c - library kernels on the GPU (matmul through cuBLAS, fft / ifft
+ * through cuFFT) against the host reference backend.
+ *
+ * Each case builds the same program over the same random data in a host context and a CUDA
+ * context, reads both results into buffers poisoned with 0xA5 bytes, and compares them.
+ * Skipped, visibly, where there is no GPU.
+ *
+ * Tolerances by dtype. Matmul: the host accumulates in double and rounds once; cuBLAS
+ * accumulates in the compute type (f32 for f16, bf16, f32 and c64; f64 for f64 and c128) in
+ * another order and rounds once, so an element matches when |gpu - host| <= 4 ulps of the
+ * result dtype relative to |host|, plus 16 K eps(compute type) absolute (K products of
+ * operands below 2 in magnitude, two terms each for complex, and a margin of 2).
+ * FFT: errors are relative to a line's norm, so |gpu - host| <= 32 eps log2(2n) max|host|.
+ * Integer matmuls, mixed-dtype operands and empty inner dimensions have no cuBLAS path: the
+ * runtime computes them on the host, and they must match exactly or as floats do.
+ */
+#include <criterion/criterion.h>
+
+#include "fusec.h"
+#include "graph.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool gpu_available(void) {
+    fc_ctx_options o;
+    memset(&o, 0, sizeof o);
+    o.backend = FC_BACKEND_CUDA;
+    fc_ctx *c;
+    if (fc_ctx_create(&c, &o) != FC_OK) return false;
+    fc_ctx_destroy(c);
+    return true;
+}
+
+#define SKIP_WITHOUT_GPU(name)                                                                   \
+    do {                                                                                         \
+        if (!gpu_available()) {                                                                  \
+            fprintf(stderr, "gpu_lib: SKIPPED 1 test (no CUDA device): %s\n", name);             \
+            cr_skip_test("no CUDA device: the GPU library test is skipped");                     \
+        }                                                                                        \
+    } while (0)
+
+/* Both contexts of a test. */
+static fc_ctx *hc, *gc;
+
+static void setup(void) {
+    hc = gc = NULL;
+    if (!gpu_available()) return;
+    fc_ctx_options ho, go;
+    memset(&ho, 0, sizeof ho);
+    memset(&go, 0, sizeof go);
+    ho.backend = FC_BACKEND_HOST;
+    go.backend = FC_BACKEND_CUDA;
+    cr_assert_eq(fc_ctx_create(&hc, &ho), FC_OK);
+    cr_assert_eq(fc_ctx_create(&gc, &go), FC_OK, "%s", "the CUDA context");
+}
+
+static void teardown(void) {
+    if (gc) fc_ctx_destroy(gc);
+    if (hc) fc_ctx_destroy(hc);
+    hc = gc = NULL;
+}
+
+TestSuite(gpu_lib, .init = setup, .fini = teardown);
+
+/* ---- data ------------------------------------------------------------------------------- */
+
+static uint64_t rng_state;
+
+/* Uniform in [-2, 2), never 0. */
+static double urand(void) {
+    rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
+    double u = (double)(rng_state >> 11) * 0x1p-53 * 4.0 - 2.0;
+    return u == 0.0 ? 0.75 : u;
+}
+
+/* Random host data of dtype t (n elements): floats in [-2, 2), integers in [-9, 9] \ {0}. */
+static void *random_data(fc_dtype t, size_t n) {
+    size_t es = fc_dtype_size(t);
+    unsigned char *p = malloc(n * es + 1);
+    cr_assert_not_null(p);
+    for (size_t i = 0; i < n; i++) {
+        double v = urand(), w = urand();
+        unsigned char *q = p + i * es;
+        switch (t) {
+        case FC_F16: { uint16_t h = fcg_f32_to_f16((float)v); memcpy(q, &h, 2); break; }
+        case FC_BF16: { uint16_t h = fcg_f32_to_bf16((float)v); memcpy(q, &h, 2); break; }
+        case FC_F32: { float f = (float)v; memcpy(q, &f, 4); break; }
+        case FC_F64: memcpy(q, &v, 8); break;
+        case FC_C64: { float f[2] = {(float)v, (float)w}; memcpy(q, f, 8); break; }
+        case FC_C128: { double d[2] = {v, w}; memcpy(q, d, 16); break; }
+        default: {
+            int64_t k = (int64_t)floor(v * 4.5);
+            if (k == 0) k = 1;
+            if (fcg_is_uint(t) && k < 0) k = -k;
+            if (t == FC_BOOL) k = v > 0;
+            memcpy(q, &k, es); /* little-endian: the low bytes */
+            break;
+        }
+        }
+    }
+    return p;
+}
+
+static size_t numel(fc_shape s) {
+    size_t n = 1;
+    for (int d = 0; d < s.ndim; d++) n *= (size_t)s.dim[d];
+    return n;
+}
+
+/* The same input in both contexts. */
+typedef struct pair {
+    fc_array *h, *g;
+} pair;
+
+static pair input(fc_dtype t, fc_shape s) {
+    void *data = random_data(t, numel(s));
+    pair p = {fc_from_host(hc, t, s, data), fc_from_host(gc, t, s, data)};
+    free(data);
+    cr_assert_eq(fc_array_status(p.h), FC_OK);
+    cr_assert_eq(fc_array_status(p.g), FC_OK, "%s", fc_errmsg(gc));
+    return p;
+}
+
+static double value_at(const unsigned char *p, fc_dtype t, size_t i, int part) {
+    switch (t) {
+    case FC_F16: { uint16_t h; memcpy(&h, p + 2 * i, 2); return fcg_f16_to_f32(h); }
+    case FC_BF16: { uint16_t h; memcpy(&h, p + 2 * i, 2); return fcg_bf16_to_f32(h); }
+    case FC_F32: { float f; memcpy(&f, p + 4 * i, 4); return f; }
+    case FC_F64: { double d; memcpy(&d, p + 8 * i, 8); return d; }
+    case FC_C64: { float f; memcpy(&f, p + 8 * i + 4 * (size_t)part, 4); return f; }
+    case FC_C128: { double d; memcpy(&d, p + 16 * i + 8 * (size_t)part, 8); return d; }
+    default: return 0;
+    }
+}
+
+static unsigned char *read_all(fc_ctx *ctx, fc_array *a, const char *what) {
+    size_t n = (size_t)fc_array_size(a), es = fc_dtype_size(fc_array_dtype(a));
+    unsigned char *buf = malloc(n * es + 1);
+    cr_assert_not_null(buf);
+    memset(buf, 0xA5, n * es + 1); /* poisoned: a missed write cannot pass */
+    fc_status st = fc_read(a, buf, 0, (int64_t)n);
+    cr_assert_eq(st, FC_OK, "%s: %s on the %s backend: %s", what, fc_strerror(st),
+                 ctx == gc ? "CUDA" : "host", fc_errmsg(ctx));
+    return buf;
+}
+
+typedef enum tol_kind { TOL_MATMUL, TOL_FFT } tol_kind;
+
+static double eps_of(fc_dtype t) {
+    switch (t) {
+    case FC_F16: return 0x1p-11;
+    case FC_BF16: return 0x1p-8;
+    case FC_F32: case FC_C64: return 0x1p-24;
+    default: return 0x1p-53;
+    }
+}
+
+static double compute_eps(fc_dtype t) { return t == FC_F64 || t == FC_C128 ? 0x1p-53 : 0x1p-24; }
+
+/* Compares the GPU's value of g with the host's of h. `n`: TOL_MATMUL the length of the sums
+ * (K, or more for chains), TOL_FFT the transform length. */
+static void compare(fc_array *h, fc_array *g, tol_kind kind, int64_t n_fft, const char *what) {
+    cr_assert_eq(fc_array_status(h), FC_OK, "%s (host): %s", what, fc_array_errmsg(h));
+    cr_assert_eq(fc_array_status(g), FC_OK, "%s (gpu): %s", what, fc_array_errmsg(g));
+    fc_dtype t = fc_array_dtype(h);
+    cr_assert_eq(fc_array_dtype(g), t, "%s: dtypes differ", what);
+    size_t n = (size_t)fc_array_size(h);
+    cr_assert_eq((size_t)fc_array_size(g), n);
+    unsigned char *hb = read_all(hc, h, what), *gb = read_all(gc, g, what);
+    size_t es = fc_dtype_size(t), bad = 0;
+    if (!fcg_is_inexact(t)) {
+        for (size_t i = 0; i < n; i++) bad += memcmp(gb + i * es, hb + i * es, es) != 0;
+        cr_expect_eq(bad, 0, "%s: %zu of %zu integer elements differ", what, bad, n);
+    } else {
+        int parts = fcg_is_complex(t) ? 2 : 1;
+        double big = 0;
+        for (size_t i = 0; i < n; i++)
+            for (int q = 0; q < parts; q++) big = fmax(big, fabs(value_at(hb, t, i, q)));
+        double eps = eps_of(t);
+        double rtol = kind == TOL_MATMUL ? 4 * eps : 0;
+        double atol = kind == TOL_MATMUL ? 16 * (double)n_fft * compute_eps(t)
+                                         : 32 * eps * log2(2.0 * (double)n_fft) * big;
+        for (size_t i = 0; i < n; i++)
+            for (int q = 0; q < parts; q++) {
+                double gv = value_at(gb, t, i, q), hv = value_at(hb, t, i, q);
+                if (fabs(gv - hv) <= atol + rtol * fabs(hv)) continue;
+                if (!bad)
+                    cr_log_error("%s: element %zu%s: gpu %.9g, host %.9g (tolerance %.3g)", what,
+                                 i, q ? " (imag)" : "", gv, hv, atol + rtol * fabs(hv));
+                bad++;
+            }
+        cr_expect_eq(bad, 0, "%s: %zu of %zu values differ", what, bad, n * (size_t)parts);
+    }
+    free(hb);
+    free(gb);
+}
+
+/* ---- matmul ----------------------------------------------------------------------------- */
+
+typedef struct mm_case {
+    fc_shape a, b;
+} mm_case;
+
+static const fc_dtype float_dtypes[] = {FC_F16, FC_BF16, FC_F32, FC_F64, FC_C64, FC_C128};
+#define NFLOAT ((int)(sizeof float_dtypes / sizeof *float_dtypes))
+
+static void shape_text(char *buf, size_t size, fc_shape s) {
+    size_t len = (size_t)snprintf(buf, size, "[");
+    for (int d = 0; d < s.ndim && len < size; d++)
+        len += (size_t)snprintf(buf + len, size - len, d ? ", %lld" : "%lld", (long long)s.dim[d]);
+    if (len < size) snprintf(buf + len, size - len, "]");
+}
+
+Test(gpu_lib, matmul_every_float_dtype_and_shape) {
+    SKIP_WITHOUT_GPU("matmul_every_float_dtype_and_shape");
+    static const mm_case cases[] = {
+        {FC_SHAPE(37), FC_SHAPE(37)},               /* 1-D . 1-D */
+        {FC_SHAPE(5, 7), FC_SHAPE(7)},              /* 2-D @ 1-D */
+        {FC_SHAPE(7), FC_SHAPE(7, 3)},              /* 1-D @ 2-D */
+        {FC_SHAPE(1, 1), FC_SHAPE(1, 1)},
+        {FC_SHAPE(33, 17), FC_SHAPE(17, 29)},       /* odd sizes */
+        {FC_SHAPE(129, 65), FC_SHAPE(65, 3)},
+        {FC_SHAPE(3, 4, 5), FC_SHAPE(3, 5, 6)},     /* batched */
+        {FC_SHAPE(2, 1, 4, 5), FC_SHAPE(3, 5, 6)},  /* broadcast batch dims */
+        {FC_SHAPE(4, 5), FC_SHAPE(2, 3, 5, 6)},     /* one A for every B */
+        {FC_SHAPE(2, 3, 4, 5), FC_SHAPE(5, 6)},     /* one B for every A: one GEMM */
+        {FC_SHAPE(3, 1, 4, 5), FC_SHAPE(1, 2, 5, 6)}, /* both broadcast: a loop */
+        {FC_SHAPE(2, 1, 3, 1, 4, 5), FC_SHAPE(2, 2, 1, 3, 5, 2)},
+        {FC_SHAPE(6, 4, 5), FC_SHAPE(5)},           /* batched @ 1-D */
+        {FC_SHAPE(5), FC_SHAPE(6, 5, 4)},           /* 1-D @ batched */
+        {FC_SHAPE(96, 200), FC_SHAPE(200, 72)},
+    };
+    rng_state = 1;
+    char what[256], sa[64], sb[64];
+    for (int di = 0; di < NFLOAT; di++)
+        for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+            fc_dtype t = float_dtypes[di];
+            fc_scope *s1 = fc_scope_open(hc), *s2 = fc_scope_open(gc);
+            pair a = input(t, cases[c].a), b = input(t, cases[c].b);
+            shape_text(sa, sizeof sa, cases[c].a);
+            shape_text(sb, sizeof sb, cases[c].b);
+            snprintf(what, sizeof what, "matmul %s @ %s %s", sa, sb, fc_dtype_name(t));
+            int64_t k = cases[c].a.dim[cases[c].a.ndim - 1];
+            compare(fc_matmul(a.h, b.h), fc_matmul(a.g, b.g), TOL_MATMUL, k, what);
+            fc_scope_close(s2);
+            fc_scope_close(s1);
+        }
+}
+
+Test(gpu_lib, matmul_fused_neighbours_views_and_aliases) {
+    SKIP_WITHOUT_GPU("matmul_fused_neighbours_views_and_aliases");
+    rng_state = 2;
+    fc_scope *s1 = fc_scope_open(hc), *s2 = fc_scope_open(gc);
+    for (int di = 0; di < NFLOAT; di++) {
+        fc_dtype t = float_dtypes[di];
+        char what[128];
+        pair a = input(t, FC_SHAPE(24, 40)), b = input(t, FC_SHAPE(24, 16));
+        /* a transposed (materialised) operand, and an epilogue fused after the library call
+         * (1-Lipschitz: tanh for real dtypes; complex tanh can amplify a difference, so * 2) */
+        bool cplx = fcg_is_complex(t);
+        snprintf(what, sizeof what, "%s(a.T @ b) %s", cplx ? "2 *" : "tanh", fc_dtype_name(t));
+        fc_array *mh = fc_matmul(fc_transpose(a.h), b.h), *mg = fc_matmul(fc_transpose(a.g), b.g);
+        compare(cplx ? fc_mul(mh, fc_f64(hc, 2.0)) : fc_tanh(mh),
+                cplx ? fc_mul(mg, fc_f64(gc, 2.0)) : fc_tanh(mg), TOL_MATMUL, 48, what);
+        /* the same buffer on both sides */
+        pair x = input(t, FC_SHAPE(19, 19));
+        snprintf(what, sizeof what, "x @ x %s", fc_dtype_name(t));
+        compare(fc_matmul(x.h, x.h), fc_matmul(x.g, x.g), TOL_MATMUL, 19, what);
+        /* a chain: (x @ x) @ x (not f16 / bf16: an intermediate may round to another
+         * neighbour there, which the second product amplifies beyond a sum's tolerance) */
+        if (t == FC_F16 || t == FC_BF16) continue;
+        snprintf(what, sizeof what, "(x @ x) @ x %s", fc_dtype_name(t));
+        compare(fc_matmul(fc_matmul(x.h, x.h), x.h), fc_matmul(fc_matmul(x.g, x.g), x.g),
+                TOL_MATMUL, 19 * 19 * 4, what);
+    }
+    fc_scope_close(s2);
+    fc_scope_close(s1);
+}
+
+/* What cuBLAS does not do runs on the host inside the CUDA backend, and still matches. */
+Test(gpu_lib, matmul_host_fallbacks) {
+    SKIP_WITHOUT_GPU("matmul_host_fallbacks");
+    rng_state = 3;
+    fc_scope *s1 = fc_scope_open(hc), *s2 = fc_scope_open(gc);
+    static const fc_dtype ints[] = {FC_I32, FC_I8, FC_U16, FC_I64, FC_BOOL};
+    for (size_t i = 0; i < sizeof ints / sizeof *ints; i++) {
+        pair a = input(ints[i], FC_SHAPE(2, 5, 6)), b = input(ints[i], FC_SHAPE(6, 7));
+        compare(fc_matmul(a.h, b.h), fc_matmul(a.g, b.g), TOL_MATMUL, 6,
+                fc_dtype_name(ints[i]));
+    }
+    pair f = input(FC_F32, FC_SHAPE(4, 6)), d = input(FC_F64, FC_SHAPE(6, 3));
+    compare(fc_matmul(f.h, d.h), fc_matmul(f.g, d.g), TOL_MATMUL, 6, "f32 @ f64");
+    pair k0a = input(FC_F32, FC_SHAPE(3, 0)), k0b = input(FC_F32, FC_SHAPE(0, 4));
+    compare(fc_matmul(k0a.h, k0b.h), fc_matmul(k0a.g, k0b.g), TOL_MATMUL, 0, "K = 0");
+    pair e1 = input(FC_F32, FC_SHAPE(0, 5)), e2 = input(FC_F32, FC_SHAPE(5, 4));
+    compare(fc_matmul(e1.h, e2.h), fc_matmul(e1.g, e2.g), TOL_MATMUL, 0, "M = 0");
+    fc_scope_close(s2);
+    fc_scope_close(s1);
+}
+
+/* ---- fft -------------------------------------------------------------------------------- */
+
+Test(gpu_lib, fft_lengths_dtypes_and_directions) {
+    SKIP_WITHOUT_GPU("fft_lengths_dtypes_and_directions");
+    static const int64_t lengths[] = {1, 2, 3, 7, 16, 17, 100, 128, 1000, 1024, 4096, 4099,
+                                      65536};
+    static const fc_dtype dtypes[] = {FC_C64, FC_C128, FC_F32, FC_F64, FC_F16, FC_I32};
+    rng_state = 4;
+    char what[128];
+    for (size_t di = 0; di < sizeof dtypes / sizeof *dtypes; di++)
+        for (size_t li = 0; li < sizeof lengths / sizeof *lengths; li++) {
+            fc_dtype t = dtypes[di];
+            int64_t n = lengths[li];
+            if (n > 4099 && t != FC_C64 && t != FC_C128) continue;
+            fc_scope *s1 = fc_scope_open(hc), *s2 = fc_scope_open(gc);
+            pair x = input(t, FC_SHAPE(3, n));
+            for (int inv = 0; inv < 2; inv++) {
+                snprintf(what, sizeof what, "%s of %s [3, %lld]", inv ? "ifft" : "fft",
+                         fc_dtype_name(t), (long long)n);
+                compare(inv ? fc_ifft(x.h, 1) : fc_fft(x.h, 1),
+                        inv ? fc_ifft(x.g, 1) : fc_fft(x.g, 1), TOL_FFT, n, what);
+            }
+            fc_scope_close(s2);
+            fc_scope_close(s1);
+        }
+}
+
+Test(gpu_lib, fft_axes_and_layouts) {
+    SKIP_WITHOUT_GPU("fft_axes_and_layouts");
+    /* inner axes: a loop over the outer extent (outer <= inner) or over the inner one */
+    static const struct {
+        fc_shape s;
+        int axis;
+    } cases[] = {
+        {FC_SHAPE(64, 33), 0}, {FC_SHAPE(64, 33), 1}, {FC_SHAPE(5, 12, 9), 0},
+        {FC_SHAPE(5, 12, 9), 1}, {FC_SHAPE(5, 12, 9), 2}, {FC_SHAPE(300, 4, 2), 1},
+        {FC_SHAPE(2, 4, 300), 1}, {FC_SHAPE(7, 1, 5), 1}, {FC_SHAPE(1, 31), 0},
+        {FC_SHAPE(2, 3, 5, 8), -3},
+    };
+    rng_state = 5;
+    char what[128], sh[64];
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+        for (int ti = 0; ti < 2; ti++) {
+            fc_dtype t = ti ? FC_C128 : FC_C64;
+            fc_scope *s1 = fc_scope_open(hc), *s2 = fc_scope_open(gc);
+            pair x = input(t, cases[c].s);
+            int axis = cases[c].axis, ax = axis < 0 ? axis + cases[c].s.ndim : axis;
+            shape_text(sh, sizeof sh, cases[c].s);
+            for (int inv = 0; inv < 2; inv++) {
+                snprintf(what, sizeof what, "%s of %s %s axis %d", inv ? "ifft" : "fft",
+                         fc_dtype_name(t), sh, axis);
+                compare(inv ? fc_ifft(x.h, axis) : fc_fft(x.h, axis),
+                        inv ? fc_ifft(x.g, axis) : fc_fft(x.g, axis), TOL_FFT,
+                        cases[c].s.dim[ax], what);
+            }
+            fc_scope_close(s2);
+            fc_scope_close(s1);
+        }
+}
+
+Test(gpu_lib, fft_round_trip_and_fused_neighbours) {
+    SKIP_WITHOUT_GPU("fft_round_trip_and_fused_neighbours");
+    rng_state = 6;
+    fc_scope *s1 = fc_scope_open(hc), *s2 = fc_scope_open(gc);
+    for (int ti = 0; ti < 2; ti++) {
+        fc_dtype t = ti ? FC_C128 : FC_C64;
+        int64_t n = 1 << 16;
+        pair x = input(t, FC_SHAPE(n));
+        /* the W12 program: ifft(fft(x)) is x again, on the GPU */
+        fc_array *g = fc_ifft(fc_fft(x.g, 0), 0);
+        compare(x.h, g, TOL_FFT, n,
+                t == FC_C64 ? "ifft(fft(x)) c64 vs x" : "ifft(fft(x)) c128 vs x");
+        /* an elementwise prologue and epilogue around the library calls */
+        compare(fc_abs(fc_fft(fc_sin(x.h), 0)), fc_abs(fc_fft(fc_sin(x.g), 0)), TOL_FFT, n,
+                "abs(fft(sin(x)))");
+    }
+    /* the input is left as it was: cuFFT runs out of place */
+    pair y = input(FC_C64, FC_SHAPE(8, 1000));
+    fc_array *fy = fc_fft(y.g, 1);
+    cr_assert_eq(fc_eval(gc, &fy, 1), FC_OK, "%s", fc_errmsg(gc));
+    compare(fc_mul(y.h, fc_f64(hc, 1.0)), fc_mul(y.g, fc_f64(gc, 1.0)), TOL_MATMUL, 0,
+            "the fft's input after the fft");
+    fc_scope_close(s2);
+    fc_scope_close(s1);
+}

@@ -1,0 +1,570 @@
+/*
+ * tests/test_runtime.c - streams, events, transfers, memory, devices and the plan cache.
+ *
+ * The first suite runs on every machine: on the host backend these calls exist too (streams
+ * order nothing, events read the wall clock), and write/read semantics are the same. The
+ * "gpu" suite needs a CUDA device and is skipped, visibly, without one; on the GPU host it
+ * checks every result against the host backend on random data with outputs poisoned first.
+ */
+#include <criterion/criterion.h>
+
+#include "graph.h"
+#include "cache.h"
+#include "plan.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static fc_ctx *make_ctx(fc_backend b, size_t limit) {
+    fc_ctx_options o;
+    memset(&o, 0, sizeof o);
+    o.backend = b;
+    o.memory_limit = limit;
+    fc_ctx *c = NULL;
+    if (fc_ctx_create(&c, &o) != FC_OK) return NULL;
+    return c;
+}
+
+static bool gpu_available(void) {
+    int n = 0;
+    if (fc_device_count(&n) != FC_OK || n == 0) return false;
+    fc_ctx *c = make_ctx(FC_BACKEND_CUDA, 0);
+    if (!c) return false;
+    fc_ctx_destroy(c);
+    return true;
+}
+
+#define NEED_GPU()                                                                               \
+    do {                                                                                         \
+        if (!gpu_available()) cr_skip_test("no CUDA device: GPU runtime test skipped");          \
+    } while (0)
+
+static void fill_random(float *x, size_t n, unsigned seed) {
+    srand(seed);
+    for (size_t i = 0; i < n; i++) x[i] = (float)rand() / (float)RAND_MAX * 4.0f - 2.0f + 1e-3f;
+}
+
+/* y = tanh(sin(x) + 0.1 * x) * w: two inputs, one fused kernel. */
+static fc_array *program(fc_array *x, fc_array *w) {
+    fc_ctx *c = fc_array_ctx(x);
+    return fc_mul(fc_tanh(fc_add(fc_sin(x), fc_mul(x, fc_f64(c, 0.1)))), w);
+}
+
+static void expect_close(const float *got, const float *want, size_t n, float tol) {
+    for (size_t i = 0; i < n; i++)
+        cr_assert(fabsf(got[i] - want[i]) <= tol * (1.0f + fabsf(want[i])),
+                  "element %zu: %g, expected %g", i, (double)got[i], (double)want[i]);
+}
+
+/* The host reference of program() on the same data. */
+static void reference(const float *x, const float *w, size_t n, float *out) {
+    fc_ctx *h = make_ctx(FC_BACKEND_HOST, 0);
+    cr_assert_not_null(h);
+    fc_scope *s = fc_scope_open(h);
+    fc_array *xa = fc_from_host(h, FC_F32, FC_SHAPE((int64_t)n), x);
+    fc_array *wa = fc_from_host(h, FC_F32, FC_SHAPE((int64_t)n), w);
+    for (size_t i = 0; i < n; i++) out[i] = NAN;
+    cr_assert_eq(fc_to_host(program(xa, wa), out, n * sizeof *out), FC_OK, "%s", fc_errmsg(h));
+    fc_scope_close(s);
+    fc_ctx_destroy(h);
+}
+
+/* The skipped GPU tests are counted on stderr, so a run without a GPU says what it left out. */
+ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
+    if (stats->tests_skipped && !gpu_available())
+        fprintf(stderr, "test_runtime: %zu GPU tests skipped (no CUDA device)\n",
+                stats->tests_skipped);
+}
+
+/* ---- every backend -------------------------------------------------------------------- */
+
+static void write_semantics(fc_backend b) {
+    fc_ctx *c = make_ctx(b, 0);
+    cr_assert_not_null(c);
+    fc_scope *s = fc_scope_open(c);
+    enum { N = 1000 };
+    float x0[N], x1[N], w[N], y[N], ref[N];
+    fill_random(x0, N, 1);
+    fill_random(x1, N, 2);
+    fill_random(w, N, 3);
+    fc_array *x = fc_from_host(c, FC_F32, FC_SHAPE(N), x0);
+    fc_array *wa = fc_from_host(c, FC_F32, FC_SHAPE(N), w);
+    fc_array *y0 = program(x, wa);
+    cr_assert_eq(fc_eval(c, &y0, 1), FC_OK, "%s", fc_errmsg(c));
+    /* Write part of x, then all of it, from pageable memory on the default stream. */
+    cr_assert_eq(fc_write(x, x1, 0, 10, NULL), FC_OK, "%s", fc_errmsg(c));
+    cr_assert_eq(fc_write(x, x1 + 10, 10, N - 10, NULL), FC_OK, "%s", fc_errmsg(c));
+    /* y0 was computed before the write: it keeps its value. */
+    for (int i = 0; i < N; i++) y[i] = NAN;
+    cr_assert_eq(fc_to_host(y0, y, sizeof y), FC_OK);
+    reference(x0, w, N, ref);
+    expect_close(y, ref, N, 1e-5f);
+    /* The same expression built again sees the new data. */
+    fc_array *y1 = program(x, wa);
+    cr_assert_neq(y1, y0, "a write must detach the expressions built on the array");
+    for (int i = 0; i < N; i++) y[i] = NAN;
+    cr_assert_eq(fc_to_host(y1, y, sizeof y), FC_OK, "%s", fc_errmsg(c));
+    reference(x1, w, N, ref);
+    expect_close(y, ref, N, 1e-5f);
+    /* x itself reads back the written data. */
+    for (int i = 0; i < N; i++) y[i] = NAN;
+    cr_assert_eq(fc_read(x, y, 0, N), FC_OK);
+    cr_assert_eq(memcmp(y, x1, sizeof y), 0);
+    /* Errors. */
+    cr_assert_eq(fc_write(x, x1, N - 5, 10, NULL), FC_ERR_INDEX);
+    cr_assert(strstr(fc_errmsg(c), "out of range"), "%s", fc_errmsg(c));
+    cr_assert_eq(fc_write(x, NULL, 0, 3, NULL), FC_ERR_NULL);
+    cr_assert_eq(fc_write(fc_f64(c, 1.0), x1, 0, 1, NULL), FC_ERR_INVALID);
+    cr_assert_eq(fc_write(NULL, x1, 0, 1, NULL), FC_ERR_NULL);
+    fc_scope_close(s);
+    fc_ctx_destroy(c);
+}
+
+Test(runtime, write_keeps_snapshots_and_detaches_host) { write_semantics(FC_BACKEND_HOST); }
+
+Test(runtime, write_into_empty_and_zeros_host) {
+    fc_ctx *c = make_ctx(FC_BACKEND_HOST, 0);
+    fc_scope *s = fc_scope_open(c);
+    fc_array *e = fc_empty(c, FC_I32, FC_SHAPE(4));
+    fc_array *e2 = fc_empty(c, FC_I32, FC_SHAPE(4));
+    cr_assert_eq(e, e2, "equal lazy creations are one node before a write");
+    int32_t v[4] = {7, -3, 11, 42}, got[4] = {0, 0, 0, 0};
+    cr_assert_eq(fc_write(e, v, 0, 4, NULL), FC_OK, "%s", fc_errmsg(c));
+    fc_array *e3 = fc_empty(c, FC_I32, FC_SHAPE(4));
+    cr_assert_neq(e3, e, "a written array leaves the cons table");
+    cr_assert_eq(fc_read(e, got, 0, 4), FC_OK);
+    cr_assert_eq(memcmp(got, v, sizeof v), 0);
+    /* A written constant array is data to the compiler: a GPU plan loads it rather than
+     * folding the constant it was built from. */
+    fc_array *f = fc_full(c, FC_F32, FC_SHAPE(4), 3.0);
+    float fv[4] = {1.5f, -2, 8, 0.25f};
+    cr_assert_eq(fc_write(f, fv, 0, 4, NULL), FC_OK, "%s", fc_errmsg(c));
+    fc_array *y = fc_mul(fc_add(f, fc_f64(c, 1.0)), f);
+    fcp_plan *plan;
+    cr_assert_eq(fcp_plan_build(c, &y, 1, &plan), FC_OK, "%s", fc_errmsg(c));
+    cr_assert_eq(plan->nkernel, 1);
+    cr_assert_eq(plan->kernels[0].nleaf, 1, "the kernel loads the written array");
+    cr_assert_eq(plan->kernels[0].leaves[0], f);
+    fcp_plan_destroy(plan);
+    float yv[4];
+    cr_assert_eq(fc_read(y, yv, 0, 4), FC_OK);
+    for (int i = 0; i < 4; i++) cr_assert_eq(yv[i], (fv[i] + 1.0f) * fv[i]);
+    fc_scope_close(s);
+    fc_ctx_destroy(c);
+}
+
+Test(runtime, streams_and_events_host) {
+    fc_ctx *c = make_ctx(FC_BACKEND_HOST, 0);
+    fc_stream *st;
+    fc_event *a, *b;
+    cr_assert_eq(fc_stream_create(c, &st), FC_OK);
+    cr_assert_eq(fc_event_create(c, &a), FC_OK);
+    cr_assert_eq(fc_event_create(c, &b), FC_OK);
+    float ms = -1;
+    cr_assert_eq(fc_event_elapsed_ms(a, b, &ms), FC_ERR_INVALID, "unrecorded events");
+    cr_assert_eq(fc_stream_wait_event(st, a), FC_ERR_INVALID);
+    cr_assert_eq(fc_event_record(a, st), FC_OK);
+    fc_scope *s = fc_scope_open(c);
+    fc_array *x = fc_random_uniform(c, FC_F64, FC_SHAPE(20000), 5);
+    fc_array *y = fc_sum(fc_exp(x), FC_ALL, false);
+    cr_assert_eq(fc_eval_on(c, &y, 1, st), FC_OK);
+    cr_assert_eq(fc_event_record(b, st), FC_OK);
+    cr_assert_eq(fc_stream_wait_event(NULL, b), FC_OK);
+    cr_assert_eq(fc_event_synchronize(b), FC_OK);
+    cr_assert_eq(fc_event_elapsed_ms(a, b, &ms), FC_OK);
+    cr_assert(ms >= 0 && ms < 60000, "%g ms", (double)ms);
+    cr_assert_eq(fc_stream_synchronize(c, st), FC_OK);
+    cr_assert_eq(fc_stream_synchronize(c, NULL), FC_OK);
+    cr_assert_eq(fc_ctx_synchronize(c), FC_OK);
+    double v = 0;
+    cr_assert_eq(fc_read_async(y, &v, 0, 1, st), FC_OK);
+    cr_assert(v > 20000.0 && v < 20000.0 * 2.72, "sum of exp of uniforms: %g", v);
+    fc_scope_close(s);
+    /* A stream of another context is refused. */
+    fc_ctx *c2 = make_ctx(FC_BACKEND_HOST, 0);
+    cr_assert_eq(fc_stream_synchronize(c2, st), FC_ERR_CONTEXT);
+    fc_ctx_destroy(c2);
+    fc_event_destroy(a);
+    fc_stream_destroy(st);
+    /* b and nothing else is left: the context destroys it. */
+    fc_ctx_destroy(c);
+}
+
+Test(runtime, memory_and_devices_host) {
+    fc_ctx *c = make_ctx(FC_BACKEND_HOST, 0);
+    fc_memory_stats m;
+    memset(&m, 0xff, sizeof m);
+    cr_assert_eq(fc_memory_stats_get(c, &m), FC_OK);
+    cr_assert_eq(m.in_use + m.peak + m.cached + m.limit + m.pinned_in_use + m.pinned_cached, 0);
+    cr_assert_eq(fc_memory_trim(c), FC_OK);
+    char *p = fc_host_alloc(c, 1000);
+    cr_assert_not_null(p);
+    memset(p, 1, 1000);
+    fc_host_free(c, p);
+    fc_host_free(c, NULL);
+    double gbps = 1;
+    cr_assert_eq(fc_device_copy_bandwidth(c, 1 << 20, 3, &gbps), FC_ERR_BACKEND);
+    cr_assert_eq(gbps, 0);
+    int n = -1;
+    cr_assert_eq(fc_device_count(&n), FC_OK);
+    cr_assert(n >= 0);
+    fc_device_info info;
+    if (n == 0) cr_assert_eq(fc_device_get_info(0, &info), FC_ERR_BACKEND);
+    cr_assert_eq(fc_device_get_info(-1, &info), FC_ERR_BACKEND);
+    cr_assert_eq(fc_ctx_device(c), -1);
+    fc_ctx_destroy(c);
+}
+
+Test(runtime, copy_between_host_contexts) {
+    fc_ctx *a = make_ctx(FC_BACKEND_HOST, 0), *b = make_ctx(FC_BACKEND_HOST, 0);
+    fc_scope *sa = fc_scope_open(a), *sb = fc_scope_open(b);
+    fc_array *x = fc_mul(fc_random_uniform(a, FC_F32, FC_SHAPE(3, 5), 9), fc_f64(a, 3.0));
+    fc_array *y = fc_copy_to(x, b);
+    cr_assert_eq(fc_array_status(y), FC_OK, "%s", fc_errmsg(b));
+    cr_assert_eq(fc_array_ctx(y), b);
+    float vx[15], vy[15];
+    cr_assert_eq(fc_to_host(x, vx, sizeof vx), FC_OK);
+    for (int i = 0; i < 15; i++) vy[i] = NAN;
+    cr_assert_eq(fc_to_host(y, vy, sizeof vy), FC_OK);
+    cr_assert_eq(memcmp(vx, vy, sizeof vx), 0);
+    fc_array *bad = fc_copy_to(fc_sqrt(fc_from_host(a, FC_F32, FC_SHAPE(2), NULL)), b);
+    cr_assert_neq(fc_array_status(bad), FC_OK);
+    fc_scope_close(sb);
+    fc_scope_close(sa);
+    fc_ctx_destroy(b);
+    fc_ctx_destroy(a);
+}
+
+Test(runtime, cut_hash_keys_plans_by_structure) {
+    fc_ctx *c = make_ctx(FC_BACKEND_HOST, 0);
+    fc_scope *s = fc_scope_open(c);
+    float d1[6] = {1, 2, 3, 4, 5, 6}, d2[6] = {6, 5, 4, 3, 2, 1};
+    fc_array *x1 = fc_from_host(c, FC_F32, FC_SHAPE(2, 3), d1);
+    fc_array *x2 = fc_from_host(c, FC_F32, FC_SHAPE(2, 3), d2);
+    fc_array *y1 = fc_exp(fc_negative(x1));
+    fc_array *y2 = fc_exp(fc_negative(x2));
+    fc_hash h1, h2, h3, h4, h5;
+    fc_array *const *order;
+    size_t n;
+    cr_assert_eq(fcg_plan_key(c, &y1, 1, &h1, &order, &n), FC_OK);
+    cr_assert_eq(n, 3, "x, -x, exp(-x): %zu nodes", n);
+    cr_assert_eq(order[0], x1);
+    cr_assert_eq(fcg_plan_key(c, &y2, 1, &h2, &order, &n), FC_OK);
+    cr_assert(h1.lo == h2.lo && h1.hi == h2.hi, "other data, same structure: same key");
+    /* An evaluated intermediate is a leaf of the cut: another key. */
+    fc_array *inner = y1->in[0];
+    cr_assert_eq(fc_eval(c, &inner, 1), FC_OK);
+    cr_assert_eq(fcg_plan_key(c, &y1, 1, &h3, &order, &n), FC_OK);
+    cr_assert_eq(n, 2, "the evaluated -x is a leaf: %zu nodes", n);
+    cr_assert(h3.lo != h1.lo || h3.hi != h1.hi);
+    /* Another shape: another key. */
+    fc_array *y4 = fc_exp(fc_negative(fc_reshape(x2, FC_SHAPE(3, 2))));
+    cr_assert_eq(fcg_plan_key(c, &y4, 1, &h4, &order, &n), FC_OK);
+    cr_assert(h4.lo != h2.lo || h4.hi != h2.hi);
+    /* One input used twice is not two inputs of the same shape. */
+    fc_array *twice = fc_add(x1, x1), *pair = fc_add(x1, x2);
+    cr_assert_eq(fcg_plan_key(c, &twice, 1, &h4, &order, &n), FC_OK);
+    cr_assert_eq(fcg_plan_key(c, &pair, 1, &h5, &order, &n), FC_OK);
+    cr_assert(h4.lo != h5.lo || h4.hi != h5.hi);
+    /* Constants are part of the key. */
+    fc_array *k1 = fc_mul(x1, fc_f64(c, 2.0)), *k2 = fc_mul(x1, fc_f64(c, 3.0));
+    cr_assert_eq(fcg_plan_key(c, &k1, 1, &h4, &order, &n), FC_OK);
+    cr_assert_eq(fcg_plan_key(c, &k2, 1, &h5, &order, &n), FC_OK);
+    cr_assert(h4.lo != h5.lo || h4.hi != h5.hi);
+    fc_scope_close(s);
+    fc_ctx_destroy(c);
+}
+
+/* ---- on the GPU ------------------------------------------------------------------------------ */
+
+Test(gpu, write_keeps_snapshots_and_detaches) {
+    NEED_GPU();
+    write_semantics(FC_BACKEND_CUDA);
+}
+
+Test(gpu, plan_cache_and_graph_replay_match_host) {
+    NEED_GPU();
+    fc_ctx *c = make_ctx(FC_BACKEND_CUDA, 0);
+    cr_assert_not_null(c);
+    enum { N = 100003 };
+    float *x = malloc(N * sizeof *x), *w = malloc(N * sizeof *w), *y = malloc(N * sizeof *y),
+          *ref = malloc(N * sizeof *ref);
+    cr_assert(x && w && y && ref);
+    for (int it = 0; it < 6; it++) {
+        fc_scope *s = fc_scope_open(c);
+        fill_random(x, N, 100u + (unsigned)it);
+        fill_random(w, N, 200u + (unsigned)it);
+        fc_array *xa = fc_from_host(c, FC_F32, FC_SHAPE(N), x);
+        fc_array *wa = fc_from_host(c, FC_F32, FC_SHAPE(N), w);
+        /* Two kernels: a row reduction's result feeds an elementwise program. */
+        fc_array *yv = program(xa, wa);
+        fc_array *m = fc_max(fc_reshape(yv, FC_SHAPE(N)), FC_ALL, true);
+        fc_array *z = fc_sub(yv, m);
+        fc_array *outs[2] = {yv, z};
+        cr_assert_eq(fc_eval(c, outs, 2), FC_OK, "%s", fc_errmsg(c));
+        for (int i = 0; i < N; i++) y[i] = NAN;
+        cr_assert_eq(fc_to_host(yv, y, N * sizeof *y), FC_OK, "%s", fc_errmsg(c));
+        reference(x, w, N, ref);
+        expect_close(y, ref, N, 1e-5f);
+        float mx = -INFINITY;
+        for (int i = 0; i < N; i++) mx = fmaxf(mx, ref[i]);
+        for (int i = 0; i < N; i++) ref[i] -= mx;
+        for (int i = 0; i < N; i++) y[i] = NAN;
+        cr_assert_eq(fc_to_host(z, y, N * sizeof *y), FC_OK, "%s", fc_errmsg(c));
+        expect_close(y, ref, N, 1e-5f);
+        fc_scope_close(s);
+    }
+    size_t entries;
+    uint64_t reuses;
+    fcr_plan_cache_stats(c, &entries, &reuses);
+    cr_assert_eq(entries, 1, "one structure, one cached plan (%zu)", entries);
+    cr_assert_eq(reuses, 5, "five evaluations reused it (%llu)", (unsigned long long)reuses);
+    free(x), free(w), free(y), free(ref);
+    fc_ctx_destroy(c);
+}
+
+/* Values computed on the GPU (device-only, with inputs) are leaves of later programs. */
+Test(gpu, evaluated_arrays_feed_later_programs) {
+    NEED_GPU();
+    fc_ctx *c = make_ctx(FC_BACKEND_CUDA, 0);
+    fc_scope *s = fc_scope_open(c);
+    enum { N = 4096 };
+    float x[N], got[N];
+    fill_random(x, N, 11);
+    fc_array *xa = fc_from_host(c, FC_F32, FC_SHAPE(N), x);
+    fc_array *w = fc_full(c, FC_F32, FC_SHAPE(N), 3.0); /* a broadcast of a constant */
+    fc_array *y = fc_mul(fc_add(xa, fc_f64(c, 2.5)), w);
+    fc_array *both[2] = {y, w};
+    cr_assert_eq(fc_eval(c, both, 2), FC_OK, "%s", fc_errmsg(c));
+    fc_array *z = fc_add(fc_sqrt(fc_abs(y)), fc_sub(w, fc_f64(c, 1.0)));
+    for (int i = 0; i < N; i++) got[i] = NAN;
+    cr_assert_eq(fc_to_host(z, got, sizeof got), FC_OK, "%s", fc_errmsg(c));
+    for (int i = 0; i < N; i++) {
+        float want = sqrtf(fabsf((x[i] + 2.5f) * 3.0f)) + 2.0f;
+        cr_assert(fabsf(got[i] - want) <= 1e-5f * (1.0f + fabsf(want)), "element %d: %g, expected %g",
+                  i, (double)got[i], (double)want);
+    }
+    fc_scope_close(s);
+    fc_ctx_destroy(c);
+}
+
+/* NumPy refuses an integer to a negative power; the GPU reports it as the host does. */
+Test(gpu, integer_negative_power_is_a_value_error) {
+    NEED_GPU();
+    fc_ctx *c = make_ctx(FC_BACKEND_CUDA, 0);
+    fc_scope *s = fc_scope_open(c);
+    int32_t base[6] = {3, -2, 5, 7, 1, 4}, ok_exp[6] = {0, 3, 2, 1, 9, 5}, bad_exp[6] = {1, 2, 3, -1, 0, 2};
+    fc_array *b = fc_from_host(c, FC_I32, FC_SHAPE(6), base);
+    fc_array *bad = fc_add(fc_pow(b, fc_from_host(c, FC_I32, FC_SHAPE(6), bad_exp)), fc_i64(c, 1));
+    int32_t got[6];
+    fc_status st = fc_read(bad, got, 0, 6);
+    cr_assert_eq(st, FC_ERR_VALUE, "%s", fc_strerror(st));
+    cr_assert(strstr(fc_errmsg(c), "negative integer powers"), "%s", fc_errmsg(c));
+    /* The same program structure with valid data runs (and reuses the plan). */
+    fc_array *good = fc_add(fc_pow(b, fc_from_host(c, FC_I32, FC_SHAPE(6), ok_exp)), fc_i64(c, 1));
+    for (int i = 0; i < 6; i++) got[i] = -99;
+    cr_assert_eq(fc_read(good, got, 0, 6), FC_OK, "%s", fc_errmsg(c));
+    int32_t want[6] = {2, -7, 26, 8, 2, 1025};
+    for (int i = 0; i < 6; i++) cr_assert_eq(got[i], want[i], "element %d: %d", i, got[i]);
+    fc_scope_close(s);
+    fc_ctx_destroy(c);
+}
+
+Test(gpu, streams_events_and_async_transfers) {
+    NEED_GPU();
+    fc_ctx *c = make_ctx(FC_BACKEND_CUDA, 0);
+    enum { N = 1 << 20 };
+    float *x = fc_host_alloc(c, N * sizeof *x), *w = malloc(N * sizeof *w);
+    float *y = fc_host_alloc(c, N * sizeof *y), *ref = malloc(N * sizeof *ref);
+    float *y2 = malloc(N * sizeof *y2);
+    cr_assert(x && w && y && ref && y2);
+    fill_random(x, N, 7);
+    fill_random(w, N, 8);
+    fc_stream *s1, *s2;
+    fc_event *e0, *e1;
+    cr_assert_eq(fc_stream_create(c, &s1), FC_OK);
+    cr_assert_eq(fc_stream_create(c, &s2), FC_OK);
+    cr_assert_eq(fc_event_create(c, &e0), FC_OK);
+    cr_assert_eq(fc_event_create(c, &e1), FC_OK);
+    fc_scope *s = fc_scope_open(c);
+    /* Two different lazy creations (equal ones would be one node). */
+    fc_array *xa = fc_empty(c, FC_F32, FC_SHAPE(N));
+    fc_array *wa = fc_full(c, FC_F32, FC_SHAPE(N), 3.0);
+    /* Pinned and pageable sources, on stream 1. */
+    cr_assert_eq(fc_write(xa, x, 0, N, s1), FC_OK, "%s", fc_errmsg(c));
+    cr_assert_eq(fc_write(wa, w, 0, N, s1), FC_OK, "%s", fc_errmsg(c));
+    /* Computed on stream 2: its inputs were written on stream 1, which it must wait for. */
+    fc_array *ya = program(xa, wa);
+    cr_assert_eq(fc_event_record(e0, s2), FC_OK);
+    cr_assert_eq(fc_eval_on(c, &ya, 1, s2), FC_OK, "%s", fc_errmsg(c));
+    cr_assert_eq(fc_event_record(e1, s2), FC_OK);
+    for (int i = 0; i < N; i++) y[i] = y2[i] = NAN;
+    cr_assert_eq(fc_read_async(ya, y, 0, N, s2), FC_OK, "%s", fc_errmsg(c));
+    cr_assert_eq(fc_read_async(ya, y2, 0, N, s1), FC_OK, "%s", fc_errmsg(c));
+    cr_assert_eq(fc_stream_synchronize(c, s2), FC_OK, "%s", fc_errmsg(c));
+    cr_assert_eq(fc_stream_synchronize(c, s1), FC_OK, "%s", fc_errmsg(c));
+    float ms = -1;
+    cr_assert_eq(fc_event_elapsed_ms(e0, e1, &ms), FC_OK, "%s", fc_errmsg(c));
+    cr_assert(ms > 0 && ms < 10000, "%g ms", (double)ms);
+    reference(x, w, N, ref);
+    expect_close(y, ref, N, 1e-5f);
+    expect_close(y2, ref, N, 1e-5f);
+    fc_memory_stats m;
+    cr_assert_eq(fc_memory_stats_get(c, &m), FC_OK);
+    cr_assert(m.pinned_in_use >= 2 * N * sizeof(float), "the user's pinned blocks are in use");
+    fc_scope_close(s);
+    fc_event_destroy(e0);
+    fc_event_destroy(e1);
+    fc_stream_destroy(s1);
+    fc_stream_destroy(s2);
+    fc_host_free(c, x);
+    fc_host_free(c, y);
+    cr_assert_eq(fc_memory_trim(c), FC_OK);
+    cr_assert_eq(fc_memory_stats_get(c, &m), FC_OK);
+    cr_assert_eq(m.pinned_in_use + m.pinned_cached, 0, "trim gives pinned blocks back");
+    free(w), free(ref), free(y2);
+    fc_ctx_destroy(c);
+}
+
+Test(gpu, out_of_memory_is_clean_and_recoverable) {
+    NEED_GPU();
+    fc_ctx *c = make_ctx(FC_BACKEND_CUDA, 64u << 20);
+    cr_assert_not_null(c);
+    fc_memory_stats before, after;
+    cr_assert_eq(fc_memory_stats_get(c, &before), FC_OK);
+    cr_assert_eq(before.limit, 64u << 20);
+    fc_scope *s = fc_scope_open(c);
+    /* 3 x 40 MiB: the inputs fit, the output does not. */
+    fc_array *a = fc_random_uniform(c, FC_F32, FC_SHAPE(10 << 20), 1);
+    cr_assert_eq(fc_eval(c, &a, 1), FC_OK, "%s", fc_errmsg(c));
+    fc_array *y = fc_mul(fc_add(a, fc_random_uniform(c, FC_F32, FC_SHAPE(10 << 20), 2)),
+                         fc_f64(c, 2.0));
+    fc_status st = fc_eval(c, &y, 1);
+    cr_assert_eq(st, FC_ERR_NOMEM, "%s", fc_strerror(st));
+    cr_assert(strstr(fc_errmsg(c), "memory limit"), "%s", fc_errmsg(c));
+    cr_assert_eq(fc_memory_stats_get(c, &after), FC_OK);
+    cr_assert_eq(after.in_use, (size_t)40 << 20, "only a's value is held: %zu", after.in_use);
+    fc_scope_close(s);
+    cr_assert_eq(fc_memory_stats_get(c, &after), FC_OK);
+    cr_assert_eq(after.in_use, 0, "nothing leaked: %zu bytes in use", after.in_use);
+    /* The next evaluation succeeds. */
+    s = fc_scope_open(c);
+    float got[4] = {NAN, NAN, NAN, NAN};
+    fc_array *z = fc_add(fc_arange(c, FC_F32, 0, 4, 1), fc_f64(c, 0.5));
+    cr_assert_eq(fc_read(z, got, 0, 4), FC_OK, "%s", fc_errmsg(c));
+    for (int i = 0; i < 4; i++) cr_assert_eq(got[i], (float)i + 0.5f);
+    fc_scope_close(s);
+    fc_ctx_destroy(c);
+}
+
+Test(gpu, memory_peak_is_inputs_plus_outputs) {
+    NEED_GPU();
+    fc_ctx *c = make_ctx(FC_BACKEND_CUDA, 0);
+    enum { N = 1 << 22 };
+    fc_scope *s = fc_scope_open(c);
+    fc_array *x = fc_random_uniform(c, FC_F32, FC_SHAPE(N), 3);
+    cr_assert_eq(fc_eval(c, &x, 1), FC_OK);
+    cr_assert_eq(fc_ctx_synchronize(c), FC_OK);
+    fc_memory_reset_peak(c);
+    fc_array *y = fc_tanh(fc_add(fc_sin(x), fc_mul(x, fc_f64(c, 0.1))));
+    cr_assert_eq(fc_eval(c, &y, 1), FC_OK, "%s", fc_errmsg(c));
+    fc_memory_stats m;
+    cr_assert_eq(fc_memory_stats_get(c, &m), FC_OK);
+    cr_assert(m.peak >= (size_t)2 * N * 4 && m.peak <= (size_t)2 * N * 4 + (1u << 20),
+              "peak %zu: inputs + outputs (+ at most 1 MiB): fused intermediates never exist", m.peak);
+    double gbps = 0;
+    cr_assert_eq(fc_device_copy_bandwidth(c, 64u << 20, 5, &gbps), FC_OK, "%s", fc_errmsg(c));
+    cr_assert(gbps > 100, "copy bandwidth %g GB/s", gbps);
+    fc_scope_close(s);
+    fc_ctx_destroy(c);
+}
+
+Test(gpu, devices_and_copies_between_contexts) {
+    NEED_GPU();
+    int n = 0;
+    cr_assert_eq(fc_device_count(&n), FC_OK);
+    cr_assert(n >= 1);
+    fc_device_info info;
+    cr_assert_eq(fc_device_get_info(0, &info), FC_OK);
+    cr_assert(info.sm_count > 0 && info.total_memory > 0 && strncmp(info.arch, "sm_", 3) == 0);
+    cr_assert_eq(fc_device_get_info(n, &info), FC_ERR_BACKEND);
+    fc_ctx *g1 = make_ctx(FC_BACKEND_CUDA, 0), *h = make_ctx(FC_BACKEND_HOST, 0);
+    fc_ctx_options o;
+    memset(&o, 0, sizeof o);
+    o.backend = FC_BACKEND_CUDA;
+    o.device = n - 1; /* the last device: another one where there are two */
+    fc_ctx *g2;
+    cr_assert_eq(fc_ctx_create(&g2, &o), FC_OK);
+    cr_assert_eq(fc_ctx_device(g2), n - 1);
+    fc_scope *s1 = fc_scope_open(g1), *s2 = fc_scope_open(g2), *sh = fc_scope_open(h);
+    fc_array *x = fc_mul(fc_random_uniform(g1, FC_F64, FC_SHAPE(1000, 7), 4), fc_f64(g1, 3.0));
+    fc_array *y = fc_copy_to(x, g2);
+    fc_array *z = fc_copy_to(fc_add(y, fc_f64(g2, 1.0)), h);
+    fc_array *back = fc_copy_to(z, g1);
+    double *vx = malloc(7000 * sizeof *vx), *vb = malloc(7000 * sizeof *vb);
+    cr_assert_eq(fc_to_host(x, vx, 7000 * sizeof *vx), FC_OK, "%s", fc_errmsg(g1));
+    for (int i = 0; i < 7000; i++) vb[i] = NAN;
+    cr_assert_eq(fc_to_host(back, vb, 7000 * sizeof *vb), FC_OK, "%s", fc_errmsg(g1));
+    for (int i = 0; i < 7000; i++) cr_assert_eq(vb[i], vx[i] + 1.0, "element %d", i);
+    free(vx), free(vb);
+    fc_scope_close(sh);
+    fc_scope_close(s2);
+    fc_scope_close(s1);
+    fc_ctx_destroy(g2);
+    fc_ctx_destroy(h);
+    fc_ctx_destroy(g1);
+}
+
+static size_t cache_entries(const char *dir) {
+    fcc_options o = fcc_options_default();
+    o.dir = dir;
+    fcc_cache *cache = NULL;
+    size_t n = 0;
+    if (fcc_open(&o, &cache) == FC_OK) {
+        fcc_stats st;
+        if (fcc_get_stats(cache, &st) == FC_OK) n = (size_t)st.entries;
+        fcc_close(cache);
+    }
+    return n;
+}
+
+Test(gpu, dead_context_fails_cleanly_and_writes_no_cache) {
+    NEED_GPU();
+    char dir[] = "/tmp/fusec-dead-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    fc_ctx_options o;
+    memset(&o, 0, sizeof o);
+    o.backend = FC_BACKEND_CUDA;
+    o.cache_dir = dir;
+    fc_ctx *c;
+    cr_assert_eq(fc_ctx_create(&c, &o), FC_OK);
+    fc_scope *s = fc_scope_open(c);
+    fc_array *x = fc_exp(fc_random_uniform(c, FC_F32, FC_SHAPE(1000), 1));
+    cr_assert_eq(fc_eval(c, &x, 1), FC_OK, "%s", fc_errmsg(c));
+    cr_assert_eq(fc_ctx_synchronize(c), FC_OK);
+    size_t entries = cache_entries(dir);
+    cr_assert(entries >= 1);
+    fc_status st = fcr_test_fault(c);
+    cr_assert_eq(st, FC_ERR_BACKEND, "%s", fc_strerror(st));
+    cr_assert(strstr(fc_errmsg(c), "unusable"), "%s", fc_errmsg(c));
+    /* A new program (a new kernel) fails at once and compiles nothing. */
+    fc_array *y = fc_log1p(fc_cosh(fc_random_uniform(c, FC_F64, FC_SHAPE(77), 2)));
+    double v[77];
+    st = fc_read(y, v, 0, 77);
+    cr_assert_eq(st, FC_ERR_BACKEND);
+    cr_assert(strstr(fc_errmsg(c), "unusable after an earlier error"), "%s", fc_errmsg(c));
+    float f;
+    cr_assert_eq(fc_read(x, &f, 0, 1), FC_ERR_BACKEND, "no download from a dead context");
+    fc_stream *str;
+    cr_assert_eq(fc_stream_create(c, &str), FC_ERR_BACKEND);
+    cr_assert_eq(fc_ctx_synchronize(c), FC_ERR_BACKEND);
+    cr_assert_eq(cache_entries(dir), entries, "no cache write after death");
+    fc_scope_close(s);
+    fc_ctx_destroy(c); /* and no crash or hang on the way out */
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
