@@ -51,8 +51,14 @@ static inline fc_array *wl_data(fc_ctx *ctx, int index, fc_dtype dtype, fc_shape
     return a;
 }
 
+/* When set, wl_input asks it first (bench/capi.c hands back the same input arrays to every
+ * build, so a rebuilt workload is the same program on the same data); NULL: no answer. */
+static fc_array *(*wl_input_hook)(fc_ctx *ctx, int index, fc_dtype dtype, fc_shape shape);
+
 /* A placeholder input of the given dtype and shape; `index` is its program-input position. */
 static inline fc_array *wl_input(fc_ctx *ctx, int index, fc_dtype dtype, fc_shape shape) {
+    fc_array *hooked = wl_input_hook ? wl_input_hook(ctx, index, dtype, shape) : NULL;
+    if (hooked) return hooked;
     if (wl_data_seed) return wl_data(ctx, index, dtype, shape);
     fcg_params p;
     memset(&p, 0, sizeof p);
