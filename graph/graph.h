@@ -306,11 +306,6 @@ static inline size_t fcg_node_numel(const fc_array *a) { return fcg_numel(a->ndi
 /* After a write into a: a and every node computed from it leave the cons table (graph/node.c). */
 fc_status fcg_detach(fc_ctx *ctx, fc_array *a);
 
-/* The structural hash of the graph of `arrays`; with cut_at_values, nodes that hold a value
- * are leaves (by dtype and shape), as a plan sees them: the plan cache's key. Hands back the
- * walk's order (every node's ->order is its position; free with count pointers). */
-fc_status fcg_cut_hash(fc_ctx *ctx, fc_array *const *arrays, int n, bool cut_at_values,
-                       fc_hash *out, fc_array ***order_out, size_t *count_out);
 /* Fills a->shape_hash and a->local_hash (graph/hash.c); called when a node is made. */
 void fcg_node_hashes(fc_array *a);
 /* The plan cache's key, fast: the graph cut at values, each node by its precomputed

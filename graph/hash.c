@@ -3,7 +3,9 @@
  *
  * The hash serialises the graph in a canonical order (DFS post-order from the outputs) with
  * nodes named by position, so it depends on structure alone: never on pointers, creation
- * order or input values. It keys the plan cache and proves round trips of the .fc format.
+ * order or input values. It names programs (`fusec hash`) and proves round trips of the .fc
+ * format. The plan cache's key (fcg_plan_key, at the end) is a faster walk of the same kind
+ * that stops at nodes holding values.
  */
 #include "graph.h"
 
@@ -97,16 +99,7 @@ fc_status fc_graph_hash(fc_array *const *arrays, int n, fc_hash *out) {
     }
     fc_array **order;
     size_t count;
-    fc_status st = fcg_cut_hash(ctx, arrays, n, false, out, &order, &count);
-    if (st == FC_OK) fcg_free(ctx, order, count * sizeof *order);
-    return st;
-}
-
-fc_status fcg_cut_hash(fc_ctx *ctx, fc_array *const *arrays, int n, bool cut_at_values,
-                       fc_hash *out, fc_array ***order_out, size_t *count_out) {
-    fc_array **order;
-    size_t count;
-    fc_status st = fcg_topo_order(ctx, arrays, n, cut_at_values, &order, &count);
+    fc_status st = fcg_topo_order(ctx, arrays, n, false, &order, &count);
     if (st != FC_OK) return st;
     XXH3_state_t state;
     XXH3_128bits_reset(&state);
@@ -117,18 +110,17 @@ fc_status fcg_cut_hash(fc_ctx *ctx, fc_array *const *arrays, int n, bool cut_at_
         hash_record r;
         memset(&r, 0, sizeof r);
         /* Inputs are leaves by position, dtype and shape: data and placeholders alike. */
-        bool leaf = a->op == FCG_OP_DATA || a->op == FCG_OP_INPUT ||
-                    (cut_at_values && (a->host || a->dev));
+        bool leaf = a->op == FCG_OP_DATA || a->op == FCG_OP_INPUT;
         r.op = leaf ? FCG_OP_INPUT : a->op;
         r.dtype = a->dtype;
         r.loop_dtype = a->loop_dtype;
         r.weak = a->weak;
         r.ndim = a->ndim;
-        r.nin = leaf ? 0 : a->nin;
+        r.nin = a->nin;
         memcpy(r.shape, a->shape, sizeof r.shape);
         if (!leaf) r.p = a->p;
         XXH3_128bits_update(&state, &r, sizeof r);
-        for (int k = 0; k < a->nin && !leaf; k++) {
+        for (int k = 0; k < a->nin; k++) {
             int64_t idx = a->in[k]->order;
             XXH3_128bits_update(&state, &idx, sizeof idx);
         }
@@ -137,8 +129,7 @@ fc_status fcg_cut_hash(fc_ctx *ctx, fc_array *const *arrays, int n, bool cut_at_
     XXH3_128bits_update(&state, &outs, sizeof outs);
     for (int k = 0; k < n; k++) XXH3_128bits_update(&state, &arrays[k]->order, sizeof(int64_t));
     XXH128_hash_t h = XXH3_128bits_digest(&state);
-    *order_out = order;
-    *count_out = count;
+    fcg_free(ctx, order, count * sizeof *order);
     out->lo = h.low64;
     out->hi = h.high64;
     return FC_OK;
