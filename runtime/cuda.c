@@ -1531,7 +1531,7 @@ static fc_status run_entry(fc_ctx *ctx, plan_entry *e, fc_array *const *leaves,
             if (from_buf) w->dev = 0, w->dev_bytes = 0;
             else if (w->dev) free_value(ctx, w);
         }
-        memset(taken, 0, (size_t)e->nbuf * sizeof *taken);
+        if (taken) memset(taken, 0, (size_t)e->nbuf * sizeof *taken); /* NULL: its allocation failed */
     }
     for (int b = 0; b < e->nbuf; b++)
         if (bufs && bufs[b] && !taken[b]) pool_free(ctx, bufs[b], e->buf_bytes[b], s);
