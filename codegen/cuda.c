@@ -569,10 +569,12 @@ static int eval_node(gen *g, const fc_array *a, const ix *idx) {
     case FCG_KIND_SOURCE: return a->op == FCG_OP_CONST ? eval_const(g, a) : eval_source(g, a, idx);
     case FCG_KIND_EW: return eval_ew(g, a, idx);
     case FCG_KIND_VIEW: return eval_view(g, a, idx);
-    default:
-        fail(g, FC_ERR_UNSUPPORTED, "codegen: %s cannot be evaluated here", fcg_ops[a->op].pyname);
-        return 0;
+    case FCG_KIND_REDUCE: /* the planner gives these kernels of their own roles */
+    case FCG_KIND_LIB:
+    case FCG_KIND_SPECIAL: break;
     }
+    fail(g, FC_ERR_UNSUPPORTED, "codegen: %s cannot be evaluated here", fcg_ops[a->op].pyname);
+    return 0;
 }
 
 /* The value at position p (variable v) is stored into shared memory at the end of the
@@ -780,21 +782,12 @@ static void gen_ew(gen *g) {
  * the block that finishes last combines them in index order. Every shape fixes the block
  * size, the split and so the order, so a result has the same bits every run. */
 
-/* Accumulation dtypes. Float sums, products and moments accumulate in double (complex in
- * c128), as the host reference does, so results agree to the output's precision; max, min
- * and arg* are exact in the loop dtype. acc_mean_dtype is the running value (the sum, or
- * Welford's mean); acc_type names its real part (norms, Welford's M2). */
-static fc_dtype acc_mean_dtype(const fc_array *r) {
-    fc_dtype l = (fc_dtype)r->loop_dtype;
-    switch ((fcg_op)r->op) {
-    case FCG_OP_SUM: case FCG_OP_MEAN: case FCG_OP_PROD: case FCG_OP_VAR: case FCG_OP_STD:
-    case FCG_OP_NORM:
-        if (fcg_is_complex(l)) return FC_C128;
-        if (fcg_is_float(l)) return FC_F64;
-        return l;
-    default: return l;
-    }
-}
+/* Accumulation dtypes (the descriptor's acc rule, graph/reduce.c): float sums, products and
+ * moments accumulate in double (complex in c128), as the host reference does, so results
+ * agree to the output's precision; max, min and arg* are exact in the loop dtype.
+ * acc_mean_dtype is the running value (the sum, or Welford's mean); acc_type names its real
+ * part (Welford's M2). */
+static fc_dtype acc_mean_dtype(const fc_array *r) { return fcg_reduce_acc_dtype(r); }
 static const char *acc_type(const fc_array *r) {
     return fc_dtype_name(fcg_real_dtype(acc_mean_dtype(r)));
 }
@@ -825,26 +818,26 @@ static int red_fields(gen *g, const fc_array *r, field *f) {
     fc_dtype lt = acc_mean_dtype(r), at = fcg_real_dtype(lt);
     const char *L = str(g, "fcx_ct_%s", dt(lt)), *A = str(g, "fcx_ct_%s", dt(at));
     int n = 0;
-    switch ((fcg_op)r->op) {
-    case FCG_OP_ANY: case FCG_OP_ALL: f[n++] = (field){'a', "bool", 1}; break;
-    case FCG_OP_MAX: case FCG_OP_MIN:
+    switch (fcg_reduction_of(r)->combine) {
+    case FCG_COMBINE_OR: case FCG_COMBINE_AND: f[n++] = (field){'a', "bool", 1}; break;
+    case FCG_COMBINE_ADD: case FCG_COMBINE_MUL: f[n++] = (field){'a', L, ct_size(lt)}; break;
+    case FCG_COMBINE_MAX: case FCG_COMBINE_MIN:
         f[n++] = (field){'a', L, ct_size(lt)};
-        f[n++] = (field){'h', "bool", 1};
+        f[n++] = (field){'h', "bool", 1}; /* whether a holds an element yet */
         break;
-    case FCG_OP_ARGMAX: case FCG_OP_ARGMIN:
+    case FCG_COMBINE_ARGMAX: case FCG_COMBINE_ARGMIN:
         f[n++] = (field){'a', L, ct_size(lt)};
         f[n++] = (field){'x', "long long", 8};
         break;
-    case FCG_OP_VAR: case FCG_OP_STD:
+    case FCG_COMBINE_MOMENTS:
         f[n++] = (field){'a', L, ct_size(lt)};
         f[n++] = (field){'m', A, ct_size(at)};
         f[n++] = (field){'n', "long long", 8};
         break;
-    case FCG_OP_NORM:
-        f[n++] = (field){'a', A, ct_size(at)};
-        if (r->p.ord == FC_NORM_INF) f[n++] = (field){'h', "bool", 1};
+    case FCG_COMBINE_UNSET:
+        fail(g, FC_ERR_UNSUPPORTED, "codegen: %s has no reduction descriptor", fcg_ops[r->op].pyname);
+        f[n++] = (field){'a', L, ct_size(lt)};
         break;
-    default: f[n++] = (field){'a', L, ct_size(lt)}; break;
     }
     return n;
 }
@@ -855,7 +848,7 @@ static int widen(gen *g, const fc_array *r, int v) {
 }
 
 static bool is_welford(const fc_array *r) {
-    return (r->op == FCG_OP_VAR || r->op == FCG_OP_STD) && fcg_is_inexact(acc_mean_dtype(r));
+    return fcg_reduction_of(r)->combine == FCG_COMBINE_MOMENTS && fcg_is_inexact(acc_mean_dtype(r));
 }
 
 /* The identity of reduction r into its variables <prefix><field><pos>, declared when decl. */
@@ -863,83 +856,92 @@ static void acc_identity(gen *g, const fc_array *r, int pos, const char *prefix,
     field f[3];
     int nf = red_fields(g, r, f);
     const char *L = dt(acc_mean_dtype(r)), *A = acc_type(r);
+    const char *ident = NULL;
+    switch (fcg_reduction_of(r)->identity) {
+    case FCG_ID_ZERO: ident = str(g, "fcx_cast_%s(0)", L); break;
+    case FCG_ID_ONE: ident = str(g, "fcx_cast_%s(1)", L); break;
+    case FCG_ID_FALSE: ident = "false"; break;
+    case FCG_ID_TRUE: ident = "true"; break;
+    case FCG_ID_NONE: ident = str(g, "fcx_cast_%s(0)", L); break; /* unread until h or x is set */
+    case FCG_ID_UNSET:
+        fail(g, FC_ERR_UNSUPPORTED, "codegen: %s has no reduction descriptor", fcg_ops[r->op].pyname);
+        ident = "0";
+        break;
+    }
     for (int i = 0; i < nf; i++) {
-        const char *val;
-        switch (f[i].c) {
-        case 'h': val = "false"; break;
-        case 'x': val = "-1"; break;
-        case 'n': val = "0"; break;
-        case 'm': val = str(g, "fcx_cast_%s(0)", A); break;
-        default: /* 'a' */
-            if (r->op == FCG_OP_ANY) val = "false";
-            else if (r->op == FCG_OP_ALL) val = "true";
-            else if (r->op == FCG_OP_PROD) val = str(g, "fcx_cast_%s(1)", L);
-            else if (r->op == FCG_OP_NORM) val = str(g, "fcx_cast_%s(0)", A);
-            else val = str(g, "fcx_cast_%s(0)", L);
-        }
+        const char *val = ident; /* 'a' */
+        if (f[i].c == 'h') val = "false";
+        else if (f[i].c == 'x') val = "-1";
+        else if (f[i].c == 'n') val = "0";
+        else if (f[i].c == 'm') val = str(g, "fcx_cast_%s(0)", A);
         if (decl) line(g, "%s %s%c%d = %s;", f[i].type, prefix, f[i].c, pos, val);
         else line(g, "%s%c%d = %s;", prefix, f[i].c, pos, val);
     }
 }
 
 /* Declares the per-thread accumulator of reduction r (position pos). */
-static void acc_init(gen *g, const fc_array *r, int pos) {
-    switch ((fcg_op)r->op) {
-    case FCG_OP_SUM: case FCG_OP_MEAN: case FCG_OP_PROD: case FCG_OP_ANY: case FCG_OP_ALL:
-    case FCG_OP_MAX: case FCG_OP_MIN: case FCG_OP_ARGMAX: case FCG_OP_ARGMIN: case FCG_OP_VAR:
-    case FCG_OP_STD: case FCG_OP_NORM:
-        acc_identity(g, r, pos, "", true);
-        break;
-    default: fail(g, FC_ERR_UNSUPPORTED, "codegen: reduction %s", fcg_ops[r->op].pyname);
-    }
-}
+static void acc_init(gen *g, const fc_array *r, int pos) { acc_identity(g, r, pos, "", true); }
 
-/* Folds value v (in the loop dtype), at position e within the row, into the accumulator. */
+/* Folds value v (in the loop dtype), at position e within the row, into the accumulator:
+ * the descriptor's map gives x (in the accumulator's dtype; pre and post scope a temporary
+ * it needs), then its combine folds x in. */
 static void acc_update(gen *g, const fc_array *r, int pos, int v, const char *e) {
-    const char *A = acc_type(r);
-    switch ((fcg_op)r->op) {
-    case FCG_OP_SUM: case FCG_OP_MEAN: v = widen(g, r, v); line(g, "a%d = fcx_add(a%d, v%d);", pos, pos, v); break;
-    case FCG_OP_PROD: v = widen(g, r, v); line(g, "a%d = fcx_mul(a%d, v%d);", pos, pos, v); break;
-    case FCG_OP_ANY: line(g, "a%d = a%d || v%d;", pos, pos, v); break;
-    case FCG_OP_ALL: line(g, "a%d = a%d && v%d;", pos, pos, v); break;
-    case FCG_OP_MAX: case FCG_OP_MIN:
-        line(g, "a%d = h%d ? fcx_%s(a%d, v%d) : v%d; h%d = true;", pos, pos,
-             r->op == FCG_OP_MAX ? "maximum" : "minimum", pos, v, v, pos);
+    const fcg_reduction *d = fcg_reduction_of(r);
+    const char *L = dt(acc_mean_dtype(r)), *A = acc_type(r);
+    bool twice = d->combine != FCG_COMBINE_ADD && d->combine != FCG_COMBINE_MUL &&
+                 d->combine != FCG_COMBINE_OR && d->combine != FCG_COMBINE_AND; /* x read twice */
+    const char *pre = "", *post = "", *x = NULL;
+    switch (d->map) {
+    case FCG_MAP_VALUE:
+        if (d->combine == FCG_COMBINE_MOMENTS && g->batch && is_welford(r)) {
+            line(g, "bv%d[u] = v%d;", pos, v); /* merged a batch at a time (welford_batch) */
+            return;
+        }
+        x = str(g, "v%d", widen(g, r, v));
         break;
-    case FCG_OP_ARGMAX: case FCG_OP_ARGMIN:
+    case FCG_MAP_ABS: /* |v| in the loop's real dtype, then widened */
+        x = str(g, "fcx_cast_%s(fcx_abs(v%d))", A, v);
+        if (twice) {
+            pre = str(g, "{ const fcx_ct_%s t = %s; ", A, x);
+            x = "t";
+            post = " }";
+        }
+        break;
+    case FCG_MAP_ABS2:
+        pre = str(g, "{ const fcx_ct_%s t = fcx_cast_%s(fcx_abs(v%d)); ", A, A, v);
+        x = "fcx_mul(t, t)";
+        post = " }";
+        break;
+    case FCG_MAP_UNSET:
+        fail(g, FC_ERR_UNSUPPORTED, "codegen: %s has no reduction descriptor", fcg_ops[r->op].pyname);
+        return;
+    }
+    switch (d->combine) {
+    case FCG_COMBINE_ADD: line(g, "%sa%d = fcx_add(a%d, %s);%s", pre, pos, pos, x, post); break;
+    case FCG_COMBINE_MUL: line(g, "%sa%d = fcx_mul(a%d, %s);%s", pre, pos, pos, x, post); break;
+    case FCG_COMBINE_OR: line(g, "%sa%d = a%d || %s;%s", pre, pos, pos, x, post); break;
+    case FCG_COMBINE_AND: line(g, "%sa%d = a%d && %s;%s", pre, pos, pos, x, post); break;
+    case FCG_COMBINE_MAX: case FCG_COMBINE_MIN:
+        line(g, "%sa%d = h%d ? fcx_%s(a%d, %s) : %s; h%d = true;%s", pre, pos, pos,
+             d->combine == FCG_COMBINE_MAX ? "maximum" : "minimum", pos, x, x, pos, post);
+        break;
+    case FCG_COMBINE_ARGMAX: case FCG_COMBINE_ARGMIN:
         /* Sequential order within a thread: a later element wins only if strictly better
          * (or the first NaN). */
-        line(g, "if (x%d < 0 || (!fcx_isnan(a%d) && (fcx_isnan(v%d) || fcx_%s(v%d, a%d)))) { a%d = v%d; "
-                "x%d = (long long)(%s); }", pos, pos, v, r->op == FCG_OP_ARGMAX ? "greater" : "less",
-             v, pos, pos, v, pos, e);
+        line(g, "%sif (x%d < 0 || (!fcx_isnan(a%d) && (fcx_isnan(%s) || fcx_%s(%s, a%d)))) { a%d = %s; "
+                "x%d = (long long)(%s); }%s", pre, pos, pos, x,
+             d->combine == FCG_COMBINE_ARGMAX ? "greater" : "less", x, pos, pos, x, pos, e, post);
         break;
-    case FCG_OP_VAR: case FCG_OP_STD: {
-        const char *L = dt(acc_mean_dtype(r));
-        if (g->batch && is_welford(r)) { /* merged a batch at a time (welford_batch) */
-            line(g, "bv%d[u] = v%d;", pos, v);
-            break;
-        }
-        v = widen(g, r, v);
+    case FCG_COMBINE_MOMENTS:
         /* Welford: the running mean and the sum of squared deviations. */
-        line(g, "{ n%d += 1; const fcx_ct_%s d = fcx_sub(v%d, a%d); a%d = fcx_add(a%d, fcx_div(d, "
-                "fcx_cast_%s(n%d))); const fcx_ct_%s d2 = fcx_abs(fcx_sub(v%d, a%d)); const fcx_ct_%s "
-                "d1 = fcx_abs(d); m%d = fcx_add(m%d, fcx_mul(d1, d2)); }",
-             pos, L, v, pos, pos, pos, L, pos, A, v, pos, A, pos, pos);
+        line(g, "%s{ n%d += 1; const fcx_ct_%s d = fcx_sub(%s, a%d); a%d = fcx_add(a%d, fcx_div(d, "
+                "fcx_cast_%s(n%d))); const fcx_ct_%s d2 = fcx_abs(fcx_sub(%s, a%d)); const fcx_ct_%s "
+                "d1 = fcx_abs(d); m%d = fcx_add(m%d, fcx_mul(d1, d2)); }%s",
+             pre, pos, L, x, pos, pos, pos, L, pos, A, x, pos, A, pos, pos, post);
         break;
-    }
-    case FCG_OP_NORM: {
-        /* |v| in the loop's real dtype, then widened. */
-        const char *src = str(g, "fcx_cast_%s(fcx_abs(v%d))", A, v);
-        if (r->p.ord == FC_NORM_L2)
-            line(g, "{ const fcx_ct_%s t = %s; a%d = fcx_add(a%d, fcx_mul(t, t)); }", A, src, pos, pos);
-        else if (r->p.ord == FC_NORM_L1)
-            line(g, "a%d = fcx_add(a%d, %s);", pos, pos, src);
-        else
-            line(g, "{ const fcx_ct_%s t = %s; a%d = h%d ? fcx_maximum(a%d, t) : t; h%d = true; }", A,
-                 src, pos, pos, pos, pos);
+    case FCG_COMBINE_UNSET:
+        fail(g, FC_ERR_UNSUPPORTED, "codegen: %s has no reduction descriptor", fcg_ops[r->op].pyname);
         break;
-    }
-    default: break;
     }
 }
 
@@ -989,25 +991,19 @@ static void welford_batch(gen *g, const fc_array *r, int pos, int k) {
 /* dst (<d><field><pos>) absorbs src (<s><field><pos>), src holding the later elements. */
 static void acc_combine(gen *g, const fc_array *r, int pos, const char *d, const char *s) {
     const char *L = dt(acc_mean_dtype(r)), *A = acc_type(r);
-    switch ((fcg_op)r->op) {
-    case FCG_OP_SUM: case FCG_OP_MEAN: line(g, "%sa%d = fcx_add(%sa%d, %sa%d);", d, pos, d, pos, s, pos); break;
-    case FCG_OP_PROD: line(g, "%sa%d = fcx_mul(%sa%d, %sa%d);", d, pos, d, pos, s, pos); break;
-    case FCG_OP_ANY: line(g, "%sa%d = %sa%d || %sa%d;", d, pos, d, pos, s, pos); break;
-    case FCG_OP_ALL: line(g, "%sa%d = %sa%d && %sa%d;", d, pos, d, pos, s, pos); break;
-    case FCG_OP_NORM:
-        if (r->p.ord != FC_NORM_INF) {
-            line(g, "%sa%d = fcx_add(%sa%d, %sa%d);", d, pos, d, pos, s, pos);
-            break;
-        }
-        /* fall through: the inf-norm is a max of magnitudes */
-        __attribute__((fallthrough));
-    case FCG_OP_MAX: case FCG_OP_MIN:
+    const fcg_red_combine c = fcg_reduction_of(r)->combine;
+    switch (c) {
+    case FCG_COMBINE_ADD: line(g, "%sa%d = fcx_add(%sa%d, %sa%d);", d, pos, d, pos, s, pos); break;
+    case FCG_COMBINE_MUL: line(g, "%sa%d = fcx_mul(%sa%d, %sa%d);", d, pos, d, pos, s, pos); break;
+    case FCG_COMBINE_OR: line(g, "%sa%d = %sa%d || %sa%d;", d, pos, d, pos, s, pos); break;
+    case FCG_COMBINE_AND: line(g, "%sa%d = %sa%d && %sa%d;", d, pos, d, pos, s, pos); break;
+    case FCG_COMBINE_MAX: case FCG_COMBINE_MIN:
         line(g, "if (%sh%d) { %sa%d = %sh%d ? fcx_%s(%sa%d, %sa%d) : %sa%d; %sh%d = true; }", s, pos,
-             d, pos, d, pos, r->op == FCG_OP_MIN ? "minimum" : "maximum", d, pos, s, pos, s, pos, d, pos);
+             d, pos, d, pos, c == FCG_COMBINE_MIN ? "minimum" : "maximum", d, pos, s, pos, s, pos, d, pos);
         break;
-    case FCG_OP_ARGMAX: case FCG_OP_ARGMIN: {
+    case FCG_COMBINE_ARGMAX: case FCG_COMBINE_ARGMIN: {
         /* A NaN beats numbers (the first NaN wins); among equals the lower index wins. */
-        const char *gt = r->op == FCG_OP_ARGMAX ? "greater" : "less";
+        const char *gt = c == FCG_COMBINE_ARGMAX ? "greater" : "less";
         line(g, "{");
         g->indent++;
         line(g, "const bool ta = %sx%d >= 0, tb = %sx%d >= 0;", d, pos, s, pos);
@@ -1023,7 +1019,7 @@ static void acc_combine(gen *g, const fc_array *r, int pos, const char *d, const
         line(g, "}");
         break;
     }
-    case FCG_OP_VAR: case FCG_OP_STD:
+    case FCG_COMBINE_MOMENTS:
         /* Chan et al.: merge two (count, mean, M2) summaries. */
         line(g, "if (%sn%d > 0) {", s, pos);
         g->indent++;
@@ -1044,7 +1040,9 @@ static void acc_combine(gen *g, const fc_array *r, int pos, const char *d, const
         g->indent--;
         line(g, "}");
         break;
-    default: break;
+    case FCG_COMBINE_UNSET:
+        fail(g, FC_ERR_UNSUPPORTED, "codegen: %s has no reduction descriptor", fcg_ops[r->op].pyname);
+        break;
     }
 }
 
@@ -1197,28 +1195,30 @@ static void block_reduce_cols(gen *g, const int *pos, int n) {
 static int acc_finish(gen *g, const fc_array *r, int pos, const char *count) {
     int v = new_var(g);
     const char *O = dt(r->dtype), *L = dt(acc_mean_dtype(r)), *A = acc_type(r);
-    switch ((fcg_op)r->op) {
-    case FCG_OP_MEAN:
+    const fcg_reduction *d = fcg_reduction_of(r);
+    switch (d->finish) {
+    case FCG_FINISH_NONE:
+        if (d->combine == FCG_COMBINE_OR || d->combine == FCG_COMBINE_AND)
+            line(g, "const fcx_ct_bool v%d = a%d;", v, pos);
+        else
+            line(g, "const fcx_ct_%s v%d = fcx_cast_%s(a%d);", O, v, O, pos);
+        break;
+    case FCG_FINISH_MEAN:
         line(g, "const fcx_ct_%s v%d = fcx_cast_%s(fcx_div(a%d, fcx_cast_%s((double)(%s))));", O, v, O,
              pos, L, count);
         break;
-    case FCG_OP_ARGMAX: case FCG_OP_ARGMIN:
-        line(g, "const fcx_ct_i64 v%d = x%d;", v, pos);
-        break;
-    case FCG_OP_VAR: case FCG_OP_STD: {
+    case FCG_FINISH_INDEX: line(g, "const fcx_ct_i64 v%d = x%d;", v, pos); break;
+    case FCG_FINISH_VARIANCE: case FCG_FINISH_STD:
         line(g, "const long long dd%d = n%d - %d;", v, pos, r->p.ddof);
         line(g, "const fcx_ct_%s w%d = fcx_div(m%d, fcx_cast_%s((double)(dd%d > 0 ? dd%d : 0)));", A, v,
              pos, A, v, v);
-        if (r->op == FCG_OP_STD) line(g, "const fcx_ct_%s v%d = fcx_cast_%s(fcx_sqrt(w%d));", O, v, O, v);
+        if (d->finish == FCG_FINISH_STD) line(g, "const fcx_ct_%s v%d = fcx_cast_%s(fcx_sqrt(w%d));", O, v, O, v);
         else line(g, "const fcx_ct_%s v%d = fcx_cast_%s(w%d);", O, v, O, v);
         break;
-    }
-    case FCG_OP_NORM:
-        if (r->p.ord == FC_NORM_L2) line(g, "const fcx_ct_%s v%d = fcx_cast_%s(fcx_sqrt(a%d));", O, v, O, pos);
-        else line(g, "const fcx_ct_%s v%d = fcx_cast_%s(a%d);", O, v, O, pos);
+    case FCG_FINISH_SQRT: line(g, "const fcx_ct_%s v%d = fcx_cast_%s(fcx_sqrt(a%d));", O, v, O, pos); break;
+    case FCG_FINISH_UNSET:
+        fail(g, FC_ERR_UNSUPPORTED, "codegen: %s has no reduction descriptor", fcg_ops[r->op].pyname);
         break;
-    case FCG_OP_ANY: case FCG_OP_ALL: line(g, "const fcx_ct_bool v%d = a%d;", v, pos); break;
-    default: line(g, "const fcx_ct_%s v%d = fcx_cast_%s(a%d);", O, v, O, pos); break;
     }
     return v;
 }

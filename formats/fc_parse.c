@@ -160,7 +160,7 @@ typedef enum fcf_fkind {
 enum {
     CP_IDENTITY, CP_MESHGRID, CP_TILE, CP_REPEAT, CP_ROLL, CP_SPLIT, CP_TRIL, CP_TRIU, CP_DIAG,
     CP_DIAGONAL, CP_TRACE, CP_NANSUM, CP_NANPROD, CP_NANMEAN, CP_NANMAX, CP_NANMIN,
-    CP_NANARGMAX, CP_NANARGMIN, CP_COUNT_NONZERO, CP_LOGSUMEXP, CP_ISCLOSE, CP_ALLCLOSE,
+    CP_NANARGMAX, CP_NANARGMIN, CP_LOGSUMEXP, CP_ISCLOSE, CP_ALLCLOSE,
     CP_ROUND, CP_NAN_TO_NUM, CP_HEAVISIDE, CP_DEG2RAD, CP_RAD2DEG, CP_SINC, CP_POSITIVE,
     CP_FABS, CP_FLOAT_POWER
 };
@@ -174,24 +174,44 @@ typedef struct fcf_func {
     const char *params[FCP_MAX_PARAMS];
 } fcf_func;
 
-/* Functions that are not plain elementwise ops. Elementwise ones are found in fcg_ops[]. */
+/* Every reduction of ops.def as a function, its keywords from its params column: f(a, axis,
+ * keepdims) with ddof where it reads one; argmax / argmin (FCG_P_FLAG) take one axis or None;
+ * norm (FCG_P_ORD) is numpy.linalg.norm(x, ord, axis, keepdims). A new reduction row needs
+ * nothing here. */
+#define RF_ORD(params) (((params) & FCG_P_ORD) != 0)
+#define RF_REDUCE(E, py, params)                                                                 \
+    {py, RF_ORD(params) ? FK_NORM : ((params) & FCG_P_FLAG) ? FK_ARG : FK_REDUCE, FCG_OP_##E,     \
+     RF_ORD(params) ? 4 : 2, 1,                                                                  \
+     {RF_ORD(params) ? "x" : "a", RF_ORD(params) ? "ord" : "axis",                               \
+      RF_ORD(params) ? "axis" : "keepdims",                                                      \
+      RF_ORD(params) ? "keepdims" : ((params) & FCG_P_DDOF) ? "ddof" : NULL}},
+#define RF_SOURCE(E, py, params)
+#define RF_SPECIAL(E, py, params)
+#define RF_EW(E, py, params)
+#define RF_EWX(E, py, params)
+#define RF_VIEW(E, py, params)
+#define RF_LIB(E, py, params)
+static const fcf_func fcf_reduce_funcs[] = {
+#define FCG_OP(E, c, py, nin, kind, rule, infix, params, red) RF_##kind(E, py, params)
+#include "ops.def"
+#undef FCG_OP
+};
+#undef RF_ORD
+#undef RF_REDUCE
+#undef RF_SOURCE
+#undef RF_SPECIAL
+#undef RF_EW
+#undef RF_EWX
+#undef RF_VIEW
+#undef RF_LIB
+
+/* Functions that are not plain elementwise ops or reductions (fcg_ops[] and
+ * fcf_reduce_funcs above have those). */
 static const fcf_func fcf_funcs[] = {
     {"cast", FK_CAST, 0, 2, 2, {"x", "dtype"}},
     {"astype", FK_CAST, 0, 2, 2, {"x", "dtype"}},
-    {"sum", FK_REDUCE, FCG_OP_SUM, 2, 1, {"a", "axis", "keepdims"}},
-    {"prod", FK_REDUCE, FCG_OP_PROD, 2, 1, {"a", "axis", "keepdims"}},
-    {"mean", FK_REDUCE, FCG_OP_MEAN, 2, 1, {"a", "axis", "keepdims"}},
-    {"max", FK_REDUCE, FCG_OP_MAX, 2, 1, {"a", "axis", "keepdims"}},
     {"amax", FK_REDUCE, FCG_OP_MAX, 2, 1, {"a", "axis", "keepdims"}},
-    {"min", FK_REDUCE, FCG_OP_MIN, 2, 1, {"a", "axis", "keepdims"}},
     {"amin", FK_REDUCE, FCG_OP_MIN, 2, 1, {"a", "axis", "keepdims"}},
-    {"any", FK_REDUCE, FCG_OP_ANY, 2, 1, {"a", "axis", "keepdims"}},
-    {"all", FK_REDUCE, FCG_OP_ALL, 2, 1, {"a", "axis", "keepdims"}},
-    {"var", FK_REDUCE, FCG_OP_VAR, 2, 1, {"a", "axis", "keepdims", "ddof"}},
-    {"std", FK_REDUCE, FCG_OP_STD, 2, 1, {"a", "axis", "keepdims", "ddof"}},
-    {"norm", FK_NORM, FCG_OP_NORM, 4, 1, {"x", "ord", "axis", "keepdims"}},
-    {"argmax", FK_ARG, FCG_OP_ARGMAX, 2, 1, {"a", "axis", "keepdims"}},
-    {"argmin", FK_ARG, FCG_OP_ARGMIN, 2, 1, {"a", "axis", "keepdims"}},
     {"reshape", FK_RESHAPE, 0, 2, 2, {"a", "shape"}},
     {"ravel", FK_RAVEL, 0, 1, 1, {"a"}},
     {"transpose", FK_TRANSPOSE, 0, 2, 1, {"a", "axes"}},
@@ -239,7 +259,6 @@ static const fcf_func fcf_funcs[] = {
     {"nanmin", FK_COMPOSITE, CP_NANMIN, 2, 1, {"a", "axis", "keepdims"}},
     {"nanargmax", FK_COMPOSITE, CP_NANARGMAX, 2, 1, {"a", "axis", "keepdims"}},
     {"nanargmin", FK_COMPOSITE, CP_NANARGMIN, 2, 1, {"a", "axis", "keepdims"}},
-    {"count_nonzero", FK_COMPOSITE, CP_COUNT_NONZERO, 2, 1, {"a", "axis", "keepdims"}},
     {"logsumexp", FK_COMPOSITE, CP_LOGSUMEXP, 5, 1, {"a", "axis", "b", "keepdims", "return_sign"}},
     {"isclose", FK_COMPOSITE, CP_ISCLOSE, 5, 2, {"a", "b", "rtol", "atol", "equal_nan"}},
     {"allclose", FK_COMPOSITE, CP_ALLCLOSE, 5, 2, {"a", "b", "rtol", "atol", "equal_nan"}},
@@ -558,6 +577,8 @@ static bool ew_callable(int op) {
 static const fcf_func *func_lookup(const char *s, size_t n, int *ew_op) {
     for (size_t i = 0; i < FCF_COUNT(fcf_funcs); i++)
         if (word_is(s, n, fcf_funcs[i].name)) return &fcf_funcs[i];
+    for (size_t i = 0; i < FCF_COUNT(fcf_reduce_funcs); i++)
+        if (word_is(s, n, fcf_reduce_funcs[i].name)) return &fcf_reduce_funcs[i];
     const char *target = NULL;
     for (size_t i = 0; i < FCF_COUNT(fcf_ew_aliases); i++)
         if (word_is(s, n, fcf_ew_aliases[i].alias)) target = fcf_ew_aliases[i].pyname;
@@ -590,11 +611,15 @@ void fcf_names(fcf_name_fn visit, void *user) {
     for (size_t i = 0; i < FCF_COUNT(fcf_dtype_aliases); i++)
         visit(user, FCF_DTYPE, fcf_dtype_aliases[i].name,
               fc_dtype_name(fcf_dtype_aliases[i].dtype));
-    for (size_t i = 0; i < FCF_COUNT(fcf_funcs); i++) {
-        const fcf_func *f = &fcf_funcs[i];
-        visit(user, FCF_FUNCTION, f->name, NULL);
-        for (int k = 0; k < FCP_MAX_PARAMS && f->params[k]; k++)
-            visit(user, FCF_PARAM, f->params[k], f->name);
+    for (int t = 0; t < 2; t++) {
+        const fcf_func *table = t ? fcf_reduce_funcs : fcf_funcs;
+        size_t n = t ? FCF_COUNT(fcf_reduce_funcs) : FCF_COUNT(fcf_funcs);
+        for (size_t i = 0; i < n; i++) {
+            const fcf_func *f = &table[i];
+            visit(user, FCF_FUNCTION, f->name, NULL);
+            for (int k = 0; k < FCP_MAX_PARAMS && f->params[k]; k++)
+                visit(user, FCF_PARAM, f->params[k], f->name);
+        }
     }
     for (int op = 0; op < FCG_OP_COUNT; op++) {
         if (!ew_callable(op)) continue;
@@ -2404,7 +2429,7 @@ static fc_status eval_composite(fcf_builder *b, const fcf_expr *e, fcf_value *v,
                                               : fc_trace(x, offset, axis1, axis2), out);
     }
     case CP_NANSUM: case CP_NANPROD: case CP_NANMEAN: case CP_NANMAX: case CP_NANMIN:
-    case CP_COUNT_NONZERO: case CP_LOGSUMEXP: case CP_NANARGMAX: case CP_NANARGMIN: {
+    case CP_LOGSUMEXP: case CP_NANARGMAX: case CP_NANARGMIN: {
         int keep_k = id == CP_LOGSUMEXP ? 3 : 2;
         bool keep = false;
         if (v[keep_k].kind != V_NONE &&
@@ -2433,8 +2458,7 @@ static fc_status eval_composite(fcf_builder *b, const fcf_expr *e, fcf_value *v,
         }
         fc_array *(*const red[])(fc_array *, fc_axes, bool) = {
             [CP_NANSUM] = fc_nansum, [CP_NANPROD] = fc_nanprod, [CP_NANMEAN] = fc_nanmean,
-            [CP_NANMAX] = fc_nanmax, [CP_NANMIN] = fc_nanmin,
-            [CP_COUNT_NONZERO] = fc_count_nonzero};
+            [CP_NANMAX] = fc_nanmax, [CP_NANMIN] = fc_nanmin};
         return bcheck(b, e, red[id](x, axes, keep), out);
     }
     case CP_ISCLOSE:
@@ -2555,25 +2579,13 @@ static fc_status eval_call(fcf_builder *b, const fcf_expr *e, fcf_value *out) {
             return bcheck(b, e, fc_norm(x, axes, keep, ord), out);
         }
         int ddof = 0;
-        if (fn->op == FCG_OP_VAR || fn->op == FCG_OP_STD) {
+        if (fcg_ops[fn->op].params & FCG_P_DDOF) {
             if ((st = eval_arg(b, e, 3, &v[3], V_NONE)) != FC_OK) return st;
             if (v[3].kind != V_NONE &&
                 (st = to_small_int(b, arg_pos(e, 3), &v[3], "ddof", &ddof)) != FC_OK)
                 return st;
         }
-        fc_array *r;
-        switch (fn->op) {
-        case FCG_OP_SUM: r = fc_sum(x, axes, keep); break;
-        case FCG_OP_PROD: r = fc_prod(x, axes, keep); break;
-        case FCG_OP_MEAN: r = fc_mean(x, axes, keep); break;
-        case FCG_OP_MAX: r = fc_max(x, axes, keep); break;
-        case FCG_OP_MIN: r = fc_min(x, axes, keep); break;
-        case FCG_OP_ANY: r = fc_any(x, axes, keep); break;
-        case FCG_OP_ALL: r = fc_all(x, axes, keep); break;
-        case FCG_OP_VAR: r = fc_var(x, axes, keep, ddof); break;
-        default: r = fc_std(x, axes, keep, ddof); break;
-        }
-        return bcheck(b, e, r, out);
+        return bcheck(b, e, fcg_reduce((fcg_op)fn->op, x, axes, keep, ddof, 0), out);
     }
     case FK_RESHAPE:
     case FK_BROADCAST: {

@@ -431,7 +431,7 @@ static fc_status put_rhs(fcq_printer *pr, const fc_array *a) {
         const fc_array *x = a->in[0];
         buf_printf(b, "%s(", info->pyname);
         put_operand(pr, x, false);
-        if (a->op == FCG_OP_ARGMAX || a->op == FCG_OP_ARGMIN) {
+        if (info->params & FCG_P_FLAG) { /* argmax, argmin: one axis, or None */
             if (a->p.flag) buf_puts(b, ", axis=None");
             else buf_printf(b, ", axis=%d", lowest_bit(a->p.axes));
         } else {
@@ -439,9 +439,8 @@ static fc_status put_rhs(fcq_printer *pr, const fc_array *a) {
             put_axes_list(pr, a->p.axes, x->ndim);
         }
         if (a->p.keepdims) buf_puts(b, ", keepdims=True");
-        if ((a->op == FCG_OP_VAR || a->op == FCG_OP_STD) && a->p.ddof)
-            buf_printf(b, ", ddof=%d", (int)a->p.ddof);
-        if (a->op == FCG_OP_NORM)
+        if ((info->params & FCG_P_DDOF) && a->p.ddof) buf_printf(b, ", ddof=%d", (int)a->p.ddof);
+        if (info->params & FCG_P_ORD)
             buf_puts(b, a->p.ord == FC_NORM_L1 ? ", ord=1" : a->p.ord == FC_NORM_INF ? ", ord=inf"
                                                                                      : ", ord=2");
         buf_puts(b, ")");

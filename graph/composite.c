@@ -1,6 +1,6 @@
 /*
  * graph/composite.c - NumPy functions built from the primitive ops: meshgrid, tile, repeat,
- * roll, split, triu / tril, diag / diagonal / trace, the nan-reductions, count_nonzero,
+ * roll, split, triu / tril, diag / diagonal / trace, the nan-reductions,
  * logsumexp, isclose / allclose, round, nan_to_num, heaviside, deg2rad / rad2deg, sinc,
  * positive, fabs, float_power.
  *
@@ -672,18 +672,6 @@ fc_array *fc_nanargmax(fc_array *a, int axis, bool keepdims) {
 }
 fc_array *fc_nanargmin(fc_array *a, int axis, bool keepdims) {
     return nan_arg(a, axis, keepdims, false);
-}
-
-fc_array *fc_count_nonzero(fc_array *a, fc_axes axes, bool keepdims) {
-    fc_array *early;
-    fc_ctx *ctx = fcg_begin("count_nonzero", 1, &a, &early);
-    if (!ctx || early) return early;
-    uint32_t mask;
-    if (!reduce_mask(ctx, "count_nonzero", a, axes, false, &mask, &early)) return early;
-    cscope cs;
-    if (!cs_open(&cs, ctx)) return cs_nomem(ctx, "count_nonzero");
-    /* truth values (NaN is non-zero; complex counts if either part is), summed as i64 */
-    return cs_close(&cs, fc_sum(fc_cast(a, FC_BOOL), axes, keepdims));
 }
 
 fc_array *fc_logsumexp(fc_array *a, fc_axes axes, bool keepdims) {

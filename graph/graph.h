@@ -23,7 +23,7 @@
 /* ---- the op table ----------------------------------------------------------------------- */
 
 typedef enum fcg_op {
-#define FCG_OP(E, c, py, nin, kind, rule, infix) FCG_OP_##E,
+#define FCG_OP(E, c, py, nin, kind, rule, infix, params, red) FCG_OP_##E,
 #include "ops.def"
 #undef FCG_OP
     FCG_OP_COUNT
@@ -68,6 +68,89 @@ typedef enum fcg_rule {
     FCG_RULE_CLIP          /* all three promote together */
 } fcg_rule;
 
+/* The fields of fcg_params an op reads (ops.def's params column). Every other field stays
+ * zero: consing and the structural hash compare the whole struct, and tests/test_graph.c
+ * checks every node of its random programs against its op's mask. The printer, the .fc
+ * parser and the pass log take an op's keywords from here (ddof, ord). */
+typedef enum fcg_param_field {
+    FCG_P_IVAL = 1u << 0, FCG_P_RE = 1u << 1, FCG_P_IM = 1u << 2, FCG_P_COUNT = 1u << 3,
+    FCG_P_A = 1u << 4, FCG_P_B = 1u << 5, FCG_P_AXES = 1u << 6, FCG_P_AXIS = 1u << 7,
+    FCG_P_DDOF = 1u << 8, FCG_P_KEEPDIMS = 1u << 9, FCG_P_ORD = 1u << 10,
+    FCG_P_MODE = 1u << 11, FCG_P_FLAG = 1u << 12
+} fcg_param_field;
+
+/* ---- reduction descriptors --------------------------------------------------------------
+ * What a reduction computes, as ops.def's red column says it; graph/reduce.c (dtypes, the
+ * zero-size check), the host backend (ref/host_reduce.c) and codegen (codegen/cuda.c) read
+ * these fields and switch over them without a default, so a new value fails to compile
+ * (-Werror=switch) until every stage handles it. Value 0 of each is UNSET: valid only in rows
+ * that are not reductions (tests/test_graph.c checks every REDUCE row is complete). */
+
+/* Where an accumulator starts. */
+typedef enum fcg_red_identity {
+    FCG_ID_UNSET, FCG_ID_ZERO, FCG_ID_ONE, FCG_ID_FALSE, FCG_ID_TRUE,
+    FCG_ID_NONE /* none: the first element starts it; a zero-size reduction is an error */
+} fcg_red_identity;
+
+/* What each element contributes, from its value in the loop dtype. */
+typedef enum fcg_red_map {
+    FCG_MAP_UNSET,
+    FCG_MAP_VALUE, /* itself */
+    FCG_MAP_ABS,   /* |x| in the loop's real dtype */
+    FCG_MAP_ABS2   /* |x|^2 in the loop's real dtype */
+} fcg_red_map;
+
+/* How contributions fold together (the order of elements is not fixed, except that
+ * ARGMAX / ARGMIN prefer the lowest index among equals, and a NaN wins MAX / MIN and both
+ * arg reductions, the first NaN for the arg ones). */
+typedef enum fcg_red_combine {
+    FCG_COMBINE_UNSET, FCG_COMBINE_ADD, FCG_COMBINE_MUL, FCG_COMBINE_OR, FCG_COMBINE_AND,
+    FCG_COMBINE_MAX, FCG_COMBINE_MIN, FCG_COMBINE_ARGMAX, FCG_COMBINE_ARGMIN,
+    FCG_COMBINE_MOMENTS /* count, mean and the sum of squared deviations (Welford, Chan) */
+} fcg_red_combine;
+
+/* What becomes of the accumulator at the end. */
+typedef enum fcg_red_finish {
+    FCG_FINISH_UNSET,
+    FCG_FINISH_NONE,     /* the accumulated value */
+    FCG_FINISH_MEAN,     /* divided by the count of elements */
+    FCG_FINISH_VARIANCE, /* squared deviations / max(count - ddof, 0) */
+    FCG_FINISH_STD,      /* the square root of that */
+    FCG_FINISH_SQRT,     /* the square root of the accumulated value */
+    FCG_FINISH_INDEX     /* the index of the winner (ARGMAX / ARGMIN) */
+} fcg_red_finish;
+
+/* The dtype the accumulator holds. */
+typedef enum fcg_red_acc {
+    FCG_ACC_UNSET,
+    FCG_ACC_EXACT,     /* the loop dtype (max, min, arg*: no rounding to avoid) */
+    FCG_ACC_WIDE,      /* floats in f64, complex in c128, others in the result dtype */
+    FCG_ACC_WIDE_REAL  /* the real dtype of that (norms) */
+} fcg_red_acc;
+
+/* The loop dtype (what the input converts to before its map) and the result dtype, from
+ * the input dtype t, as NumPy 2 chooses them. */
+typedef enum fcg_red_result {
+    FCG_RESULT_UNSET,
+    FCG_RESULT_SUM,     /* bool and signed -> i64, unsigned -> u64, others t; loop = result */
+    FCG_RESULT_SAME,    /* t, loop t */
+    FCG_RESULT_BOOL,    /* bool, loop bool (truth values) */
+    FCG_RESULT_COUNT,   /* i64, loop bool (count_nonzero) */
+    FCG_RESULT_MEAN,    /* inexact t kept, others f64; loop = result */
+    FCG_RESULT_REAL,    /* loop: inexact t kept, others f64; result: the loop's real dtype */
+    FCG_RESULT_INDEX    /* i64, loop t */
+} fcg_red_result;
+
+typedef struct fcg_reduction {
+    fcg_red_identity identity;
+    fcg_red_map map;
+    fcg_red_combine combine;
+    fcg_red_finish finish;
+    fcg_red_acc acc;
+    fcg_red_result result;
+    bool by_ord; /* the row is ord 2's; p.ord picks the descriptor (fcg_norm_reductions) */
+} fcg_reduction;
+
 typedef struct fcg_op_info {
     const char *cname;  /* fc_<cname> */
     const char *pyname; /* NumPy / .fc name */
@@ -75,7 +158,28 @@ typedef struct fcg_op_info {
     fcg_kind kind;
     fcg_rule rule;
     const char *infix;  /* "" when none */
+    uint32_t params;    /* fcg_param_field bits */
+    fcg_reduction red;  /* REDUCE ops; all UNSET otherwise */
 } fcg_op_info;
+
+/* Norm's descriptors by fc_norm_ord (ops.def's FCG_NORM_ORD rows). */
+extern const fcg_reduction fcg_norm_reductions[FC_NORM_INF + 1];
+
+/* The descriptor of reduction op with p.ord == ord (its op's row, or its ord's for a norm),
+ * and of reduction node r. */
+const fcg_reduction *fcg_reduction_for(fcg_op op, int ord);
+const fcg_reduction *fcg_reduction_of(const fc_array *r);
+
+/* The loop and result dtypes of a reduction with this descriptor over dtype t. */
+void fcg_reduce_types(const fcg_reduction *d, fc_dtype t, fc_dtype *loop, fc_dtype *out);
+
+/* The accumulator dtype of reduction r (its acc rule over its loop and result dtypes). */
+fc_dtype fcg_reduce_acc_dtype(const fc_array *r);
+
+/* A reduction op over axes, with the keywords its params mask reads (ddof: FCG_P_DDOF, ord:
+ * FCG_P_ORD; ignored otherwise). The public fc_sum ... call it; the .fc builder reaches every
+ * reduction row through it. Not for argmax / argmin (one axis: fc_argmax). */
+fc_array *fcg_reduce(fcg_op op, fc_array *a, fc_axes axes, bool keepdims, int ddof, int ord);
 
 extern const fcg_op_info fcg_ops[FCG_OP_COUNT];
 

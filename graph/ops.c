@@ -6,12 +6,34 @@
 #include <stdio.h>
 #include <string.h>
 
+/* ops.def's red column */
+#define RED(id, map, comb, fin, acc, res)                                                        \
+    {FCG_ID_##id, FCG_MAP_##map, FCG_COMBINE_##comb, FCG_FINISH_##fin, FCG_ACC_##acc,          \
+     FCG_RESULT_##res, false}
+#define RED_BY_ORD(id, map, comb, fin, acc, res)                                                 \
+    {FCG_ID_##id, FCG_MAP_##map, FCG_COMBINE_##comb, FCG_FINISH_##fin, FCG_ACC_##acc,          \
+     FCG_RESULT_##res, true}
+#define NORED {FCG_ID_UNSET, FCG_MAP_UNSET, FCG_COMBINE_UNSET, FCG_FINISH_UNSET, FCG_ACC_UNSET, \
+               FCG_RESULT_UNSET, false}
+
 const fcg_op_info fcg_ops[FCG_OP_COUNT] = {
-#define FCG_OP(E, c, py, nin, kind, rule, infix) \
-    [FCG_OP_##E] = {#c, py, nin, FCG_KIND_##kind, FCG_RULE_##rule, infix},
+#define FCG_OP(E, c, py, nin, kind, rule, infix, params, red) \
+    [FCG_OP_##E] = {#c, py, nin, FCG_KIND_##kind, FCG_RULE_##rule, infix, params, red},
 #include "ops.def"
 #undef FCG_OP
 };
+
+const fcg_reduction fcg_norm_reductions[FC_NORM_INF + 1] = {
+#define FCG_OP(...)
+#define FCG_NORM_ORD(ord, red) [FC_NORM_##ord] = red,
+#include "ops.def"
+#undef FCG_NORM_ORD
+#undef FCG_OP
+};
+
+#undef RED
+#undef RED_BY_ORD
+#undef NORED
 
 fc_status fcg_broadcast_shapes(fc_ctx *ctx, const char *opname, int n, fc_array *const *in,
                                int *ndim, int64_t *shape) {
@@ -97,7 +119,7 @@ static fc_array *elementwise(fcg_op op, int nin, fc_array *const *in, fc_dtype c
 #define DEF_REDUCE(E, c, nin)
 #define DEF_VIEW(E, c, nin)
 #define DEF_LIB(E, c, nin)
-#define FCG_OP(E, c, py, nin, kind, rule, infix) DEF_##kind(E, c, nin)
+#define FCG_OP(E, c, py, nin, kind, rule, infix, params, red) DEF_##kind(E, c, nin)
 #include "ops.def"
 #undef FCG_OP
 
@@ -121,7 +143,7 @@ fc_array *fc_cast(fc_array *a, fc_dtype dtype) {
 #define T_EW2 SKIP
 #define T_EW3 SKIP
 #define T_LIB NO_ENTRY
-#define FCG_OP(E, c, py, nin, kind, rule, infix) T_##kind(E, c, nin)
+#define FCG_OP(E, c, py, nin, kind, rule, infix, params, red) T_##kind(E, c, nin)
 const fcg_unary_fn fcg_unary_api[FCG_OP_COUNT] = {
 #include "ops.def"
 };

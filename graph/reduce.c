@@ -5,38 +5,51 @@
 
 #include <string.h>
 
-/* Result and accumulation-input dtypes, as NumPy 2 chooses them. */
-static void reduce_types(fcg_op op, fc_dtype t, fc_dtype *out, fc_dtype *loop) {
-    switch (op) {
-    case FCG_OP_SUM:
-    case FCG_OP_PROD:
-        if (t == FC_BOOL || fcg_is_sint(t)) *out = FC_I64;
-        else if (fcg_is_uint(t)) *out = FC_U64;
-        else *out = t;
-        *loop = *out;
+const fcg_reduction *fcg_reduction_for(fcg_op op, int ord) {
+    const fcg_reduction *d = &fcg_ops[op].red;
+    return d->by_ord && ord >= 0 && ord <= FC_NORM_INF ? &fcg_norm_reductions[ord] : d;
+}
+
+const fcg_reduction *fcg_reduction_of(const fc_array *r) {
+    return fcg_reduction_for((fcg_op)r->op, r->p.ord);
+}
+
+void fcg_reduce_types(const fcg_reduction *d, fc_dtype t, fc_dtype *loop, fc_dtype *out) {
+    fc_dtype inexact = fcg_is_inexact(t) ? t : FC_F64;
+    switch (d->result) {
+    case FCG_RESULT_SUM:
+        *out = *loop = t == FC_BOOL || fcg_is_sint(t) ? FC_I64 : fcg_is_uint(t) ? FC_U64 : t;
         return;
-    case FCG_OP_MEAN:
-        *out = *loop = fcg_is_inexact(t) ? t : FC_F64;
-        return;
-    case FCG_OP_ANY:
-    case FCG_OP_ALL:
-        *out = *loop = FC_BOOL;
-        return;
-    case FCG_OP_VAR:
-    case FCG_OP_STD:
-    case FCG_OP_NORM:
-        *loop = fcg_is_inexact(t) ? t : FC_F64;
-        *out = fcg_real_dtype(*loop);
-        return;
-    case FCG_OP_ARGMAX:
-    case FCG_OP_ARGMIN:
+    case FCG_RESULT_SAME: *out = *loop = t; return;
+    case FCG_RESULT_BOOL: *out = *loop = FC_BOOL; return;
+    case FCG_RESULT_COUNT:
+        *loop = FC_BOOL;
         *out = FC_I64;
+        return;
+    case FCG_RESULT_MEAN: *out = *loop = inexact; return;
+    case FCG_RESULT_REAL:
+        *loop = inexact;
+        *out = fcg_real_dtype(inexact);
+        return;
+    case FCG_RESULT_INDEX:
         *loop = t;
+        *out = FC_I64;
         return;
-    default: /* max, min */
-        *out = *loop = t;
-        return;
+    case FCG_RESULT_UNSET: break;
     }
+    *out = *loop = t; /* not a reduction: tests/test_graph.c keeps every REDUCE row set */
+}
+
+fc_dtype fcg_reduce_acc_dtype(const fc_array *r) {
+    fc_dtype l = (fc_dtype)r->loop_dtype;
+    fc_dtype wide = fcg_is_complex(l) ? FC_C128 : fcg_is_float(l) ? FC_F64 : (fc_dtype)r->dtype;
+    switch (fcg_reduction_of(r)->acc) {
+    case FCG_ACC_EXACT: return l;
+    case FCG_ACC_WIDE: return wide;
+    case FCG_ACC_WIDE_REAL: return fcg_real_dtype(wide);
+    case FCG_ACC_UNSET: break;
+    }
+    return l;
 }
 
 static fc_array *reduce(fcg_op op, fc_array *a, uint32_t mask, bool all_axes_flag,
@@ -44,7 +57,15 @@ static fc_array *reduce(fcg_op op, fc_array *a, uint32_t mask, bool all_axes_fla
     const char *name = fcg_ops[op].pyname;
     char sh[200];
     fc_dtype out, loop;
-    reduce_types(op, (fc_dtype)a->dtype, &out, &loop);
+    fcg_params p;
+    memset(&p, 0, sizeof p);
+    p.axes = mask;
+    p.keepdims = keepdims;
+    if (fcg_ops[op].params & FCG_P_DDOF) p.ddof = ddof;
+    if (fcg_ops[op].params & FCG_P_ORD) p.ord = (uint8_t)ord;
+    if (fcg_ops[op].params & FCG_P_FLAG) p.flag = all_axes_flag;
+    const fcg_reduction *desc = fcg_reduction_for(op, p.ord);
+    fcg_reduce_types(desc, (fc_dtype)a->dtype, &loop, &out);
     bool empty = false;
     int ndim = 0;
     int64_t shape[FC_MAX_DIMS];
@@ -56,18 +77,10 @@ static fc_array *reduce(fcg_op op, fc_array *a, uint32_t mask, bool all_axes_fla
             shape[ndim++] = a->shape[d];
         }
     }
-    if (empty && (op == FCG_OP_MAX || op == FCG_OP_MIN || op == FCG_OP_ARGMAX ||
-                  op == FCG_OP_ARGMIN || (op == FCG_OP_NORM && ord == FC_NORM_INF)))
+    if (empty && desc->identity == FCG_ID_NONE)
         return fcg_poison(ctx, FC_ERR_SHAPE,
                           "%s: zero-size reduction of shape %s (%s) has no identity", name,
                           fcg_shape_str(sh, a->ndim, a->shape), fc_dtype_name((fc_dtype)a->dtype));
-    fcg_params p;
-    memset(&p, 0, sizeof p);
-    p.axes = mask;
-    p.keepdims = keepdims;
-    p.ddof = ddof;
-    p.ord = (uint8_t)ord;
-    p.flag = all_axes_flag;
     return fcg_make(ctx, op, out, loop, false, ndim, shape, 1, &a, &p);
 }
 
@@ -83,45 +96,52 @@ static fc_array *reduce_axes(fcg_op op, fc_array *a, fc_axes axes, bool keepdims
     return reduce(op, a, mask, false, keepdims, ddof, ord, ctx);
 }
 
-fc_array *fc_sum(fc_array *a, fc_axes axes, bool keepdims) {
-    return reduce_axes(FCG_OP_SUM, a, axes, keepdims, 0, 0);
-}
-fc_array *fc_prod(fc_array *a, fc_axes axes, bool keepdims) {
-    return reduce_axes(FCG_OP_PROD, a, axes, keepdims, 0, 0);
-}
-fc_array *fc_mean(fc_array *a, fc_axes axes, bool keepdims) {
-    return reduce_axes(FCG_OP_MEAN, a, axes, keepdims, 0, 0);
-}
-fc_array *fc_max(fc_array *a, fc_axes axes, bool keepdims) {
-    return reduce_axes(FCG_OP_MAX, a, axes, keepdims, 0, 0);
-}
-fc_array *fc_min(fc_array *a, fc_axes axes, bool keepdims) {
-    return reduce_axes(FCG_OP_MIN, a, axes, keepdims, 0, 0);
-}
-fc_array *fc_any(fc_array *a, fc_axes axes, bool keepdims) {
-    return reduce_axes(FCG_OP_ANY, a, axes, keepdims, 0, 0);
-}
-fc_array *fc_all(fc_array *a, fc_axes axes, bool keepdims) {
-    return reduce_axes(FCG_OP_ALL, a, axes, keepdims, 0, 0);
-}
-
-static fc_array *moment(fcg_op op, fc_array *a, fc_axes axes, bool keepdims, int ddof) {
-    if (a && ddof < 0)
+fc_array *fcg_reduce(fcg_op op, fc_array *a, fc_axes axes, bool keepdims, int ddof, int ord) {
+    uint32_t params = fcg_ops[op].params;
+    if (a && fcg_ops[op].kind != FCG_KIND_REDUCE)
+        return fcg_poison(a->ctx, FC_ERR_INVALID, "%s is not a reduction", fcg_ops[op].pyname);
+    if (a && (params & FCG_P_FLAG)) /* one axis or the flattened array: fc_argmax's form */
+        return fcg_poison(a->ctx, FC_ERR_INVALID, "%s takes one axis", fcg_ops[op].pyname);
+    if (a && (params & FCG_P_DDOF) && ddof < 0)
         return fcg_poison(a->ctx, FC_ERR_INVALID, "%s: ddof %d is negative", fcg_ops[op].pyname,
                           ddof);
-    return reduce_axes(op, a, axes, keepdims, ddof, 0);
-}
-fc_array *fc_var(fc_array *a, fc_axes axes, bool keepdims, int ddof) {
-    return moment(FCG_OP_VAR, a, axes, keepdims, ddof);
-}
-fc_array *fc_std(fc_array *a, fc_axes axes, bool keepdims, int ddof) {
-    return moment(FCG_OP_STD, a, axes, keepdims, ddof);
+    if (a && (params & FCG_P_ORD) && (ord < 0 || ord > FC_NORM_INF))
+        return fcg_poison(a->ctx, FC_ERR_INVALID, "%s: unknown order %d", fcg_ops[op].pyname, ord);
+    return reduce_axes(op, a, axes, keepdims, ddof, ord);
 }
 
+fc_array *fc_sum(fc_array *a, fc_axes axes, bool keepdims) {
+    return fcg_reduce(FCG_OP_SUM, a, axes, keepdims, 0, 0);
+}
+fc_array *fc_prod(fc_array *a, fc_axes axes, bool keepdims) {
+    return fcg_reduce(FCG_OP_PROD, a, axes, keepdims, 0, 0);
+}
+fc_array *fc_mean(fc_array *a, fc_axes axes, bool keepdims) {
+    return fcg_reduce(FCG_OP_MEAN, a, axes, keepdims, 0, 0);
+}
+fc_array *fc_max(fc_array *a, fc_axes axes, bool keepdims) {
+    return fcg_reduce(FCG_OP_MAX, a, axes, keepdims, 0, 0);
+}
+fc_array *fc_min(fc_array *a, fc_axes axes, bool keepdims) {
+    return fcg_reduce(FCG_OP_MIN, a, axes, keepdims, 0, 0);
+}
+fc_array *fc_any(fc_array *a, fc_axes axes, bool keepdims) {
+    return fcg_reduce(FCG_OP_ANY, a, axes, keepdims, 0, 0);
+}
+fc_array *fc_all(fc_array *a, fc_axes axes, bool keepdims) {
+    return fcg_reduce(FCG_OP_ALL, a, axes, keepdims, 0, 0);
+}
+fc_array *fc_count_nonzero(fc_array *a, fc_axes axes, bool keepdims) {
+    return fcg_reduce(FCG_OP_COUNT_NONZERO, a, axes, keepdims, 0, 0);
+}
+fc_array *fc_var(fc_array *a, fc_axes axes, bool keepdims, int ddof) {
+    return fcg_reduce(FCG_OP_VAR, a, axes, keepdims, ddof, 0);
+}
+fc_array *fc_std(fc_array *a, fc_axes axes, bool keepdims, int ddof) {
+    return fcg_reduce(FCG_OP_STD, a, axes, keepdims, ddof, 0);
+}
 fc_array *fc_norm(fc_array *a, fc_axes axes, bool keepdims, fc_norm_ord ord) {
-    if (a && (unsigned)ord > FC_NORM_INF)
-        return fcg_poison(a->ctx, FC_ERR_INVALID, "norm: unknown order %d", (int)ord);
-    return reduce_axes(FCG_OP_NORM, a, axes, keepdims, 0, (int)ord);
+    return fcg_reduce(FCG_OP_NORM, a, axes, keepdims, 0, (int)ord);
 }
 
 static fc_array *arg_reduce(fcg_op op, fc_array *a, int axis, bool keepdims) {

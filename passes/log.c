@@ -110,19 +110,37 @@ static void put_axes(line *l, uint32_t mask) {
     put(l, "]");
 }
 
+/* The fields of fcg_params that `used` names (ops.def's params column), by field name. */
+static void put_fields(line *l, const fc_array *a, uint32_t used) {
+    const fcg_params *p = &a->p;
+    int nd = a->nin ? a->in[0]->ndim : a->ndim;
+    if (used & FCG_P_IVAL) put(l, " ival=%" PRId64, p->ival);
+    if (used & FCG_P_RE) put(l, " re=%.17g", p->re);
+    if (used & FCG_P_IM) put(l, " im=%.17g", p->im);
+    if (used & FCG_P_COUNT) put(l, " count=%" PRId64, p->count);
+    if (used & FCG_P_A) put_list(l, "a", nd, p->a);
+    if (used & FCG_P_B) put_list(l, "b", nd, p->b);
+    if (used & FCG_P_AXES) put_axes(l, p->axes);
+    if (used & FCG_P_AXIS) put(l, " axis=%d", (int)p->axis);
+    if (used & FCG_P_DDOF) put(l, " ddof=%d", (int)p->ddof);
+    if (used & FCG_P_KEEPDIMS) put(l, " keepdims=%d", (int)p->keepdims);
+    if (used & FCG_P_ORD) put(l, " ord=%d", (int)p->ord);
+    if (used & FCG_P_MODE) put(l, " mode=%d", (int)p->mode);
+    if (used & FCG_P_FLAG) put(l, " flag=%d", (int)p->flag);
+}
+
 static void put_params(line *l, const fc_array *a) {
     const fcg_params *p = &a->p;
     const fcg_op op = (fcg_op)a->op;
-    switch (fcg_ops[op].kind) {
-    case FCG_KIND_REDUCE:
-        if ((op == FCG_OP_ARGMAX || op == FCG_OP_ARGMIN) && p->flag) put(l, " axes=flat");
+    const uint32_t used = fcg_ops[op].params;
+    if (fcg_ops[op].kind == FCG_KIND_REDUCE) { /* the keywords its params column names */
+        if ((used & FCG_P_FLAG) && p->flag) put(l, " axes=flat");
         else put_axes(l, p->axes);
         if (p->keepdims) put(l, " keepdims");
-        if (op == FCG_OP_VAR || op == FCG_OP_STD) put(l, " ddof=%d", (int)p->ddof);
-        if (op == FCG_OP_NORM)
+        if (used & FCG_P_DDOF) put(l, " ddof=%d", (int)p->ddof);
+        if (used & FCG_P_ORD)
             put(l, " ord=%s", p->ord == FC_NORM_L1 ? "l1" : p->ord == FC_NORM_INF ? "inf" : "l2");
         return;
-    default: break;
     }
     const fc_array *x = a->nin ? a->in[0] : NULL;
     switch (op) {
@@ -155,7 +173,7 @@ static void put_params(line *l, const fc_array *a) {
     case FCG_OP_CONCAT:
     case FCG_OP_FFT:
     case FCG_OP_IFFT: put(l, " axis=%d", (int)p->axis); break;
-    default: break;
+    default: put_fields(l, a, used); break; /* an op without a spelling of its own here */
     }
 }
 

@@ -690,7 +690,7 @@ static fc_status eval_node(evaluator *ev, size_t idx) {
             return fch_fft(ev->ctx, a, x->base, x->strides, s->base);
         }
         break;
-    default:
+    case FCG_KIND_SPECIAL: /* poison: never evaluated */
         break;
     }
     return fcg_error(ev->ctx, FC_ERR_UNSUPPORTED, "%s: the host backend cannot evaluate it",

@@ -85,13 +85,72 @@ static inline double min_nan(double acc, double v) {
 
 typedef enum red_pass { PASS_MAIN, PASS_DEVIATION } red_pass;
 
+/* One reduction as its descriptor (graph/graph.h) says: map, then combine; MOMENTS runs as
+ * two passes here (the sum for the mean, then the squared deviations from it), which is as
+ * exact as the GPU's Welford and Chan merges and simpler. */
 typedef struct red_job {
-    fcg_op op;
-    fc_norm_ord ord;
+    const fcg_reduction *d;
     red_pass pass;
     fc_dtype in_dtype, loop;
-    fch_wide k; /* class of the loop dtype */
+    fch_wide k;  /* class of the loop dtype */
+    fch_wide ak; /* class the combine works in: F64 after an ABS / ABS2 map, else k */
 } red_job;
+
+/* Folds v (class job->ak) into acc. */
+static fc_status red_combine(const red_job *job, wv *acc, wv *comp, const wv *v) {
+    fch_wide k = job->ak;
+    switch (job->d->combine) {
+    case FCG_COMBINE_ADD:
+    case FCG_COMBINE_MOMENTS: /* the main pass sums, for the mean */
+        if (k == FCH_W_I64 || k == FCH_W_U64) {
+            acc->u += v->u; /* for signed values the same bits as wrapping addition */
+        } else if (k == FCH_W_C128) {
+            neumaier(&acc->c[0], &comp->c[0], v->c[0]);
+            neumaier(&acc->c[1], &comp->c[1], v->c[1]);
+        } else {
+            neumaier(&acc->f, &comp->f, v->f);
+        }
+        return FC_OK;
+    case FCG_COMBINE_MUL:
+        if (k == FCH_W_I64 || k == FCH_W_U64) {
+            acc->u *= v->u;
+        } else if (k == FCH_W_F64) {
+            acc->f *= v->f;
+        } else {
+            double re = acc->c[0] * v->c[0] - acc->c[1] * v->c[1];
+            double im = acc->c[0] * v->c[1] + acc->c[1] * v->c[0];
+            acc->c[0] = re;
+            acc->c[1] = im;
+        }
+        return FC_OK;
+    case FCG_COMBINE_MAX:
+    case FCG_COMBINE_MIN: {
+        bool is_max = job->d->combine == FCG_COMBINE_MAX;
+        switch (k) {
+        case FCH_W_I64:
+            if (is_max ? v->i > acc->i : v->i < acc->i) acc->i = v->i;
+            break;
+        case FCH_W_U64:
+            if (is_max ? v->u > acc->u : v->u < acc->u) acc->u = v->u;
+            break;
+        case FCH_W_F64:
+            acc->f = is_max ? max_nan(acc->f, v->f) : min_nan(acc->f, v->f);
+            break;
+        case FCH_W_C128:
+            /* maximum(acc, v): acc stays if it holds NaN or compares >= */
+            if (!(c_has_nan(acc) || (is_max ? c_ge(acc, v) : c_le(acc, v)))) *acc = *v;
+            break;
+        }
+        return FC_OK;
+    }
+    case FCG_COMBINE_OR: acc->i |= w_truth(k, v); return FC_OK;
+    case FCG_COMBINE_AND: acc->i &= w_truth(k, v); return FC_OK;
+    case FCG_COMBINE_ARGMAX: /* arg_reduce */
+    case FCG_COMBINE_ARGMIN:
+    case FCG_COMBINE_UNSET: break;
+    }
+    return FC_ERR_UNSUPPORTED;
+}
 
 /* ptrs: input, accumulator, compensation, mean (deviation pass only). */
 static fc_status red_run(void *user, char *const *ptrs, const int64_t *strides, int64_t n) {
@@ -120,105 +179,58 @@ static fc_status red_run(void *user, char *const *ptrs, const int64_t *strides, 
                 neumaier(&acc->f, &comp->f, d2);
                 continue;
             }
-            switch (job->op) {
-            case FCG_OP_SUM:
-            case FCG_OP_MEAN:
-            case FCG_OP_VAR:
-            case FCG_OP_STD:
-                if (k == FCH_W_I64 && job->op == FCG_OP_SUM) {
-                    acc->u += v->u; /* the same bits as wrapping signed addition */
-                } else if (k == FCH_W_U64 && job->op == FCG_OP_SUM) {
-                    acc->u += v->u;
-                } else if (k == FCH_W_C128) {
-                    neumaier(&acc->c[0], &comp->c[0], v->c[0]);
-                    neumaier(&acc->c[1], &comp->c[1], v->c[1]);
-                } else {
-                    neumaier(&acc->f, &comp->f, w_real(k, v));
-                }
+            wv mapped;
+            switch (job->d->map) {
+            case FCG_MAP_VALUE: break;
+            case FCG_MAP_ABS:
+                mapped.f = w_abs(k, v);
+                v = &mapped;
                 break;
-            case FCG_OP_PROD:
-                if (k == FCH_W_I64 || k == FCH_W_U64) {
-                    acc->u *= v->u;
-                } else if (k == FCH_W_F64) {
-                    acc->f *= v->f;
-                } else {
-                    double re = acc->c[0] * v->c[0] - acc->c[1] * v->c[1];
-                    double im = acc->c[0] * v->c[1] + acc->c[1] * v->c[0];
-                    acc->c[0] = re;
-                    acc->c[1] = im;
-                }
+            case FCG_MAP_ABS2:
+                mapped.f = w_abs2(k, v);
+                v = &mapped;
                 break;
-            case FCG_OP_MAX:
-            case FCG_OP_MIN: {
-                bool is_max = job->op == FCG_OP_MAX;
-                switch (k) {
-                case FCH_W_I64:
-                    if (is_max ? v->i > acc->i : v->i < acc->i) acc->i = v->i;
-                    break;
-                case FCH_W_U64:
-                    if (is_max ? v->u > acc->u : v->u < acc->u) acc->u = v->u;
-                    break;
-                case FCH_W_F64:
-                    acc->f = is_max ? max_nan(acc->f, v->f) : min_nan(acc->f, v->f);
-                    break;
-                default:
-                    /* maximum(acc, v): acc stays if it holds NaN or compares >= */
-                    if (!(c_has_nan(acc) || (is_max ? c_ge(acc, v) : c_le(acc, v)))) *acc = *v;
-                    break;
-                }
-                break;
+            case FCG_MAP_UNSET: return FC_ERR_UNSUPPORTED;
             }
-            case FCG_OP_ANY:
-                acc->i |= w_truth(k, v);
-                break;
-            case FCG_OP_ALL:
-                acc->i &= w_truth(k, v);
-                break;
-            case FCG_OP_NORM:
-                if (job->ord == FC_NORM_L2)
-                    neumaier(&acc->f, &comp->f, w_abs2(k, v));
-                else if (job->ord == FC_NORM_L1)
-                    neumaier(&acc->f, &comp->f, w_abs(k, v));
-                else
-                    acc->f = max_nan(acc->f, w_abs(k, v));
-                break;
-            default:
-                return FC_ERR_UNSUPPORTED;
-            }
+            fc_status st = red_combine(job, acc, comp, v);
+            if (st != FC_OK) return st;
         }
     }
     return FC_OK;
 }
 
-static void red_init(const red_job *job, wv *acc, size_t nout) {
+static fc_status red_init(const red_job *job, wv *acc, size_t nout) {
     wv init;
     memset(&init, 0, sizeof init);
-    fch_wide k = job->k;
-    switch (job->op) {
-    case FCG_OP_PROD:
+    fch_wide k = job->ak;
+    switch (job->d->identity) {
+    case FCG_ID_ZERO:
+    case FCG_ID_FALSE: break;
+    case FCG_ID_TRUE: init.i = 1; break;
+    case FCG_ID_ONE:
         if (k == FCH_W_F64) init.f = 1;
         else if (k == FCH_W_C128) init.c[0] = 1;
         else init.u = 1;
         break;
-    case FCG_OP_MAX:
-        if (k == FCH_W_I64) init.i = INT64_MIN;
-        else if (k == FCH_W_U64) init.u = 0;
-        else if (k == FCH_W_F64) init.f = -INFINITY;
-        else init.c[0] = init.c[1] = -INFINITY;
+    case FCG_ID_NONE: /* never empty (graph/reduce.c): the running extreme starts beyond all */
+        if (job->d->combine == FCG_COMBINE_MAX) {
+            if (k == FCH_W_I64) init.i = INT64_MIN;
+            else if (k == FCH_W_U64) init.u = 0;
+            else if (k == FCH_W_F64) init.f = -INFINITY;
+            else init.c[0] = init.c[1] = -INFINITY;
+        } else if (job->d->combine == FCG_COMBINE_MIN) {
+            if (k == FCH_W_I64) init.i = INT64_MAX;
+            else if (k == FCH_W_U64) init.u = UINT64_MAX;
+            else if (k == FCH_W_F64) init.f = INFINITY;
+            else init.c[0] = init.c[1] = INFINITY;
+        } else {
+            return FC_ERR_UNSUPPORTED;
+        }
         break;
-    case FCG_OP_MIN:
-        if (k == FCH_W_I64) init.i = INT64_MAX;
-        else if (k == FCH_W_U64) init.u = UINT64_MAX;
-        else if (k == FCH_W_F64) init.f = INFINITY;
-        else init.c[0] = init.c[1] = INFINITY;
-        break;
-    case FCG_OP_ALL:
-        init.i = 1;
-        break;
-    default:
-        break;
+    case FCG_ID_UNSET: return FC_ERR_UNSUPPORTED;
     }
     for (size_t i = 0; i < nout; i++) acc[i] = init;
+    return FC_OK;
 }
 
 /* ---- argmax / argmin -------------------------------------------------------------------- */
@@ -274,10 +286,10 @@ static fc_status arg_run(void *user, char *const *ptrs, const int64_t *strides, 
     return FC_OK;
 }
 
-static fc_status arg_reduce(const fc_array *a, const char *in, const int64_t *in_strides,
-                            char *out) {
+static fc_status arg_reduce(const fc_array *a, const fcg_reduction *desc, const char *in,
+                            const int64_t *in_strides, char *out) {
     const fc_array *x = a->in[0];
-    arg_state st0 = {.is_max = a->op == FCG_OP_ARGMAX, .in_dtype = (fc_dtype)x->dtype,
+    arg_state st0 = {.is_max = desc->combine == FCG_COMBINE_ARGMAX, .in_dtype = (fc_dtype)x->dtype,
                      .loop = (fc_dtype)a->loop_dtype};
     st0.k = fch_wide_of(st0.loop);
     int64_t *o = (int64_t *)(void *)out;
@@ -326,49 +338,46 @@ static fc_status arg_reduce(const fc_array *a, const char *in, const int64_t *in
 
 static fc_status red_finish(const fc_array *a, const red_job *job, wv *acc, const wv *comp,
                             size_t nout, int64_t count, char *out) {
-    fch_wide k = job->k, outk = k;
+    fch_wide k = job->ak;
     fc_dtype d = (fc_dtype)a->dtype;
     size_t dsize = fc_dtype_size(d);
+    bool summed = job->d->combine == FCG_COMBINE_ADD || job->d->combine == FCG_COMBINE_MOMENTS;
     for (size_t i = 0; i < nout; i++) {
         wv v = acc[i];
-        switch (job->op) {
-        case FCG_OP_SUM:
-            if (k == FCH_W_F64) {
-                v.f = neumaier_total(acc[i].f, comp[i].f);
-            } else if (k == FCH_W_C128) {
-                v.c[0] = neumaier_total(acc[i].c[0], comp[i].c[0]);
-                v.c[1] = neumaier_total(acc[i].c[1], comp[i].c[1]);
-            }
-            break;
-        case FCG_OP_MEAN:
+        fch_wide outk = k;
+        if (summed && k == FCH_W_F64) {
+            v.f = neumaier_total(acc[i].f, comp[i].f);
+        } else if (summed && k == FCH_W_C128) {
+            v.c[0] = neumaier_total(acc[i].c[0], comp[i].c[0]);
+            v.c[1] = neumaier_total(acc[i].c[1], comp[i].c[1]);
+        }
+        switch (job->d->finish) {
+        case FCG_FINISH_NONE: break;
+        case FCG_FINISH_MEAN:
             if (k == FCH_W_C128) {
-                v.c[0] = neumaier_total(acc[i].c[0], comp[i].c[0]) / (double)count;
-                v.c[1] = neumaier_total(acc[i].c[1], comp[i].c[1]) / (double)count;
+                v.c[0] /= (double)count;
+                v.c[1] /= (double)count;
             } else {
-                v.f = neumaier_total(acc[i].f, comp[i].f) / (double)count;
+                v.f /= (double)count;
                 outk = FCH_W_F64;
             }
             break;
-        case FCG_OP_VAR:
-        case FCG_OP_STD: {
-            /* NumPy divides by max(count - ddof, 0): 0/0 is NaN, x/0 is inf */
+        case FCG_FINISH_VARIANCE:
+        case FCG_FINISH_STD: {
+            /* acc holds the squared deviations (the second pass). NumPy divides by
+             * max(count - ddof, 0): 0/0 is NaN, x/0 is inf */
             int64_t div = count - a->p.ddof;
-            v.f = neumaier_total(acc[i].f, comp[i].f) / (double)(div > 0 ? div : 0);
-            if (job->op == FCG_OP_STD) v.f = sqrt(v.f);
+            v.f /= (double)(div > 0 ? div : 0);
+            if (job->d->finish == FCG_FINISH_STD) v.f = sqrt(v.f);
             outk = FCH_W_F64;
             break;
         }
-        case FCG_OP_NORM:
-            v.f = job->ord == FC_NORM_INF ? acc[i].f : neumaier_total(acc[i].f, comp[i].f);
-            if (job->ord == FC_NORM_L2) v.f = sqrt(v.f);
+        case FCG_FINISH_SQRT:
+            v.f = sqrt(v.f);
             outk = FCH_W_F64;
             break;
-        case FCG_OP_ANY:
-        case FCG_OP_ALL:
-            outk = FCH_W_I64;
-            break;
-        default:
-            break;
+        case FCG_FINISH_INDEX: /* arg_reduce */
+        case FCG_FINISH_UNSET: return FC_ERR_UNSUPPORTED;
         }
         fch_write_wide(outk, &v, 1, d, out + i * dsize, (int64_t)dsize);
     }
@@ -377,17 +386,15 @@ static fc_status red_finish(const fc_array *a, const red_job *job, wv *acc, cons
 
 fc_status fch_reduce(fc_ctx *ctx, const fc_array *a, const char *in, const int64_t *in_strides,
                      char *out) {
-    if (a->op == FCG_OP_ARGMAX || a->op == FCG_OP_ARGMIN) return arg_reduce(a, in, in_strides, out);
+    const fcg_reduction *desc = fcg_reduction_of(a);
+    if (desc->combine == FCG_COMBINE_ARGMAX || desc->combine == FCG_COMBINE_ARGMIN)
+        return arg_reduce(a, desc, in, in_strides, out);
     const fc_array *x = a->in[0];
-    red_job job = {.op = (fcg_op)a->op, .ord = (fc_norm_ord)a->p.ord, .pass = PASS_MAIN,
-                   .in_dtype = (fc_dtype)x->dtype, .loop = (fc_dtype)a->loop_dtype};
+    red_job job = {.d = desc, .pass = PASS_MAIN, .in_dtype = (fc_dtype)x->dtype,
+                   .loop = (fc_dtype)a->loop_dtype};
     job.k = fch_wide_of(job.loop);
-    bool mean_pass = job.op == FCG_OP_VAR || job.op == FCG_OP_STD;
-    if (job.op == FCG_OP_MEAN || mean_pass) {
-        /* integer means are taken in double */
-        if (job.k == FCH_W_I64 || job.k == FCH_W_U64) job.k = FCH_W_F64;
-        if (job.k == FCH_W_F64 && !fcg_is_inexact(job.loop)) job.loop = FC_F64;
-    }
+    job.ak = desc->map == FCG_MAP_VALUE ? job.k : FCH_W_F64;
+    bool mean_pass = desc->combine == FCG_COMBINE_MOMENTS;
     size_t nout = fcg_node_numel(a);
     int64_t count = 1;
     int64_t strides[FCH_MAX_OPS][FC_MAX_DIMS];
@@ -414,7 +421,8 @@ fc_status fch_reduce(fc_ctx *ctx, const fc_array *a, const char *in, const int64
                        fcg_ops[a->op].pyname);
         goto done;
     }
-    red_init(&job, acc, nout);
+    st = red_init(&job, acc, nout);
+    if (st != FC_OK) goto unsupported;
     char *bases[FCH_MAX_OPS] = {(char *)in, (char *)acc, (char *)comp, (char *)mean};
     st = fch_iterate(x->ndim, x->shape, 3, bases, (const int64_t(*)[FC_MAX_DIMS])strides, red_run,
                      &job);
@@ -432,9 +440,10 @@ fc_status fch_reduce(fc_ctx *ctx, const fc_array *a, const char *in, const int64
         job.pass = PASS_DEVIATION;
         st = fch_iterate(x->ndim, x->shape, 4, bases, (const int64_t(*)[FC_MAX_DIMS])strides,
                          red_run, &job);
-        job.k = FCH_W_F64; /* the result is real */
+        job.ak = FCH_W_F64; /* the squared deviations are real */
     }
     if (st == FC_OK) st = red_finish(a, &job, acc, comp, nout, count, out);
+unsupported:
     if (st != FC_OK && st != FC_ERR_NOMEM)
         st = fcg_error(ctx, st, "%s: not supported on the host for %s", fcg_ops[a->op].pyname,
                        fc_dtype_name((fc_dtype)a->loop_dtype));

@@ -992,6 +992,33 @@ def gen_reductions():
     r = c.arr(x)
     c.op("sum", r, "all", 0)
     c.expect(np.asarray(np.sum(x)))
+    # count_nonzero (added after the rest, on its own stream, so the cases above keep their
+    # data): every dtype, about a third zeros, NaN and -0.0 among the floats, an empty axis
+    with own_stream(20261125):
+        subsets = [None, (), (0,), (2,), (0, 2), (1, 2), (0, 1, 2)]
+        for name in ALL:
+            x = rand(name, shape)
+            flat = x.reshape(-1)
+            flat[rng.choice(60, size=20, replace=False)] = 0
+            if DT[name].kind in "fc" or name == "bf16":
+                flat[7] = np.nan
+                flat[11] = -0.0
+            if DT[name].kind == "c":
+                flat[13] = 1j  # a zero real part with a non-zero imaginary part counts
+            c = w.case("count_nonzero(%s)" % name)
+            r = c.arr(x)
+            for axes in subsets:
+                for keep in (False, True):
+                    xx = x.astype(F32) if is_bf16(x) else x
+                    ref = np.asarray(np.count_nonzero(xx, axis=axes, keepdims=keep)).astype(np.int64)
+                    c.op("count_nonzero", r, axes_token(axes), int(keep))
+                    c.check(ref)
+            c.finish()
+        x = rand("f32", (0, 3))
+        c = w.case("count_nonzero empty f32")
+        r = c.arr(x)
+        c.op("count_nonzero", r, "0", 0)
+        c.expect(np.asarray(np.count_nonzero(x, axis=0)).astype(np.int64))
     w.save()
     return w
 

@@ -24,7 +24,7 @@ typedef struct rd_ew {
 #define RD_KIND_VIEW(c, n)
 #define RD_KIND_LIB(c, n)
 static const rd_ew rd_ew_ops[] = {
-#define FCG_OP(E, c, py, nin, kind, rule, infix) RD_KIND_##kind(c, nin)
+#define FCG_OP(E, c, py, nin, kind, rule, infix, params, red) RD_KIND_##kind(c, nin)
 #include "ops.def"
 #undef FCG_OP
 };

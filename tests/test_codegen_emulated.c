@@ -679,7 +679,8 @@ static fc_axes axes_of(int code) {
 }
 
 static const char *const SWEEP_OPS[] = {"sum", "prod", "mean", "max", "min", "any", "all", "var",
-                                        "std", "norm1", "norm2", "norminf", "argmax", "argmin"};
+                                        "std", "norm1", "norm2", "norminf", "argmax", "argmin",
+                                        "count_nonzero"};
 #define SWEEP_NOPS ((int)(sizeof SWEEP_OPS / sizeof SWEEP_OPS[0]))
 
 static fc_array *sweep_reduce(int op, fc_array *x, int code, bool keep) {
@@ -699,7 +700,8 @@ static fc_array *sweep_reduce(int op, fc_array *x, int code, bool keep) {
     case 10: return fc_norm(x, ax, keep, FC_NORM_L2);
     case 11: return fc_norm(x, ax, keep, FC_NORM_INF);
     case 12: return fc_argmax(x, axis, keep);
-    default: return fc_argmin(x, axis, keep);
+    case 13: return fc_argmin(x, axis, keep);
+    default: return fc_count_nonzero(x, ax, keep);
     }
 }
 

@@ -1,7 +1,8 @@
 /*
  * test_graph.c - graph construction through the public API: shape inference (broadcasting,
  * reductions, views, indexing, pad, concatenate/stack, matmul), hash-consing and identity views,
- * reference counting and scopes, and laziness.
+ * reference counting and scopes, laziness, and the op table's own promises (every reduction
+ * row has a whole descriptor; no node sets a parameter field its op's row does not name).
  *
  * Result shapes of broadcasting, broadcast_to, matmul and indexing come from NumPy 2.4 through
  * tests/data/shapes.txt (tests/gen_shapes.py). Reduction shapes are computed here by the plain
@@ -16,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "random_dag.c"
 
 static fc_ctx *ctx;
 
@@ -790,4 +793,129 @@ Test(laziness, building_a_graph_evaluates_nothing) {
     fc_scope_close(s);
     fc_ctx_destroy(cx);
     cr_expect_eq(c.live_bytes, 0);
+}
+
+/* ---- the op table -------------------------------------------------------------------------- */
+
+static bool descriptor_complete(const fcg_reduction *d) {
+    return d->identity != FCG_ID_UNSET && d->map != FCG_MAP_UNSET &&
+           d->combine != FCG_COMBINE_UNSET && d->finish != FCG_FINISH_UNSET &&
+           d->acc != FCG_ACC_UNSET && d->result != FCG_RESULT_UNSET;
+}
+
+/* The pairings the stages assume (ref/host_reduce.c, codegen/cuda.c): a missing identity
+ * only where an extreme or an index is kept, an index only from arg*, a variance only from
+ * moments, moments only of plain values. */
+static const char *descriptor_inconsistency(const fcg_reduction *d) {
+    bool arg = d->combine == FCG_COMBINE_ARGMAX || d->combine == FCG_COMBINE_ARGMIN;
+    bool extreme = d->combine == FCG_COMBINE_MAX || d->combine == FCG_COMBINE_MIN;
+    bool moments = d->combine == FCG_COMBINE_MOMENTS;
+    bool variance = d->finish == FCG_FINISH_VARIANCE || d->finish == FCG_FINISH_STD;
+    if ((d->identity == FCG_ID_NONE) != (arg || extreme)) return "identity NONE iff max/min/arg*";
+    if (arg != (d->finish == FCG_FINISH_INDEX)) return "finish INDEX iff arg*";
+    if (arg != (d->result == FCG_RESULT_INDEX)) return "result INDEX iff arg*";
+    if (moments != variance) return "finish VARIANCE/STD iff MOMENTS";
+    if ((moments || arg) && d->map != FCG_MAP_VALUE) return "moments and arg* map VALUE";
+    if ((d->combine == FCG_COMBINE_OR || d->combine == FCG_COMBINE_AND) &&
+        d->result != FCG_RESULT_BOOL)
+        return "or/and reduce truth values (result BOOL)";
+    if ((d->identity == FCG_ID_TRUE || d->identity == FCG_ID_FALSE) !=
+        (d->combine == FCG_COMBINE_OR || d->combine == FCG_COMBINE_AND))
+        return "TRUE/FALSE identities iff or/and";
+    return NULL;
+}
+
+Test(op_table, every_reduction_row_has_a_whole_descriptor) {
+    int reductions = 0;
+    for (int op = 0; op < FCG_OP_COUNT; op++) {
+        const fcg_op_info *info = &fcg_ops[op];
+        const fcg_reduction *d = &info->red;
+        if (info->kind != FCG_KIND_REDUCE) {
+            const fcg_reduction unset = {FCG_ID_UNSET, FCG_MAP_UNSET, FCG_COMBINE_UNSET,
+                                         FCG_FINISH_UNSET, FCG_ACC_UNSET, FCG_RESULT_UNSET, false};
+            cr_expect(memcmp(d, &unset, sizeof unset) == 0, "%s is not a reduction but has a descriptor",
+                      info->pyname);
+            cr_expect(!(info->params & (FCG_P_AXES | FCG_P_KEEPDIMS | FCG_P_DDOF | FCG_P_ORD)),
+                      "%s names a reduction's parameters", info->pyname);
+            continue;
+        }
+        reductions++;
+        cr_expect(descriptor_complete(d), "reduction %s: its descriptor has an UNSET field",
+                  info->pyname);
+        const char *why = descriptor_inconsistency(d);
+        cr_expect(!why, "reduction %s: %s", info->pyname, why ? why : "");
+        cr_expect((info->params & (FCG_P_AXES | FCG_P_KEEPDIMS)) == (FCG_P_AXES | FCG_P_KEEPDIMS),
+                  "reduction %s must read axes and keepdims", info->pyname);
+        cr_expect(d->by_ord == !!(info->params & FCG_P_ORD), "%s: by_ord iff it reads ord",
+                  info->pyname);
+        if (d->by_ord)
+            for (int ord = 0; ord <= FC_NORM_INF; ord++) {
+                const fcg_reduction *o = fcg_reduction_for((fcg_op)op, ord);
+                cr_expect(descriptor_complete(o) && !descriptor_inconsistency(o),
+                          "%s: ord %d's descriptor is incomplete or inconsistent", info->pyname, ord);
+            }
+    }
+    cr_expect_geq(reductions, 13, "only %d reduction rows", reductions);
+}
+
+/* Every field outside the op's params mask is zero (what consing and hashing rely on, and
+ * what makes the mask a true statement of what the op reads). */
+static bool params_outside_mask_zero(const fc_array *a, char *field, size_t size) {
+    fcg_params p = a->p, zero;
+    memset(&zero, 0, sizeof zero);
+    uint32_t used = fcg_ops[a->op].params;
+    if (used & FCG_P_IVAL) p.ival = 0;
+    if (used & FCG_P_RE) p.re = 0;
+    if (used & FCG_P_IM) p.im = 0;
+    if (used & FCG_P_COUNT) p.count = 0;
+    if (used & FCG_P_A) memset(p.a, 0, sizeof p.a);
+    if (used & FCG_P_B) memset(p.b, 0, sizeof p.b);
+    if (used & FCG_P_AXES) p.axes = 0;
+    if (used & FCG_P_AXIS) p.axis = 0;
+    if (used & FCG_P_DDOF) p.ddof = 0;
+    if (used & FCG_P_KEEPDIMS) p.keepdims = 0;
+    if (used & FCG_P_ORD) p.ord = 0;
+    if (used & FCG_P_MODE) p.mode = 0;
+    if (used & FCG_P_FLAG) p.flag = 0;
+    /* compare field by field: padding is the struct's own business */
+    const char *bad = p.ival ? "ival" : p.re != 0 || signbit(p.re) ? "re" : p.im != 0 || signbit(p.im) ? "im"
+                      : p.count ? "count" : p.axes ? "axes" : p.axis ? "axis" : p.ddof ? "ddof"
+                      : p.keepdims ? "keepdims" : p.ord ? "ord" : p.mode ? "mode" : p.flag ? "flag" : NULL;
+    if (!bad && memcmp(p.a, zero.a, sizeof p.a)) bad = "a";
+    if (!bad && memcmp(p.b, zero.b, sizeof p.b)) bad = "b";
+    if (bad) snprintf(field, size, "%s", bad);
+    return !bad;
+}
+
+static void visit_params(const fc_array *a, bool *seen_op, int *bad) {
+    char field[16];
+    seen_op[a->op] = true;
+    if (!params_outside_mask_zero(a, field, sizeof field) && (*bad)++ < 5)
+        cr_log_error("%s node sets p.%s, which its row's params column does not name",
+                     fcg_ops[a->op].pyname, field);
+    for (int i = 0; i < a->nin; i++) visit_params(a->in[i], seen_op, bad);
+}
+
+Test(op_table, no_node_sets_a_parameter_its_row_does_not_name, .init = setup, .fini = teardown) {
+    bool seen[FCG_OP_COUNT] = {false};
+    int bad = 0;
+    for (uint64_t seed = 0; seed < 600; seed++) {
+        rdag_options o;
+        rdag_default_options(&o);
+        rdag d;
+        cr_assert_eq(rdag_build(ctx, seed, &o, &d), FC_OK);
+        for (int i = 0; i < d.nout; i++) visit_params(d.out[i], seen, &bad);
+        rdag_free(&d);
+    }
+    /* the random programs hold no FFTs */
+    float data[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+    fc_array *x = fc_from_host(ctx, FC_F32, FC_SHAPE(3, 4), data);
+    visit_params(fc_fft(x, 1), seen, &bad);
+    visit_params(fc_ifft(x, 0), seen, &bad);
+    cr_expect_eq(bad, 0, "%d nodes set parameters outside their op's params column", bad);
+    int missed = 0;
+    for (int op = 0; op < FCG_OP_COUNT; op++)
+        if (!seen[op] && fcg_ops[op].kind != FCG_KIND_SPECIAL && op != FCG_OP_INPUT && missed++ < 8)
+            cr_log_warn("op %s did not occur in the random programs", fcg_ops[op].pyname);
+    cr_expect_eq(missed, 0, "%d ops never occurred: the check above did not see them", missed);
 }

@@ -55,9 +55,10 @@ static fc_array *build_op(run *r, reff_tokens *t, fc_array **regs, int nreg) {
     const char *name = reff_need(t);
     r->rep.opname = name;
     /* reductions */
-    static const char *const reds[] = {"sum", "prod", "mean", "max", "min", "any", "all"};
-    fc_array *(*const redfn[])(fc_array *, fc_axes, bool) = {fc_sum, fc_prod, fc_mean, fc_max,
-                                                              fc_min, fc_any, fc_all};
+    static const char *const reds[] = {"sum", "prod", "mean", "max", "min", "any", "all",
+                                       "count_nonzero"};
+    fc_array *(*const redfn[])(fc_array *, fc_axes, bool) = {
+        fc_sum, fc_prod, fc_mean, fc_max, fc_min, fc_any, fc_all, fc_count_nonzero};
     for (size_t i = 0; i < sizeof reds / sizeof *reds; i++) {
         if (strcmp(name, reds[i]) == 0) {
             fc_array *x = reff_need_reg(t, regs, nreg);

@@ -89,7 +89,7 @@ static void prelude_convert(fc_dtype from, const void *src, fc_dtype to, void *d
 
 /* ---- every op of ops.def as a callable: invocable exactly where the prelude has it ------- */
 
-#define FCG_OP(E, c, py, nin, kind, rule, infix)                                               \
+#define FCG_OP(E, c, py, nin, kind, rule, infix, params, red)                                 \
     struct OPF_##E {                                                                           \
         template <class... A> auto operator()(A... a) const -> decltype(fcx_##c(a...)) {       \
             return fcx_##c(a...);                                                              \
@@ -165,7 +165,7 @@ template <class Op> static std::string run_op(fc_dtype loop, fc_dtype outd, int 
 }
 
 static const runner_fn runners[FCG_OP_COUNT] = {
-#define FCG_OP(E, c, py, nin, kind, rule, infix) run_op<OPF_##E>,
+#define FCG_OP(E, c, py, nin, kind, rule, infix, params, red) run_op<OPF_##E>,
 #include "ops.def"
 #undef FCG_OP
 };
