@@ -432,6 +432,165 @@ static int eval_ew(gen *g, const fc_array *a, const ix *idx) {
     return v;
 }
 
+/* ---- user kernels ----------------------------------------------------------------------
+ * A user's code runs in a block of its own: typedefs for its placeholders, its inputs as
+ * const locals of their compute types (a raw one as an fcx_raw_<dtype> over the leaf's
+ * buffer), `i` where it reads it, its outputs as locals it assigns. #line directives make
+ * NVRTC's messages about the user's text name the kernel and the line of its text. Names the
+ * body could collide with (i, p, generated vN...) are refused in declarations (graph/user.c).
+ */
+
+static const fcg_user_kernel *user_of(gen *g, const fc_array *a) {
+    const fcg_user_kernel *k = fcg_user_find(g->ctx, (uint64_t)a->p.ival);
+    if (!k) fail(g, FC_ERR_UNSUPPORTED, "codegen: a user kernel's definition is missing");
+    return k;
+}
+
+/* The user's text, verbatim, its lines numbered as in the text under the kernel's name;
+ * statements get a closing ';' as CuPy gives them ("y = sqrt(a)" is a whole post-map). */
+static void user_text(gen *g, const fcg_user_kernel *k, const char *what, const char *text,
+                      bool statements) {
+    fcg_sb_printf(&g->body, "#line 1 \"%s (%s)\"\n", k->name, what);
+    fcg_sb_puts(&g->body, text);
+    fcg_sb_puts(&g->body, statements ? "\n;\n#line 1 \"generated\"\n" : "\n#line 1 \"generated\"\n");
+}
+
+/* typedefs of the placeholders, from node a's inputs. */
+static void user_typedefs(gen *g, const fc_array *a, const fcg_user_kernel *k) {
+    for (int t = 0; t < k->nplace; t++)
+        line(g, "typedef fcx_ct_%s %s;", dt(fcg_user_place_dtype(a, k, t)), k->place[t]);
+}
+
+/* Declares input j of a (evaluated at idx unless raw) as the parameter's local. */
+static void user_input(gen *g, const fc_array *a, const fcg_user_kernel *k, int j, int var) {
+    const fcg_user_param *prm = &k->in[j];
+    fc_dtype t = fcg_user_param_dtype(a, k, prm);
+    if (prm->raw) line(g, "const fcx_raw_%s %s = fcx_raw%d;", dt(t), prm->name, var);
+    else line(g, "const fcx_ct_%s %s = v%d;", dt(t), prm->name, var);
+}
+
+/* The values of a's inputs at idx (raw ones: their buffers, declared as fcx_raw<var>): idx
+ * indexes a's shape, or for a reduction its inputs' (graph/user.c gives them one shape). */
+static void user_args(gen *g, const fc_array *a, const fcg_user_kernel *k, const ix *idx,
+                      int *vars) {
+    bool reduction = k->kind == FCG_USER_REDUCTION;
+    for (int j = 0; j < a->nin && j < k->nin; j++) {
+        const fc_array *c = a->in[j];
+        if (!k->in[j].raw) {
+            ix ci = reduction ? *idx : broadcast_index(a, c, idx);
+            vars[j] = eval(g, c, &ci);
+            continue;
+        }
+        if (pos_of(g, c) < g->k->nnode) { /* the planner materialises raw inputs */
+            fail(g, FC_ERR_UNSUPPORTED, "codegen: %s: raw input %s is not a buffer", k->name,
+                 k->in[j].name);
+            return;
+        }
+        int v = new_var(g);
+        const char *n = "1";
+        for (int d = 0; d < c->ndim; d++) n = str(g, "%s * %s", n, extent(g, c, d));
+        line(g, "const fcx_raw_%s fcx_raw%d = {(const fcx_t_%s *)p.ptr[%d], (long long)(%s)};",
+             dt(c->dtype), v, dt(c->dtype), leaf_index(g, c), n);
+        vars[j] = v;
+    }
+}
+
+static int eval_user(gen *g, const fc_array *a, const ix *idx) {
+    const fcg_user_kernel *k = user_of(g, a);
+    if (!k) return 0;
+    int vars[FCG_USER_MAX_PARAMS];
+    user_args(g, a, k, idx, vars);
+    const char *lin = k->uses_i ? linearize(g, a, idx) : NULL;
+    int v = new_var(g);
+    const fcg_user_param *want = &k->out[a->p.count];
+    fc_dtype od = (fc_dtype)a->dtype;
+    line(g, "fcx_ct_%s v%d;", dt(od), v);
+    line(g, "{ /* %s */", k->name);
+    g->indent++;
+    user_typedefs(g, a, k);
+    if (lin) line(g, "const idx_t i = %s;", lin);
+    for (int j = 0; j < k->nin; j++) user_input(g, a, k, j, vars[j]);
+    for (int j = 0; j < k->nout; j++)
+        line(g, "fcx_ct_%s %s = fcx_cast_%s(0);", dt(fcg_user_param_dtype(a, k, &k->out[j])),
+             k->out[j].name, dt(fcg_user_param_dtype(a, k, &k->out[j])));
+    user_text(g, k, "operation", k->body, true);
+    /* f16 and bf16 round on the way out, as every op's result does */
+    line(g, "v%d = fcx_cast_%s(%s);", v, dt(od), want->name);
+    g->indent--;
+    line(g, "}");
+    return v;
+}
+
+/* A user reduction's mapped value of one element (its inputs at idx), in the reduce type. */
+static int user_map(gen *g, const fc_array *r, const ix *idx) {
+    const fcg_user_kernel *k = user_of(g, r);
+    if (!k) return 0;
+    int vars[FCG_USER_MAX_PARAMS];
+    user_args(g, r, k, idx, vars);
+    const char *lin = k->uses_i ? linearize(g, r->in[0], idx) : NULL;
+    int v = new_var(g);
+    const char *R = dt(r->loop_dtype);
+    line(g, "fcx_ct_%s v%d;", R, v);
+    line(g, "{ /* %s: map */", k->name);
+    g->indent++;
+    user_typedefs(g, r, k);
+    if (lin) line(g, "const idx_t i = %s;", lin);
+    for (int j = 0; j < k->nin; j++) user_input(g, r, k, j, vars[j]);
+    fcg_sb_printf(&g->body, "v%d = fcx_cast_%s((\n", v, R);
+    user_text(g, k, "map_expr", k->map, false);
+    line(g, "));");
+    g->indent--;
+    line(g, "}");
+    return v;
+}
+
+/* dst = reduce_expr(a = dst, b = src) in the reduce type. */
+static void user_combine(gen *g, const fc_array *r, const char *dst, const char *src) {
+    const fcg_user_kernel *k = user_of(g, r);
+    if (!k) return;
+    const char *R = dt(r->loop_dtype);
+    line(g, "{ /* %s: reduce */", k->name);
+    g->indent++;
+    user_typedefs(g, r, k);
+    line(g, "const fcx_ct_%s a = %s, b = %s;", R, dst, src);
+    fcg_sb_printf(&g->body, "%s = fcx_cast_%s((\n", dst, R);
+    user_text(g, k, "reduce_expr", k->reduce, false);
+    line(g, "));");
+    g->indent--;
+    line(g, "}");
+}
+
+/* The user's identity, in the reduce type. */
+static const char *user_identity(gen *g, const fc_array *r) {
+    const fcg_user_kernel *k = user_of(g, r);
+    if (!k) return "0";
+    for (const char *c = k->identity; *c; c++)
+        if (*c == '\n' || *c == '"' || *c == '\\') {
+            fail(g, FC_ERR_INVALID, "%s: the identity must be one line of plain C", k->name);
+            return "0";
+        }
+    return str(g, "fcx_cast_%s((%s))", dt(r->loop_dtype), k->identity);
+}
+
+/* The output value from the accumulator a<pos>, through the user's post-map. */
+static int user_finish(gen *g, const fc_array *r, int pos) {
+    const fcg_user_kernel *k = user_of(g, r);
+    int v = new_var(g);
+    const char *O = dt(r->dtype);
+    line(g, "fcx_ct_%s v%d;", O, v);
+    if (!k) return v;
+    line(g, "{ /* %s: post_map */", k->name);
+    g->indent++;
+    user_typedefs(g, r, k);
+    line(g, "const fcx_ct_%s a = a%d;", dt(r->loop_dtype), pos);
+    line(g, "fcx_ct_%s %s = fcx_cast_%s(0);", O, k->out[0].name, O);
+    user_text(g, k, "post_map_expr", k->post, true);
+    line(g, "v%d = fcx_cast_%s(%s);", v, O, k->out[0].name);
+    g->indent--;
+    line(g, "}");
+    return v;
+}
+
 static int eval_view(gen *g, const fc_array *a, const ix *idx) {
     const fc_array *c = a->in[0];
     ix ci;
@@ -569,6 +728,7 @@ static int eval_node(gen *g, const fc_array *a, const ix *idx) {
     case FCG_KIND_SOURCE: return a->op == FCG_OP_CONST ? eval_const(g, a) : eval_source(g, a, idx);
     case FCG_KIND_EW: return eval_ew(g, a, idx);
     case FCG_KIND_VIEW: return eval_view(g, a, idx);
+    case FCG_KIND_USER: return eval_user(g, a, idx);
     case FCG_KIND_REDUCE: /* the planner gives these kernels of their own roles */
     case FCG_KIND_LIB:
     case FCG_KIND_SPECIAL: break;
@@ -820,7 +980,9 @@ static int red_fields(gen *g, const fc_array *r, field *f) {
     int n = 0;
     switch (fcg_reduction_of(r)->combine) {
     case FCG_COMBINE_OR: case FCG_COMBINE_AND: f[n++] = (field){'a', "bool", 1}; break;
-    case FCG_COMBINE_ADD: case FCG_COMBINE_MUL: f[n++] = (field){'a', L, ct_size(lt)}; break;
+    case FCG_COMBINE_ADD: case FCG_COMBINE_MUL: case FCG_COMBINE_USER:
+        f[n++] = (field){'a', L, ct_size(lt)};
+        break;
     case FCG_COMBINE_MAX: case FCG_COMBINE_MIN:
         f[n++] = (field){'a', L, ct_size(lt)};
         f[n++] = (field){'h', "bool", 1}; /* whether a holds an element yet */
@@ -863,6 +1025,7 @@ static void acc_identity(gen *g, const fc_array *r, int pos, const char *prefix,
     case FCG_ID_FALSE: ident = "false"; break;
     case FCG_ID_TRUE: ident = "true"; break;
     case FCG_ID_NONE: ident = str(g, "fcx_cast_%s(0)", L); break; /* unread until h or x is set */
+    case FCG_ID_USER: ident = user_identity(g, r); break;
     case FCG_ID_UNSET:
         fail(g, FC_ERR_UNSUPPORTED, "codegen: %s has no reduction descriptor", fcg_ops[r->op].pyname);
         ident = "0";
@@ -912,6 +1075,9 @@ static void acc_update(gen *g, const fc_array *r, int pos, int v, const char *e)
         x = "fcx_mul(t, t)";
         post = " }";
         break;
+    case FCG_MAP_USER: /* v is user_map's value already */
+        x = str(g, "v%d", v);
+        break;
     case FCG_MAP_UNSET:
         fail(g, FC_ERR_UNSUPPORTED, "codegen: %s has no reduction descriptor", fcg_ops[r->op].pyname);
         return;
@@ -939,6 +1105,7 @@ static void acc_update(gen *g, const fc_array *r, int pos, int v, const char *e)
                 "d1 = fcx_abs(d); m%d = fcx_add(m%d, fcx_mul(d1, d2)); }%s",
              pre, pos, L, x, pos, pos, pos, L, pos, A, x, pos, A, pos, pos, post);
         break;
+    case FCG_COMBINE_USER: user_combine(g, r, str(g, "a%d", pos), x); break;
     case FCG_COMBINE_UNSET:
         fail(g, FC_ERR_UNSUPPORTED, "codegen: %s has no reduction descriptor", fcg_ops[r->op].pyname);
         break;
@@ -1019,6 +1186,9 @@ static void acc_combine(gen *g, const fc_array *r, int pos, const char *d, const
         line(g, "}");
         break;
     }
+    case FCG_COMBINE_USER: /* only where src has seen elements: a user's identity is exact */
+        user_combine(g, r, str(g, "%sa%d", d, pos), str(g, "%sa%d", s, pos));
+        break;
     case FCG_COMBINE_MOMENTS:
         /* Chan et al.: merge two (count, mean, M2) summaries. */
         line(g, "if (%sn%d > 0) {", s, pos);
@@ -1193,6 +1363,7 @@ static void block_reduce_cols(gen *g, const int *pos, int n) {
 
 /* The reduction's final value, in its dtype's compute type, into a new variable. */
 static int acc_finish(gen *g, const fc_array *r, int pos, const char *count) {
+    if (fcg_reduction_of(r)->finish == FCG_FINISH_USER) return user_finish(g, r, pos);
     int v = new_var(g);
     const char *O = dt(r->dtype), *L = dt(acc_mean_dtype(r)), *A = acc_type(r);
     const fcg_reduction *d = fcg_reduction_of(r);
@@ -1216,6 +1387,7 @@ static int acc_finish(gen *g, const fc_array *r, int pos, const char *count) {
         else line(g, "const fcx_ct_%s v%d = fcx_cast_%s(w%d);", O, v, O, v);
         break;
     case FCG_FINISH_SQRT: line(g, "const fcx_ct_%s v%d = fcx_cast_%s(fcx_sqrt(a%d));", O, v, O, pos); break;
+    case FCG_FINISH_USER: break; /* above */
     case FCG_FINISH_UNSET:
         fail(g, FC_ERR_UNSUPPORTED, "codegen: %s has no reduction descriptor", fcg_ops[r->op].pyname);
         break;
@@ -1335,8 +1507,13 @@ static void row_element(gen *g, const ix *sidx, const int *level, int lv, bool v
             const fc_array *r = k->reds[j];
             int pos = pos_of(g, r);
             if (level[pos] != lv) continue;
-            int v = eval(g, r->in[0], sidx);
-            v = convert(g, v, (fc_dtype)r->in[0]->dtype, (fc_dtype)r->loop_dtype);
+            int v;
+            if (fcg_reduction_of(r)->map == FCG_MAP_USER) {
+                v = user_map(g, r, sidx);
+            } else {
+                v = eval(g, r->in[0], sidx);
+                v = convert(g, v, (fc_dtype)r->in[0]->dtype, (fc_dtype)r->loop_dtype);
+            }
             acc_update(g, r, pos, v, "e");
         }
         return;

@@ -286,6 +286,20 @@ template <class P> FCX_FN typename fcx_same<P, fcx_t_bf16, void>::type fcx_store
     p->bits = fcx_f32_to_bf16(v);
 }
 
+/* A user kernel's raw argument (graph/user.c): x[j] reads element j of the whole array in
+ * row-major order, x.size() is its number of elements. */
+#define FCX_RAW(D)                                                                             \
+    struct fcx_raw_##D {                                                                       \
+        const fcx_t_##D *p;                                                                    \
+        long long n;                                                                           \
+        FCX_FN fcx_ct_##D operator[](long long j) const { return fcx_load_##D(p + j); }        \
+        FCX_FN long long size() const { return n; }                                           \
+    };
+FCX_RAW(bool) FCX_RAW(i8) FCX_RAW(i16) FCX_RAW(i32) FCX_RAW(i64) FCX_RAW(u8) FCX_RAW(u16)
+FCX_RAW(u32) FCX_RAW(u64) FCX_RAW(f16) FCX_RAW(bf16) FCX_RAW(f32) FCX_RAW(f64) FCX_RAW(c64)
+FCX_RAW(c128)
+#undef FCX_RAW
+
 /* ---- complex arithmetic (NumPy's formulas) ---------------------------------------------- */
 
 template <class C> FCX_FN typename fcx_tc<C>::type operator+(C a, C b) { return C{a.re + b.re, a.im + b.im}; }

@@ -191,6 +191,7 @@ typedef struct fcf_func {
 #define RF_EWX(E, py, params)
 #define RF_VIEW(E, py, params)
 #define RF_LIB(E, py, params)
+#define RF_USER(E, py, params)
 static const fcf_func fcf_reduce_funcs[] = {
 #define FCG_OP(E, c, py, nin, kind, rule, infix, params, red) RF_##kind(E, py, params)
 #include "ops.def"
@@ -204,6 +205,7 @@ static const fcf_func fcf_reduce_funcs[] = {
 #undef RF_EWX
 #undef RF_VIEW
 #undef RF_LIB
+#undef RF_USER
 
 /* Functions that are not plain elementwise ops or reductions (fcg_ops[] and
  * fcf_reduce_funcs above have those). */
@@ -287,17 +289,6 @@ static const struct {
     {"acosh", "arccosh"},          {"asinh", "arcsinh"},
     {"atanh", "arctanh"},          {"bitwise_left_shift", "left_shift"},
     {"bitwise_right_shift", "right_shift"},
-};
-
-/* NumPy's long dtype names, accepted besides fc_dtype_name's short ones. */
-static const struct {
-    const char *name;
-    fc_dtype dtype;
-} fcf_dtype_aliases[] = {
-    {"bool_", FC_BOOL},     {"int8", FC_I8},       {"int16", FC_I16},     {"int32", FC_I32},
-    {"int64", FC_I64},      {"uint8", FC_U8},      {"uint16", FC_U16},    {"uint32", FC_U32},
-    {"uint64", FC_U64},     {"float16", FC_F16},   {"bfloat16", FC_BF16}, {"float32", FC_F32},
-    {"float64", FC_F64},    {"complex64", FC_C64}, {"complex128", FC_C128},
 };
 
 /* The string values of pad's mode (in fc_pad_mode's order) and of fft's norm. */
@@ -537,18 +528,7 @@ static bool word_is(const char *s, size_t n, const char *word) {
 }
 
 static bool dtype_lookup(const char *s, size_t n, fc_dtype *out) {
-    char buf[16];
-    if (n == 0 || n >= sizeof buf) return false;
-    memcpy(buf, s, n);
-    buf[n] = '\0';
-    if (fc_dtype_from_name(buf, out) == FC_OK) return true;
-    for (size_t i = 0; i < sizeof fcf_dtype_aliases / sizeof fcf_dtype_aliases[0]; i++) {
-        if (strcmp(buf, fcf_dtype_aliases[i].name) == 0) {
-            *out = fcf_dtype_aliases[i].dtype;
-            return true;
-        }
-    }
-    return false;
+    return fcg_dtype_parse(s, n, out) == FC_OK;
 }
 
 #define FCF_COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -574,11 +554,18 @@ static bool ew_callable(int op) {
            (info->nin == 3 && fcg_ternary_api[op]);
 }
 
+/* A user reduction kernel's row is not a function: programs call it through its
+ * declaration. */
+static bool reduce_func_callable(const fcf_func *f) {
+    return fcg_ops[f->op].red.combine != FCG_COMBINE_USER;
+}
+
 static const fcf_func *func_lookup(const char *s, size_t n, int *ew_op) {
     for (size_t i = 0; i < FCF_COUNT(fcf_funcs); i++)
         if (word_is(s, n, fcf_funcs[i].name)) return &fcf_funcs[i];
     for (size_t i = 0; i < FCF_COUNT(fcf_reduce_funcs); i++)
-        if (word_is(s, n, fcf_reduce_funcs[i].name)) return &fcf_reduce_funcs[i];
+        if (reduce_func_callable(&fcf_reduce_funcs[i]) && word_is(s, n, fcf_reduce_funcs[i].name))
+            return &fcf_reduce_funcs[i];
     const char *target = NULL;
     for (size_t i = 0; i < FCF_COUNT(fcf_ew_aliases); i++)
         if (word_is(s, n, fcf_ew_aliases[i].alias)) target = fcf_ew_aliases[i].pyname;
@@ -608,14 +595,14 @@ void fcf_names(fcf_name_fn visit, void *user) {
         visit(user, FCF_KEYWORD, fcf_keywords[i].word, NULL);
     for (int t = 0; t < FC_DTYPE_COUNT; t++)
         visit(user, FCF_DTYPE, fc_dtype_name((fc_dtype)t), NULL);
-    for (size_t i = 0; i < FCF_COUNT(fcf_dtype_aliases); i++)
-        visit(user, FCF_DTYPE, fcf_dtype_aliases[i].name,
-              fc_dtype_name(fcf_dtype_aliases[i].dtype));
+    for (size_t i = 0; i < fcg_dtype_alias_count; i++)
+        visit(user, FCF_DTYPE, fcg_dtype_aliases[i].name, fc_dtype_name(fcg_dtype_aliases[i].dtype));
     for (int t = 0; t < 2; t++) {
         const fcf_func *table = t ? fcf_reduce_funcs : fcf_funcs;
         size_t n = t ? FCF_COUNT(fcf_reduce_funcs) : FCF_COUNT(fcf_funcs);
         for (size_t i = 0; i < n; i++) {
             const fcf_func *f = &table[i];
+            if (t && !reduce_func_callable(f)) continue;
             visit(user, FCF_FUNCTION, f->name, NULL);
             for (int k = 0; k < FCP_MAX_PARAMS && f->params[k]; k++)
                 visit(user, FCF_PARAM, f->params[k], f->name);

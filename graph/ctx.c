@@ -179,6 +179,7 @@ void fcg_ctx_free(fc_ctx *ctx) {
     fcg_free(ctx, ctx->key_words, ctx->key_words_cap * sizeof *ctx->key_words);
     fcg_strfree(ctx, ctx->trace_path);
     fcg_strfree(ctx, ctx->cache_dir);
+    fcg_user_free_all(ctx);
     fc_allocator alloc = ctx->alloc;
     alloc.free_fn(alloc.user, ctx, sizeof *ctx);
 }

@@ -30,6 +30,30 @@ fc_status fc_dtype_from_name(const char *name, fc_dtype *out) {
     return FC_ERR_INVALID;
 }
 
+/* NumPy's long dtype names, accepted besides fc_dtype_name's short ones (.fc programs, user
+ * kernels' declarations). */
+const fcg_dtype_alias fcg_dtype_aliases[] = {
+    {"bool_", FC_BOOL},     {"int8", FC_I8},       {"int16", FC_I16},     {"int32", FC_I32},
+    {"int64", FC_I64},      {"uint8", FC_U8},      {"uint16", FC_U16},    {"uint32", FC_U32},
+    {"uint64", FC_U64},     {"float16", FC_F16},   {"bfloat16", FC_BF16}, {"float32", FC_F32},
+    {"float64", FC_F64},    {"complex64", FC_C64}, {"complex128", FC_C128},
+};
+const size_t fcg_dtype_alias_count = sizeof fcg_dtype_aliases / sizeof fcg_dtype_aliases[0];
+
+fc_status fcg_dtype_parse(const char *s, size_t n, fc_dtype *out) {
+    char buf[16];
+    if (n == 0 || n >= sizeof buf) return FC_ERR_INVALID;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    if (fc_dtype_from_name(buf, out) == FC_OK) return FC_OK;
+    for (size_t i = 0; i < fcg_dtype_alias_count; i++)
+        if (strcmp(buf, fcg_dtype_aliases[i].name) == 0) {
+            *out = fcg_dtype_aliases[i].dtype;
+            return FC_OK;
+        }
+    return FC_ERR_INVALID;
+}
+
 fc_dtype fcg_real_dtype(fc_dtype t) {
     if (t == FC_C64) return FC_F32;
     if (t == FC_C128) return FC_F64;

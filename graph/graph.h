@@ -31,6 +31,8 @@ typedef enum fcg_op {
 
 typedef enum fcg_kind {
     FCG_KIND_SPECIAL, FCG_KIND_SOURCE, FCG_KIND_EW, FCG_KIND_REDUCE, FCG_KIND_VIEW, FCG_KIND_LIB,
+    FCG_KIND_USER, /* a user's elementwise kernel (graph/user.c): elementwise, body from its
+                      definition */
     FCG_KIND_EWX = FCG_KIND_EW /* elementwise with a hand-written constructor (cast) */
 } fcg_kind;
 
@@ -89,7 +91,8 @@ typedef enum fcg_param_field {
 /* Where an accumulator starts. */
 typedef enum fcg_red_identity {
     FCG_ID_UNSET, FCG_ID_ZERO, FCG_ID_ONE, FCG_ID_FALSE, FCG_ID_TRUE,
-    FCG_ID_NONE /* none: the first element starts it; a zero-size reduction is an error */
+    FCG_ID_NONE, /* none: the first element starts it; a zero-size reduction is an error */
+    FCG_ID_USER  /* a user reduction kernel's identity expression (graph/user.c) */
 } fcg_red_identity;
 
 /* What each element contributes, from its value in the loop dtype. */
@@ -97,7 +100,8 @@ typedef enum fcg_red_map {
     FCG_MAP_UNSET,
     FCG_MAP_VALUE, /* itself */
     FCG_MAP_ABS,   /* |x| in the loop's real dtype */
-    FCG_MAP_ABS2   /* |x|^2 in the loop's real dtype */
+    FCG_MAP_ABS2,  /* |x|^2 in the loop's real dtype */
+    FCG_MAP_USER   /* the user's map expression over all of the node's inputs */
 } fcg_red_map;
 
 /* How contributions fold together (the order of elements is not fixed, except that
@@ -106,7 +110,8 @@ typedef enum fcg_red_map {
 typedef enum fcg_red_combine {
     FCG_COMBINE_UNSET, FCG_COMBINE_ADD, FCG_COMBINE_MUL, FCG_COMBINE_OR, FCG_COMBINE_AND,
     FCG_COMBINE_MAX, FCG_COMBINE_MIN, FCG_COMBINE_ARGMAX, FCG_COMBINE_ARGMIN,
-    FCG_COMBINE_MOMENTS /* count, mean and the sum of squared deviations (Welford, Chan) */
+    FCG_COMBINE_MOMENTS, /* count, mean and the sum of squared deviations (Welford, Chan) */
+    FCG_COMBINE_USER     /* the user's reduce expression of a and b */
 } fcg_red_combine;
 
 /* What becomes of the accumulator at the end. */
@@ -117,7 +122,8 @@ typedef enum fcg_red_finish {
     FCG_FINISH_VARIANCE, /* squared deviations / max(count - ddof, 0) */
     FCG_FINISH_STD,      /* the square root of that */
     FCG_FINISH_SQRT,     /* the square root of the accumulated value */
-    FCG_FINISH_INDEX     /* the index of the winner (ARGMAX / ARGMIN) */
+    FCG_FINISH_INDEX,    /* the index of the winner (ARGMAX / ARGMIN) */
+    FCG_FINISH_USER      /* the user's post-map expression (a: the accumulator) */
 } fcg_red_finish;
 
 /* The dtype the accumulator holds. */
@@ -125,7 +131,8 @@ typedef enum fcg_red_acc {
     FCG_ACC_UNSET,
     FCG_ACC_EXACT,     /* the loop dtype (max, min, arg*: no rounding to avoid) */
     FCG_ACC_WIDE,      /* floats in f64, complex in c128, others in the result dtype */
-    FCG_ACC_WIDE_REAL  /* the real dtype of that (norms) */
+    FCG_ACC_WIDE_REAL, /* the real dtype of that (norms) */
+    FCG_ACC_USER       /* the user kernel's reduce type (the node's loop dtype) */
 } fcg_red_acc;
 
 /* The loop dtype (what the input converts to before its map) and the result dtype, from
@@ -138,7 +145,8 @@ typedef enum fcg_red_result {
     FCG_RESULT_COUNT,   /* i64, loop bool (count_nonzero) */
     FCG_RESULT_MEAN,    /* inexact t kept, others f64; loop = result */
     FCG_RESULT_REAL,    /* loop: inexact t kept, others f64; result: the loop's real dtype */
-    FCG_RESULT_INDEX    /* i64, loop t */
+    FCG_RESULT_INDEX,   /* i64, loop t */
+    FCG_RESULT_USER     /* set by the user kernel's declaration (graph/user.c) */
 } fcg_red_result;
 
 typedef struct fcg_reduction {
@@ -180,6 +188,62 @@ fc_dtype fcg_reduce_acc_dtype(const fc_array *r);
  * FCG_P_ORD; ignored otherwise). The public fc_sum ... call it; the .fc builder reaches every
  * reduction row through it. Not for argmax / argmin (one axis: fc_argmax). */
 fc_array *fcg_reduce(fcg_op op, fc_array *a, fc_axes axes, bool keepdims, int ddof, int ord);
+
+/* NumPy's long dtype names (float32, int64, bool_, ...) and a parser of either spelling. */
+typedef struct fcg_dtype_alias {
+    const char *name;
+    fc_dtype dtype;
+} fcg_dtype_alias;
+extern const fcg_dtype_alias fcg_dtype_aliases[];
+extern const size_t fcg_dtype_alias_count;
+fc_status fcg_dtype_parse(const char *s, size_t n, fc_dtype *out);
+
+/* ---- user kernels (graph/user.c) ---------------------------------------------------------
+ * A definition made by fc_elementwise_kernel / fc_reduction_kernel. Its nodes (USER_EW,
+ * USER_REDUCE) name it by p.ival = hash, a 64-bit hash of its canonical text, so equal
+ * definitions give equal nodes and the structural hash is the same in every process; the
+ * context keeps every definition until it is destroyed (fcg_user_find). */
+
+#define FCG_USER_MAX_PARAMS 16
+#define FCG_USER_MAX_PLACEHOLDERS 8
+#define FCG_USER_NAME_MAX 64
+
+typedef struct fcg_user_param {
+    char name[FCG_USER_NAME_MAX];
+    int dtype;   /* fc_dtype, or -1: placeholder number `place` */
+    int place;
+    bool raw;    /* not broadcast: the body indexes it (x[j], x.size()) */
+} fcg_user_param;
+
+typedef enum fcg_user_kind { FCG_USER_ELEMENTWISE, FCG_USER_REDUCTION } fcg_user_kind;
+
+struct fc_kernel {
+    fc_ctx *ctx;
+    fcg_user_kind kind;
+    uint64_t hash;      /* of the canonical text below */
+    char name[FCG_USER_NAME_MAX];
+    int nin, nout;
+    fcg_user_param in[FCG_USER_MAX_PARAMS], out[FCG_USER_MAX_PARAMS];
+    int nplace;
+    char place[FCG_USER_MAX_PLACEHOLDERS][FCG_USER_NAME_MAX];
+    char *in_text, *out_text; /* the declarations as given, for printing */
+    char *body;               /* ELEMENTWISE: the operation (C statements) */
+    char *map, *reduce, *post, *identity; /* REDUCTION: expressions (post: statements) */
+    int reduce_dtype;         /* REDUCTION: fc_dtype of a and b, or -1 - placeholder */
+    bool uses_i;              /* the body or map reads i, the element's linear index */
+    struct fc_kernel *next;   /* the context's list */
+};
+typedef struct fc_kernel fcg_user_kernel;
+
+/* The definition a USER_EW / USER_REDUCE node names, or NULL (never for a node of ctx). */
+const fcg_user_kernel *fcg_user_find(const fc_ctx *ctx, uint64_t hash);
+/* The dtype a placeholder or parameter has in node a (from its inputs, as the call bound it). */
+fc_dtype fcg_user_place_dtype(const fc_array *a, const fcg_user_kernel *k, int place);
+fc_dtype fcg_user_param_dtype(const fc_array *a, const fcg_user_kernel *k, const fcg_user_param *p);
+/* What a node computes, for logs and summaries: a user kernel's name, else the op's. */
+const char *fcg_node_name(const fc_array *a);
+/* Frees every definition of ctx (at its destruction). */
+void fcg_user_free_all(fc_ctx *ctx);
 
 extern const fcg_op_info fcg_ops[FCG_OP_COUNT];
 
@@ -337,6 +401,7 @@ struct fc_ctx {
     size_t key_stack_cap;
     uint32_t *key_words;
     size_t key_words_cap;
+    struct fc_kernel *user_kernels; /* every user kernel defined (graph/user.c) */
 };
 
 /* ---- memory (every allocation goes through the context's allocator) -------------------- */

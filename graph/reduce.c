@@ -35,6 +35,7 @@ void fcg_reduce_types(const fcg_reduction *d, fc_dtype t, fc_dtype *loop, fc_dty
         *loop = t;
         *out = FC_I64;
         return;
+    case FCG_RESULT_USER: /* graph/user.c sets them from the declaration */
     case FCG_RESULT_UNSET: break;
     }
     *out = *loop = t; /* not a reduction: tests/test_graph.c keeps every REDUCE row set */
@@ -44,7 +45,9 @@ fc_dtype fcg_reduce_acc_dtype(const fc_array *r) {
     fc_dtype l = (fc_dtype)r->loop_dtype;
     fc_dtype wide = fcg_is_complex(l) ? FC_C128 : fcg_is_float(l) ? FC_F64 : (fc_dtype)r->dtype;
     switch (fcg_reduction_of(r)->acc) {
-    case FCG_ACC_EXACT: return l;
+    case FCG_ACC_EXACT:
+    case FCG_ACC_USER: /* the reduce type: the node's loop dtype */
+        return l;
     case FCG_ACC_WIDE: return wide;
     case FCG_ACC_WIDE_REAL: return fcg_real_dtype(wide);
     case FCG_ACC_UNSET: break;

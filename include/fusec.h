@@ -718,6 +718,62 @@ FC_API fc_array *fc_fft(fc_array *a, int axis);
 FC_API fc_array *fc_ifft(fc_array *a, int axis);
 
 /* ---------------------------------------------------------------------------------------- */
+/* User kernels, as CuPy's ElementwiseKernel and ReductionKernel. A call is a node of the lazy */
+/* graph like any op: it fuses with the ops around it into one generated kernel, and its     */
+/* CUDA C is part of that kernel's cache key.                                                 */
+/* ---------------------------------------------------------------------------------------- */
+
+/** A user kernel definition. The context owns it (fc_ctx_destroy frees it); defining the same
+ *  text again returns the same definition. */
+typedef struct fc_kernel fc_kernel;
+
+/** An elementwise kernel (cupy.ElementwiseKernel). `in_params` and `out_params` are
+ *  comma-separated "TYPE NAME" declarations, as "float32 x, T a, raw T y": TYPE is a dtype
+ *  name (fc_dtype_name's, or NumPy's long ones: float32, int64, bool, complex64, ...) or a
+ *  type placeholder (any other identifier, bound by the dtypes of the arguments given for it);
+ *  `raw` marks an input the body indexes itself (x[j], x.size(): it is not broadcast and is
+ *  read whole). `operation` is CUDA C statements assigning every output from the inputs, run
+ *  once per output element; `i` is the element's index in the output (row-major) and the
+ *  placeholders are type names. f16 and bf16 values are float in the body and are rounded on
+ *  the way out, as everywhere in fusec. `name` names the kernel in errors, dumps and explains
+ *  (a C identifier). @return FC_ERR_INVALID for a malformed declaration (the message names the
+ *  parameter), an output that repeats an input's name, or an output type no input binds. */
+FC_API fc_status fc_elementwise_kernel(fc_ctx *ctx, const char *in_params, const char *out_params,
+                                       const char *operation, const char *name, fc_kernel **out);
+
+/** A reduction kernel (cupy.ReductionKernel): `map_expr` (an expression of the inputs, and of
+ *  i) gives each element's value, `reduce_expr` (an expression of `a` and `b`, which it must
+ *  use) folds two of them, `post_map_expr` (statements) sets the one output from `a`, the
+ *  reduced value, and `identity` is the value a folds from (required). Values are folded in
+ *  `reduce_type` (a dtype or placeholder name; NULL or "" for the output's type), in no fixed
+ *  order: reduce_expr must be associative and commutative. */
+FC_API fc_status fc_reduction_kernel(fc_ctx *ctx, const char *in_params, const char *out_params,
+                                     const char *map_expr, const char *reduce_expr,
+                                     const char *post_map_expr, const char *identity,
+                                     const char *name, const char *reduce_type, fc_kernel **out);
+
+/** Calls an elementwise kernel on nin arrays (weak scalars such as fc_f64(ctx, 2.0) count as
+ *  scalars), giving its nout outputs in out (new references; poisoned arrays on error). The
+ *  arguments that are not raw broadcast together. An array argument must have its declared
+ *  dtype exactly (fc_cast converts), and the arrays given for one placeholder must agree; a
+ *  weak scalar converts to its parameter's type. @return FC_OK, or the error every output
+ *  carries (FC_ERR_INVALID for a wrong count, FC_ERR_DTYPE naming the kernel and the
+ *  parameter, FC_ERR_SHAPE for operands that do not broadcast). */
+FC_API fc_status fc_kernel_call(fc_kernel *k, int nin, fc_array *const *in, int nout,
+                                fc_array **out);
+/** fc_kernel_call for a kernel with one output. */
+FC_API fc_array *fc_kernel_call1(fc_kernel *k, int nin, fc_array *const *in);
+
+/** Calls a reduction kernel on nin arrays (broadcast together) over `axes`, as cupy's
+ *  kernel(x, axis=..., keepdims=...). A reduction over zero elements gives the post-map of
+ *  the identity. @return the output (new reference), or a poisoned array. */
+FC_API fc_array *fc_kernel_reduce(fc_kernel *k, int nin, fc_array *const *in, fc_axes axes,
+                                  bool keepdims);
+
+/** The kernel's name. */
+FC_API const char *fc_kernel_name(const fc_kernel *k);
+
+/* ---------------------------------------------------------------------------------------- */
 /* Composites: NumPy functions built from the ops above inside the graph. They add no kernels */
 /* of their own: fusion fuses them as it would the same expression written by hand. Each     */
 /* checks its arguments first, so an error is a poisoned array whose message names the       */

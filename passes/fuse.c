@@ -152,7 +152,8 @@ static fit_kind classify(fuse_state *s, fc_array *r, fc_array **reg, size_t nreg
         if (is_leaf(a) || (a != r && s->mat[ix(s, a)])) continue;
         if (level[ix(s, a)] > levels_max) levels_max = level[ix(s, a)];
         if (is_reduce(a) || level[ix(s, a)] == 0) continue;
-        bool ok = kind_of(a) == FCG_KIND_EW || a->op == FCG_OP_BROADCAST ||
+        bool ok = kind_of(a) == FCG_KIND_EW || kind_of(a) == FCG_KIND_USER ||
+                  a->op == FCG_OP_BROADCAST ||
                   (a->op == FCG_OP_RESHAPE && fcg_unit_reshape(a));
         path_ok &= ok;
     }
@@ -514,6 +515,17 @@ static fc_status fuse(fc_ctx *ctx, fcp_plan *p) {
                 s.why[ix(&s, a->in[k])] = "input of a library call, which reads stored buffers";
             }
     }
+    /* A user kernel's raw inputs: its code indexes them itself, so they are stored buffers. */
+    for (size_t i = 0; i < n; i++) {
+        fc_array *a = s.ord[i];
+        if (is_leaf(a) || kind_of(a) != FCG_KIND_USER) continue;
+        const fcg_user_kernel *uk = fcg_user_find(ctx, (uint64_t)a->p.ival);
+        for (int k = 0; uk && k < a->nin && k < uk->nin; k++)
+            if (uk->in[k].raw && !is_leaf(a->in[k]) && !s.mat[ix(&s, a->in[k])]) {
+                s.mat[ix(&s, a->in[k])] = 1;
+                s.why[ix(&s, a->in[k])] = "raw input of a user kernel, which indexes a stored buffer";
+            }
+    }
     /* Cost of recomputing each node: inline ops below it (an upper bound on a DAG). */
     for (size_t i = 0; i < n; i++) {
         fc_array *a = s.ord[i];
@@ -772,7 +784,7 @@ fc_status fcp_plan_numbering(const fcp_plan *p, fcg_nodemap *out) {
 
 static void sb_node(fcg_sb *b, const fcg_nodemap *num, const fc_array *a) {
     char sh[200];
-    fcg_sb_printf(b, "%%%lld %s %s%s", (long long)fcg_nodemap_get(num, a), fcg_ops[a->op].pyname,
+    fcg_sb_printf(b, "%%%lld %s %s%s", (long long)fcg_nodemap_get(num, a), fcg_node_name(a),
               fc_dtype_name((fc_dtype)a->dtype), fcg_shape_str(sh, a->ndim, a->shape));
 }
 
@@ -805,7 +817,7 @@ char *fcp_plan_describe(const fcp_plan *p) {
             sb_node(&b, &num, k->leaves[q]);
         }
         fcg_sb_printf(&b, "\n  fused ops (%d):", k->nnode);
-        for (int q = 0; q < k->nnode; q++) fcg_sb_printf(&b, " %s", fcg_ops[k->nodes[q]->op].pyname);
+        for (int q = 0; q < k->nnode; q++) fcg_sb_printf(&b, " %s", fcg_node_name(k->nodes[q]));
         fcg_sb_printf(&b, "\n");
     }
     for (int i = 0; i < p->nboundary; i++) {

@@ -180,7 +180,7 @@ static void put_params(line *l, const fc_array *a) {
 /* Nodes are named by their positions in the log's own walk (num). */
 static void put_node(line *l, const fcg_nodemap *num, const fc_array *a) {
     char sh[200];
-    put(l, "  %%%" PRId64 " = %s %s %s", fcg_nodemap_get(num, a), fcg_ops[a->op].pyname,
+    put(l, "  %%%" PRId64 " = %s %s %s", fcg_nodemap_get(num, a), fcg_node_name(a),
         fc_dtype_name((fc_dtype)a->dtype), fcg_shape_str(sh, a->ndim, a->shape));
     if (fcg_ops[a->op].kind == FCG_KIND_EW || fcg_ops[a->op].kind == FCG_KIND_REDUCE)
         if (a->loop_dtype != a->dtype) put(l, " loop=%s", fc_dtype_name((fc_dtype)a->loop_dtype));

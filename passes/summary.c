@@ -98,7 +98,7 @@ static void expr(writer *w, const fcp_kernel *k, const fc_array *a, int need) {
         if (paren) put(w, ")");
         return;
     }
-    put(w, op->pyname);
+    put(w, fcg_node_name(a));
     put(w, "(");
     for (int i = 0; i < a->nin; i++) {
         if (i) put(w, ",");

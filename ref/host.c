@@ -690,6 +690,11 @@ static fc_status eval_node(evaluator *ev, size_t idx) {
             return fch_fft(ev->ctx, a, x->base, x->strides, s->base);
         }
         break;
+    case FCG_KIND_USER: {
+        const fcg_user_kernel *k = fcg_user_find(ev->ctx, (uint64_t)a->p.ival);
+        return fcg_error(ev->ctx, FC_ERR_UNSUPPORTED, "%s: user kernels need the CUDA backend "
+                         "(the host backend does not run CUDA C)", k ? k->name : "kernel");
+    }
     case FCG_KIND_SPECIAL: /* poison: never evaluated */
         break;
     }

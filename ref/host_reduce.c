@@ -147,6 +147,7 @@ static fc_status red_combine(const red_job *job, wv *acc, wv *comp, const wv *v)
     case FCG_COMBINE_AND: acc->i &= w_truth(k, v); return FC_OK;
     case FCG_COMBINE_ARGMAX: /* arg_reduce */
     case FCG_COMBINE_ARGMIN:
+    case FCG_COMBINE_USER: /* fch_reduce refuses user kernels first */
     case FCG_COMBINE_UNSET: break;
     }
     return FC_ERR_UNSUPPORTED;
@@ -190,6 +191,7 @@ static fc_status red_run(void *user, char *const *ptrs, const int64_t *strides, 
                 mapped.f = w_abs2(k, v);
                 v = &mapped;
                 break;
+            case FCG_MAP_USER:
             case FCG_MAP_UNSET: return FC_ERR_UNSUPPORTED;
             }
             fc_status st = red_combine(job, acc, comp, v);
@@ -227,6 +229,7 @@ static fc_status red_init(const red_job *job, wv *acc, size_t nout) {
             return FC_ERR_UNSUPPORTED;
         }
         break;
+    case FCG_ID_USER:
     case FCG_ID_UNSET: return FC_ERR_UNSUPPORTED;
     }
     for (size_t i = 0; i < nout; i++) acc[i] = init;
@@ -377,6 +380,7 @@ static fc_status red_finish(const fc_array *a, const red_job *job, wv *acc, cons
             outk = FCH_W_F64;
             break;
         case FCG_FINISH_INDEX: /* arg_reduce */
+        case FCG_FINISH_USER:
         case FCG_FINISH_UNSET: return FC_ERR_UNSUPPORTED;
         }
         fch_write_wide(outk, &v, 1, d, out + i * dsize, (int64_t)dsize);
@@ -387,6 +391,11 @@ static fc_status red_finish(const fc_array *a, const red_job *job, wv *acc, cons
 fc_status fch_reduce(fc_ctx *ctx, const fc_array *a, const char *in, const int64_t *in_strides,
                      char *out) {
     const fcg_reduction *desc = fcg_reduction_of(a);
+    if (desc->combine == FCG_COMBINE_USER) {
+        const fcg_user_kernel *k = fcg_user_find(ctx, (uint64_t)a->p.ival);
+        return fcg_error(ctx, FC_ERR_UNSUPPORTED, "%s: user kernels need the CUDA backend (the "
+                         "host backend does not run CUDA C)", k ? k->name : "reduction kernel");
+    }
     if (desc->combine == FCG_COMBINE_ARGMAX || desc->combine == FCG_COMBINE_ARGMIN)
         return arg_reduce(a, desc, in, in_strides, out);
     const fc_array *x = a->in[0];

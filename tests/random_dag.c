@@ -23,6 +23,7 @@ typedef struct rd_ew {
 #define RD_KIND_REDUCE(c, n)
 #define RD_KIND_VIEW(c, n)
 #define RD_KIND_LIB(c, n)
+#define RD_KIND_USER(c, n)
 static const rd_ew rd_ew_ops[] = {
 #define FCG_OP(E, c, py, nin, kind, rule, infix, params, red) RD_KIND_##kind(c, nin)
 #include "ops.def"
@@ -35,6 +36,7 @@ static const rd_ew rd_ew_ops[] = {
 #undef RD_KIND_REDUCE
 #undef RD_KIND_VIEW
 #undef RD_KIND_LIB
+#undef RD_KIND_USER
 #define RD_N_EW ((int)(sizeof rd_ew_ops / sizeof rd_ew_ops[0]))
 
 /* ---- the generator's state -------------------------------------------------------------- */

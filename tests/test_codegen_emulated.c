@@ -157,6 +157,8 @@ typedef struct program {
     uint64_t seed;
     int nout;
     fc_array *out[WL_MAX_OUT]; /* references the program holds */
+    fc_array *ref[WL_MAX_OUT]; /* what each output must equal, when not itself on the host
+                                  (user kernels: the same computation in built-in ops) */
     fcp_plan *plan;
     int first;                 /* index of its first kernel in the kernel table */
 } program;
@@ -267,6 +269,16 @@ static void set_add(emu_set *s, const char *name, bool random, uint64_t seed, fc
                 "    return emu_launch(emu_tramp_%s, &p, grid, dsmem, dsmem_bytes);\n"
                 "}\n",
                 kname, kname, kname, kname, kname, kname, src->nint, src->nflt, kname);
+    }
+}
+
+/* A program whose outputs the host backend cannot evaluate itself, compared with refs. */
+static void set_add_ref(emu_set *s, const char *name, fc_array **outs, fc_array **refs, int nout) {
+    set_add(s, name, false, 0, outs, nout);
+    program *p = &s->progs[s->nprog - 1];
+    for (int q = 0; q < nout; q++) {
+        cr_assert_eq(fc_array_status(refs[q]), FC_OK, "%s: reference %d", name, q);
+        p->ref[q] = refs[q];
     }
 }
 
@@ -470,7 +482,7 @@ static char *run_program(emu_set *s, program *p) {
         unsigned char *want = malloc(bytes + 1);
         cr_assert_not_null(want);
         memset(want, 0xA5, bytes + 1);
-        fc_status st = fc_to_host(y, want, bytes);
+        fc_status st = fc_to_host(p->ref[o] ? p->ref[o] : y, want, bytes);
         cr_assert_eq(st, FC_OK, "%s output %d: host backend: %s", p->name, o, fc_errmsg(s->ctx));
         fc_dtype t = (fc_dtype)y->dtype;
         int64_t n = (int64_t)fcg_node_numel(y), bad = 0, first = -1;
@@ -746,6 +758,87 @@ Test(emulated, reductions_every_kind_and_dtype_eight_threads) {
 }
 Test(emulated, reductions_every_kind_and_dtype_one_thread) {
     emulate_reduction_sweep("sweep_t1", &(emu_cfg){1, 1, 2, true, false});
+}
+
+/* User kernels (fc_elementwise_kernel / fc_reduction_kernel) fused with built-in ops, raw
+ * inputs, several outputs, user reductions over rows, columns and everything (split), each
+ * against the same computation in built-in ops on the host. */
+Test(emulated, user_kernels) {
+    emu_set s;
+    set_open(&s, "user", &(emu_cfg){8, 4, 3, true, false});
+    fc_ctx *ctx = s.ctx;
+    fc_scope_open(ctx);
+    fc_kernel *axpb, *sd, *sumdiff, *rev, *idx2, *l2, *sop, *vmax;
+    cr_assert_eq(fc_elementwise_kernel(ctx, "float32 x, T a, T b", "T y", "y = a * x + b;", "axpb",
+                                       &axpb), FC_OK);
+    cr_assert_eq(fc_elementwise_kernel(ctx, "T x, T y", "T z", "z = (x - y) * (x - y);",
+                                       "squared_diff", &sd), FC_OK);
+    cr_assert_eq(fc_elementwise_kernel(ctx, "T x, T y", "T s, T d", "s = x + y;\nd = x - y;",
+                                       "sumdiff", &sumdiff), FC_OK);
+    cr_assert_eq(fc_elementwise_kernel(ctx, "raw T x, T s", "T y", "y = x[x.size() - 1 - i] * s",
+                                       "reverse_all", &rev), FC_OK);
+    cr_assert_eq(fc_elementwise_kernel(ctx, "T x", "int64 y", "y = (long long)i * 2;",
+                                       "index_twice", &idx2), FC_OK);
+    cr_assert_eq(fc_reduction_kernel(ctx, "T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0",
+                                     "l2norm", NULL, &l2), FC_OK);
+    cr_assert_eq(fc_reduction_kernel(ctx, "T x, T w", "T y", "x * w", "a + b", "y = a", "0",
+                                     "sum_of_products", "float64", &sop), FC_OK);
+    cr_assert_eq(fc_reduction_kernel(ctx, "T x", "T y", "x", "a > b ? a : b", "y = a", "-1e300",
+                                     "vmax", NULL, &vmax), FC_OK);
+    fc_array *x = sweep_input(ctx, 1, FC_F32, FC_SHAPE(6, 37));
+    fc_array *w = sweep_input(ctx, 2, FC_F32, FC_SHAPE(1, 37));
+    fc_array *o[2], *r[2];
+    fc_array *f2 = fc_scalar(ctx, FC_F32, 2.0), *f05 = fc_scalar(ctx, FC_F32, 0.5);
+    o[0] = fc_keep(fc_sum(fc_mul(fc_kernel_call1(axpb, 3, (fc_array *[]){fc_sin(x), f2, f05}),
+                                 fc_f64(ctx, 2.0)), FC_AXES(1), false));
+    r[0] = fc_keep(fc_sum(fc_mul(fc_add(fc_mul(f2, fc_sin(x)), f05), fc_f64(ctx, 2.0)), FC_AXES(1),
+                          false));
+    set_add_ref(&s, "sum(axpb(sin(x), 2, 0.5) * 2, axis=1)", o, r, 1);
+    const fc_dtype sd_types[] = {FC_F16, FC_BF16, FC_F64, FC_I32, FC_U8, FC_C64};
+    for (size_t t = 0; t < sizeof sd_types / sizeof *sd_types; t++) {
+        fc_array *a = sweep_input(ctx, 10 + t, sd_types[t], FC_SHAPE(5, 9));
+        fc_array *b = sweep_input(ctx, 20 + t, sd_types[t], FC_SHAPE(9));
+        o[0] = fc_keep(fc_kernel_call1(sd, 2, (fc_array *[]){a, b}));
+        fc_array *d = fc_sub(a, b);
+        r[0] = fc_keep(fc_mul(d, d));
+        char name[64];
+        snprintf(name, sizeof name, "squared_diff(%s)", fc_dtype_name(sd_types[t]));
+        set_add_ref(&s, name, o, r, 1);
+    }
+    cr_assert_eq(fc_kernel_call(sumdiff, 2, (fc_array *[]){x, w}, 2, o), FC_OK);
+    o[0] = fc_keep(o[0]);
+    o[1] = fc_keep(o[1]);
+    r[0] = fc_keep(fc_add(x, w));
+    r[1] = fc_keep(fc_sub(x, w));
+    set_add_ref(&s, "sumdiff(x, w): two outputs", o, r, 2);
+    o[0] = fc_keep(fc_kernel_call1(rev, 2, (fc_array *[]){fc_exp(x), x}));
+    r[0] = fc_keep(fc_mul(fc_flip(fc_exp(x), FC_ALL), x));
+    set_add_ref(&s, "reverse_all(raw exp(x), x)", o, r, 1);
+    o[0] = fc_keep(fc_kernel_call1(idx2, 1, (fc_array *[]){fc_transpose(x)}));
+    r[0] = fc_keep(fc_reshape(fc_arange(ctx, FC_I64, 0, 2 * 6 * 37, 2), FC_SHAPE(37, 6)));
+    set_add_ref(&s, "index_twice(x.T)", o, r, 1);
+    const int axes_codes[][3] = {{1, 1, -1}, {1, 0, -1}, {2, 0, 1}};
+    for (size_t c = 0; c < sizeof axes_codes / sizeof *axes_codes; c++) {
+        fc_axes ax = {axes_codes[c][0], {axes_codes[c][1], axes_codes[c][2]}};
+        o[0] = fc_keep(fc_kernel_reduce(l2, 1, (fc_array *[]){fc_exp(x)}, ax, c == 1));
+        r[0] = fc_keep(fc_sqrt(fc_sum(fc_square(fc_exp(x)), ax, c == 1)));
+        set_add_ref(&s, "l2norm(exp(x))", o, r, 1);
+        o[0] = fc_keep(fc_div(x, fc_kernel_reduce(l2, 1, (fc_array *[]){x}, ax, true)));
+        r[0] = fc_keep(fc_div(x, fc_sqrt(fc_sum(fc_square(x), ax, true))));
+        set_add_ref(&s, "x / l2norm(x, keepdims)", o, r, 1);
+        fc_array *x64 = fc_cast(x, FC_F64);
+        o[0] = fc_keep(fc_kernel_reduce(vmax, 1, (fc_array *[]){x64}, ax, false));
+        r[0] = fc_keep(fc_max(x64, ax, false));
+        set_add_ref(&s, "vmax(x_f64)", o, r, 1);
+    }
+    fc_array *big = sweep_input(ctx, 3, FC_F32, FC_SHAPE(300, 41));
+    fc_array *bw = sweep_input(ctx, 4, FC_F32, FC_SHAPE(41));
+    o[0] = fc_keep(fc_kernel_reduce(sop, 2, (fc_array *[]){big, bw}, FC_ALL, false));
+    r[0] = fc_keep(fc_cast(fc_sum(fc_mul(fc_cast(big, FC_F64), fc_cast(bw, FC_F64)), FC_ALL, false),
+                           FC_F32));
+    set_add_ref(&s, "sum_of_products(x, w) in f64", o, r, 1);
+    set_build(&s);
+    set_run_and_close(&s);
 }
 
 /* Every elementwise op of ops.def (through the constructors the .fc parser uses, so a new op

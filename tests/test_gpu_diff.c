@@ -16,6 +16,7 @@
 #include <criterion/criterion.h>
 
 #include "graph.h"
+#include "test_util.h"
 #include "random_dag.c"
 
 #include <math.h>
@@ -23,15 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool gpu_available(void) {
-    fc_ctx_options o;
-    memset(&o, 0, sizeof o);
-    o.backend = FC_BACKEND_CUDA;
-    fc_ctx *c;
-    if (fc_ctx_create(&c, &o) != FC_OK) return false;
-    fc_ctx_destroy(c);
-    return true;
-}
+static bool gpu_available(void) { return tu_gpu_available(); }
 
 static double rtol_of(fc_dtype t) {
     switch (t) {

@@ -19,21 +19,14 @@
 
 #include "fusec.h"
 #include "graph.h"
+#include "test_util.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static bool gpu_available(void) {
-    fc_ctx_options o;
-    memset(&o, 0, sizeof o);
-    o.backend = FC_BACKEND_CUDA;
-    fc_ctx *c;
-    if (fc_ctx_create(&c, &o) != FC_OK) return false;
-    fc_ctx_destroy(c);
-    return true;
-}
+static bool gpu_available(void) { return tu_gpu_available(); }
 
 #define SKIP_WITHOUT_GPU(name)                                                                   \
     do {                                                                                         \
@@ -46,23 +39,8 @@ static bool gpu_available(void) {
 /* Both contexts of a test. */
 static fc_ctx *hc, *gc;
 
-static void setup(void) {
-    hc = gc = NULL;
-    if (!gpu_available()) return;
-    fc_ctx_options ho, go;
-    memset(&ho, 0, sizeof ho);
-    memset(&go, 0, sizeof go);
-    ho.backend = FC_BACKEND_HOST;
-    go.backend = FC_BACKEND_CUDA;
-    cr_assert_eq(fc_ctx_create(&hc, &ho), FC_OK);
-    cr_assert_eq(fc_ctx_create(&gc, &go), FC_OK, "%s", "the CUDA context");
-}
-
-static void teardown(void) {
-    if (gc) fc_ctx_destroy(gc);
-    if (hc) fc_ctx_destroy(hc);
-    hc = gc = NULL;
-}
+static void setup(void) { tu_gpu_pair_open(&hc, &gc); }
+static void teardown(void) { tu_gpu_pair_close(&hc, &gc); }
 
 TestSuite(gpu_lib, .init = setup, .fini = teardown);
 

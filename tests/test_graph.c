@@ -811,6 +811,12 @@ static const char *descriptor_inconsistency(const fcg_reduction *d) {
     bool extreme = d->combine == FCG_COMBINE_MAX || d->combine == FCG_COMBINE_MIN;
     bool moments = d->combine == FCG_COMBINE_MOMENTS;
     bool variance = d->finish == FCG_FINISH_VARIANCE || d->finish == FCG_FINISH_STD;
+    bool user = d->combine == FCG_COMBINE_USER;
+    if (user != (d->identity == FCG_ID_USER) || user != (d->map == FCG_MAP_USER) ||
+        user != (d->finish == FCG_FINISH_USER) || user != (d->acc == FCG_ACC_USER) ||
+        user != (d->result == FCG_RESULT_USER))
+        return "a user reduction's fields are all USER, and only its";
+    if (user) return NULL;
     if ((d->identity == FCG_ID_NONE) != (arg || extreme)) return "identity NONE iff max/min/arg*";
     if (arg != (d->finish == FCG_FINISH_INDEX)) return "finish INDEX iff arg*";
     if (arg != (d->result == FCG_RESULT_INDEX)) return "result INDEX iff arg*";
@@ -912,6 +918,15 @@ Test(op_table, no_node_sets_a_parameter_its_row_does_not_name, .init = setup, .f
     fc_array *x = fc_from_host(ctx, FC_F32, FC_SHAPE(3, 4), data);
     visit_params(fc_fft(x, 1), seen, &bad);
     visit_params(fc_ifft(x, 0), seen, &bad);
+    /* nor user kernels */
+    fc_kernel *ek, *rk;
+    cr_assert_eq(fc_elementwise_kernel(ctx, "T x", "T y, T z", "y = x; z = -x;", "pair", &ek), FC_OK);
+    cr_assert_eq(fc_reduction_kernel(ctx, "T x", "T y", "x", "a + b", "y = a", "0", "total", NULL,
+                                     &rk), FC_OK);
+    fc_array *pair[2];
+    cr_assert_eq(fc_kernel_call(ek, 1, &x, 2, pair), FC_OK);
+    visit_params(pair[1], seen, &bad);
+    visit_params(fc_kernel_reduce(rk, 1, &x, FC_AXES(0), true), seen, &bad);
     cr_expect_eq(bad, 0, "%d nodes set parameters outside their op's params column", bad);
     int missed = 0;
     for (int op = 0; op < FCG_OP_COUNT; op++)

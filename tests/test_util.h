@@ -1,6 +1,6 @@
 /*
  * tests/test_util.h - small helpers several tests share, as static inline functions (C11 and
- * C++17): a host-backend context, a whole file read into memory, and the check of a malformed
+ * C++17): a host-backend context, whether a GPU is there, a whole file read into memory, and the check of a malformed
  * .fc program's error. They assert (Criterion).
  */
 #ifndef FUSEC_TESTS_TEST_UTIL_H
@@ -26,6 +26,35 @@ static inline fc_ctx *tu_host_ctx_with(const fc_allocator *alloc) {
 }
 
 static inline fc_ctx *tu_host_ctx(void) { return tu_host_ctx_with(NULL); }
+
+/* Whether a CUDA context can be made here (a GPU and its driver). */
+static inline bool tu_gpu_available(void) {
+    fc_ctx_options o;
+    memset(&o, 0, sizeof o);
+    o.backend = FC_BACKEND_CUDA;
+    fc_ctx *c;
+    if (fc_ctx_create(&c, &o) != FC_OK) return false;
+    fc_ctx_destroy(c);
+    return true;
+}
+
+/* A GPU test's two contexts: *host on the host backend and *gpu on the CUDA one; both NULL
+ * where there is no GPU. tu_gpu_pair_close destroys what was made. */
+static inline void tu_gpu_pair_open(fc_ctx **host, fc_ctx **gpu) {
+    *host = *gpu = NULL;
+    if (!tu_gpu_available()) return;
+    fc_ctx_options o;
+    memset(&o, 0, sizeof o);
+    o.backend = FC_BACKEND_CUDA;
+    *host = tu_host_ctx();
+    cr_assert_eq(fc_ctx_create(gpu, &o), FC_OK, "the CUDA context");
+}
+
+static inline void tu_gpu_pair_close(fc_ctx **host, fc_ctx **gpu) {
+    if (*gpu) fc_ctx_destroy(*gpu);
+    if (*host) fc_ctx_destroy(*host);
+    *host = *gpu = NULL;
+}
 
 /* The file at path, NUL-terminated (malloc'd); its length (without the NUL) in *len. */
 static inline char *tu_read_file(const char *path, size_t *len) {

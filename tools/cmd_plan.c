@@ -93,7 +93,7 @@ static int dump_one(fc_ctx *ctx, const cli_program *p, void *user) {
         const fcp_kernel *k = fk->k;
         if (fk->lib) {
             printf("// ==== kernel %d of %d: %s (%s), no generated source\n", i, plan->nkernel,
-                   kind_name(k), fcg_ops[k->outs[0]->op].pyname);
+                   kind_name(k), fcg_node_name(k->outs[0]));
             continue;
         }
         char hex[33];
@@ -175,7 +175,7 @@ static long long num_of(const fcg_nodemap *num, const fc_array *a) {
 /* The label of a node: "%N op\ndtype [shape]". */
 static void dot_node_label(const fcg_nodemap *num, const fc_array *a, const char *out_name) {
     char sh[200];
-    printf("%%%lld %s\\n%s %s", num_of(num, a), fcg_ops[a->op].pyname,
+    printf("%%%lld %s\\n%s %s", num_of(num, a), fcg_node_name(a),
            fc_dtype_name((fc_dtype)a->dtype), fcg_shape_str(sh, a->ndim, a->shape));
     if (out_name) {
         fputs("\\nout ", stdout);
@@ -222,7 +222,7 @@ static void dot_summary_label(const cli_program *p, const fcp_plan *plan, const 
     for (int q = 0; q < k->nout; q++) {
         const fc_array *a = k->outs[q];
         const char *name = output_name(p, plan, a);
-        printf("\\nstores %%%lld %s %s %s", num_of(num, a), fcg_ops[a->op].pyname,
+        printf("\\nstores %%%lld %s %s %s", num_of(num, a), fcg_node_name(a),
                fc_dtype_name((fc_dtype)a->dtype), fcg_shape_str(sh, a->ndim, a->shape));
         if (name) {
             fputs(" (out ", stdout);
@@ -363,7 +363,7 @@ static void print_implicit_boundaries(const fcp_plan *plan, const fcg_nodemap *n
             bool recorded = false;
             for (int b = 0; b < plan->nboundary; b++) recorded |= plan->boundaries[b].node == a;
             if (recorded || !loaded_elsewhere(plan, a)) continue;
-            printf("boundary at %%%lld %s %s%s: %s\n", num_of(num, a), fcg_ops[a->op].pyname,
+            printf("boundary at %%%lld %s %s%s: %s\n", num_of(num, a), fcg_node_name(a),
                    fc_dtype_name((fc_dtype)a->dtype), fcg_shape_str(sh, a->ndim, a->shape),
                    cli_boundary_reason(plan, a));
         }
@@ -493,7 +493,7 @@ static int explain_one(fc_ctx *ctx, const cli_program *p, void *user) {
                         }
                     }
             if (!consumers) continue;
-            printf(": %s %s%s is stored: %s\n", fcg_ops[a->op].pyname,
+            printf(": %s %s%s is stored: %s\n", fcg_node_name(a),
                    fc_dtype_name((fc_dtype)a->dtype), fcg_shape_str(sh, a->ndim, a->shape),
                    cli_boundary_reason(plan, a));
         }
