@@ -43,13 +43,25 @@ echo "\$ build/tools/fusec run examples/fc/softmax.fc --set n=2048"
 build/tools/fusec run examples/fc/softmax.fc --set n=2048 || failed+=("fusec run softmax")
 
 section "The other workloads in examples/fc/, at modest sizes"
+# User kernels are CUDA C: with no GPU their program is compiled (NVRTC), not run.
+gpu=0
+build/tools/fusec run examples/fc/softmax.fc --backend cuda --set n=8 >/dev/null 2>&1 && gpu=1
 for fc in examples/fc/*.fc; do
   [ "$fc" = examples/fc/softmax.fc ] && continue
   sets=(--set n=65536)
   case "$fc" in
     *blur3x3.fc) sets=(--set h=512 --set w=512) ;;
-    *l2norm.fc | *colmean.fc | *normalize.fc) sets=(--set n=512) ;;
+    *l2norm.fc | *colmean.fc | *normalize.fc | *user_kernels.fc) sets=(--set n=512) ;;
   esac
+  if [ "$fc" = examples/fc/user_kernels.fc ] && [ $gpu = 0 ]; then
+    tmpcache=$(mktemp -d)
+    echo "\$ build/tools/fusec warm --arch sm_90 --cache-dir TMP $fc ${sets[*]}   (no GPU: compiled, not run)"
+    build/tools/fusec warm --arch sm_90 --cache-dir "$tmpcache" "${sets[@]}" "$fc" ||
+      failed+=("fusec warm $fc")
+    rm -rf "$tmpcache"
+    echo
+    continue
+  fi
   echo "\$ build/tools/fusec run $fc ${sets[*]}"
   build/tools/fusec run "$fc" "${sets[@]}" || failed+=("fusec run $fc")
   echo

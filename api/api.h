@@ -12,4 +12,7 @@
 /* fc_eval on a stream (NULL: the context's own); api/eval.c. */
 fc_status fca_eval_on(fc_ctx *ctx, fc_array *const *arrays, int n, fc_stream *stream);
 
+/* Destroys the raw modules a context still has (fc_ctx_destroy); api/raw.c. */
+void fca_modules_destroy(fc_ctx *ctx);
+
 #endif /* FUSEC_API_H */

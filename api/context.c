@@ -96,6 +96,7 @@ fc_status fc_ctx_create(fc_ctx **out, const fc_ctx_options *opts) {
 void fc_ctx_destroy(fc_ctx *ctx) {
     if (!ctx) return;
     fcg_ctx_drop_arrays(ctx); /* values first: the backend frees them while it still exists */
+    fca_modules_destroy(ctx);
     while (ctx->events) fc_event_destroy(ctx->events);
     while (ctx->streams) fc_stream_destroy(ctx->streams);
     ctx->be->destroy(ctx);

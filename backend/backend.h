@@ -22,6 +22,22 @@
 
 #include "graph.h"
 
+/* One argument of a raw kernel's launch (api/raw.c). */
+typedef enum fcb_raw_kind {
+    FCB_RAW_READ,  /* array: its value's device pointer (it holds a value of this backend) */
+    FCB_RAW_WRITE, /* array: a DATA node without a value; the backend gives it a copy of
+                      src's value, and the kernel gets that copy's pointer */
+    FCB_RAW_BYTES  /* bytes[0..size): a scalar or a struct, by value */
+} fcb_raw_kind;
+
+typedef struct fcb_raw_arg {
+    fcb_raw_kind kind;
+    fc_array *array;
+    const fc_array *src;
+    const void *bytes;
+    size_t size;
+} fcb_raw_arg;
+
 struct fcb_backend {
     const char *name;  /* "host", "cuda" */
     fc_backend kind;
@@ -74,6 +90,19 @@ struct fcb_backend {
     /* Device-to-device copy bandwidth in GB/s (read + write bytes); FC_ERR_BACKEND where the
      * backend has no device. */
     fc_status (*copy_bandwidth)(fc_ctx *ctx, size_t bytes, int runs, double *gbps);
+
+    /* Raw modules (api/raw.c). The device's arch for NVRTC ("sm_90"), or NULL where there is
+     * no device (the rest then return FC_ERR_UNSUPPORTED with a message). module_load takes
+     * a cubin (*module: the backend's handle); raw_launch runs kernel `name` (a symbol of
+     * the module) with args in order, after the work that writes its READ arrays, on
+     * `stream`; WRITE arrays hold their values when it returns (queued). A kernel that faults
+     * kills the context, as any kernel's fault does. */
+    const char *(*arch)(const fc_ctx *ctx);
+    fc_status (*module_load)(fc_ctx *ctx, const void *cubin, size_t size, void **module);
+    void (*module_unload)(fc_ctx *ctx, void *module);
+    fc_status (*raw_launch)(fc_ctx *ctx, void *module, const char *name, const unsigned grid[3],
+                            const unsigned block[3], size_t shared_bytes, fc_stream *stream,
+                            int nargs, const fcb_raw_arg *args);
 };
 
 /* The host reference backend (backend/host_backend.c): always there. */

@@ -1713,6 +1713,93 @@ fc_status fcr_test_fault(fc_ctx *ctx) {
     return st;
 }
 
+/* ---- raw modules (api/raw.c) ------------------------------------------------------------ */
+
+static const char *fcr_arch(const fc_ctx *ctx) {
+    const cuda_state *cs = ctx->be_state;
+    return cs->arch;
+}
+
+static fc_status fcr_module_load(fc_ctx *ctx, const void *cubin, size_t size, void **module) {
+    (void)size;
+    cuda_state *cs = ctx->be_state;
+    fc_status st = alive(ctx);
+    if (st != FC_OK) return st;
+    make_current(cs);
+    CUmodule m = NULL;
+    if ((st = CU(ctx, ModuleLoadData(&m, cubin))) != FC_OK) return st;
+    *module = m;
+    return FC_OK;
+}
+
+static void fcr_module_unload(fc_ctx *ctx, void *module) {
+    cuda_state *cs = ctx->be_state;
+    if (!module || cs->dead) return;
+    make_current(cs);
+    drv.ModuleUnload((CUmodule)module);
+}
+
+static fc_status fcr_raw_launch(fc_ctx *ctx, void *module, const char *name,
+                                const unsigned grid[3], const unsigned block[3],
+                                size_t shared_bytes, fc_stream *stream, int nargs,
+                                const fcb_raw_arg *args) {
+    cuda_state *cs = ctx->be_state;
+    fc_status st = alive(ctx);
+    if (st != FC_OK) return st;
+    make_current(cs);
+    CUfunction fn;
+    CUresult r = drv.ModuleGetFunction(&fn, (CUmodule)module, name);
+    if (r == CUDA_ERROR_NOT_FOUND)
+        return fcg_error(ctx, FC_ERR_INVALID, "raw kernel '%s': the module has no such kernel "
+                         "(extern \"C\" kernels by name, templates through name expressions)", name);
+    if ((st = check(ctx, r, "cuModuleGetFunction", __FILE__, __LINE__)) != FC_OK) return st;
+    uint32_t sid = stream_id(stream);
+    CUstream s = stream_of(ctx, sid);
+    void *small[32], **params = small;
+    if (nargs > 32 && !(params = fcg_malloc(ctx, (size_t)nargs * sizeof *params)))
+        return fcg_error(ctx, FC_ERR_NOMEM, "raw kernel '%s': out of memory", name);
+    int made = 0; /* WRITE values given so far: freed again on failure */
+    for (int i = 0; i < nargs && st == FC_OK; i++) {
+        const fcb_raw_arg *a = &args[i];
+        switch (a->kind) {
+        case FCB_RAW_READ:
+            /* a value the host holds (data given with fc_from_host) goes up first */
+            st = a->array->dev ? use_on(ctx, a->array, sid) : upload(ctx, a->array, sid);
+            params[i] = &a->array->dev;
+            break;
+        case FCB_RAW_WRITE: {
+            /* a copy of src's value: the kernel writes the copy, src keeps its value */
+            fc_array *src = (fc_array *)a->src;
+            size_t bytes = value_bytes(src);
+            CUdeviceptr p = 0;
+            st = src->dev ? use_on(ctx, src, sid) : upload(ctx, src, sid);
+            if (st == FC_OK &&
+                (st = dev_alloc(ctx, bytes, s, &p)) == FC_OK && bytes &&
+                (st = CU(ctx, MemcpyDtoDAsync(p, (CUdeviceptr)src->dev, bytes, s))) != FC_OK)
+                pool_free(ctx, p, bytes, s);
+            if (st == FC_OK) {
+                a->array->dev = p;
+                a->array->dev_bytes = bytes ? bytes : 1;
+                a->array->dev_stream = sid;
+                a->array->dev_reader = 0;
+                made = i + 1;
+            }
+            params[i] = &a->array->dev;
+            break;
+        }
+        case FCB_RAW_BYTES: params[i] = (void *)a->bytes; break;
+        }
+    }
+    if (st == FC_OK)
+        st = CU(ctx, LaunchKernel(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                                  (unsigned)shared_bytes, s, params, NULL));
+    if (st != FC_OK)
+        for (int i = 0; i < made; i++)
+            if (args[i].kind == FCB_RAW_WRITE && args[i].array->dev) free_value(ctx, args[i].array);
+    if (params != small) fcg_free(ctx, params, (size_t)nargs * sizeof *params);
+    return st;
+}
+
 /* ---- the backend table ---------------------------------------------------------------------- */
 
 static int cuda_device(const fc_ctx *ctx) { return ctx->device; }
@@ -1744,4 +1831,8 @@ static const fcb_backend fcr_backend = {
     .host_alloc = fcr_host_alloc,
     .host_free = fcr_host_free,
     .copy_bandwidth = fcr_copy_bandwidth,
+    .arch = fcr_arch,
+    .module_load = fcr_module_load,
+    .module_unload = fcr_module_unload,
+    .raw_launch = fcr_raw_launch,
 };

@@ -131,6 +131,37 @@ static fc_status host_copy_bandwidth(fc_ctx *ctx, size_t bytes, int runs, double
     return fcg_error(ctx, FC_ERR_BACKEND, "copy bandwidth: the host backend has no device");
 }
 
+/* Raw modules are CUDA C: the host backend has no device to run them on. */
+static const char *host_arch(const fc_ctx *ctx) {
+    (void)ctx;
+    return NULL;
+}
+static fc_status host_module_load(fc_ctx *ctx, const void *cubin, size_t size, void **module) {
+    (void)cubin;
+    (void)size;
+    *module = NULL;
+    return fcg_error(ctx, FC_ERR_UNSUPPORTED, "raw modules need the CUDA backend (the host "
+                     "backend does not run CUDA C)");
+}
+static void host_module_unload(fc_ctx *ctx, void *module) {
+    (void)ctx;
+    (void)module;
+}
+static fc_status host_raw_launch(fc_ctx *ctx, void *module, const char *name,
+                                 const unsigned grid[3], const unsigned block[3],
+                                 size_t shared_bytes, fc_stream *stream, int nargs,
+                                 const fcb_raw_arg *args) {
+    (void)module;
+    (void)grid;
+    (void)block;
+    (void)shared_bytes;
+    (void)stream;
+    (void)nargs;
+    (void)args;
+    return fcg_error(ctx, FC_ERR_UNSUPPORTED, "raw kernel '%s' needs the CUDA backend (the host "
+                     "backend does not run CUDA C)", name);
+}
+
 const fcb_backend fch_backend = {
     .name = "host",
     .kind = FC_BACKEND_HOST,
@@ -158,4 +189,8 @@ const fcb_backend fch_backend = {
     .host_alloc = host_host_alloc,
     .host_free = host_host_free,
     .copy_bandwidth = host_copy_bandwidth,
+    .arch = host_arch,
+    .module_load = host_module_load,
+    .module_unload = host_module_unload,
+    .raw_launch = host_raw_launch,
 };

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench/fusec_runs.py - times every workload through `fusec run --bench --json`.
 
-Runs each bench/fc/wNN_*.fc program (W1-W12) and the size sweep of W1 and W6
+Runs each bench/fc/wNN_*.fc program (W1-W13) and the size sweep of W1 and W6
 (bench/fc/sweep/*_n.fc with --set n=...) through the fusec CLI, one process each, and collects
 their JSON objects into one file. A run that fails or times out gives an entry with "error"
 (its exit code and the tail of its stderr); the others go on.
@@ -34,6 +34,9 @@ WORKLOADS = [
     ("W11", "w11_col_mean_scaled.fc", []),
     ("W12_matmul", "w12_matmul.fc", []),
     ("W12_fft", "w12_fft.fc", []),
+    # issue 10: a user ReductionKernel l2norm beside the built-in form of the same reduction
+    ("W13_user_l2norm", "w13_user_l2norm.fc", []),
+    ("W13_builtin_l2norm", "w13b_builtin_l2norm.fc", []),
 ]
 
 # Sweep programs: id -> (program, elements -> value of n)

@@ -456,6 +456,36 @@ def errors_section(d, out):
     out.append("")
 
 
+def table_user_kernels(d, out):
+    """W13: a user ReductionKernel l2norm against the built-in sqrt(sum(x*x, 1)), same run."""
+    u, ue = d.fusec_result("W13_user_l2norm")
+    b, be = d.fusec_result("W13_builtin_l2norm")
+    if not u and not b and not ue and not be:
+        return
+    out.append("### (i b) User kernels\n")
+    out.append("The CuPy material's l2norm as a `ReductionKernel` (map `x * x`, reduce `a + b`, "
+               "post-map `y = sqrt(a)`) over the rows of a 16384x4096 f32 array, beside the "
+               "built-in `sqrt(sum(x*x, axis=1))` (bench/fc/w13*.fc). Target: within 10%.\n")
+    out.append("| program | kernels | ms | GB/s | % floor |")
+    out.append("|---|---|---|---|---|")
+    for name, r, err, wid in (("user l2norm", u, ue, "W13_user_l2norm"),
+                              ("built-in sqrt(sum(x*x, 1))", b, be, "W13_builtin_l2norm")):
+        if not r:
+            out.append("| %s | - | error: %s | - | - |" % (name, esc(err or "missing")))
+            continue
+        out.append("| %s | %s | %s | %s | %s |" % (name, d.kernels(wid) or "-",
+                                                fms(r.get("median_ms")),
+                                                "%.0f" % num(r.get("gbps")) if num(r.get("gbps")) else "-",
+                                                fpct(r.get("floor_pct"))))
+    tu = num((u or {}).get("median_ms"))
+    tb = num((b or {}).get("median_ms"))
+    if tu and tb:
+        out.append("\nuser / built-in: **%.3f** (target <= 1.10: %s)\n"
+                   % (tu / tb, "met" if tu <= 1.10 * tb else "missed"))
+    else:
+        out.append("")
+
+
 def render(d, plot_path):
     out = []
     gpu, arch = d.gpu()
@@ -474,6 +504,7 @@ def render(d, plot_path):
                   runs or "?", warm or "?", d.peers.get("device", {}).get("cupy", "-"),
                   d.peers.get("device", {}).get("torch", "-")))
     table_workloads(d, out)
+    table_user_kernels(d, out)
     table_latency(d, out)
     table_memory(d, out)
     table_sweep(d, out, plot_path)

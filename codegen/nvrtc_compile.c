@@ -203,13 +203,18 @@ fc_status fcn_options_make(fcn_options *out, const char *arch, unsigned flags,
 
     /* Fixed order: the list is hashed into the cache key. */
     int n = 0;
-    out->opt[n++] = "--std=c++17";
-    out->opt[n++] = "-default-device";
-    out->opt[n++] = "--minimal";
+    bool raw = (flags & FCN_RAW) != 0, std_given = false;
+    for (int i = 0; i < n_extra; i++)
+        std_given |= strncmp(extra[i], "-std", 4) == 0 || strncmp(extra[i], "--std", 5) == 0;
+    if (!std_given) out->opt[n++] = "--std=c++17";
+    if (!raw) {
+        out->opt[n++] = "-default-device";
+        out->opt[n++] = "--minimal";
+    }
     if (flags & FCN_FAST_MATH) {
         out->opt[n++] = "--use_fast_math";
     } else {
-        out->opt[n++] = (flags & FCN_FMAD) ? "--fmad=true" : "--fmad=false";
+        out->opt[n++] = (flags & (FCN_FMAD | FCN_RAW)) ? "--fmad=true" : "--fmad=false";
         out->opt[n++] = "--ftz=false";
         out->opt[n++] = "--prec-div=true";
         out->opt[n++] = "--prec-sqrt=true";
@@ -364,9 +369,36 @@ static fc_status fetch_log(fc_ctx *ctx, nvrtcProgram prog, fcn_cubin *out) {
     return FC_OK;
 }
 
-/* Compiles for an arch already checked into opts. */
+/* The lowered names of names[0..n) after a compile, into lowered (fcg_malloc'd). */
+static fc_status fetch_lowered(fc_ctx *ctx, nvrtcProgram prog, const char *const *names, int n,
+                               char **lowered, fcn_cubin *out) {
+    for (int i = 0; i < n; i++) {
+        const char *ln = NULL;
+        nvrtcResult r = nvrtcGetLoweredName(prog, names[i], &ln);
+        if (r != NVRTC_SUCCESS || !ln) {
+            char text[512];
+            snprintf(text, sizeof text, "NVRTC has no lowered name for the name expression '%s': "
+                     "%s", names[i], nvrtcGetErrorString(r));
+            return set_message(ctx, out, FC_ERR_INVALID, text);
+        }
+        size_t len = strlen(ln) + 1;
+        if (!(lowered[i] = fcg_malloc(ctx, len))) return FC_ERR_NOMEM;
+        memcpy(lowered[i], ln, len);
+    }
+    return FC_OK;
+}
+
+void fcn_names_free(fc_ctx *ctx, char **lowered, int nnames) {
+    for (int i = 0; lowered && i < nnames; i++) {
+        if (lowered[i]) fcg_free(ctx, lowered[i], strlen(lowered[i]) + 1);
+        lowered[i] = NULL;
+    }
+}
+
+/* Compiles for an arch already checked into opts; names / lowered as fcn_compile_named. */
 static fc_status compile_one(fc_ctx *ctx, const char *source, const char *name,
-                             const fcn_options *opts, fcn_cubin *out) {
+                             const fcn_options *opts, const char *const *names, int nnames,
+                             char **lowered, fcn_cubin *out) {
     double t0 = now_ms();
     nvrtcProgram prog = NULL;
     nvrtcResult r = nvrtcCreateProgram(&prog, source, name, 0, NULL, NULL);
@@ -377,10 +409,12 @@ static fc_status compile_one(fc_ctx *ctx, const char *source, const char *name,
         return set_message(ctx, out, r == NVRTC_ERROR_OUT_OF_MEMORY ? FC_ERR_NOMEM : FC_ERR_BACKEND,
                            text);
     }
-    r = nvrtcCompileProgram(prog, opts->n, opts->opt);
+    for (int i = 0; i < nnames && r == NVRTC_SUCCESS; i++) r = nvrtcAddNameExpression(prog, names[i]);
+    if (r == NVRTC_SUCCESS) r = nvrtcCompileProgram(prog, opts->n, opts->opt);
     fc_status st = fetch_log(ctx, prog, out);
     if (st == FC_OK && r != NVRTC_SUCCESS)
         st = compile_message(ctx, out, status_of(r), r, source, name, opts);
+    if (st == FC_OK && nnames) st = fetch_lowered(ctx, prog, names, nnames, lowered, out);
     size_t size = 0;
     if (st == FC_OK && (nvrtcGetCUBINSize(prog, &size) != NVRTC_SUCCESS || size == 0))
         st = set_message(ctx, out, FC_ERR_BACKEND, "NVRTC produced no cubin");
@@ -400,8 +434,32 @@ static fc_status compile_one(fc_ctx *ctx, const char *source, const char *name,
         fcg_free(ctx, out->data, out->size);
         out->data = NULL;
         out->size = 0;
+        fcn_names_free(ctx, lowered, nnames);
     }
     return st;
+}
+
+fc_status fcn_compile_named(fc_ctx *ctx, const char *source, const char *name, const char *arch,
+                            unsigned flags, const char *const *extra, int n_extra,
+                            const char *const *names, int nnames, char **lowered,
+                            fcn_cubin *out) {
+    if (!out) return FC_ERR_NULL;
+    memset(out, 0, sizeof *out);
+    if (!ctx) return FC_ERR_NULL;
+    if (!source) return set_message(ctx, out, FC_ERR_NULL, "no CUDA source to compile");
+    if (nnames < 0 || (nnames && (!names || !lowered)))
+        return set_message(ctx, out, FC_ERR_NULL, "name expressions missing");
+    for (int i = 0; i < nnames; i++) {
+        if (!names[i]) return set_message(ctx, out, FC_ERR_NULL, "a name expression is NULL");
+        lowered[i] = NULL;
+    }
+    fcn_options opts;
+    char why[1024];
+    fc_status st = fcn_options_make(&opts, arch, flags, extra, n_extra, why, sizeof why);
+    if (st != FC_OK) return set_message(ctx, out, st, why);
+    snprintf(out->arch, sizeof out->arch, "%s", arch);
+    return compile_one(ctx, source, name ? name : DEFAULT_PROGRAM_NAME, &opts, names, nnames,
+                       lowered, out);
 }
 
 fc_status fcn_compile(fc_ctx *ctx, const char *source, const char *name, const char *arch,
@@ -415,7 +473,7 @@ fc_status fcn_compile(fc_ctx *ctx, const char *source, const char *name, const c
     fc_status st = fcn_options_make(&opts, arch, flags, extra, n_extra, why, sizeof why);
     if (st != FC_OK) return set_message(ctx, out, st, why);
     snprintf(out->arch, sizeof out->arch, "%s", arch);
-    return compile_one(ctx, source, name ? name : DEFAULT_PROGRAM_NAME, &opts, out);
+    return compile_one(ctx, source, name ? name : DEFAULT_PROGRAM_NAME, &opts, NULL, 0, NULL, out);
 }
 
 fc_status fcn_compile_archs(fc_ctx *ctx, const char *source, const char *name,

@@ -62,6 +62,9 @@ enum {
     FCN_FMAD = 1u << 1,      /* allow fused multiply-add contraction (results differ from the
                                 host reference in the last bit) */
     FCN_FAST_MATH = 1u << 2, /* --use_fast_math: approximate math, flushes denormals */
+    FCN_RAW = 1u << 3,       /* a user's raw module (api/raw.c): CUDA's own defaults instead
+                                of codegen's (no -default-device, no --minimal, contraction on
+                                unless FCN_FAST_MATH; no --std when an extra option sets one) */
 };
 
 #define FCN_ARCH_MAX 16    /* an arch name with its NUL ("sm_100a") fits in this */
@@ -134,6 +137,15 @@ fc_status fcn_compile(fc_ctx *ctx, const char *source, const char *name, const c
 fc_status fcn_compile_archs(fc_ctx *ctx, const char *source, const char *name,
                             const char *const *archs, int n_archs, unsigned flags,
                             const char *const *extra, int n_extra, fcn_cubin *out);
+
+/* fcn_compile with C++ name expressions (nvrtcAddNameExpression): names[0..nnames) are added
+ * before compiling, and on success lowered[i] receives names[i]'s lowered (mangled) name,
+ * fcg_malloc'd (fcn_names_free). An unknown name expression fails the compile. */
+fc_status fcn_compile_named(fc_ctx *ctx, const char *source, const char *name, const char *arch,
+                            unsigned flags, const char *const *extra, int n_extra,
+                            const char *const *names, int nnames, char **lowered,
+                            fcn_cubin *out);
+void fcn_names_free(fc_ctx *ctx, char **lowered, int nnames);
 
 void fcn_cubin_free(fc_ctx *ctx, fcn_cubin *c);
 void fcn_cubins_free(fc_ctx *ctx, fcn_cubin *c, int n);

@@ -1,7 +1,8 @@
 /* user_kernels: the CuPy material's user kernels as fusec user kernels, each checked against
  * plain C: the elementwise axpb (y = a * x + b) and squared_diff, the reductions sum_squares
  * and l2norm (over axis 1), and, in the spirit of cupy.fuse, squared_diff followed by a sum
- * and a square root in one fused kernel. User kernels run on the GPU; on the host backend the
+ * and a square root in one fused kernel, and sum_of_products (cupy.fuse of sum(x * y)),
+ * which plain fusec ops already fuse into one kernel. User kernels run on the GPU; on the host backend the
  * example says so and stops (exit 0). */
 #include "check.h"
 
@@ -41,18 +42,21 @@ int main(void) {
     fc_array *ss = fc_kernel_reduce(sum_squares, 1, (fc_array *[]){x}, FC_ALL, false);
     fc_array *n = fc_kernel_reduce(l2norm, 1, (fc_array *[]){x}, FC_AXES(1), false);
     fc_array *dist = fc_sqrt(fc_sum(d, FC_AXES(1), false)); /* one kernel with squared_diff */
+    fc_array *sop = fc_sum(fc_mul(x, w), FC_ALL, false);      /* cupy.fuse(sum_of_products) */
 
     static float xs[ROWS][COLS], ws[COLS], got_y[ROWS][COLS], got_d[ROWS][COLS], got_n[ROWS],
-        got_dist[ROWS], got_ss;
-    static double want_y[ROWS][COLS], want_d[ROWS][COLS], want_n[ROWS], want_dist[ROWS], want_ss;
+        got_dist[ROWS], got_ss, got_sop;
+    static double want_y[ROWS][COLS], want_d[ROWS][COLS], want_n[ROWS], want_dist[ROWS], want_ss,
+        want_sop;
     if ((st = fc_to_host(x, xs, sizeof xs)) != FC_OK || (st = fc_to_host(w, ws, sizeof ws)) != FC_OK ||
         (st = fc_to_host(y, got_y, sizeof got_y)) != FC_OK ||
         (st = fc_to_host(d, got_d, sizeof got_d)) != FC_OK ||
         (st = fc_to_host(ss, &got_ss, sizeof got_ss)) != FC_OK ||
         (st = fc_to_host(n, got_n, sizeof got_n)) != FC_OK ||
-        (st = fc_to_host(dist, got_dist, sizeof got_dist)) != FC_OK)
+        (st = fc_to_host(dist, got_dist, sizeof got_dist)) != FC_OK ||
+        (st = fc_to_host(sop, &got_sop, sizeof got_sop)) != FC_OK)
         return report_error("user_kernels", ctx, st);
-    want_ss = 0;
+    want_ss = want_sop = 0;
     for (int r = 0; r < ROWS; r++) {
         double row = 0, dd = 0;
         for (int c = 0; c < COLS; c++) {
@@ -61,6 +65,7 @@ int main(void) {
             want_d[r][c] = e * e;
             row += v * v;
             dd += (double)(float)(e * e);
+            want_sop += v * ws[c];
         }
         want_n[r] = sqrt(row);
         want_dist[r] = sqrt(dd);
@@ -71,7 +76,8 @@ int main(void) {
              check_close("squared_diff", &got_d[0][0], &want_d[0][0], ROWS * COLS, 1e-5, 1e-6) ||
              check_close("sum_squares", &got_ss, &want_ss, 1, 1e-5, 0) ||
              check_close("l2norm", got_n, want_n, ROWS, 1e-5, 0) ||
-             check_close("sqrt(sum(squared_diff(x, w), 1))", got_dist, want_dist, ROWS, 1e-5, 0);
+             check_close("sqrt(sum(squared_diff(x, w), 1))", got_dist, want_dist, ROWS, 1e-5, 0) ||
+             check_close("sum_of_products", &got_sop, &want_sop, 1, 1e-5, 1e-5);
     fc_scope_close(scope);
     fc_ctx_destroy(ctx);
     return rc;

@@ -24,7 +24,7 @@
 #define FCP_MAX_NEST 100      /* nested parentheses / brackets / unary operators */
 #define FCP_MAX_HEIGHT 400    /* height of one statement's expression tree */
 #define FCP_MAX_SUBSCRIPTS 32 /* entries of one subscript */
-#define FCP_MAX_PARAMS 5
+#define FCP_MAX_PARAMS 8 /* ReductionKernel's */
 #define FCP_MAX_NAME 255
 #define FCP_MAX_NUMBER 400
 
@@ -146,14 +146,16 @@ static const struct {
 
 typedef enum fcf_ekind {
     E_INT, E_FLOAT, E_IMAG, E_BOOL, E_NONE, E_STR, E_VAR, E_SYM, E_DTYPE, E_LIST, E_ELLIPSIS,
-    E_UNARY, E_BINARY, E_CALL, E_SUBSCRIPT, E_SLICE, E_ATTR
+    E_UNARY, E_BINARY, E_CALL, E_SUBSCRIPT, E_SLICE, E_ATTR,
+    E_KCALL /* a call of a variable bound to a user kernel */
 } fcf_ekind;
 
 typedef enum fcf_fkind {
     FK_CAST, FK_REDUCE, FK_ARG, FK_NORM, FK_RESHAPE, FK_TRANSPOSE, FK_BROADCAST,
     FK_EXPAND, FK_SQUEEZE, FK_FLIP, FK_PAD, FK_CONCAT, FK_STACK, FK_MATMUL, FK_FILL, FK_FULL,
     FK_LIKE, FK_FULL_LIKE, FK_ARANGE, FK_LINSPACE, FK_EYE, FK_RANDOM, FK_COMPLEX, FK_FFT,
-    FK_RAVEL, FK_COMPOSITE
+    FK_RAVEL, FK_COMPOSITE,
+    FK_EW_KERNEL, FK_RED_KERNEL /* user kernel declarations: a binding's whole right side */
 } fcf_fkind;
 
 /* FK_COMPOSITE's op: which function of graph/composite.c (eval_composite). */
@@ -276,6 +278,11 @@ static const fcf_func fcf_funcs[] = {
     {"sinc", FK_COMPOSITE, CP_SINC, 1, 1, {"x"}},
     {"positive", FK_COMPOSITE, CP_POSITIVE, 1, 1, {"x"}},
     {"fabs", FK_COMPOSITE, CP_FABS, 1, 1, {"x"}},
+    /* user kernels (graph/user.c), with CuPy's parameter names */
+    {"ElementwiseKernel", FK_EW_KERNEL, 0, 4, 4, {"in_params", "out_params", "operation", "name"}},
+    {"ReductionKernel", FK_RED_KERNEL, 0, 8, 7,
+     {"in_params", "out_params", "map_expr", "reduce_expr", "post_map_expr", "identity", "name",
+      "reduce_type"}},
 };
 
 /* NumPy's other spellings of elementwise ops, mapped to the op's pyname in ops.def. */
@@ -401,6 +408,12 @@ struct fcf_expr {
             const fcf_method *m; /* MK_SHAPE .. MK_DTYPE */
         } attr;
         struct {
+            int var; /* the variable holding the kernel */
+            int n;
+            fcf_expr **args;          /* the positional arguments: the kernel's inputs */
+            fcf_expr *axis, *keepdims; /* a reduction kernel's keywords; NULL where not given */
+        } kcall;
+        struct {
             fcf_expr *base;
             int n;
             fcf_expr **items;
@@ -411,7 +424,11 @@ struct fcf_expr {
     };
 };
 
-typedef enum fcf_skind { S_INPUT, S_ASSIGN } fcf_skind;
+typedef enum fcf_skind {
+    S_INPUT,
+    S_ASSIGN,
+    S_UNPACK /* NAME, NAME, ... = EXPR */
+} fcf_skind;
 
 typedef struct fcf_dim {
     int sym; /* symbol index, or -1 */
@@ -422,13 +439,20 @@ typedef struct fcf_stmt {
     fcf_skind kind;
     int line, col;
     int var;
-    fcf_expr *expr; /* S_ASSIGN */
+    fcf_expr *expr; /* S_ASSIGN, S_UNPACK */
     int input;      /* S_INPUT: index into prog->inputs */
+    int ntargets;   /* S_UNPACK: the variables bound, in order */
+    int *targets;
 } fcf_stmt;
+
+/* What a variable is known to hold at parse time: calls of a kernel variable are kernel
+ * calls, resolved (and their keywords checked) before anything is built. */
+typedef enum fcf_vk { VK_VALUE, VK_EW_KERNEL, VK_RED_KERNEL } fcf_vk;
 
 typedef struct fcf_var {
     const char *name;
     int line, col;
+    fcf_vk kernel;
 } fcf_var;
 
 typedef struct fcf_input {
@@ -582,6 +606,11 @@ static const fcf_func *func_lookup(const char *s, size_t n, int *ew_op) {
     return NULL;
 }
 
+bool fcf_name_is_function(const char *name, size_t len) {
+    int ew_op;
+    return func_lookup(name, len, &ew_op) || ew_op >= 0;
+}
+
 static const fcf_method *method_lookup(const char *s, size_t n) {
     for (size_t i = 0; i < FCF_COUNT(fcf_methods); i++)
         if (word_is(s, n, fcf_methods[i].name)) return &fcf_methods[i];
@@ -660,6 +689,7 @@ typedef struct fcf_parser {
     size_t ntoks, cap_toks;
     size_t pos;
     int nest;
+    bool decl_ok; /* a kernel declaration may start here: the right side of a binding */
     bool nomem;
     char lexerr[160];
 } fcf_parser;
@@ -770,6 +800,13 @@ static bool lex_number(fcf_parser *p, const char *s, size_t n, fcf_token *t) {
     return true;
 }
 
+static int hex_digit(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
 /* Scans a string literal starting at the opening quote; writes lexerr on error. */
 static bool lex_string(fcf_parser *p, const char *s, size_t n, fcf_token *t) {
     size_t j = 1;
@@ -781,11 +818,19 @@ static bool lex_string(fcf_parser *p, const char *s, size_t n, fcf_token *t) {
             return false;
         }
         if (c == '\\') {
-            if (j + 1 >= n || !strchr("\\\"nt", s[j + 1]) || s[j + 1] == '\0') {
+            if (j + 1 >= n || !strchr("\\\"ntrx", s[j + 1]) || s[j + 1] == '\0') {
                 snprintf(p->lexerr, sizeof p->lexerr, "invalid escape in string");
                 return false;
             }
-            j++;
+            /* \xHH: any byte but NUL (a kernel's text may hold any other), two hex digits */
+            if (s[j + 1] == 'x' && (j + 3 >= n || hex_digit(s[j + 2]) < 0 ||
+                                    hex_digit(s[j + 3]) < 0 ||
+                                    hex_digit(s[j + 2]) * 16 + hex_digit(s[j + 3]) == 0)) {
+                snprintf(p->lexerr, sizeof p->lexerr, "invalid escape in string (\\x takes two "
+                         "hex digits, not 00)");
+                return false;
+            }
+            j += s[j + 1] == 'x' ? 3 : 1;
         }
         j++;
     }
@@ -1026,6 +1071,14 @@ static fcf_expr *parse_call(fcf_parser *p, const fcf_token *name_tok, fcf_expr *
                 name_tok->text);
         return NULL;
     }
+    bool decl = fn && (fn->kind == FK_EW_KERNEL || fn->kind == FK_RED_KERNEL);
+    if (decl && !p->decl_ok) {
+        perr_at(p, name_tok->line, name_tok->col,
+                "%s(...) must be the whole right side of a binding: NAME = %s(...)", fn->name,
+                fn->name);
+        return NULL;
+    }
+    p->decl_ok = false; /* not inside the arguments */
     fcf_expr *e = new_expr(p, E_CALL, name_tok);
     if (!e) return NULL;
     int nparams = fn ? 0 : fcg_ops[ew_op].nin;
@@ -1153,6 +1206,76 @@ static fcf_expr *parse_call(fcf_parser *p, const fcf_token *name_tok, fcf_expr *
     return e;
 }
 
+/* A call of a kernel variable, at the '(' after its name: the positional arguments are the
+ * kernel's inputs (their count is checked when the kernel exists, at build time); a
+ * reduction kernel also takes axis= and keepdims=, as CuPy's do. */
+static fcf_expr *parse_kernel_call(fcf_parser *p, const fcf_token *name_tok, int var) {
+    bool reduction = p->prog->vars[var].kernel == VK_RED_KERNEL;
+    int fl = (int)name_tok->len;
+    const char *fname = name_tok->text;
+    fcf_expr *e = new_expr(p, E_KCALL, name_tok);
+    if (!e) return NULL;
+    e->kcall.var = var;
+    int cap = 0;
+    bool seen_keyword = false;
+    advance(p); /* '(' */
+    while (cur(p)->kind != TK_RPAREN) {
+        const fcf_token *at = cur(p);
+        fcf_expr **slot = NULL;
+        if (at->kind == TK_NAME && peek2(p)->kind == TK_ASSIGN) {
+            seen_keyword = true;
+            if (!reduction) {
+                perr_at(p, at->line, at->col, "%.*s() takes no keyword arguments (an "
+                        "elementwise kernel's arguments are its inputs)", fl, fname);
+                return NULL;
+            }
+            if (word_is(at->text, at->len, "axis")) slot = &e->kcall.axis;
+            else if (word_is(at->text, at->len, "keepdims")) slot = &e->kcall.keepdims;
+            if (!slot) {
+                perr_at(p, at->line, at->col, "%.*s() got an unexpected keyword argument '%.*s' "
+                        "(a reduction kernel takes axis and keepdims)", fl, fname,
+                        (int)at->len, at->text);
+                return NULL;
+            }
+            if (*slot) {
+                perr_at(p, at->line, at->col, "%.*s() got multiple values for argument '%.*s'",
+                        fl, fname, (int)at->len, at->text);
+                return NULL;
+            }
+            advance(p);
+            advance(p);
+        } else if (seen_keyword) {
+            perr_at(p, at->line, at->col, "positional argument follows keyword argument");
+            return NULL;
+        } else if (e->kcall.n == FCG_USER_MAX_PARAMS) {
+            perr_at(p, at->line, at->col, "%.*s(): more than %d arguments (a kernel has at most "
+                    "%d inputs)", fl, fname, FCG_USER_MAX_PARAMS, FCG_USER_MAX_PARAMS);
+            return NULL;
+        }
+        fcf_expr *arg = parse_expr(p);
+        if (!arg) return NULL;
+        if (slot) {
+            *slot = arg;
+        } else {
+            if (!vec_reserve(&p->prog->arena, (void **)&e->kcall.args, &cap, e->kcall.n,
+                             sizeof *e->kcall.args)) {
+                pnomem(p);
+                return NULL;
+            }
+            e->kcall.args[e->kcall.n++] = arg;
+        }
+        if (!note_child(p, e, arg)) return NULL;
+        if (cur(p)->kind == TK_COMMA) {
+            advance(p);
+        } else if (cur(p)->kind != TK_RPAREN) {
+            perr_expected(p, "',' or ')'");
+            return NULL;
+        }
+    }
+    advance(p); /* ')' */
+    return e;
+}
+
 /* x.name or x.name(...) after the base x, at the '.'. */
 static fcf_expr *parse_member(fcf_parser *p, fcf_expr *base) {
     advance(p); /* '.' */
@@ -1231,7 +1354,20 @@ static fcf_expr *parse_name(fcf_parser *p) {
     default: break;
     }
     if (peek2(p)->kind == TK_LPAREN) {
+        /* A variable holding a kernel is called as the kernel (it hides a function of its
+         * name, as in Python); any other name followed by '(' is a function. */
+        fcf_name *nm = name_find(p->prog, t->text, t->len);
+        int ew_op;
         advance(p);
+        if (nm && nm->kind == N_VAR && p->prog->vars[nm->index].kernel != VK_VALUE)
+            return parse_kernel_call(p, t, nm->index);
+        if (nm && nm->kind == N_VAR && !func_lookup(t->text, t->len, &ew_op) && ew_op < 0) {
+            perr_at(p, t->line, t->col, "'%.*s' is not a function or a kernel: only names bound "
+                    "to ElementwiseKernel(...) or ReductionKernel(...) can be called (line %d "
+                    "binds it to something else)", (int)t->len, t->text,
+                    p->prog->vars[nm->index].line);
+            return NULL;
+        }
         return parse_call(p, t, NULL, NULL);
     }
     fc_dtype dt;
@@ -1273,25 +1409,38 @@ static fcf_expr *parse_atom(fcf_parser *p) {
         advance(p);
         return e;
     case TK_STRING: {
+        /* Adjacent literals are one string, as in Python and C: "a;\n" "b;" spans lines
+         * inside parentheses. */
+        size_t total = 0, ntok = 0;
+        while (p->pos + ntok < p->ntoks && p->toks[p->pos + ntok].kind == TK_STRING)
+            total += p->toks[p->pos + ntok++].len;
         e = new_expr(p, E_STR, t);
         if (!e) return NULL;
-        char *s = arena_alloc(&p->prog->arena, t->len);
+        char *s = arena_alloc(&p->prog->arena, total + 1);
         if (!s) {
             pnomem(p);
             return NULL;
         }
         size_t k = 0;
-        for (size_t j = 1; j + 1 < t->len; j++) {
-            char c = t->text[j];
-            if (c == '\\') {
-                c = t->text[++j];
-                c = c == 'n' ? '\n' : c == 't' ? '\t' : c;
+        for (size_t i = 0; i < ntok; i++) {
+            const fcf_token *tok = cur(p);
+            for (size_t j = 1; j + 1 < tok->len; j++) {
+                char c = tok->text[j];
+                if (c == '\\') {
+                    c = tok->text[++j];
+                    if (c == 'x') {
+                        c = (char)(hex_digit(tok->text[j + 1]) * 16 + hex_digit(tok->text[j + 2]));
+                        j += 2;
+                    } else {
+                        c = c == 'n' ? '\n' : c == 't' ? '\t' : c == 'r' ? '\r' : c;
+                    }
+                }
+                s[k++] = c;
             }
-            s[k++] = c;
+            advance(p);
         }
         s[k] = '\0';
         e->str.s = s;
-        advance(p);
         return e;
     }
     case TK_NAME: return parse_name(p);
@@ -1528,7 +1677,7 @@ static bool add_var(fcf_parser *p, const fcf_token *t, int *index) {
         pnomem(p);
         return false;
     }
-    prog->vars[prog->nvars] = (fcf_var){stored, t->line, t->col};
+    prog->vars[prog->nvars] = (fcf_var){stored, t->line, t->col, VK_VALUE};
     *index = prog->nvars++;
     return true;
 }
@@ -1660,12 +1809,90 @@ static bool parse_out(fcf_parser *p) {
     return true;
 }
 
+/* The kernel declaration at the current token (ElementwiseKernel(...) or ReductionKernel(...),
+ * unless a kernel variable of that name hides it): what a variable bound to it holds. */
+static fcf_vk declaration_at(fcf_parser *p) {
+    const fcf_token *t = cur(p);
+    if (t->kind != TK_NAME || peek2(p)->kind != TK_LPAREN) return VK_VALUE;
+    fcf_name *nm = name_find(p->prog, t->text, t->len);
+    if (nm && nm->kind == N_VAR && p->prog->vars[nm->index].kernel != VK_VALUE) return VK_VALUE;
+    int ew_op;
+    const fcf_func *f = func_lookup(t->text, t->len, &ew_op);
+    return !f ? VK_VALUE : f->kind == FK_EW_KERNEL ? VK_EW_KERNEL
+                         : f->kind == FK_RED_KERNEL ? VK_RED_KERNEL : VK_VALUE;
+}
+
+/* NAME, NAME, ... = EXPR (Python's tuple unpacking), at the first name: each name is new, and
+ * none is bound before the right side is parsed (it may not use them). */
+static bool parse_unpack(fcf_parser *p, fcf_stmt *st) {
+    fc_program *prog = p->prog;
+    const fcf_token *names[FCG_USER_MAX_PARAMS];
+    int n = 0;
+    while (cur(p)->kind == TK_NAME) {
+        const fcf_token *t = cur(p);
+        if (!check_new_name(p, t)) return false;
+        for (int i = 0; i < n; i++)
+            if (names[i]->len == t->len && memcmp(names[i]->text, t->text, t->len) == 0) {
+                perr_at(p, t->line, t->col, "'%.*s' is bound twice by one statement",
+                        (int)t->len, t->text);
+                return false;
+            }
+        if (n == FCG_USER_MAX_PARAMS) {
+            perr_at(p, t->line, t->col, "more than %d names to unpack into",
+                    FCG_USER_MAX_PARAMS);
+            return false;
+        }
+        names[n++] = t;
+        advance(p);
+        if (cur(p)->kind != TK_COMMA) break;
+        advance(p);
+    }
+    if (!expect(p, TK_ASSIGN, "'=' after the names to unpack into")) return false;
+    if (declaration_at(p) != VK_VALUE) {
+        perr_at(p, cur(p)->line, cur(p)->col, "a kernel declaration binds one name: NAME = "
+                "%.*s(...)", (int)cur(p)->len, cur(p)->text);
+        return false;
+    }
+    p->nest = 0;
+    st->kind = S_UNPACK;
+    if (!(st->expr = parse_expr(p))) return false;
+    st->ntargets = n;
+    st->targets = arena_alloc(&prog->arena, sizeof(int) * (size_t)n);
+    if (!st->targets) {
+        pnomem(p);
+        return false;
+    }
+    for (int i = 0; i < n; i++)
+        if (!add_var(p, names[i], &st->targets[i])) return false;
+    st->var = st->targets[0];
+    return true;
+}
+
+/* Room for one more statement, and *st zeroed at t's position. */
+static bool stmt_begin(fcf_parser *p, const fcf_token *t, fcf_stmt *st) {
+    fc_program *prog = p->prog;
+    if (!vec_reserve(&prog->arena, (void **)&prog->stmts, &prog->cap_stmts, prog->nstmts,
+                     sizeof(fcf_stmt))) {
+        pnomem(p);
+        return false;
+    }
+    memset(st, 0, sizeof *st);
+    st->line = t->line;
+    st->col = t->col;
+    return true;
+}
+
 static bool parse_statement(fcf_parser *p) {
     fc_program *prog = p->prog;
     const fcf_token *t = cur(p);
     if (t->kind == TK_NAME && keyword_lookup(t->text, t->len) == KW_OUT &&
         peek2(p)->kind != TK_ASSIGN) {
         if (!parse_out(p)) return false;
+    } else if (t->kind == TK_NAME && peek2(p)->kind == TK_COMMA) {
+        fcf_stmt st;
+        if (!stmt_begin(p, t, &st)) return false;
+        if (!parse_unpack(p, &st)) return false;
+        prog->stmts[prog->nstmts++] = st;
     } else {
         if (t->kind != TK_NAME) {
             perr_expected(p, "a statement (NAME = ... or out NAME, ...)");
@@ -1679,17 +1906,28 @@ static bool parse_statement(fcf_parser *p) {
         if (!check_new_name(p, t)) return false;
         advance(p);
         advance(p);
-        if (!vec_reserve(&prog->arena, (void **)&prog->stmts, &prog->cap_stmts, prog->nstmts,
-                         sizeof(fcf_stmt))) {
-            pnomem(p);
-            return false;
-        }
         fcf_stmt st;
-        memset(&st, 0, sizeof st);
-        st.line = t->line;
-        st.col = t->col;
+        if (!stmt_begin(p, t, &st)) return false;
+        fcf_vk decl = declaration_at(p);
         if (cur(p)->kind == TK_NAME && keyword_lookup(cur(p)->text, cur(p)->len) == KW_INPUT) {
             if (!parse_input_decl(p, t, &st)) return false;
+        } else if (decl != VK_VALUE) {
+            const fcf_token *fn = cur(p);
+            p->nest = 0;
+            p->decl_ok = true;
+            advance(p);
+            fcf_expr *e = parse_call(p, fn, NULL, NULL);
+            if (!e) return false;
+            if (cur(p)->kind != TK_NEWLINE && cur(p)->kind != TK_EOF) {
+                perr_at(p, cur(p)->line, cur(p)->col, "%.*s(...) must be the whole right side "
+                        "of a binding: NAME = %.*s(...)", (int)fn->len, fn->text, (int)fn->len,
+                        fn->text);
+                return false;
+            }
+            st.kind = S_ASSIGN;
+            st.expr = e;
+            if (!add_var(p, t, &st.var)) return false;
+            prog->vars[st.var].kernel = decl;
         } else {
             p->nest = 0;
             fcf_expr *e = parse_expr(p);
@@ -1697,6 +1935,8 @@ static bool parse_statement(fcf_parser *p) {
             st.kind = S_ASSIGN;
             st.expr = e;
             if (!add_var(p, t, &st.var)) return false;
+            /* k2 = k: k2 is the kernel too */
+            if (e->kind == E_VAR) prog->vars[st.var].kernel = prog->vars[e->index].kernel;
         }
         prog->stmts[prog->nstmts++] = st;
     }
@@ -1885,7 +2125,8 @@ fc_status fc_program_input_shape(const fc_program *prog, int i, fc_shape *out) {
 /* ---- builder ---------------------------------------------------------------------------- */
 
 typedef enum fcf_vkind {
-    V_ARRAY, V_INT, V_FLOAT, V_COMPLEX, V_BOOL, V_NONE, V_STR, V_DTYPE, V_LIST, V_ELLIPSIS
+    V_ARRAY, V_INT, V_FLOAT, V_COMPLEX, V_BOOL, V_NONE, V_STR, V_DTYPE, V_LIST, V_ELLIPSIS,
+    V_KERNEL
 } fcf_vkind;
 
 typedef struct fcf_value fcf_value;
@@ -1905,6 +2146,7 @@ struct fcf_value {
             int n;
             fcf_value *items;
         } list;
+        fc_kernel *kern; /* owned by the context */
     };
 };
 
@@ -1957,8 +2199,10 @@ static const char *vkind_name(const fcf_value *v) {
     case V_STR: return "a string";
     case V_DTYPE: return "a dtype";
     case V_LIST: return "a list";
-    default: return "an Ellipsis";
+    case V_ELLIPSIS: return "an Ellipsis";
+    case V_KERNEL: return "a kernel";
     }
+    return "a value";
 }
 
 static fc_status to_array(fcf_builder *b, const fcf_expr *e, const fcf_value *v, fc_array **out) {
@@ -2499,6 +2743,83 @@ static fc_status eval_composite(fcf_builder *b, const fcf_expr *e, fcf_value *v,
     return berr(b, e, FC_ERR_INVALID, "internal: unhandled composite %s", fn->name);
 }
 
+/* ElementwiseKernel(...) / ReductionKernel(...): the definition (graph/user.c parses it; its
+ * message, which names the kernel and the parameter, is passed on at the declaration). */
+static fc_status eval_kernel_decl(fcf_builder *b, const fcf_expr *e, fcf_value *v,
+                                  fcf_value *out) {
+    const fcf_func *fn = e->call.fn;
+    const char *text[FCP_MAX_PARAMS] = {NULL};
+    fc_status st;
+    for (int k = 0; k < e->call.n; k++) {
+        if ((st = eval_arg(b, e, k, &v[k], V_NONE)) != FC_OK) return st;
+        bool reduce_type = fn->kind == FK_RED_KERNEL && k == 7;
+        if (v[k].kind == V_STR) text[k] = v[k].s;
+        else if (reduce_type && v[k].kind == V_DTYPE) text[k] = fc_dtype_name(v[k].dt);
+        else if (!(reduce_type && v[k].kind == V_NONE))
+            return berr(b, arg_pos(e, k), FC_ERR_INVALID, "%s(): %s must be a string, found %s",
+                        fn->name, fn->params[k], vkind_name(&v[k]));
+    }
+    fc_kernel *k = NULL;
+    st = fn->kind == FK_EW_KERNEL
+             ? fc_elementwise_kernel(b->ctx, text[0], text[1], text[2], text[3], &k)
+             : fc_reduction_kernel(b->ctx, text[0], text[1], text[2], text[3], text[4], text[5],
+                                   text[6], text[7], &k);
+    if (st != FC_OK) return berr(b, e, st, "%s", fc_errmsg(b->ctx));
+    memset(out, 0, sizeof *out);
+    out->kind = V_KERNEL;
+    out->kern = k;
+    return FC_OK;
+}
+
+/* A kernel call giving nout values into outs (1 in an expression; a statement's names when
+ * it unpacks). The kernel checks the arguments (their count, dtypes and shapes) and its
+ * message, which names it, is passed on at the call. */
+static fc_status eval_kernel_call(fcf_builder *b, const fcf_expr *e, int nout, fcf_value *outs) {
+    const fcf_value *kv = &b->vars[e->kcall.var];
+    if (kv->kind != V_KERNEL) /* the parser only makes calls of kernel variables */
+        return berr(b, e, FC_ERR_INVALID, "internal: '%s' holds %s, not a kernel",
+                    b->prog->vars[e->kcall.var].name, vkind_name(kv));
+    fc_kernel *k = kv->kern;
+    const char *kname = fc_kernel_name(k);
+    int n = e->kcall.n;
+    fc_array **in = arena_alloc(&b->arena, sizeof(fc_array *) * (size_t)(n + 1));
+    if (!in) return bnomem(b);
+    fcf_value v;
+    fc_status st;
+    for (int i = 0; i < n; i++) {
+        if ((st = eval(b, e->kcall.args[i], &v)) != FC_OK) return st;
+        if ((st = to_array(b, e->kcall.args[i], &v, &in[i])) != FC_OK) return st;
+    }
+    if (k->kind == FCG_USER_REDUCTION) {
+        if (nout != 1)
+            return berr(b, e, FC_ERR_INVALID, "%s gives 1 output (%s), not %d", kname,
+                        k->out_text, nout);
+        fc_axes axes;
+        bool keep = false;
+        if (e->kcall.axis && (st = eval(b, e->kcall.axis, &v)) != FC_OK) return st;
+        if ((st = to_axes(b, e->kcall.axis ? e->kcall.axis : e, e->kcall.axis ? &v : NULL,
+                          &axes)) != FC_OK)
+            return st;
+        if (e->kcall.keepdims &&
+            ((st = eval(b, e->kcall.keepdims, &v)) != FC_OK ||
+             (st = to_bool(b, e->kcall.keepdims, &v, "keepdims", &keep)) != FC_OK))
+            return st;
+        return bcheck(b, e, fc_kernel_reduce(k, n, in, axes, keep), outs);
+    }
+    if (nout == 1 && k->nout != 1)
+        return berr(b, e, FC_ERR_INVALID, "%s gives %d outputs (%s): bind them by unpacking, "
+                    "as in `a, b = %s(...)`", kname, k->nout, k->out_text,
+                    b->prog->vars[e->kcall.var].name);
+    if (nout != k->nout)
+        return berr(b, e, FC_ERR_INVALID, "%s gives %d output%s (%s), not %d", kname, k->nout,
+                    k->nout == 1 ? "" : "s", k->out_text, nout);
+    fc_array *res[FCG_USER_MAX_PARAMS];
+    fc_kernel_call(k, n, in, nout, res);
+    for (int j = 0; j < nout; j++)
+        if ((st = bcheck(b, e, res[j], &outs[j])) != FC_OK) return st;
+    return FC_OK;
+}
+
 static fc_status eval_call(fcf_builder *b, const fcf_expr *e, fcf_value *out) {
     fc_ctx *ctx = b->ctx;
     const fcf_func *fn = e->call.fn;
@@ -2526,6 +2847,8 @@ static fc_status eval_call(fcf_builder *b, const fcf_expr *e, fcf_value *out) {
     }
     switch (fn->kind) {
     case FK_COMPOSITE: return eval_composite(b, e, v, out);
+    case FK_EW_KERNEL:
+    case FK_RED_KERNEL: return eval_kernel_decl(b, e, v, out);
     case FK_CAST: {
         fc_dtype dt;
         if ((st = eval_arg(b, e, 1, &v[1], V_NONE)) != FC_OK) return st;
@@ -2985,6 +3308,7 @@ static fc_status eval(fcf_builder *b, const fcf_expr *e, fcf_value *out) {
         return bcheck(b, e, fcg_binary_api[e->bin.op](x, y), out);
     }
     case E_CALL: return eval_call(b, e, out);
+    case E_KCALL: return eval_kernel_call(b, e, 1, out);
     case E_ATTR: return eval_attr(b, e, out);
     case E_SUBSCRIPT: return eval_subscript(b, e, out);
     case E_SLICE:
@@ -3052,6 +3376,30 @@ static fc_status build_input(fcf_builder *b, const fcf_stmt *s, fcf_value *out) 
     return FC_OK;
 }
 
+/* NAME, ... = EXPR: a kernel call gives that many outputs, a list that many items. */
+static fc_status build_unpack(fcf_builder *b, const fcf_stmt *s) {
+    const fcf_expr *e = s->expr;
+    int n = s->ntargets;
+    fcf_value *vals = arena_zalloc(&b->arena, sizeof(fcf_value) * (size_t)n);
+    if (!vals) return bnomem(b);
+    fc_status st;
+    if (e->kind == E_KCALL) {
+        if ((st = eval_kernel_call(b, e, n, vals)) != FC_OK) return st;
+    } else {
+        fcf_value v;
+        if ((st = eval(b, e, &v)) != FC_OK) return st;
+        if (v.kind != V_LIST)
+            return berr(b, e, FC_ERR_INVALID, "cannot unpack %s into %d names (a kernel's "
+                        "outputs or a list can be unpacked)", vkind_name(&v), n);
+        if (v.list.n != n)
+            return berr(b, e, FC_ERR_INVALID, "cannot unpack a list of %d into %d names",
+                        v.list.n, n);
+        memcpy(vals, v.list.items, sizeof(fcf_value) * (size_t)n);
+    }
+    for (int i = 0; i < n; i++) b->vars[s->targets[i]] = vals[i];
+    return FC_OK;
+}
+
 fc_status fc_program_build(fc_program *prog, fc_array *const *inputs, fc_array **outputs) {
     if (!prog) return FC_ERR_NULL;
     fc_ctx *ctx = prog->ctx;
@@ -3070,8 +3418,11 @@ fc_status fc_program_build(fc_program *prog, fc_array *const *inputs, fc_array *
     if (!b.vars) st = bnomem(&b);
     for (int k = 0; st == FC_OK && k < prog->nstmts; k++) {
         const fcf_stmt *s = &prog->stmts[k];
-        st = s->kind == S_INPUT ? build_input(&b, s, &b.vars[s->var])
-                                : eval(&b, s->expr, &b.vars[s->var]);
+        switch (s->kind) {
+        case S_INPUT: st = build_input(&b, s, &b.vars[s->var]); break;
+        case S_ASSIGN: st = eval(&b, s->expr, &b.vars[s->var]); break;
+        case S_UNPACK: st = build_unpack(&b, s); break;
+        }
     }
     fc_array *results[64];
     fc_array **res = results;

@@ -6,6 +6,9 @@
  * t0.. for other nodes, the output names for outputs), so the same graph always prints the
  * same bytes. Weak scalars are written inline as literals. Every op is written in a form the
  * parser reads back to the same node (same structural hash): tests/test_fc.c checks it.
+ * User kernels: each definition is declared once, before its first call, bound to a variable
+ * named after the kernel; a call of a kernel with several outputs unpacks all of them, so its
+ * other outputs (the same node the parser will make again) get their names there.
  *
  * The walk is iterative (explicit stack), so graph depth never threatens the C stack.
  */
@@ -162,8 +165,15 @@ typedef struct fcq_entry {
     const fc_array *node; /* NULL: empty slot */
     char kind;            /* 'x', 't', or 'o' (output name `num`) */
     bool emitted;
+    bool seen;            /* by the walk that finds calls of multi-output kernels */
     int64_t num;
 } fcq_entry;
+
+/* A user kernel declared by the text so far, and the variable it is bound to. */
+typedef struct fcq_kdecl {
+    uint64_t hash;
+    char var[FCG_USER_NAME_MAX + 24];
+} fcq_kdecl;
 
 typedef struct fcq_printer {
     fc_ctx *ctx;
@@ -177,6 +187,13 @@ typedef struct fcq_printer {
     /* Numbers of output names spelled x<k> / t<k>, sorted, which generated names skip. */
     int64_t *taken_x, *taken_t;
     int ntaken_x, ntaken_t;
+    fcq_kdecl *kdecls;
+    int nkdecl, cap_kdecl;
+    /* Calls of kernels with several outputs (USER_EW nodes), found once when the first is
+     * printed: a call's statement names every output of it that the graph holds. */
+    const fc_array **multi;
+    size_t nmulti, cap_multi;
+    bool multi_found;
     fc_status status;
 } fcq_printer;
 
@@ -489,6 +506,221 @@ typedef struct fcq_frame {
     int next; /* next input to visit */
 } fcq_frame;
 
+/* ---- user kernels ----------------------------------------------------------------------- */
+
+static bool generated_form(const char *name, char *letter, int64_t *k);
+
+/* A kernel's text as a string literal: the escapes the lexer reads back, \xHH for control
+ * bytes it has no letter for (a kernel's text never holds NUL). */
+static void buf_string(fcq_buf *b, const char *s) {
+    buf_puts(b, "\"");
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        switch (*c) {
+        case '\\': buf_puts(b, "\\\\"); break;
+        case '"': buf_puts(b, "\\\""); break;
+        case '\n': buf_puts(b, "\\n"); break;
+        case '\t': buf_puts(b, "\\t"); break;
+        case '\r': buf_puts(b, "\\r"); break;
+        default:
+            if (*c < 0x20) {
+                buf_printf(b, "\\x%02x", *c);
+            } else {
+                char one[2] = {(char)*c, '\0'};
+                buf_puts(b, one);
+            }
+        }
+    }
+    buf_puts(b, "\"");
+}
+
+/* Whether a kernel variable may take this name: not a reserved word, not a function (the
+ * variable would hide it from the rest of the text), not a name the printer generates or an
+ * output's, not another kernel's variable. */
+static bool kernel_name_taken(const fcq_printer *pr, const char *name) {
+    size_t len = strlen(name);
+    char letter;
+    int64_t k;
+    if (fcf_name_is_reserved(name, len) || fcf_name_is_function(name, len) ||
+        generated_form(name, &letter, &k))
+        return true;
+    if (name[0] == 'y' && name[1] && strspn(name + 1, "0123456789") == len - 1) return true;
+    for (int i = 0; pr->names && i < pr->n; i++)
+        if (strcmp(pr->names[i], name) == 0) return true;
+    for (int i = 0; i < pr->nkdecl; i++)
+        if (strcmp(pr->kdecls[i].var, name) == 0) return true;
+    return false;
+}
+
+/* The variable holding kernel k, declared by a statement of its own the first time. */
+static fc_status declare_kernel(fcq_printer *pr, const fcg_user_kernel *k, const char **var) {
+    for (int i = 0; i < pr->nkdecl; i++)
+        if (pr->kdecls[i].hash == k->hash) {
+            *var = pr->kdecls[i].var;
+            return FC_OK;
+        }
+    if (pr->nkdecl == pr->cap_kdecl) {
+        int ncap = pr->cap_kdecl ? pr->cap_kdecl * 2 : 4;
+        fcq_kdecl *nk = fcg_realloc(pr->ctx, pr->kdecls, (size_t)pr->cap_kdecl * sizeof *nk,
+                                    (size_t)ncap * sizeof *nk);
+        if (!nk) return fcg_error(pr->ctx, FC_ERR_NOMEM, "fc_program_print: out of memory");
+        pr->kdecls = nk;
+        pr->cap_kdecl = ncap;
+    }
+    fcq_kdecl *d = &pr->kdecls[pr->nkdecl];
+    d->hash = k->hash;
+    snprintf(d->var, sizeof d->var, "%s", k->name);
+    for (int n = 1; kernel_name_taken(pr, d->var); n++)
+        snprintf(d->var, sizeof d->var, "%s_%d", k->name, n);
+    pr->nkdecl++;
+    fcq_buf *b = &pr->out;
+    bool red = k->kind == FCG_USER_REDUCTION;
+    buf_printf(b, "%s = %s(", d->var, red ? "ReductionKernel" : "ElementwiseKernel");
+    const char *texts[] = {k->in_text, k->out_text, red ? k->map : k->body, k->reduce, k->post,
+                           k->identity, k->name};
+    const int order_ew[] = {0, 1, 2, 6}, order_red[] = {0, 1, 2, 3, 4, 5, 6};
+    const int *order = red ? order_red : order_ew;
+    int ntexts = red ? 7 : 4;
+    for (int i = 0; i < ntexts; i++) {
+        if (i) buf_puts(b, ", ");
+        buf_string(b, texts[order[i]]);
+    }
+    /* reduce_type only where it is not the default, the output's type */
+    const fcg_user_param *o = &k->out[0];
+    int dflt = o->dtype >= 0 ? o->dtype : -1 - o->place;
+    if (red && k->reduce_dtype != dflt) {
+        buf_puts(b, ", reduce_type=");
+        buf_string(b, k->reduce_dtype >= 0 ? fc_dtype_name((fc_dtype)k->reduce_dtype)
+                                           : k->place[-1 - k->reduce_dtype]);
+    }
+    buf_puts(b, ")\n");
+    *var = d->var;
+    return FC_OK;
+}
+
+static fc_status multi_push(fcq_printer *pr, const fc_array *a) {
+    if (pr->nmulti == pr->cap_multi) {
+        size_t ncap = pr->cap_multi ? pr->cap_multi * 2 : 8;
+        const fc_array **nm = fcg_realloc(pr->ctx, pr->multi, pr->cap_multi * sizeof *nm,
+                                          ncap * sizeof *nm);
+        if (!nm) return fcg_error(pr->ctx, FC_ERR_NOMEM, "fc_program_print: out of memory");
+        pr->multi = nm;
+        pr->cap_multi = ncap;
+    }
+    pr->multi[pr->nmulti++] = a;
+    return FC_OK;
+}
+
+/* Collects every call of a multi-output kernel the outputs reach (an iterative walk). */
+static fc_status find_multi(fcq_printer *pr) {
+    pr->multi_found = true;
+    size_t cap = 64, depth = 0;
+    fcq_frame *stack = fcg_malloc(pr->ctx, cap * sizeof *stack);
+    if (!stack) return fcg_error(pr->ctx, FC_ERR_NOMEM, "fc_program_print: out of memory");
+    fc_status st = FC_OK;
+    for (int i = 0; i <= pr->n && st == FC_OK; i++) {
+        const fc_array *a = i < pr->n ? pr->arrays[i] : NULL;
+        if (a) {
+            fcq_entry *e = map_get(pr, a, true);
+            if (!e) st = fcg_error(pr->ctx, FC_ERR_NOMEM, "fc_program_print: out of memory");
+            else if (!e->seen) {
+                e->seen = true;
+                stack[depth++] = (fcq_frame){a, 0};
+            }
+        }
+        while (depth && st == FC_OK) {
+            fcq_frame *f = &stack[depth - 1];
+            if (f->next == f->node->nin) {
+                const fc_array *x = f->node;
+                const fcg_user_kernel *k = x->op == FCG_OP_USER_EW
+                                               ? fcg_user_find(pr->ctx, (uint64_t)x->p.ival)
+                                               : NULL;
+                if (k && k->nout > 1) st = multi_push(pr, x);
+                depth--;
+                continue;
+            }
+            const fc_array *c = f->node->in[f->next++];
+            fcq_entry *ce = map_get(pr, c, true);
+            if (!ce) {
+                st = fcg_error(pr->ctx, FC_ERR_NOMEM, "fc_program_print: out of memory");
+                break;
+            }
+            if (ce->seen) continue;
+            ce->seen = true;
+            if (depth == cap) {
+                fcq_frame *ns = fcg_realloc(pr->ctx, stack, cap * sizeof *ns,
+                                            cap * 2 * sizeof *ns);
+                if (!ns) {
+                    st = fcg_error(pr->ctx, FC_ERR_NOMEM, "fc_program_print: out of memory");
+                    break;
+                }
+                stack = ns;
+                cap *= 2;
+            }
+            stack[depth++] = (fcq_frame){c, 0};
+        }
+    }
+    fcg_free(pr->ctx, stack, cap * sizeof *stack);
+    return st;
+}
+
+/* Output j of the call that a is another output of, if the graph holds it. */
+static const fc_array *sibling(const fcq_printer *pr, const fc_array *a, int64_t j) {
+    for (size_t i = 0; i < pr->nmulti; i++) {
+        const fc_array *s = pr->multi[i];
+        if (s->p.ival != a->p.ival || s->p.count != j || s->nin != a->nin) continue;
+        bool same = true;
+        for (int k = 0; k < a->nin && same; k++) same = s->in[k] == a->in[k];
+        if (same) return s;
+    }
+    return NULL;
+}
+
+/* A user kernel's call, whole statement: its declaration first if this is its first call;
+ * then `t = k(args)`, `t = k(args, axis=[...])` or `a, b = k(args)`. */
+static fc_status put_user(fcq_printer *pr, const fc_array *a) {
+    const fcg_user_kernel *k = fcg_user_find(pr->ctx, (uint64_t)a->p.ival);
+    if (!k)
+        return fcg_error(pr->ctx, FC_ERR_INVALID, "fc_program_print: a call of an unknown user "
+                         "kernel");
+    const char *var = "";
+    fc_status st = declare_kernel(pr, k, &var);
+    if (st != FC_OK) return st;
+    fcq_buf *b = &pr->out;
+    if (a->op == FCG_OP_USER_EW && k->nout > 1) {
+        if (!pr->multi_found && (st = find_multi(pr)) != FC_OK) return st;
+        for (int j = 0; j < k->nout; j++) {
+            const fc_array *s = j == a->p.count ? a : sibling(pr, a, j);
+            if (j) buf_puts(b, ", ");
+            if (!s) { /* an output nothing uses: a fresh name */
+                while (taken(pr->taken_t, pr->ntaken_t, pr->next_t)) pr->next_t++;
+                buf_printf(b, "t%lld", (long long)pr->next_t++);
+                continue;
+            }
+            fcq_entry *e = map_get(pr, s, true);
+            if (!e) return fcg_error(pr->ctx, FC_ERR_NOMEM, "fc_program_print: out of memory");
+            assign_name(pr, e, s);
+            put_name(pr, e);
+            e->emitted = true;
+        }
+    } else {
+        fcq_entry *e = map_get(pr, a, false);
+        assign_name(pr, e, a);
+        put_name(pr, e);
+    }
+    buf_printf(b, " = %s(", var);
+    for (int i = 0; i < a->nin; i++) {
+        if (i) buf_puts(b, ", ");
+        put_operand(pr, a->in[i], false);
+    }
+    if (a->op == FCG_OP_USER_REDUCE) {
+        buf_puts(b, ", axis=");
+        put_axes_list(pr, a->p.axes, a->nin ? a->in[0]->ndim : 0);
+        if (a->p.keepdims) buf_puts(b, ", keepdims=True");
+    }
+    buf_puts(b, ")");
+    return FC_OK;
+}
+
 /* DFS post-order from root: each node's statement after its inputs'. */
 static fc_status emit_from(fcq_printer *pr, const fc_array *root, fcq_frame **stack,
                            size_t *stack_cap) {
@@ -523,10 +755,16 @@ static fc_status emit_from(fcq_printer *pr, const fc_array *root, fcq_frame **st
             continue;
         }
         fcq_entry *ae = map_get(pr, a, false);
-        assign_name(pr, ae, a);
-        put_name(pr, ae);
-        buf_puts(&pr->out, " = ");
-        fc_status st = put_rhs(pr, a);
+        fc_status st;
+        if (a->op == FCG_OP_USER_EW || a->op == FCG_OP_USER_REDUCE) {
+            st = put_user(pr, a);
+            ae = map_get(pr, a, false); /* put_user may have grown the map */
+        } else {
+            assign_name(pr, ae, a);
+            put_name(pr, ae);
+            buf_puts(&pr->out, " = ");
+            st = put_rhs(pr, a);
+        }
         if (st != FC_OK) return st;
         buf_puts(&pr->out, "\n");
         ae->emitted = true;
@@ -614,7 +852,7 @@ static fc_status print_all(fcq_printer *pr) {
         if (e && e->kind == 'o' &&
             (e->num == i || (pr->names && strcmp(pr->names[e->num], pr->names[i]) == 0)))
             continue;
-        fcq_entry self = {a, 'o', false, i};
+        fcq_entry self = {a, 'o', false, false, i};
         put_name(pr, &self);
         buf_puts(&pr->out, " = ");
         put_operand(pr, a, false);
@@ -622,7 +860,7 @@ static fc_status print_all(fcq_printer *pr) {
     }
     buf_puts(&pr->out, "out ");
     for (int i = 0; i < pr->n; i++) {
-        fcq_entry self = {pr->arrays[i], 'o', false, i};
+        fcq_entry self = {pr->arrays[i], 'o', false, false, i};
         if (i) buf_puts(&pr->out, ", ");
         put_name(pr, &self);
     }
@@ -661,6 +899,8 @@ fc_status fc_program_print(fc_ctx *ctx, fc_array *const *arrays, int n,
     }
     if (st == FC_OK) st = print_all(&pr);
     if (pr.map) fcg_free(ctx, pr.map, pr.map_cap * sizeof(fcq_entry));
+    if (pr.kdecls) fcg_free(ctx, pr.kdecls, (size_t)pr.cap_kdecl * sizeof *pr.kdecls);
+    if (pr.multi) fcg_free(ctx, pr.multi, pr.cap_multi * sizeof *pr.multi);
     if (pr.taken_x) fcg_free(ctx, pr.taken_x, sizeof(int64_t) * (size_t)n);
     if (pr.taken_t) fcg_free(ctx, pr.taken_t, sizeof(int64_t) * (size_t)n);
     if (st == FC_OK) {

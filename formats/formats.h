@@ -13,6 +13,10 @@
  * the parser rejects it as a variable and the printer never generates it. */
 bool fcf_name_is_reserved(const char *name, size_t len);
 
+/* Whether `name(...)` calls a function of the .fc format (a builtin, not a kernel variable):
+ * the printer never names a kernel variable so, since the variable would hide the function. */
+bool fcf_name_is_function(const char *name, size_t len);
+
 /* Every name the .fc parser accepts, enumerated from the tables it dispatches from, so that
  * tests/test_fc_docs.c can require docs/FC_FORMAT.md to document each one. */
 typedef enum fcf_name_kind {

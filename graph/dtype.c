@@ -138,7 +138,7 @@ static fc_dtype apply_weak(fc_dtype strong, int kind) {
     }
 }
 
-static bool weak_int_fits(int64_t v, fc_dtype t) {
+bool fcg_weak_int_fits(int64_t v, fc_dtype t) {
     switch (t) {
     case FC_I8: return v >= INT8_MIN && v <= INT8_MAX;
     case FC_I16: return v >= INT16_MIN && v <= INT16_MAX;
@@ -179,7 +179,7 @@ static fc_status common_type(fc_ctx *ctx, const char *opname, int first, int nin
         for (int i = first; i < nin; i++) {
             const fc_array *a = in[i];
             if (a->weak && a->op == FCG_OP_CONST && fcg_is_int((fc_dtype)a->dtype) &&
-                !weak_int_fits(a->p.ival, r))
+                !fcg_weak_int_fits(a->p.ival, r))
                 return fcg_error(ctx, FC_ERR_INVALID,
                                  "%s: Python integer %lld out of bounds for %s", opname,
                                  (long long)a->p.ival, fc_dtype_name(r));

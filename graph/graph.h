@@ -197,6 +197,9 @@ typedef struct fcg_dtype_alias {
 extern const fcg_dtype_alias fcg_dtype_aliases[];
 extern const size_t fcg_dtype_alias_count;
 fc_status fcg_dtype_parse(const char *s, size_t n, fc_dtype *out);
+/* Whether a Python integer v fits integer dtype t (NEP 50: a weak int out of range is an
+ * error, not a wrap); true for other dtypes. */
+bool fcg_weak_int_fits(int64_t v, fc_dtype t);
 
 /* ---- user kernels (graph/user.c) ---------------------------------------------------------
  * A definition made by fc_elementwise_kernel / fc_reduction_kernel. Its nodes (USER_EW,
@@ -402,6 +405,7 @@ struct fc_ctx {
     uint32_t *key_words;
     size_t key_words_cap;
     struct fc_kernel *user_kernels; /* every user kernel defined (graph/user.c) */
+    struct fc_module *modules;      /* raw modules not yet destroyed (api/raw.c) */
 };
 
 /* ---- memory (every allocation goes through the context's allocator) -------------------- */

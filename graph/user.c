@@ -184,25 +184,14 @@ static bool mentions(const char *text, const char *word) {
     return false;
 }
 
-static char *dup(fc_ctx *ctx, const char *s) {
-    size_t n = strlen(s) + 1;
-    char *d = fcg_malloc(ctx, n);
-    if (d) memcpy(d, s, n);
-    return d;
-}
-
-static void free_text(fc_ctx *ctx, char *s) {
-    if (s) fcg_free(ctx, s, strlen(s) + 1);
-}
-
 static void kernel_free(fc_ctx *ctx, fcg_user_kernel *k) {
-    free_text(ctx, k->in_text);
-    free_text(ctx, k->out_text);
-    free_text(ctx, k->body);
-    free_text(ctx, k->map);
-    free_text(ctx, k->reduce);
-    free_text(ctx, k->post);
-    free_text(ctx, k->identity);
+    fcg_strfree(ctx, k->in_text);
+    fcg_strfree(ctx, k->out_text);
+    fcg_strfree(ctx, k->body);
+    fcg_strfree(ctx, k->map);
+    fcg_strfree(ctx, k->reduce);
+    fcg_strfree(ctx, k->post);
+    fcg_strfree(ctx, k->identity);
     fcg_free(ctx, k, sizeof *k);
 }
 
@@ -342,8 +331,8 @@ static fc_status start(fc_ctx *ctx, fcg_user_kind kind, const char *fn, const ch
     k->kind = kind;
     k->reduce_dtype = -1;
     snprintf(k->name, sizeof k->name, "%s", name);
-    k->in_text = dup(ctx, in);
-    k->out_text = dup(ctx, outp);
+    k->in_text = fcg_strdup(ctx, in);
+    k->out_text = fcg_strdup(ctx, outp);
     if (!k->in_text || !k->out_text) {
         kernel_free(ctx, k);
         return fcg_error(ctx, FC_ERR_NOMEM, "%s: out of memory", fn);
@@ -364,7 +353,7 @@ fc_status fc_elementwise_kernel(fc_ctx *ctx, const char *in_params, const char *
         kernel_free(ctx, k);
         return fcg_error(ctx, FC_ERR_NULL, "%s: the operation is NULL", name);
     }
-    if (!(k->body = dup(ctx, operation))) {
+    if (!(k->body = fcg_strdup(ctx, operation))) {
         kernel_free(ctx, k);
         return fcg_error(ctx, FC_ERR_NOMEM, "%s: out of memory", name);
     }
@@ -386,10 +375,10 @@ fc_status fc_reduction_kernel(fc_ctx *ctx, const char *in_params, const char *ou
         return fcg_error(ctx, FC_ERR_NULL, "%s: map_expr, reduce_expr, post_map_expr and "
                          "identity are required", name);
     }
-    k->map = dup(ctx, map_expr);
-    k->reduce = dup(ctx, reduce_expr);
-    k->post = dup(ctx, post_map_expr);
-    k->identity = dup(ctx, identity);
+    k->map = fcg_strdup(ctx, map_expr);
+    k->reduce = fcg_strdup(ctx, reduce_expr);
+    k->post = fcg_strdup(ctx, post_map_expr);
+    k->identity = fcg_strdup(ctx, identity);
     if (!k->map || !k->reduce || !k->post || !k->identity) {
         kernel_free(ctx, k);
         return fcg_error(ctx, FC_ERR_NOMEM, "%s: out of memory", name);
@@ -431,6 +420,10 @@ static fc_status bind_args(fc_ctx *ctx, const fcg_user_kernel *k, fc_array *cons
         fc_dtype want = p->dtype >= 0 ? (fc_dtype)p->dtype : place_dtype[p->place];
         fc_dtype have = (fc_dtype)in[i]->dtype;
         conv[i] = in[i];
+        if (in[i]->weak && in[i]->op == FCG_OP_CONST && fcg_is_int(have) &&
+            !fcg_weak_int_fits(in[i]->p.ival, want))
+            return fcg_error(ctx, FC_ERR_VALUE, "%s: argument %s: %lld does not fit in %s", k->name,
+                             p->name, (long long)in[i]->p.ival, fc_dtype_name(want));
         if (in[i]->weak && !p->raw && have != want) {
             conv[i] = fc_cast(in[i], want);
             if (conv[i]->status != FC_OK) return conv[i]->status;
@@ -462,8 +455,8 @@ static fc_ctx *call_begin(fc_kernel *k, fcg_user_kind kind, int nin, fc_array *c
         return ctx;
     }
     if (nin != k->nin || (nin > 0 && !in)) {
-        *early = fcg_poison(ctx, FC_ERR_INVALID, "%s takes %d arguments (%s), not %d", k->name,
-                            k->nin, k->in_text, nin);
+        *early = fcg_poison(ctx, FC_ERR_INVALID, "%s takes %d argument%s (%s), not %d", k->name,
+                            k->nin, k->nin == 1 ? "" : "s", k->in_text, nin);
         return ctx;
     }
     fc_ctx *c = fcg_begin(k->name, nin, in, early);
@@ -515,8 +508,8 @@ fc_status fc_kernel_call(fc_kernel *k, int nin, fc_array *const *in, int nout, f
     fc_ctx *ctx = call_begin(k, FCG_USER_ELEMENTWISE, nin, in, &early);
     if (!ctx) return FC_ERR_NULL;
     if (!early && nout != k->nout)
-        early = fcg_poison(ctx, FC_ERR_INVALID, "%s gives %d outputs (%s), not %d", k->name,
-                           k->nout, k->out_text, nout);
+        early = fcg_poison(ctx, FC_ERR_INVALID, "%s gives %d output%s (%s), not %d", k->name,
+                           k->nout, k->nout == 1 ? "" : "s", k->out_text, nout);
     fc_array *res[FCG_USER_MAX_PARAMS] = {NULL};
     fc_status st = early ? early->status : FC_OK;
     if (!early) {

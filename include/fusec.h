@@ -755,8 +755,9 @@ FC_API fc_status fc_reduction_kernel(fc_ctx *ctx, const char *in_params, const c
 /** Calls an elementwise kernel on nin arrays (weak scalars such as fc_f64(ctx, 2.0) count as
  *  scalars), giving its nout outputs in out (new references; poisoned arrays on error). The
  *  arguments that are not raw broadcast together. An array argument must have its declared
- *  dtype exactly (fc_cast converts), and the arrays given for one placeholder must agree; a
- *  weak scalar converts to its parameter's type. @return FC_OK, or the error every output
+ *  dtype exactly (fc_cast converts), and the arrays given for one placeholder must agree, as
+ *  in CuPy; a weak scalar converts to its parameter's type (a Python integer outside an
+ *  integer type's range is FC_ERR_VALUE, as NumPy 2 raises). @return FC_OK, or the error every output
  *  carries (FC_ERR_INVALID for a wrong count, FC_ERR_DTYPE naming the kernel and the
  *  parameter, FC_ERR_SHAPE for operands that do not broadcast). */
 FC_API fc_status fc_kernel_call(fc_kernel *k, int nin, fc_array *const *in, int nout,
@@ -772,6 +773,86 @@ FC_API fc_array *fc_kernel_reduce(fc_kernel *k, int nin, fc_array *const *in, fc
 
 /** The kernel's name. */
 FC_API const char *fc_kernel_name(const fc_kernel *k);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Raw modules (cupy.RawModule and RawKernel): CUDA C of the user's, compiled by NVRTC        */
+/* through the kernel cache, launched with a grid and a block on the context's GPU.           */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef struct fc_module fc_module;
+
+/** Compiles `source` (CUDA C++, NUL-terminated; NVRTC names it module.cu in messages) for the
+ *  context's GPU and loads it. `options` are extra NVRTC options ("-std=c++14", "-DN=4",
+ *  "-I/dir"; at most 16); `name_expressions` are C++ names of kernels to launch by name that
+ *  are not extern "C", such as template instantiations ("test_sum<float>"). Binaries go to the
+ *  kernel cache keyed by the source, options, names, arch and NVRTC version. @return FC_OK;
+ *  FC_ERR_COMPILE with NVRTC's log and the offending lines of source in fc_errmsg;
+ *  FC_ERR_UNSUPPORTED on the host backend (it does not run CUDA C). */
+FC_API fc_status fc_module_create(fc_ctx *ctx, const char *source, int noptions,
+                                  const char *const *options, int nnames,
+                                  const char *const *name_expressions, fc_module **out);
+/** Compiles `source` for `arch` ("sm_90") into the kernel cache without loading it: needs no
+ *  GPU (CI can warm raw modules for GPUs it does not have, and check that they compile). */
+FC_API fc_status fc_module_compile(fc_ctx *ctx, const char *source, int noptions,
+                                   const char *const *options, int nnames,
+                                   const char *const *name_expressions, const char *arch);
+/** Unloads a module. NULL-safe; fc_ctx_destroy destroys the modules left. */
+FC_API void fc_module_destroy(fc_module *m);
+
+/** One argument of fc_module_launch, in the kernel's parameter order. */
+typedef enum fc_arg_kind {
+    FC_ARG_IN,     /**< array: the kernel reads it (a const T * of its value, row-major) */
+    FC_ARG_OUT,    /**< array: the kernel writes it (see fc_module_launch) */
+    FC_ARG_SCALAR, /**< a value of `dtype` by value: i (bool, integers), re (floats), re + im
+                        (complex) */
+    FC_ARG_BYTES   /**< size bytes at `bytes` by value: a struct */
+} fc_arg_kind;
+typedef struct fc_arg {
+    fc_arg_kind kind;
+    fc_array *array;
+    fc_dtype dtype;
+    int64_t i;
+    double re, im;
+    const void *bytes;
+    size_t size;
+} fc_arg;
+static inline fc_arg fc_arg_in(fc_array *a) {
+    fc_arg r = {FC_ARG_IN, a, FC_BOOL, 0, 0, 0, 0, 0};
+    return r;
+}
+static inline fc_arg fc_arg_out(fc_array *a) {
+    fc_arg r = {FC_ARG_OUT, a, FC_BOOL, 0, 0, 0, 0, 0};
+    return r;
+}
+static inline fc_arg fc_arg_int(fc_dtype dtype, int64_t v) {
+    fc_arg r = {FC_ARG_SCALAR, 0, dtype, v, 0, 0, 0, 0};
+    return r;
+}
+static inline fc_arg fc_arg_float(fc_dtype dtype, double v) {
+    fc_arg r = {FC_ARG_SCALAR, 0, dtype, 0, v, 0, 0, 0};
+    return r;
+}
+static inline fc_arg fc_arg_bytes(const void *bytes, size_t size) {
+    fc_arg r = {FC_ARG_BYTES, 0, FC_BOOL, 0, 0, 0, bytes, size};
+    return r;
+}
+
+/** Launches kernel `name` of m (an extern "C" kernel, or one of the module's name
+ *  expressions) on grid[0..3) blocks of block[0..3) threads with shared_bytes of dynamic
+ *  shared memory, on `stream` (NULL: the context's). IN arrays are evaluated first. Values are
+ *  immutable, so an OUT argument passes a new copy of its array's value, which the kernel may
+ *  overwrite in part or whole: outs[j] (one per OUT argument, in order; new references)
+ *  receives that new array, and the array given keeps its old value, as does any lazy
+ *  expression that reads it. The launch is queued; reading an output waits for it. A kernel
+ *  that faults (an out-of-bounds access) makes the GPU unusable for the rest of the process,
+ *  as any kernel's fault does (CUDA's sticky errors; every fusec context on that GPU shares
+ *  its CUDA context): calls then fail with FC_ERR_BACKEND. The kernel cache is never
+ *  affected. @return FC_OK; FC_ERR_INVALID naming the kernel
+ *  (no such kernel, a zero grid or block, an argument of the wrong kind); the error of an IN
+ *  array that fails to evaluate. */
+FC_API fc_status fc_module_launch(fc_module *m, const char *name, const unsigned grid[3],
+                                  const unsigned block[3], size_t shared_bytes, fc_stream *stream,
+                                  int nargs, const fc_arg *args, fc_array **outs);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Composites: NumPy functions built from the ops above inside the graph. They add no kernels */

@@ -9,7 +9,7 @@
  * directly (for the trace), entries by reading the LMDB store raw, corruption made with raw
  * LMDB writes.
  */
-#define _GNU_SOURCE /* nftw, memmem */
+#define _GNU_SOURCE /* memmem */
 #include <criterion/criterion.h>
 #include <fusec.h>
 
@@ -18,35 +18,26 @@
 #include "kcompile.h"
 #include "plan.h"
 
+#include "cli_util.h"
+
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <lmdb.h>
 #include <math.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#define FUSEC FUSEC_BINARY_DIR "/tools/fusec"
 #define FC(name) FUSEC_TEST_DATA_DIR "/fc/" name
 #define BENCH(name) FUSEC_SOURCE_DIR "/bench/fc/" name
 
 /* ---- temporary directories ---------------------------------------------------------------- */
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-static char tmp_root[256];
+static cli_tmp tmp;
 
 /* Memory the helpers hand out (paths, outputs), freed by cleanup(). */
 static void *allocs[4096];
@@ -59,21 +50,17 @@ static void *track(void *p) {
     return p;
 }
 
-static void make_tmp(void) {
-    snprintf(tmp_root, sizeof tmp_root, "/tmp/fusec_cli_test_XXXXXX");
-    cr_assert_not_null(mkdtemp(tmp_root));
-}
+static void make_tmp(void) { cli_tmp_make(&tmp, "fusec_cli_test"); }
 
 static void cleanup(void) {
-    if (tmp_root[0]) nftw(tmp_root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-    tmp_root[0] = '\0';
+    cli_tmp_remove(&tmp);
     while (nallocs > 0) free(allocs[--nallocs]);
 }
 
 /* A path under the test's directory (a new string each call; freed by cleanup). */
 static char *tmp_path(const char *name) {
-    char *p = track(malloc(strlen(tmp_root) + strlen(name) + 2));
-    sprintf(p, "%s/%s", tmp_root, name);
+    char *p = track(malloc(strlen(tmp.root) + strlen(name) + 2));
+    sprintf(p, "%s/%s", tmp.root, name);
     return p;
 }
 
@@ -85,115 +72,23 @@ static char *cache_dir(const char *name) {
 
 /* ---- running fusec ------------------------------------------------------------------------ */
 
-typedef struct result {
-    int code;    /* exit status, or 128 + signal */
-    char *out;   /* stdout, NUL-terminated */
-    char *err;   /* stderr */
-    double secs; /* wall time of the process */
-} result;
+static char *slurp(const char *path) { return track(cli_slurp(path)); }
 
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = track(malloc((size_t)n + 1));
-    cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
-    s[n] = '\0';
-    fclose(f);
-    return s;
-}
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int run_seq; /* distinct output files per run */
-
-/* Starts fusec with argv (NULL-terminated, without the program name), the cache in `cache`,
- * and `require` as FUSEC_REQUIRE_CACHED (NULL: unset). stdout and stderr go to files whose
- * paths are returned. */
-static pid_t spawn(const char *cache, const char *require, char *const *args, char **out_path,
-                   char **err_path) {
-    char name[64];
-    snprintf(name, sizeof name, "run%d.out", run_seq);
-    *out_path = tmp_path(name);
-    snprintf(name, sizeof name, "run%d.err", run_seq++);
-    *err_path = tmp_path(name);
-    char *argv[64];
-    int n = 0;
-    argv[n++] = (char *)FUSEC;
-    for (; args[n - 1]; n++) {
-        cr_assert_lt(n, 63);
-        argv[n] = args[n - 1];
-    }
-    argv[n] = NULL;
-    pid_t pid = fork();
-    cr_assert_neq(pid, -1);
-    if (pid == 0) {
-        int fo = open(*out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int fe = open(*err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fo < 0 || fe < 0) _exit(120);
-        dup2(fo, 1);
-        dup2(fe, 2);
-        if (cache) setenv("FUSEC_CACHE_DIR", cache, 1);
-        else unsetenv("FUSEC_CACHE_DIR");
-        if (require) setenv("FUSEC_REQUIRE_CACHED", require, 1);
-        else unsetenv("FUSEC_REQUIRE_CACHED");
-        unsetenv("FUSEC_TRACE");
-        unsetenv("FUSEC_LOG");
-        execv(FUSEC, argv);
-        _exit(121);
-    }
-    return pid;
-}
-
-static int wait_code(pid_t pid) {
-    int status;
-    cr_assert_eq(waitpid(pid, &status, 0), pid);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-static result run_argv(const char *cache, const char *require, char *const *args) {
-    char *op, *ep;
-    double t0 = now();
-    pid_t pid = spawn(cache, require, args, &op, &ep);
-    result r;
-    r.code = wait_code(pid);
-    r.secs = now() - t0;
-    r.out = slurp(op);
-    r.err = slurp(ep);
-    cr_assert_neq(r.code, 120, "could not redirect the output");
-    cr_assert_neq(r.code, 121, "could not start %s", FUSEC);
+/* r, its outputs to be freed by cleanup. */
+static cli_result tracked(cli_result r) {
+    track(r.out);
+    track(r.err);
     return r;
 }
 
-/* run(cache, require, "warm", "x.fc", NULL) */
-static result run(const char *cache, const char *require, ...) {
-    char *args[64];
-    int n = 0;
-    va_list ap;
-    va_start(ap, require);
-    for (const char *a; (a = va_arg(ap, const char *));) {
-        cr_assert_lt(n, 63);
-        args[n++] = (char *)a;
-    }
-    va_end(ap);
-    args[n] = NULL;
-    return run_argv(cache, require, args);
+/* Runs fusec with args (NULL-terminated, without the program name), the cache in `cache` and
+ * `require` as FUSEC_REQUIRE_CACHED (NULL: unset each). */
+static cli_result run_argv(const char *cache, const char *require, const char *const *args) {
+    return tracked(cli_run(&tmp, cache, require, args));
 }
 
-/* The integer after "label: " on a line of the text; -1 if absent. */
-static long field(const char *text, const char *label) {
-    size_t n = strlen(label);
-    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-        if (strncmp(p, label, n) == 0 && p[n] == ':' && p[n + 1] == ' ')
-            return strtol(p + n + 2, NULL, 10);
-    return -1;
-}
+/* run(cache, require, "warm", "x.fc", NULL) */
+#define run(...) tracked(cli_runl(&tmp, __VA_ARGS__))
 
 static int count_lines_starting(const char *text, const char *prefix) {
     int count = 0;
@@ -325,13 +220,13 @@ Test(cli, every_command_has_help) {
     make_tmp();
     const char *cmds[] = {"print", "hash", "run", "dump", "graph", "explain", "warm", "cache",
                           "version", "help"};
-    result top = run(NULL, NULL, "--help", NULL);
+    cli_result top = run(NULL, NULL, "--help", NULL);
     cr_assert_eq(top.code, 0);
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         char prefix[64];
         snprintf(prefix, sizeof prefix, "\n  %s ", cmds[i]);
         cr_expect(strstr(top.out, prefix), "fusec --help does not list %s", cmds[i]);
-        result r = run(NULL, NULL, cmds[i], "--help", NULL);
+        cli_result r = run(NULL, NULL, cmds[i], "--help", NULL);
         cr_expect_eq(r.code, 0, "%s --help: exit %d", cmds[i], r.code);
         snprintf(prefix, sizeof prefix, "usage: fusec %s", cmds[i]);
         if (strcmp(cmds[i], "help") == 0) snprintf(prefix, sizeof prefix, "usage: fusec <command>");
@@ -339,30 +234,30 @@ Test(cli, every_command_has_help) {
                      r.out);
         cr_expect_str_empty(r.err, "%s --help wrote to stderr: %s", cmds[i], r.err);
         /* `fusec help CMD` is the same text */
-        result h = run(NULL, NULL, "help", cmds[i], NULL);
+        cli_result h = run(NULL, NULL, "help", cmds[i], NULL);
         cr_expect_eq(h.code, 0);
         if (strcmp(cmds[i], "help") != 0) cr_expect_str_eq(h.out, r.out);
     }
     const char *subs[] = {"stats", "list", "verify", "clear", "export", "import"};
     for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
-        result r = run(NULL, NULL, "cache", subs[i], "--help", NULL);
+        cli_result r = run(NULL, NULL, "cache", subs[i], "--help", NULL);
         cr_expect_eq(r.code, 0);
         cr_expect(strstr(r.out, subs[i]) && strncmp(r.out, "usage: fusec cache", 18) == 0);
     }
     /* The documented codes are listed. */
     cr_expect(strstr(top.out, "5 compile error") && strstr(top.out, "6 bad cache"));
     /* Errors: prefixed messages on stderr and the usage code. */
-    result bad = run(NULL, NULL, "warm", "--frobnicate", FC("w01_tanh_sin.fc"), NULL);
+    cli_result bad = run(NULL, NULL, "warm", "--frobnicate", FC("w01_tanh_sin.fc"), NULL);
     cr_expect_eq(bad.code, 1);
     cr_expect_eq(strncmp(bad.err, "fusec: ", 7), 0, "%s", bad.err);
-    result nocmd = run(NULL, NULL, "frobnicate", NULL);
+    cli_result nocmd = run(NULL, NULL, "frobnicate", NULL);
     cr_expect_eq(nocmd.code, 1);
-    result badarch = run(NULL, NULL, "dump", "--arch", "sm_5", FC("w01_tanh_sin.fc"), NULL);
+    cli_result badarch = run(NULL, NULL, "dump", "--arch", "sm_5", FC("w01_tanh_sin.fc"), NULL);
     cr_expect_eq(badarch.code, 1);
     cr_expect(strstr(badarch.err, "sm_5"), "%s", badarch.err);
-    result nocache = run(NULL, NULL, "cache", "frobnicate", NULL);
+    cli_result nocache = run(NULL, NULL, "cache", "frobnicate", NULL);
     cr_expect_eq(nocache.code, 1);
-    result missing = run(NULL, NULL, "dump", FC("no_such_file.fc"), NULL);
+    cli_result missing = run(NULL, NULL, "dump", FC("no_such_file.fc"), NULL);
     cr_expect_eq(missing.code, 4);
     cleanup();
 }
@@ -401,7 +296,7 @@ Test(cli, dump_prints_each_kernel_of_the_bench_programs) {
     for (int i = 0; i < NBENCH; i++) {
         char path[512];
         snprintf(path, sizeof path, "%s/bench/fc/%s", FUSEC_SOURCE_DIR, bench[i].file);
-        result r = run(NULL, NULL, "dump", path, NULL);
+        cli_result r = run(NULL, NULL, "dump", path, NULL);
         cr_assert_eq(r.code, 0, "%s: exit %d: %s", bench[i].file, r.code, r.err);
         cr_expect_eq(count_lines_starting(r.out, "// ==== kernel "), bench[i].kernels,
                      "%s: %d kernels", bench[i].file,
@@ -417,9 +312,9 @@ Test(cli, dump_prints_each_kernel_of_the_bench_programs) {
         cr_expect(strstr(r.out, want), "%s", bench[i].file);
         cr_expect(count_substr(r.out, "(sm_90)\n") == bench[i].kernels, "default arch sm_90");
         /* Deterministic; another arch changes the keys, not the source. */
-        result again = run(NULL, NULL, "dump", path, NULL);
+        cli_result again = run(NULL, NULL, "dump", path, NULL);
         cr_expect_str_eq(again.out, r.out, "%s: two dumps differ", bench[i].file);
-        result other = run(NULL, NULL, "dump", "--arch", "sm_80", path, NULL);
+        cli_result other = run(NULL, NULL, "dump", "--arch", "sm_80", path, NULL);
         cr_assert_eq(other.code, 0);
         keyset ko = {0};
         keys_from_dump(other.out, &ko);
@@ -427,7 +322,7 @@ Test(cli, dump_prints_each_kernel_of_the_bench_programs) {
         char *a = strip_headers(r.out), *b = strip_headers(other.out);
         cr_expect_str_eq(a, b, "%s: the source depends on --arch", bench[i].file);
         /* --no-prelude leaves the kernel itself */
-        result np = run(NULL, NULL, "dump", "--no-prelude", path, NULL);
+        cli_result np = run(NULL, NULL, "dump", "--no-prelude", path, NULL);
         cr_expect_eq(np.code, 0);
         cr_expect_eq(count_substr(r.out, "#endif /* FCX_PRELUDE_CUH */"), bench[i].kernels);
         cr_expect_eq(count_substr(np.out, "FCX_PRELUDE_CUH"), 0);
@@ -435,7 +330,7 @@ Test(cli, dump_prints_each_kernel_of_the_bench_programs) {
         cr_expect_eq(count_substr(np.out, "extern \"C\" __global__"), bench[i].kernels);
     }
     /* Unbound symbols are named. */
-    result unbound = run(NULL, NULL, "dump", FUSEC_SOURCE_DIR "/examples/fc/softmax.fc", NULL);
+    cli_result unbound = run(NULL, NULL, "dump", FUSEC_SOURCE_DIR "/examples/fc/softmax.fc", NULL);
     cr_expect_eq(unbound.code, 2);
     cr_expect(strstr(unbound.err, "'n'") && strstr(unbound.err, "--set"), "%s", unbound.err);
     cleanup();
@@ -504,22 +399,22 @@ Test(cli, graph_dot_is_well_formed) {
     for (int i = 0; i < NBENCH; i++) {
         char path[512];
         snprintf(path, sizeof path, "%s/bench/fc/%s", FUSEC_SOURCE_DIR, bench[i].file);
-        result r = run(NULL, NULL, "graph", "--dot", path, NULL);
+        cli_result r = run(NULL, NULL, "graph", "--dot", path, NULL);
         cr_assert_eq(r.code, 0, "%s: %s", bench[i].file, r.err);
         cr_expect_eq(check_dot(r.out, bench[i].file), bench[i].kernels, "%s", bench[i].file);
         /* The text form lists the same kernels. */
-        result t = run(NULL, NULL, "graph", path, NULL);
+        cli_result t = run(NULL, NULL, "graph", path, NULL);
         cr_assert_eq(t.code, 0);
         cr_expect_eq(count_lines_starting(t.out, "kernel "), bench[i].kernels);
     }
     /* A kernel too big to lay out (W8: hundreds of nodes) is one node counting its ops. */
-    result w8 = run(NULL, NULL, "graph", "--dot", BENCH("w08_mandelbrot.fc"), NULL);
+    cli_result w8 = run(NULL, NULL, "graph", "--dot", BENCH("w08_mandelbrot.fc"), NULL);
     cr_assert_eq(w8.code, 0);
     cr_expect(strstr(w8.out, "  p0k0 [label=\"") && strstr(w8.out, " fused ops:\\n"), "%s",
               w8.out);
     cr_expect(strstr(w8.out, "where x"), "%s", w8.out);
     /* W7's boundary edges carry the reason; nodes carry op, dtype and shape. */
-    result w7 = run(NULL, NULL, "graph", "--dot", FC("w07_normalize_cols.fc"), NULL);
+    cli_result w7 = run(NULL, NULL, "graph", "--dot", FC("w07_normalize_cols.fc"), NULL);
     cr_assert_eq(w7.code, 0);
     cr_expect_eq(count_substr(w7.out, "[color=red"), 2, "%s", w7.out);
     cr_expect(strstr(w7.out, "label=\"reduced axes are not the trailing"), "%s", w7.out);
@@ -527,8 +422,8 @@ Test(cli, graph_dot_is_well_formed) {
     cr_expect_eq(count_substr(w7.out, " -> "), 6, "%s", w7.out);
     cr_expect(!strstr(w7.out, "fused ops:"));
     /* Several programs: one cluster per program around its kernels. */
-    result multi = run(NULL, NULL, "graph", "--dot", FC("w07_normalize_cols.fc"),
-                       FC("w04_softmax.fc"), NULL);
+    cli_result multi = run(NULL, NULL, "graph", "--dot", FC("w07_normalize_cols.fc"),
+                           FC("w04_softmax.fc"), NULL);
     cr_assert_eq(multi.code, 0);
     check_dot(multi.out, "two programs");
     cr_expect_eq(count_substr(multi.out, "subgraph cluster_p0k"), 2);
@@ -542,11 +437,13 @@ Test(cli, graph_dot_is_well_formed) {
 Test(cli, explain_names_boundary_reasons_and_differing_key_fields) {
     make_tmp();
     char *cache = cache_dir("cache");
-    result w = run(cache, NULL, "warm", "-q", "--arch", "sm_80", FC("w07_normalize_cols.fc"), NULL);
+    cli_result w =
+        run(cache, NULL, "warm", "-q", "--arch", "sm_80", FC("w07_normalize_cols.fc"), NULL);
     cr_assert_eq(w.code, 0, "%s", w.err);
-    cr_assert_eq(field(w.out, "compiled"), 2, "%s", w.out);
+    cr_assert_eq(cli_field(w.out, "compiled"), 2, "%s", w.out);
 
-    result e = run(cache, NULL, "explain", "--arch", "sm_90", FC("w07_normalize_cols.fc"), NULL);
+    cli_result e =
+        run(cache, NULL, "explain", "--arch", "sm_90", FC("w07_normalize_cols.fc"), NULL);
     cr_assert_eq(e.code, 0, "%s", e.err);
     cr_expect(strstr(e.out, "kernel 0 -> kernel 1: mean f32[12] is stored: reduced axes are not "
                             "the trailing (row) axes"), "%s", e.out);
@@ -555,7 +452,8 @@ Test(cli, explain_names_boundary_reasons_and_differing_key_fields) {
     cr_expect_eq(count_substr(e.out, "arch (sm_90 wanted, sm_80 cached)"), 2, "%s", e.out);
     cr_expect_eq(count_substr(e.out, "differs in"), 2);
 
-    result hit = run(cache, NULL, "explain", "--arch", "sm_80", FC("w07_normalize_cols.fc"), NULL);
+    cli_result hit =
+        run(cache, NULL, "explain", "--arch", "sm_80", FC("w07_normalize_cols.fc"), NULL);
     cr_assert_eq(hit.code, 0);
     cr_expect_eq(count_substr(hit.out, ": cached (key "), 2, "%s", hit.out);
 
@@ -566,12 +464,12 @@ Test(cli, explain_names_boundary_reasons_and_differing_key_fields) {
     fputs("x = input f32 [16, 32]\nm = max(x, axis=1, keepdims=true)\ny = exp(x - m)\n"
           "out m, y\n", f);
     fclose(f);
-    result o = run(cache, NULL, "explain", ob, NULL);
+    cli_result o = run(cache, NULL, "explain", ob, NULL);
     cr_assert_eq(o.code, 0, "%s", o.err);
     cr_expect(strstr(o.out, "kernel 0 -> kernel 1: max f32[16, 1] is stored: it is asked for "
                             "as an output"), "%s", o.out);
     /* A program that is one kernel has no boundary. */
-    result one = run(cache, NULL, "explain", FC("w04_softmax.fc"), NULL);
+    cli_result one = run(cache, NULL, "explain", FC("w04_softmax.fc"), NULL);
     cr_assert_eq(one.code, 0);
     cr_expect(strstr(one.out, "boundaries: none (the program is one kernel)"), "%s", one.out);
     cr_expect(strstr(one.out, "the cache") || strstr(one.out, "differs in"), "%s", one.out);
@@ -580,7 +478,7 @@ Test(cli, explain_names_boundary_reasons_and_differing_key_fields) {
 
 /* ---- warm --------------------------------------------------------------------------------- */
 
-static char *small_programs[] = {
+static const char *const small_programs[] = {
     FC("w01_tanh_sin.fc"), FC("w02_poly.fc"), FC("w03_sum.fc"), FC("w04_softmax.fc"),
     FC("w05_leaky_relu.fc"), FC("w06_row_l2norm.fc"), FC("w07_normalize_cols.fc"),
     FC("w08_mandelbrot.fc"), FC("w09_box_blur.fc"), FC("w10_saxpy.fc"),
@@ -589,11 +487,11 @@ static char *small_programs[] = {
 #define NSMALL (int)(sizeof small_programs / sizeof small_programs[0])
 
 /* args: the command and its options, then every small program. */
-static result run_with_programs(const char *cache, const char *require, const char *const *opts,
+static cli_result run_with_programs(const char *cache, const char *require, const char *const *opts,
                                 int nprog) {
-    char *args[64];
+    const char *args[64];
     int n = 0;
-    for (; *opts; opts++) args[n++] = (char *)*opts;
+    for (; *opts; opts++) args[n++] = *opts;
     for (int i = 0; i < nprog; i++) args[n++] = small_programs[i];
     args[n] = NULL;
     return run_argv(cache, require, args);
@@ -602,7 +500,7 @@ static result run_with_programs(const char *cache, const char *require, const ch
 /* The distinct keys of the first nprog small programs for arch, from dump. */
 static void expected_keys(int nprog, const char *arch, keyset *ks) {
     const char *opts[] = {"dump", "--no-prelude", "--arch", arch, NULL};
-    result d = run_with_programs(NULL, NULL, opts, nprog);
+    cli_result d = run_with_programs(NULL, NULL, opts, nprog);
     cr_assert_eq(d.code, 0, "%s", d.err);
     keys_from_dump(d.out, ks);
 }
@@ -614,35 +512,36 @@ Test(cli, warm_twice_compiles_nothing_the_second_time) {
     expected_keys(NSMALL, "sm_90", &want);
     cr_assert_eq(want.n, 12); /* W7 has two kernels; no two programs share one */
     const char *opts[] = {"warm", "-j", "2", NULL};
-    result first = run_with_programs(cache, NULL, opts, NSMALL);
+    cli_result first = run_with_programs(cache, NULL, opts, NSMALL);
     cr_assert_eq(first.code, 0, "%s", first.err);
-    cr_expect_eq(field(first.out, "programs"), NSMALL);
-    cr_expect_eq(field(first.out, "compiled"), want.n, "%s", first.out);
-    cr_expect_eq(field(first.out, "already cached"), 0);
-    cr_expect_eq(field(first.out, "failed"), 0);
-    result second = run_with_programs(cache, NULL, opts, NSMALL);
+    cr_expect_eq(cli_field(first.out, "programs"), NSMALL);
+    cr_expect_eq(cli_field(first.out, "compiled"), want.n, "%s", first.out);
+    cr_expect_eq(cli_field(first.out, "already cached"), 0);
+    cr_expect_eq(cli_field(first.out, "failed"), 0);
+    cli_result second = run_with_programs(cache, NULL, opts, NSMALL);
     cr_assert_eq(second.code, 0, "%s", second.err);
-    cr_expect_eq(field(second.out, "compiled"), 0, "%s", second.out);
-    cr_expect_eq(field(second.out, "already cached"), want.n);
+    cr_expect_eq(cli_field(second.out, "compiled"), 0, "%s", second.out);
+    cr_expect_eq(cli_field(second.out, "already cached"), want.n);
     cr_expect_lt(second.secs, 0.25 * first.secs, "second warm %.3f s, first %.3f s", second.secs,
                  first.secs);
     cr_log_info("warm of %d kernels: %.3f s; again: %.3f s", want.n, first.secs, second.secs);
     /* The store holds exactly those keys. */
-    result l = run(cache, NULL, "cache", "list", NULL);
+    cli_result l = run(cache, NULL, "cache", "list", NULL);
     cr_assert_eq(l.code, 0);
     keyset got = {0};
     int lines;
     keys_from_list(l.out, &got, &lines);
     cr_expect_eq(lines, want.n);
     cr_expect(keysets_equal(&got, &want));
-    result s = run(cache, NULL, "cache", "stats", NULL);
+    cli_result s = run(cache, NULL, "cache", "stats", NULL);
     cr_assert_eq(s.code, 0);
-    cr_expect_eq(field(s.out, "entries"), want.n, "%s", s.out);
+    cr_expect_eq(cli_field(s.out, "entries"), want.n, "%s", s.out);
     /* A duplicated program compiles once. */
-    char *dup[] = {"warm", "-q", "--arch", "sm_80", small_programs[0], small_programs[0], NULL};
-    result d = run_argv(cache, NULL, dup);
+    const char *dup[] = {"warm",           "-q", "--arch", "sm_80", small_programs[0],
+                         small_programs[0], NULL};
+    cli_result d = run_argv(cache, NULL, dup);
     cr_assert_eq(d.code, 0);
-    cr_expect_eq(field(d.out, "compiled"), 1, "%s", d.out);
+    cr_expect_eq(cli_field(d.out, "compiled"), 1, "%s", d.out);
     cr_expect(strstr(d.out, "1 duplicate kernel skipped"), "%s", d.out);
     cleanup();
 }
@@ -654,25 +553,24 @@ Test(cli, concurrent_warms_store_one_entry_per_key) {
     keyset want = {0};
     expected_keys(NPROG, "sm_90", &want);
     const char *opts[] = {"warm", "-q", "-j", "1", NULL};
-    char *args[16];
+    const char *args[16];
     int n = 0;
-    for (const char *const *o = opts; *o; o++) args[n++] = (char *)*o;
+    for (const char *const *o = opts; *o; o++) args[n++] = *o;
     for (int i = 0; i < NPROG; i++) args[n++] = small_programs[i];
     args[n] = NULL;
-    pid_t pids[NPROC];
-    char *outs[NPROC], *errs[NPROC];
-    for (int i = 0; i < NPROC; i++) pids[i] = spawn(cache, NULL, args, &outs[i], &errs[i]);
+    cli_proc procs[NPROC];
+    for (int i = 0; i < NPROC; i++) procs[i] = cli_spawn(&tmp, cache, NULL, args);
     long compiled = 0;
     for (int i = 0; i < NPROC; i++) {
-        int code = wait_code(pids[i]);
-        char *out = slurp(outs[i]), *err = slurp(errs[i]);
-        cr_expect_eq(code, 0, "process %d: exit %d: %s", i, code, err);
-        cr_expect_eq(field(out, "compiled") + field(out, "already cached"), want.n, "%s", out);
-        compiled += field(out, "compiled");
+        cli_result r = tracked(cli_wait(&procs[i]));
+        cr_expect_eq(r.code, 0, "process %d: exit %d: %s", i, r.code, r.err);
+        cr_expect_eq(cli_field(r.out, "compiled") + cli_field(r.out, "already cached"), want.n,
+                     "%s", r.out);
+        compiled += cli_field(r.out, "compiled");
     }
     cr_expect_geq(compiled, want.n);
     cr_log_info("8 concurrent warms of %d kernels compiled %ld in all", want.n, compiled);
-    result l = run(cache, NULL, "cache", "list", NULL);
+    cli_result l = run(cache, NULL, "cache", "list", NULL);
     cr_assert_eq(l.code, 0);
     keyset got = {0};
     int lines;
@@ -680,7 +578,7 @@ Test(cli, concurrent_warms_store_one_entry_per_key) {
     cr_expect_eq(lines, want.n, "%s", l.out);
     cr_expect(keysets_equal(&got, &want));
     cr_expect_eq(raw_entry_count(cache), want.n);
-    result v = run(cache, NULL, "cache", "verify", NULL);
+    cli_result v = run(cache, NULL, "cache", "verify", NULL);
     cr_expect_eq(v.code, 0, "%s%s", v.out, v.err);
     cleanup();
 }
@@ -695,37 +593,36 @@ Test(cli, warm_killed_midway_leaves_a_valid_cache) {
     expected_keys(NPROG, "sm_90", &want);
     cr_assert_eq(want.n, 3 * NPROG);
     const char *opts[] = {"warm", "-q", "-j", "1", "--arch", "sm_80,sm_86,sm_90", NULL};
-    char *args[16];
+    const char *args[16];
     int n = 0;
-    for (const char *const *o = opts; *o; o++) args[n++] = (char *)*o;
+    for (const char *const *o = opts; *o; o++) args[n++] = *o;
     for (int i = 0; i < NPROG; i++) args[n++] = small_programs[i];
     args[n] = NULL;
-    char *op, *ep;
-    pid_t pid = spawn(cache, NULL, args, &op, &ep);
+    cli_proc proc = cli_spawn(&tmp, cache, NULL, args);
     /* Kill it as soon as the first entry is committed. */
-    double t0 = now();
+    double t0 = cli_now();
     long seen = -1;
-    while (now() - t0 < 60) {
+    while (cli_now() - t0 < 60) {
         seen = raw_entry_count(cache);
         if (seen >= 1) break;
         usleep(2000);
     }
-    kill(pid, SIGKILL);
-    int code = wait_code(pid);
+    kill(proc.pid, SIGKILL);
+    int code = tracked(cli_wait(&proc)).code;
     cr_assert_eq(code, 128 + SIGKILL, "the warm ended by itself (exit %d) before it was killed",
                  code);
     long left = raw_entry_count(cache);
     cr_assert_geq(left, 1);
     cr_assert_lt(left, want.n, "the warm had finished");
-    result v = run(cache, NULL, "cache", "verify", NULL);
+    cli_result v = run(cache, NULL, "cache", "verify", NULL);
     cr_expect_eq(v.code, 0, "%s%s", v.out, v.err);
-    cr_expect_eq(field(v.out, "bad"), 0);
-    cr_expect_eq(field(v.out, "checked"), left);
+    cr_expect_eq(cli_field(v.out, "bad"), 0);
+    cr_expect_eq(cli_field(v.out, "checked"), left);
     /* The next warm finishes the job. */
-    result w = run_argv(cache, NULL, args);
+    cli_result w = run_argv(cache, NULL, args);
     cr_assert_eq(w.code, 0, "%s", w.err);
-    cr_expect_eq(field(w.out, "compiled"), want.n - left, "%s", w.out);
-    cr_expect_eq(field(w.out, "already cached"), left);
+    cr_expect_eq(cli_field(w.out, "compiled"), want.n - left, "%s", w.out);
+    cr_expect_eq(cli_field(w.out, "already cached"), left);
     cr_log_info("killed after %ld of %d entries", left, want.n);
     cleanup();
 }
@@ -736,40 +633,40 @@ Test(cli, corrupted_entry_is_reported_and_recompiled) {
     make_tmp();
     char *cache = cache_dir("cache");
     const char *opts[] = {"warm", "-q", NULL};
-    result w = run_with_programs(cache, NULL, opts, 2);
+    cli_result w = run_with_programs(cache, NULL, opts, 2);
     cr_assert_eq(w.code, 0, "%s", w.err);
-    cr_assert_eq(field(w.out, "compiled"), 2);
-    result ok = run(cache, NULL, "cache", "verify", NULL);
+    cr_assert_eq(cli_field(w.out, "compiled"), 2);
+    cli_result ok = run(cache, NULL, "cache", "verify", NULL);
     cr_assert_eq(ok.code, 0, "%s", ok.err);
-    cr_expect_eq(field(ok.out, "checked"), 2);
+    cr_expect_eq(cli_field(ok.out, "checked"), 2);
 
     char hex[33];
     corrupt_first_entry(cache, hex);
-    result v = run(cache, NULL, "cache", "verify", NULL);
+    cli_result v = run(cache, NULL, "cache", "verify", NULL);
     cr_expect_eq(v.code, 6, "%s%s", v.out, v.err);
     char line[64];
     snprintf(line, sizeof line, "bad %s: ", hex);
     cr_expect(strstr(v.out, line), "%s", v.out);
-    cr_expect_eq(field(v.out, "bad"), 1);
-    result l = run(cache, NULL, "cache", "list", NULL);
+    cr_expect_eq(cli_field(v.out, "bad"), 1);
+    cli_result l = run(cache, NULL, "cache", "list", NULL);
     cr_expect_eq(l.code, 0);
     cr_expect(strstr(l.out, hex), "%s", l.out);
 
     /* A lookup treats it as a miss: the next warm compiles it again, and all is well. */
-    result again = run_with_programs(cache, NULL, opts, 2);
+    cli_result again = run_with_programs(cache, NULL, opts, 2);
     cr_assert_eq(again.code, 0, "%s", again.err);
-    cr_expect_eq(field(again.out, "compiled"), 1, "%s", again.out);
-    cr_expect_eq(field(again.out, "already cached"), 1);
-    result v2 = run(cache, NULL, "cache", "verify", NULL);
+    cr_expect_eq(cli_field(again.out, "compiled"), 1, "%s", again.out);
+    cr_expect_eq(cli_field(again.out, "already cached"), 1);
+    cli_result v2 = run(cache, NULL, "cache", "verify", NULL);
     cr_expect_eq(v2.code, 0, "%s%s", v2.out, v2.err);
 
     /* --delete-bad removes it instead. */
     corrupt_first_entry(cache, hex);
-    result d = run(cache, NULL, "cache", "verify", "--delete-bad", NULL);
+    cli_result d = run(cache, NULL, "cache", "verify", "--delete-bad", NULL);
     cr_expect_eq(d.code, 0, "%s%s", d.out, d.err);
-    cr_expect_eq(field(d.out, "deleted"), 1, "%s", d.out);
+    cr_expect_eq(cli_field(d.out, "deleted"), 1, "%s", d.out);
     cr_expect_eq(raw_entry_count(cache), 1);
-    result c = run(cache, NULL, "cache", "clear", NULL);
+    cli_result c = run(cache, NULL, "cache", "clear", NULL);
     cr_expect_eq(c.code, 0);
     cr_expect_eq(raw_entry_count(cache), 0);
     cleanup();
@@ -778,23 +675,23 @@ Test(cli, corrupted_entry_is_reported_and_recompiled) {
 Test(cli, require_cached_turns_a_miss_into_exit_5) {
     make_tmp();
     char *cache = cache_dir("cache");
-    result w = run(cache, NULL, "warm", "-q", "--arch", "sm_80", FC("w04_softmax.fc"), NULL);
+    cli_result w = run(cache, NULL, "warm", "-q", "--arch", "sm_80", FC("w04_softmax.fc"), NULL);
     cr_assert_eq(w.code, 0, "%s", w.err);
-    cr_assert_eq(field(w.out, "compiled"), 1);
-    result miss = run(cache, "1", "warm", "-q", "--arch", "sm_90", FC("w04_softmax.fc"), NULL);
+    cr_assert_eq(cli_field(w.out, "compiled"), 1);
+    cli_result miss = run(cache, "1", "warm", "-q", "--arch", "sm_90", FC("w04_softmax.fc"), NULL);
     cr_expect_eq(miss.code, 5, "%s", miss.err);
     cr_expect(strstr(miss.err, "FUSEC_REQUIRE_CACHED"), "%s", miss.err);
     cr_expect(strstr(miss.err, "arch (sm_90 wanted, sm_80 cached)"), "%s", miss.err);
-    cr_expect_eq(field(miss.out, "failed"), 1);
-    cr_expect_eq(field(miss.out, "compiled"), 0);
+    cr_expect_eq(cli_field(miss.out, "failed"), 1);
+    cr_expect_eq(cli_field(miss.out, "compiled"), 0);
     cr_expect_eq(raw_entry_count(cache), 1); /* nothing compiled */
     /* Cached for the arch asked for: success. "0" means off. */
-    result hit = run(cache, "1", "warm", "-q", "--arch", "sm_80", FC("w04_softmax.fc"), NULL);
+    cli_result hit = run(cache, "1", "warm", "-q", "--arch", "sm_80", FC("w04_softmax.fc"), NULL);
     cr_expect_eq(hit.code, 0, "%s", hit.err);
-    cr_expect_eq(field(hit.out, "already cached"), 1);
-    result off = run(cache, "0", "warm", "-q", "--arch", "sm_90", FC("w04_softmax.fc"), NULL);
+    cr_expect_eq(cli_field(hit.out, "already cached"), 1);
+    cli_result off = run(cache, "0", "warm", "-q", "--arch", "sm_90", FC("w04_softmax.fc"), NULL);
     cr_expect_eq(off.code, 0, "%s", off.err);
-    cr_expect_eq(field(off.out, "compiled"), 1);
+    cr_expect_eq(cli_field(off.out, "compiled"), 1);
     cleanup();
 }
 
@@ -803,16 +700,16 @@ Test(cli, export_import_round_trip) {
     char *a = cache_dir("a"), *b = cache_dir("b"), *c = cache_dir("c");
     char *file = tmp_path("kernels.fcx");
     const char *opts[] = {"warm", "-q", "--arch", "sm_80,sm_90", NULL};
-    result w = run_with_programs(a, NULL, opts, 3);
+    cli_result w = run_with_programs(a, NULL, opts, 3);
     cr_assert_eq(w.code, 0, "%s", w.err);
-    cr_assert_eq(field(w.out, "compiled"), 6);
-    result e = run(a, NULL, "cache", "export", file, NULL);
+    cr_assert_eq(cli_field(w.out, "compiled"), 6);
+    cli_result e = run(a, NULL, "cache", "export", file, NULL);
     cr_assert_eq(e.code, 0, "%s", e.err);
     cr_expect(strstr(e.out, "exported: 6 entries"), "%s", e.out);
-    result i = run(NULL, NULL, "cache", "import", file, "--cache-dir", b, NULL);
+    cli_result i = run(NULL, NULL, "cache", "import", file, "--cache-dir", b, NULL);
     cr_assert_eq(i.code, 0, "%s", i.err);
     cr_expect(strstr(i.out, "imported: 6 entries"), "%s", i.out);
-    result la = run(a, NULL, "cache", "list", NULL), lb = run(b, NULL, "cache", "list", NULL);
+    cli_result la = run(a, NULL, "cache", "list", NULL), lb = run(b, NULL, "cache", "list", NULL);
     keyset ka = {0}, kb = {0};
     int na, nb;
     keys_from_list(la.out, &ka, &na);
@@ -821,10 +718,10 @@ Test(cli, export_import_round_trip) {
     cr_expect_eq(nb, 6);
     cr_expect(keysets_equal(&ka, &kb));
     /* The imported cache serves every kernel without compiling. */
-    result r = run_with_programs(b, "1", opts, 3);
+    cli_result r = run_with_programs(b, "1", opts, 3);
     cr_expect_eq(r.code, 0, "%s", r.err);
-    cr_expect_eq(field(r.out, "already cached"), 6);
-    result v = run(b, NULL, "cache", "verify", NULL);
+    cr_expect_eq(cli_field(r.out, "already cached"), 6);
+    cli_result v = run(b, NULL, "cache", "verify", NULL);
     cr_expect_eq(v.code, 0);
     /* A damaged export is refused whole. */
     FILE *f = fopen(file, "r+b");
@@ -834,7 +731,7 @@ Test(cli, export_import_round_trip) {
     fseek(f, 200, SEEK_SET);
     fputc(ch ^ 0xff, f);
     fclose(f);
-    result bad = run(c, NULL, "cache", "import", file, NULL);
+    cli_result bad = run(c, NULL, "cache", "import", file, NULL);
     cr_expect_eq(bad.code, 6, "%s%s", bad.out, bad.err);
     cr_expect(raw_entry_count(c) <= 0);
     cleanup();
@@ -847,29 +744,29 @@ Test(cli, cache_commands_on_a_missing_cache_report_it_empty) {
     make_tmp();
     char *parent = tmp_path("fresh"), *dir = tmp_path("fresh/fusec");
     char *file = tmp_path("empty.fcx");
-    result s = run(dir, NULL, "cache", "stats", NULL);
+    cli_result s = run(dir, NULL, "cache", "stats", NULL);
     cr_expect_eq(s.code, 0, "stats: exit %d: %s", s.code, s.err);
-    cr_expect_eq(field(s.out, "entries"), 0, "%s", s.out);
+    cr_expect_eq(cli_field(s.out, "entries"), 0, "%s", s.out);
     cr_expect(strstr(s.err, "is empty"), "%s", s.err);
-    result l = run(NULL, NULL, "cache", "list", "--cache-dir", dir, NULL);
+    cli_result l = run(NULL, NULL, "cache", "list", "--cache-dir", dir, NULL);
     cr_expect_eq(l.code, 0, "list: exit %d: %s", l.code, l.err);
     cr_expect_str_empty(l.out);
     cr_expect(strstr(l.err, "is empty"), "%s", l.err);
-    result v = run(dir, NULL, "cache", "verify", NULL);
+    cli_result v = run(dir, NULL, "cache", "verify", NULL);
     cr_expect_eq(v.code, 0, "verify: exit %d: %s", v.code, v.err);
-    cr_expect_eq(field(v.out, "checked"), 0, "%s", v.out);
-    cr_expect_eq(field(v.out, "bad"), 0, "%s", v.out);
-    result vd = run(dir, NULL, "cache", "verify", "--delete-bad", NULL);
+    cr_expect_eq(cli_field(v.out, "checked"), 0, "%s", v.out);
+    cr_expect_eq(cli_field(v.out, "bad"), 0, "%s", v.out);
+    cli_result vd = run(dir, NULL, "cache", "verify", "--delete-bad", NULL);
     cr_expect_eq(vd.code, 0, "verify --delete-bad: exit %d: %s", vd.code, vd.err);
-    result c = run(dir, NULL, "cache", "clear", NULL);
+    cli_result c = run(dir, NULL, "cache", "clear", NULL);
     cr_expect_eq(c.code, 0, "clear: exit %d: %s", c.code, c.err);
     cr_expect(strstr(c.out, "cleared: 0 entries"), "%s", c.out);
-    result e = run(dir, NULL, "cache", "export", file, NULL);
+    cli_result e = run(dir, NULL, "cache", "export", file, NULL);
     cr_expect_eq(e.code, 0, "export: exit %d: %s", e.code, e.err);
     cr_expect(strstr(e.out, "exported: 0 entries"), "%s", e.out);
     struct stat st;
     cr_expect_neq(stat(parent, &st), 0, "a command that stores nothing created %s", parent);
-    result i = run(dir, NULL, "cache", "import", file, NULL);
+    cli_result i = run(dir, NULL, "cache", "import", file, NULL);
     cr_expect_eq(i.code, 0, "import: exit %d: %s", i.code, i.err);
     cr_expect(strstr(i.out, "imported: 0 entries"), "%s", i.out);
     cr_expect_eq(raw_entry_count(dir), 0, "import did not create the store");
@@ -878,7 +775,7 @@ Test(cli, cache_commands_on_a_missing_cache_report_it_empty) {
     snprintf(data, sizeof data, "%s/data.mdb", bare);
     const char *subs[] = {"stats", "list", "verify", "clear"};
     for (size_t k = 0; k < sizeof subs / sizeof subs[0]; k++) {
-        result r = run(bare, NULL, "cache", subs[k], NULL);
+        cli_result r = run(bare, NULL, "cache", subs[k], NULL);
         cr_expect_eq(r.code, 0, "%s in a directory with no store: exit %d: %s", subs[k], r.code,
                      r.err);
     }
@@ -904,12 +801,12 @@ static const char *summary_of(const char *list, const char *hex, char *buf, size
 Test(cli, cache_list_says_what_each_kernel_computes) {
     make_tmp();
     char *cache = cache_dir("cache"), *other = cache_dir("other");
-    char *progs[] = {"warm", "-q", FC("w01_tanh_sin.fc"), FC("w03_sum.fc"),
+    const char *progs[] = {"warm", "-q", FC("w01_tanh_sin.fc"), FC("w03_sum.fc"),
                      FC("w04_softmax.fc"), FC("w07_normalize_cols.fc"), NULL};
-    result w = run_argv(cache, NULL, progs);
+    cli_result w = run_argv(cache, NULL, progs);
     cr_assert_eq(w.code, 0, "%s", w.err);
-    cr_assert_eq(field(w.out, "compiled"), 5, "%s", w.out);
-    result l = run(cache, NULL, "cache", "list", NULL);
+    cr_assert_eq(cli_field(w.out, "compiled"), 5, "%s", w.out);
+    cli_result l = run(cache, NULL, "cache", "list", NULL);
     cr_assert_eq(l.code, 0, "%s", l.err);
     const char *want[] = {
         "elementwise: tanh(sin(x0)+c*x0)",
@@ -926,8 +823,9 @@ Test(cli, cache_list_says_what_each_kernel_computes) {
     cr_expect_null(strstr(l.out, "fusec_kernel"), "%s", l.out);
 
     /* The same keys as dump computes, which knows nothing of summaries. */
-    char *dump_args[] = {"dump", "--no-prelude", progs[2], progs[3], progs[4], progs[5], NULL};
-    result d = run_argv(NULL, NULL, dump_args);
+    const char *dump_args[] = {"dump",   "--no-prelude", progs[2], progs[3],
+                               progs[4], progs[5],       NULL};
+    cli_result d = run_argv(NULL, NULL, dump_args);
     cr_assert_eq(d.code, 0, "%s", d.err);
     keyset from_dump = {0}, listed = {0};
     int lines;
@@ -936,9 +834,9 @@ Test(cli, cache_list_says_what_each_kernel_computes) {
     cr_expect(keysets_equal(&from_dump, &listed));
 
     /* Deterministic: another cache warmed from the same programs says the same per key. */
-    result w2 = run_argv(other, NULL, progs);
+    cli_result w2 = run_argv(other, NULL, progs);
     cr_assert_eq(w2.code, 0, "%s", w2.err);
-    result l2 = run(other, NULL, "cache", "list", NULL);
+    cli_result l2 = run(other, NULL, "cache", "list", NULL);
     for (int i = 0; i < listed.n; i++) {
         char a[256], b[256];
         cr_expect_str_eq(summary_of(l.out, listed.hex[i], a, sizeof a),
@@ -951,9 +849,9 @@ Test(cli, cache_list_says_what_each_kernel_computes) {
     cr_assert_not_null(f);
     fputs("x = input f32 [1000]\ny = tanh(sin(x) + 0.25 * x)\nout y\n", f);
     fclose(f);
-    result again = run(cache, NULL, "warm", "-q", alt, NULL);
+    cli_result again = run(cache, NULL, "warm", "-q", alt, NULL);
     cr_expect_eq(again.code, 0, "%s", again.err);
-    cr_expect_eq(field(again.out, "already cached"), 1, "%s", again.out);
+    cr_expect_eq(cli_field(again.out, "already cached"), 1, "%s", again.out);
     cleanup();
 }
 
@@ -1038,30 +936,30 @@ Test(cli, traced_programs_warm) {
     cr_expect_eq(want.n, 4); /* random, softmax, W7's two */
 
     /* dump of the trace: exactly the kernels the runtime's plans have. */
-    result dmp = run(NULL, NULL, "dump", "--no-prelude", trace, NULL);
+    cli_result dmp = run(NULL, NULL, "dump", "--no-prelude", trace, NULL);
     cr_assert_eq(dmp.code, 0, "%s", dmp.err);
     cr_expect_eq(count_lines_starting(dmp.out, "// ==== program "), 4);
     keyset got = {0};
     keys_from_dump(dmp.out, &got);
     cr_expect(keysets_equal(&got, &want), "the trace's kernels differ from the evaluated ones");
-    result w = run(cache, NULL, "warm", trace, NULL);
+    cli_result w = run(cache, NULL, "warm", trace, NULL);
     cr_assert_eq(w.code, 0, "%s", w.err);
-    cr_expect_eq(field(w.out, "programs"), 4, "%s", w.out);
-    cr_expect_eq(field(w.out, "compiled"), want.n, "%s", w.out);
+    cr_expect_eq(cli_field(w.out, "programs"), 4, "%s", w.out);
+    cr_expect_eq(cli_field(w.out, "compiled"), want.n, "%s", w.out);
     /* A broken program in a trace is reported with the file's own line number. */
     FILE *f = fopen(trace, "a");
     cr_assert_not_null(f);
     fputs("# fusec trace: program 9, pid 1\nx0 = input f32 [4]\ny0 = exp(x0 +)\nout y0\n", f);
     fclose(f);
     int lines = count_substr(text, "\n");
-    result bad = run(cache, NULL, "warm", trace, NULL);
+    cli_result bad = run(cache, NULL, "warm", trace, NULL);
     cr_expect_eq(bad.code, 2, "%s", bad.err);
     char where[64];
     snprintf(where, sizeof where, "trace.fc:%d:", lines + 3);
     cr_expect(strstr(bad.err, where), "expected %s in: %s", where, bad.err);
-    cr_expect_eq(field(bad.out, "already cached"), want.n, "%s", bad.out);
+    cr_expect_eq(cli_field(bad.out, "already cached"), want.n, "%s", bad.out);
     /* Single-program commands refuse a trace. */
-    result pr = run(NULL, NULL, "print", trace, NULL);
+    cli_result pr = run(NULL, NULL, "print", trace, NULL);
     cr_expect_eq(pr.code, 2);
     cleanup();
 }

@@ -9,45 +9,26 @@
  * parsed by a small JSON reader here and every key checked. The GPU case skips, visibly,
  * without a device.
  */
-#define _GNU_SOURCE /* nftw */
 #include <criterion/criterion.h>
 #include <fusec.h>
 
+#include "cli_util.h"
+
 #include <errno.h>
-#include <fcntl.h>
-#include <ftw.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
-#include <unistd.h>
-
-#define FUSEC FUSEC_BINARY_DIR "/tools/fusec"
 
 /* ---- temporary directory, files ----------------------------------------------------------- */
 
-static char tmp_root[256];
+static cli_tmp tmp;
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
+static void make_tmp(void) { cli_tmp_make(&tmp, "fusec_cli_run"); }
 
-static void make_tmp(void) {
-    snprintf(tmp_root, sizeof tmp_root, "/tmp/fusec_cli_run_XXXXXX");
-    cr_assert_not_null(mkdtemp(tmp_root));
-}
-
-static void cleanup(void) {
-    if (tmp_root[0]) nftw(tmp_root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-    tmp_root[0] = '\0';
-}
+static void cleanup(void) { cli_tmp_remove(&tmp); }
 
 /* A path under the test's directory, in a static ring of 64 buffers (enough for any one
  * test). */
@@ -55,7 +36,7 @@ static const char *tmp_path(const char *name) {
     static char ring[64][512];
     static int next;
     char *p = ring[next++ % 64];
-    int n = snprintf(p, 512, "%s/%s", tmp_root, name);
+    int n = snprintf(p, 512, "%s/%s", tmp.root, name);
     cr_assert(n > 0 && n < 512);
     return p;
 }
@@ -67,77 +48,10 @@ static void write_text(const char *path, const char *text) {
     fclose(f);
 }
 
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    cr_assert_not_null(s);
-    cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
-    s[n] = '\0';
-    fclose(f);
-    return s;
-}
-
 /* ---- running fusec ------------------------------------------------------------------------ */
 
-typedef struct result {
-    int code;
-    char *out, *err;
-} result;
-
-static void result_free(result *r) {
-    free(r->out);
-    free(r->err);
-}
-
 /* run("run", "x.fc", "--bench", NULL): fusec with the cache in the test's directory. */
-static result run(const char *first, ...) {
-    char *argv[64];
-    int n = 0;
-    argv[n++] = (char *)FUSEC;
-    argv[n++] = (char *)first;
-    va_list ap;
-    va_start(ap, first);
-    for (const char *a; (a = va_arg(ap, const char *));) {
-        cr_assert_lt(n, 63);
-        argv[n++] = (char *)a;
-    }
-    va_end(ap);
-    argv[n] = NULL;
-    static int seq;
-    char out_path[512], err_path[512];
-    snprintf(out_path, sizeof out_path, "%s/run%d.out", tmp_root, seq);
-    snprintf(err_path, sizeof err_path, "%s/run%d.err", tmp_root, seq++);
-    pid_t pid = fork();
-    cr_assert_neq(pid, -1);
-    if (pid == 0) {
-        int fo = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int fe = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fo < 0 || fe < 0) _exit(120);
-        dup2(fo, 1);
-        dup2(fe, 2);
-        char cache[512];
-        snprintf(cache, sizeof cache, "%s/cache", tmp_root);
-        setenv("FUSEC_CACHE_DIR", cache, 1);
-        unsetenv("FUSEC_REQUIRE_CACHED");
-        unsetenv("FUSEC_TRACE");
-        unsetenv("FUSEC_LOG");
-        execv(FUSEC, argv);
-        _exit(121);
-    }
-    int status;
-    cr_assert_eq(waitpid(pid, &status, 0), pid);
-    result r;
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    cr_assert_neq(r.code, 120, "could not redirect the output");
-    cr_assert_neq(r.code, 121, "could not start %s", FUSEC);
-    r.out = slurp(out_path);
-    r.err = slurp(err_path);
-    return r;
-}
+#define run(...) cli_runl(&tmp, tmp.cache, NULL, __VA_ARGS__)
 
 /* ---- data --------------------------------------------------------------------------------- */
 
@@ -238,8 +152,8 @@ Test(cli_run, input_and_output_dir_match_the_c_api, .init = make_tmp, .fini = cl
     snprintf(win, sizeof win, "w=%s", tmp_path("w.npy"));
     snprintf(kin, sizeof kin, "k=%s", tmp_path("k.npy"));
     /* n is not --set: it comes from x.npy (and k.npy agrees). */
-    result r = run("run", prog_path, "--input", xin, "--input", win, "--input", kin,
-                   "--output-dir", outdir, "--backend", "host", NULL);
+    cli_result r = run("run", prog_path, "--input", xin, "--input", win, "--input", kin,
+                       "--output-dir", outdir, "--backend", "host", NULL);
     cr_assert_eq(r.code, 0, "exit %d: %s", r.code, r.err);
     for (int i = 0; i < 3; i++) {
         char line[700];
@@ -263,8 +177,8 @@ Test(cli_run, input_and_output_dir_match_the_c_api, .init = make_tmp, .fini = cl
     }
     /* A directory that does not exist yet is created, parents included. */
     const char *deep = tmp_path("a/b/c");
-    result r2 = run("run", prog_path, "--input", xin, "--input", win, "--input", kin,
-                    "--output-dir", deep, "--backend", "host", NULL);
+    cli_result r2 = run("run", prog_path, "--input", xin, "--input", win, "--input", kin,
+                        "--output-dir", deep, "--backend", "host", NULL);
     cr_assert_eq(r2.code, 0, "exit %d: %s", r2.code, r2.err);
     char p[600];
     snprintf(p, sizeof p, "%s/b.npy", deep);
@@ -273,8 +187,8 @@ Test(cli_run, input_and_output_dir_match_the_c_api, .init = make_tmp, .fini = cl
     fc_release(b);
 
     /* Inputs not given are random, as before; a --set still binds n. */
-    result r3 = run("run", prog_path, "--input", win, "--set", "n=3", "--output-dir", deep,
-                    "--backend", "host", NULL);
+    cli_result r3 = run("run", prog_path, "--input", win, "--set", "n=3", "--output-dir", deep,
+                        "--backend", "host", NULL);
     cr_assert_eq(r3.code, 0, "exit %d: %s", r3.code, r3.err);
     fc_array *y = fc_npy_load(ctx, p);
     cr_assert_eq(fc_array_shape(y).dim[0], 3);
@@ -283,9 +197,9 @@ Test(cli_run, input_and_output_dir_match_the_c_api, .init = make_tmp, .fini = cl
     for (int i = 0; i < 3; i++) fc_release(ins[i]);
     fc_program_destroy(prog);
     fc_ctx_destroy(ctx);
-    result_free(&r);
-    result_free(&r2);
-    result_free(&r3);
+    cli_result_free(&r);
+    cli_result_free(&r2);
+    cli_result_free(&r3);
 }
 
 typedef struct bad_run {
@@ -343,14 +257,14 @@ Test(cli_run, bad_inputs_give_clear_errors, .init = make_tmp, .fini = cleanup) {
         const bad_run *b = &cases[c];
         const char *a[8] = {NULL};
         memcpy(a, b->args, sizeof a);
-        result r = run("run", prog_path, "--backend", "host", a[0], a[1], a[2], a[3], a[4], a[5],
-                       a[6], a[7], NULL);
+        cli_result r = run("run", prog_path, "--backend", "host", a[0], a[1], a[2], a[3], a[4],
+                           a[5], a[6], a[7], NULL);
         cr_assert_eq(r.code, b->code, "%s: exit %d, expected %d; stderr: %s", b->what, r.code,
                      b->code, r.err);
         cr_assert(strstr(r.err, b->message), "%s: stderr lacks '%s':\n%s", b->what, b->message,
                   r.err);
         cr_assert(strncmp(r.err, "fusec: ", 7) == 0, "%s: %s", b->what, r.err);
-        result_free(&r);
+        cli_result_free(&r);
     }
 }
 
@@ -551,8 +465,8 @@ Test(cli_run, bench_json_on_the_host_backend, .init = make_tmp, .fini = cleanup)
     char xin[600];
     snprintf(xin, sizeof xin, "x=%s", tmp_path("x.npy"));
     /* n comes from x.npy; w is random. */
-    result r = run("run", prog_path, "--input", xin, "--backend", "host", "--bench", "--json",
-                   "--runs", "5", "--warmup", "1", NULL);
+    cli_result r = run("run", prog_path, "--input", xin, "--backend", "host", "--bench", "--json",
+                       "--runs", "5", "--warmup", "1", NULL);
     cr_assert_eq(r.code, 0, "exit %d: %s", r.code, r.err);
     jval *o = parse_one_object(r.out);
     double io = (double)N * 4 + (double)N * 8 + (double)N * 4 + 8;
@@ -594,17 +508,18 @@ Test(cli_run, bench_json_on_the_host_backend, .init = make_tmp, .fini = cleanup)
     cr_assert_gt(num(o, "min_ms"), 0.2 * best, "timed runs took %g ms, one evaluation %g ms",
                  num(o, "min_ms"), best);
     jfree(o);
-    result_free(&r);
+    cli_result_free(&r);
 
     /* --floor-bytes replaces the bytes (not io_bytes). */
-    result r2 = run("run", prog_path, "--set", "n=4096", "--backend", "host", "--bench", "--json",
-                    "--runs", "3", "--warmup", "0", "--floor-bytes", "1000000", NULL);
+    cli_result r2 = run("run", prog_path, "--set", "n=4096", "--backend", "host", "--bench",
+                        "--json", "--runs", "3", "--warmup", "0", "--floor-bytes", "1000000",
+                        NULL);
     cr_assert_eq(r2.code, 0, "exit %d: %s", r2.code, r2.err);
     o = parse_one_object(r2.out);
     check_bench_json(o, false, 4096.0 * 4 + 4096.0 * 8 + 4096.0 * 4 + 8);
     cr_assert_eq(num(o, "bytes"), 1000000);
     jfree(o);
-    result_free(&r2);
+    cli_result_free(&r2);
 
     fc_release(x);
     fc_release(w);
@@ -615,15 +530,15 @@ Test(cli_run, bench_json_on_the_host_backend, .init = make_tmp, .fini = cleanup)
 Test(cli_run, bench_text_summary_on_the_host_backend, .init = make_tmp, .fini = cleanup) {
     const char *prog_path = tmp_path("b.fc");
     write_text(prog_path, bench_prog);
-    result r = run("run", prog_path, "--set", "n=10000", "--backend", "host", "--bench", "--runs",
-                   "4", "--warmup", "1", NULL);
+    cli_result r = run("run", prog_path, "--set", "n=10000", "--backend", "host", "--bench",
+                       "--runs", "4", "--warmup", "1", NULL);
     cr_assert_eq(r.code, 0, "exit %d: %s", r.code, r.err);
     const char *expect[] = {"y: f32 [10000]", "eval: ", "bench: ", "kernels per eval",
                             "median ", " ms", "(4 runs after 1 warm-up)", "bytes that must move",
                             "160.0 kB", "GB/s", "not measured on the host backend"};
     for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++)
         cr_assert(strstr(r.out, expect[i]), "no '%s' in:\n%s", expect[i], r.out);
-    result_free(&r);
+    cli_result_free(&r);
 }
 
 /* On a GPU: the copy bandwidth, the floor and the peak memory are measured. */
@@ -637,8 +552,8 @@ Test(cli_run, bench_json_on_the_gpu, .init = make_tmp, .fini = cleanup) {
     const char *prog_path = tmp_path("b.fc");
     write_text(prog_path, bench_prog);
     const char *outdir = tmp_path("out");
-    result r = run("run", prog_path, "--set", "n=4194304", "--backend", "cuda", "--bench",
-                   "--json", "--output-dir", outdir, NULL);
+    cli_result r = run("run", prog_path, "--set", "n=4194304", "--backend", "cuda", "--bench",
+                       "--json", "--output-dir", outdir, NULL);
     cr_assert_eq(r.code, 0, "exit %d: %s", r.code, r.err);
     jval *o = parse_one_object(r.out);
     double io = 4194304.0 * (4 + 8 + 4) + 8;
@@ -656,5 +571,5 @@ Test(cli_run, bench_json_on_the_gpu, .init = make_tmp, .fini = cleanup) {
     cr_assert_eq(fc_array_size(y), 4194304);
     fc_release(y);
     fc_ctx_destroy(ctx);
-    result_free(&r);
+    cli_result_free(&r);
 }

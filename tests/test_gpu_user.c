@@ -7,15 +7,19 @@
  * element plus a scale (the largest |host| of the output times the same factor), f16 2e-2,
  * bf16 1e-1, f32 and c64 1e-4, f64 and c128 1e-9 (the user code computes f16 in float and
  * rounds once; the built-in ops round after each op). The fused chain's kernel count is
- * asserted, and the user l2norm is timed beside the built-in sqrt(sum(x*x, 1)). Skipped,
- * visibly, where there is no GPU.
+ * asserted, and the user l2norm is timed beside the built-in sqrt(sum(x*x, 1)). Raw modules:
+ * launches with arrays, scalars, structs, a template name expression and a user stream; an
+ * output array keeps its value (and so do lazy expressions of it); a faulting kernel kills
+ * only its context. Skipped, visibly, where there is no GPU.
  */
 #include <criterion/criterion.h>
 
 #include "fusec.h"
+#include "backend.h"
 #include "graph.h"
-#include "test_util.h"
 #include "plan.h"
+#include "raw.h"
+#include "test_util.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -270,4 +274,113 @@ Test(gpu_user, reduction_kernels_match_and_keep_pace) {
     cr_expect_leq(tu, 1.10 * tb + 20e-6, "the user l2norm takes %.4f ms, the built-in %.4f ms",
                   tu * 1e3, tb * 1e3);
     fc_release(X);
+}
+
+/* ---- raw modules ------------------------------------------------------------------------ */
+
+static const char raw_src[] =
+    "struct affine { float a; float b; };\n"
+    "extern \"C\" __global__ void saxpy(float a, const float *x, const float *y, float *out,\n"
+    "                                   unsigned n) {\n"
+    "    unsigned i = blockDim.x * blockIdx.x + threadIdx.x;\n"
+    "    if (i < n) out[i] = a * x[i] + y[i];\n"
+    "}\n"
+    "extern \"C\" __global__ void first_half(const affine p, double *y, unsigned n) {\n"
+    "    unsigned i = blockDim.x * blockIdx.x + threadIdx.x;\n"
+    "    if (i < n / 2) y[i] = p.a * y[i] + p.b;\n"
+    "}\n"
+    "template <int K> __global__ void add_k(long long *y, unsigned n) {\n"
+    "    unsigned i = blockDim.x * blockIdx.x + threadIdx.x;\n"
+    "    if (i < n) y[i] += K;\n"
+    "}\n"
+    "extern \"C\" __global__ void fault(float *y) { y[(size_t)1 << 40] = 1.0f; }\n";
+
+Test(gpu_user, raw_modules_launch_and_leave_inputs_unchanged) {
+    SKIP_WITHOUT_GPU("raw_modules_launch_and_leave_inputs_unchanged");
+    fc_scope_open(gc);
+    fc_scope_open(hc);
+    const char *names[] = {"add_k<7>"};
+    fc_module *m = NULL;
+    cr_assert_eq(fc_module_create(gc, raw_src, 0, NULL, 1, names, &m), FC_OK, "%s", fc_errmsg(gc));
+    enum { n = 100003 };
+    fc_array *hx, *gx, *hy, *gy;
+    pair_of(FC_F32, FC_SHAPE(n), &hx, &gx);
+    pair_of(FC_F32, FC_SHAPE(n), &hy, &gy);
+    fc_array *gout = fc_zeros(gc, FC_F32, FC_SHAPE(n)), *res;
+    fc_array *later = fc_add(gout, fc_f64(gc, 1.0)); /* built before the launch, read after */
+    fc_arg sa[] = {fc_arg_float(FC_F32, 2.5), fc_arg_in(fc_sin(gx)), fc_arg_in(gy),
+                   fc_arg_out(gout), fc_arg_int(FC_U32, n)};
+    cr_assert_eq(fc_module_launch(m, "saxpy", (unsigned[]){(n + 255) / 256, 1, 1},
+                                  (unsigned[]){256, 1, 1}, 0, NULL, 5, sa, &res), FC_OK, "%s",
+                 fc_errmsg(gc));
+    expect_close("raw saxpy(2.5, sin(x), y)", res,
+                 fc_add(fc_mul(fc_scalar(hc, FC_F32, 2.5), fc_sin(hx)), hy));
+    expect_close("the array given as the output keeps its value", gout,
+                 fc_zeros(hc, FC_F32, FC_SHAPE(n)));
+    expect_close("a lazy expression of it sees the old value", later,
+                 fc_ones(hc, FC_F32, FC_SHAPE(n)));
+    /* a struct by value, a partial write: the rest keeps the copied value */
+    struct { float a, b; } p = {3.0f, -1.0f};
+    fc_array *hd, *gd;
+    pair_of(FC_F64, FC_SHAPE(1000), &hd, &gd);
+    fc_arg fa[] = {fc_arg_bytes(&p, sizeof p), fc_arg_out(gd), fc_arg_int(FC_U32, 1000)};
+    cr_assert_eq(fc_module_launch(m, "first_half", (unsigned[]){4, 1, 1}, (unsigned[]){256, 1, 1}, 0,
+                                  NULL, 3, fa, &res), FC_OK, "%s", fc_errmsg(gc));
+    fc_array *half = fc_slice(hd, FC_S(0, 500, 1));
+    expect_close("first_half: the written half",
+                 fc_slice(res, FC_S(0, 500, 1)), fc_sub(fc_mul(half, fc_f64(hc, 3.0)), fc_f64(hc, 1.0)));
+    expect_close("first_half: the rest keeps its value", fc_slice(res, FC_S(500, 1000, 1)),
+                 fc_slice(hd, FC_S(500, 1000, 1)));
+    /* a template through its name expression, on a stream of the user's */
+    fc_stream *s = NULL;
+    cr_assert_eq(fc_stream_create(gc, &s), FC_OK);
+    fc_array *k0 = fc_arange(gc, FC_I64, 0, 777, 1);
+    fc_arg ka[] = {fc_arg_out(k0), fc_arg_int(FC_U32, 777)};
+    cr_assert_eq(fc_module_launch(m, "add_k<7>", (unsigned[]){1, 1, 1}, (unsigned[]){1024, 1, 1}, 0,
+                                  s, 2, ka, &res), FC_OK, "%s", fc_errmsg(gc));
+    expect_close("add_k<7> on a user stream", res, fc_arange(hc, FC_I64, 7, 784, 1));
+    fc_stream_destroy(s);
+    /* bad launches fail cleanly */
+    cr_expect_eq(fc_module_launch(m, "nope", (unsigned[]){1, 1, 1}, (unsigned[]){1, 1, 1}, 0, NULL,
+                                  2, ka, &res), FC_ERR_INVALID);
+    cr_expect(strstr(fc_errmsg(gc), "'nope': the module has no such kernel"), "%s", fc_errmsg(gc));
+    cr_expect_eq(fc_module_launch(m, "add_k<7>", (unsigned[]){0, 1, 1}, (unsigned[]){1, 1, 1}, 0,
+                                  NULL, 2, ka, &res), FC_ERR_INVALID);
+    fc_module_destroy(m);
+}
+
+Test(gpu_user, a_faulting_raw_kernel_kills_the_gpu_context_not_the_cache) {
+    SKIP_WITHOUT_GPU("a_faulting_raw_kernel_kills_the_gpu_context_not_the_cache");
+    /* (Criterion runs each test in a process of its own: the fault ends this one's GPU use) */
+    char dir[64];
+    fc_ctx *bad = tu_ctx_with_cache(FC_BACKEND_CUDA, dir, sizeof dir);
+    cr_assert_not_null(bad);
+    char arch[16];
+    snprintf(arch, sizeof arch, "%s", bad->be->arch(bad));
+    fc_module *m;
+    cr_assert_eq(fc_module_create(bad, raw_src, 0, NULL, 0, NULL, &m), FC_OK, "%s", fc_errmsg(bad));
+    fc_array *y = fc_zeros(bad, FC_F32, FC_SHAPE(4)), *res = NULL;
+    fc_arg a[] = {fc_arg_out(y)};
+    fc_status st = fc_module_launch(m, "fault", (unsigned[]){1, 1, 1}, (unsigned[]){1, 1, 1}, 0,
+                                    NULL, 1, a, &res);
+    if (st == FC_OK) st = fc_ctx_synchronize(bad);
+    cr_expect_eq(st, FC_ERR_BACKEND, "an illegal address must surface: %s", fc_strerror(st));
+    float v[4];
+    cr_expect_eq(fc_to_host(fc_ones(bad, FC_F32, FC_SHAPE(4)), v, sizeof v), FC_ERR_BACKEND,
+                 "the context must stay dead");
+    fc_ctx_destroy(bad);
+    /* the module's entry is intact: a host context finds it without compiling */
+    fc_ctx_options o;
+    memset(&o, 0, sizeof o);
+    o.backend = FC_BACKEND_HOST;
+    o.cache_dir = dir;
+    fc_ctx *h;
+    cr_assert_eq(fc_ctx_create(&h, &o), FC_OK);
+    fck_raw_binary b;
+    cr_assert_eq(fck_raw_compile(h, raw_src, NULL, 0, NULL, 0, arch, &b), FC_OK, "%s", fc_errmsg(h));
+    cr_expect(!b.compiled, "the module must come from the cache after the fault");
+    cr_expect_gt(b.size, 0);
+    fck_raw_binary_free(h, &b);
+    fc_ctx_destroy(h);
+    tu_remove_dir(dir);
 }

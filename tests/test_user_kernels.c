@@ -143,9 +143,17 @@ Test(user_call, wrong_arguments_name_the_kernel_and_parameter, .init = setup, .f
     cr_expect_eq(fc_array_status(r), FC_ERR_SHAPE, "%s", fc_array_errmsg(r));
     fc_array *outs[2];
     cr_expect_eq(fc_kernel_call(k, 3, (fc_array *[]){a, a, a}, 2, outs), FC_ERR_INVALID);
-    cr_expect(strstr(fc_errmsg(ctx), "wsum gives 1 outputs"), "%s", fc_errmsg(ctx));
+    cr_expect(strstr(fc_errmsg(ctx), "wsum gives 1 output"), "%s", fc_errmsg(ctx));
     cr_expect_eq(fc_array_status(outs[0]), FC_ERR_INVALID);
     cr_expect_eq(fc_array_status(outs[1]), FC_ERR_INVALID);
+    fc_kernel *u8k = ew("uint8 x, uint8 a", "uint8 y", "y = x + a;", "add_u8");
+    fc_array *xb = fc_cast(a, FC_U8);
+    r = fc_kernel_call1(u8k, 2, (fc_array *[]){xb, fc_i64(ctx, 300)});
+    cr_expect_eq(fc_array_status(r), FC_ERR_VALUE, "a Python int out of range must not wrap");
+    cr_expect(strstr(fc_array_errmsg(r), "add_u8: argument a: 300 does not fit in u8"), "%s",
+              fc_array_errmsg(r));
+    r = fc_kernel_call1(u8k, 2, (fc_array *[]){xb, fc_i64(ctx, 255)});
+    cr_expect_eq(fc_array_status(r), FC_OK, "%s", fc_array_errmsg(r));
     fc_kernel *rk = red("T x", "T y", "x", "a + b", "y = a", "0", "total");
     r = fc_kernel_call1(rk, 1, (fc_array *[]){a});
     cr_expect_eq(fc_array_status(r), FC_ERR_INVALID);
@@ -194,6 +202,14 @@ Test(user_fusion, an_elementwise_kernel_fuses_with_the_ops_around_it, .init = se
     cr_assert_eq(fc_array_status(d), FC_OK, "%s", fc_array_errmsg(d));
     fc_array *y = fc_sum(fc_mul(d, fc_f64(ctx, 2.0)), FC_AXES(1), false);
     cr_expect_eq(kernels_of(&y, 1), 1, "x -> sin -> axpb -> * 2 -> sum must be one kernel");
+    /* plans (fusec explain, graph, cache summaries) name the kernel, not the op */
+    fcp_plan *p = NULL;
+    cr_assert_eq(fcp_plan_build(ctx, &y, 1, &p), FC_OK);
+    char *desc = fcp_plan_describe(p);
+    cr_assert_not_null(desc);
+    cr_expect(strstr(desc, "axpb"), "the plan does not name axpb:\n%s", desc);
+    fcg_strfree(ctx, desc);
+    fcp_plan_destroy(p);
     fc_kernel *l2 = red("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm");
     fc_array *n = fc_kernel_reduce(l2, 1, (fc_array *[]){fc_exp(x)}, FC_AXES(1), false);
     cr_assert_eq(fc_array_status(n), FC_OK, "%s", fc_array_errmsg(n));

@@ -56,6 +56,25 @@ static inline void tu_gpu_pair_close(fc_ctx **host, fc_ctx **gpu) {
     *host = *gpu = NULL;
 }
 
+/* A context on `backend` whose kernel cache is a new temporary directory, named in dir (at
+ * least 40 bytes); tu_remove_dir removes it afterwards. NULL when the backend is not there. */
+static inline fc_ctx *tu_ctx_with_cache(fc_backend backend, char *dir, size_t size) {
+    snprintf(dir, size, "/tmp/fusec-test-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+    fc_ctx_options o;
+    memset(&o, 0, sizeof o);
+    o.backend = backend;
+    o.cache_dir = dir;
+    fc_ctx *ctx = NULL;
+    return fc_ctx_create(&ctx, &o) == FC_OK ? ctx : NULL;
+}
+
+static inline void tu_remove_dir(const char *dir) {
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_expect_eq(system(cmd), 0, "%s", cmd);
+}
+
 /* The file at path, NUL-terminated (malloc'd); its length (without the NUL) in *len. */
 static inline char *tu_read_file(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
