@@ -8,9 +8,10 @@
  * bf16 1e-1, f32 and c64 1e-4, f64 and c128 1e-9 (the user code computes f16 in float and
  * rounds once; the built-in ops round after each op). The fused chain's kernel count is
  * asserted, and the user l2norm is timed beside the built-in sqrt(sum(x*x, 1)). Raw modules:
- * launches with arrays, scalars, structs, a template name expression and a user stream; an
- * output array keeps its value (and so do lazy expressions of it); a faulting kernel kills
- * only its context. Skipped, visibly, where there is no GPU.
+ * launches with arrays, scalars, structs, dynamic shared memory, a template name expression
+ * and a user stream; an output array keeps its value (and so do lazy expressions of it); a
+ * faulting kernel kills the GPU's context but not the cache. Skipped, visibly, where there is
+ * no GPU.
  */
 #include <criterion/criterion.h>
 
@@ -293,7 +294,18 @@ static const char raw_src[] =
     "    unsigned i = blockDim.x * blockIdx.x + threadIdx.x;\n"
     "    if (i < n) y[i] += K;\n"
     "}\n"
-    "extern \"C\" __global__ void fault(float *y) { y[(size_t)1 << 40] = 1.0f; }\n";
+    "extern \"C\" __global__ void fault(float *y) { y[(size_t)1 << 40] = 1.0f; }\n"
+    "extern \"C\" __global__ void block_sums(const float *x, float *out, unsigned n) {\n"
+    "    extern __shared__ float part[];\n"
+    "    unsigned i = blockDim.x * blockIdx.x + threadIdx.x;\n"
+    "    part[threadIdx.x] = i < n ? x[i] : 0.0f;\n"
+    "    __syncthreads();\n"
+    "    for (unsigned s = blockDim.x / 2; s > 0; s /= 2) {\n"
+    "        if (threadIdx.x < s) part[threadIdx.x] += part[threadIdx.x + s];\n"
+    "        __syncthreads();\n"
+    "    }\n"
+    "    if (threadIdx.x == 0) out[blockIdx.x] = part[0];\n"
+    "}\n";
 
 Test(gpu_user, raw_modules_launch_and_leave_inputs_unchanged) {
     SKIP_WITHOUT_GPU("raw_modules_launch_and_leave_inputs_unchanged");
@@ -340,6 +352,16 @@ Test(gpu_user, raw_modules_launch_and_leave_inputs_unchanged) {
                                   s, 2, ka, &res), FC_OK, "%s", fc_errmsg(gc));
     expect_close("add_k<7> on a user stream", res, fc_arange(hc, FC_I64, 7, 784, 1));
     fc_stream_destroy(s);
+    /* dynamic shared memory: a sum per block of 256 */
+    fc_array *hv, *gv;
+    pair_of(FC_F32, FC_SHAPE(64 * 256), &hv, &gv);
+    fc_array *sums = fc_zeros(gc, FC_F32, FC_SHAPE(64));
+    fc_arg ba[] = {fc_arg_in(gv), fc_arg_out(sums), fc_arg_int(FC_U32, 64 * 256)};
+    cr_assert_eq(fc_module_launch(m, "block_sums", (unsigned[]){64, 1, 1}, (unsigned[]){256, 1, 1},
+                                  256 * sizeof(float), NULL, 3, ba, &res), FC_OK, "%s",
+                 fc_errmsg(gc));
+    expect_close("block_sums with 1 KiB of dynamic shared memory", res,
+                 fc_sum(fc_reshape(hv, FC_SHAPE(64, 256)), FC_AXES(1), false));
     /* bad launches fail cleanly */
     cr_expect_eq(fc_module_launch(m, "nope", (unsigned[]){1, 1, 1}, (unsigned[]){1, 1, 1}, 0, NULL,
                                   2, ka, &res), FC_ERR_INVALID);
