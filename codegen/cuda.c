@@ -662,7 +662,6 @@ static int eval_view(gen *g, const fc_array *a, const ix *idx) {
                     line(g, "bool b%d = true;", inb);
                 }
                 line(g, "b%d = b%d && j%d >= 0 && j%d < %s;", inb, inb, q, q, len);
-                line(g, "j%d = j%d < 0 ? 0 : j%d >= %s ? %s - 1 : j%d;", q, q, q, len, len, q);
                 break;
             case FC_PAD_EDGE:
                 line(g, "j%d = j%d < 0 ? 0 : j%d >= %s ? %s - 1 : j%d;", q, q, q, len, len, q);
@@ -678,14 +677,22 @@ static int eval_view(gen *g, const fc_array *a, const ix *idx) {
             }
             ci.e[d] = str(g, "j%d", q);
         }
-        int cv = eval(g, c, &ci);
-        if (inb < 0) return cv;
-        int pv = new_var(g);
+        if (inb < 0) return eval(g, c, &ci);
+        /* Constant mode loads only inside the input: an index clamped into an empty input
+         * would read before its buffer. The branch is its own memo scope. */
         fc_dtype t = (fc_dtype)a->dtype;
-        line(g, "const fcx_ct_%s v%d = fcx_cast_%s(%s);", dt(t), pv, dt(t),
-             fval(g, FCX_SLOT_RE, a, 0));
         int v = new_var(g);
-        line(g, "const fcx_ct_%s v%d = b%d ? v%d : v%d;", dt(t), v, inb, cv, pv);
+        line(g, "fcx_ct_%s v%d;", dt(t), v);
+        line(g, "if (b%d) {", inb);
+        g->indent++;
+        scope_push(g);
+        int cv = eval(g, c, &ci);
+        line(g, "v%d = v%d;", v, cv);
+        scope_pop(g);
+        g->indent--;
+        line(g, "} else {");
+        line(g, "    v%d = fcx_cast_%s(%s);", v, dt(t), fval(g, FCX_SLOT_RE, a, 0));
+        line(g, "}");
         return v;
     }
     case FCG_OP_CONCAT: {

@@ -3155,6 +3155,9 @@ static fc_status eval_subscript(fcf_builder *b, const fcf_expr *e, fcf_value *ou
                 if (pv.kind == V_NONE) continue;
                 if ((st = to_int(b, parts[k], &pv, "a slice bound", &vals[k])) != FC_OK)
                     return st;
+                /* -2^63 is FC_NIL (None) to fc_index; written out, it slices as -(2^63 - 1)
+                 * does on any array (no extent reaches 2^62). */
+                if (vals[k] == INT64_MIN) vals[k] = -INT64_MAX;
             }
             *d = FC_S(vals[0], vals[1], vals[2]);
             continue;

@@ -24,7 +24,6 @@ static bool check_dtype_shape(fc_ctx *ctx, const char *opname, fc_dtype dtype, f
                           opname, shape.ndim, FC_MAX_DIMS);
         return false;
     }
-    double total = 1;
     for (int i = 0; i < shape.ndim; i++) {
         if (shape.dim[i] < 0) {
             char sh[200];
@@ -32,9 +31,8 @@ static bool check_dtype_shape(fc_ctx *ctx, const char *opname, fc_dtype dtype, f
                               fcg_shape_str(sh, shape.ndim, shape.dim));
             return false;
         }
-        total *= (double)shape.dim[i];
     }
-    if (total * (double)fc_dtype_size(dtype) > 0x1p62) {
+    if (fcg_shape_too_large(shape.ndim, shape.dim, dtype)) {
         char sh[200];
         *bad = fcg_poison(ctx, FC_ERR_SHAPE, "%s: shape %s of %s is too large", opname,
                           fcg_shape_str(sh, shape.ndim, shape.dim), fc_dtype_name(dtype));

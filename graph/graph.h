@@ -476,7 +476,14 @@ fc_array *fcg_ret(fc_ctx *ctx, fc_array *a);
  * the first poisoned input (a new reference), or a new poison for a NULL input or mixed
  * contexts. */
 fc_ctx *fcg_begin(const char *opname, int n, fc_array *const *in, fc_array **early);
-/* fcg_ret of a node built by fcg_node, which may be NULL on out-of-memory. */
+/* The largest array, in bytes, any shape may describe: so every byte offset, extent and
+ * stride of an array (and their sums in index arithmetic) fits in int64. */
+#define FCG_MAX_BYTES ((uint64_t)1 << 62)
+/* Whether a shape has a negative extent or describes more than FCG_MAX_BYTES of dtype (the
+ * product of its non-zero extents, as NumPy counts). */
+bool fcg_shape_too_large(int ndim, const int64_t *shape, fc_dtype dtype);
+/* fcg_ret of a node built by fcg_node, which may be NULL on out-of-memory; a shape
+ * fcg_shape_too_large refuses gives a FC_ERR_SHAPE poison naming the op. */
 fc_array *fcg_make(fc_ctx *ctx, fcg_op op, fc_dtype dtype, fc_dtype loop_dtype, bool weak,
                    int ndim, const int64_t *shape, int nin, fc_array *const *in,
                    const fcg_params *p);

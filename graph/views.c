@@ -68,7 +68,7 @@ fc_array *fc_reshape(fc_array *a, fc_shape shape) {
         return fcg_poison(ctx, FC_ERR_SHAPE, "reshape: %d dimensions (at most %d)", shape.ndim,
                           FC_MAX_DIMS);
     int infer = -1;
-    int64_t known = 1;
+    int64_t known = 1, size = (int64_t)fcg_node_numel(a);
     for (int i = 0; i < shape.ndim; i++) {
         if (shape.dim[i] == -1 && infer < 0) {
             infer = i;
@@ -77,11 +77,10 @@ fc_array *fc_reshape(fc_array *a, fc_shape shape) {
                               fcg_shape_str(s1, shape.ndim, shape.dim),
                               fcg_shape_str(s2, a->ndim, a->shape),
                               fc_dtype_name((fc_dtype)a->dtype));
-        } else {
-            known *= shape.dim[i];
+        } else if (__builtin_mul_overflow(known, shape.dim[i], &known)) {
+            goto mismatch; /* no array has that many elements */
         }
     }
-    int64_t size = (int64_t)fcg_node_numel(a);
     if (infer >= 0) {
         if (known == 0 || size % known != 0) goto mismatch;
         shape.dim[infer] = size / known;
@@ -225,9 +224,11 @@ static fc_status slice_bounds(fc_ctx *ctx, int64_t len, const fc_idx *ix, int64_
         e = ix->stop < 0 ? ix->stop + len : ix->stop;
         e = e < lo ? lo : e > hi ? hi : e;
     }
+    /* ceil(distance / |step|) without forming distance + |step|, which overflows for steps
+     * near 2^63; |INT64_MIN| is taken in unsigned arithmetic. */
     int64_t n = 0;
-    if (st > 0 && e > b) n = (e - b + st - 1) / st;
-    if (st < 0 && b > e) n = (b - e - st - 1) / (-st);
+    if (st > 0 && e > b) n = (int64_t)((uint64_t)(e - b - 1) / (uint64_t)st + 1);
+    if (st < 0 && b > e) n = (int64_t)((uint64_t)(b - e - 1) / (0 - (uint64_t)st) + 1);
     *start = b;
     *step = st;
     *count = n;
@@ -392,7 +393,11 @@ fc_array *fc_pad(fc_array *a, int n, const int64_t (*widths)[2], fc_pad_mode mod
                               (long long)(most < 0 ? 0 : most));
         p.a[d] = before;
         p.b[d] = after;
-        shape[d] = len + before + after;
+        if (__builtin_add_overflow(len, before, &shape[d]) ||
+            __builtin_add_overflow(shape[d], after, &shape[d]))
+            return fcg_poison(ctx, FC_ERR_SHAPE, "pad: widths (%lld, %lld) for axis %d of shape "
+                              "%s make the result too large", (long long)before, (long long)after,
+                              d, fcg_shape_str(sh, a->ndim, a->shape));
         identity &= before == 0 && after == 0;
     }
     if (identity) return same(ctx, a);
@@ -444,7 +449,9 @@ fc_array *fc_concatenate(fc_ctx *ctx, fc_array *const *arrays, int n, int axis) 
                               "off axis %d", fcg_shape_str(s1, a0->ndim, a0->shape),
                               fc_dtype_name(dt), fcg_shape_str(s2, b->ndim, b->shape),
                               fc_dtype_name((fc_dtype)b->dtype), axis);
-        shape[axis] += b->shape[axis];
+        if (__builtin_add_overflow(shape[axis], b->shape[axis], &shape[axis]))
+            return fcg_poison(ctx, FC_ERR_SHAPE, "concatenate: the result is too large along "
+                              "axis %d", axis);
         fc_promote_types(dt, (fc_dtype)b->dtype, &dt);
     }
     if (n == 1) return same(ctx, a0);

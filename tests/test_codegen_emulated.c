@@ -139,6 +139,7 @@ typedef struct emu_cfg {
     int threads, warp, blocks;
     bool small_splits;
     bool no_dsmem;
+    bool sanitize; /* in a sanitizer build, the kernels too: a load outside a buffer fails */
 } emu_cfg;
 
 /* Small split constants: pieces of a few elements, few pieces, a small scratch cap. */
@@ -290,6 +291,11 @@ static void set_build(emu_set *s) {
     pid_t pid = fork();
     cr_assert_geq(pid, 0);
     if (pid == 0) {
+#if defined(__SANITIZE_ADDRESS__)
+        if (s->cfg.sanitize)
+            execlp(cxx, cxx, "-std=c++17", "-O1", "-w", "-shared", "-fPIC", "-pthread",
+                   "-fsanitize=address", "-o", s->so_path, s->cpp_path, (char *)NULL);
+#endif
         execlp(cxx, cxx, "-std=c++17", "-O1", "-w", "-shared", "-fPIC", "-pthread", "-o",
                s->so_path, s->cpp_path, (char *)NULL);
         _exit(127);
@@ -570,20 +576,20 @@ static void emulate_workloads(const char *tag, const emu_cfg *cfg) {
 }
 
 Test(emulated, workloads_one_thread) {
-    emulate_workloads("workloads_t1", &(emu_cfg){1, 1, 1, false, false});
+    emulate_workloads("workloads_t1", &(emu_cfg){1, 1, 1, false, false, false});
 }
 Test(emulated, workloads_eight_threads_three_blocks) {
-    emulate_workloads("workloads_t8", &(emu_cfg){8, 4, 3, true, false});
+    emulate_workloads("workloads_t8", &(emu_cfg){8, 4, 3, true, false, false});
 }
 /* Warps as wide as the device's: the shuffle trees run all five rounds. */
 Test(emulated, workloads_64_threads_warps_of_32) {
-    emulate_workloads("workloads_t64", &(emu_cfg){64, 32, 2, true, false});
+    emulate_workloads("workloads_t64", &(emu_cfg){64, 32, 2, true, false, false});
 }
 
 /* Programs that once went wrong. */
 Test(emulated, regressions) {
     emu_set s;
-    set_open(&s, "regressions", &(emu_cfg){4, 2, 2, true, false});
+    set_open(&s, "regressions", &(emu_cfg){4, 2, 2, true, false, true});
     fc_ctx *ctx = s.ctx;
     fc_scope_open(ctx);
     double vals[60];
@@ -615,6 +621,15 @@ Test(emulated, regressions) {
     outs[1] = fc_keep(fc_tan(fc_slice(x, FC_COLON, FC_S(0, 32, 1))));
     outs[2] = fc_keep(fc_exp(fc_slice(x, FC_COLON, FC_S(0, 16, 1))));
     set_add(&s, "sin(x) @ x, tan(x[:, :32]), exp(x[:, :16])", false, 0, outs, 3);
+    /* Constant padding of an empty axis loads nothing (it once read the element before the
+     * buffer, an illegal address on the GPU; the sanitized build of this test sees it). */
+    fc_array *e8 = fc_cast(fc_slice(x, FC_S(0, 3, 1), FC_S(5, 5, 1)), FC_I8); /* [3, 0] */
+    outs[0] = fc_keep(fc_add(fc_pad(e8, 2, (const int64_t[][2]){{1, 0}, {2, 3}},
+                                    FC_PAD_CONSTANT, 7.0), fc_scalar(ctx, FC_I8, 1)));
+    outs[1] = fc_keep(fc_pad(fc_slice(x3, FC_COLON, FC_COLON, FC_S(0, 0, 1)), 3,
+                             (const int64_t[][2]){{1, 2}, {0, 0}, {0, 0}}, FC_PAD_SYMMETRIC, 0));
+    set_add(&s, "pad(x[0:3, 5:5] as i8, constant 7) + 1, pad(x3[:, :, 0:0], symmetric)", false,
+            0, outs, 2);
     set_build(&s);
     set_run_and_close(&s);
 }
@@ -648,15 +663,15 @@ static void emulate_random(uint64_t lo, uint64_t hi, const emu_cfg *cfg) {
 /* Small split constants throughout, so reductions of these small shapes split between blocks
  * and combine through the scratch buffer (one block alone meets every piece in turn). */
 Test(emulated, random_dags_0_499_one_thread) {
-    emulate_random(0, 500, &(emu_cfg){1, 1, 1, true, false});
+    emulate_random(0, 500, &(emu_cfg){1, 1, 1, true, false, false});
 }
 Test(emulated, random_dags_500_999_eight_threads) {
-    emulate_random(500, 1000, &(emu_cfg){8, 4, 3, true, false});
+    emulate_random(500, 1000, &(emu_cfg){8, 4, 3, true, false, false});
 }
 /* Three warps a block (not a power of two), and no dynamic shared memory: row kernels read
  * their rows from global memory in every phase. */
 Test(emulated, random_dags_1000_1299_twelve_threads_no_shared_rows) {
-    emulate_random(1000, 1300, &(emu_cfg){12, 4, 2, true, true});
+    emulate_random(1000, 1300, &(emu_cfg){12, 4, 2, true, true, false});
 }
 
 /* ---- reductions of every kind, dtype and axis set; row kernels; long splits ------------- */
@@ -754,10 +769,10 @@ static void emulate_reduction_sweep(const char *tag, const emu_cfg *cfg) {
 }
 
 Test(emulated, reductions_every_kind_and_dtype_eight_threads) {
-    emulate_reduction_sweep("sweep_t8", &(emu_cfg){8, 4, 3, true, false});
+    emulate_reduction_sweep("sweep_t8", &(emu_cfg){8, 4, 3, true, false, false});
 }
 Test(emulated, reductions_every_kind_and_dtype_one_thread) {
-    emulate_reduction_sweep("sweep_t1", &(emu_cfg){1, 1, 2, true, false});
+    emulate_reduction_sweep("sweep_t1", &(emu_cfg){1, 1, 2, true, false, false});
 }
 
 /* User kernels (fc_elementwise_kernel / fc_reduction_kernel) fused with built-in ops, raw
@@ -765,7 +780,7 @@ Test(emulated, reductions_every_kind_and_dtype_one_thread) {
  * against the same computation in built-in ops on the host. */
 Test(emulated, user_kernels) {
     emu_set s;
-    set_open(&s, "user", &(emu_cfg){8, 4, 3, true, false});
+    set_open(&s, "user", &(emu_cfg){8, 4, 3, true, false, false});
     fc_ctx *ctx = s.ctx;
     fc_scope_open(ctx);
     fc_kernel *axpb, *sd, *sumdiff, *rev, *idx2, *l2, *sop, *vmax;
@@ -885,7 +900,7 @@ static void emulate_ew_sweep(const char *tag, const emu_cfg *cfg) {
 }
 
 Test(emulated, elementwise_every_op_and_dtype) {
-    emulate_ew_sweep("ew_sweep_t8", &(emu_cfg){8, 4, 2, false, false});
+    emulate_ew_sweep("ew_sweep_t8", &(emu_cfg){8, 4, 2, false, false, false});
 }
 
 /* Reduce -> broadcast -> elementwise chains (row kernels) of several dtypes and row lengths:
@@ -959,17 +974,17 @@ static void emulate_row_kernels(const char *tag, const emu_cfg *cfg) {
 }
 
 Test(emulated, row_kernels_eight_threads) {
-    emulate_row_kernels("rows_t8", &(emu_cfg){8, 4, 3, true, false});
+    emulate_row_kernels("rows_t8", &(emu_cfg){8, 4, 3, true, false, false});
 }
 Test(emulated, row_kernels_one_thread_no_shared_rows) {
-    emulate_row_kernels("rows_t1", &(emu_cfg){1, 1, 2, true, true});
+    emulate_row_kernels("rows_t1", &(emu_cfg){1, 1, 2, true, true, false});
 }
 
 /* Long reductions with the device's split constants: the pieces, the scratch the launch
  * recipe sizes (canaries behind it), the last block's combine. */
 Test(emulated, long_reductions_split_with_default_constants) {
     emu_set s;
-    set_open(&s, "long", &(emu_cfg){8, 4, 3, false, false});
+    set_open(&s, "long", &(emu_cfg){8, 4, 3, false, false, false});
     fc_ctx *ctx = s.ctx;
     fc_scope_open(ctx);
     fc_array *outs[WL_MAX_OUT];
