@@ -21,6 +21,11 @@ fc_status fca_eval_on(fc_ctx *ctx, fc_array *const *arrays, int n, fc_stream *st
         if (a->ctx != ctx)
             return fcg_error(ctx, FC_ERR_CONTEXT, "eval: array %d belongs to another context", i);
         if (a->status != FC_OK) return fcg_error(ctx, a->status, "%s", a->errmsg);
+        fcg_pyint v;
+        char s[FCG_PYINT_STR];
+        if (fcg_pyint_is_wide(a) && fcg_pyint_of(a, &v)) /* no dtype holds it (graph/pyint.c) */
+            return fcg_error(ctx, FC_ERR_INVALID, "eval: array %d is the Python integer %s, "
+                             "outside int64 and uint64: no dtype holds it", i, fcg_pyint_str(v, s));
         pending += !fcg_has_value(a);
     }
     if (!pending) return FC_OK;

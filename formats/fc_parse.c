@@ -122,7 +122,7 @@ typedef struct fcf_token {
     const char *text;
     size_t len;
     union {
-        uint64_t u; /* TK_INT */
+        fcg_upyint u; /* TK_INT: at most 2**127 - 1 (fusec's Python ints are 128-bit) */
         double f;   /* TK_FLOAT, TK_IMAG */
     } v;
 } fcf_token;
@@ -380,7 +380,7 @@ struct fcf_expr {
     int line, col;
     int height;
     union {
-        uint64_t u;   /* E_INT: the magnitude (a sign comes from unary minus) */
+        fcg_upyint u; /* E_INT: the magnitude (a sign comes from unary minus) */
         double f;     /* E_FLOAT; E_IMAG: the imaginary part */
         bool b;       /* E_BOOL */
         int index;    /* E_VAR: variable; E_SYM: symbol */
@@ -712,13 +712,18 @@ static bool push_token(fcf_parser *p, const fcf_token *t) {
     return true;
 }
 
+/* Integer literals are Python ints, held in 128 bits (graph/pyint.c): a larger one is an
+ * error, never a wrap. */
+#define LITERAL_MAX (((fcg_upyint)1 << 127) - 1)
+#define LITERAL_TOO_LARGE "integer literal too large (fusec holds Python integers in 128 bits)"
+
 /* Scans a number at s[0..n): sets the token's kind, value and length, or writes lexerr. */
 static bool lex_number(fcf_parser *p, const char *s, size_t n, fcf_token *t) {
     size_t j = 0;
     if (n >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X' || s[1] == 'b' || s[1] == 'B' ||
                                   s[1] == 'o' || s[1] == 'O')) {
         int base = (s[1] == 'x' || s[1] == 'X') ? 16 : (s[1] == 'b' || s[1] == 'B') ? 2 : 8;
-        uint64_t v = 0;
+        fcg_upyint v = 0;
         j = 2;
         size_t ndig = 0;
         for (; j < n; j++) {
@@ -728,11 +733,11 @@ static bool lex_number(fcf_parser *p, const char *s, size_t n, fcf_token *t) {
             else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
             else break;
             if (d >= base) break;
-            if (v > (UINT64_MAX - (uint64_t)d) / (uint64_t)base) {
-                snprintf(p->lexerr, sizeof p->lexerr, "integer literal too large");
+            if (v > (LITERAL_MAX - (fcg_upyint)d) / (fcg_upyint)base) {
+                snprintf(p->lexerr, sizeof p->lexerr, LITERAL_TOO_LARGE);
                 return false;
             }
-            v = v * (uint64_t)base + (uint64_t)d;
+            v = v * (fcg_upyint)base + (fcg_upyint)d;
             ndig++;
         }
         if (ndig == 0 || (j < n && is_name_char((unsigned char)s[j]))) {
@@ -774,11 +779,11 @@ static bool lex_number(fcf_parser *p, const char *s, size_t n, fcf_token *t) {
     }
     t->len = j;
     if (!is_float && !imag) {
-        uint64_t v = 0;
+        fcg_upyint v = 0;
         for (size_t i = 0; i < digits_end; i++) {
-            uint64_t d = (uint64_t)(s[i] - '0');
-            if (v > (UINT64_MAX - d) / 10) {
-                snprintf(p->lexerr, sizeof p->lexerr, "integer literal too large");
+            fcg_upyint d = (fcg_upyint)(s[i] - '0');
+            if (v > (LITERAL_MAX - d) / 10) {
+                snprintf(p->lexerr, sizeof p->lexerr, LITERAL_TOO_LARGE);
                 return false;
             }
             v = v * 10 + d;
@@ -1723,7 +1728,7 @@ static bool parse_input_decl(fcf_parser *p, const fcf_token *target, fcf_stmt *s
         }
         fcf_dim *d = &in.dims[in.ndim];
         if (t->kind == TK_INT) {
-            if (t->v.u > (uint64_t)INT64_MAX) {
+            if (t->v.u > (fcg_upyint)INT64_MAX) {
                 perr_at(p, t->line, t->col, "dimension too large");
                 return false;
             }
@@ -2132,11 +2137,9 @@ typedef enum fcf_vkind {
 typedef struct fcf_value fcf_value;
 struct fcf_value {
     fcf_vkind kind;
-    bool big; /* V_INT above INT64_MAX: the value is in u */
     union {
         fc_array *arr;
-        int64_t i;
-        uint64_t u;
+        fcg_pyint i; /* V_INT: a Python integer, exactly */
         double f;
         double c[2];
         bool b;
@@ -2209,12 +2212,7 @@ static fc_status to_array(fcf_builder *b, const fcf_expr *e, const fcf_value *v,
     fc_array *r;
     switch (v->kind) {
     case V_ARRAY: *out = v->arr; return FC_OK;
-    case V_INT:
-        if (v->big)
-            return berr(b, e, FC_ERR_INVALID, "integer %llu does not fit in int64",
-                        (unsigned long long)v->u);
-        r = fc_i64(b->ctx, v->i);
-        break;
+    case V_INT: r = fc_i128(b->ctx, (int64_t)(v->i >> 64), (uint64_t)v->i); break;
     case V_FLOAT: r = fc_f64(b->ctx, v->f); break;
     case V_COMPLEX: r = fc_c128(b->ctx, v->c[0], v->c[1]); break;
     case V_BOOL: r = fc_bool(b->ctx, v->b); break;
@@ -2228,10 +2226,10 @@ static fc_status to_array(fcf_builder *b, const fcf_expr *e, const fcf_value *v,
 
 static fc_status to_int(fcf_builder *b, const fcf_expr *e, const fcf_value *v, const char *what,
                         int64_t *out) {
-    if (v->kind != V_INT || v->big)
+    if (v->kind != V_INT || v->i < INT64_MIN || v->i > INT64_MAX)
         return berr(b, e, FC_ERR_INVALID, "%s must be an integer, found %s", what,
                     v->kind == V_INT ? "one out of range" : vkind_name(v));
-    *out = v->i;
+    *out = (int64_t)v->i;
     return FC_OK;
 }
 
@@ -2249,7 +2247,7 @@ static fc_status to_small_int(fcf_builder *b, const fcf_expr *e, const fcf_value
 static fc_status to_bool(fcf_builder *b, const fcf_expr *e, const fcf_value *v, const char *what,
                          bool *out) {
     if (v->kind == V_BOOL) *out = v->b;
-    else if (v->kind == V_INT && !v->big && (v->i == 0 || v->i == 1)) *out = v->i == 1;
+    else if (v->kind == V_INT && (v->i == 0 || v->i == 1)) *out = v->i == 1;
     else return berr(b, e, FC_ERR_INVALID, "%s must be True or False, found %s", what, vkind_name(v));
     return FC_OK;
 }
@@ -2257,7 +2255,7 @@ static fc_status to_bool(fcf_builder *b, const fcf_expr *e, const fcf_value *v, 
 static fc_status to_double(fcf_builder *b, const fcf_expr *e, const fcf_value *v,
                            const char *what, double *out) {
     switch (v->kind) {
-    case V_INT: *out = v->big ? (double)v->u : (double)v->i; return FC_OK;
+    case V_INT: *out = (double)v->i; return FC_OK;
     case V_FLOAT: *out = v->f; return FC_OK;
     case V_BOOL: *out = v->b ? 1.0 : 0.0; return FC_OK;
     default:
@@ -2412,7 +2410,7 @@ static fc_status to_pad_widths(fcf_builder *b, const fcf_expr *e, const fcf_valu
 static fc_dtype scalar_dtype(const fcf_value *v) {
     switch (v->kind) {
     case V_BOOL: return FC_BOOL;
-    case V_INT: return v->big ? FC_U64 : FC_I64;
+    case V_INT: return v->i > INT64_MAX ? FC_U64 : FC_I64;
     case V_COMPLEX: return FC_C128;
     default: return FC_F64;
     }
@@ -2422,17 +2420,13 @@ static fc_dtype scalar_dtype(const fcf_value *v) {
  * canonical nodes fc_full makes, a 0-d CONST holding the value's bits, broadcast to shape. */
 static fc_status full_exact_int(fcf_builder *b, const fcf_expr *e, fc_dtype dtype, fc_shape shape,
                                 const fcf_value *fill, fcf_value *out) {
-    bool fits = dtype == FC_U64 ? (fill->big || fill->i >= 0) : (dtype == FC_I64 && !fill->big);
-    if (!fits)
-        return berr(b, e, FC_ERR_INVALID, "full: value %s%llu is not representable in %s",
-                    !fill->big && fill->i < 0 ? "-" : "",
-                    fill->big ? (unsigned long long)fill->u
-                    : fill->i < 0 ? (unsigned long long)0 - (unsigned long long)fill->i
-                                  : (unsigned long long)fill->i,
-                    fc_dtype_name(dtype));
+    char vs[FCG_PYINT_STR];
+    if ((dtype != FC_U64 && dtype != FC_I64) || !fcg_pyint_fits(fill->i, dtype))
+        return berr(b, e, FC_ERR_INVALID, "full: value %s is not representable in %s",
+                    fcg_pyint_str(fill->i, vs), fc_dtype_name(dtype));
     fcg_params p;
     memset(&p, 0, sizeof p);
-    p.ival = fill->big ? (int64_t)fill->u : fill->i;
+    p.ival = (int64_t)(uint64_t)fill->i; /* u64 as its bits */
     fc_array *c = fcg_make(b->ctx, FCG_OP_CONST, dtype, dtype, false, 0, NULL, 0, NULL, &p);
     fc_status st = bcheck(b, e, c, out);
     if (st != FC_OK || shape.ndim == 0) return st;
@@ -2444,7 +2438,7 @@ static fc_status eval_full(fcf_builder *b, const fcf_expr *e, fc_dtype dtype, fc
     if (fill->kind == V_COMPLEX)
         return bcheck(b, e, fc_full_complex(b->ctx, dtype, shape, fill->c[0], fill->c[1]), out);
     if (fill->kind == V_INT && fcg_is_int(dtype) &&
-        (fill->big || fill->i > (INT64_C(1) << 53) || fill->i < -(INT64_C(1) << 53)))
+        (fill->i > (INT64_C(1) << 53) || fill->i < -(INT64_C(1) << 53)))
         return full_exact_int(b, e, dtype, shape, fill, out);
     double value;
     fc_status st = to_double(b, fill_pos, fill, "fill_value", &value);
@@ -2875,11 +2869,16 @@ static fc_status eval_call(fcf_builder *b, const fcf_expr *e, fcf_value *out) {
                                                         : fc_argmin(x, axis, keep), out);
         }
         if ((st = to_axes(b, arg_pos(e, axis_k), &v[axis_k], &axes)) != FC_OK) return st;
+        /* A 0-d array takes a bare axis 0 or -1 (NumPy's reduce), never a list of axes. */
+        if (v[axis_k].kind == V_LIST && axes.n > 0 && fc_array_ndim(x) == 0)
+            return berr(b, arg_pos(e, axis_k), FC_ERR_AXIS,
+                        "%s: axis %d is out of bounds for shape [] (0 dimensions)",
+                        fcg_ops[fn->op].pyname, axes.axis[0]);
         if (fn->kind == FK_NORM) {
             fc_norm_ord ord = FC_NORM_L2;
             if ((st = eval_arg(b, e, 1, &v[1], V_NONE)) != FC_OK) return st;
-            if (v[1].kind == V_INT && !v[1].big && v[1].i == 1) ord = FC_NORM_L1;
-            else if (v[1].kind == V_INT && !v[1].big && v[1].i == 2) ord = FC_NORM_L2;
+            if (v[1].kind == V_INT && v[1].i == 1) ord = FC_NORM_L1;
+            else if (v[1].kind == V_INT && v[1].i == 2) ord = FC_NORM_L2;
             else if (v[1].kind == V_FLOAT && v[1].f == INFINITY) ord = FC_NORM_INF;
             else if (v[1].kind == V_FLOAT && (v[1].f == 1.0 || v[1].f == 2.0))
                 ord = v[1].f == 1.0 ? FC_NORM_L1 : FC_NORM_L2;
@@ -3088,10 +3087,10 @@ static fc_status eval_call(fcf_builder *b, const fcf_expr *e, fcf_value *out) {
         if (v[1].kind != V_NONE && (st = to_dtype(b, arg_pos(e, 1), &v[1], &dt)) != FC_OK)
             return st;
         if (v[2].kind != V_NONE) {
-            if (v[2].kind != V_INT || (!v[2].big && v[2].i < 0))
+            if (v[2].kind != V_INT || v[2].i < 0 || v[2].i > UINT64_MAX)
                 return berr(b, arg_pos(e, 2), FC_ERR_INVALID,
                             "seed must be an integer in [0, 2**64)");
-            seed = v[2].u; /* the same bits whether big or not */
+            seed = (uint64_t)v[2].i;
         }
         return bcheck(b, e, fc_random_uniform(ctx, dt, shape, seed), out);
     }
@@ -3225,12 +3224,7 @@ static fc_status eval(fcf_builder *b, const fcf_expr *e, fcf_value *out) {
     switch (e->kind) {
     case E_INT:
         out->kind = V_INT;
-        if (e->u > (uint64_t)INT64_MAX) {
-            out->big = true;
-            out->u = e->u;
-        } else {
-            out->i = (int64_t)e->u;
-        }
+        out->i = (fcg_pyint)e->u; /* the lexer kept it within 2**127 - 1 */
         return FC_OK;
     case E_FLOAT: out->kind = V_FLOAT; out->f = e->f; return FC_OK;
     case E_IMAG: out->kind = V_COMPLEX; out->c[0] = 0.0; out->c[1] = e->f; return FC_OK;
@@ -3272,17 +3266,7 @@ static fc_status eval(fcf_builder *b, const fcf_expr *e, fcf_value *out) {
          * Python, not negative(1). */
         if (e->bin.op == FCG_OP_NEGATIVE && a.kind == V_INT) {
             out->kind = V_INT;
-            if (a.big) {
-                if (a.u != (uint64_t)INT64_MAX + 1)
-                    return berr(b, e, FC_ERR_INVALID, "integer -%llu does not fit in int64",
-                                (unsigned long long)a.u);
-                out->i = INT64_MIN;
-            } else if (a.i == INT64_MIN) {
-                out->big = true;
-                out->u = (uint64_t)INT64_MAX + 1;
-            } else {
-                out->i = -a.i;
-            }
+            out->i = -a.i; /* literals and symbols lie within +-(2**127 - 1): exact */
             return FC_OK;
         }
         if (e->bin.op == FCG_OP_NEGATIVE && a.kind == V_FLOAT) {

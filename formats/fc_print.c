@@ -124,7 +124,11 @@ static void buf_shape(fcq_buf *b, int ndim, const int64_t *shape) {
 /* A constant's value as a literal of its dtype. */
 static void buf_const_value(fcq_buf *b, const fc_array *a) {
     fc_dtype t = (fc_dtype)a->dtype;
-    if (fcg_is_bool(t)) {
+    fcg_pyint v;
+    char vs[FCG_PYINT_STR];
+    if (fcg_pyint_of(a, &v)) { /* a weak int of any size: the parser reads it back exactly */
+        buf_puts(b, fcg_pyint_str(v, vs));
+    } else if (fcg_is_bool(t)) {
         buf_puts(b, a->p.ival ? "True" : "False");
     } else if (fcg_is_sint(t)) {
         buf_printf(b, "%lld", (long long)a->p.ival);

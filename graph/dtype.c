@@ -138,23 +138,10 @@ static fc_dtype apply_weak(fc_dtype strong, int kind) {
     }
 }
 
-bool fcg_weak_int_fits(int64_t v, fc_dtype t) {
-    switch (t) {
-    case FC_I8: return v >= INT8_MIN && v <= INT8_MAX;
-    case FC_I16: return v >= INT16_MIN && v <= INT16_MAX;
-    case FC_I32: return v >= INT32_MIN && v <= INT32_MAX;
-    case FC_U8: return v >= 0 && v <= UINT8_MAX;
-    case FC_U16: return v >= 0 && v <= UINT16_MAX;
-    case FC_U32: return v >= 0 && v <= (int64_t)UINT32_MAX;
-    case FC_U64: return v >= 0;
-    default: return true;
-    }
-}
-
 /* Common dtype of the operands `in[first..nin)`, weak scalars per NEP 50. *all_weak is set
  * when every operand is weak (the result then stays weak for Python-style operators). */
-static fc_status common_type(fc_ctx *ctx, const char *opname, int first, int nin,
-                             fc_array *const *in, fc_dtype *out, bool *all_weak) {
+static fc_status common_type(int first, int nin, fc_array *const *in, fc_dtype *out,
+                             bool *all_weak) {
     bool have_strong = false;
     fc_dtype strong = FC_BOOL, weak_default = FC_BOOL;
     int weak_kind = -1;
@@ -174,19 +161,107 @@ static fc_status common_type(fc_ctx *ctx, const char *opname, int first, int nin
         *out = weak_default;
         return FC_OK;
     }
-    fc_dtype r = weak_kind < 0 ? strong : apply_weak(strong, weak_kind);
-    if (fcg_is_int(r)) {
-        for (int i = first; i < nin; i++) {
-            const fc_array *a = in[i];
-            if (a->weak && a->op == FCG_OP_CONST && fcg_is_int((fc_dtype)a->dtype) &&
-                !fcg_weak_int_fits(a->p.ival, r))
-                return fcg_error(ctx, FC_ERR_INVALID,
-                                 "%s: Python integer %lld out of bounds for %s", opname,
-                                 (long long)a->p.ival, fc_dtype_name(r));
+    *out = weak_kind < 0 ? strong : apply_weak(strong, weak_kind);
+    return FC_OK;
+}
+
+/* What NumPy 2.4 does with a weak Python integer v, operand i of op, once the loop dtype is
+ * known. NumPy converts the int where it meets the loop, so the check is against the loop's
+ * dtype, not the other operand's: x_u16 / -1 and arctan2(x_u8, -1) run in float and never
+ * check -1 against u16 or u8. */
+typedef enum pyint_class {
+    CL_KEEP, CL_AS_FLOAT, CL_NO_MIN, CL_NO_MAX, CL_SETTLE,
+    CL_OUT_OF_BOUNDS, /* OverflowError: "Python integer 300 out of bounds for int8" */
+    CL_NOT_LONG       /* OverflowError: NumPy converts it to a C long (int64) first */
+} pyint_class;
+
+static pyint_class classify(fcg_op op, int nin, fc_array *const *in, int i, fc_dtype loop,
+                            fcg_pyint v) {
+    fcg_rule rule = fcg_ops[op].rule;
+    bool wide = fcg_pyint_is_wide(in[i]);
+    /* where's condition (its truth) and a cast's operand keep the int's own dtype, as
+     * np.asarray gives it (int64, or uint64 above INT64_MAX). */
+    if ((rule == FCG_RULE_WHERE && i == 0) || rule == FCG_RULE_CAST)
+        return wide ? CL_NOT_LONG : CL_KEEP;
+    bool all_weak = true;
+    for (int j = rule == FCG_RULE_WHERE ? 1 : 0; j < nin; j++) all_weak &= in[j]->weak != 0;
+    /* Python numbers alone in a function: NumPy makes each int an int64 array first. */
+    if (all_weak) return fcg_pyint_fits(v, FC_I64) ? CL_KEEP : CL_NOT_LONG;
+    /* NumPy converts the int to a float loop through a double: one beyond 2**53 must round
+     * there first (converting it straight to f32 could round differently). */
+    if (fcg_is_inexact(loop))
+        return v > ((fcg_pyint)1 << 53) || v < -((fcg_pyint)1 << 53) ? CL_AS_FLOAT : CL_KEEP;
+    /* logical_and & co. take the int as a C long, then its truth (256 is True for u8). */
+    if (loop == FC_BOOL) return fcg_pyint_fits(v, FC_I64) ? CL_KEEP : CL_NOT_LONG;
+    if (fcg_pyint_fits(v, loop)) return CL_KEEP;
+    switch (rule) {
+    case FCG_RULE_COMPARE: /* NumPy 2 compares an int array with any Python int exactly */
+        return fcg_is_int((fc_dtype)in[1 - i]->dtype) ? CL_SETTLE : CL_OUT_OF_BOUNDS;
+    case FCG_RULE_CLIP:
+        /* NumPy >= 2.1 (_methods._clip): for an integer array, a Python-int min at or below
+         * its dtype's minimum, or max at or above its maximum, is dropped. */
+        if (i > 0 && !in[0]->weak && fcg_is_int((fc_dtype)in[0]->dtype)) {
+            fc_dtype a = (fc_dtype)in[0]->dtype;
+            if (i == 1 && v <= fcg_pyint_min(a)) return CL_NO_MIN;
+            if (i == 2 && v >= fcg_pyint_max(a)) return CL_NO_MAX;
+        }
+        return CL_OUT_OF_BOUNDS;
+    case FCG_RULE_WHERE:
+        /* np.where casts its values unsafely: 300 becomes 44 in a u8 result, as C's cast
+         * does (the loop's conversion), once the int is an int64 or uint64. */
+        return wide ? CL_NOT_LONG : CL_KEEP;
+    case FCG_RULE_NONE: case FCG_RULE_ARITH: case FCG_RULE_ARITH_NOBOOL: case FCG_RULE_TRUEDIV:
+    case FCG_RULE_INTDIV: case FCG_RULE_POWER: case FCG_RULE_SQUARE: case FCG_RULE_CONJ:
+    case FCG_RULE_FLOAT_BINARY: case FCG_RULE_FLOAT_REAL: case FCG_RULE_FLOAT_UNARY:
+    case FCG_RULE_LOGICAL: case FCG_RULE_PREDICATE: case FCG_RULE_FLOAT_PREDICATE:
+    case FCG_RULE_BITWISE: case FCG_RULE_BITWISE_NOT: case FCG_RULE_SHIFT: case FCG_RULE_ABS:
+    case FCG_RULE_REALPART: case FCG_RULE_ROUND_KEEP: case FCG_RULE_ANGLE: case FCG_RULE_CAST:
+    case FCG_RULE_MINMAX: case FCG_RULE_NEGATIVE: case FCG_RULE_SIGN:
+        break;
+    }
+    return CL_OUT_OF_BOUNDS;
+}
+
+/* The error for each weak int NumPy refuses here (none: FC_OK). */
+static fc_status check_weak_ints(fc_ctx *ctx, fcg_op op, int nin, fc_array *const *in,
+                                 fc_dtype loop) {
+    for (int i = 0; i < nin; i++) {
+        fcg_pyint v;
+        if (!fcg_pyint_of(in[i], &v)) continue;
+        char s[FCG_PYINT_STR];
+        switch (classify(op, nin, in, i, loop, v)) {
+        case CL_KEEP: case CL_AS_FLOAT: case CL_NO_MIN: case CL_NO_MAX: case CL_SETTLE: break;
+        case CL_OUT_OF_BOUNDS:
+            return fcg_error(ctx, FC_ERR_INVALID, "%s: Python integer %s out of bounds for %s",
+                             fcg_ops[op].pyname, fcg_pyint_str(v, s), fc_dtype_name(loop));
+        case CL_NOT_LONG:
+            return fcg_error(ctx, FC_ERR_INVALID,
+                             "%s: Python integer %s out of bounds for i64 (NumPy converts it to "
+                             "a C long here)", fcg_ops[op].pyname, fcg_pyint_str(v, s));
         }
     }
-    *out = r;
     return FC_OK;
+}
+
+void fcg_weak_ints(fcg_op op, int nin, fc_array *const *in, fc_dtype loop, fcg_weak_fix *fix) {
+    fix->settled = -1;
+    for (int i = 0; i < nin; i++) {
+        fix->use[i] = FCG_PYINT_KEEP;
+        fcg_pyint v;
+        if (!fcg_pyint_of(in[i], &v)) continue;
+        switch (classify(op, nin, in, i, loop, v)) {
+        case CL_KEEP: case CL_OUT_OF_BOUNDS: case CL_NOT_LONG: break; /* fcg_ew_types refused */
+        case CL_AS_FLOAT: fix->use[i] = FCG_PYINT_AS_FLOAT; break;
+        case CL_NO_MIN: fix->use[i] = FCG_PYINT_NO_MIN; break;
+        case CL_NO_MAX: fix->use[i] = FCG_PYINT_NO_MAX; break;
+        case CL_SETTLE: {
+            /* Every element of the other operand lies inside its dtype, v outside it. */
+            int c = v > fcg_pyint_max(loop) ? -1 : 1; /* element vs v */
+            fix->settled = fcg_compare_holds(op, i == 1 ? c : -c);
+            break;
+        }
+        }
+    }
 }
 
 static fc_status type_error(fc_ctx *ctx, fcg_op op, int nin, fc_array *const *in) {
@@ -207,7 +282,7 @@ fc_status fcg_ew_types(fc_ctx *ctx, fcg_op op, int nin, fc_array *const *in, fc_
     bool all_weak = false;
     fc_dtype c = FC_BOOL;
     int first = rule == FCG_RULE_WHERE ? 1 : 0;
-    fc_status st = common_type(ctx, info->pyname, first, nin, in, &c, &all_weak);
+    fc_status st = common_type(first, nin, in, &c, &all_weak);
     if (st != FC_OK) return st;
     if (rule == FCG_RULE_WHERE && in[0]->weak == 0) all_weak = false;
     fc_dtype loop = c, out = c;
@@ -284,6 +359,7 @@ fc_status fcg_ew_types(fc_ctx *ctx, fcg_op op, int nin, fc_array *const *in, fc_
         break;
     case FCG_RULE_NONE: return type_error(ctx, op, nin, in);
     }
+    if ((st = check_weak_ints(ctx, op, nin, in, loop)) != FC_OK) return st;
     *out_dtype = out;
     *loop_dtype = loop;
     /* Operators on Python scalars stay Python scalars; functions give NumPy scalars. */

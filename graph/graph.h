@@ -197,9 +197,54 @@ typedef struct fcg_dtype_alias {
 extern const fcg_dtype_alias fcg_dtype_aliases[];
 extern const size_t fcg_dtype_alias_count;
 fc_status fcg_dtype_parse(const char *s, size_t n, fc_dtype *out);
-/* Whether a Python integer v fits integer dtype t (NEP 50: a weak int out of range is an
- * error, not a wrap); true for other dtypes. */
-bool fcg_weak_int_fits(int64_t v, fc_dtype t);
+/* ---- Python integers (graph/pyint.c) -----------------------------------------------------
+ * A Python integer held exactly: 128-bit two's complement, the range fusec gives them (a value
+ * or result beyond it is an error, never a wrap). Weak integer CONST nodes hold one canonically
+ * (pyint.c says how); those outside int64 and uint64 ("wide") never reach a backend. */
+__extension__ typedef __int128 fcg_pyint;
+__extension__ typedef unsigned __int128 fcg_upyint;
+#define FCG_PYINT_STR 48 /* a decimal fcg_pyint and its NUL */
+
+/* The value of a weak integer constant; false when a is not one. */
+bool fcg_pyint_of(const fc_array *a, fcg_pyint *v);
+/* Whether a is a weak integer constant outside both int64 and uint64. */
+bool fcg_pyint_is_wide(const fc_array *a);
+/* Whether v fits integer dtype t (NEP 50: a weak int out of range is an error, not a wrap);
+ * true for other dtypes. */
+bool fcg_pyint_fits(fcg_pyint v, fc_dtype t);
+/* Smallest and largest value of integer (or bool) dtype t. */
+fcg_pyint fcg_pyint_min(fc_dtype t);
+fcg_pyint fcg_pyint_max(fc_dtype t);
+const char *fcg_pyint_str(fcg_pyint v, char buf[FCG_PYINT_STR]);
+/* The canonical weak constant holding Python integer v: a reference for the API caller
+ * (fcg_ret), or one the graph code owns (fcg_node: NULL when memory runs out). */
+fc_array *fcg_pyint_const(fc_ctx *ctx, fcg_pyint v);
+fc_array *fcg_pyint_node(fc_ctx *ctx, fcg_pyint v);
+/* Whether comparison op holds for a three-way result c (-1, 0, 1; 2: unordered). */
+bool fcg_compare_holds(fcg_op op, int c);
+/* An operator (an op with an infix spelling) whose operands are all weak bool, int or float
+ * constants is Python's, done before NumPy sees the result: *out is that result, a new weak
+ * constant computed with Python's rules (arbitrary-size ints, true division of ints, bools as
+ * ints, ZeroDivisionError...), or NULL when the op is not such a case. An error Python raises
+ * is returned with a message naming the op and its operands. */
+fc_status fcg_python_fold(fc_ctx *ctx, fcg_op op, int nin, fc_array *const *in, fc_array **out);
+
+/* What an elementwise op does with each weak Python integer among its operands where it meets
+ * an array, as NumPy 2.4 does (graph/dtype.c: fcg_weak_ints). */
+typedef enum fcg_pyint_use {
+    FCG_PYINT_KEEP,     /* converted to the loop dtype as any operand is */
+    FCG_PYINT_AS_FLOAT, /* an int beyond 2**53 meeting a float or complex loop: replaced by
+                           its double, which is how NumPy converts it to that loop */
+    FCG_PYINT_NO_MIN,   /* clip's bound at or below the array dtype's minimum (NumPy >= 2.1
+                           drops it): replaced by the loop dtype's minimum, a no-op bound */
+    FCG_PYINT_NO_MAX    /* likewise at or above its maximum */
+} fcg_pyint_use;
+
+typedef struct fcg_weak_fix {
+    fcg_pyint_use use[3];
+    int settled; /* comparisons: -1, or the value (0, 1) of every element: an int array
+                    compared with a Python int outside its dtype (NumPy 2 answers exactly) */
+} fcg_weak_fix;
 
 /* ---- user kernels (graph/user.c) ---------------------------------------------------------
  * A definition made by fc_elementwise_kernel / fc_reduction_kernel. Its nodes (USER_EW,
@@ -263,7 +308,9 @@ extern const fcg_ternary_fn fcg_ternary_api[FCG_OP_COUNT];
 
 /* Op parameters. Always zero-filled before use: consing compares and the structural hash reads
  * the bytes, padding included. Which fields an op uses:
- *   CONST      ival (bool and integers; u64 as its bits), re (floats), re + im (complex)
+ *   CONST      ival (bool and integers; u64 as its bits), re (floats), re + im (complex);
+ *              a weak Python integer outside int64 and uint64: ival its low 64 bits,
+ *              count its high 64 bits (never 0; graph/pyint.c)
  *   ARANGE     re = start, im = step
  *   LINSPACE   re = start, im = stop, count = num, flag = endpoint
  *   EYE        ival = k (the output shape is [n, m])
@@ -476,6 +523,9 @@ fc_array *fcg_ret(fc_ctx *ctx, fc_array *a);
  * the first poisoned input (a new reference), or a new poison for a NULL input or mixed
  * contexts. */
 fc_ctx *fcg_begin(const char *opname, int n, fc_array *const *in, fc_array **early);
+/* fcg_begin for elementwise ops, which also take wide Python integers (graph/pyint.c) and
+ * convert them or refuse them themselves. */
+fc_ctx *fcg_begin_ew(const char *opname, int n, fc_array *const *in, fc_array **early);
 /* The largest array, in bytes, any shape may describe: so every byte offset, extent and
  * stride of an array (and their sums in index arithmetic) fits in int64. */
 #define FCG_MAX_BYTES ((uint64_t)1 << 62)
@@ -544,6 +594,9 @@ bool fcg_can_cast_safe(fc_dtype from, fc_dtype to);
  * and returns its status. */
 fc_status fcg_ew_types(fc_ctx *ctx, fcg_op op, int nin, fc_array *const *in, fc_dtype cast_to,
                        fc_dtype *out_dtype, fc_dtype *loop_dtype, bool *out_weak);
+/* After fcg_ew_types accepted op over `in` with loop dtype `loop`: what becomes of each weak
+ * Python integer operand (fix->use) and whether a comparison is settled (fix->settled). */
+void fcg_weak_ints(fcg_op op, int nin, fc_array *const *in, fc_dtype loop, fcg_weak_fix *fix);
 
 /* graph/fft.c: the complex dtype fc_fft computes an input of dtype t in (NumPy 2: c64 for
  * f16, bf16, f32 and c64, else c128), and the factor fc_ifft scales a length-n transform of

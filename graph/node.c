@@ -229,7 +229,8 @@ fc_array *fcg_poison(fc_ctx *ctx, fc_status status, const char *fmt, ...) {
     return fcg_ret(ctx, a);
 }
 
-fc_ctx *fcg_begin(const char *opname, int n, fc_array *const *in, fc_array **early) {
+static fc_ctx *begin(const char *opname, int n, fc_array *const *in, fc_array **early,
+                     bool wide_ok) {
     *early = NULL;
     fc_ctx *ctx = NULL;
     for (int i = 0; i < n && !ctx; i++)
@@ -252,7 +253,25 @@ fc_ctx *fcg_begin(const char *opname, int n, fc_array *const *in, fc_array **ear
             *early = fcg_ret(ctx, in[i]);
             return ctx;
         }
+    /* A Python integer outside int64 and uint64 has no dtype (NumPy holds it in an object
+     * array): only an elementwise op can convert it, to its loop (graph/dtype.c). */
+    fcg_pyint v;
+    char s[FCG_PYINT_STR];
+    for (int i = 0; i < n && !wide_ok; i++)
+        if (fcg_pyint_is_wide(in[i]) && fcg_pyint_of(in[i], &v)) {
+            *early = fcg_poison(ctx, FC_ERR_INVALID, "%s: Python integer %s is outside int64 and "
+                                "uint64: no dtype holds it", opname, fcg_pyint_str(v, s));
+            return ctx;
+        }
     return ctx;
+}
+
+fc_ctx *fcg_begin(const char *opname, int n, fc_array *const *in, fc_array **early) {
+    return begin(opname, n, in, early, false);
+}
+
+fc_ctx *fcg_begin_ew(const char *opname, int n, fc_array *const *in, fc_array **early) {
+    return begin(opname, n, in, early, true);
 }
 
 fc_array *fcg_poison_ctx(fc_ctx *ctx, fc_status status) {

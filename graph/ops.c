@@ -77,14 +77,37 @@ static void append_operands(fc_ctx *ctx, int n, fc_array *const *in) {
                                 fcg_shape_str(sh, in[i]->ndim, in[i]->shape));
 }
 
+/* The weak constant that stands for weak int operand a per `use` (a new reference the caller
+ * releases), or a itself retained; NULL when memory runs out. */
+static fc_array *weak_int_operand(fc_ctx *ctx, fc_array *a, fcg_pyint_use use, fc_dtype loop) {
+    fcg_pyint v = 0;
+    fcg_params p;
+    switch (use) {
+    case FCG_PYINT_KEEP: fcg_retain(a); return a;
+    case FCG_PYINT_AS_FLOAT:
+        fcg_pyint_of(a, &v);
+        memset(&p, 0, sizeof p);
+        p.re = (double)v; /* correctly rounded, as Python's float(int) */
+        return fcg_node(ctx, FCG_OP_CONST, FC_F64, FC_F64, true, 0, NULL, 0, NULL, &p);
+    case FCG_PYINT_NO_MIN: return fcg_pyint_node(ctx, fcg_pyint_min(loop));
+    case FCG_PYINT_NO_MAX: return fcg_pyint_node(ctx, fcg_pyint_max(loop));
+    }
+    return NULL;
+}
+
 static fc_array *elementwise(fcg_op op, int nin, fc_array *const *in, fc_dtype cast_to) {
     const char *name = fcg_ops[op].pyname;
     fc_array *early;
-    fc_ctx *ctx = fcg_begin(name, nin, in, &early);
+    fc_ctx *ctx = fcg_begin_ew(name, nin, in, &early);
     if (!ctx || early) return early;
+    /* An operator on Python numbers alone is Python's arithmetic, done before NumPy sees it. */
+    fc_array *folded;
+    fc_status st = fcg_python_fold(ctx, op, nin, in, &folded);
+    if (st != FC_OK) return fcg_poison_ctx(ctx, st);
+    if (folded) return folded;
     int ndim;
     int64_t shape[FC_MAX_DIMS];
-    fc_status st = fcg_broadcast_shapes(ctx, name, nin, in, &ndim, shape);
+    st = fcg_broadcast_shapes(ctx, name, nin, in, &ndim, shape);
     if (st != FC_OK) return fcg_poison_ctx(ctx, st);
     fc_dtype out, loop;
     bool weak;
@@ -97,7 +120,22 @@ static fc_array *elementwise(fcg_op op, int nin, fc_array *const *in, fc_dtype c
         fcg_retain(in[0]); /* a cast to its own dtype is the array itself */
         return fcg_ret(ctx, in[0]);
     }
-    return fcg_make(ctx, op, out, loop, weak, ndim, shape, nin, in, NULL);
+    fcg_weak_fix fix;
+    fcg_weak_ints(op, nin, in, loop, &fix);
+    if (fix.settled >= 0) {
+        fc_shape s = {.ndim = ndim};
+        memcpy(s.dim, shape, sizeof(int64_t) * (size_t)ndim);
+        return fc_full(ctx, FC_BOOL, s, fix.settled);
+    }
+    fc_array *use[3];
+    int made = 0;
+    for (; made < nin; made++)
+        if (!(use[made] = weak_int_operand(ctx, in[made], fix.use[made], loop))) break;
+    fc_array *r = made == nin
+                      ? fcg_node(ctx, op, out, loop, weak, ndim, shape, nin, use, NULL)
+                      : NULL;
+    for (int i = 0; i < made; i++) fcg_release(use[i]);
+    return fcg_ret(ctx, r);
 }
 
 /* The public constructors: fc_<cname> for every elementwise op of ops.def. */

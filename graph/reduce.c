@@ -87,12 +87,33 @@ static fc_array *reduce(fcg_op op, fc_array *a, uint32_t mask, bool all_axes_fla
     return fcg_make(ctx, op, out, loop, false, ndim, shape, 1, &a, &p);
 }
 
+/* Whether op takes axis 0 or -1 of a 0-d array, reducing nothing, as NumPy does: its ufunc
+ * reductions (sum, prod, max, min, any, all, count_nonzero) and argmax / argmin accept that
+ * axis on purpose, while mean, var, std and vector_norm check it against ndim and raise. */
+static bool zero_d_axis_ok(fcg_op op) {
+    const fcg_reduction *d = &fcg_ops[op].red;
+    if (d->by_ord) return false; /* norm */
+    switch (d->finish) {
+    case FCG_FINISH_NONE: case FCG_FINISH_INDEX: return true;
+    case FCG_FINISH_MEAN: case FCG_FINISH_VARIANCE: case FCG_FINISH_STD: case FCG_FINISH_SQRT:
+    case FCG_FINISH_USER: case FCG_FINISH_UNSET:
+        return false;
+    }
+    return false;
+}
+
+static bool zero_d_axis(fcg_op op, const fc_array *a, int axis) {
+    return a->ndim == 0 && (axis == 0 || axis == -1) && zero_d_axis_ok(op);
+}
+
 static fc_array *reduce_axes(fcg_op op, fc_array *a, fc_axes axes, bool keepdims, int ddof,
                              int ord) {
     const char *name = fcg_ops[op].pyname;
     fc_array *early;
     fc_ctx *ctx = fcg_begin(name, 1, &a, &early);
     if (!ctx || early) return early;
+    if (axes.n == 1 && zero_d_axis(op, a, axes.axis[0]))
+        return reduce(op, a, 0, false, keepdims, ddof, ord, ctx);
     uint32_t mask;
     fc_status st = fcg_axes_mask(ctx, name, a->ndim, a->shape, axes, &mask);
     if (st != FC_OK) return fcg_poison_ctx(ctx, st);
@@ -156,6 +177,7 @@ static fc_array *arg_reduce(fcg_op op, fc_array *a, int axis, bool keepdims) {
         uint32_t all = a->ndim ? (uint32_t)((1ull << a->ndim) - 1) : 0;
         return reduce(op, a, all, true, keepdims, 0, 0, ctx);
     }
+    if (zero_d_axis(op, a, axis)) return reduce(op, a, 0, false, keepdims, 0, 0, ctx);
     uint32_t mask;
     fc_status st = fcg_axes_mask(ctx, name, a->ndim, a->shape, FC_AXES(axis), &mask);
     if (st != FC_OK) return fcg_poison_ctx(ctx, st);

@@ -420,10 +420,11 @@ static fc_status bind_args(fc_ctx *ctx, const fcg_user_kernel *k, fc_array *cons
         fc_dtype want = p->dtype >= 0 ? (fc_dtype)p->dtype : place_dtype[p->place];
         fc_dtype have = (fc_dtype)in[i]->dtype;
         conv[i] = in[i];
-        if (in[i]->weak && in[i]->op == FCG_OP_CONST && fcg_is_int(have) &&
-            !fcg_weak_int_fits(in[i]->p.ival, want))
-            return fcg_error(ctx, FC_ERR_VALUE, "%s: argument %s: %lld does not fit in %s", k->name,
-                             p->name, (long long)in[i]->p.ival, fc_dtype_name(want));
+        fcg_pyint v;
+        char vs[FCG_PYINT_STR];
+        if (fcg_pyint_of(in[i], &v) && !fcg_pyint_fits(v, want))
+            return fcg_error(ctx, FC_ERR_VALUE, "%s: argument %s: %s does not fit in %s", k->name,
+                             p->name, fcg_pyint_str(v, vs), fc_dtype_name(want));
         if (in[i]->weak && !p->raw && have != want) {
             conv[i] = fc_cast(in[i], want);
             if (conv[i]->status != FC_OK) return conv[i]->status;

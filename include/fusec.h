@@ -482,11 +482,52 @@ FC_API fc_array *fc_ones_like(fc_array *a);
 FC_API fc_array *fc_empty_like(fc_array *a);
 FC_API fc_array *fc_full_like(fc_array *a, double value);
 
-/** Weakly typed scalars (0-d), as Python's float, int, complex and bool in NumPy 2. */
+/** Weakly typed scalars (0-d), as Python's float, int, complex and bool in NumPy 2 (NEP 50,
+ *  https://numpy.org/neps/nep-0050-scalar-promotion.html).
+ *
+ *  A Python int has no dtype of its own: it converts where it meets an array, as NumPy 2.4
+ *  converts it. Against an integer loop it must fit that dtype (u8 array + 300 fails with
+ *  FC_ERR_INVALID, NumPy's OverflowError "Python integer 300 out of bounds for uint8"), except
+ *  that a comparison with an integer array is answered exactly (u8 array > -1 is all True,
+ *  i8 array == 1000 all False), fc_clip drops a bound beyond the array's dtype (NumPy >= 2.1:
+ *  clip(i8 array, -1000, 5) clips at 5 only), and fc_where converts unsafely (300 in a u8
+ *  result is 44, as np.where gives). Where the loop is float or complex (true division of
+ *  integers, arctan2, an f32 array) the int converts to it through a double, unchecked
+ *  (u16 array / -1 is -1.0, f32 array * 2**64 is f32); where it is bool (logical_and) it
+ *  must fit int64 and counts by its truth. An op over Python numbers only (fc_maximum(3, 4))
+ *  takes each int as int64, as NumPy does.
+ *
+ *  An operator (fc_add, fc_mul, fc_less, ... the ops with a Python operator) whose operands are
+ *  all weak bool, int or float scalars is Python's own arithmetic, done before NumPy sees the
+ *  result: it returns a weak scalar computed with Python's rules, so fc_mul(fc_i64(ctx, 100),
+ *  fc_i64(ctx, 3)) is the Python int 300 and meets an i8 array as 300 does. Ints are exact (held
+ *  in 128 bits; a result beyond them fails with FC_ERR_VALUE, never wraps), int / int and int **
+ *  negative int give floats, bools count as ints (True + True == 2), and what Python raises
+ *  fails: ZeroDivisionError and OverflowError with FC_ERR_VALUE, TypeError (1.5 & 1) with
+ *  FC_ERR_DTYPE. Complex operands are not folded: that arithmetic runs in the kernel in c128.
+ *
+ *  @param[in] ctx  the context; NULL gives NULL.
+ *  @return a new weak 0-d array (a poisoned one if memory runs out). */
 FC_API fc_array *fc_f64(fc_ctx *ctx, double value);
 FC_API fc_array *fc_i64(fc_ctx *ctx, int64_t value);
 FC_API fc_array *fc_c128(fc_ctx *ctx, double re, double im);
 FC_API fc_array *fc_bool(fc_ctx *ctx, bool value);
+/** The Python int `value`, which may exceed INT64_MAX (18446744073709551615 with a u64 array
+ *  gives u64 results, as in NumPy). A weak int between INT64_MAX and UINT64_MAX evaluated by
+ *  itself is u64, as np.asarray gives it.
+ *  @param[in] ctx  the context; NULL gives NULL.
+ *  @return a new weak 0-d array. */
+FC_API fc_array *fc_u64(fc_ctx *ctx, uint64_t value);
+/** The Python int hi * 2**64 + lo (128-bit two's complement: hi is the signed high word), for
+ *  ints beyond int64 and uint64 such as 2**64 or -2**70. Such an int is valid only as an
+ *  operand of an elementwise op, which converts it as above (f32 array * 2**64 works; u64
+ *  array + 2**64 fails, as in NumPy); any other use of it (a view, a reduction, fc_eval of it)
+ *  fails with FC_ERR_INVALID, since no dtype holds it.
+ *  @param[in] ctx  the context; NULL gives NULL.
+ *  @param[in] hi   the high 64 bits, signed.
+ *  @param[in] lo   the low 64 bits.
+ *  @return a new weak 0-d array. */
+FC_API fc_array *fc_i128(fc_ctx *ctx, int64_t hi, uint64_t lo);
 /** A strongly typed 0-d scalar (np.float32(v) and the like). */
 FC_API fc_array *fc_scalar(fc_ctx *ctx, fc_dtype dtype, double value);
 

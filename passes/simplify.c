@@ -195,6 +195,13 @@ static fc_status make_ew(simp *s, fcg_op op, int nin, fc_array *const *in, fc_dt
         *out = in[0];
         return FC_OK;
     }
+    /* A Python int the constructor would convert, settle or drop first (graph/dtype.c) is
+     * left to the constructor: a rewrite never builds that node itself. */
+    fcg_weak_fix fix;
+    fcg_weak_ints(op, nin, in, loop, &fix);
+    bool plain = fix.settled < 0;
+    for (int i = 0; i < nin; i++) plain &= fix.use[i] == FCG_PYINT_KEEP;
+    if (!plain) return FC_OK;
     fc_array *a = fcg_node(s->ctx, op, dtype, loop, weak, ndim, shape, nin, in, NULL);
     if (!a) return FC_ERR_NOMEM;
     return settle(s, a, out);

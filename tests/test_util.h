@@ -27,6 +27,15 @@ static inline fc_ctx *tu_host_ctx_with(const fc_allocator *alloc) {
 
 static inline fc_ctx *tu_host_ctx(void) { return tu_host_ctx_with(NULL); }
 
+/* Opens tests/data/NAME for reading; the test fails if it cannot. */
+static inline FILE *tu_open_data(const char *name) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", FUSEC_TEST_DATA_DIR, name);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "cannot open %s", path);
+    return f;
+}
+
 /* Whether a CUDA context can be made here (a GPU and its driver). */
 static inline bool tu_gpu_available(void) {
     fc_ctx_options o;
