@@ -3346,6 +3346,10 @@ static fc_status build_input(fcf_builder *b, const fcf_stmt *s, fcf_value *out) 
         if (shape.dim[d] < 0)
             return fcg_error(b->ctx, FC_ERR_SHAPE, "%s:%d:%d: negative extent", b->prog->name,
                              s->line, s->col);
+    if (fcg_shape_too_large(shape.ndim, shape.dim, in->dtype))
+        return fcg_error(b->ctx, FC_ERR_SHAPE, "%s:%d:%d: input of %s is too large (more than "
+                         "2^62 bytes)", b->prog->name, s->line, s->col,
+                         fc_dtype_name(in->dtype));
     fcg_params p;
     memset(&p, 0, sizeof p);
     p.ival = i;

@@ -116,6 +116,8 @@ static fc_array *elementwise(fcg_op op, int nin, fc_array *const *in, fc_dtype c
         append_operands(ctx, nin, in);
         return fcg_poison_ctx(ctx, st);
     }
+    if (fcg_shape_too_large(ndim, shape, out))
+        return fcg_poison_too_large(ctx, name, ndim, shape, out);
     if (op == FCG_OP_CAST && out == in[0]->dtype && !in[0]->weak) {
         fcg_retain(in[0]); /* a cast to its own dtype is the array itself */
         return fcg_ret(ctx, in[0]);

@@ -197,8 +197,11 @@ static void element(const void *buf, fc_dtype dt, int64_t i, double *re, double 
     }
 }
 
-static void print_value(fc_dtype dt, double re, double im) {
-    if (dt == FC_BOOL) printf("%s", re != 0 ? "True" : "False");
+static void print_value(const void *buf, int64_t i, fc_dtype dt, double re, double im) {
+    /* 64-bit integers from the buffer: a double rounds them past 2^53. */
+    if (dt == FC_I64) printf("%" PRId64, ((const int64_t *)buf)[i]);
+    else if (dt == FC_U64) printf("%" PRIu64, ((const uint64_t *)buf)[i]);
+    else if (dt == FC_BOOL) printf("%s", re != 0 ? "True" : "False");
     else if (dt <= FC_U64) printf("%.0f", re);
     else if (dt == FC_C64 || dt == FC_C128) printf("(%.6g%+.6gj)", re, im);
     else printf("%.6g", re);
@@ -236,7 +239,7 @@ static int report_output(const char *name, fc_array *a) {
             element(buf, dt, i, &re, &im);
             if (off + i < SHOW_VALUES) {
                 putchar(' ');
-                print_value(dt, re, im);
+                print_value(buf, i, dt, re, im);
             }
             double mag = cplx ? hypot(re, im) : re;
             if (isnan(mag)) any_nan = true;
