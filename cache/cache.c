@@ -6,7 +6,10 @@
 #define _GNU_SOURCE
 #include "cache.h"
 
+#include "cache_int.h"
+
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <lmdb.h>
 #include <pthread.h>
@@ -15,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/file.h>
+#include <sys/statvfs.h>
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
@@ -110,6 +115,51 @@ static layout compute_layout(unsigned version, uint64_t name_len, uint64_t arch_
     return l;
 }
 
+/* Kernel names are C identifiers and archs like "sm_90a": anything else in a stored value came
+ * from a damaged or forged file, and must not reach a terminal or NVRTC's loader. Options are
+ * printable ASCII. */
+static bool name_ok(const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        char ch = s[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '_' ||
+              (i > 0 && ch >= '0' && ch <= '9')))
+            return false;
+    }
+    return n > 0;
+}
+static bool arch_ok(const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
+            return false;
+    return n > 0;
+}
+static bool printable_ok(const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (s[i] < 0x20 || s[i] > 0x7e) return false;
+    return true;
+}
+
+static uint64_t hash_u32(uint32_t v) {
+    uint8_t b[4];
+    put_u32(b, v);
+    return XXH3_64bits(b, 4);
+}
+
+/* Whether the stored per-field hashes are those of the stored fields: a value whose metadata
+ * was edited (another arch, another NVRTC) no longer matches the key it claims. The source is
+ * not stored, so its hash is the one field taken on trust (the entry's checksum, or a signed
+ * export, covers it). */
+static bool fields_match(const uint8_t *p, const char *name, const char *arch,
+                         const char *options) {
+    uint64_t want[FCC_FIELD_COUNT] = {
+        hash_u32(get_u32(p + P_KEY_FORMAT)), hash_u32(get_u32(p + P_CODEGEN)), 0,
+        XXH3_64bits(options, strlen(options)), XXH3_64bits(arch, strlen(arch)),
+        hash_u32(get_u32(p + P_NVRTC)), XXH3_64bits(name, strlen(name))};
+    for (int i = 0; i < FCC_FIELD_COUNT; i++)
+        if (i != FCC_FIELD_SOURCE && get_u64(p + P_FIELD_HASH + 8 * i) != want[i]) return false;
+    return get_u32(p + P_KEY_FORMAT) == FCC_KEY_FORMAT_VERSION;
+}
+
 /* Checks and decodes a stored value. check_sum false skips the checksum, for values this
  * process built or has just checked. */
 static fcc_problem parse_value_ex(const uint8_t *v, size_t len, const uint8_t *want_key,
@@ -144,7 +194,13 @@ static fcc_problem parse_value_ex(const uint8_t *v, size_t len, const uint8_t *w
         strlen((const char *)p + l.options) != options_len ||
         (version >= 2 && strlen((const char *)p + l.summary) != summary_len))
         return FCC_PROBLEM_LAYOUT;
+    const char *name = (const char *)p + l.name, *arch = (const char *)p + l.arch;
+    const char *options = (const char *)p + l.options;
+    if (!name_ok(name, name_len) || !arch_ok(arch, arch_len) ||
+        !printable_ok(options, options_len))
+        return FCC_PROBLEM_NAME;
     if (want_key && memcmp(p + P_KEY, want_key, 16) != 0) return FCC_PROBLEM_KEY;
+    if (check_sum && !fields_match(p, name, arch, options)) return FCC_PROBLEM_FIELDS;
     if (out) {
         out->created_us = get_u64(p + P_CREATED);
         for (int i = 0; i < FCC_FIELD_COUNT; i++)
@@ -177,8 +233,9 @@ static fc_status check_fields(const fcc_key_fields *f) {
         return FC_ERR_NULL;
     size_t arch_len = strlen(f->arch), name_len = strlen(f->kernel_name);
     if (!arch_len || !name_len || arch_len > MAX_ARCH_LEN || name_len > MAX_NAME_LEN ||
-        strlen(f->options) > MAX_OPTIONS_LEN)
-        return FC_ERR_INVALID;
+        strlen(f->options) > MAX_OPTIONS_LEN || !name_ok(f->kernel_name, name_len) ||
+        !arch_ok(f->arch, arch_len) || !printable_ok(f->options, strlen(f->options)))
+        return FC_ERR_INVALID; /* what a stored value may hold (parse_value) */
     return FC_OK;
 }
 
@@ -263,6 +320,8 @@ const char *fcc_problem_name(fcc_problem problem) {
     case FCC_PROBLEM_CHECKSUM: return "checksum mismatch";
     case FCC_PROBLEM_LAYOUT: return "malformed payload";
     case FCC_PROBLEM_KEY: return "stored under the wrong key";
+    case FCC_PROBLEM_NAME: return "bad kernel name, arch or options";
+    case FCC_PROBLEM_FIELDS: return "metadata does not match its key";
     }
     return "?";
 }
@@ -344,9 +403,22 @@ struct fcc_cache {
 
     fcc_stats stats;
     bool warning_taken;
-    char warning[1024];
-    char errmsg[512];
+    char warning[4096];
+    char errmsg[1024];
+
+    /* How it was opened: a damaged store moved aside is replaced by a fresh one, opened so. */
+    uint64_t initial;
+    bool want_read_only, no_create;
+    struct stat data_id; /* data.mdb as checked before mapping (st_ino 0: none) */
+    char damage[3072];   /* what damage was found and what became of the files ("" none) */
+    unsigned noticed;    /* NOTICE_* bits: each notice is printed once per store */
+    int last_rc;         /* the LMDB code of run_write's last failure */
 };
+
+/* Notices printed on stderr once per store: problems found while in use, which no open-time
+ * warning could carry, and which a user must hear of even when fusec runs inside their
+ * program (their kernels are recompiled, or not kept). */
+enum { NOTICE_DAMAGE = 1, NOTICE_THRASH = 2, NOTICE_DISK_FULL = 4 };
 
 static pthread_mutex_t registry_mu = PTHREAD_MUTEX_INITIALIZER;
 static fcc_cache *registry;
@@ -370,6 +442,12 @@ static void add_warning(fcc_cache *c, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(c->warning + used, sizeof c->warning - used, fmt, ap);
     va_end(ap);
+}
+
+static void notice(fcc_cache *c, unsigned which, const char *text) {
+    if (c->noticed & which) return;
+    c->noticed |= which;
+    fprintf(stderr, "fusec: warning: %s\n", text);
 }
 
 /* ---- the in-process map ------------------------------------------------------------------ */
@@ -491,8 +569,39 @@ static int txn_begin(fcc_cache *c, unsigned flags, MDB_txn **txn) {
     }
 }
 
+/* LMDB's own words for a file it cannot use: damage, to be moved aside like damage found by
+ * the checks before mapping. */
+static bool lmdb_damage(int rc) {
+    return rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND || rc == MDB_INVALID ||
+           rc == MDB_VERSION_MISMATCH || rc == MDB_INCOMPATIBLE;
+}
+
 typedef int (*txn_body)(fcc_cache *c, MDB_txn *txn, void *arg);
 static fc_status make_room(fcc_cache *c, uint64_t need, bool may_evict);
+static bool recover(fcc_cache *c, int rc, const char *what);
+
+/* A write that failed for want of space (rc: ENOSPC, EDQUOT, or the EIO LMDB makes of a short
+ * write on a full disk): a message that says so, once on stderr too, since the program goes
+ * on without storing its kernels. */
+static bool disk_full(fcc_cache *c, int rc, const char *what) {
+    struct statvfs vfs;
+    uint64_t avail = statvfs(c->dir, &vfs) == 0 ? (uint64_t)vfs.f_bavail * vfs.f_frsize
+                                                : UINT64_MAX;
+    if (rc == EFBIG) {
+        set_err(c, "%s: the cache file %s/data.mdb reached the file size limit (ulimit -f): "
+                   "the kernel is not stored, it is kept in this process only; raise the limit "
+                   "or lower FUSEC_CACHE_MAX", what, c->dir);
+    } else if (rc == ENOSPC || rc == EDQUOT || (rc == EIO && avail < (1u << 20))) {
+        set_err(c, "%s: the cache's disk is full (%s: %" PRIu64 " KiB free%s): the kernel is "
+                   "not stored, it is kept in this process only; free some space, or set "
+                   "FUSEC_CACHE_DIR to a directory on another disk", what, c->dir,
+                avail == UINT64_MAX ? 0 : avail >> 10, rc == EDQUOT ? ", quota reached" : "");
+    } else {
+        return false;
+    }
+    notice(c, NOTICE_DISK_FULL, c->errmsg);
+    return true;
+}
 
 /* Runs body in a write transaction and commits; on MDB_MAP_FULL (from body or commit) makes
  * room (grow, else evict when may_evict, else the eviction slack) and runs it again. body
@@ -510,10 +619,17 @@ static fc_status run_write(fcc_cache *c, txn_body body, void *arg, uint64_t need
                 mdb_txn_abort(txn);
         }
         if (rc == 0) return FC_OK;
+        c->last_rc = rc;
         if (rc == ENOMEM) {
             set_err(c, "%s: out of memory", what);
             return FC_ERR_NOMEM;
         }
+        if (lmdb_damage(rc) && c->persistent) {
+            if (recover(c, rc, what)) continue; /* once more, on the fresh store */
+            set_err(c, "%s", c->damage);
+            return FC_ERR_IO;
+        }
+        if (disk_full(c, rc, what)) return FC_ERR_IO;
         if (rc != MDB_MAP_FULL) {
             set_err(c, "%s: %s", what, mdb_strerror(rc));
             return FC_ERR_IO;
@@ -543,7 +659,7 @@ static uint64_t read_stamp(fcc_cache *c, MDB_txn *txn, const void *key) {
 }
 
 typedef struct evict_arg {
-    uint64_t target, evicted;
+    uint64_t target, evicted, own;
 } evict_arg;
 
 /* Deletes the least recently used entries until about target bytes are free. */
@@ -582,10 +698,14 @@ static int evict_body(fcc_cache *c, MDB_txn *txn, void *arg) {
     if (n) qsort(vs, n, sizeof *vs, victim_order);
     uint64_t freed = 0;
     rc = 0;
+    a->own = 0;
     for (size_t i = 0; i < n && freed < a->target; i++) {
         MDB_val key = {16, vs[i].key};
         rc = mdb_del(txn, c->dbi_entries, &key, NULL);
         if (rc) break;
+        fcc_key vk;
+        memcpy(vk.bytes, vs[i].key, 16);
+        if (map_find(c, &vk)) a->own++; /* this process has used it: the cap is too small */
         rc = mdb_del(txn, c->dbi_lru, &key, NULL);
         if (rc && rc != MDB_NOTFOUND) break;
         rc = 0;
@@ -621,6 +741,18 @@ static fc_status evict(fcc_cache *c, uint64_t need) {
         return FC_ERR_IO;
     }
     c->stats.evictions += a.evicted;
+    c->stats.evicted_own += a.own;
+    if (a.own) {
+        /* Without this the cache thrashes silently: every run recompiles what the last
+         * evicted. */
+        char text[400];
+        snprintf(text, sizeof text,
+                 "the kernel cache cap (%" PRIu64 " KiB, FUSEC_CACHE_MAX) is smaller than the "
+                 "kernels this program uses: kernels it has compiled or loaded are evicted and "
+                 "will be compiled again; raise FUSEC_CACHE_MAX (for example to 2G)",
+                 c->cap >> 10);
+        notice(c, NOTICE_THRASH, text);
+    }
     run_write(c, bump_body, NULL, 0, false, "evicting old kernels"); /* best effort */
     return FC_OK;
 }
@@ -806,11 +938,251 @@ static int open_dbis(fcc_cache *c, MDB_txn *txn, void *arg) {
     return rc;
 }
 
+/* Renames DIR/name to DIR/name.damaged-STAMP (to: the new path, "" when nothing moved). With
+ * id, only the very file that was checked: another process may have moved it aside and
+ * started afresh already. Returns 0 or an errno. */
+static int move_aside(fcc_cache *c, const char *name, const struct stat *id, const char *stamp,
+                      char *to, size_t to_size) {
+    to[0] = 0;
+    char *from = str_printf("%s/%s", c->dir, name);
+    if (!from) return ENOMEM;
+    struct stat st;
+    bool exists = lstat(from, &st) == 0; /* the name itself: a dangling link moves too */
+    if (exists && id && id->st_ino &&
+        (stat(from, &st) != 0 || st.st_ino != id->st_ino || st.st_dev != id->st_dev))
+        exists = false; /* replaced already */
+    int err = 0;
+    if (exists) {
+        snprintf(to, to_size, "%s.damaged-%s", from, stamp);
+        if (rename(from, to) != 0) {
+            err = errno;
+            to[0] = 0;
+        }
+    }
+    free(from);
+    return err;
+}
+
+/* Damage in file (data.mdb or lock.mdb) of the store, why saying what ("is truncated (...)").
+ * A writable store moves data.mdb and lock.mdb aside, kept for a bug report, and returns true:
+ * open afresh. A read-only one leaves them and reads as empty; a lock file another process
+ * holds cannot be moved (they would lose their locking): memory only. */
+static bool handle_damage(fcc_cache *c, const char *file, const char *why, bool read_only,
+                          bool in_use) {
+    if (in_use) {
+        snprintf(c->damage, sizeof c->damage,
+                 "the kernel cache lock file %s/%s %s; kernels are kept in this process only: "
+                 "stop the programs that use the cache, then run `fusec cache clear`",
+                 c->dir, file, why);
+        add_warning(c, "%s", c->damage);
+        return false;
+    }
+    if (read_only) {
+        snprintf(c->damage, sizeof c->damage,
+                 "the kernel cache file %s/%s %s; it is left as it is (this command only reads "
+                 "the cache) and the cache reads as empty: `fusec cache clear` moves it aside "
+                 "and starts an empty cache", c->dir, file, why);
+        add_warning(c, "%s", c->damage);
+        c->absent = true;
+        return false;
+    }
+    char stamp[64], data_to[1024], lock_to[1024];
+    time_t now = time(NULL);
+    struct tm tm;
+    size_t n = gmtime_r(&now, &tm) ? strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm) : 0;
+    snprintf(stamp + n, sizeof stamp - n, "%s%ld", n ? "-" : "", (long)getpid());
+    bool data = strcmp(file, "data.mdb") == 0;
+    /* The lock file goes with a damaged data file: it names that file's transactions. */
+    int err = data ? move_aside(c, "data.mdb", &c->data_id, stamp, data_to, sizeof data_to) : 0;
+    if (!err) err = move_aside(c, "lock.mdb", NULL, stamp, lock_to, sizeof lock_to);
+    const char *to = data ? data_to : lock_to;
+    if (err) {
+        snprintf(c->damage, sizeof c->damage,
+                 "the kernel cache file %s/%s %s, and it cannot be moved aside (%s); kernels are "
+                 "kept in this process only: remove %s/data.mdb and %s/lock.mdb",
+                 c->dir, file, why, strerror(err), c->dir, c->dir);
+        add_warning(c, "%s", c->damage);
+        return false;
+    }
+    if (*to)
+        snprintf(c->damage, sizeof c->damage,
+                 "the kernel cache file %s/%s %s; moved it aside to %s (kept for a bug report: "
+                 "delete it when done) and started an empty cache", c->dir, file, why, to);
+    else
+        snprintf(c->damage, sizeof c->damage,
+                 "the kernel cache file %s/%s %s; another process has moved it aside already, "
+                 "and this one uses the new cache", c->dir, file, why);
+    add_warning(c, "%s", c->damage);
+    return true;
+}
+
+/* Walks the snapshot a read transaction pins, with pread (fcc_check_tree): 0 good, 1 damaged
+ * (why), -1 cannot judge. Runs before any database is opened: opening one reads its pages
+ * through the map. */
+static int check_snapshot(fcc_cache *c, char *why, size_t size) {
+    MDB_txn *txn;
+    int rc = mdb_txn_begin(c->env, NULL, MDB_RDONLY, &txn);
+    if (rc) {
+        if (!lmdb_damage(rc)) return -1;
+        snprintf(why, size, "is not usable by LMDB (%s)", mdb_strerror(rc));
+        return 1;
+    }
+    mdb_filehandle_t fd;
+    int result = mdb_env_get_fd(c->env, &fd) == 0
+                     ? fcc_check_tree(fd, (uint64_t)mdb_txn_id(txn), why, size) : -1;
+    mdb_txn_abort(txn);
+    return result;
+}
+
+typedef enum open_result { OPEN_DONE, OPEN_FAILED, OPEN_AGAIN } open_result;
+
+/* One try at opening the files in c->dir (see open_env): OPEN_AGAIN after damaged files were
+ * moved aside. */
+static open_result open_files(fcc_cache *c, int mkdir_err) {
+    (void)mkdir_err;
+    char *data = str_printf("%s/data.mdb", c->dir), *lock = str_printf("%s/lock.mdb", c->dir);
+    if (!data || !lock) {
+        free(data);
+        free(lock);
+        add_warning(c, "out of memory opening the kernel cache; kernels are kept in this "
+                       "process only");
+        return OPEN_FAILED;
+    }
+    struct stat st;
+    bool have_data = access(data, R_OK) == 0;
+    bool no_data = !have_data && stat(data, &st) != 0 && errno == ENOENT;
+    if (c->no_create && no_data) {
+        free(data);
+        free(lock);
+        c->absent = true;
+        return OPEN_FAILED;
+    }
+    bool read_only = c->want_read_only;
+    if (!read_only && access(c->dir, W_OK) != 0) {
+        int err = errno;
+        if (!have_data) {
+            add_warning(c, "the kernel cache directory %s is not writable (%s); kernels are "
+                           "kept in this process only", c->dir, strerror(err));
+            free(data);
+            free(lock);
+            return OPEN_FAILED;
+        }
+        add_warning(c, "the kernel cache directory %s is not writable (%s); using it "
+                       "read-only, new kernels are kept in this process only",
+                    c->dir, strerror(err));
+        read_only = true;
+    }
+    /* The files, checked before LMDB maps them: a short file is a SIGBUS at the first touch. */
+    char why[512];
+    memset(&c->data_id, 0, sizeof c->data_id);
+    fcc_file_state ds = fcc_check_data_file(data, why, sizeof why, &c->data_id);
+    fcc_file_state ls = ds == FCC_FILE_DAMAGED ? FCC_FILE_OK
+                                               : fcc_check_lock_file(lock, why, sizeof why);
+    free(data);
+    free(lock);
+    if (ds == FCC_FILE_NONE && (read_only || c->no_create)) {
+        c->absent = true; /* an empty data.mdb: LMDB would make a store of it, not read one */
+        return OPEN_FAILED;
+    }
+    if (ds == FCC_FILE_DAMAGED || ls == FCC_FILE_DAMAGED || ls == FCC_FILE_DAMAGED_IN_USE)
+        return handle_damage(c, ds == FCC_FILE_DAMAGED ? "data.mdb" : "lock.mdb", why,
+                             read_only, ls == FCC_FILE_DAMAGED_IN_USE)
+                   ? OPEN_AGAIN : OPEN_FAILED;
+    for (;;) {
+        MDB_env *env;
+        int rc = mdb_env_create(&env);
+        if (rc) {
+            add_warning(c, "cannot create an LMDB environment: %s; kernels are kept in this "
+                           "process only", mdb_strerror(rc));
+            return OPEN_FAILED;
+        }
+        mdb_env_set_maxdbs(env, 2);
+        mdb_env_set_mapsize(env, (size_t)c->initial);
+        rc = mdb_env_open(env, c->dir,
+                          MDB_NOTLS | MDB_NOMETASYNC | (read_only ? MDB_RDONLY : 0), 0644);
+        if (rc) {
+            mdb_env_close(env);
+            if (!read_only && have_data && (rc == EACCES || rc == EROFS || rc == EPERM)) {
+                add_warning(c, "cannot write the kernel cache in %s (%s); using it read-only, "
+                               "new kernels are kept in this process only",
+                            c->dir, mdb_strerror(rc));
+                read_only = true;
+                continue;
+            }
+            if (lmdb_damage(rc)) {
+                snprintf(why, sizeof why, "is not usable by LMDB (%s)", mdb_strerror(rc));
+                return handle_damage(c, "data.mdb", why, read_only, false)
+                           ? OPEN_AGAIN : OPEN_FAILED;
+            }
+            add_warning(c, "cannot open the kernel cache in %s: %s; kernels are kept in this "
+                           "process only", c->dir, mdb_strerror(rc));
+            return OPEN_FAILED;
+        }
+        c->env = env;
+        break;
+    }
+    c->read_only = read_only;
+    int dead = 0;
+    mdb_reader_check(c->env, &dead); /* slots of processes killed while reading */
+    /* Take the size the environment has grown to, if larger than ours (sizes only grow). */
+    if (mdb_env_set_mapsize(c->env, 0) == 0 && map_size_now(c) < c->initial)
+        mdb_env_set_mapsize(c->env, (size_t)c->initial);
+    int rc = check_snapshot(c, why, sizeof why);
+    if (rc == 1) {
+        mdb_env_close(c->env);
+        c->env = NULL;
+        c->read_only = false;
+        return handle_damage(c, "data.mdb", why, read_only, false)
+                   ? OPEN_AGAIN : OPEN_FAILED;
+    }
+    if (read_only) {
+        MDB_txn *txn;
+        rc = txn_begin(c, MDB_RDONLY, &txn);
+        if (!rc) {
+            rc = open_dbis(c, txn, NULL);
+            if (!rc)
+                rc = mdb_txn_commit(txn); /* commit makes the handles visible to later txns */
+            else
+                mdb_txn_abort(txn);
+        }
+        if (rc == MDB_NOTFOUND) rc = 0; /* no databases yet: an empty cache */
+        else if (!rc) c->have_dbis = true;
+    } else {
+        c->last_rc = 0;
+        rc = run_write(c, open_dbis, NULL, 0, false, "opening the kernel cache") ? -1 : 0;
+        c->have_dbis = rc == 0;
+        if (rc && lmdb_damage(c->last_rc)) rc = c->last_rc;
+    }
+    if (rc && lmdb_damage(rc)) {
+        mdb_env_close(c->env);
+        c->env = NULL;
+        c->read_only = false;
+        c->have_dbis = false;
+        snprintf(why, sizeof why, "is not usable as a kernel cache (%s)", mdb_strerror(rc));
+        return handle_damage(c, "data.mdb", why, read_only, false)
+                   ? OPEN_AGAIN : OPEN_FAILED;
+    }
+    if (rc) {
+        add_warning(c, "cannot open the kernel cache databases in %s: %s; kernels are kept in "
+                       "this process only", c->dir, rc < 0 ? c->errmsg : mdb_strerror(rc));
+        mdb_env_close(c->env);
+        c->env = NULL;
+        c->read_only = false;
+        return OPEN_FAILED;
+    }
+    c->persistent = true;
+    return OPEN_DONE;
+}
+
 /* Opens the LMDB environment in c->dir, or leaves the store memory-only with a warning.
  * no_create: a missing directory or data file is no store yet (c->absent, no warning) rather
- * than something to create. */
+ * than something to create. Damaged files are moved aside and a fresh store opened (a
+ * read-only or no_create open leaves them and reads as empty). */
 static void open_env(fcc_cache *c, int mkdir_err, uint64_t initial, bool want_read_only,
                      bool no_create) {
+    c->initial = initial;
+    c->want_read_only = want_read_only;
+    c->no_create = no_create;
     struct stat st;
     if (no_create && stat(c->dir, &st) != 0 && errno == ENOENT) {
         c->absent = true;
@@ -826,103 +1198,50 @@ static void open_env(fcc_cache *c, int mkdir_err, uint64_t initial, bool want_re
                        "this process only", c->dir);
         return;
     }
-    char *data = str_printf("%s/data.mdb", c->dir);
-    bool have_data = data && access(data, R_OK) == 0;
-    bool no_data = data && !have_data && stat(data, &st) != 0 && errno == ENOENT;
-    free(data);
-    if (no_create && no_data) {
-        c->absent = true;
-        return;
-    }
-    bool read_only = want_read_only;
-    if (!read_only && access(c->dir, W_OK) != 0) {
-        int err = errno;
-        if (!have_data) {
-            add_warning(c, "the kernel cache directory %s is not writable (%s); kernels are "
-                           "kept in this process only", c->dir, strerror(err));
-            return;
-        }
-        add_warning(c, "the kernel cache directory %s is not writable (%s); using it "
-                       "read-only, new kernels are kept in this process only",
-                    c->dir, strerror(err));
-        read_only = true;
-    }
-    for (;;) {
-        MDB_env *env;
-        int rc = mdb_env_create(&env);
-        if (rc) {
-            add_warning(c, "cannot create an LMDB environment: %s; kernels are kept in this "
-                           "process only", mdb_strerror(rc));
-            return;
-        }
-        mdb_env_set_maxdbs(env, 2);
-        mdb_env_set_mapsize(env, (size_t)initial);
-        rc = mdb_env_open(env, c->dir,
-                          MDB_NOTLS | MDB_NOMETASYNC | (read_only ? MDB_RDONLY : 0), 0644);
-        if (rc) {
-            mdb_env_close(env);
-            if (!read_only && have_data && (rc == EACCES || rc == EROFS || rc == EPERM)) {
-                add_warning(c, "cannot write the kernel cache in %s (%s); using it read-only, "
-                               "new kernels are kept in this process only",
-                            c->dir, mdb_strerror(rc));
-                read_only = true;
-                continue;
-            }
-            add_warning(c, "cannot open the kernel cache in %s: %s; kernels are kept in this "
-                           "process only%s", c->dir, mdb_strerror(rc),
-                        rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH
-                            ? " (delete its data.mdb and lock.mdb to start afresh)" : "");
-            return;
-        }
-        c->env = env;
-        break;
-    }
-    c->read_only = read_only;
-    int dead = 0;
-    mdb_reader_check(c->env, &dead); /* slots of processes killed while reading */
-    /* Take the size the environment has grown to, if larger than ours (sizes only grow). */
-    if (mdb_env_set_mapsize(c->env, 0) == 0 && map_size_now(c) < initial)
-        mdb_env_set_mapsize(c->env, (size_t)initial);
-    int rc;
-    if (read_only) {
-        MDB_txn *txn;
-        rc = txn_begin(c, MDB_RDONLY, &txn);
-        if (!rc) {
-            rc = open_dbis(c, txn, NULL);
-            if (!rc)
-                rc = mdb_txn_commit(txn); /* commit makes the handles visible to later txns */
-            else
-                mdb_txn_abort(txn);
-        }
-        if (rc == MDB_NOTFOUND) rc = 0; /* no databases yet: an empty cache */
-        else if (!rc) c->have_dbis = true;
-    } else {
-        rc = run_write(c, open_dbis, NULL, 0, false, "opening the kernel cache") ? -1 : 0;
-        c->have_dbis = rc == 0;
-    }
-    if (rc) {
-        add_warning(c, "cannot open the kernel cache databases in %s: %s; kernels are kept in "
-                       "this process only", c->dir, rc < 0 ? c->errmsg : mdb_strerror(rc));
-        mdb_env_close(c->env);
-        c->env = NULL;
-        c->read_only = false;
-        return;
-    }
-    c->persistent = true;
+    /* Twice at most: a fresh store is not damaged, unless another process keeps damaging it. */
+    for (int round = 0; round < 3 && open_files(c, mkdir_err) == OPEN_AGAIN; round++) {}
+}
+
+/* LMDB reported damage (rc) while the store was in use: close it, move the files aside and
+ * open a fresh store, as an open would have; a notice on stderr says so. Entries already in
+ * the in-process map stay (they were checked). Returns whether a disk store is open again. */
+static bool recover(fcc_cache *c, int rc, const char *what) {
+    char why[256];
+    snprintf(why, sizeof why, "is damaged (LMDB reports \"%s\" while %s)", mdb_strerror(rc),
+             what);
+    mdb_env_close(c->env);
+    c->env = NULL;
+    c->persistent = c->have_dbis = false;
+    bool read_only = c->read_only;
+    c->read_only = false;
+    c->pending = 0;
+    for (size_t i = 0; i < c->nslots; i++)
+        if (c->slots[i]) c->slots[i]->touch_pending = false;
+    if (handle_damage(c, "data.mdb", why, read_only, false))
+        for (int round = 0; round < 2 && open_files(c, 0) == OPEN_AGAIN; round++) {}
+    notice(c, NOTICE_DAMAGE, c->damage);
+    return c->persistent && c->have_dbis;
 }
 
 fc_status fcc_open(const fcc_options *opts, fcc_cache **out) {
     if (!out) return FC_ERR_NULL;
     *out = NULL;
     fcc_options o = opts ? *opts : fcc_options_default();
-    char size_warning[160] = "";
+    char size_warning[200] = "";
     uint64_t cap = o.max_map_size;
     const char *e = getenv("FUSEC_CACHE_MAX");
-    if (!cap && e && *e && !parse_size(e, &cap)) {
-        snprintf(size_warning, sizeof size_warning,
-                 "FUSEC_CACHE_MAX=\"%.64s\" is not a size (like 512M or 2G); using the default",
-                 e);
-        cap = 0;
+    if (!cap && e && *e) {
+        if (!parse_size(e, &cap)) {
+            snprintf(size_warning, sizeof size_warning,
+                     "FUSEC_CACHE_MAX=\"%.64s\" is not a size (like 512M or 2G); using the "
+                     "default, 2G", e);
+            cap = 0;
+        } else if (cap < FCC_MIN_MAX_MAP_SIZE) {
+            snprintf(size_warning, sizeof size_warning,
+                     "FUSEC_CACHE_MAX=\"%.64s\" is smaller than the least usable cache "
+                     "(1M: LMDB's own pages and a few kernels); using 1M", e);
+            cap = FCC_MIN_MAX_MAP_SIZE;
+        }
     }
     if (!cap) cap = FCC_DEFAULT_MAX_MAP_SIZE;
     uint64_t initial = o.initial_map_size;
@@ -1045,6 +1364,7 @@ bool fcc_is_absent(const fcc_cache *c) { return c && c->absent; }
 bool fcc_is_read_only(const fcc_cache *c) { return c && c->read_only; }
 bool fcc_require_cached(const fcc_cache *c) { return c && c->require_cached; }
 const char *fcc_errmsg(const fcc_cache *c) { return c ? c->errmsg : ""; }
+const char *fcc_damage(const fcc_cache *c) { return c && c->damage[0] ? c->damage : NULL; }
 
 const char *fcc_take_warning(fcc_cache *c) {
     if (!c) return NULL;
@@ -1066,20 +1386,36 @@ static void fill_entry(const mem_entry *e, fcc_entry *out) {
     out->summary = e->parsed.summary;
 }
 
+/* A read that failed with rc (its transaction ended): damage is recovered from (the files are
+ * moved aside), and the message says what happened. */
+static fc_status read_error(fcc_cache *c, int rc, const char *what) {
+    if (rc == ENOMEM) {
+        set_err(c, "%s: out of memory", what);
+        return FC_ERR_NOMEM;
+    }
+    if (lmdb_damage(rc) && c->persistent) {
+        recover(c, rc, what);
+        set_err(c, "%s", c->damage);
+        return FC_ERR_IO;
+    }
+    set_err(c, "%s: %s", what, mdb_strerror(rc));
+    return FC_ERR_IO;
+}
+
 /* Loads key from disk into the map. *e NULL: not there, or bad (counted). */
 static fc_status disk_load(fcc_cache *c, const fcc_key *key, mem_entry **e) {
     *e = NULL;
     MDB_txn *txn;
     int rc = txn_begin(c, MDB_RDONLY, &txn);
     if (rc) {
-        set_err(c, "reading the kernel cache: %s", mdb_strerror(rc));
+        read_error(c, rc, "reading the kernel cache");
         return FC_OK; /* a disk problem is a miss */
     }
     MDB_val k = {16, (void *)key->bytes}, v;
     rc = mdb_get(txn, c->dbi_entries, &k, &v);
     if (rc) {
         mdb_txn_abort(txn);
-        if (rc != MDB_NOTFOUND) set_err(c, "reading the kernel cache: %s", mdb_strerror(rc));
+        if (rc != MDB_NOTFOUND) read_error(c, rc, "reading the kernel cache");
         return FC_OK;
     }
     uint8_t *copy = malloc(v.mv_size ? v.mv_size : 1);
@@ -1171,6 +1507,72 @@ fc_status fcc_flush(fcc_cache *c) {
     return st;
 }
 
+/* ---- compiling once across processes -------------------------------------------------------- */
+
+/* A lock per key: an flock'd file DIR/locks/KEY.lock. Not LMDB's write transaction: holding it
+ * through a compile (seconds) would stop every other process's writes, of every key; flock
+ * locks one key, and the kernel drops it when its holder dies, so a crashed compiler never
+ * blocks the others (the bounded wait covers one that hangs). */
+fc_status fcc_lock_key(fcc_cache *c, const fcc_key *key, unsigned wait_ms, int *handle) {
+    if (handle) *handle = -1;
+    if (!c || !key || !handle) return FC_ERR_NULL;
+    pthread_mutex_lock(&c->mu);
+    bool usable = c->persistent && !c->read_only && c->dir;
+    char *dir = usable ? str_printf("%s/locks", c->dir) : NULL;
+    pthread_mutex_unlock(&c->mu);
+    if (!usable) return FC_OK; /* nothing shared to store into: nothing to wait for */
+    if (!dir) return FC_ERR_NOMEM;
+    char hex[33];
+    fcc_key_to_hex(key, hex);
+    char *path = str_printf("%s/%s.lock", dir, hex);
+    if (!path) {
+        free(dir);
+        return FC_ERR_NOMEM;
+    }
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+        free(dir);
+        free(path);
+        return FC_OK; /* no lock: compile anyway, as before */
+    }
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0) break;
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+            /* The holder before us unlinks the file when done: a lock on an unlinked file
+             * excludes nobody, so only one on the file at the path counts. */
+            struct stat a, b;
+            if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino &&
+                a.st_dev == b.st_dev) {
+                *handle = fd;
+                break;
+            }
+            close(fd);
+            continue;
+        }
+        close(fd);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double ms = (double)(now.tv_sec - t0.tv_sec) * 1e3 + (double)(now.tv_nsec - t0.tv_nsec) / 1e6;
+        if (ms >= wait_ms) break; /* a holder that hangs: compile anyway */
+        struct timespec nap = {0, 5 * 1000 * 1000};
+        nanosleep(&nap, NULL);
+    }
+    free(dir);
+    free(path);
+    return FC_OK;
+}
+
+void fcc_unlock_key(fcc_cache *c, const fcc_key *key, int handle) {
+    if (!c || !key || handle < 0) return;
+    char hex[33];
+    fcc_key_to_hex(key, hex);
+    char *path = str_printf("%s/locks/%s.lock", c->dir, hex);
+    if (path) unlink(path); /* while still held: see fcc_lock_key */
+    free(path);
+    close(handle);
+}
+
 /* ---- stats, list, verify, clear ---------------------------------------------------------- */
 
 /* Begins a read transaction on the disk store. An absent store reads as empty: FC_OK with
@@ -1185,8 +1587,8 @@ static fc_status begin_read(fcc_cache *c, MDB_txn **txn, const char *what) {
     }
     int rc = txn_begin(c, MDB_RDONLY, txn);
     if (rc) {
-        set_err(c, "%s: %s", what, mdb_strerror(rc));
-        return FC_ERR_IO;
+        *txn = NULL;
+        return read_error(c, rc, what);
     }
     return FC_OK;
 }
@@ -1227,10 +1629,7 @@ fc_status fcc_get_stats(fcc_cache *c, fcc_stats *out) {
         if (!st) {
             int rc = c->have_dbis ? walk_sizes(c, txn, out) : MDB_NOTFOUND;
             mdb_txn_abort(txn);
-            if (rc != MDB_NOTFOUND) {
-                set_err(c, "reading the kernel cache: %s", mdb_strerror(rc));
-                st = FC_ERR_IO;
-            }
+            if (rc != MDB_NOTFOUND) st = read_error(c, rc, "reading the kernel cache");
         }
     }
     pthread_mutex_unlock(&c->mu);
@@ -1304,15 +1703,7 @@ static fc_status read_walk(fcc_cache *c, entry_visit visit, void *arg, const cha
     if (st || !txn) return st;
     int rc = walk_entries(c, txn, visit, arg);
     mdb_txn_abort(txn);
-    if (rc == ENOMEM) {
-        set_err(c, "%s: out of memory", what);
-        return FC_ERR_NOMEM;
-    }
-    if (rc && rc != WALK_STOP) {
-        set_err(c, "%s: %s", what, mdb_strerror(rc));
-        return FC_ERR_IO;
-    }
-    return FC_OK;
+    return rc && rc != WALK_STOP ? read_error(c, rc, what) : FC_OK;
 }
 
 fc_status fcc_list(fcc_cache *c, int (*fn)(const fcc_entry_info *info, void *user),
@@ -1425,13 +1816,7 @@ fc_status fcc_verify(fcc_cache *c, bool delete_bad,
         int rc = walk_entries(c, txn, verify_visit, &a);
         if (!rc) rc = find_orphans(c, txn, &a);
         mdb_txn_abort(txn);
-        if (rc == ENOMEM) {
-            set_err(c, "%s: out of memory", what);
-            st = FC_ERR_NOMEM;
-        } else if (rc) {
-            set_err(c, "%s: %s", what, mdb_strerror(rc));
-            st = FC_ERR_IO;
-        }
+        if (rc) st = read_error(c, rc, what);
     }
     if (!st) {
         out->checked = a.checked;
@@ -1479,22 +1864,160 @@ fc_status fcc_clear(fcc_cache *c) {
     return st;
 }
 
+static void appendf(char *buf, size_t size, size_t *len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 /* ---- export / import --------------------------------------------------------------------- */
 
 static const char export_magic[8] = {'F', 'U', 'S', 'E', 'C', 'E', 'X', 'P'};
 #define TAG_ENTRY 0x52544E45u /* "ENTR" */
 #define TAG_END 0x00444E45u   /* "END" */
+#define EXPORT_SIGNED 1u      /* header flag: an HMAC-SHA256 follows the checksum */
+#define MAX_MANIFEST (64u << 10)
+#define MAX_KINDS 32          /* distinct archs (and versions) an export may hold */
+
+/* What an export holds: the distinct values of the entries' fields that say what they are
+ * built for. Written as text in the header (format 2); import checks every entry against it. */
+typedef struct manifest {
+    uint64_t entries;
+    int narch, nnvrtc, ncodegen, nformat;
+    char arch[MAX_KINDS][MAX_ARCH_LEN + 1];
+    uint32_t nvrtc[MAX_KINDS], codegen[MAX_KINDS], format[MAX_KINDS];
+} manifest;
+
+/* Adds v to set (n values) unless there; false when full. */
+static bool set_add(uint32_t *set, int *n, uint32_t v) {
+    for (int i = 0; i < *n; i++)
+        if (set[i] == v) return true;
+    if (*n == MAX_KINDS) return false;
+    set[(*n)++] = v;
+    return true;
+}
+static bool set_has(const uint32_t *set, int n, uint32_t v) {
+    for (int i = 0; i < n; i++)
+        if (set[i] == v) return true;
+    return false;
+}
+static int arch_index(const manifest *m, const char *arch) {
+    for (int i = 0; i < m->narch; i++)
+        if (strcmp(m->arch[i], arch) == 0) return i;
+    return -1;
+}
+
+static bool manifest_add(manifest *m, const parsed_entry *p) {
+    m->entries++;
+    if (arch_index(m, p->arch) < 0) {
+        if (m->narch == MAX_KINDS) return false;
+        snprintf(m->arch[m->narch++], sizeof m->arch[0], "%s", p->arch);
+    }
+    return set_add(m->nvrtc, &m->nnvrtc, p->nvrtc_version) &&
+           set_add(m->codegen, &m->ncodegen, p->codegen_version) &&
+           set_add(m->format, &m->nformat, p->key_format);
+}
+
+/* The header text: "archs: sm_80 sm_90\nnvrtc: 12040\ncodegen: 7\nkey-format: 1\nentries: N\n". */
+static char *manifest_text(const manifest *m) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) return NULL;
+    fprintf(f, "archs:");
+    for (int i = 0; i < m->narch; i++) fprintf(f, " %s", m->arch[i]);
+    const uint32_t *sets[3] = {m->nvrtc, m->codegen, m->format};
+    const int counts[3] = {m->nnvrtc, m->ncodegen, m->nformat};
+    static const char *const names[3] = {"nvrtc", "codegen", "key-format"};
+    for (int s = 0; s < 3; s++) {
+        fprintf(f, "\n%s:", names[s]);
+        for (int i = 0; i < counts[s]; i++) fprintf(f, " %" PRIu32, sets[s][i]);
+    }
+    fprintf(f, "\nentries: %" PRIu64 "\n", m->entries);
+    return fclose(f) == 0 ? text : (free(text), NULL);
+}
+
+/* Parses manifest_text's output (strictly: it came from a file). */
+static bool manifest_parse(const char *text, manifest *m) {
+    memset(m, 0, sizeof *m);
+    char arch_line[MAX_KINDS * (MAX_ARCH_LEN + 1) + 16];
+    const char *p = text;
+    if (strncmp(p, "archs:", 6) != 0) return false;
+    p += 6;
+    size_t n = strcspn(p, "\n");
+    if (n >= sizeof arch_line || !p[n]) return false;
+    memcpy(arch_line, p, n);
+    arch_line[n] = 0;
+    p += n + 1;
+    for (char *save = NULL, *t = strtok_r(arch_line, " ", &save); t;
+         t = strtok_r(NULL, " ", &save)) {
+        if (m->narch == MAX_KINDS || !arch_ok(t, strlen(t)) || strlen(t) > MAX_ARCH_LEN)
+            return false;
+        snprintf(m->arch[m->narch++], sizeof m->arch[0], "%s", t);
+    }
+    uint32_t *sets[3] = {m->nvrtc, m->codegen, m->format};
+    int *counts[3] = {&m->nnvrtc, &m->ncodegen, &m->nformat};
+    static const char *const names[3] = {"nvrtc:", "codegen:", "key-format:"};
+    for (int s = 0; s < 3; s++) {
+        size_t nl = strlen(names[s]);
+        if (strncmp(p, names[s], nl) != 0) return false;
+        p += nl;
+        while (*p == ' ') {
+            char *end;
+            errno = 0;
+            unsigned long v = strtoul(p + 1, &end, 10);
+            if (end == p + 1 || errno || v > UINT32_MAX || !set_add(sets[s], counts[s], (uint32_t)v))
+                return false;
+            p = end;
+        }
+        if (*p++ != '\n') return false;
+    }
+    char *end;
+    if (strncmp(p, "entries: ", 9) != 0) return false;
+    errno = 0;
+    m->entries = strtoull(p + 9, &end, 10);
+    return !errno && end != p + 9 && end[0] == '\n' && end[1] == 0;
+}
+
+/* One line for a person: "3 entries for sm_80 sm_90; NVRTC 12040; codegen 7; key format 1". */
+static void manifest_line(const manifest *m, bool is_signed, char *buf, size_t size) {
+    size_t len = 0;
+    if (size) buf[0] = 0;
+    appendf(buf, size, &len, "%" PRIu64 " entr%s for", m->entries, m->entries == 1 ? "y" : "ies");
+    for (int i = 0; i < m->narch; i++) appendf(buf, size, &len, " %s", m->arch[i]);
+    if (!m->narch) appendf(buf, size, &len, " no arch");
+    const uint32_t *sets[3] = {m->nvrtc, m->codegen, m->format};
+    const int counts[3] = {m->nnvrtc, m->ncodegen, m->nformat};
+    static const char *const names[3] = {"NVRTC", "codegen", "key format"};
+    for (int s = 0; s < 3; s++) {
+        appendf(buf, size, &len, "; %s", names[s]);
+        for (int i = 0; i < counts[s]; i++) appendf(buf, size, &len, " %" PRIu32, sets[s][i]);
+    }
+    appendf(buf, size, &len, "; %s", is_signed ? "signed (HMAC-SHA256)" : "not signed");
+}
 
 typedef struct export_arg {
     FILE *f;
     XXH3_state_t hash;
-    bool failed;
+    fcc_hmac mac;
+    bool failed, sign;
     uint64_t count;
+    manifest m;
+    bool too_many;
 } export_arg;
 
 static void out_write(export_arg *a, const void *p, size_t n) {
     if (!a->failed && n && fwrite(p, 1, n, a->f) != n) a->failed = true;
     XXH3_64bits_update(&a->hash, p, n);
+    if (a->sign) fcc_hmac_update(&a->mac, p, n);
+}
+
+static int manifest_visit(fcc_cache *c, MDB_txn *txn, const MDB_val *k, const MDB_val *v,
+                          void *arg) {
+    (void)c;
+    (void)txn;
+    export_arg *a = arg;
+    parsed_entry p;
+    if (parse_value(v->mv_data, v->mv_size, k->mv_data, &p) != FCC_PROBLEM_NONE) return 0;
+    if (!manifest_add(&a->m, &p)) a->too_many = true;
+    return a->too_many ? WALK_STOP : 0;
 }
 
 static int export_visit(fcc_cache *c, MDB_txn *txn, const MDB_val *k, const MDB_val *v,
@@ -1512,16 +2035,45 @@ static int export_visit(fcc_cache *c, MDB_txn *txn, const MDB_val *k, const MDB_
     return a->failed ? WALK_STOP : 0;
 }
 
-fc_status fcc_export(fcc_cache *c, const char *path, uint64_t *count) {
+/* Both walks in one read transaction: the header says what the entries after it are. */
+static fc_status export_walks(fcc_cache *c, export_arg *a, const char *what) {
+    MDB_txn *txn;
+    fc_status st = begin_read(c, &txn, what);
+    if (st) return st;
+    int rc = txn ? walk_entries(c, txn, manifest_visit, a) : 0;
+    if (a->too_many) {
+        if (txn) mdb_txn_abort(txn);
+        set_err(c, "%s: the cache holds kernels for more than %d archs or versions; export "
+                   "fewer", what, MAX_KINDS);
+        return FC_ERR_INVALID;
+    }
+    char *text = rc ? NULL : manifest_text(&a->m);
+    if (!rc && !text) rc = ENOMEM;
+    if (!rc) {
+        uint8_t hdr[24] = {0};
+        memcpy(hdr, export_magic, 8);
+        put_u32(hdr + 8, FCC_EXPORT_FORMAT_VERSION);
+        put_u32(hdr + 12, a->sign ? EXPORT_SIGNED : 0);
+        put_u32(hdr + 16, (uint32_t)strlen(text));
+        out_write(a, hdr, sizeof hdr);
+        out_write(a, text, strlen(text));
+        if (txn) rc = walk_entries(c, txn, export_visit, a);
+    }
+    free(text);
+    if (txn) mdb_txn_abort(txn);
+    return rc && rc != WALK_STOP ? read_error(c, rc, what) : FC_OK;
+}
+
+fc_status fcc_export_signed(fcc_cache *c, const char *path, const void *key, size_t key_len,
+                            uint64_t *count) {
     if (count) *count = 0;
-    if (!c || !path) return FC_ERR_NULL;
+    if (!c || !path || (!key && key_len)) return FC_ERR_NULL;
     pthread_mutex_lock(&c->mu);
     const char *what = "exporting the kernel cache";
     fc_status st = FC_OK;
     char *tmp = str_printf("%s.tmp.%ld", path, (long)getpid());
-    export_arg a;
-    memset(&a, 0, sizeof a);
-    if (!tmp) {
+    export_arg *a = calloc(1, sizeof *a);
+    if (!tmp || !a) {
         st = FC_ERR_NOMEM;
         goto done;
     }
@@ -1530,30 +2082,33 @@ fc_status fcc_export(fcc_cache *c, const char *path, uint64_t *count) {
         st = begin_read(c, &unused, what); /* sets the message */
         goto done;
     }
-    if (!(a.f = fopen(tmp, "wb"))) {
+    if (!(a->f = fopen(tmp, "wb"))) {
         set_err(c, "%s: cannot create %s: %s", what, tmp, strerror(errno));
         st = FC_ERR_IO;
         goto done;
     }
-    XXH3_INITSTATE(&a.hash);
-    XXH3_64bits_reset(&a.hash);
-    uint8_t hdr[16] = {0};
-    memcpy(hdr, export_magic, 8);
-    put_u32(hdr + 8, FCC_EXPORT_FORMAT_VERSION);
-    out_write(&a, hdr, sizeof hdr);
-    st = read_walk(c, export_visit, &a, what);
+    XXH3_INITSTATE(&a->hash);
+    XXH3_64bits_reset(&a->hash);
+    a->sign = key != NULL;
+    if (a->sign) fcc_hmac_init(&a->mac, key, key_len);
+    st = export_walks(c, a, what);
     if (!st) {
         uint8_t end[16] = {0}, sum[8];
         put_u32(end, TAG_END);
-        put_u64(end + 8, a.count);
-        out_write(&a, end, sizeof end);
-        put_u64(sum, XXH3_64bits_digest(&a.hash));
-        if (!a.failed && fwrite(sum, 1, 8, a.f) != 8) a.failed = true;
-        if (!a.failed && (fflush(a.f) != 0 || fsync(fileno(a.f)) != 0)) a.failed = true;
+        put_u64(end + 8, a->count);
+        out_write(a, end, sizeof end);
+        put_u64(sum, XXH3_64bits_digest(&a->hash));
+        out_write(a, sum, 8);
+        if (a->sign) { /* over every byte before it, the checksum included */
+            uint8_t mac[32];
+            fcc_hmac_final(&a->mac, mac);
+            if (!a->failed && fwrite(mac, 1, 32, a->f) != 32) a->failed = true;
+        }
+        if (!a->failed && (fflush(a->f) != 0 || fsync(fileno(a->f)) != 0)) a->failed = true;
     }
-    if (fclose(a.f) != 0) a.failed = true;
-    a.f = NULL;
-    if (!st && a.failed) {
+    if (fclose(a->f) != 0) a->failed = true;
+    a->f = NULL;
+    if (!st && a->failed) {
         set_err(c, "%s: writing %s: %s", what, tmp, strerror(errno));
         st = FC_ERR_IO;
     }
@@ -1563,10 +2118,15 @@ fc_status fcc_export(fcc_cache *c, const char *path, uint64_t *count) {
     }
     if (st) unlink(tmp);
 done:
-    if (!st && count) *count = a.count;
+    if (!st && count) *count = a->count;
+    free(a);
     free(tmp);
     pthread_mutex_unlock(&c->mu);
     return st;
+}
+
+fc_status fcc_export(fcc_cache *c, const char *path, uint64_t *count) {
+    return fcc_export_signed(c, path, NULL, 0, count);
 }
 
 typedef struct import_batch {
@@ -1588,74 +2148,164 @@ static fc_status batch_flush(fcc_cache *c, import_batch *b) {
     return st;
 }
 
-typedef struct in_file {
+/* An import: the file, what its check pass learnt, and the digests of its entries. The store
+ * pass stores an entry only when its SHA-256 is the one the check pass saw: the file may be
+ * rewritten between the passes, and what was checked (and signed) is what gets stored. */
+typedef struct import_state {
     FILE *f;
+    const char *path;
+    uint64_t size, pos;
     XXH3_state_t hash;
-    uint64_t pos, size;
-} in_file;
+    fcc_hmac mac;
+    const void *key;
+    size_t key_len;
+    bool sign, is_signed;
+    uint32_t version;
+    manifest m;
+    uint8_t (*digest)[32];
+    uint64_t ndigest, capdigest;
+} import_state;
 
-static bool in_read(in_file *in, void *p, size_t n, bool hashed) {
+static bool in_read(import_state *in, void *p, size_t n, bool hashed) {
     if (n > in->size - in->pos || fread(p, 1, n, in->f) != n) return false;
     if (hashed) XXH3_64bits_update(&in->hash, p, n);
+    if (in->sign) fcc_hmac_update(&in->mac, p, n);
     in->pos += n;
     return true;
 }
 
-/* One pass over an export file: checks everything, and with store writes the entries. */
-static fc_status import_pass(fcc_cache *c, FILE *f, uint64_t size, const char *path,
-                             bool store, uint64_t *count) {
-    in_file in;
-    memset(&in, 0, sizeof in);
-    in.f = f;
-    in.size = size;
-    XXH3_INITSTATE(&in.hash);
-    XXH3_64bits_reset(&in.hash);
+/* The header (format 1: none of it but the version; 2: flags and manifest). */
+static fc_status import_header(fcc_cache *c, import_state *in) {
+    uint8_t hdr[16];
+    const char *path = in->path;
+    if (!in_read(in, hdr, sizeof hdr, true) || memcmp(hdr, export_magic, 8) != 0) {
+        set_err(c, "%s: not a fusec cache export", path);
+        return FC_ERR_PARSE;
+    }
+    in->version = get_u32(hdr + 8);
+    if (in->version < 1 || in->version > FCC_EXPORT_FORMAT_VERSION) {
+        set_err(c, "%s: export format %" PRIu32 " is not supported (this fusec reads 1 to %u)",
+                path, in->version, FCC_EXPORT_FORMAT_VERSION);
+        return FC_ERR_PARSE;
+    }
+    if (in->version == 1) return FC_OK;
+    uint32_t flags = get_u32(hdr + 12);
+    uint8_t more[8];
+    if (flags & ~EXPORT_SIGNED || !in_read(in, more, 8, true) || get_u32(more) > MAX_MANIFEST ||
+        get_u32(more + 4)) {
+        set_err(c, "%s: bad export header", path);
+        return FC_ERR_PARSE;
+    }
+    in->is_signed = flags & EXPORT_SIGNED;
+    uint32_t len = get_u32(more);
+    char *text = malloc(len + 1u);
+    if (!text) return FC_ERR_NOMEM;
+    bool ok = in_read(in, text, len, true);
+    text[ok ? len : 0] = 0;
+    ok = ok && strlen(text) == len && manifest_parse(text, &in->m);
+    free(text);
+    if (!ok) {
+        set_err(c, "%s: the export's header does not say what it holds in a form this fusec "
+                   "reads", path);
+        return FC_ERR_PARSE;
+    }
+    return FC_OK;
+}
+
+/* An entry of a format-2 export must be of an arch and versions its header lists. */
+static bool entry_in_manifest(const import_state *in, const parsed_entry *p) {
+    const manifest *m = &in->m;
+    return in->version < 2 ||
+           (arch_index(m, p->arch) >= 0 && set_has(m->nvrtc, m->nnvrtc, p->nvrtc_version) &&
+            set_has(m->codegen, m->ncodegen, p->codegen_version) &&
+            set_has(m->format, m->nformat, p->key_format));
+}
+
+static void entry_digest(const uint8_t *rec, const uint8_t *value, size_t len, uint8_t out[32]) {
+    fcc_sha256 s;
+    fcc_sha256_init(&s);
+    fcc_sha256_update(&s, rec, 32);
+    fcc_sha256_update(&s, value, len);
+    fcc_sha256_final(&s, out);
+}
+
+/* The trailer: count, checksum, and for a signed export its HMAC, checked with the key. */
+static fc_status import_trailer(fcc_cache *c, import_state *in, uint64_t n) {
+    const char *path = in->path;
+    uint8_t cnt[8], sum[8], mac[32], want[32];
+    if (!in_read(in, cnt, 8, true)) goto truncated;
+    uint64_t digest = XXH3_64bits_digest(&in->hash);
+    if (!in_read(in, sum, 8, false)) goto truncated;
+    if (get_u64(sum) != digest) {
+        set_err(c, "%s: file checksum mismatch", path);
+        return FC_ERR_PARSE;
+    }
+    if (get_u64(cnt) != n || (in->version >= 2 && in->m.entries != n)) {
+        set_err(c, "%s: says %" PRIu64 " entries, holds %" PRIu64, path, get_u64(cnt), n);
+        return FC_ERR_PARSE;
+    }
+    if (in->is_signed && in->sign) {
+        fcc_hmac_final(&in->mac, want);
+        in->sign = false;
+        if (!in_read(in, mac, 32, false)) goto truncated;
+        if (!fcc_digest_equal(mac, want, 32)) {
+            set_err(c, "%s: the signature does not match: the file was changed after it was "
+                       "exported, or signed with another key; nothing imported", path);
+            return FC_ERR_PARSE;
+        }
+    } else if (in->is_signed) {
+        if (in->size - in->pos != 32) goto truncated;
+        set_err(c, "%s: the export is signed; give its key (--key FILE) to import it", path);
+        return FC_ERR_PARSE;
+    } else if (in->key) {
+        set_err(c, "%s: the export is not signed, but a key was given: refusing it (export it "
+                   "again with --key FILE)", path);
+        return FC_ERR_PARSE;
+    }
+    if (in->pos != in->size) {
+        set_err(c, "%s: trailing bytes after the end record", path);
+        return FC_ERR_PARSE;
+    }
+    return FC_OK;
+truncated:
+    set_err(c, "%s: truncated trailer", path);
+    return FC_ERR_PARSE;
+}
+
+/* One pass over an export file: checks everything (store false), or stores the entries the
+ * check pass saw (store true). */
+static fc_status import_pass(fcc_cache *c, import_state *in, bool store, uint64_t *count) {
+    in->pos = 0;
+    XXH3_INITSTATE(&in->hash);
+    XXH3_64bits_reset(&in->hash);
+    in->sign = !store && in->key;
+    if (in->sign) fcc_hmac_init(&in->mac, in->key, in->key_len);
+    const char *path = in->path;
     import_batch b;
     memset(&b, 0, sizeof b);
     b.limit = c->cap / 8 < (16u << 20) ? c->cap / 8 : (16u << 20);
     uint64_t n = 0;
-    fc_status st = FC_OK;
-    uint8_t hdr[16];
-    if (!in_read(&in, hdr, sizeof hdr, true) || memcmp(hdr, export_magic, 8) != 0) {
-        set_err(c, "%s: not a fusec cache export", path);
-        return FC_ERR_PARSE;
-    }
-    if (get_u32(hdr + 8) != FCC_EXPORT_FORMAT_VERSION) {
-        set_err(c, "%s: export format %" PRIu32 " is not supported", path, get_u32(hdr + 8));
-        return FC_ERR_PARSE;
-    }
-    for (;;) {
+    fc_status st = import_header(c, in);
+    while (!st) {
         uint8_t tag[8];
-        if (!in_read(&in, tag, sizeof tag, true)) {
+        if (!in_read(in, tag, sizeof tag, true)) {
             set_err(c, "%s: truncated after %" PRIu64 " entries", path, n);
             st = FC_ERR_PARSE;
             break;
         }
         if (get_u32(tag) == TAG_END) {
-            uint8_t cnt[8], sum[8];
-            if (!in_read(&in, cnt, 8, true) || !in_read(&in, sum, 8, false)) {
-                set_err(c, "%s: truncated trailer", path);
-                st = FC_ERR_PARSE;
-            } else if (get_u64(sum) != XXH3_64bits_digest(&in.hash)) {
-                set_err(c, "%s: file checksum mismatch", path);
-                st = FC_ERR_PARSE;
-            } else if (get_u64(cnt) != n) {
-                set_err(c, "%s: says %" PRIu64 " entries, holds %" PRIu64, path, get_u64(cnt), n);
-                st = FC_ERR_PARSE;
-            } else if (in.pos != in.size) {
-                set_err(c, "%s: trailing bytes after the end record", path);
-                st = FC_ERR_PARSE;
-            }
+            if (!store) st = import_trailer(c, in, n);
             break;
         }
         uint8_t rec[32];
-        if (get_u32(tag) != TAG_ENTRY || !in_read(&in, rec, sizeof rec, true)) {
+        if (get_u32(tag) != TAG_ENTRY || !in_read(in, rec, sizeof rec, true)) {
             set_err(c, "%s: bad record after %" PRIu64 " entries", path, n);
             st = FC_ERR_PARSE;
             break;
         }
         uint64_t len = get_u64(rec + 24);
-        if (len < FCC_ENTRY_HEADER_SIZE || len > in.size - in.pos) {
+        if (len < FCC_ENTRY_HEADER_SIZE || len > in->size - in->pos ||
+            (store && n >= in->ndigest)) {
             set_err(c, "%s: entry %" PRIu64 " has a bad size", path, n);
             st = FC_ERR_PARSE;
             break;
@@ -1667,19 +2317,39 @@ static fc_status import_pass(fcc_cache *c, FILE *f, uint64_t size, const char *p
             break;
         }
         fcc_problem problem = FCC_PROBLEM_TRUNCATED;
-        if (in_read(&in, buf, (size_t)len, true))
-            problem = parse_value(buf, (size_t)len, rec, NULL);
+        parsed_entry p;
+        if (in_read(in, buf, (size_t)len, true))
+            problem = parse_value(buf, (size_t)len, rec, &p);
+        uint8_t digest[32];
+        if (problem == FCC_PROBLEM_NONE) entry_digest(rec, buf, (size_t)len, digest);
         if (problem != FCC_PROBLEM_NONE) {
-            free(buf);
             set_err(c, "%s: entry %" PRIu64 ": %s", path, n, fcc_problem_name(problem));
             st = FC_ERR_PARSE;
-            break;
+        } else if (!entry_in_manifest(in, &p)) {
+            set_err(c, "%s: entry %" PRIu64 " (kernel for %s, NVRTC %" PRIu32 ", codegen %" PRIu32
+                       ") is not of what the export's header says it holds", path, n, p.arch,
+                    p.nvrtc_version, p.codegen_version);
+            st = FC_ERR_PARSE;
+        } else if (store && !fcc_digest_equal(digest, in->digest[n], 32)) {
+            set_err(c, "%s: entry %" PRIu64 " changed since the file was checked; stopped "
+                       "(entries before it are stored)", path, n);
+            st = FC_ERR_PARSE;
+        } else if (!store) {
+            if (in->ndigest == in->capdigest) {
+                uint64_t nc = in->capdigest ? 2 * in->capdigest : 64;
+                uint8_t(*nd)[32] = realloc(in->digest, (size_t)nc * 32);
+                if (!nd) st = FC_ERR_NOMEM;
+                else in->digest = nd, in->capdigest = nc;
+            }
+            if (!st) memcpy(in->digest[in->ndigest++], digest, 32);
         }
-        n++;
-        if (!store) {
+        if (st || !store) {
             free(buf);
+            if (st) break;
+            n++;
             continue;
         }
+        n++;
         record *r = &b.recs[b.n];
         memcpy(r->key.bytes, rec, 16);
         r->value = buf;
@@ -1695,32 +2365,76 @@ static fc_status import_pass(fcc_cache *c, FILE *f, uint64_t size, const char *p
     return st;
 }
 
-fc_status fcc_import(fcc_cache *c, const char *path, uint64_t *count) {
+/* Opens path for reading only when it is a regular file: O_NONBLOCK so that a FIFO cannot
+ * block the open, fstat before any read so that it cannot block a read. */
+static FILE *open_regular(fcc_cache *c, const char *path, uint64_t *size) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) != 0) {
+        set_err(c, "%s: %s", path, strerror(errno));
+        if (fd >= 0) close(fd);
+        return NULL;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        set_err(c, "%s: not a regular file (%s); import reads files written by `fusec cache "
+                   "export`", path, S_ISDIR(sb.st_mode) ? "a directory" : S_ISFIFO(sb.st_mode)
+                   ? "a FIFO" : "a device or socket");
+        close(fd);
+        return NULL;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl != -1) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        set_err(c, "%s: %s", path, strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    *size = (uint64_t)sb.st_size;
+    return f;
+}
+
+fc_status fcc_import_signed(fcc_cache *c, const char *path, const void *key, size_t key_len,
+                            uint64_t *count, char *holds, size_t holds_size) {
     if (count) *count = 0;
-    if (!c || !path) return FC_ERR_NULL;
+    if (holds && holds_size) holds[0] = 0;
+    if (!c || !path || (!key && key_len)) return FC_ERR_NULL;
     pthread_mutex_lock(&c->mu);
     fc_status st = FC_OK;
     uint64_t n = 0;
-    FILE *f = NULL;
-    struct stat sb;
-    if (!c->persistent || c->read_only || !c->have_dbis) {
+    import_state *in = calloc(1, sizeof *in);
+    if (!in) {
+        st = FC_ERR_NOMEM;
+    } else if (!c->persistent || c->read_only || !c->have_dbis) {
         set_err(c, "importing into the kernel cache: no writable cache on disk%s%s",
                 c->warning[0] ? ": " : "", c->warning);
         st = FC_ERR_IO;
-    } else if (!(f = fopen(path, "rb")) || fstat(fileno(f), &sb) != 0) {
-        set_err(c, "%s: %s", path, strerror(errno));
+    } else if (!(in->f = open_regular(c, path, &in->size))) {
         st = FC_ERR_IO;
     } else {
-        st = import_pass(c, f, (uint64_t)sb.st_size, path, false, &n);
+        in->path = path;
+        in->key = key;
+        in->key_len = key_len;
+        st = import_pass(c, in, false, &n);
+        if (!st && holds) manifest_line(&in->m, in->is_signed, holds, holds_size);
+        if (!st && in->version < 2 && holds)
+            snprintf(holds, holds_size, "%" PRIu64 " entr%s (export format 1: no header); not "
+                     "signed", n, n == 1 ? "y" : "ies");
         if (!st) {
-            rewind(f);
-            st = import_pass(c, f, (uint64_t)sb.st_size, path, true, &n);
+            rewind(in->f);
+            st = import_pass(c, in, true, &n);
         }
     }
-    if (f) fclose(f);
+    if (in && in->f) fclose(in->f);
+    if (in) free(in->digest);
+    free(in);
     if (!st && count) *count = n;
     pthread_mutex_unlock(&c->mu);
     return st;
+}
+
+fc_status fcc_import(fcc_cache *c, const char *path, uint64_t *count) {
+    return fcc_import_signed(c, path, NULL, 0, count, NULL, 0);
 }
 
 /* ---- explain ----------------------------------------------------------------------------- */
@@ -1843,14 +2557,11 @@ fc_status fcc_explain_miss(fcc_cache *c, const fcc_key_fields *fields,
             if (!rc && a.have_best && (rc = mdb_get(txn, c->dbi_entries, &k, &v)) == 0 &&
                 parse_value(v.mv_data, v.mv_size, a.best_key, &best) != FCC_PROBLEM_NONE)
                 rc = MDB_CORRUPTED; /* cannot happen: checked in this same snapshot */
-            if (rc) {
-                set_err(c, "%s: %s", what, mdb_strerror(rc));
-                st = FC_ERR_IO;
-            } else if (!(*out = explanation_new(fields, &key, hash, &a,
-                                                 a.have_best ? &best : NULL))) {
+            if (!rc && !(*out = explanation_new(fields, &key, hash, &a,
+                                                a.have_best ? &best : NULL)))
                 st = FC_ERR_NOMEM;
-            }
             mdb_txn_abort(txn);
+            if (rc) st = read_error(c, rc, what);
         }
     } else {
         const mem_entry *best = NULL;
@@ -1953,13 +2664,18 @@ size_t fcc_explanation_format(const fcc_explanation *ex, char *buf, size_t size)
     return len;
 }
 
-/* Appends s with every byte outside printable ASCII shown as '?': stored strings come from
- * files anyone may hand to `fusec cache import`, and must not reach a terminal raw. */
+/* Appends s escaped: stored strings come from files anyone may hand to `fusec cache import`,
+ * and must not reach a terminal raw (an escape sequence, a newline that fakes a line). */
 static void append_printable(char *buf, size_t size, size_t *len, const char *s) {
     for (; *s; s++) {
-        char ch = *s >= 0x20 && *s < 0x7f ? *s : '?';
-        if (*len + 1 < size) buf[*len] = ch, buf[*len + 1] = 0;
-        ++*len;
+        unsigned char ch = (unsigned char)*s;
+        char esc[8];
+        if (ch == '\\') snprintf(esc, sizeof esc, "\\\\");
+        else if (ch == '\n') snprintf(esc, sizeof esc, "\\n");
+        else if (ch == '\t') snprintf(esc, sizeof esc, "\\t");
+        else if (ch < 0x20 || ch >= 0x7f) snprintf(esc, sizeof esc, "\\x%02x", ch);
+        else esc[0] = (char)ch, esc[1] = 0;
+        appendf(buf, size, len, "%s", esc);
     }
 }
 

@@ -79,6 +79,19 @@
  * fcc_take_warning hands back, once, a message saying why. A directory that can be read but
  * not written is opened read-only when it holds a store: lookups use it, puts stay in memory.
  *
+ * Damaged files. Before LMDB maps data.mdb, its meta pages, size and every page of the tree
+ * about to be used are checked with pread (cache_int.h); LMDB's own corruption reports count
+ * too. A writable open moves data.mdb and lock.mdb aside (NAME.damaged-STAMP-PID, kept for a
+ * bug report) and opens a fresh store; a read-only or no_create open leaves them and is absent
+ * (empty). Either way fcc_damage says what happened, and the open's warning carries it (damage
+ * found later is said once on stderr). A full disk (ENOSPC, EDQUOT, a short write) fails a put
+ * with a message that says so, once on stderr too; evicting entries this process used (a cap
+ * too small for its kernels) is said once on stderr.
+ *
+ * Compiling once. fcc_lock_key / fcc_unlock_key: a per-key flock on DIR/locks/KEY.lock that a
+ * compiler takes on a miss, then looks the key up again (docs/ARCHITECTURE.md says why not
+ * LMDB's write transaction).
+ *
  * Processes and threads. LMDB transactions make concurrent use by many processes safe; every
  * put is one transaction. Within a process every call on a store is serialised by the store's
  * mutex, so one store may be shared by threads (the environment is opened with MDB_NOTLS and
@@ -115,7 +128,7 @@
 /** Size of a stored value's header (the payload follows it). */
 #define FCC_ENTRY_HEADER_SIZE 32u
 /** Version of the fcc_export file format. */
-#define FCC_EXPORT_FORMAT_VERSION 1u
+#define FCC_EXPORT_FORMAT_VERSION 2u
 
 /** Names of the two LMDB databases inside the environment (tests write them raw). */
 #define FCC_DB_ENTRIES "entries"
@@ -125,6 +138,8 @@
 #define FCC_DEFAULT_INITIAL_MAP_SIZE (32ull << 20)
 #define FCC_DEFAULT_MAX_MAP_SIZE (2ull << 30)
 #define FCC_DEFAULT_TOUCH_INTERVAL_US 60000000ull
+/** The least $FUSEC_CACHE_MAX taken (a smaller one is raised to it, with a warning). */
+#define FCC_MIN_MAX_MAP_SIZE (1ull << 20)
 
 /** A cache key: XXH3-128 in canonical (big-endian) byte order; also the LMDB key. */
 typedef struct fcc_key {
@@ -163,7 +178,11 @@ typedef enum fcc_problem {
     FCC_PROBLEM_VERSION,   /**< an entry format this build does not read */
     FCC_PROBLEM_CHECKSUM,  /**< payload does not match its XXH3-64 */
     FCC_PROBLEM_LAYOUT,    /**< checksum fine, but lengths or strings inconsistent */
-    FCC_PROBLEM_KEY        /**< stored under a key other than its own */
+    FCC_PROBLEM_KEY,       /**< stored under a key other than its own */
+    FCC_PROBLEM_NAME,      /**< kernel name not an identifier, arch not like sm_90a, or
+                                options not printable ASCII */
+    FCC_PROBLEM_FIELDS     /**< the per-field hashes are not those of the stored fields (or
+                                another key format): the metadata was edited */
 } fcc_problem;
 
 /** Options of fcc_open; start from fcc_options_default(). */
@@ -223,6 +242,8 @@ typedef struct fcc_stats {
     uint64_t memory_hits, disk_hits, misses;
     uint64_t bad_entries;  /**< lookups that found an unusable entry (counted as misses too) */
     uint64_t puts, put_failures, grows, evictions;
+    uint64_t evicted_own; /**< evicted entries this process had used: the cap is too small
+                               (said once on stderr) */
 } fcc_stats;
 
 typedef struct fcc_verify_result {
@@ -274,6 +295,10 @@ bool fcc_require_cached(const fcc_cache *cache);
 /** The warning of fcc_open (fallback to memory, or read-only), the first time it is asked for
  *  on this store; NULL afterwards and when there is none. Owned by the store. */
 const char *fcc_take_warning(fcc_cache *cache);
+/** What damage was found in the store's files (at open, or when LMDB reported it later) and
+ *  what became of them ("... moved it aside to DIR/data.mdb.damaged-STAMP ..."), or NULL when
+ *  none was. Owned by the store. */
+const char *fcc_damage(const fcc_cache *c);
 /** The message of the last failed call on this store ("" if none). Owned by the store; another
  *  call (from any thread) may overwrite it. */
 const char *fcc_errmsg(const fcc_cache *cache);
@@ -310,6 +335,15 @@ fc_status fcc_get(fcc_cache *cache, const fcc_key *key, fcc_entry *out, bool *fo
 fc_status fcc_put(fcc_cache *cache, const fcc_key_fields *fields, const char *summary,
                   const void *cubin, size_t cubin_size, const void *meta, size_t meta_size);
 
+/** Takes the cross-process lock of key before compiling it, waiting at most wait_ms for
+ *  another process that holds it (a crashed holder's lock goes with it). Then look the key
+ *  up again: the holder may have stored it. *handle is -1 when nothing was locked (no
+ *  writable disk store, or the wait ran out): compile anyway.
+ *  @return FC_OK; FC_ERR_NULL; FC_ERR_NOMEM. */
+fc_status fcc_lock_key(fcc_cache *cache, const fcc_key *key, unsigned wait_ms, int *handle);
+/** Releases a lock of fcc_lock_key (handle -1: nothing). */
+void fcc_unlock_key(fcc_cache *cache, const fcc_key *key, int handle);
+
 /** Writes pending last-used stamps now. @return FC_OK or FC_ERR_IO. */
 fc_status fcc_flush(fcc_cache *cache);
 
@@ -342,21 +376,38 @@ fc_status fcc_verify(fcc_cache *cache, bool delete_bad,
 fc_status fcc_clear(fcc_cache *cache);
 
 /** Writes every good entry on disk to path, atomically (a temporary file renamed into place).
- *  The format (little-endian): "FUSECEXP", u32 FCC_EXPORT_FORMAT_VERSION, u32 0; per entry
- *  u32 0x52544E45 ("ENTR"), u32 0, key[16], u64 last_used_us, u64 value size, the stored value
- *  (header included, so each value keeps its own checksum); then u32 0x00444E45 ("END"),
- *  u32 0, u64 entry count, u64 XXH3-64 of every byte before this one.
+ *  The format (2; little-endian): "FUSECEXP", u32 FCC_EXPORT_FORMAT_VERSION, u32 flags (1:
+ *  signed), u32 header text length L, u32 0, then L bytes of text saying what the export holds,
+ *  one "name: values" line each, values separated by spaces:
+ *      archs: sm_80 sm_90\nnvrtc: 12040\ncodegen: 7\nkey-format: 1\nentries: N\n
+ *  per entry u32 0x52544E45 ("ENTR"), u32 0, key[16], u64 last_used_us, u64 value size, the
+ *  stored value (header included, so each value keeps its own checksum); then u32 0x00444E45
+ *  ("END"), u32 0, u64 entry count, u64 XXH3-64 of every byte before this one; a signed
+ *  export ends with the HMAC-SHA256, under the key, of every byte before it.
  *  @param[out] count entries written (may be NULL). @return FC_OK; FC_ERR_NULL; FC_ERR_IO (no
- *          disk store, or a write error: no file is left behind); FC_ERR_NOMEM. */
-fc_status fcc_export(fcc_cache *cache, const char *path, uint64_t *count);
+ *          disk store, or a write error: no file is left behind); FC_ERR_INVALID (entries of
+ *          more than 32 archs or versions); FC_ERR_NOMEM. */
+fc_status fcc_export(fcc_cache *c, const char *path, uint64_t *count);
+/** fcc_export, signed with key (key_len bytes; NULL: not signed). */
+fc_status fcc_export_signed(fcc_cache *c, const char *path, const void *key, size_t key_len,
+                            uint64_t *count);
 
-/** Reads a file written by fcc_export: first checks all of it (structure, each value's header,
- *  checksum and key, the count and the file checksum), then stores its entries (overwriting
- *  those with the same key; last-used stamps as exported). Nothing is stored from a file that
- *  fails the check. @param[out] count entries imported (may be NULL).
- *  @return FC_OK; FC_ERR_NULL; FC_ERR_IO (cannot read, no writable disk store, a disk write
- *          failed); FC_ERR_PARSE (the file is malformed or corrupt); FC_ERR_NOMEM. */
-fc_status fcc_import(fcc_cache *cache, const char *path, uint64_t *count);
+/** Reads a file written by fcc_export (format 1 or 2): first checks all of it (structure, each
+ *  value's header, checksum, stored key, kernel name, and that its per-field hashes are those
+ *  of its stored fields; that each entry is of an arch and versions the header lists; the
+ *  count and the file checksum), then stores its entries (overwriting those with the same
+ *  key; last-used stamps as exported). Nothing is stored from a file that fails the check,
+ *  and the store pass stores an entry only if its SHA-256 is the one the check saw. Refuses a
+ *  path that is not a regular file (a FIFO never blocks it). @param[out] count entries
+ *  imported (may be NULL).
+ *  @return FC_OK; FC_ERR_NULL; FC_ERR_IO (cannot read, not a regular file, no writable disk
+ *          store, a disk write failed); FC_ERR_PARSE (the file is malformed, corrupt, or its
+ *          signature is wrong, missing or unexpected); FC_ERR_NOMEM. */
+fc_status fcc_import(fcc_cache *c, const char *path, uint64_t *count);
+/** fcc_import checking the signature with key (NULL: the export must not be signed; given: it
+ *  must be, with this key). holds (may be NULL) gets one line saying what the file holds. */
+fc_status fcc_import_signed(fcc_cache *c, const char *path, const void *key, size_t key_len,
+                            uint64_t *count, char *holds, size_t holds_size);
 
 /** Explains a miss of fields: finds the entry with this very key (reporting its problem), or
  *  else the nearest one: the same kernel name and source first, then the most key fields in
@@ -374,7 +425,8 @@ size_t fcc_explanation_format(const fcc_explanation *ex, char *buf, size_t size)
 
 /** Writes one `fusec cache list` line for info (no newline): key hex, arch, value size, last
  *  use (UTC, or "never") and the summary ("kernel NAME" when it has none), or the problem of
- *  a bad entry. Bytes outside printable ASCII show as '?'. @return as snprintf. */
+ *  a bad entry. Bytes outside printable ASCII, and backslashes, show escaped (\\n, \\xNN,
+ *  \\\\). @return as snprintf. */
 size_t fcc_format_list_line(const fcc_entry_info *info, char *buf, size_t size);
 
 #endif /* FUSEC_CACHE_H */

@@ -16,7 +16,8 @@ fc_status fcx_cache(fc_ctx *ctx, fcc_cache **out) {
         o.dir = ctx->cache_dir;
         fcc_cache *c;
         fc_status st = fcc_open(&o, &c);
-        if (st != FC_OK) return fcg_error(ctx, st, "kernel cache: %s", fcc_errmsg(NULL));
+        if (st != FC_OK)
+            return fcg_error(ctx, st, "kernel cache: cannot open it: %s", fc_strerror(st));
         const char *w = fcc_take_warning(c);
         if (w) fprintf(stderr, "fusec: warning: %s\n", w);
         ctx->kcache = c;
@@ -96,9 +97,25 @@ fc_status fcx_compile_missed(fc_ctx *ctx, fcc_cache *cache, const fcx_kernel_src
                  "cache: %s", hex, arch, why);
         return FC_ERR_NOT_CACHED;
     }
+    /* Processes that miss the same kernel at once compile it once: the first takes the key's
+     * lock and compiles, the others wait, then find it stored. */
+    int lock = -1;
+    if ((st = fcc_lock_key(cache, key, FCX_COMPILE_WAIT_MS, &lock)) != FC_OK) {
+        snprintf(msg, msg_size, "kernel cache: out of memory");
+        return st;
+    }
+    fcc_entry e;
+    bool found = false;
+    if (lock >= 0 && fcc_get(cache, key, &e, &found) == FC_OK && found) {
+        fcc_unlock_key(cache, key, lock);
+        out->cubin = e.cubin;
+        out->size = e.cubin_size;
+        return FC_OK; /* another process compiled it while we waited */
+    }
     fcn_cubin cb;
     st = fcn_compile(ctx, src->src, NULL, arch, 0, NULL, 0, &cb);
     if (st != FC_OK) {
+        fcc_unlock_key(cache, key, lock);
         snprintf(msg, msg_size, "%s", cb.message ? cb.message : fc_strerror(st));
         fcn_cubin_free(ctx, &cb);
         return st;
@@ -109,6 +126,7 @@ fc_status fcx_compile_missed(fc_ctx *ctx, fcc_cache *cache, const fcx_kernel_src
     int ml = snprintf(meta, sizeof meta, "fusec kernel; block %d; %d pointers, %d ints, %d floats",
                       src->block, src->nptr, src->nint, src->nflt);
     fc_status pst = fcc_put(cache, fields, src->summary, cb.data, cb.size, meta, (size_t)ml);
+    fcc_unlock_key(cache, key, lock);
     out->compiled = true;
     out->compile_ms = cb.compile_ms;
     fcn_cubin_free(ctx, &cb);
@@ -118,8 +136,7 @@ fc_status fcx_compile_missed(fc_ctx *ctx, fcc_cache *cache, const fcx_kernel_src
     }
     /* Read it back: the store owns the bytes from here on (also after an I/O failure, when
      * the in-process map holds them). */
-    fcc_entry e;
-    bool found = false;
+    found = false;
     if ((st = fcc_get(cache, key, &e, &found)) != FC_OK || !found) {
         snprintf(msg, msg_size, "kernel cache: the compiled kernel could not be stored");
         return st != FC_OK ? st : FC_ERR_IO;

@@ -8,6 +8,10 @@
 #include "cache.h"
 #include "codegen.h"
 
+/* How long a compile waits for another process compiling the same kernel (fcc_lock_key)
+ * before compiling it too: longer than any one NVRTC compile, short of a hang. */
+#define FCX_COMPILE_WAIT_MS 60000u
+
 typedef struct fcx_binary {
     const void *cubin;   /* owned by the cache store: valid until the context is destroyed */
     size_t size;

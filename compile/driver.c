@@ -406,7 +406,8 @@ static void run_job(pool *p, const job *jb, char *msg, size_t msg_size) {
         t->cubin = bin.cubin;
         t->cubin_size = bin.size;
         t->compile_ms = bin.compile_ms;
-        settle(ctx, t, FCK_COMPILED, FC_OK, NULL);
+        /* Not compiled: another process did it while this one waited for its lock. */
+        settle(ctx, t, bin.compiled ? FCK_COMPILED : FCK_CACHED, FC_OK, NULL);
     }
     if (whole) fcg_strfree(ctx, whole);
 }

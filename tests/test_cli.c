@@ -1097,3 +1097,90 @@ Test(cli, trace_write_failure_warns_and_evaluates) {
     cr_expect_eq(access(bad, F_OK), -1);
     cleanup();
 }
+
+/* ---- issue 15: compile once across processes, trusted imports, small caps ------------------ */
+
+/* 16 processes warm the same programs into one empty cache at once: each kernel is compiled
+ * once in all (a per-key lock), and the store holds one entry per key. */
+Test(cli, sixteen_concurrent_warms_compile_each_kernel_once) {
+    make_tmp();
+    char *cache = cache_dir("cache");
+    enum { NPROC = 16 };
+    keyset want = {0};
+    expected_keys(NSMALL, "sm_90", &want);
+    const char *args[32];
+    int n = 0;
+    args[n++] = "warm";
+    args[n++] = "-q";
+    args[n++] = "-j";
+    args[n++] = "1";
+    for (int i = 0; i < NSMALL; i++) args[n++] = small_programs[i];
+    args[n] = NULL;
+    cli_proc procs[NPROC];
+    for (int i = 0; i < NPROC; i++) procs[i] = cli_spawn(&tmp, cache, NULL, args);
+    long compiled = 0, cached = 0;
+    for (int i = 0; i < NPROC; i++) {
+        cli_result r = tracked(cli_wait(&procs[i]));
+        cr_expect_eq(r.code, 0, "process %d: exit %d: %s", i, r.code, r.err);
+        compiled += cli_field(r.out, "compiled");
+        cached += cli_field(r.out, "already cached");
+    }
+    cr_log_info("%d concurrent warms of %d programs (%d kernels): %ld compiles in all, %ld "
+                "found cached", NPROC, NSMALL, want.n, compiled, cached);
+    cr_expect_eq(compiled, want.n, "each kernel compiled once in all");
+    cr_expect_eq(compiled + cached, (long)NPROC * want.n);
+    cli_result l = run(cache, NULL, "cache", "list", NULL);
+    keyset got = {0};
+    int lines;
+    keys_from_list(l.out, &got, &lines);
+    cr_expect_eq(lines, want.n, "%s", l.out);
+    cr_expect(keysets_equal(&got, &want));
+    cli_result v = run(cache, NULL, "cache", "verify", NULL);
+    cr_expect_eq(v.code, 0, "%s%s", v.out, v.err);
+    cleanup();
+}
+
+Test(cli, signed_export_and_import_refuse_what_they_should) {
+    make_tmp();
+    char *a = cache_dir("a"), *b = cache_dir("b");
+    char *file = tmp_path("kernels.fcx"), *key = tmp_path("key"), *other = tmp_path("other");
+    FILE *f = fopen(key, "w");
+    fputs("a key of more than sixteen bytes\n", f);
+    fclose(f);
+    f = fopen(other, "w");
+    fputs("another key, also long enough\n", f);
+    fclose(f);
+    cli_result w = run_with_programs(a, NULL, (const char *[]){"warm", "-q", NULL}, 2);
+    cr_assert_eq(w.code, 0, "%s", w.err);
+    cli_result e = run(a, NULL, "cache", "export", "--key", key, file, NULL);
+    cr_assert_eq(e.code, 0, "%s", e.err);
+    cli_result nokey = run(b, NULL, "cache", "import", file, NULL);
+    cr_expect_eq(nokey.code, 6, "%s", nokey.err);
+    cr_expect(strstr(nokey.err, "give its key (--key FILE)"), "%s", nokey.err);
+    cli_result wrong = run(b, NULL, "cache", "import", "--key", other, file, NULL);
+    cr_expect_eq(wrong.code, 6, "%s", wrong.err);
+    cli_result ok = run(b, NULL, "cache", "import", "--key", key, file, NULL);
+    cr_expect_eq(ok.code, 0, "%s", ok.err);
+    cr_expect(strstr(ok.out, "holds: 2 entries for sm_90;") &&
+              strstr(ok.out, "signed (HMAC-SHA256)"), "%s", ok.out);
+    /* A FIFO is refused at once, never read (a read would block forever). */
+    char *fifo = tmp_path("pipe");
+    cr_assert_eq(mkfifo(fifo, 0644), 0);
+    cli_result p = run(b, NULL, "cache", "import", fifo, NULL);
+    cr_expect_eq(p.code, 4, "%s", p.err);
+    cr_expect(strstr(p.err, "not a regular file (a FIFO)"), "%s", p.err);
+    cr_expect_lt(p.secs, 5.0);
+    cleanup();
+}
+
+Test(cli, cache_max_too_small_is_a_clear_message) {
+    make_tmp();
+    char *cache = cache_dir("cache");
+    setenv("FUSEC_CACHE_MAX", "1", 1);
+    cli_result w = run(cache, NULL, "warm", "-q", small_programs[9], NULL);
+    unsetenv("FUSEC_CACHE_MAX");
+    cr_expect_eq(w.code, 0, "%s", w.err);
+    cr_expect(strstr(w.err, "FUSEC_CACHE_MAX=\"1\" is smaller than the least usable cache (1M"),
+              "%s", w.err);
+    cleanup();
+}

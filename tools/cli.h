@@ -59,7 +59,8 @@ enum {
     OPT_NO_PRELUDE = 1u << 12, /* --no-prelude */
     OPT_INPUT = 1u << 13,      /* --input NAME=FILE.npy (repeatable) */
     OPT_OUTPUT_DIR = 1u << 14, /* --output-dir DIR */
-    OPT_BENCH = 1u << 15       /* --bench, --runs N, --warmup N, --json, --floor-bytes B */
+    OPT_BENCH = 1u << 15,      /* --bench, --runs N, --warmup N, --json, --floor-bytes B */
+    OPT_KEY = 1u << 16         /* --key FILE (cache export / import: sign, check) */
 };
 
 typedef struct cli_set {
@@ -90,6 +91,7 @@ typedef struct cli_opts {
     int jobs;          /* 0: one per online CPU */
     bool dot, delete_bad, quiet, no_prelude, help;
     const char *cache_dir;
+    const char *key_file;  /* --key FILE */
     cli_input inputs[CLI_MAX_INPUTS];
     int ninputs;
     const char *output_dir;

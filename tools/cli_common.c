@@ -227,6 +227,9 @@ int cli_parse(const char *cmd, int argc, char **argv, unsigned allowed, cli_opts
             o->dot = true;
         } else if ((allowed & OPT_NO_PRELUDE) && is_flag(a, "--no-prelude")) {
             o->no_prelude = true;
+        } else if ((allowed & OPT_KEY) && is_option(a, "--key")) {
+            if (!(v = option_value("--key", argc, argv, &i))) return EXIT_USAGE;
+            o->key_file = v;
         } else if ((allowed & OPT_DELETE_BAD) && is_flag(a, "--delete-bad")) {
             o->delete_bad = true;
         } else if ((allowed & OPT_QUIET) && (is_flag(a, "-q") || is_flag(a, "--quiet"))) {

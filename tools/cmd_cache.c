@@ -5,7 +5,10 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,14 +22,24 @@ static const char usage_cache[] =
     "                                    key; --delete-bad deletes the bad ones (a later run\n"
     "                                    recompiles them)\n"
     "  fusec cache clear                 deletes every entry\n"
-    "  fusec cache export FILE           writes every good entry to FILE (atomically)\n"
-    "  fusec cache import FILE           checks all of FILE, then stores its entries\n"
+    "  fusec cache export [--key KEYFILE] FILE\n"
+    "                                    writes every good entry to FILE (atomically); its\n"
+    "                                    header says what it holds; --key signs it\n"
+    "                                    (HMAC-SHA256 with the bytes of KEYFILE)\n"
+    "  fusec cache import [--key KEYFILE] FILE\n"
+    "                                    checks all of FILE (each entry against its key and\n"
+    "                                    the header; with --key the signature, which must be\n"
+    "                                    there), then stores its entries\n"
     "\n"
     "The cache is --cache-dir DIR, else $FUSEC_CACHE_DIR, else $XDG_CACHE_HOME/fusec, else\n"
     "~/.cache/fusec. stats, list, verify and export open it read-only. Only import creates\n"
     "it: where nothing is stored yet, the other commands find an empty cache (exit 0).\n"
+    "A damaged cache file (truncated, overwritten, not LMDB's) is moved aside as\n"
+    "data.mdb.damaged-STAMP by the commands that write (clear, verify --delete-bad, import);\n"
+    "stats, list, verify and export leave it and report it.\n"
     "Exit codes: 0 ok, 1 usage, 4 the cache or FILE cannot be read or written, 6 verify found\n"
-    "bad entries (that --delete-bad did not delete), or FILE is not a valid export.\n";
+    "bad entries (that --delete-bad did not delete) or damaged files, FILE is not a valid\n"
+    "export or its signature does not match.\n";
 
 /* Opens the store; a store that is not on disk (unusable directory) is an error here. A cache
  * that does not exist yet is not: it is empty, and only a command that stores something
@@ -45,9 +58,10 @@ static int open_store(const cli_opts *o, bool read_only, bool create, fcc_cache 
     }
     const char *w = fcc_take_warning(*out);
     if (fcc_is_absent(*out)) {
-        if (w) cli_warn("%s", w); /* e.g. a bad $FUSEC_CACHE_MAX */
-        fprintf(stderr, "fusec: the kernel cache in %s is empty (nothing is stored there yet)\n",
-                fcc_dir(*out));
+        if (w) cli_warn("%s", w); /* e.g. a bad $FUSEC_CACHE_MAX, or damaged files left alone */
+        if (!fcc_damage(*out))
+            fprintf(stderr, "fusec: the kernel cache in %s is empty (nothing is stored there "
+                            "yet)\n", fcc_dir(*out));
         return EXIT_OK;
     }
     if (!fcc_is_persistent(*out)) {
@@ -122,11 +136,26 @@ static void report_bad(const fcc_key *key, fcc_problem problem, void *user) {
     printf("bad %s: %s\n", hex, fcc_problem_name(problem));
 }
 
+/* Damaged files (found at open or while reading): a read-only command left them as they are
+ * and saw an empty cache; a writing one moved them aside. The warning said which. */
+static int damaged(fcc_cache *c, const char *cmd, bool moved) {
+    if (!fcc_damage(c)) return EXIT_OK;
+    if (moved) return EXIT_OK;
+    cli_error("%s: the kernel cache files in %s are damaged (see above); `fusec cache clear` or "
+              "`fusec cache verify --delete-bad` moves them aside", cmd, fcc_dir(c));
+    return EXIT_BAD_CACHE;
+}
+
 static int cache_verify(fcc_cache *c, bool delete_bad) {
     fcc_verify_result r;
     if (fcc_verify(c, delete_bad, report_bad, NULL, &r) != FC_OK) {
         cli_error("cache verify: %s", fcc_errmsg(c));
-        return EXIT_IO;
+        return fcc_damage(c) ? EXIT_BAD_CACHE : EXIT_IO;
+    }
+    int rc = damaged(c, "cache verify", delete_bad);
+    if (rc) {
+        printf("checked: %" PRIu64 "\nbad: file damaged\n", r.checked);
+        return rc;
     }
     printf("checked: %" PRIu64 "\nbad: %" PRIu64 "\n", r.checked, r.bad);
     if (delete_bad) printf("deleted: %" PRIu64 "\norphan stamps deleted: %" PRIu64 "\n", r.deleted,
@@ -147,13 +176,40 @@ static int cache_clear(fcc_cache *c) {
         cli_error("cache clear: %s", fcc_errmsg(c));
         return EXIT_IO;
     }
-    printf("cleared: %" PRIu64 " entr%s from %s\n", before, before == 1 ? "y" : "ies", fcc_dir(c));
+    printf("cleared: %" PRIu64 " entr%s from %s%s\n", before, before == 1 ? "y" : "ies", fcc_dir(c),
+           fcc_damage(c) ? " (its damaged files were moved aside first)" : "");
     return EXIT_OK;
 }
 
-static int cache_export(fcc_cache *c, const char *file) {
+/* The key of --key FILE: its bytes (at least 16, at most 4096), in key[]. */
+static int read_key(const char *file, uint8_t *key, size_t *len) {
+    int fd = open(file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        cli_error("--key %s: %s", file, fd < 0 ? strerror(errno) : "not a regular file");
+        if (fd >= 0) close(fd);
+        return EXIT_IO;
+    }
+    ssize_t n = read(fd, key, 4097);
+    close(fd);
+    if (n < 16 || n > 4096) {
+        cli_error("--key %s: a key file holds 16 to 4096 bytes (for example `head -c 32 "
+                  "/dev/urandom > %s`), this one %s", file, file,
+                  n < 0 ? strerror(errno) : n < 16 ? "fewer" : "more");
+        return EXIT_USAGE;
+    }
+    *len = (size_t)n;
+    return EXIT_OK;
+}
+
+static int cache_export(fcc_cache *c, const char *file, const char *key_file) {
     uint64_t n = 0;
-    fc_status st = fcc_export(c, file, &n);
+    int rc = damaged(c, "cache export", false);
+    if (rc) return rc; /* an empty export of a damaged cache would look like a good one */
+    uint8_t key[4097];
+    size_t key_len = 0;
+    if (key_file && (rc = read_key(key_file, key, &key_len))) return rc;
+    fc_status st = fcc_export_signed(c, file, key_file ? key : NULL, key_len, &n);
     if (st != FC_OK) {
         cli_error("cache export to %s: %s", file,
                   *fcc_errmsg(c) ? fcc_errmsg(c) : fc_strerror(st));
@@ -163,14 +219,21 @@ static int cache_export(fcc_cache *c, const char *file) {
     return EXIT_OK;
 }
 
-static int cache_import(fcc_cache *c, const char *file) {
+static int cache_import(fcc_cache *c, const char *file, const char *key_file) {
     uint64_t n = 0;
-    fc_status st = fcc_import(c, file, &n);
+    uint8_t key[4097];
+    size_t key_len = 0;
+    int rc;
+    if (key_file && (rc = read_key(key_file, key, &key_len))) return rc;
+    char holds[512];
+    fc_status st = fcc_import_signed(c, file, key_file ? key : NULL, key_len, &n, holds,
+                                     sizeof holds);
     if (st != FC_OK) {
         cli_error("cache import from %s: %s", file,
                   *fcc_errmsg(c) ? fcc_errmsg(c) : fc_strerror(st));
         return st == FC_ERR_PARSE ? EXIT_BAD_CACHE : st == FC_ERR_NOMEM ? EXIT_PROGRAM : EXIT_IO;
     }
+    printf("holds: %s\n", holds);
     printf("imported: %" PRIu64 " entr%s from %s\n", n, n == 1 ? "y" : "ies", file);
     return EXIT_OK;
 }
@@ -185,7 +248,7 @@ typedef struct cache_sub {
 static const cache_sub subs[] = {
     {"stats", 0, false, true},  {"list", 0, false, true},
     {"verify", OPT_DELETE_BAD, false, false}, {"clear", 0, false, false},
-    {"export", 0, true, true}, {"import", 0, true, false},
+    {"export", OPT_KEY, true, true}, {"import", OPT_KEY, true, false},
 };
 
 int cmd_cache(int argc, char **argv) {
@@ -223,8 +286,8 @@ int cmd_cache(int argc, char **argv) {
         else if (strcmp(sub->name, "list") == 0) rc = cache_list(c);
         else if (strcmp(sub->name, "verify") == 0) rc = cache_verify(c, o.delete_bad);
         else if (strcmp(sub->name, "clear") == 0) rc = cache_clear(c);
-        else if (strcmp(sub->name, "export") == 0) rc = cache_export(c, o.files[0]);
-        else rc = cache_import(c, o.files[0]);
+        else if (strcmp(sub->name, "export") == 0) rc = cache_export(c, o.files[0], o.key_file);
+        else rc = cache_import(c, o.files[0], o.key_file);
         fcc_close(c);
         if (fflush(stdout) != 0 && !rc) {
             cli_error("cannot write the output: %s", strerror(errno));
