@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds fusec in build/ and runs its main job on the host backend (the GPU runtime comes in a
-# later issue): every seed program in examples/, each checked against plain C, then .fc
-# workloads through the fusec CLI at a modest size. Installs missing build dependencies first
+# Builds fusec in build/ and runs its main job (on the GPU when there is one, else on the host
+# backend): every seed program in examples/, each checked against plain C, then .fc workloads
+# through the fusec CLI at a modest size. Installs missing build dependencies first
 # (Debian; sudo when not root). Exits non-zero if anything fails or does not match.
 set -euo pipefail
 cd "$(dirname "$0")"
