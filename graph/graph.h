@@ -532,9 +532,6 @@ fc_ctx *fcg_begin_ew(const char *opname, int n, fc_array *const *in, fc_array **
 /* Whether a shape has a negative extent or describes more than FCG_MAX_BYTES of dtype (the
  * product of its non-zero extents, as NumPy counts). */
 bool fcg_shape_too_large(int ndim, const int64_t *shape, fc_dtype dtype);
-/* The FC_ERR_SHAPE poison for such a shape, naming the op. */
-fc_array *fcg_poison_too_large(fc_ctx *ctx, const char *opname, int ndim, const int64_t *shape,
-                               fc_dtype dtype);
 /* fcg_ret of a node built by fcg_node, which may be NULL on out-of-memory; a shape
  * fcg_shape_too_large refuses gives a FC_ERR_SHAPE poison naming the op. */
 fc_array *fcg_make(fc_ctx *ctx, fcg_op op, fc_dtype dtype, fc_dtype loop_dtype, bool weak,

@@ -199,20 +199,17 @@ bool fcg_shape_too_large(int ndim, const int64_t *shape, fc_dtype dtype) {
     return false;
 }
 
-fc_array *fcg_poison_too_large(fc_ctx *ctx, const char *opname, int ndim, const int64_t *shape,
-                               fc_dtype dtype) {
-    char sh[200];
-    return fcg_poison(ctx, FC_ERR_SHAPE, "%s: the result, %s of %s, is too large (more than 2^62 "
-                      "bytes)", opname, fcg_shape_str(sh, ndim, shape), fc_dtype_name(dtype));
-}
-
 fc_array *fcg_make(fc_ctx *ctx, fcg_op op, fc_dtype dtype, fc_dtype loop_dtype, bool weak,
                    int ndim, const int64_t *shape, int nin, fc_array *const *in,
                    const fcg_params *p) {
     /* Every op's result passes here: an extent computed past int64 or an element count that
      * no index can address is an error, never a wrapped shape. */
-    if (fcg_shape_too_large(ndim, shape, dtype))
-        return fcg_poison_too_large(ctx, fcg_ops[op].pyname, ndim, shape, dtype);
+    if (fcg_shape_too_large(ndim, shape, dtype)) {
+        char sh[200];
+        return fcg_poison(ctx, FC_ERR_SHAPE, "%s: the result, %s of %s, is too large (more than "
+                          "2^62 bytes)", fcg_ops[op].pyname, fcg_shape_str(sh, ndim, shape),
+                          fc_dtype_name(dtype));
+    }
     return fcg_ret(ctx, fcg_node(ctx, op, dtype, loop_dtype, weak, ndim, shape, nin, in, p));
 }
 

@@ -116,8 +116,6 @@ static fc_array *elementwise(fcg_op op, int nin, fc_array *const *in, fc_dtype c
         append_operands(ctx, nin, in);
         return fcg_poison_ctx(ctx, st);
     }
-    if (fcg_shape_too_large(ndim, shape, out))
-        return fcg_poison_too_large(ctx, name, ndim, shape, out);
     if (op == FCG_OP_CAST && out == in[0]->dtype && !in[0]->weak) {
         fcg_retain(in[0]); /* a cast to its own dtype is the array itself */
         return fcg_ret(ctx, in[0]);
@@ -133,11 +131,12 @@ static fc_array *elementwise(fcg_op op, int nin, fc_array *const *in, fc_dtype c
     int made = 0;
     for (; made < nin; made++)
         if (!(use[made] = weak_int_operand(ctx, in[made], fix.use[made], loop))) break;
-    fc_array *r = made == nin
-                      ? fcg_node(ctx, op, out, loop, weak, ndim, shape, nin, use, NULL)
-                      : NULL;
+    /* fcg_make checks the result's size and hands it to the scope; it holds its own
+     * references to the operands. NULL (out of memory) becomes the OOM poison. */
+    fc_array *r = made == nin ? fcg_make(ctx, op, out, loop, weak, ndim, shape, nin, use, NULL)
+                              : fcg_ret(ctx, NULL);
     for (int i = 0; i < made; i++) fcg_release(use[i]);
-    return fcg_ret(ctx, r);
+    return r;
 }
 
 /* The public constructors: fc_<cname> for every elementwise op of ops.def. */
