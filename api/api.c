@@ -48,7 +48,8 @@ fc_array *fc_copy_to(fc_array *a, fc_ctx *dst) {
         if (st != FC_ERR_UNSUPPORTED) return fcg_poison_ctx(dst, st);
     }
     /* Through the host: the source's value comes down once and is then shared. */
-    if (!a->host && (st = src->be->download(src, a)) != FC_OK)
+    if ((!a->host || (a->dev && src->be->host_copy_volatile)) &&
+        (st = src->be->download(src, a)) != FC_OK)
         return fcg_poison(dst, st, "copy_to: %s", fc_errmsg(src));
     return fc_from_host(dst, (fc_dtype)a->dtype, sh, a->host);
 }
@@ -252,7 +253,7 @@ fc_status fc_read_async(fc_array *a, void *dst, int64_t offset, int64_t count, f
     if (st != FC_OK) return st;
     size_t es = fc_dtype_size((fc_dtype)a->dtype);
     if (count == 0) return FC_OK;
-    if (a->host) {
+    if (a->host && !(a->dev && ctx->be->host_copy_volatile)) {
         memcpy(dst, (const char *)a->host + (size_t)offset * es, (size_t)count * es);
         return FC_OK;
     }

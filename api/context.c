@@ -73,7 +73,20 @@ fc_status fc_ctx_create(fc_ctx **out, const fc_ctx_options *opts) {
         fc_ctx_destroy(ctx);
         return FC_ERR_NOMEM;
     }
-    if (b != FC_BACKEND_HOST) {
+    if (opts && (opts->shards > 1 || opts->shards == FC_SHARDS_ALL)) {
+        fc_ctx_options mo = *opts;
+        mo.backend = b;
+        if ((st = fcm_open(ctx, &mo)) != FC_OK) { /* sets ctx->be on success */
+            if (st != FC_ERR_NOMEM) fprintf(stderr, "fusec: %s\n", ctx->errmsg);
+            fc_ctx_destroy(ctx);
+            return st;
+        }
+    } else if (opts && opts->shards < 0) {
+        fprintf(stderr, "fusec: fc_ctx_options.shards is %d (0 or 1: one device; N > 1; "
+                "FC_SHARDS_ALL)\n", opts->shards);
+        fc_ctx_destroy(ctx);
+        return FC_ERR_INVALID;
+    } else if (b != FC_BACKEND_HOST) {
         st = fcr_open(ctx, ctx->device); /* sets ctx->be on success */
         if (st != FC_OK && (b == FC_BACKEND_CUDA || st == FC_ERR_NOMEM)) {
             /* Asked for the GPU and cannot have it: say why on stderr, since no context

@@ -60,8 +60,12 @@ fc_status fc_read(fc_array *a, void *dst, int64_t offset, int64_t count) {
     if (count > 0 && !dst) return fcg_error(ctx, FC_ERR_NULL, "read: dst is NULL");
     fc_status st = fc_eval(ctx, &a, 1);
     if (st != FC_OK) return st;
-    if (!a->host && (st = ctx->be->download(ctx, a)) != FC_OK) return st;
     size_t es = fc_dtype_size((fc_dtype)a->dtype);
+    if (a->dev && ctx->be->host_copy_volatile) /* read now, not from a host copy */
+        return count > 0 ? ctx->be->read_async(ctx, a, dst, (size_t)offset * es,
+                                               (size_t)count * es, NULL)
+                         : FC_OK;
+    if (!a->host && (st = ctx->be->download(ctx, a)) != FC_OK) return st;
     if (count > 0) memcpy(dst, (const char *)a->host + (size_t)offset * es, (size_t)count * es);
     return FC_OK;
 }

@@ -39,8 +39,12 @@ typedef struct fcb_raw_arg {
 } fcb_raw_arg;
 
 struct fcb_backend {
-    const char *name;  /* "host", "cuda" */
+    const char *name;  /* "host", "cuda", "sharded" */
     fc_backend kind;
+    /* The value can change behind a->host (a sharded array's parts are arrays of their own,
+     * which their holders may write): reads always go through read_async or download, and
+     * download refreshes a->host even where it exists. */
+    bool host_copy_volatile;
 
     /* Releases the backend's state (ctx->be_state); the context's arrays are already gone. */
     void (*destroy)(fc_ctx *ctx);
@@ -68,6 +72,13 @@ struct fcb_backend {
      * value, src being an evaluated array of another context of the same backend kind.
      * FC_ERR_UNSUPPORTED: the caller goes through the host instead. */
     fc_status (*copy_from)(fc_ctx *ctx, fc_array *dst, fc_ctx *src_ctx, const fc_array *src);
+    /* Gives a (a DATA node of this context without a value) a value of its size whose bytes
+     * are undefined, on the context's own stream: a buffer for a collective to fill. */
+    fc_status (*alloc_value)(fc_ctx *ctx, fc_array *a);
+    /* *idle = whether the work queued on the context's own stream is done, without waiting;
+     * an error the work raised is returned (a sharded context polls its shards with this, so
+     * that no wait on one device blocks the report of another's failure). */
+    fc_status (*query)(fc_ctx *ctx, bool *idle);
 
     fc_status (*stream_create)(fc_ctx *ctx, fc_stream *s);
     void (*stream_destroy)(fc_ctx *ctx, fc_stream *s);
@@ -115,6 +126,53 @@ fc_status fcr_open(fc_ctx *ctx, int device);
 /* Devices, whatever the context: 0 (and FC_OK) where there is no driver. */
 fc_status fcr_device_count(int *count);
 fc_status fcr_device_info(int ordinal, fc_device_info *out);
+
+/* The sharded backend (backend/mesh.c): makes ctx (a new context with the host backend
+ * attached) a sharded context over opts->shards shards, each a context of its own made with
+ * opts' other fields. Sets ctx->be and ctx->be_state on success; FC_ERR_BACKEND,
+ * FC_ERR_INVALID (a bad device list) or FC_ERR_NOMEM with a message in ctx otherwise. */
+fc_status fcm_open(fc_ctx *ctx, const fc_ctx_options *opts);
+/* Whether ctx is sharded, and its shards (NULL when i is out of range or ctx is not sharded). */
+int fcm_shards(const fc_ctx *ctx);
+/* Tests: from now on, data and results no consumer places split along axis (axis % ndim)
+ * whatever their extents (shards may be empty); -1: the usual rule. */
+void fcm_test_force_split(fc_ctx *ctx, int axis);
+fc_ctx *fcm_shard_ctx(const fc_ctx *ctx, int i);
+/* The public calls of fusec.h's "Sharded contexts" (api/shard.c checks their arguments). */
+fc_array *fcm_reshard(fc_array *a, int axis);
+fc_status fcm_sharding(fc_array *a, int *axis);
+fc_array *fcm_from_shards(fc_ctx *ctx, fc_array *const *parts, int axis);
+fc_array *fcm_part(fc_array *a, int i);
+fc_array *fcm_gather(fc_array *a, int i);
+fc_status fcm_stats(fc_ctx *ctx, fc_shard_stats *out, bool reset);
+
+/* NCCL between the CUDA contexts of a sharded context's shards (backend/nccl.c). A
+ * communicator set over n contexts on distinct devices; NULL (with why in *why) when NCCL
+ * cannot serve. Buffers are device addresses of the contexts' values; every call queues on
+ * each context's own stream and returns before the work is done. */
+typedef struct fcn_comm fcn_comm;
+typedef enum fcn_redop { FCN_SUM, FCN_PROD, FCN_MAX, FCN_MIN } fcn_redop;
+fcn_comm *fcn_comm_create(fc_ctx *const *ctxs, int n, char *why, size_t why_size);
+/* Whether all-reduce supports dtype t. */
+bool fcn_reduce_dtype_ok(fc_dtype t);
+/* An all-reduce: recv[i] = op over j of send[j] (count elements of dtype each), i a shard. */
+typedef struct fcn_job {
+    const uint64_t *send, *recv;
+    size_t count;
+    fc_dtype dtype;
+    fcn_redop op;
+} fcn_job;
+/* Runs jobs[0..njobs) as one group (one launch per device for all of them). */
+fc_status fcn_allreduce(fcn_comm *c, fc_ctx *const *ctxs, const fcn_job *jobs, int njobs);
+/* Every recv[i] gets send[0] (bytes[0]) then send[1] (bytes[1]) ... back to back. */
+fc_status fcn_allgather(fcn_comm *c, fc_ctx *const *ctxs, const uint64_t *send,
+                        const size_t *bytes, const uint64_t *recv);
+/* Aborts the communicators (a device failed: no collective may wait for it); then destroy. */
+void fcn_comm_abort(fcn_comm *c);
+void fcn_comm_destroy(fcn_comm *c);
+
+/* The CUstream of a CUDA context's own stream, its CUDA context made current (for NCCL). */
+void *fcr_stream_handle(fc_ctx *ctx);
 
 /* For tests of the CUDA backend: its cached plans and how often they were reused; a kernel
  * that faults (a sticky error that kills the context). */

@@ -46,6 +46,7 @@ typedef struct driver {
     CUresult (*StreamCreate)(CUstream *, unsigned);
     CUresult (*StreamDestroy)(CUstream);
     CUresult (*StreamSynchronize)(CUstream);
+    CUresult (*StreamQuery)(CUstream);
     CUresult (*MemAllocAsync)(CUdeviceptr *, size_t, CUstream);
     CUresult (*MemFreeAsync)(CUdeviceptr, CUstream);
     CUresult (*DeviceGetDefaultMemPool)(CUmemoryPool *, CUdevice);
@@ -288,6 +289,7 @@ static bool load_driver(void) {
     SYM(StreamCreate, "cuStreamCreate");
     SYM(StreamDestroy, "cuStreamDestroy");
     SYM(StreamSynchronize, "cuStreamSynchronize");
+    SYM(StreamQuery, "cuStreamQuery");
     SYM(MemAllocAsync, "cuMemAllocAsync");
     SYM(MemFreeAsync, "cuMemFreeAsync");
     SYM(DeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool");
@@ -720,6 +722,38 @@ static fc_status fcr_ctx_sync(fc_ctx *ctx) {
     if (st != FC_OK) return st;
     make_current(ctx->be_state);
     return CU(ctx, CtxSynchronize());
+}
+
+static fc_status fcr_alloc_value(fc_ctx *ctx, fc_array *a) {
+    fc_status st = alive(ctx);
+    if (st != FC_OK) return st;
+    make_current(ctx->be_state);
+    size_t bytes = value_bytes(a);
+    CUdeviceptr p;
+    if ((st = dev_alloc(ctx, bytes, stream_of(ctx, 0), &p)) != FC_OK) return st;
+    a->dev = p;
+    a->dev_bytes = bytes ? bytes : 1;
+    a->dev_stream = 0;
+    a->dev_reader = 0;
+    return FC_OK;
+}
+
+void *fcr_stream_handle(fc_ctx *ctx) {
+    cuda_state *cs = ctx->be_state;
+    make_current(cs);
+    return cs->stream;
+}
+
+static fc_status fcr_query(fc_ctx *ctx, bool *idle) {
+    *idle = false;
+    fc_status st = alive(ctx);
+    if (st != FC_OK) return st;
+    cuda_state *cs = ctx->be_state;
+    make_current(cs);
+    CUresult r = drv.StreamQuery(cs->stream);
+    if (r == CUDA_ERROR_NOT_READY) return FC_OK;
+    *idle = r == CUDA_SUCCESS;
+    return check(ctx, r, "cuStreamQuery", __FILE__, __LINE__);
 }
 
 static fc_status fcr_memory_trim(fc_ctx *ctx) {
@@ -1815,6 +1849,8 @@ static const fcb_backend fcr_backend = {
     .write = fcr_write,
     .read_async = fcr_read_async,
     .copy_from = fcr_copy_between,
+    .alloc_value = fcr_alloc_value,
+    .query = fcr_query,
     .stream_create = fcr_stream_create,
     .stream_destroy = fcr_stream_destroy,
     .stream_sync = fcr_stream_sync,

@@ -53,6 +53,20 @@ static fc_status host_copy_from(fc_ctx *ctx, fc_array *dst, fc_ctx *src_ctx,
     return FC_ERR_UNSUPPORTED; /* the caller's path through the host is this backend's own */
 }
 
+static fc_status host_alloc_value(fc_ctx *ctx, fc_array *a) {
+    size_t bytes = fcg_node_numel(a) * fc_dtype_size((fc_dtype)a->dtype);
+    if (!(a->host = fcg_malloc(ctx, bytes ? bytes : 1)))
+        return fcg_error(ctx, FC_ERR_NOMEM, "out of memory for a buffer of %zu bytes", bytes);
+    a->host_bytes = bytes ? bytes : 1;
+    return FC_OK;
+}
+
+static fc_status host_query(fc_ctx *ctx, bool *idle) {
+    (void)ctx;
+    *idle = true; /* work is done when its call returns */
+    return FC_OK;
+}
+
 static fc_status host_stream_create(fc_ctx *ctx, fc_stream *s) {
     (void)ctx;
     s->cu = NULL;
@@ -173,6 +187,8 @@ const fcb_backend fch_backend = {
     .write = host_write,
     .read_async = host_read_async,
     .copy_from = host_copy_from,
+    .alloc_value = host_alloc_value,
+    .query = host_query,
     .stream_create = host_stream_create,
     .stream_destroy = host_stream_destroy,
     .stream_sync = host_stream_sync,

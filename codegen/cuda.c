@@ -702,12 +702,21 @@ static int eval_view(gen *g, const fc_array *a, const ix *idx) {
         line(g, "fcx_ct_%s v%d;", dt(t), v);
         int q = new_var(g);
         line(g, "const idx_t j%d = (idx_t)(%s);", q, idx->e[ax]);
-        /* Branch on which input holds the position; each branch is its own memo scope. */
+        /* Where each input ends along the axis, bound before the branches: a binding made
+         * between two branches would land inside the first, out of the next one's sight. */
+        const char **ends = fcg_malloc(g->ctx, (size_t)a->nin * sizeof *ends);
+        if (!ends) {
+            fail(g, FC_ERR_NOMEM, "codegen: out of memory");
+            return v;
+        }
         const char *off = "0";
+        for (int i = 0; i + 1 < a->nin; i++)
+            off = ends[i] = bind_index(g, str(g, "%s + %s", off, extent(g, a->in[i], ax)));
+        /* Branch on which input holds the position; each branch is its own memo scope. */
+        off = "0";
         for (int i = 0; i < a->nin; i++) {
             const fc_array *ch = a->in[i];
-            const char *end = str(g, "%s + %s", off, extent(g, ch, ax));
-            if (i + 1 < a->nin) line(g, "%sif (j%d < %s) {", i ? "} else " : "", q, end);
+            if (i + 1 < a->nin) line(g, "%sif (j%d < %s) {", i ? "} else " : "", q, ends[i]);
             else line(g, "%s{", i ? "} else " : "");
             g->indent++;
             scope_push(g);
@@ -719,9 +728,10 @@ static int eval_view(gen *g, const fc_array *a, const ix *idx) {
             line(g, "v%d = v%d;", v, cv);
             scope_pop(g);
             g->indent--;
-            off = bind_index(g, end);
+            if (i + 1 < a->nin) off = ends[i];
         }
         line(g, "}");
+        fcg_free(g->ctx, ends, (size_t)a->nin * sizeof *ends);
         return v;
     }
     default:

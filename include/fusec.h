@@ -224,7 +224,16 @@ typedef struct fc_ctx_options {
                                         else unlimited */
     int cuda_graphs;               /**< 0: default (FUSEC_CUDA_GRAPHS=0|1, else on); 1 on;
                                         -1 off. A plan evaluated again replays as a CUDA graph */
+    int shards;                    /**< 0 or 1: one device. N > 1: a sharded context of N shards
+                                        (see "Sharded contexts"); FC_SHARDS_ALL: one shard per
+                                        GPU of the host (at least 2) */
+    const int *devices;            /**< shards > 1, CUDA backend: the device of each shard
+                                        (NULL: 0 .. N-1). A device may repeat (testing on one
+                                        GPU): collectives then go through host memory */
 } fc_ctx_options;
+
+/** fc_ctx_options.shards: one shard per CUDA device of the host. */
+#define FC_SHARDS_ALL (-1)
 
 /** Creates a context.
  *  @param[out] out   the new context; set to NULL on failure.
@@ -332,13 +341,107 @@ typedef struct fc_device_info {
 FC_API fc_status fc_device_count(int *count);
 /** Describes device `ordinal`. @return FC_OK; FC_ERR_BACKEND (no driver, or no such device). */
 FC_API fc_status fc_device_get_info(int ordinal, fc_device_info *out);
-/** The device a CUDA context runs on, or -1 for the host backend. */
+/** The device a CUDA context runs on (a sharded one: its shard 0's), or -1 for the host
+ *  backend. */
 FC_API int fc_ctx_device(const fc_ctx *ctx);
 /** Evaluates a and copies its value into context dst (another device, or the host backend):
  *  GPU to GPU directly, through peer access where the two devices have it, else staged
  *  through host memory. The result belongs to dst (its open scope, or the caller).
  *  @return the copy, poisoned on error (both contexts' messages say why). */
 FC_API fc_array *fc_copy_to(fc_array *a, fc_ctx *dst);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Sharded contexts: arrays split over the GPUs of a host                                   */
+/* ---------------------------------------------------------------------------------------- */
+
+/* A context created with fc_ctx_options.shards = N > 1 runs on N shards. Each shard is an
+ * ordinary context of its own (fc_ctx_shard): on the CUDA backend one per device (devices[i],
+ * else i), on the host backend N simulated shards in host memory, so a program's sharding is
+ * tested where there is no GPU. Arrays of a sharded context have their global shapes and every
+ * op applies as on one device; where the data lives is fusec's business:
+ *
+ *   - An evaluated array is split along one axis or replicated. Split: shard i holds a
+ *     contiguous range of that axis, E / N entries of an extent E plus one for the first
+ *     E % N shards (some shards hold none when E < N). Replicated: every shard holds it all.
+ *   - Evaluation plans the layout of every node and runs each shard's part as an ordinary
+ *     fused program on that shard's context, all devices at once (one stream each, queued from
+ *     the calling thread). Elementwise ops follow their split operands (a replicated or
+ *     broadcast operand is read where it is); reductions that keep the split axis stay local;
+ *     reductions over it (sum, prod, mean, max, min, any, all, var, std, norm,
+ *     count_nonzero) reduce locally and finish with an all-reduce; reduce-broadcast chains
+ *     (softmax over the split axis) put the all-reduce in the middle. Matmul follows the
+ *     data-parallel layouts: rows of a split, b replicated; columns of b split; the contracted
+ *     axis split in both (partial products, all-reduced); a batch axis split.
+ *   - What cannot follow a split (slicing, padding, concatenating or an FFT along the split
+ *     axis, a reshape that moves it, argmax / argmin over it, a broadcast of it) gathers the
+ *     operand first (all-gather) and goes on replicated. FUSEC_LOG=shard says so.
+ *   - Data from the host (fc_from_host) and creation ops (fc_arange, fc_random_*, fc_zeros,
+ *     ...) take the layout their first consumer wants, and are made where they are needed
+ *     (an arange or random array split over shards computes each shard's part on that shard,
+ *     with the values of the whole array). A result no consumer constrains is split along axis
+ *     0 when that extent is at least N, else replicated.
+ *   - Collectives: NCCL between distinct GPUs (libnccl is loaded with dlopen on first use);
+ *     through host memory on the host backend, where devices repeat, where NCCL is missing,
+ *     or with FUSEC_SHARD_COMM=host.
+ *   - A shard whose device fails marks the whole context dead: every later call fails with the
+ *     failing shard's message, NCCL communicators are aborted so no device waits forever.
+ *
+ * Not on a sharded context (FC_ERR_UNSUPPORTED, with a message): user elementwise and
+ * reduction kernels and raw modules (run them on fc_ctx_shard's contexts), program inputs. */
+
+/** The replicated layout, where an axis is asked for or told. Since it is -1, an axis given to
+ *  fc_reshard or fc_from_shards is 0 .. ndim-1 or this: negative axes do not count from the
+ *  end there. */
+#define FC_REPLICATED (-1)
+
+/** The number of shards of a context: N for a sharded context, 1 for any other, 0 for NULL. */
+FC_API int fc_ctx_shards(const fc_ctx *ctx);
+/** Shard i's own context (an ordinary one, owned by the sharded context), or NULL when ctx is
+ *  not sharded or i is out of range. Its arrays never mix with the sharded context's. */
+FC_API fc_ctx *fc_ctx_shard(const fc_ctx *ctx, int i);
+/** Evaluates a (an array of a sharded context) and returns its value laid out anew: split along
+ *  `axis` (0 .. ndim-1) or FC_REPLICATED. A no-op layout returns a itself (a new reference).
+ *  Moving data between shards is an all-gather (NCCL or host).
+ *  @return the resharded array, poisoned on error (FC_ERR_AXIS, FC_ERR_CONTEXT for an array of
+ *  an ordinary context, the evaluation's error). */
+FC_API fc_array *fc_reshard(fc_array *a, int axis);
+/** Evaluates a and tells its layout: *axis is the split axis or FC_REPLICATED (an array of an
+ *  ordinary context: FC_REPLICATED). @return FC_OK, FC_ERR_NULL, the evaluation's error. */
+FC_API fc_status fc_sharding(fc_array *a, int *axis);
+/** An array of sharded context ctx made of parts[0..N), parts[i] an array of fc_ctx_shard(ctx,
+ *  i) (evaluated here): split along `axis` (the parts' extents along it are the shard ranges
+ *  of their sum, as above; the other extents and the dtypes agree) or FC_REPLICATED (every part
+ *  holds the whole value; not checked). The parts' values are shared, not copied: a later
+ *  write into a part is seen by the sharded array (into a replicated one's: keep the parts
+ *  equal).
+ *  @return the array, poisoned on error (FC_ERR_SHAPE, FC_ERR_DTYPE, FC_ERR_CONTEXT,
+ *  FC_ERR_AXIS). */
+FC_API fc_array *fc_from_shards(fc_ctx *ctx, fc_array *const *parts, int axis);
+/** Evaluates a and returns shard i's part of it as an array of fc_ctx_shard(ctx, i) (owned by
+ *  that context's open scope, or the caller): its range of the split axis, which shares the
+ *  value (a write to one is seen by the other); or, when a is replicated, a copy of shard i's
+ *  replica. @return the part, poisoned on error (FC_ERR_INDEX for a bad i). */
+FC_API fc_array *fc_shard_part(fc_array *a, int i);
+/** Gathers a's whole value onto shard i: a new array of fc_ctx_shard(ctx, i) (a copy, owned by
+ *  that context's open scope, or the caller). @return the array, poisoned on error. */
+FC_API fc_array *fc_gather(fc_array *a, int i);
+
+/** What a sharded context's collectives have done since it was made (or since the last
+ *  reset). ms: the time they took on shard 0's stream, read with events around each (a wait
+ *  for the slowest shard counts), synchronising what is pending. */
+typedef struct fc_shard_stats {
+    uint64_t allreduces; /**< all-reduces: one per reduction over a split axis (two for var
+                              and std); on NCCL, max and min of floats carry a NaN flag
+                              in the same group */
+    uint64_t gathers;    /**< all-gathers (reshards, gathers, layouts that could not follow) */
+    uint64_t bytes;      /**< payload: what each shard ends with (an all-reduce's result, a
+                              gather's whole array), summed; the same on either transport */
+    double ms;           /**< their time on shard 0 */
+    int nccl;            /**< 1 when the collectives run on NCCL, 0 through host memory */
+} fc_shard_stats;
+/** Fills *out (all zero for a context that is not sharded); reset: then starts the counts
+ *  again. @return FC_OK, FC_ERR_NULL, or the error of a shard while synchronising. */
+FC_API fc_status fc_shard_stats_get(fc_ctx *ctx, fc_shard_stats *out, bool reset);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Memory                                                                                   */

@@ -358,8 +358,11 @@ static fc_status red_finish(const fc_array *a, const red_job *job, wv *acc, cons
         case FCG_FINISH_NONE: break;
         case FCG_FINISH_MEAN:
             if (k == FCH_W_C128) {
-                v.c[0] /= (double)count;
-                v.c[1] /= (double)count;
+                /* NumPy divides by the count as a complex (Smith's algorithm, ratio 0): an
+                 * infinite part makes the other NaN (inf * 0), as np.mean gives. */
+                double re = v.c[0], im = v.c[1];
+                v.c[0] = (re + im * 0.0) / (double)count;
+                v.c[1] = (im - re * 0.0) / (double)count;
             } else {
                 v.f /= (double)count;
                 outk = FCH_W_F64;

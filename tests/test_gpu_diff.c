@@ -17,6 +17,7 @@
 
 #include "graph.h"
 #include "test_util.h"
+#include "test_values.h"
 #include "random_dag.c"
 
 #include <math.h>
@@ -25,81 +26,6 @@
 #include <string.h>
 
 static bool gpu_available(void) { return tu_gpu_available(); }
-
-static double rtol_of(fc_dtype t) {
-    switch (t) {
-    case FC_F16: return 2e-2;
-    case FC_BF16: return 1e-1;
-    case FC_F32: case FC_C64: return 1e-4;
-    default: return 1e-9;
-    }
-}
-
-static double value_at(const unsigned char *p, fc_dtype t, size_t i, int part) {
-    switch (t) {
-    case FC_F16: { uint16_t h; memcpy(&h, p + 2 * i, 2); return fcg_f16_to_f32(h); }
-    case FC_BF16: { uint16_t h; memcpy(&h, p + 2 * i, 2); return fcg_bf16_to_f32(h); }
-    case FC_F32: { float f; memcpy(&f, p + 4 * i, 4); return f; }
-    case FC_F64: { double d; memcpy(&d, p + 8 * i, 8); return d; }
-    case FC_C64: { float f; memcpy(&f, p + 8 * i + 4 * (size_t)part, 4); return f; }
-    case FC_C128: { double d; memcpy(&d, p + 16 * i + 8 * (size_t)part, 8); return d; }
-    default: return 0;
-    }
-}
-
-/* The loosest tolerance any float dtype in the program calls for: the GPU keeps f16/bf16
- * and f32 intermediates at higher precision than the host, which rounds after every op, so
- * an f64 output of a program with f16 inside it is only as close as f16 allows. */
-static double program_rtol(fc_ctx *ctx, fc_array *const *outs, int n) {
-    fc_array **ord;
-    size_t count;
-    double r = 1e-9;
-    if (fcg_topo_order(ctx, outs, n, false, &ord, &count) != FC_OK) return 1e-1;
-    for (size_t i = 0; i < count; i++) {
-        fc_dtype t = (fc_dtype)ord[i]->dtype;
-        if (fcg_is_inexact(t) && rtol_of(t) > r) r = rtol_of(t);
-        t = (fc_dtype)ord[i]->loop_dtype;
-        if (fcg_is_inexact(t) && rtol_of(t) > r) r = rtol_of(t);
-    }
-    fcg_free(ctx, ord, count * sizeof *ord);
-    return r;
-}
-
-/* Number of mismatching elements of one output. */
-static size_t compare(const unsigned char *gpu, const unsigned char *host, fc_dtype t, size_t n,
-                      double rtol, char *why, size_t why_size) {
-    size_t es = fc_dtype_size(t), bad = 0;
-    if (!fcg_is_inexact(t)) {
-        for (size_t i = 0; i < n; i++)
-            if (memcmp(gpu + i * es, host + i * es, es) != 0) {
-                if (!bad) snprintf(why, why_size, "element %zu differs (integer/bool)", i);
-                bad++;
-            }
-        return bad;
-    }
-    int parts = fcg_is_complex(t) ? 2 : 1;
-    double scale = 0;
-    for (size_t i = 0; i < n; i++)
-        for (int q = 0; q < parts; q++) {
-            double h = fabs(value_at(host, t, i, q));
-            if (isfinite(h) && h > scale) scale = h;
-        }
-    scale *= 1e-3;
-    for (size_t i = 0; i < n; i++)
-        for (int q = 0; q < parts; q++) {
-            double g = value_at(gpu, t, i, q), h = value_at(host, t, i, q);
-            bool ok;
-            if (isnan(h) || isnan(g)) ok = isnan(h) && isnan(g);
-            else if (isinf(h) || isinf(g)) ok = g == h;
-            else ok = fabs(g - h) <= rtol * (fabs(h) + scale) || fabs(g - h) <= 1e-30;
-            if (!ok) {
-                if (!bad) snprintf(why, why_size, "element %zu%s: gpu %.9g, host %.9g", i,
-                                   q ? " (imag)" : "", g, h);
-                bad++;
-            }
-        }
-    return bad;
-}
 
 static void read_all(fc_array *a, unsigned char **out, size_t *bytes, fc_status *st) {
     size_t n = (size_t)fc_array_size(a), es = fc_dtype_size(fc_array_dtype(a));
@@ -147,7 +73,7 @@ Test(gpu, random_dags_match_the_host_reference) {
         cr_assert_eq(rdag_build(gc, (uint64_t)seed, &o, &gd), FC_OK);
         cr_assert_eq(hd.nout, gd.nout);
         /* Before evaluating: an evaluated output is a leaf, its history gone. */
-        double rtol = program_rtol(hc, hd.out, hd.nout);
+        double rtol = tv_program_rtol(hc, hd.out, hd.nout, tv_gpu_rtol);
         fc_status hs = fc_eval(hc, hd.out, hd.nout);
         fc_status gs = fc_eval(gc, gd.out, gd.nout);
         bool mismatch = false;
@@ -171,8 +97,8 @@ Test(gpu, random_dags_match_the_host_reference) {
                     snprintf(why, sizeof why, "read failed: host %d, gpu %d (%s)", s1, s2,
                              fc_errmsg(gc));
                     mismatch = true;
-                } else if (compare(gb, hb, fc_array_dtype(hd.out[k]),
-                                   (size_t)fc_array_size(hd.out[k]), rtol, why, sizeof why)) {
+                } else if (tv_compare(gb, hb, fc_array_dtype(hd.out[k]), (size_t)fc_array_size(hd.out[k]),
+                                      rtol, 1e-3, 1e-30, "gpu", why, sizeof why)) {
                     mismatch = true;
                     /* Name the output and show the first bytes of both, for the report. */
                     size_t len = strlen(why), show = hbytes < 32 ? hbytes : 32;

@@ -20,6 +20,7 @@
 #include "fusec.h"
 #include "graph.h"
 #include "test_util.h"
+#include "test_values.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -83,36 +84,18 @@ static void *random_data(fc_dtype t, size_t n) {
     return p;
 }
 
-static size_t numel(fc_shape s) {
-    size_t n = 1;
-    for (int d = 0; d < s.ndim; d++) n *= (size_t)s.dim[d];
-    return n;
-}
-
 /* The same input in both contexts. */
 typedef struct pair {
     fc_array *h, *g;
 } pair;
 
 static pair input(fc_dtype t, fc_shape s) {
-    void *data = random_data(t, numel(s));
+    void *data = random_data(t, tv_numel(s));
     pair p = {fc_from_host(hc, t, s, data), fc_from_host(gc, t, s, data)};
     free(data);
     cr_assert_eq(fc_array_status(p.h), FC_OK);
     cr_assert_eq(fc_array_status(p.g), FC_OK, "%s", fc_errmsg(gc));
     return p;
-}
-
-static double value_at(const unsigned char *p, fc_dtype t, size_t i, int part) {
-    switch (t) {
-    case FC_F16: { uint16_t h; memcpy(&h, p + 2 * i, 2); return fcg_f16_to_f32(h); }
-    case FC_BF16: { uint16_t h; memcpy(&h, p + 2 * i, 2); return fcg_bf16_to_f32(h); }
-    case FC_F32: { float f; memcpy(&f, p + 4 * i, 4); return f; }
-    case FC_F64: { double d; memcpy(&d, p + 8 * i, 8); return d; }
-    case FC_C64: { float f; memcpy(&f, p + 8 * i + 4 * (size_t)part, 4); return f; }
-    case FC_C128: { double d; memcpy(&d, p + 16 * i + 8 * (size_t)part, 8); return d; }
-    default: return 0;
-    }
 }
 
 static unsigned char *read_all(fc_ctx *ctx, fc_array *a, const char *what) {
@@ -157,14 +140,14 @@ static void compare(fc_array *h, fc_array *g, tol_kind kind, int64_t n_fft, cons
         int parts = fcg_is_complex(t) ? 2 : 1;
         double big = 0;
         for (size_t i = 0; i < n; i++)
-            for (int q = 0; q < parts; q++) big = fmax(big, fabs(value_at(hb, t, i, q)));
+            for (int q = 0; q < parts; q++) big = fmax(big, fabs(tv_value_at(hb, t, i, q)));
         double eps = eps_of(t);
         double rtol = kind == TOL_MATMUL ? 4 * eps : 0;
         double atol = kind == TOL_MATMUL ? 16 * (double)n_fft * compute_eps(t)
                                          : 32 * eps * log2(2.0 * (double)n_fft) * big;
         for (size_t i = 0; i < n; i++)
             for (int q = 0; q < parts; q++) {
-                double gv = value_at(gb, t, i, q), hv = value_at(hb, t, i, q);
+                double gv = tv_value_at(gb, t, i, q), hv = tv_value_at(hb, t, i, q);
                 if (fabs(gv - hv) <= atol + rtol * fabs(hv)) continue;
                 if (!bad)
                     cr_log_error("%s: element %zu%s: gpu %.9g, host %.9g (tolerance %.3g)", what,

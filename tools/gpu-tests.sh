@@ -6,6 +6,7 @@
 # few files); the last lines printed are a table: binary, exit status, its summary line.
 # Knobs: GPU_TESTS (space-separated names to run, default all), GPU_SKIP (names not to run),
 # GPU_JOBS (Criterion workers, 16), GPU_TEST_LIMIT (seconds per binary, 300),
+# FUSEC_NCCL_LIBRARY (found when unset: the toolkit's, else the NCCL Python wheel's),
 # FUSEC_DIFF_DAGS / FUSEC_DIFF_FIRST (test_gpu_diff's program count and first seed).
 # Exit status: 0 when every binary passed.
 set -u
@@ -19,6 +20,16 @@ rm -rf "$build"
 mkdir -p "$build"
 cp -r "$carry/build/." "$build/"
 export LD_LIBRARY_PATH=$PWD/$carry/libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# Sharded contexts use NCCL: NVLink multicast stays off on shared hosts (it can take the
+# host's GPUs out of service), and the library is found where the host keeps it.
+export NCCL_NVLS_ENABLE=0
+if [ -z "${FUSEC_NCCL_LIBRARY:-}" ] && ! ldconfig -p 2>/dev/null | grep -q libnccl.so.2; then
+  for f in /usr/local/cuda/lib64/libnccl.so.2 \
+           $(python3 -c 'import nvidia.nccl, os; print(os.path.join(nvidia.nccl.__path__[0], "lib", "libnccl.so.2"))' 2>/dev/null); do
+    if [ -e "$f" ]; then export FUSEC_NCCL_LIBRARY=$f; break; fi
+  done
+fi
+echo "NCCL: ${FUSEC_NCCL_LIBRARY:-libnccl.so.2 on the library path}"
 jobs=${GPU_JOBS:-16}
 limit=${GPU_TEST_LIMIT:-300}   # seconds a binary may run (exit 124 when it is stopped)
 
