@@ -657,7 +657,12 @@ Test(gpu, dead_context_fails_cleanly_and_writes_no_cache) {
     cr_assert_eq(cache_entries(dir), entries, "no cache write after death");
     fc_scope_close(s);
     fc_ctx_destroy(c); /* and no crash or hang on the way out */
-    char cmd[128];
+    /* A new process on the same GPU and cache runs normally (this one's CUDA is gone). */
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s/tools/fusec run %s/examples/fc/saxpy.fc --set n=4096 "
+             "--backend cuda --cache-dir %s > /dev/null", FUSEC_BINARY_DIR, FUSEC_SOURCE_DIR, dir);
+    cr_assert_eq(system(cmd), 0, "a new process after the fault: %s", cmd);
+    cr_assert_gt(cache_entries(dir), entries, "the new process compiled and cached its kernel");
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_assert_eq(system(cmd), 0);
 }

@@ -26,30 +26,31 @@ limit=${SANITIZE_LIMIT:-300}
 cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 "$cs" --version | tail -1
 
-# name | environment | command (relative to the build dir)
+# name | environment | sanitizer flags | command (relative to the build dir). test_gpu_user
+# launches a kernel name its module lacks on purpose (the error it checks is fusec's message),
+# which the sanitizer would count as a CUDA API error: API errors are not reported there.
 runs=(
-  "test_runtime||tests/test_runtime --jobs=1 --filter */!(*dead*)"
-  "test_gpu_lib||tests/test_gpu_lib --jobs=1"
-  "test_gpu_user||tests/test_gpu_user --jobs=1 --filter */!(*fault*)"
-  "test_fft||tests/test_fft --jobs=1"
-  "test_raw||tests/test_raw --jobs=1"
-  "test_user_kernels||tests/test_user_kernels --jobs=1"
-  "test_shard|FUSEC_SHARD_DIFF_DAGS=40|tests/test_shard --jobs=1 --filter shard_gpu/*"
-  "test_shard_diff|FUSEC_SHARD_DIFF_DAGS=40|tests/test_shard_diff --jobs=1 --filter shard_diff/gpu*"
-  "test_gpu_diff|FUSEC_DIFF_DAGS=150|tests/test_gpu_diff --jobs=1"
+  "test_runtime|||tests/test_runtime --jobs=1 --filter */!(*dead*)"
+  "test_gpu_lib|||tests/test_gpu_lib --jobs=1"
+  "test_gpu_user||--report-api-errors no|tests/test_gpu_user --jobs=1 --filter */!(*fault*)"
+  "test_raw|||tests/test_raw --jobs=1"
+  "test_user_kernels|||tests/test_user_kernels --jobs=1"
+  "test_shard|||tests/test_shard --jobs=1 --filter shard_gpu/*"
+  "test_shard_diff|FUSEC_SHARD_DIFF_DAGS=40||tests/test_shard_diff --jobs=1 --filter shard_diff/gpu*"
+  "test_gpu_diff|FUSEC_DIFF_DAGS=150||tests/test_gpu_diff --jobs=1"
 )
-for e in "$build"/examples/*; do runs+=("example_${e##*/}||examples/${e##*/}"); done
+for e in "$build"/examples/*; do runs+=("example_${e##*/}|||examples/${e##*/}"); done
 
 status=0
 for tool in ${SANITIZE_TOOLS:-memcheck racecheck}; do
   for r in "${runs[@]}"; do
-    IFS='|' read -r name envs cmd <<<"$r"
+    IFS='|' read -r name envs flags cmd <<<"$r"
     if [ -n "${SANITIZE_ONLY:-}" ] && [[ " $SANITIZE_ONLY " != *" $name "* ]]; then continue; fi
     log=$logs/$tool-$name.log
     t0=$SECONDS
     # shellcheck disable=SC2086 # the command's words split here on purpose
     (set -f; cd "$build" && env $envs timeout -k 10 "$limit" "$cs" --tool "$tool" --target-processes all \
-       --print-limit 20 $cmd) >"$log" 2>&1
+       --print-limit 20 $flags $cmd) >"$log" 2>&1
     rc=$?
     errors=$(grep -E '^========= ERROR SUMMARY: [0-9]+ error' "$log" |
              awk '{s += $4} END {print s + 0}')
