@@ -221,9 +221,28 @@ static fcc_problem parse_value_ex(const uint8_t *v, size_t len, const uint8_t *w
     return FCC_PROBLEM_NONE;
 }
 
+static void info_from(fcc_entry_info *info, const uint8_t *key, size_t value_size,
+                      uint64_t stamp, fcc_problem problem, const parsed_entry *p);
+
 static fcc_problem parse_value(const uint8_t *v, size_t len, const uint8_t *want_key,
                                parsed_entry *out) {
     return parse_value_ex(v, len, want_key, true, out);
+}
+
+fcc_problem fcc_decode_value(const void *value, size_t len, const fcc_key *want_key,
+                             fcc_entry_info *out) {
+    parsed_entry p;
+    fcc_problem problem = parse_value(value, len, want_key ? want_key->bytes : NULL, &p);
+    if (out) {
+        /* A value too short to hold its key reports the key wanted (or zeros). */
+        uint8_t key[16] = {0};
+        if (len >= FCC_ENTRY_HEADER_SIZE + 16)
+            memcpy(key, (const uint8_t *)value + FCC_ENTRY_HEADER_SIZE + P_KEY, 16);
+        else if (want_key)
+            memcpy(key, want_key->bytes, 16);
+        info_from(out, key, len, 0, problem, &p);
+    }
+    return problem;
 }
 
 /* ---- keys -------------------------------------------------------------------------------- */

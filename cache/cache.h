@@ -316,6 +316,15 @@ const char *fcc_field_name(int field);
 /** A few words for a problem ("ok", "truncated", "bad magic", ...). */
 const char *fcc_problem_name(fcc_problem problem);
 
+/** Checks and decodes one stored value (header and payload, as LMDB or an export holds it):
+ *  magic, version, sizes, checksum, layout, names, the stored key against want_key (NULL:
+ *  not checked) and the per-field hashes. The check every lookup, list, verify and import
+ *  makes, reachable alone for tests and fuzz/fuzz_cache_value.c.
+ *  @param[out] out (may be NULL) filled as fcc_list fills it; its strings point into value.
+ *  @return FCC_PROBLEM_NONE for a usable value, else why it is not. */
+fcc_problem fcc_decode_value(const void *value, size_t len, const fcc_key *want_key,
+                             fcc_entry_info *out);
+
 /** Looks key up: the in-process map, then the disk. A bad entry on disk is a miss.
  *  @param[out] out filled when found (see fcc_entry for lifetime); may be NULL.
  *  @param[out] found whether it was found.

@@ -856,6 +856,12 @@ static fc_status print_all(fcq_printer *pr) {
         if (e && e->kind == 'o' &&
             (e->num == i || (pr->names && strcmp(pr->names[e->num], pr->names[i]) == 0)))
             continue;
+        /* A name that repeats (the same array: check_names) is bound once, at its first
+         * output: .fc binds each name once. */
+        bool repeat = false;
+        for (int j = 0; pr->names && j < i && !repeat; j++)
+            repeat = strcmp(pr->names[j], pr->names[i]) == 0;
+        if (repeat) continue;
         fcq_entry self = {a, 'o', false, false, i};
         put_name(pr, &self);
         buf_puts(&pr->out, " = ");

@@ -10,6 +10,10 @@
 /* Loads and stores through memcpy: strided data carries no alignment promise. */
 #define LOAD(T, p) ({ T v_; memcpy(&v_, (p), sizeof(T)); v_; })
 #define STORE(T, p, v) do { T v_ = (T)(v); memcpy((p), &v_, sizeof(T)); } while (0)
+/* Element i of the run at p with the byte stride `stride` in scope. Signed: a stride is
+ * negative for a flipped view, and `p + i * stride` with i a size_t is a wrapping unsigned
+ * offset, undefined pointer arithmetic (clang's UBSan in fuzz/ reports it, gcc's does not). */
+#define AT(p, i) ((p) + (int64_t)(i) * stride)
 
 fch_kind fch_kind_of(fc_dtype t) {
     switch (t) {
@@ -85,33 +89,33 @@ void fch_read_wide(fc_dtype t, const char *src, int64_t stride, size_t n, void *
     wide_val *w = wide;
     size_t i;
     switch (t) {
-    case FC_BOOL: for (i = 0; i < n; i++) w[i].i = src[i * stride] != 0; break;
-    case FC_I8: for (i = 0; i < n; i++) w[i].i = LOAD(int8_t, src + i * stride); break;
-    case FC_I16: for (i = 0; i < n; i++) w[i].i = LOAD(int16_t, src + i * stride); break;
-    case FC_I32: for (i = 0; i < n; i++) w[i].i = LOAD(int32_t, src + i * stride); break;
-    case FC_I64: for (i = 0; i < n; i++) w[i].i = LOAD(int64_t, src + i * stride); break;
-    case FC_U8: for (i = 0; i < n; i++) w[i].u = LOAD(uint8_t, src + i * stride); break;
-    case FC_U16: for (i = 0; i < n; i++) w[i].u = LOAD(uint16_t, src + i * stride); break;
-    case FC_U32: for (i = 0; i < n; i++) w[i].u = LOAD(uint32_t, src + i * stride); break;
-    case FC_U64: for (i = 0; i < n; i++) w[i].u = LOAD(uint64_t, src + i * stride); break;
+    case FC_BOOL: for (i = 0; i < n; i++) w[i].i = *AT(src, i) != 0; break;
+    case FC_I8: for (i = 0; i < n; i++) w[i].i = LOAD(int8_t, AT(src, i)); break;
+    case FC_I16: for (i = 0; i < n; i++) w[i].i = LOAD(int16_t, AT(src, i)); break;
+    case FC_I32: for (i = 0; i < n; i++) w[i].i = LOAD(int32_t, AT(src, i)); break;
+    case FC_I64: for (i = 0; i < n; i++) w[i].i = LOAD(int64_t, AT(src, i)); break;
+    case FC_U8: for (i = 0; i < n; i++) w[i].u = LOAD(uint8_t, AT(src, i)); break;
+    case FC_U16: for (i = 0; i < n; i++) w[i].u = LOAD(uint16_t, AT(src, i)); break;
+    case FC_U32: for (i = 0; i < n; i++) w[i].u = LOAD(uint32_t, AT(src, i)); break;
+    case FC_U64: for (i = 0; i < n; i++) w[i].u = LOAD(uint64_t, AT(src, i)); break;
     case FC_F16:
-        for (i = 0; i < n; i++) w[i].f = fcg_f16_to_f32(LOAD(uint16_t, src + i * stride));
+        for (i = 0; i < n; i++) w[i].f = fcg_f16_to_f32(LOAD(uint16_t, AT(src, i)));
         break;
     case FC_BF16:
-        for (i = 0; i < n; i++) w[i].f = fcg_bf16_to_f32(LOAD(uint16_t, src + i * stride));
+        for (i = 0; i < n; i++) w[i].f = fcg_bf16_to_f32(LOAD(uint16_t, AT(src, i)));
         break;
-    case FC_F32: for (i = 0; i < n; i++) w[i].f = LOAD(float, src + i * stride); break;
-    case FC_F64: for (i = 0; i < n; i++) w[i].f = LOAD(double, src + i * stride); break;
+    case FC_F32: for (i = 0; i < n; i++) w[i].f = LOAD(float, AT(src, i)); break;
+    case FC_F64: for (i = 0; i < n; i++) w[i].f = LOAD(double, AT(src, i)); break;
     case FC_C64:
         for (i = 0; i < n; i++) {
-            w[i].c[0] = LOAD(float, src + i * stride);
-            w[i].c[1] = LOAD(float, src + i * stride + 4);
+            w[i].c[0] = LOAD(float, AT(src, i));
+            w[i].c[1] = LOAD(float, AT(src, i) + 4);
         }
         break;
     default:
         for (i = 0; i < n; i++) {
-            w[i].c[0] = LOAD(double, src + i * stride);
-            w[i].c[1] = LOAD(double, src + i * stride + 8);
+            w[i].c[0] = LOAD(double, AT(src, i));
+            w[i].c[1] = LOAD(double, AT(src, i) + 8);
         }
         break;
     }
@@ -177,52 +181,52 @@ void fch_write_wide(fch_wide k, const void *wide, size_t n, fc_dtype t, char *ds
     size_t i;
     switch (t) {
     case FC_BOOL:
-        FOR_CLASS(k, for (i = 0; i < n; i++) dst[i * stride] = (char)wide_truth(K_, &w[i]));
+        FOR_CLASS(k, for (i = 0; i < n; i++) *AT(dst, i) = (char)wide_truth(K_, &w[i]));
         break;
     case FC_I8: case FC_U8:
         FOR_CLASS(k, for (i = 0; i < n; i++)
-                         STORE(uint8_t, dst + i * stride, wide_bits(K_, &w[i], false)));
+                         STORE(uint8_t, AT(dst, i), wide_bits(K_, &w[i], false)));
         break;
     case FC_I16: case FC_U16:
         FOR_CLASS(k, for (i = 0; i < n; i++)
-                         STORE(uint16_t, dst + i * stride, wide_bits(K_, &w[i], false)));
+                         STORE(uint16_t, AT(dst, i), wide_bits(K_, &w[i], false)));
         break;
     case FC_I32: case FC_U32:
         FOR_CLASS(k, for (i = 0; i < n; i++)
-                         STORE(uint32_t, dst + i * stride, wide_bits(K_, &w[i], false)));
+                         STORE(uint32_t, AT(dst, i), wide_bits(K_, &w[i], false)));
         break;
     case FC_I64:
         FOR_CLASS(k, for (i = 0; i < n; i++)
-                         STORE(uint64_t, dst + i * stride, wide_bits(K_, &w[i], false)));
+                         STORE(uint64_t, AT(dst, i), wide_bits(K_, &w[i], false)));
         break;
     case FC_U64:
         FOR_CLASS(k, for (i = 0; i < n; i++)
-                         STORE(uint64_t, dst + i * stride, wide_bits(K_, &w[i], true)));
+                         STORE(uint64_t, AT(dst, i), wide_bits(K_, &w[i], true)));
         break;
     case FC_F16:
         FOR_CLASS(k, for (i = 0; i < n; i++)
-                         STORE(uint16_t, dst + i * stride, fch_f64_to_f16(wide_f64(K_, &w[i]))));
+                         STORE(uint16_t, AT(dst, i), fch_f64_to_f16(wide_f64(K_, &w[i]))));
         break;
     case FC_BF16: /* ml_dtypes rounds to f32 first */
         FOR_CLASS(k, for (i = 0; i < n; i++)
-                         STORE(uint16_t, dst + i * stride, fcg_f32_to_bf16(wide_f32(K_, &w[i]))));
+                         STORE(uint16_t, AT(dst, i), fcg_f32_to_bf16(wide_f32(K_, &w[i]))));
         break;
     case FC_F32:
-        FOR_CLASS(k, for (i = 0; i < n; i++) STORE(float, dst + i * stride, wide_f32(K_, &w[i])));
+        FOR_CLASS(k, for (i = 0; i < n; i++) STORE(float, AT(dst, i), wide_f32(K_, &w[i])));
         break;
     case FC_F64:
-        FOR_CLASS(k, for (i = 0; i < n; i++) STORE(double, dst + i * stride, wide_f64(K_, &w[i])));
+        FOR_CLASS(k, for (i = 0; i < n; i++) STORE(double, AT(dst, i), wide_f64(K_, &w[i])));
         break;
     case FC_C64:
         FOR_CLASS(k, for (i = 0; i < n; i++) {
-            STORE(float, dst + i * stride, wide_f32(K_, &w[i]));
-            STORE(float, dst + i * stride + 4, (float)wide_imag(K_, &w[i]));
+            STORE(float, AT(dst, i), wide_f32(K_, &w[i]));
+            STORE(float, AT(dst, i) + 4, (float)wide_imag(K_, &w[i]));
         });
         break;
     default:
         FOR_CLASS(k, for (i = 0; i < n; i++) {
-            STORE(double, dst + i * stride, wide_f64(K_, &w[i]));
-            STORE(double, dst + i * stride + 8, wide_imag(K_, &w[i]));
+            STORE(double, AT(dst, i), wide_f64(K_, &w[i]));
+            STORE(double, AT(dst, i) + 8, wide_imag(K_, &w[i]));
         });
         break;
     }
@@ -250,7 +254,7 @@ void fch_gather(fc_dtype s, const char *src, int64_t stride, size_t n, fc_dtype 
     switch (l) {
     case FC_BOOL: {
         uint8_t *o = out;
-        for (i = 0; i < n; i++) o[i] = src[i * stride] != 0;
+        for (i = 0; i < n; i++) o[i] = *AT(src, i) != 0;
         break;
     }
     case FC_I8: case FC_I16: case FC_I32: case FC_I64:
@@ -261,37 +265,37 @@ void fch_gather(fc_dtype s, const char *src, int64_t stride, size_t n, fc_dtype 
         break;
     case FC_F16: {
         float *o = out;
-        for (i = 0; i < n; i++) o[i] = fcg_f16_to_f32(LOAD(uint16_t, src + i * stride));
+        for (i = 0; i < n; i++) o[i] = fcg_f16_to_f32(LOAD(uint16_t, AT(src, i)));
         break;
     }
     case FC_BF16: {
         float *o = out;
-        for (i = 0; i < n; i++) o[i] = fcg_bf16_to_f32(LOAD(uint16_t, src + i * stride));
+        for (i = 0; i < n; i++) o[i] = fcg_bf16_to_f32(LOAD(uint16_t, AT(src, i)));
         break;
     }
     case FC_F32: {
         float *o = out;
-        for (i = 0; i < n; i++) o[i] = LOAD(float, src + i * stride);
+        for (i = 0; i < n; i++) o[i] = LOAD(float, AT(src, i));
         break;
     }
     case FC_F64: {
         double *o = out;
-        for (i = 0; i < n; i++) o[i] = LOAD(double, src + i * stride);
+        for (i = 0; i < n; i++) o[i] = LOAD(double, AT(src, i));
         break;
     }
     case FC_C64: {
         float *o = out;
         for (i = 0; i < n; i++) {
-            o[2 * i] = LOAD(float, src + i * stride);
-            o[2 * i + 1] = LOAD(float, src + i * stride + 4);
+            o[2 * i] = LOAD(float, AT(src, i));
+            o[2 * i + 1] = LOAD(float, AT(src, i) + 4);
         }
         break;
     }
     default: {
         double *o = out;
         for (i = 0; i < n; i++) {
-            o[2 * i] = LOAD(double, src + i * stride);
-            o[2 * i + 1] = LOAD(double, src + i * stride + 8);
+            o[2 * i] = LOAD(double, AT(src, i));
+            o[2 * i + 1] = LOAD(double, AT(src, i) + 8);
         }
         break;
     }
@@ -315,15 +319,15 @@ void fch_store(fch_kind k, const void *buf, size_t n, fc_dtype d, char *dst, int
     size_t i;
     /* the common case: the kind is the dtype's own C type */
     if (d == FC_F32 && k == FCH_K_F32) {
-        for (i = 0; i < n; i++) STORE(float, dst + i * stride, ((const float *)buf)[i]);
+        for (i = 0; i < n; i++) STORE(float, AT(dst, i), ((const float *)buf)[i]);
         return;
     }
     if (d == FC_F64 && k == FCH_K_F64) {
-        for (i = 0; i < n; i++) STORE(double, dst + i * stride, ((const double *)buf)[i]);
+        for (i = 0; i < n; i++) STORE(double, AT(dst, i), ((const double *)buf)[i]);
         return;
     }
     if (d == FC_BOOL && k == FCH_K_BOOL) {
-        for (i = 0; i < n; i++) dst[i * stride] = (char)((const uint8_t *)buf)[i];
+        for (i = 0; i < n; i++) *AT(dst, i) = (char)((const uint8_t *)buf)[i];
         return;
     }
     wide_val w[FCH_CHUNK];

@@ -1698,6 +1698,62 @@ Test(cache, import_refuses_what_is_not_a_regular_file) {
     cr_assert_eq(import_into(dir, "c", "/dev/null", NULL, msg, sizeof msg), FC_ERR_IO);
 }
 
+/* fcc_decode_value (the entry decoder alone, for fuzz/fuzz_cache_value.c) on the fuzz seed
+ * corpus, which fuzz/gen_cache_corpus.c wrote through fcc_put and fcc_export: the seeds must
+ * stay what their names say, and every export seed must import (a stale seed corpus would let
+ * the fuzzers start from nothing but rejections). */
+static uint8_t *read_seed(const char *dir, const char *name, size_t *n) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/fuzz/corpus/%s/%s", FUSEC_SOURCE_DIR, dir, name);
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s", path);
+    static uint8_t buf[4096];
+    *n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    return buf;
+}
+
+Test(cache, decode_value_and_the_fuzz_seeds) {
+    static const struct {
+        const char *name;
+        fcc_problem want;
+    } values[] = {{"entry0", FCC_PROBLEM_NONE}, {"entry1", FCC_PROBLEM_NONE},
+                  {"entry2", FCC_PROBLEM_NONE}, {"entry2_format1", FCC_PROBLEM_NONE},
+                  {"entry3", FCC_PROBLEM_NONE}, {"entry4", FCC_PROBLEM_NONE},
+                  {"entry0_truncated", FCC_PROBLEM_TRUNCATED},
+                  {"entry0_bad_checksum", FCC_PROBLEM_CHECKSUM}};
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+        size_t n;
+        const uint8_t *v = read_seed("fuzz_cache_value", values[i].name, &n);
+        fcc_entry_info info;
+        fcc_problem pr = fcc_decode_value(v, n, NULL, &info);
+        cr_assert_eq(pr, values[i].want, "%s: %s", values[i].name, fcc_problem_name(pr));
+        cr_assert_eq(info.value_size, n);
+        if (pr != FCC_PROBLEM_NONE) continue;
+        cr_assert(strcmp(info.kernel_name, "") != 0 && strcmp(info.arch, "") != 0);
+        fcc_key own = info.key, other = info.key;
+        other.bytes[15] ^= 1;
+        cr_assert_eq(fcc_decode_value(v, n, &own, NULL), FCC_PROBLEM_NONE);
+        cr_assert_eq(fcc_decode_value(v, n, &other, NULL), FCC_PROBLEM_KEY);
+        if (strcmp(values[i].name, "entry2_format1") == 0) cr_assert_str_eq(info.summary, "");
+    }
+    cr_assert_eq(fcc_decode_value("FCC", 3, NULL, NULL), FCC_PROBLEM_TRUNCATED);
+    cr_assert_eq(fcc_decode_value("not an entry", 12, NULL, NULL), FCC_PROBLEM_MAGIC);
+
+    const char *dir = make_tmp();
+    static const char *const exports[] = {"all.fcx", "all_format1.fcx", "one.fcx", "empty.fcx",
+                                          "all_signed.fcx"};
+    for (size_t i = 0; i < sizeof exports / sizeof exports[0]; i++) {
+        char file[1024], name[8], msg[512];
+        snprintf(file, sizeof file, "%s/fuzz/corpus/fuzz_cache_import/%s", FUSEC_SOURCE_DIR,
+                 exports[i]);
+        snprintf(name, sizeof name, "c%zu", i);
+        const char *key = strstr(exports[i], "signed") ? "fusec fuzz key (not a secret)" : NULL;
+        cr_assert_eq(import_into(dir, name, file, key, msg, sizeof msg), FC_OK, "%s: %s",
+                     exports[i], msg);
+    }
+}
+
 /* A cap smaller than what a program uses: its own kernels are evicted; counted (and said once
  * on stderr). */
 Test(cache, cap_smaller_than_the_working_set_is_noticed) {

@@ -956,6 +956,43 @@ Test(fc, canonical_text) {
     fc_ctx_destroy(ctx);
 }
 
+/* An output name that repeats is bound once. `out z, y, x, y` where y is z's node printed
+ * `y = z` twice, which does not parse ('y' is already defined; found by fuzz/fuzz_fc.c). */
+Test(fc, repeated_alias_outputs_round_trip) {
+    fc_ctx *ctx = tu_host_ctx();
+    fc_scope *s = fc_scope_open(ctx);
+    const char *src = "x = input f32 [4]\ny = x * 2\nz = y\nk = 3.5\nout z, y, x, y, k, x, k\n";
+    fc_program *p, *q;
+    cr_assert_eq(fc_program_parse(ctx, src, strlen(src), "aliases", &p), FC_OK);
+    fc_array *o1[7], *o2[7];
+    const char *names[7];
+    cr_assert_eq(fc_program_build(p, NULL, o1), FC_OK, "%s", fc_errmsg(ctx));
+    for (int i = 0; i < 7; i++) names[i] = fc_program_output_name(p, i);
+    char *t1, *t2;
+    cr_assert_eq(fc_program_print(ctx, o1, 7, names, &t1), FC_OK, "%s", fc_errmsg(ctx));
+    cr_assert_str_eq(t1, "x0 = input f32 [4]\n"
+                         "z = x0 * 2\n"
+                         "y = z\n"
+                         "x = x0\n"
+                         "k = 3.5\n"
+                         "out z, y, x, y, k, x, k\n");
+    cr_assert_eq(fc_program_parse(ctx, t1, strlen(t1), "printed", &q), FC_OK, "%s\n%s",
+                 fc_errmsg(ctx), t1);
+    cr_assert_eq(fc_program_build(q, NULL, o2), FC_OK, "%s", fc_errmsg(ctx));
+    fc_hash h1, h2;
+    cr_assert_eq(fc_graph_hash(o1, 7, &h1), FC_OK);
+    cr_assert_eq(fc_graph_hash(o2, 7, &h2), FC_OK);
+    cr_assert(hash_eq(h1, h2));
+    cr_assert_eq(fc_program_print(ctx, o2, 7, names, &t2), FC_OK);
+    cr_assert_str_eq(t1, t2);
+    fc_free(ctx, t1);
+    fc_free(ctx, t2);
+    fc_program_destroy(p);
+    fc_program_destroy(q);
+    fc_scope_close(s);
+    fc_ctx_destroy(ctx);
+}
+
 Test(fc, print_errors) {
     fc_ctx *ctx = tu_host_ctx();
     fc_scope *s = fc_scope_open(ctx);

@@ -568,3 +568,38 @@ Test(ops_ref, allocation_failures_in_evaluation) {
     }
     cr_assert_gt(failures_seen, 10);
 }
+
+/* Views with negative strides (flip, x[::-1]) read every dtype through every host loader:
+ * the same values as the reversed data stored forwards. The host's loaders once computed
+ * `src + i * stride` with i unsigned, so a negative stride became a huge unsigned offset
+ * that wrapped around (UBSan: pointer overflow; found by fuzz/fuzz_fc.c). */
+Test(ops_ref, negative_strides_of_every_dtype) {
+    fc_ctx *ctx = tu_host_ctx();
+    for (int t = 0; t < FC_DTYPE_COUNT; t++) {
+        fc_scope *s = fc_scope_open(ctx);
+        const int64_t fwd[6] = {0, 1, 2, 3, 4, 5}, rev[6] = {5, 4, 3, 2, 1, 0};
+        fc_array *x = fc_cast(fc_from_host(ctx, FC_I64, FC_SHAPE(6), fwd), (fc_dtype)t);
+        fc_array *y = fc_cast(fc_from_host(ctx, FC_I64, FC_SHAPE(6), rev), (fc_dtype)t);
+        cr_assert_eq(fc_eval(ctx, (fc_array *[]){x, y}, 2), FC_OK, "%s", fc_errmsg(ctx));
+        fc_array *r = fc_flip(x, FC_ALL);
+        /* same-dtype loops, a conversion in the loader, a reduction, and a plain copy */
+        fc_array *got[4] = {fc_add(r, r), fc_cast(r, FC_C128), fc_sum(r, FC_ALL, false),
+                            fc_reshape(fc_flip(fc_reshape(x, FC_SHAPE(2, 3)), FC_AXES(1)),
+                                       FC_SHAPE(6))};
+        const int64_t rows[6] = {2, 1, 0, 5, 4, 3}; /* each row of x reversed */
+        fc_array *want[4] = {fc_add(y, y), fc_cast(y, FC_C128), fc_sum(y, FC_ALL, false),
+                             fc_cast(fc_from_host(ctx, FC_I64, FC_SHAPE(6), rows), (fc_dtype)t)};
+        for (int k = 0; k < 4; k++) {
+            fc_array *g = fc_cast(got[k], FC_C128), *w = fc_cast(want[k], FC_C128);
+            int64_t n = fc_array_size(w);
+            double gv[12], wv[12];
+            cr_assert_eq(fc_read(g, gv, 0, n), FC_OK, "%s: %s", fc_dtype_name((fc_dtype)t),
+                         fc_errmsg(ctx));
+            cr_assert_eq(fc_read(w, wv, 0, n), FC_OK, "%s", fc_errmsg(ctx));
+            cr_assert(memcmp(gv, wv, (size_t)n * 16) == 0, "%s: case %d differs",
+                      fc_dtype_name((fc_dtype)t), k);
+        }
+        fc_scope_close(s);
+    }
+    fc_ctx_destroy(ctx);
+}
