@@ -50,6 +50,7 @@ typedef struct rd {
     fc_array *pool[RD_POOL_MAX]; /* usable arrays, owned by the generator's scope */
     int npool;
     int ninputs;                 /* pool[0..ninputs) are the fc_from_host inputs */
+    bool zero;                   /* this program has a zero extent (rdag.zero) */
     bool nomem;
 } rd;
 
@@ -58,6 +59,12 @@ static uint64_t rd_next(rd *r) {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     return z ^ (z >> 31);
+}
+/* The side stream of a seed (one value): what it decides leaves the main stream alone. */
+static uint64_t rd_side(uint64_t seed) {
+    rd s;
+    s.state = seed ^ 0x7a65726f2d657874ULL; /* "zero-ext" */
+    return rd_next(&s);
 }
 /* Uniform in [0, n); n >= 1. */
 static int rd_below(rd *r, int n) { return (int)(rd_next(r) % (uint64_t)n); }
@@ -194,9 +201,11 @@ static fc_shape rd_input_shape(rd *r, const fc_shape *base) {
     return s;
 }
 
-static fc_array *rd_input(rd *r, const fc_shape *base) {
+/* full: the base shape itself (the first input of a program with a zero extent, so that
+ * one input surely has it). */
+static fc_array *rd_input(rd *r, const fc_shape *base, bool full) {
     fc_dtype t = rd_dtype(r);
-    fc_shape s = rd_input_shape(r, base);
+    fc_shape s = full ? *base : rd_input_shape(r, base);
     /* Extents are at most max_extent (<= 16) and rank at most 4: at most 65536 elements. */
     static unsigned char buf[65536 * 16];
     int64_t n = numel(&s);
@@ -378,9 +387,10 @@ static fc_array *rd_reshape(rd *r, fc_array *a) {
     fc_shape s = fc_array_shape(a), t;
     int64_t n = numel(&s);
     memset(&t, 0, sizeof t);
-    if (n == 0) {
-        t.ndim = 1;
-        t.dim[0] = 0;
+    if (n == 0) { /* a zero-size shape of rank 1-3: a 0 somewhere, or a -1 that infers it */
+        t.ndim = rd_range(r, 1, 3);
+        for (int d = 0; d < t.ndim; d++) t.dim[d] = rd_range(r, 1, 3);
+        t.dim[rd_below(r, t.ndim)] = rd_chance(r, 30) ? -1 : 0;
         return fc_reshape(a, t);
     }
     t.ndim = n == 1 ? rd_range(r, 0, 4) : rd_range(r, 1, 4);
@@ -663,13 +673,17 @@ static fc_array *rd_source(rd *r) {
     memset(&s, 0, sizeof s);
     s.ndim = rd_range(r, 0, 3);
     for (int d = 0; d < s.ndim; d++) s.dim[d] = rd_range(r, 1, r->o->max_extent);
+    /* In a program with a zero extent, sources may be empty too (full, random_uniform of a
+     * zero extent; arange and linspace of no element; eye with no row or no column). */
+    int lo = r->zero && rd_chance(r, 25) ? 0 : 1;
+    if (lo == 0 && s.ndim) s.dim[rd_below(r, s.ndim)] = 0;
     switch (rd_below(r, 5)) {
     case 0: {
         fc_dtype t = rd_dtype(r);
         return fc_full(r->ctx, t, s, t == FC_BOOL || is_uint(t) ? rd_range(r, 1, 3) : -rd_range(r, 1, 3));
     }
     case 1: {
-        int start = rd_range(r, -4, 4), len = rd_range(r, 1, r->o->max_extent + 1);
+        int start = rd_range(r, -4, 4), len = rd_range(r, lo, r->o->max_extent + 1);
         int step = rd_chance(r, 50) ? 1 : -2;
         fc_dtype t = real[rd_below(r, 12)];
         if (is_uint(t)) start = 10, step = 1;
@@ -677,9 +691,9 @@ static fc_array *rd_source(rd *r) {
     }
     case 2:
         return fc_linspace(r->ctx, flt[rd_below(r, 4)], rd_float(r), rd_float(r),
-                           rd_range(r, 1, r->o->max_extent + 2), rd_chance(r, 50));
+                           rd_range(r, lo, r->o->max_extent + 2), rd_chance(r, 50));
     case 3:
-        return fc_eye(r->ctx, real[rd_below(r, 12)], rd_range(r, 1, 4), rd_range(r, 1, 4),
+        return fc_eye(r->ctx, real[rd_below(r, 12)], rd_range(r, lo, 4), rd_range(r, 1, 4),
                       rd_range(r, -2, 2));
     default:
         return fc_random_uniform(r->ctx, flt[rd_below(r, 6)], s, rd_next(r));
@@ -701,6 +715,16 @@ static fc_array *rd_matmul(rd *r) {
     return fc_matmul(a, nd == 2 ? fc_transpose(a) : a);
 }
 
+/* fft or ifft along a random axis (a library call, like matmul; a real input is cast to
+ * complex first, and an empty axis is refused, as NumPy refuses it). */
+static fc_array *rd_fft(rd *r) {
+    fc_array *a = rd_pick(r);
+    int nd = fc_array_ndim(a);
+    if (nd == 0) return NULL;
+    int axis = rd_range(r, -nd, nd - 1);
+    return rd_chance(r, 50) ? fc_fft(a, axis) : fc_ifft(a, axis);
+}
+
 /* ---- the build -------------------------------------------------------------------------- */
 
 void rdag_default_options(rdag_options *o) {
@@ -717,6 +741,8 @@ void rdag_default_options(rdag_options *o) {
     o->matmul = true;
     o->gpu_safe = true;
     o->composites = true;
+    o->fft = true;
+    o->zero_percent = 12;
 }
 
 static fc_array *rd_step(rd *r) {
@@ -731,7 +757,8 @@ static fc_array *rd_step(rd *r) {
     if (c < 88) return o->views ? rd_view(r) : NULL;
     if (c < 94) return o->composites ? rd_composite(r) : NULL;
     if (c < 98) return o->sources ? rd_source(r) : NULL;
-    return o->matmul ? rd_matmul(r) : NULL;
+    if (c < 99) return o->matmul ? rd_matmul(r) : NULL;
+    return o->fft ? rd_fft(r) : o->matmul ? rd_matmul(r) : NULL;
 }
 
 void rdag_free(rdag *d) {
@@ -751,7 +778,7 @@ fc_status rdag_build(fc_ctx *context, uint64_t seed, const rdag_options *opt, rd
     if (o->min_steps < 1 || o->max_steps < o->min_steps || o->max_inputs < 1 ||
         o->max_inputs > RDAG_MAX_INPUTS || o->max_outputs < 1 ||
         o->max_outputs > RDAG_MAX_OUTPUTS || o->max_extent < 1 || o->max_extent > 16 ||
-        o->max_elements < 1)
+        o->max_elements < 1 || o->zero_percent < 0 || o->zero_percent > 100)
         return FC_ERR_INVALID;
     out->ctx = context;
     out->seed = seed;
@@ -767,9 +794,20 @@ fc_status rdag_build(fc_ctx *context, uint64_t seed, const rdag_options *opt, rd
     memset(&base, 0, sizeof base);
     base.ndim = rd_range(&r, 0, 4);
     for (int d = 0; d < base.ndim; d++) base.dim[d] = rd_range(&r, 1, o->max_extent);
+    /* A zero extent: decided by a stream of its own, so that a program without one is the
+     * same program whatever zero_percent says. One axis of the base shape becomes 0
+     * (a 0-d base becomes [0]); the first input takes the base shape whole, the others a
+     * suffix as usual (an extent set to 1 there still broadcasts against 0). */
+    uint64_t side = rd_side(seed);
+    r.zero = (int)(side % 100) < o->zero_percent;
+    if (r.zero) {
+        if (base.ndim == 0) base.ndim = 1;
+        base.dim[(side >> 32) % (uint64_t)base.ndim] = 0;
+    }
+    out->zero = r.zero;
     int nin = rd_range(&r, 1, o->max_inputs);
     for (int i = 0; i < nin && !r.nomem; i++) {
-        fc_array *a = rd_input(&r, &base);
+        fc_array *a = rd_input(&r, &base, r.zero && i == 0);
         if (a) r.pool[r.npool++] = a;
     }
     r.ninputs = r.npool;

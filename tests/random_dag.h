@@ -2,33 +2,49 @@
  * tests/random_dag.h - random array programs for tests: rdag_build(ctx, seed, ...) builds a
  * random DAG through the public API (include/fusec.h) alone, deterministically per seed.
  *
- * What a DAG holds:
- *   - inputs made with fc_from_host: random dtypes among all fifteen (bool, i8..i64, u8..u64,
- *     f16, bf16, f32, f64, c64, c128), random shapes of rank 0-4 with small extents (1s
- *     included, so operands broadcast), random data that is never all zeros (integers are
- *     non-zero, floats are non-zero with magnitudes in [1/8, 4), bool is a random mix);
- *   - optionally lazy sources (fc_full, fc_arange, fc_linspace, fc_eye, fc_random_uniform);
+ * What a DAG holds (every row of graph/ops.def is reachable but those named at the end;
+ * tests/test_graph.c's op_table tests check it over 600 seeds, and that every dtype, zero-size
+ * and size-1 extents occur):
+ *   - inputs made with fc_from_host (op `input`): random dtypes among all fifteen (bool,
+ *     i8..i64, u8..u64, f16, bf16, f32, f64, c64, c128), random shapes of rank 0-4 with small
+ *     extents (1s included, so operands broadcast), random data that is never all zeros
+ *     (integers are non-zero, floats are non-zero with magnitudes in [1/8, 4), bool is a
+ *     random mix);
+ *   - zero extents: zero_percent of the programs (default 12, about 1 in 8) have an axis of
+ *     extent 0 in their base shape; their first input has it, later inputs may (a suffix of
+ *     the base shape), and their sources may be empty too (full, random_uniform, arange,
+ *     linspace, eye with a 0). Views make zero-size arrays in any program (a slice 3:3, a
+ *     reshape of an empty array to [2, 0] or [-1, 3]); reductions over an empty axis give
+ *     their identity (or are refused, as NumPy refuses max of nothing);
+ *   - optionally lazy sources (fc_full -> const, fc_arange, fc_linspace, fc_eye,
+ *     fc_random_uniform -> random);
  *   - elementwise ops of every arity taken from graph/ops.def (every EW op with a public
  *     constructor, so a new op is picked up without touching this file), with operands that
- *     broadcast, weak scalars (fc_f64, fc_i64, fc_c128, fc_bool) and strong 0-d scalars, and
- *     casts (fc_cast) to random dtypes;
- *   - views: reshape (with a -1 sometimes), transpose, permute, basic indexing (slices with
+ *     broadcast, weak scalars (fc_f64, fc_i64, fc_c128, fc_bool: const nodes) and strong 0-d
+ *     scalars, and casts (fc_cast) to random dtypes;
+ *   - views: reshape (with a -1 sometimes), transpose / permute, basic indexing (slice:
  *     steps of either sign and omitted bounds, integer indices, None, Ellipsis),
  *     expand_dims, squeeze, flip, broadcast_to, pad in every mode, concatenate and stack;
  *   - reductions (sum prod mean max min any all var std norm) over random axis sets, with
- *     keepdims and ddof, argmax / argmin over one axis or the flattened array;
+ *     keepdims and ddof, argmax / argmin over one axis or the flattened array,
+ *     count_nonzero (below);
  *   - composites (graph/composite.c: meshgrid, tile, repeat, roll, split, tril / triu, diag,
  *     diagonal, trace, the nan-reductions, count_nonzero, logsumexp, isclose / allclose,
  *     round, nan_to_num, heaviside, float_power, deg2rad, sinc, ...), whose graphs mix
  *     views, reductions and where-chains in ways hand-written ops rarely do;
- *   - optionally a matmul (a library call, so fusion must cut around it);
+ *   - optionally a matmul and an fft / ifft along one axis (library calls, so fusion must cut
+ *     around them; fft of an empty axis is refused, as NumPy refuses it);
  *   - 1 to max_outputs outputs, chosen among the computed (non-input) arrays.
+ * Not generated: user kernels (elementwise_kernel, reduction_kernel: the host reference does
+ * not run CUDA C; tests/test_gpu_user.c covers them), .fc program inputs without data (op
+ * `input` with a name: tests/test_fc.c), and poison (never evaluated).
  * An op whose dtype or shape rules reject its operands returns a poisoned array: the result
  * is discarded and another op is tried. Arrays larger than max_elements are discarded too.
  *
- * Determinism: every choice comes from a splitmix64 stream seeded by `seed` and the options;
- * nothing depends on pointers, time or hash-consing. The same seed and options give the same
- * graph (same fc_graph_hash) in every process.
+ * Determinism: every choice comes from a splitmix64 stream seeded by `seed` and the options
+ * (and whether the program has a zero extent, from a second stream of the seed); nothing
+ * depends on pointers, time or hash-consing. The same seed and options give the same graph
+ * (same fc_graph_hash) in every process.
  *
  * gpu_safe (default on) keeps the program free of results the API leaves unspecified or that
  * fail at evaluation, so a GPU run can be compared with the host reference: float-to-integer
@@ -78,6 +94,8 @@ typedef struct rdag_options {
     bool gpu_safe;            /* see the file comment (default true) */
     bool composites;          /* composite functions: tile, roll, split, tril, nanmax,
                                  logsumexp, isclose, round, ... (default true) */
+    bool fft;                 /* an occasional fft / ifft (default true) */
+    int zero_percent;         /* programs with a zero extent, 0 .. 100 (default 12) */
 } rdag_options;
 
 typedef struct rdag {
@@ -89,6 +107,7 @@ typedef struct rdag {
     fc_array *in[RDAG_MAX_INPUTS];   /* the fc_from_host inputs (owned by the rdag) */
     int nsteps;                      /* ops that produced a usable array */
     int ndiscarded;                  /* ops whose result was poisoned or too big */
+    bool zero;                       /* the program has a zero extent (zero_percent) */
 } rdag;
 
 void rdag_default_options(rdag_options *o);

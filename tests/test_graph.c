@@ -913,12 +913,9 @@ Test(op_table, no_node_sets_a_parameter_its_row_does_not_name, .init = setup, .f
         for (int i = 0; i < d.nout; i++) visit_params(d.out[i], seen, &bad);
         rdag_free(&d);
     }
-    /* the random programs hold no FFTs */
+    /* the random programs hold no user kernels (the host reference cannot run them) */
     float data[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
     fc_array *x = fc_from_host(ctx, FC_F32, FC_SHAPE(3, 4), data);
-    visit_params(fc_fft(x, 1), seen, &bad);
-    visit_params(fc_ifft(x, 0), seen, &bad);
-    /* nor user kernels */
     fc_kernel *ek, *rk;
     cr_assert_eq(fc_elementwise_kernel(ctx, "T x", "T y, T z", "y = x; z = -x;", "pair", &ek), FC_OK);
     cr_assert_eq(fc_reduction_kernel(ctx, "T x", "T y", "x", "a + b", "y = a", "0", "total", NULL,
@@ -933,4 +930,90 @@ Test(op_table, no_node_sets_a_parameter_its_row_does_not_name, .init = setup, .f
         if (!seen[op] && fcg_ops[op].kind != FCG_KIND_SPECIAL && op != FCG_OP_INPUT && missed++ < 8)
             cr_log_warn("op %s did not occur in the random programs", fcg_ops[op].pyname);
     cr_expect_eq(missed, 0, "%d ops never occurred: the check above did not see them", missed);
+}
+
+/* What the random programs (tests/random_dag.c) reach, as its header promises: every op but
+ * user kernels, poison and named program inputs (op_table test above, with the user kernels
+ * added by hand), every dtype as an input and as a node, zero-size inputs in about one
+ * program in eight, zero-size nodes and outputs, and size-1 extents. */
+typedef struct rdag_reach {
+    bool op[FCG_OP_COUNT];
+    bool input_dtype[FC_DTYPE_COUNT], node_dtype[FC_DTYPE_COUNT];
+    int zero_nodes, unit_nodes, zero_outputs;
+} rdag_reach;
+
+static void visit_reach(const fc_array *a, rdag_reach *r) {
+    r->op[a->op] = true;
+    r->node_dtype[a->dtype] = true;
+    int64_t n = 1;
+    bool unit = false;
+    for (int d = 0; d < a->ndim; d++) {
+        n *= a->shape[d];
+        unit |= a->shape[d] == 1 && a->ndim > 1;
+    }
+    r->zero_nodes += n == 0;
+    r->unit_nodes += unit;
+    for (int i = 0; i < a->nin; i++) visit_reach(a->in[i], r);
+}
+
+Test(op_table, random_programs_reach_every_op_dtype_and_empty_and_unit_extents, .init = setup,
+     .fini = teardown) {
+    static rdag_reach r;
+    memset(&r, 0, sizeof r);
+    int programs = 600, zero_programs = 0, zero_inputs = 0;
+    for (uint64_t seed = 0; seed < (uint64_t)programs; seed++) {
+        rdag d;
+        cr_assert_eq(rdag_build(ctx, seed, NULL, &d), FC_OK);
+        bool empty_input = false;
+        for (int i = 0; i < d.nin; i++) {
+            r.input_dtype[fc_array_dtype(d.in[i])] = true;
+            empty_input |= fc_array_size(d.in[i]) == 0;
+        }
+        cr_assert(!d.zero || empty_input, "seed %llu: a zero-extent program with no empty input",
+                  (unsigned long long)seed);
+        zero_programs += d.zero;
+        zero_inputs += empty_input;
+        for (int i = 0; i < d.nout; i++) {
+            visit_reach(d.out[i], &r);
+            r.zero_outputs += fc_array_size(d.out[i]) == 0;
+        }
+        rdag_free(&d);
+    }
+    for (int op = 0; op < FCG_OP_COUNT; op++)
+        cr_expect(r.op[op] || fcg_ops[op].kind == FCG_KIND_SPECIAL ||
+                      fcg_ops[op].kind == FCG_KIND_USER || op == FCG_OP_INPUT ||
+                      op == FCG_OP_USER_REDUCE,
+                  "op %s never occurs in %d random programs", fcg_ops[op].pyname, programs);
+    for (int t = 0; t < FC_DTYPE_COUNT; t++) {
+        cr_expect(r.input_dtype[t], "no %s input", fc_dtype_name((fc_dtype)t));
+        cr_expect(r.node_dtype[t], "no %s node", fc_dtype_name((fc_dtype)t));
+    }
+    /* about 1 in 8 (zero_percent 12): between 1 in 16 and 1 in 5 over 600 seeds */
+    cr_expect(zero_programs > programs / 16 && zero_programs < programs / 5,
+              "%d of %d programs have a zero extent", zero_programs, programs);
+    cr_expect_geq(zero_inputs, zero_programs);
+    cr_expect_gt(r.zero_outputs, programs / 50, "only %d zero-size outputs", r.zero_outputs);
+    cr_expect_gt(r.zero_nodes, programs / 10);
+    cr_expect_gt(r.unit_nodes, programs);
+    cr_log_info("%d programs: %d with a zero extent, %d with an empty input, %d zero-size "
+                "outputs, %d zero-size and %d size-1-axis nodes", programs, zero_programs,
+                zero_inputs, r.zero_outputs, r.zero_nodes, r.unit_nodes);
+    /* Whether a program has a zero extent comes from a stream of its own: with zero_percent 0
+     * the same seeds give the same graphs, zero programs aside. */
+    rdag_options none;
+    rdag_default_options(&none);
+    none.zero_percent = 0;
+    for (uint64_t seed = 0; seed < 50; seed++) {
+        rdag a, b;
+        cr_assert_eq(rdag_build(ctx, seed, NULL, &a), FC_OK);
+        cr_assert_eq(rdag_build(ctx, seed, &none, &b), FC_OK);
+        fc_hash ha, hb;
+        cr_assert_eq(fc_graph_hash(a.out, a.nout, &ha), FC_OK);
+        cr_assert_eq(fc_graph_hash(b.out, b.nout, &hb), FC_OK);
+        cr_assert(a.zero || (ha.lo == hb.lo && ha.hi == hb.hi),
+                  "seed %llu: zero_percent changes a program without a zero extent",
+                  (unsigned long long)seed);
+        rdag_free(&a);
+        rdag_free(&b);
+    }
 }

@@ -38,8 +38,9 @@ static inline size_t tv_numel(fc_shape s) {
     return n;
 }
 
-/* The relative tolerance of a GPU result of dtype t against the host reference: the GPU keeps
- * f16 / bf16 chains in f32 between fused ops and sums in another order (test_gpu_diff's rule). */
+/* The relative tolerance of a GPU result of dtype t against the host reference: CUDA's math
+ * functions round differently from glibc's and the GPU sums in another order, and later ops
+ * carry that (test_gpu_diff.c's rule 2 says why each value). */
 static inline double tv_gpu_rtol(fc_dtype t) {
     switch (t) {
     case FC_F16: return 2e-2;

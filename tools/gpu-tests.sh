@@ -7,7 +7,8 @@
 # Knobs: GPU_TESTS (space-separated names to run, default all), GPU_SKIP (names not to run),
 # GPU_JOBS (Criterion workers, 16), GPU_TEST_LIMIT (seconds per binary, 300),
 # FUSEC_NCCL_LIBRARY (found when unset: the toolkit's, else the NCCL Python wheel's),
-# FUSEC_DIFF_DAGS / FUSEC_DIFF_FIRST (test_gpu_diff's program count and first seed).
+# FUSEC_DIFF_DAGS / FUSEC_DIFF_FIRST (test_gpu_diff's program count, 200 here so that the
+# binary fits its time limit beside its 2^31-element test; tools/gpu-diff.sh runs thousands).
 # Exit status: 0 when every binary passed.
 set -u
 cd "$(dirname "$0")/.." || exit 1
@@ -31,6 +32,7 @@ if [ -z "${FUSEC_NCCL_LIBRARY:-}" ] && ! ldconfig -p 2>/dev/null | grep -q libnc
 fi
 echo "NCCL: ${FUSEC_NCCL_LIBRARY:-libnccl.so.2 on the library path}"
 jobs=${GPU_JOBS:-16}
+export FUSEC_DIFF_DAGS=${FUSEC_DIFF_DAGS:-200}
 limit=${GPU_TEST_LIMIT:-300}   # seconds a binary may run (exit 124 when it is stopped)
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -2
