@@ -2189,6 +2189,15 @@ size_t fcx_dynamic_smem(const fcp_kernel *k, const fcx_kernel_src *src) {
 void fcx_launch_config_tuned(const fcp_kernel *k, const fcx_kernel_src *src, int sm_count,
                              int blocks_per_sm, const fcx_tuning *t, fcx_launch *out) {
     memset(out, 0, sizeof *out);
+    /* A kernel whose every output is empty has nothing to write: grid 0, no launch. (A row
+     * kernel over rows of length 0 would otherwise still run its per-row epilogue, which
+     * reads and writes the empty arrays at index 0.) */
+    bool writes = false;
+    for (int i = 0; i < k->nout; i++) writes |= fcg_node_numel(k->outs[i]) > 0;
+    if (!writes) {
+        out->block = (unsigned)src->block;
+        return;
+    }
     long long sms = sm_count > 0 ? sm_count : 1, per = blocks_per_sm > 0 ? blocks_per_sm : 1;
     uint32_t all = k->ndim ? (uint32_t)((1ull << k->ndim) - 1) : 0;
     long long items, S = 1, CH = 0, resident = sms * per;

@@ -630,6 +630,16 @@ Test(emulated, regressions) {
                              (const int64_t[][2]){{1, 2}, {0, 0}, {0, 0}}, FC_PAD_SYMMETRIC, 0));
     set_add(&s, "pad(x[0:3, 5:5] as i8, constant 7) + 1, pad(x3[:, :, 0:0], symmetric)", false,
             0, outs, 2);
+    /* A row kernel over rows of length 0 whose outputs are all empty is not launched (it once
+     * ran its per-row epilogue, reading the empty input and writing the empty output at index
+     * 0: an illegal address on the GPU, seed 23254 of the differential test). */
+    int32_t none = 0;
+    fc_array *z0 = fc_from_host(ctx, FC_I32, FC_SHAPE(1, 0), &none);
+    fc_array *d0 = fc_add(z0, z0), *t0 = fc_tan(d0);
+    fc_array *p0 = fc_abs(fc_prod(fc_cast(d0, FC_U8), FC_AXES(1), true));
+    outs[0] = fc_keep(fc_cast(fc_equal(fc_exp2(t0), p0), FC_U8));
+    outs[1] = fc_keep(fc_mul(t0, fc_f64(ctx, 57.29577951308232)));
+    set_add(&s, "prod over an empty axis feeding only empty outputs", false, 0, outs, 2);
     set_build(&s);
     set_run_and_close(&s);
 }

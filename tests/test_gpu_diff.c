@@ -83,6 +83,13 @@
  *      cancelled x, pow) which amplify a last-bit difference beyond any fixed tolerance. A
  *      replay that fails names the op, its dtypes and the element: that op is wrong on the
  *      GPU (a mismatch, with the culprit in the report).
+ *   7. Within rule 6's replay, an fft or ifft whose operand (the GPU's value) holds a NaN or
+ *      an infinity is not compared. Where inf * 0 and inf - inf fall, and so which outputs
+ *      become NaN, inf or a finite value, is decided by the algorithm's order of butterflies
+ *      and twiddle products: the reference's direct sum and cuFFT's mixed-radix or Bluestein
+ *      plans place them differently (NumPy's pocketfft a third way), and IEEE arithmetic gives
+ *      no right answer to hold either to. The ops after it are still checked, from the GPU's
+ *      own value of the transform. Counted in the summary.
  *
  * Extents past 2^31 (gpu/extents_past_2_31_match_the_host_reference): FUSEC_DIFF_BIG (default
  * 8; 0 skips) short programs (seeds FUSEC_DIFF_BIG_FIRST..) over a u8, bool, f16 or f32 input
@@ -243,10 +250,12 @@ typedef struct tol {
 
 static const tol exact_tol = {0, 0, 0};
 
-enum { RULE_CLOSE, RULE_OVERFLOW, RULE_ALIKE, RULE_INT_POW, RULE_REPLAY, RULE_COUNT };
+enum { RULE_CLOSE, RULE_OVERFLOW, RULE_ALIKE, RULE_INT_POW, RULE_REPLAY, RULE_NONFINITE_FFT,
+       RULE_COUNT };
 static const char *const rule_names[RULE_COUNT] = {
     "outputs within rule 2", "elements by rule 3's overflow", "programs failing alike (4)",
-    "host value errors of integer powers (5)", "programs by replay (6)"};
+    "host value errors of integer powers (5)", "programs by replay (6)",
+    "transforms of non-finite operands (7)"};
 
 static double max_finite(fc_dtype t) {
     switch (t) {
@@ -482,6 +491,17 @@ static double *sum_bound(fc_ctx *hc, const rp_node *p, fc_array *const *ins, siz
 /* The machinery's test: the node of the replay whose GPU value gets one bit flipped (-1: none). */
 static int replay_corrupt = -1;
 
+/* Rule 7's count in the last replay: transforms of non-finite operands left uncompared. */
+static int replay_nonfinite_ffts;
+
+static bool has_nonfinite(const unsigned char *v, fc_dtype t, size_t n) {
+    if (!fcg_is_inexact(t)) return false;
+    for (size_t i = 0; i < n; i++)
+        for (int q = 0; q < (fcg_is_complex(t) ? 2 : 1); q++)
+            if (!isfinite(tv_value_at(v, t, i, q))) return true;
+    return false;
+}
+
 /* Rule 6. Returns 1 when every op of the program, recomputed on the host from the GPU's
  * values of its operands, matches the GPU's, and the GPU's outputs match those of the first
  * run (first[k]); 0 when not (why says where); -1 when the GPU context died. */
@@ -599,6 +619,14 @@ static int replay(fc_ctx *oc, uint64_t seed, unsigned char *const *first, const 
     for (int i = 0; i < n; i++) {
         rp_node *p = &nodes[i];
         if (p->weak) continue;
+        if ((p->op == FCG_OP_FFT || p->op == FCG_OP_IFFT) && prog_tol->rtol > 0 && p->nin == 1 &&
+            p->in[0] >= 0) {
+            const rp_node *q = &nodes[p->in[0]];
+            if (q->gv && has_nonfinite(q->gv, q->dtype, fcg_numel(q->ndim, q->shape))) {
+                replay_nonfinite_ffts++; /* rule 7 */
+                continue;
+            }
+        }
         tol lt = prog_tol->rtol > 0 ? (tol){p->rtol, 1e-3, 1e-30} : exact_tol;
         unsigned char *hv = NULL;
         double *bound = NULL;
@@ -764,9 +792,11 @@ static bool run_seed(fc_ctx *oc, bool exact, uint64_t seed, diff_msg *m) {
         }
     }
     if (first_bad >= 0) {
+        replay_nonfinite_ffts = 0;
         int r = exact ? 0 : replay(oc, seed, gout, &pt, m->why, sizeof m->why);
         if (r == 1) {
             m->rules[RULE_REPLAY]++;
+            m->rules[RULE_NONFINITE_FFT] += replay_nonfinite_ffts;
             m->why[0] = '\0';
         } else if (r < 0) {
             m->outcome = OUT_CRASH;
@@ -1033,10 +1063,12 @@ static void diff_summary(const diff_cfg *c, const diff_result *r, const char *la
                outcome_names[r->fail[i].outcome], r->fail[i].why);
     /* the same for scripts (tools/gpu-diff.sh) */
     printf("%s: totals programs=%d compared=%d crashes=%d mismatches=%d alike=%d first=%d last=%d "
-           "seconds=%.0f close=%d overflow=%d intpow=%d replay=%d\n", label, r->programs,
+           "seconds=%.0f close=%d overflow=%d intpow=%d replay=%d nonfinite_fft=%d\n", label,
+           r->programs,
            r->compared, r->crashes, r->mismatches, r->alike, total ? seed_at(c, 0) : 0,
            total ? seed_at(c, total - 1) : -1, r->seconds, r->rules[RULE_CLOSE],
-           r->rules[RULE_OVERFLOW], r->rules[RULE_INT_POW], r->rules[RULE_REPLAY]);
+           r->rules[RULE_OVERFLOW], r->rules[RULE_INT_POW], r->rules[RULE_REPLAY],
+           r->rules[RULE_NONFINITE_FFT]);
     fflush(stdout);
 }
 

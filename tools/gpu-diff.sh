@@ -99,13 +99,14 @@ wait
 
 # Totals: each worker's totals line, or, for a worker stopped by the limit, its last progress.
 programs=0 compared=0 crashes=0 mismatches=0 alike=0 cut=0 close=0 overflow=0 intpow=0 replay=0
+nonfinite_fft=0
 covered=()
 for ((w = 0; w < ${#pids[@]}; w++)); do
   f=$dir/worker_$w.log
   lo=$((first + w * per))
   line=$(grep -h '^gpu differential: totals ' "$f" | tail -1)
   if [[ -n $line ]]; then
-    for k in programs compared crashes mismatches alike close overflow intpow replay; do
+    for k in programs compared crashes mismatches alike close overflow intpow replay nonfinite_fft; do
       declare "$k=$((${!k} + $(kv "$k" "$line")))"
     done
     (($(kv programs "$line") > 0)) && covered+=("$(kv first "$line")..$(kv last "$line")")
@@ -131,7 +132,8 @@ elapsed=$((SECONDS - t0))
     "$( ((cut > 0)) && echo "($cut workers stopped at the time limit)")"
   echo "gpu-diff: tolerance rules needed: $close outputs within rule 2 (not bit-identical)," \
     "$overflow elements by rule 3's overflow clause, $intpow host value errors of integer" \
-    "powers (rule 5), $replay programs by replay (rule 6)"
+    "powers (rule 5), $replay programs by replay (rule 6), $nonfinite_fft transforms of" \
+    "non-finite operands (rule 7)"
   if [[ -s $dir/failures.txt ]]; then
     echo "gpu-diff: failing seeds (gpu-diff/failures.fc has each program):"
     head -50 "$dir/failures.txt"
