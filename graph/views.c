@@ -251,7 +251,8 @@ static fc_array *slice_node(fc_ctx *ctx, fc_array *a, const int64_t *start, cons
         fc_array *src = a->in[0];
         identity = true;
         for (int d = 0; d < a->ndim; d++) {
-            p.a[d] = a->p.a[d] + p.a[d] * a->p.b[d];
+            /* an empty range is canonical (0, 1) whatever the outer slice's start */
+            p.a[d] = count[d] == 0 ? 0 : a->p.a[d] + p.a[d] * a->p.b[d];
             p.b[d] = count[d] <= 1 ? 1 : p.b[d] * a->p.b[d];
             identity &= count[d] == src->shape[d] && p.a[d] == 0 && p.b[d] == 1;
         }
