@@ -847,7 +847,9 @@ template <class D> FCX_BIG fcx_t_c128 fcx_z_asinh(D x, D y) {
 
 template <class D> FCX_BIG fcx_t_c128 fcx_z_acos(D x, D y) {
     if (x != x || y != y) {
-        if (fcx_inf(x)) return {y, fcx_m_copysign(fcx_inf_of<D>(), -y)};
+        /* -inf with y's sign flipped, from y's sign bit: negating a NaN need not flip its
+         * sign on the device (PTX leaves neg of a NaN unspecified), copysign reads the bit. */
+        if (fcx_inf(x)) return {y, -fcx_m_copysign(fcx_inf_of<D>(), y)};
         if (fcx_inf(y)) return {x, -y};
         if (x == 0) return {FCX_PI / 2, y};
         return {x + y, x + y};

@@ -41,6 +41,8 @@ typedef struct fuse_state {
     int tag;          /* stamp of the latest collect: region[] == tag marks its nodes */
     const char **why; /* reason a node was materialised (static strings or NULL) */
     fc_array **stack;
+    int8_t (*amap)[FC_MAX_DIMS]; /* scratch of rows_aligned: each axis's axis of the space */
+    int *sorted;                 /* scratch of rows_aligned: region positions in order */
 } fuse_state;
 
 /* The index of node a (every node the pass meets is in the walk). */
@@ -96,6 +98,83 @@ static bool same_squeezed(int na, const int64_t *a, int nb, const int64_t *b) {
 }
 
 typedef enum { FIT_EW, FIT_REDUCE, FIT_ROW, FIT_NONE } fit_kind;
+
+static int cmp_int(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* A reduction kernel keeps each reduction's result in a register per row (the space S less
+ * the reduced axes rmask) and uses it wherever the region reads the reduction. That is the
+ * program's meaning only if every path from the root to a reduction indexes the reduction by
+ * its own kept axes: NumPy's broadcasting aligns shapes from the right, so sum(x, axis=1) of
+ * an [n, n] x added to an [n, n] array runs along the columns, not the rows (seed 37686 of
+ * the GPU differential run). Each value at level >= 1 gets, from its consumers, the axis of S
+ * that each of its axes is indexed by (-1 for an extent-1 axis, which any index reads the
+ * same); the root's are S's own (a value of the space) or the kept axes in order (a value of
+ * the rows). Consumers must agree, and a reduction's axes must be its kept axes. */
+static bool rows_aligned(fuse_state *s, fc_array *r, fc_array **reg, size_t nreg, int tag,
+                         const fc_array *S, uint32_t rmask, bool root_of_space) {
+    const int *level = s->level;
+    const int8_t unset = -3;
+    size_t nin = 0;
+    for (size_t k = 0; k < nreg; k++) {
+        fc_array *a = reg[k];
+        if (is_leaf(a) || (a != r && s->mat[ix(s, a)]) || level[ix(s, a)] < 1) continue;
+        s->sorted[nin++] = (int)ix(s, a);
+        for (int d = 0; d < a->ndim; d++) s->amap[ix(s, a)][d] = unset;
+    }
+    /* The kept axes of extent > 1, in order. */
+    int8_t kept[FC_MAX_DIMS];
+    int nkept = 0;
+    for (int d = 0; d < S->ndim; d++)
+        if (!(rmask & (1u << d)) && S->shape[d] != 1) kept[nkept++] = (int8_t)d;
+    int8_t *m = s->amap[ix(s, r)];
+    for (int d = 0, j = 0; d < r->ndim; d++)
+        m[d] = r->shape[d] == 1 ? -1 : root_of_space ? (int8_t)d : j < nkept ? kept[j++] : -2;
+    /* Consumers before their inputs: positions in the topological order, descending. */
+    qsort(s->sorted, nin, sizeof *s->sorted, cmp_int);
+    for (size_t k = nin; k-- > 0;) {
+        fc_array *a = s->ord[s->sorted[k]];
+        m = s->amap[s->sorted[k]];
+        for (int d = 0; d < a->ndim; d++)
+            if (m[d] == unset) return false; /* no consumer in the region: cannot happen */
+        if (is_reduce(a)) { /* indexed by its kept axes, in order, or keepdims' own */
+            for (int d = 0, j = 0; d < S->ndim; d++) {
+                bool reduced = rmask & (1u << d);
+                if (a->ndim != S->ndim && reduced) continue;
+                int e = a->ndim == S->ndim ? d : j++;
+                if (e >= a->ndim) return false;
+                if (a->shape[e] != 1 && m[e] != d) return false;
+            }
+        }
+        for (int i = 0; i < a->nin; i++) {
+            fc_array *c = a->in[i];
+            size_t ic = ix(s, c);
+            if (is_leaf(c) || s->region[ic] != tag || s->mat[ic] || level[ic] < 1) continue;
+            int8_t *mc = s->amap[ic];
+            int d = is_reduce(a) || a->op == FCG_OP_RESHAPE ? 0 : a->ndim - c->ndim;
+            for (int e = 0; e < c->ndim; e++) {
+                int8_t want = -1;
+                if (c->shape[e] != 1) {
+                    if (is_reduce(a)) { /* a reduction reads its input at S's own index */
+                        want = (int8_t)e;
+                    } else if (a->op == FCG_OP_RESHAPE) { /* a unit reshape: extents in order */
+                        while (d < a->ndim && a->shape[d] == 1) d++;
+                        if (d >= a->ndim) return false;
+                        want = m[d++];
+                    } else {
+                        if (d + e < 0) return false;
+                        want = m[d + e];
+                    }
+                }
+                if (mc[e] != unset && mc[e] != want) return false;
+                mc[e] = want;
+            }
+        }
+    }
+    return true;
+}
 
 /* Decides what kernel a region can be. On FIT_NONE, *why says which rule failed. */
 static fit_kind classify(fuse_state *s, fc_array *r, fc_array **reg, size_t nreg,
@@ -170,7 +249,12 @@ static fit_kind classify(fuse_state *s, fc_array *r, fc_array **reg, size_t nreg
     }
     bool at_reduced = same_squeezed(r->ndim, r->shape, rn, red_shape);
     bool at_space = r->ndim == S->ndim && memcmp(r->shape, S->shape, (size_t)S->ndim * 8) == 0;
-    if (levels_max == 1 && at_reduced) return FIT_REDUCE;
+    const char *misaligned = "a reduction's result is broadcast along other axes than its own";
+    if (levels_max == 1 && at_reduced) {
+        if (rows_aligned(s, r, reg, nreg, tag, S, rmask, false)) return FIT_REDUCE;
+        *why = misaligned;
+        return FIT_NONE;
+    }
     if (!at_reduced && !at_space) {
         *why = "the consumer's shape is neither the reduction's input nor its result";
         return FIT_NONE;
@@ -190,6 +274,10 @@ static fit_kind classify(fuse_state *s, fc_array *r, fc_array **reg, size_t nreg
     if (bytes_per_elem == 0) bytes_per_elem = 4;
     if ((double)row * (double)bytes_per_elem > FCP_ROW_MAX_BYTES) {
         *why = "a row does not fit on chip";
+        return FIT_NONE;
+    }
+    if (!rows_aligned(s, r, reg, nreg, tag, S, rmask, at_space)) {
+        *why = misaligned;
         return FIT_NONE;
     }
     return FIT_ROW;
@@ -375,21 +463,36 @@ static void choose_roots(fuse_state *s, fc_array **reg, int *claimed) {
     }
 }
 
-/* True if any node below the roots of `b` is a root of `a` (b reads what a stores). */
-static bool depends_on(fuse_state *s, const group *b, const group *a, int *seen) {
+/* True if kernel `from` reads, directly or through other kernels, what kernel `to` stores.
+ * The walk is over kernels, not nodes: once groups have merged, a kernel waits for every
+ * input of all its roots, so reaching one root of a group continues from all of them. (A walk
+ * over nodes alone let two independent merges make a cycle: ew{cosh(std), cast(x)} and
+ * reduce{prod(x), argmin(cast)}, where std reads prod, which ran in no order that worked.) */
+static bool reaches(fuse_state *s, const group *groups, const int *group_of, int from, int to,
+                    int *seen) {
     memset(seen, 0, s->n * sizeof *seen);
     size_t depth = 0;
-    for (int q = 0; q < b->nroot; q++) s->stack[depth++] = s->ord[b->roots[q]];
+    for (int q = 0; q < groups[from].nroot; q++) {
+        seen[groups[from].roots[q]] = 1;
+        s->stack[depth++] = s->ord[groups[from].roots[q]];
+    }
     while (depth) {
         fc_array *x = s->stack[--depth];
         if (is_leaf(x)) continue;
         for (int c = 0; c < x->nin; c++) {
-            fc_array *y = x->in[c];
-            if (seen[ix(s, y)]) continue;
-            seen[ix(s, y)] = 1;
-            for (int q = 0; q < a->nroot; q++)
-                if ((int)ix(s, y) == a->roots[q]) return true;
-            s->stack[depth++] = y;
+            size_t iy = ix(s, x->in[c]);
+            if (seen[iy]) continue;
+            seen[iy] = 1;
+            int g = group_of[iy];
+            if (g == to) return true;
+            s->stack[depth++] = x->in[c];
+            if (g < 0 || g == from) continue;
+            for (int q = 0; q < groups[g].nroot; q++) {
+                int r = groups[g].roots[q];
+                if (seen[r]) continue;
+                seen[r] = 1;
+                s->stack[depth++] = s->ord[r];
+            }
         }
     }
     return false;
@@ -477,7 +580,7 @@ static fc_status fuse(fc_ctx *ctx, fcp_plan *p) {
     memset(&s, 0, sizeof s);
     s.ctx = ctx;
     fc_array **reg = NULL;
-    int *seen = NULL, *producer = NULL;
+    int *seen = NULL, *producer = NULL, *group_of = NULL;
     group *groups = NULL;
     size_t ngroups = 0, nst = 0, nroots = 0, nk = 0;
     fc_status st = fcg_topo_order(ctx, p->outs, p->nout, true, &s.ord, &s.n);
@@ -496,10 +599,12 @@ static fc_status fuse(fc_ctx *ctx, fcp_plan *p) {
     s.cost = fcg_calloc(ctx, n * sizeof *s.cost);
     s.why = fcg_calloc(ctx, n * sizeof *s.why);
     s.stack = fcg_malloc(ctx, nst * sizeof *s.stack);
+    s.amap = fcg_malloc(ctx, n * sizeof *s.amap);
+    s.sorted = fcg_malloc(ctx, n * sizeof *s.sorted);
     reg = fcg_malloc(ctx, (n + 1) * sizeof *reg);
     seen = fcg_malloc(ctx, (n + 1) * sizeof *seen);
     if (!s.mat || !s.region || !s.nregions || !s.level || !s.cost || !s.why || !s.stack || !reg ||
-        !seen)
+        !seen || !s.amap || !s.sorted)
         goto done;
 
     /* Roots to begin with: the arrays asked for, library calls and their inputs. */
@@ -541,7 +646,9 @@ static fc_status fuse(fc_ctx *ctx, fcp_plan *p) {
         goto done;
     }
     groups = fcg_calloc(ctx, nroots * sizeof *groups);
-    if (!groups) goto done;
+    group_of = fcg_malloc(ctx, n * sizeof *group_of); /* root -> its group, -1 elsewhere */
+    if (!groups || !group_of) goto done;
+    for (size_t i = 0; i < n; i++) group_of[i] = -1;
     fcp_kernel *proto = fcg_calloc(ctx, nroots * sizeof *proto);
     if (!proto) goto done;
     for (size_t i = 0; i < n; i++) {
@@ -552,6 +659,7 @@ static fc_status fuse(fc_ctx *ctx, fcp_plan *p) {
         ngroups++;
         g->nroot = 1;
         g->roots[0] = (int)i;
+        group_of[i] = (int)(g - groups);
         size_t m = collect(&s, r, reg);
         const char *why = NULL;
         fit_kind fit = is_lib(r) ? FIT_NONE : classify(&s, r, reg, m, &why);
@@ -578,13 +686,17 @@ static fc_status fuse(fc_ctx *ctx, fcp_plan *p) {
         for (size_t a = 0; a < b; a++) {
             if (groups[a].dead || !same_space(&proto[a], &proto[b])) continue;
             if (groups[a].nroot + groups[b].nroot > 16) continue;
-            if (depends_on(&s, &groups[b], &groups[a], seen)) continue;
+            if (reaches(&s, groups, group_of, (int)b, (int)a, seen) ||
+                reaches(&s, groups, group_of, (int)a, (int)b, seen))
+                continue;
             if (union_loads(&s, &groups[a], &groups[b], reg, seen) > FCP_MAX_LEAVES) continue;
             if (proto[a].kind == FCP_KERNEL_ROW &&
                 union_row_bytes(&s, &groups[a], &groups[b], &proto[a], reg, seen) > FCP_ROW_MAX_BYTES)
                 continue;
-            for (int q = 0; q < groups[b].nroot; q++)
+            for (int q = 0; q < groups[b].nroot; q++) {
+                group_of[groups[b].roots[q]] = (int)a;
                 groups[a].roots[groups[a].nroot++] = groups[b].roots[q];
+            }
             groups[b].dead = true;
             break;
         }
@@ -626,6 +738,16 @@ static fc_status fuse(fc_ctx *ctx, fcp_plan *p) {
             }
         if (!moved) break;
     }
+    /* Merging refuses cycles, so the sort always ends with producers first; a plan that
+     * still reads a buffer before writing it would compute garbage, so say so instead. */
+    for (int i = 0; i < p->nkernel; i++)
+        for (int l = 0; l < p->kernels[i].nleaf; l++)
+            if (producer[ix(&s, p->kernels[i].leaves[l])] > i) {
+                st = fcg_error(ctx, FC_ERR_UNSUPPORTED, "fusion: kernels %d and %d depend on "
+                               "each other (a fusec bug: please report the program)", i,
+                               producer[ix(&s, p->kernels[i].leaves[l])]);
+                goto done;
+            }
     st = FC_OK;
 done:
     if (st == FC_ERR_NOMEM) fcg_error(ctx, st, "fusion: out of memory");
@@ -636,6 +758,7 @@ done:
         p->nkernel = 0;
     }
     fcg_free(ctx, groups, nroots * sizeof *groups);
+    fcg_free(ctx, group_of, n * sizeof *group_of);
     fcg_free(ctx, s.mat, n);
     fcg_free(ctx, s.region, n * sizeof *s.region);
     fcg_free(ctx, s.nregions, n * sizeof *s.nregions);
@@ -643,6 +766,8 @@ done:
     fcg_free(ctx, s.cost, n * sizeof *s.cost);
     fcg_free(ctx, s.why, n * sizeof *s.why);
     fcg_free(ctx, s.stack, nst * sizeof *s.stack);
+    fcg_free(ctx, s.amap, n * sizeof *s.amap);
+    fcg_free(ctx, s.sorted, n * sizeof *s.sorted);
     fcg_free(ctx, reg, (n + 1) * sizeof *reg);
     fcg_free(ctx, seen, (n + 1) * sizeof *seen);
     fcg_free(ctx, s.ord, n * sizeof *s.ord);

@@ -400,6 +400,11 @@ static char *run_program(emu_set *s, program *p) {
     }
     for (int m = 0; m < plan->nmat; m++) buf[m] = slot[plan->mat_buf[m]];
     char *report = NULL;
+    /* Described for a report before anything runs: an evaluation on the host (a library
+     * kernel's value, the outputs' reference values) cuts the graph the texts name. */
+    char *desc = fcp_plan_describe(plan);
+    char *text = NULL;
+    fc_program_print(s->ctx, p->out, p->nout, NULL, &text);
     for (int k = 0; k < plan->nkernel && !report; k++) {
         const fcp_kernel *kern = &plan->kernels[k];
         if (kern->kind == FCP_KERNEL_LIB) {
@@ -508,9 +513,6 @@ static char *run_program(emu_set *s, program *p) {
             double gr, gi, wr, wi;
             element(t, got, first, &gr, &gi);
             element(t, want, first, &wr, &wi);
-            char *desc = fcp_plan_describe(plan);
-            char *text = NULL;
-            fc_program_print(s->ctx, p->out, p->nout, NULL, &text);
             size_t len = 0;
             FILE *m = open_memstream(&report, &len);
             fprintf(m, "%s: output %d (%s, %lld elements): %lld differ; first at flat index %lld: "
@@ -518,11 +520,11 @@ static char *run_program(emu_set *s, program *p) {
                     p->name, o, fc_dtype_name(t), (long long)n, (long long)bad, (long long)first,
                     gr, gi, wr, wi, text ? text : "?", desc ? desc : "");
             fclose(m);
-            fc_free(s->ctx, text);
-            fcg_strfree(s->ctx, desc);
         }
         free(want);
     }
+    fc_free(s->ctx, text);
+    fcg_strfree(s->ctx, desc);
     for (int b = 0; b < plan->nbuf; b++) free(slot[b]);
     free(slot);
     free(buf);
@@ -640,6 +642,13 @@ Test(emulated, regressions) {
     outs[0] = fc_keep(fc_cast(fc_equal(fc_exp2(t0), p0), FC_U8));
     outs[1] = fc_keep(fc_mul(t0, fc_f64(ctx, 57.29577951308232)));
     set_add(&s, "prod over an empty axis feeding only empty outputs", false, 0, outs, 2);
+    /* A row reduction of a square array broadcast as NumPy does, from the right: along the
+     * columns (it once ran as a row kernel that added row i's sum to row i). */
+    fc_array *sq4 = fc_from_host(ctx, FC_F64, FC_SHAPE(4, 4), vals);
+    outs[0] = fc_keep(fc_add(sq4, fc_sum(sq4, FC_AXES(1), false)));
+    outs[1] = fc_keep(fc_sub(fc_exp(sq4), fc_max(sq4, FC_AXES(1), true)));
+    set_add(&s, "x + sum(x, axis=1), exp(x) - max(x, axis=1, keepdims) of a square x", false, 0,
+            outs, 2);
     set_build(&s);
     set_run_and_close(&s);
 }
@@ -1020,4 +1029,26 @@ Test(emulated, long_reductions_split_with_default_constants) {
     set_run_and_close(&s);
     cr_assert(s.n_split >= 4 && s.n_cols >= 1, "%d launches split, %d column kernels", s.n_split,
               s.n_cols);
+}
+
+/* Seeds the GPU differential run found wrong (bench/results/h100x4-2026-11-27-diff/run2):
+ * kernels merged into a cycle (32981, 34794, 43632; the emulator runs kernels in plan order,
+ * so a consumer first reads the poisoned buffer) and a row kernel that broadcast a reduction
+ * along the columns of a square space (37686). */
+Test(emulated, gpu_diff_seeds) {
+    static const uint64_t seeds[] = {32981, 34794, 37686, 43632};
+    emu_set s;
+    set_open(&s, "gpu_diff_seeds", &(emu_cfg){8, 4, 3, true, false, false});
+    for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
+        rdag d;
+        cr_assert_eq(rdag_build(s.ctx, seeds[i], NULL, &d), FC_OK);
+        char name[64];
+        snprintf(name, sizeof name, "random DAG seed %llu", (unsigned long long)seeds[i]);
+        fc_array *outs[WL_MAX_OUT];
+        for (int q = 0; q < d.nout; q++) outs[q] = fc_keep(d.out[q]);
+        set_add(&s, name, true, seeds[i], outs, d.nout);
+        rdag_free(&d);
+    }
+    set_build(&s);
+    set_run_and_close(&s);
 }

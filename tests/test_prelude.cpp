@@ -223,7 +223,7 @@ static std::vector<val> specials(fc_dtype t, bool many) {
     } else {
         double big = t == FC_F16 ? 65504 : t == FC_F32 || t == FC_C64 || t == FC_BF16 ? 3e38 : 1.7e308;
         double tiny = t == FC_F16 ? 0x1p-24 : t == FC_BF16 ? 0x1p-133 : t == FC_F32 || t == FC_C64 ? 0x1p-149 : 0x1p-1074;
-        std::vector<double> r = {0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 2.0, inf, -inf, nan};
+        std::vector<double> r = {0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 2.0, inf, -inf, nan, -nan};
         if (many || !fcg_is_complex(t))
             for (double x : {-0.5, 1.5, -3.0, 7.0, big, -big, tiny, -tiny, 1e-3}) r.push_back(x);
         if (fcg_is_complex(t)) {
