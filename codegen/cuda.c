@@ -365,18 +365,30 @@ static int eval_source(gen *g, const fc_array *a, const ix *idx) {
         line(g, "const fcx_ct_%s v%d = fcx_cast_%s((int)((long long)(%s) + %s == (long long)(%s)));",
              dt(t), v, dt(t), idx->e[0], ival(g, FCX_SLOT_IVAL, a, 0), idx->e[1]);
         return v;
-    case FCG_OP_RANDOM: {
+    case FCG_OP_RANDOM: { /* graph.h's fcg_random_*_at, as the prelude's fcx_rand_* */
         const char *lin = linearize(g, a, idx);
-        const char *seed = ival(g, FCX_SLOT_IVAL, a, 0);
+        const char *seed = ival(g, FCX_SLOT_IVAL, a, 0), *stream = ival(g, FCX_SLOT_COUNT, a, 0);
         fc_dtype r = fcg_real_dtype(t);
+        if (a->p.mode == FCG_RANDOM_INTEGERS) {
+            line(g, "const fcx_ct_%s v%d = fcx_cast_%s((%s long long)fcx_rand_integer(%s, "
+                    "(unsigned long long)%s, (unsigned long long)%s, (unsigned long long)%s, "
+                    "(unsigned long long)%s, (unsigned long long)(%s)));",
+                 dt(t), v, dt(t), fcg_is_sint(t) ? "" : "unsigned",
+                 fc_dtype_size(t) == 8 ? "true" : "false", ival(g, FCX_SLOT_PARAM_A, a, 0),
+                 ival(g, FCX_SLOT_PARAM_B, a, 0), seed, stream, lin);
+            return v;
+        }
+        const char *fn = a->p.mode == FCG_RANDOM_NORMAL ? "normal" : "uniform";
         if (fcg_is_complex(t)) {
-            line(g, "fcx_ct_%s v%d; v%d.re = (fcx_ct_%s)fcx_random_unit_%s((unsigned long long)%s, "
-                    "2ull * (unsigned long long)(%s)); v%d.im = (fcx_ct_%s)fcx_random_unit_%s("
-                    "(unsigned long long)%s, 2ull * (unsigned long long)(%s) + 1ull);",
-                 dt(t), v, v, dt(r), dt(r), seed, lin, v, dt(r), dt(r), seed, lin);
+            line(g, "fcx_ct_%s v%d;", dt(t), v);
+            for (int q = 0; q < 2; q++)
+                line(g, "v%d.%s = fcx_cast_%s(fcx_rand_%s_%s((unsigned long long)%s, "
+                        "(unsigned long long)%s, 2ull * (unsigned long long)(%s) + %dull));",
+                     v, q ? "im" : "re", dt(r), fn, dt(r), seed, stream, lin, q);
         } else {
-            line(g, "const fcx_ct_%s v%d = (fcx_ct_%s)fcx_random_unit_%s((unsigned long long)%s, "
-                    "(unsigned long long)(%s));", dt(t), v, dt(t), dt(t), seed, lin);
+            line(g, "const fcx_ct_%s v%d = fcx_cast_%s(fcx_rand_%s_%s((unsigned long long)%s, "
+                    "(unsigned long long)%s, (unsigned long long)(%s)));",
+                 dt(t), v, dt(t), fn, dt(t), seed, stream, lin);
         }
         return v;
     }

@@ -22,7 +22,8 @@
  *                         the caller rounds at the store, as the host backend does.
  *   fcx_nextafter_<f16|bf16>(a, b)   the one exception: nextafter of a 16-bit loop steps the
  *                         16-bit format itself, so the caller names the loop dtype
- *   fcx_random_unit_<f16|bf16|f32|f64|c64|c128>(seed, index)   graph.h's fcg_random_unit
+ *   fcx_rand_<uniform|normal>_<f16|bf16|f32|f64>(seed, stream, index), fcx_rand_integer:
+ *                         graph.h's fcg_random_*_at (Philox4x32-10), for the random op
  *   reduction helpers at the end: identities, NaN-propagating max / min, argmax / argmin pairs
  *   block-level machinery of reduce and row kernels: FCX_WARP, the split of long reductions
  *   (fcx_split, FCX_SPLIT_*: the same function as codegen/cuda.c's fcx_split_plan), word-wise
@@ -1080,40 +1081,108 @@ FCX_C(type) fcx_clip(T x, T lo, T hi) {
     return (fcx_isnan(m) || le) ? m : hi;
 }
 
-/* ---- random numbers: graph.h's fcg_random_bits / fcg_random_unit ------------------------ */
+/* ---- random numbers --------------------------------------------------------------------- */
 
-template <class U> FCX_FN unsigned long long fcx_mix64(U u) {
-    unsigned long long z = u;
-    z += 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+/* Random draws: graph.h's fcg_philox4x32_10 and fcg_random_*_at, bit for bit (the layout is
+ * documented at include/fusec.h's fc_rng). */
+template <class U> FCX_FN void fcx_philox4x32_10(U block, U stream, U seed, unsigned *w) {
+    unsigned c0 = (unsigned)block, c1 = (unsigned)(block >> 32), c2 = (unsigned)stream,
+             c3 = (unsigned)(stream >> 32), k0 = (unsigned)seed, k1 = (unsigned)(seed >> 32);
+#ifndef FCX_HOST
+#pragma unroll
+#endif
+    for (int r = 0; r < 10; r++) {
+        if (r) {
+            k0 += 0x9E3779B9u;
+            k1 += 0xBB67AE85u;
+        }
+#ifdef FCX_HOST
+        const unsigned h0 = (unsigned)((unsigned long long)0xD2511F53u * c0 >> 32);
+        const unsigned h1 = (unsigned)((unsigned long long)0xCD9E8D57u * c2 >> 32);
+#else
+        const unsigned h0 = __umulhi(0xD2511F53u, c0), h1 = __umulhi(0xCD9E8D57u, c2);
+#endif
+        const unsigned l0 = 0xD2511F53u * c0, l1 = 0xCD9E8D57u * c2;
+        c0 = h1 ^ c1 ^ k0;
+        c1 = l1;
+        c2 = h0 ^ c3 ^ k1;
+        c3 = l0;
+    }
+    w[0] = c0;
+    w[1] = c1;
+    w[2] = c2;
+    w[3] = c3;
 }
-/* 64 random bits of (seed, stream index) */
-template <class S, class I> FCX_FN unsigned long long fcx_random_bits(S seed, I index) {
-    return fcx_mix64((unsigned long long)seed ^ fcx_mix64(index));
+/* element i's 64 bits of f64's layout: words 2 (i % 2) (low) and + 1 of block i / 2 */
+template <class U> FCX_FN unsigned long long fcx_rand_bits64(U seed, U stream, U i) {
+    unsigned w[4];
+    fcx_philox4x32_10(i >> 1, stream, seed, w);
+    return (i & 1) ? (w[2] | (unsigned long long)w[3] << 32) : (w[0] | (unsigned long long)w[1] << 32);
 }
-/* A value in [0, 1) with as many bits as the dtype's significand, exact in it. Complex
- * element i takes stream index 2i for its real part and 2i + 1 for its imaginary part. */
-template <class S, class I> FCX_FN float fcx_random_unit_f16(S seed, I i) {
-    return (float)(fcx_random_bits(seed, i) >> 53) * 0x1p-11f;
+/* element i's 32-bit word of the 16- and 32-bit layout: word i % 4 of block i / 4 */
+template <class U> FCX_FN unsigned fcx_rand_bits32(U seed, U stream, U i) {
+    unsigned w[4];
+    fcx_philox4x32_10(i >> 2, stream, seed, w);
+    return w[i & 3];
 }
-template <class S, class I> FCX_FN float fcx_random_unit_bf16(S seed, I i) {
-    return (float)(fcx_random_bits(seed, i) >> 56) * 0x1p-8f;
+template <class U> FCX_FN double fcx_rand_uniform_f64(U seed, U stream, U i) {
+    return (double)(fcx_rand_bits64(seed, stream, i) >> 11) * 0x1p-53;
 }
-template <class S, class I> FCX_FN float fcx_random_unit_f32(S seed, I i) {
-    return (float)(fcx_random_bits(seed, i) >> 40) * 0x1p-24f;
+template <class U> FCX_FN double fcx_rand_uniform_f32(U seed, U stream, U i) {
+    return (double)(fcx_rand_bits32(seed, stream, i) >> 8) * 0x1p-24;
 }
-template <class S, class I> FCX_FN double fcx_random_unit_f64(S seed, I i) {
-    return (double)(fcx_random_bits(seed, i) >> 11) * 0x1p-53;
+template <class U> FCX_FN double fcx_rand_uniform_f16(U seed, U stream, U i) {
+    return (double)(fcx_rand_bits32(seed, stream, i) >> 21) * 0x1p-11;
 }
-template <class S, class I> FCX_FN fcx_t_c64 fcx_random_unit_c64(S seed, I i) {
-    unsigned long long k = 2 * (unsigned long long)i;
-    return fcx_t_c64{fcx_random_unit_f32(seed, k), fcx_random_unit_f32(seed, k + 1)};
+template <class U> FCX_FN double fcx_rand_uniform_bf16(U seed, U stream, U i) {
+    return (double)(fcx_rand_bits32(seed, stream, i) >> 24) * 0x1p-8;
 }
-template <class S, class I> FCX_FN fcx_t_c128 fcx_random_unit_c128(S seed, I i) {
-    unsigned long long k = 2 * (unsigned long long)i;
-    return fcx_t_c128{fcx_random_unit_f64(seed, k), fcx_random_unit_f64(seed, k + 1)};
+/* Box-Muller from (u1 in (0, 1], u2 in [0, 1)): cos for even i, sin for odd, in double */
+template <class D> FCX_FN double fcx_rand_box_muller(D u1, D u2, bool odd) {
+    const double r = fcx_m_sqrt(-2 * fcx_m_log((double)u1)), a = 6.283185307179586 * (double)u2;
+    return odd ? r * fcx_m_sin(a) : r * fcx_m_cos(a);
+}
+template <class U> FCX_FN double fcx_rand_normal_f64(U seed, U stream, U i) {
+    unsigned w[4];
+    fcx_philox4x32_10(i >> 1, stream, seed, w);
+    const double u1 = (double)(((w[0] | (unsigned long long)w[1] << 32) >> 11) + 1) * 0x1p-53;
+    const double u2 = (double)((w[2] | (unsigned long long)w[3] << 32) >> 11) * 0x1p-53;
+    return fcx_rand_box_muller(u1, u2, (i & 1) != 0);
+}
+template <class U> FCX_FN double fcx_rand_normal_f32(U seed, U stream, U i) {
+    unsigned w[4];
+    fcx_philox4x32_10(i >> 2, stream, seed, w);
+    const int k = (int)(i & 2);
+    return fcx_rand_box_muller(((double)w[k] + 1) * 0x1p-32, (double)w[k + 1] * 0x1p-32,
+                               (i & 1) != 0);
+}
+template <class U> FCX_FN double fcx_rand_normal_f16(U seed, U stream, U i) {
+    return fcx_rand_normal_f32(seed, stream, i);
+}
+template <class U> FCX_FN double fcx_rand_normal_bf16(U seed, U stream, U i) {
+    return fcx_rand_normal_f32(seed, stream, i);
+}
+/* low + floor(x range / 2^64) (x: 64 bits of f64's layout) or, wide, floor(x range / 2^128)
+ * (x: block i, w0 lowest), wrapping */
+template <class U> FCX_FN unsigned long long fcx_mulhi64(U a, U b) {
+#ifdef FCX_HOST
+    return (unsigned long long)((unsigned __int128)a * b >> 64);
+#else
+    return __umul64hi(a, b);
+#endif
+}
+template <class U> FCX_FN unsigned long long fcx_rand_integer(bool wide, U low, U range, U seed,
+                                                              U stream, U i) {
+    if (!wide) return low + fcx_mulhi64(fcx_rand_bits64(seed, stream, i), range);
+    unsigned w[4];
+    fcx_philox4x32_10(i, stream, seed, w);
+    const unsigned long long xl = w[0] | (unsigned long long)w[1] << 32,
+                             xh = w[2] | (unsigned long long)w[3] << 32;
+    /* (xh range + hi(xl range)) >> 64 with the carry of the low halves' sum */
+    const unsigned long long a_lo = xh * range, a_hi = fcx_mulhi64(xh, range),
+                             b = fcx_mulhi64(xl, range);
+    const unsigned long long s = a_lo + b;
+    return low + a_hi + (s < a_lo ? 1ull : 0ull);
 }
 
 /* ---- reductions ------------------------------------------------------------------------- */

@@ -158,6 +158,10 @@ typedef enum fcf_fkind {
     FK_EW_KERNEL, FK_RED_KERNEL /* user kernel declarations: a binding's whole right side */
 } fcf_fkind;
 
+/* FK_RANDOM's op: which draw. Those with parameters take them first, then the shape. */
+enum { RD_RANDOM, RD_STANDARD_NORMAL, RD_INTEGERS, RD_UNIFORM, RD_NORMAL, RD_EXPONENTIAL,
+       RD_BERNOULLI };
+
 /* FK_COMPOSITE's op: which function of graph/composite.c (eval_composite). */
 enum {
     CP_IDENTITY, CP_MESHGRID, CP_TILE, CP_REPEAT, CP_ROLL, CP_SPLIT, CP_TRIL, CP_TRIU, CP_DIAG,
@@ -242,7 +246,14 @@ static const fcf_func fcf_funcs[] = {
     {"arange", FK_ARANGE, 0, 4, 1, {"start", "stop", "step", "dtype"}},
     {"linspace", FK_LINSPACE, 0, 5, 2, {"start", "stop", "num", "endpoint", "dtype"}},
     {"eye", FK_EYE, 0, 4, 1, {"N", "M", "k", "dtype"}},
-    {"random", FK_RANDOM, 0, 3, 1, {"shape", "dtype", "seed"}},
+    /* random draws (include/fusec.h, fc_rng): explicit seed and stream, NumPy Generator names */
+    {"random", FK_RANDOM, RD_RANDOM, 4, 1, {"shape", "dtype", "seed", "stream"}},
+    {"standard_normal", FK_RANDOM, RD_STANDARD_NORMAL, 4, 1, {"shape", "dtype", "seed", "stream"}},
+    {"integers", FK_RANDOM, RD_INTEGERS, 6, 3, {"low", "high", "shape", "dtype", "seed", "stream"}},
+    {"uniform", FK_RANDOM, RD_UNIFORM, 6, 3, {"low", "high", "shape", "dtype", "seed", "stream"}},
+    {"normal", FK_RANDOM, RD_NORMAL, 6, 3, {"loc", "scale", "shape", "dtype", "seed", "stream"}},
+    {"exponential", FK_RANDOM, RD_EXPONENTIAL, 5, 2, {"scale", "shape", "dtype", "seed", "stream"}},
+    {"bernoulli", FK_RANDOM, RD_BERNOULLI, 4, 2, {"p", "shape", "seed", "stream"}},
     {"complex", FK_COMPLEX, 0, 2, 1, {"real", "imag"}},
     /* composites (graph/composite.c), with NumPy's (scipy's, for logsumexp) signatures */
     {"identity", FK_COMPOSITE, CP_IDENTITY, 2, 1, {"n", "dtype"}},
@@ -3078,21 +3089,50 @@ static fc_status eval_call(fcf_builder *b, const fcf_expr *e, fcf_value *out) {
         return bcheck(b, e, fc_eye(ctx, dt, n, m, k), out);
     }
     case FK_RANDOM: {
-        fc_shape shape;
-        fc_dtype dt = FC_F64;
-        uint64_t seed = 0;
-        for (int i = 0; i < 3; i++)
+        int op = fn->op, npar = op == RD_RANDOM || op == RD_STANDARD_NORMAL ? 0
+                              : op == RD_EXPONENTIAL || op == RD_BERNOULLI  ? 1
+                                                                            : 2;
+        bool has_dtype = op != RD_BERNOULLI;
+        int nargs = npar + (has_dtype ? 4 : 3);
+        for (int i = 0; i < nargs; i++)
             if ((st = eval_arg(b, e, i, &v[i], V_NONE)) != FC_OK) return st;
-        if ((st = to_shape(b, arg_pos(e, 0), &v[0], &shape)) != FC_OK) return st;
-        if (v[1].kind != V_NONE && (st = to_dtype(b, arg_pos(e, 1), &v[1], &dt)) != FC_OK)
-            return st;
-        if (v[2].kind != V_NONE) {
-            if (v[2].kind != V_INT || v[2].i < 0 || v[2].i > UINT64_MAX)
-                return berr(b, arg_pos(e, 2), FC_ERR_INVALID,
-                            "seed must be an integer in [0, 2**64)");
-            seed = (uint64_t)v[2].i;
+        double par[2] = {0, 0};
+        int64_t ipar[2] = {0, 0};
+        for (int i = 0; i < npar; i++) {
+            const char *what = fn->params[i];
+            st = op == RD_INTEGERS ? to_int(b, arg_pos(e, i), &v[i], what, &ipar[i])
+                                   : to_double(b, arg_pos(e, i), &v[i], what, &par[i]);
+            if (st != FC_OK) return st;
         }
-        return bcheck(b, e, fc_random_uniform(ctx, dt, shape, seed), out);
+        fc_shape shape;
+        fc_dtype dt = op == RD_INTEGERS ? FC_I64 : op == RD_BERNOULLI ? FC_BOOL : FC_F64;
+        if ((st = to_shape(b, arg_pos(e, npar), &v[npar], &shape)) != FC_OK) return st;
+        int at = npar + 1;
+        if (has_dtype) {
+            if (v[at].kind != V_NONE && (st = to_dtype(b, arg_pos(e, at), &v[at], &dt)) != FC_OK)
+                return st;
+            at++;
+        }
+        uint64_t key[2] = {0, 0}; /* seed, stream */
+        for (int k = 0; k < 2; k++, at++) {
+            if (v[at].kind == V_NONE) continue;
+            if (v[at].kind != V_INT || v[at].i < 0 || v[at].i > UINT64_MAX)
+                return berr(b, arg_pos(e, at), FC_ERR_INVALID, "%s must be an integer in [0, 2**64)",
+                            fn->params[at]);
+            key[k] = (uint64_t)v[at].i;
+        }
+        fc_rng rng = {key[0], key[1]};
+        fc_array *r = NULL;
+        switch (op) {
+        case RD_RANDOM: r = fc_rng_random(ctx, &rng, dt, shape); break;
+        case RD_STANDARD_NORMAL: r = fc_rng_standard_normal(ctx, &rng, dt, shape); break;
+        case RD_INTEGERS: r = fc_rng_integers(ctx, &rng, ipar[0], ipar[1], dt, shape); break;
+        case RD_UNIFORM: r = fc_rng_uniform(ctx, &rng, par[0], par[1], dt, shape); break;
+        case RD_NORMAL: r = fc_rng_normal(ctx, &rng, par[0], par[1], dt, shape); break;
+        case RD_EXPONENTIAL: r = fc_rng_exponential(ctx, &rng, par[0], dt, shape); break;
+        default: r = fc_rng_bernoulli(ctx, &rng, par[0], shape); break;
+        }
+        return bcheck(b, e, r, out);
     }
     case FK_COMPLEX: {
         double re, im = 0.0;

@@ -377,10 +377,16 @@ static fc_status put_rhs(fcq_printer *pr, const fc_array *a) {
         buf_printf(b, "eye(%lld, %lld, %lld, %s)", (long long)a->shape[0],
                    (long long)a->shape[1], (long long)a->p.ival, dt);
         return FC_OK;
-    case FCG_OP_RANDOM:
-        buf_puts(b, "random(");
+    case FCG_OP_RANDOM: /* the stream only where it is not 0: texts of older versions read */
+        if (a->p.mode == FCG_RANDOM_INTEGERS)
+            buf_printf(b, "integers(%lld, %lld, ", (long long)a->p.a[0],
+                       (long long)((uint64_t)a->p.a[0] + (uint64_t)a->p.b[0]));
+        else
+            buf_puts(b, a->p.mode == FCG_RANDOM_NORMAL ? "standard_normal(" : "random(");
         buf_shape(b, a->ndim, a->shape);
-        buf_printf(b, ", %s, %llu)", dt, (unsigned long long)(uint64_t)a->p.ival);
+        buf_printf(b, ", %s, %llu", dt, (unsigned long long)(uint64_t)a->p.ival);
+        if (a->p.count) buf_printf(b, ", %llu", (unsigned long long)(uint64_t)a->p.count);
+        buf_puts(b, ")");
         return FC_OK;
     case FCG_OP_CAST:
         buf_puts(b, "cast(");

@@ -923,3 +923,132 @@ fc_array *fc_float_power(fc_array *a, fc_array *b) {
                      ? FC_C128 : FC_F64;
     return cs_close(&cs, fc_pow(fc_cast(a, t), fc_cast(b, t)));
 }
+
+/* ---- random generators (include/fusec.h, fc_rng): draws of the random op, and NumPy's
+ * Generator methods composed from them ---------------------------------------------------- */
+
+fc_rng fc_rng_init(uint64_t seed) {
+    return (fc_rng){seed, 0};
+}
+
+/* The next stream of rng; NULL rng poisons (ctx set) or returns NULL (no ctx). */
+static bool rng_next(fc_ctx *ctx, fc_rng *rng, const char *name, uint64_t *stream,
+                     fc_array **bad) {
+    *bad = NULL;
+    if (!ctx) return false;
+    if (!rng) {
+        *bad = fcg_poison(ctx, FC_ERR_NULL, "%s: no generator", name);
+        return false;
+    }
+    *stream = rng->stream++;
+    return true;
+}
+
+static bool real_float(fc_ctx *ctx, const char *name, fc_dtype dtype, fc_array **bad) {
+    if (fcg_is_inexact(dtype) && !fcg_is_complex(dtype)) return true;
+    *bad = fcg_poison(ctx, FC_ERR_DTYPE, "%s: dtype %s is not a real floating dtype", name,
+                      (unsigned)dtype < FC_DTYPE_COUNT ? fc_dtype_name(dtype) : "?");
+    return false;
+}
+
+fc_array *fc_rng_random(fc_ctx *ctx, fc_rng *rng, fc_dtype dtype, fc_shape shape) {
+    uint64_t stream;
+    fc_array *bad;
+    if (!rng_next(ctx, rng, "random", &stream, &bad)) return bad;
+    return fcg_random_draw(ctx, "random", FCG_RANDOM_UNIFORM, dtype, shape, rng->seed, stream, 0,
+                           0);
+}
+
+fc_array *fc_rng_standard_normal(fc_ctx *ctx, fc_rng *rng, fc_dtype dtype, fc_shape shape) {
+    uint64_t stream;
+    fc_array *bad;
+    if (!rng_next(ctx, rng, "standard_normal", &stream, &bad)) return bad;
+    return fcg_random_draw(ctx, "standard_normal", FCG_RANDOM_NORMAL, dtype, shape, rng->seed,
+                           stream, 0, 0);
+}
+
+fc_array *fc_rng_integers(fc_ctx *ctx, fc_rng *rng, int64_t low, int64_t high, fc_dtype dtype,
+                          fc_shape shape) {
+    uint64_t stream;
+    fc_array *bad;
+    if (!rng_next(ctx, rng, "integers", &stream, &bad)) return bad;
+    return fcg_random_draw(ctx, "integers", FCG_RANDOM_INTEGERS, dtype, shape, rng->seed, stream,
+                           low, high);
+}
+
+/* f(u) for u of f64's uniform draw, cast to dtype, in a private scope. */
+typedef fc_array *(*u_map)(fc_ctx *ctx, fc_array *u, double a, double b);
+
+static fc_array *map_uniform(fc_ctx *ctx, fc_rng *rng, const char *name, fc_dtype dtype,
+                             fc_shape shape, u_map f, double a, double b) {
+    uint64_t stream;
+    fc_array *bad;
+    if (!rng_next(ctx, rng, name, &stream, &bad)) return bad;
+    cscope cs;
+    if (!cs_open(&cs, ctx)) return cs_nomem(ctx, name);
+    fc_array *u = fcg_random_draw(ctx, name, FCG_RANDOM_UNIFORM, FC_F64, shape, rng->seed,
+                                  stream, 0, 0);
+    fc_array *r = f(ctx, u, a, b);
+    return cs_close(&cs, dtype == FC_F64 || dtype == FC_BOOL ? r : fc_cast(r, dtype));
+}
+
+static fc_array *uniform_map(fc_ctx *ctx, fc_array *u, double low, double high) {
+    return fc_add(fc_f64(ctx, low), fc_mul(fc_f64(ctx, high - low), u));
+}
+
+fc_array *fc_rng_uniform(fc_ctx *ctx, fc_rng *rng, double low, double high, fc_dtype dtype,
+                         fc_shape shape) {
+    fc_array *bad;
+    if (!ctx) return NULL;
+    if (!real_float(ctx, "uniform", dtype, &bad)) return bad;
+    if (!isfinite(low) || !isfinite(high) || !isfinite(high - low))
+        return fcg_poison(ctx, FC_ERR_VALUE, "uniform: the range [%g, %g) is not finite", low,
+                          high);
+    return map_uniform(ctx, rng, "uniform", dtype, shape, uniform_map, low, high);
+}
+
+static fc_array *exponential_map(fc_ctx *ctx, fc_array *u, double scale, double unused) {
+    (void)unused;
+    return fc_mul(fc_f64(ctx, -scale), fc_log1p(fc_negative(u)));
+}
+
+fc_array *fc_rng_exponential(fc_ctx *ctx, fc_rng *rng, double scale, fc_dtype dtype,
+                             fc_shape shape) {
+    fc_array *bad;
+    if (!ctx) return NULL;
+    if (!real_float(ctx, "exponential", dtype, &bad)) return bad;
+    if (!(scale >= 0) || !isfinite(scale))
+        return fcg_poison(ctx, FC_ERR_VALUE, "exponential: scale %g is not finite and >= 0",
+                          scale);
+    return map_uniform(ctx, rng, "exponential", dtype, shape, exponential_map, scale, 0);
+}
+
+static fc_array *bernoulli_map(fc_ctx *ctx, fc_array *u, double p, double unused) {
+    (void)unused;
+    return fc_less(u, fc_f64(ctx, p));
+}
+
+fc_array *fc_rng_bernoulli(fc_ctx *ctx, fc_rng *rng, double p, fc_shape shape) {
+    if (!ctx) return NULL;
+    if (!(p >= 0 && p <= 1))
+        return fcg_poison(ctx, FC_ERR_VALUE, "bernoulli: p = %g is not in [0, 1]", p);
+    return map_uniform(ctx, rng, "bernoulli", FC_BOOL, shape, bernoulli_map, p, 0);
+}
+
+fc_array *fc_rng_normal(fc_ctx *ctx, fc_rng *rng, double loc, double scale, fc_dtype dtype,
+                        fc_shape shape) {
+    fc_array *bad;
+    if (!ctx) return NULL;
+    if (!real_float(ctx, "normal", dtype, &bad)) return bad;
+    if (!(scale >= 0) || !isfinite(scale) || !isfinite(loc))
+        return fcg_poison(ctx, FC_ERR_VALUE, "normal: loc %g and scale %g must be finite, scale "
+                          ">= 0", loc, scale);
+    uint64_t stream;
+    if (!rng_next(ctx, rng, "normal", &stream, &bad)) return bad;
+    cscope cs;
+    if (!cs_open(&cs, ctx)) return cs_nomem(ctx, "normal");
+    fc_array *z = fcg_random_draw(ctx, "normal", FCG_RANDOM_NORMAL, dtype, shape, rng->seed,
+                                  stream, 0, 0);
+    /* Python floats: the arithmetic stays in dtype, as NumPy's loc + scale * z would */
+    return cs_close(&cs, fc_add(fc_f64(ctx, loc), fc_mul(fc_f64(ctx, scale), z)));
+}

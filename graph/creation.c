@@ -188,17 +188,42 @@ fc_array *fc_from_host(fc_ctx *ctx, fc_dtype dtype, fc_shape shape, const void *
     return fcg_ret(ctx, a);
 }
 
-fc_array *fc_random_uniform(fc_ctx *ctx, fc_dtype dtype, fc_shape shape, uint64_t seed) {
+fc_array *fcg_random_draw(fc_ctx *ctx, const char *name, int mode, fc_dtype dtype, fc_shape shape,
+                          uint64_t seed, uint64_t stream, int64_t low, int64_t high) {
     if (!ctx) return NULL;
     fc_array *bad;
-    if (!check_dtype_shape(ctx, "random_uniform", dtype, shape, &bad)) return bad;
-    if (!fcg_is_inexact(dtype))
-        return fcg_poison(ctx, FC_ERR_DTYPE, "random_uniform: dtype %s is not floating point",
+    if (!check_dtype_shape(ctx, name, dtype, shape, &bad)) return bad;
+    if (mode == FCG_RANDOM_INTEGERS) {
+        if (!fcg_is_int(dtype))
+            return fcg_poison(ctx, FC_ERR_DTYPE, "%s: dtype %s is not an integer dtype", name,
+                              fc_dtype_name(dtype));
+        /* both bounds must be values of dtype; high may be one past its largest */
+        int bits = 8 * (int)fc_dtype_size(dtype);
+        bool sgn = fcg_is_sint(dtype);
+        int64_t lo_min = sgn ? (bits == 64 ? INT64_MIN : -(INT64_C(1) << (bits - 1))) : 0;
+        int64_t hi_max = bits == 64 ? INT64_MAX : sgn ? INT64_C(1) << (bits - 1) : INT64_C(1) << bits;
+        if (low >= high || low < lo_min || high > hi_max)
+            return fcg_poison(ctx, FC_ERR_VALUE, "%s: [%lld, %lld) is not a non-empty range of "
+                              "%s values", name, (long long)low, (long long)high,
+                              fc_dtype_name(dtype));
+    } else if (!fcg_is_inexact(dtype)) {
+        return fcg_poison(ctx, FC_ERR_DTYPE, "%s: dtype %s is not floating point", name,
                           fc_dtype_name(dtype));
+    }
     fcg_params p;
     memset(&p, 0, sizeof p);
     p.ival = (int64_t)seed;
+    p.count = (int64_t)stream;
+    p.mode = (uint8_t)mode;
+    if (mode == FCG_RANDOM_INTEGERS) {
+        p.a[0] = low;
+        p.b[0] = (int64_t)((uint64_t)high - (uint64_t)low); /* the range, as unsigned */
+    }
     return fcg_make(ctx, FCG_OP_RANDOM, dtype, dtype, false, shape.ndim, shape.dim, 0, NULL, &p);
+}
+
+fc_array *fc_random_uniform(fc_ctx *ctx, fc_dtype dtype, fc_shape shape, uint64_t seed) {
+    return fcg_random_draw(ctx, "random_uniform", FCG_RANDOM_UNIFORM, dtype, shape, seed, 0, 0, 0);
 }
 
 fc_array *fc_arange(fc_ctx *ctx, fc_dtype dtype, double start, double stop, double step) {

@@ -9,6 +9,7 @@
 
 #include "fusec.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -622,15 +623,109 @@ static inline uint64_t fcg_mix64(uint64_t z) {
 static inline uint64_t fcg_random_bits(uint64_t seed, uint64_t index) {
     return fcg_mix64(seed ^ fcg_mix64(index));
 }
-/* A value in [0, 1) with as many bits as the (real) dtype's significand holds, so that
- * rounding to the dtype never yields 1.0. */
-static inline double fcg_random_unit(fc_dtype real_dtype, uint64_t bits) {
-    switch (real_dtype) {
-    case FC_F16: return (double)(bits >> 53) * 0x1p-11;
-    case FC_BF16: return (double)(bits >> 56) * 0x1p-8;
-    case FC_F32: return (double)(bits >> 40) * 0x1p-24;
-    default: return (double)(bits >> 11) * 0x1p-53;
+
+/* The random op's draws (FCG_OP_RANDOM, p.mode): every backend computes element i of a draw
+ * from Philox4x32-10 blocks exactly as below (the device prelude has the same functions), so
+ * that a value is a pure function of (seed, stream, index) and the same everywhere. The layout
+ * is part of fusec's contract (include/fusec.h, fc_rng): changing it changes users' numbers. */
+enum { FCG_RANDOM_UNIFORM = 0, FCG_RANDOM_NORMAL = 1, FCG_RANDOM_INTEGERS = 2 };
+
+/* graph/creation.c: a draw (FCG_OP_RANDOM) of `mode` of stream `stream` of `seed`; integers in
+ * [low, high). Checks the dtype for the mode and the bounds, naming `name` in errors. */
+fc_array *fcg_random_draw(fc_ctx *ctx, const char *name, int mode, fc_dtype dtype, fc_shape shape,
+                          uint64_t seed, uint64_t stream, int64_t low, int64_t high);
+
+/* Philox4x32-10 (Salmon, Moraes, Dror and Shaw, SC'11): the 128-bit block of counter ctr
+ * under key. */
+static inline void fcg_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2],
+                                     uint32_t out[4]) {
+    uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3], k0 = key[0], k1 = key[1];
+    for (int r = 0; r < 10; r++) {
+        if (r) {
+            k0 += 0x9E3779B9u;
+            k1 += 0xBB67AE85u;
+        }
+        uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
+        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
+        c1 = (uint32_t)p1;
+        c3 = (uint32_t)p0;
+        c0 = n0;
+        c2 = n2;
     }
+    out[0] = c0;
+    out[1] = c1;
+    out[2] = c2;
+    out[3] = c3;
+}
+/* Block `block` of a draw: counter (block, stream) and key seed, each as two 32-bit words,
+ * low word first. */
+static inline void fcg_random_block(uint64_t seed, uint64_t stream, uint64_t block,
+                                    uint32_t out[4]) {
+    const uint32_t ctr[4] = {(uint32_t)block, (uint32_t)(block >> 32), (uint32_t)stream,
+                             (uint32_t)(stream >> 32)};
+    const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
+    fcg_philox4x32_10(ctr, key, out);
+}
+/* Uniform in [0, 1), exact in the dtype (never 1.0 once rounded). A draw of a 16- or 32-bit
+ * real dtype takes one 32-bit word an element (element i: block i / 4, word i % 4) and keeps
+ * the significand's bits, f64 two words (block i / 2, words 2 (i % 2) low and + 1 high); a
+ * complex draw is the real dtype's, its element i the parts 2i and 2i + 1. */
+static inline double fcg_random_uniform_at(fc_dtype real_dtype, uint64_t seed, uint64_t stream,
+                                           uint64_t i) {
+    uint32_t w[4];
+    if (real_dtype == FC_F64) {
+        fcg_random_block(seed, stream, i >> 1, w);
+        uint64_t x = w[2 * (i & 1)] | (uint64_t)w[2 * (i & 1) + 1] << 32;
+        return (double)(x >> 11) * 0x1p-53;
+    }
+    fcg_random_block(seed, stream, i >> 2, w);
+    uint32_t x = w[i & 3];
+    switch (real_dtype) {
+    case FC_F16: return (double)(x >> 21) * 0x1p-11;
+    case FC_BF16: return (double)(x >> 24) * 0x1p-8;
+    default: return (double)(x >> 8) * 0x1p-24;
+    }
+}
+/* Standard normal by Box-Muller, in double, for the caller to round: a pair (u1 in (0, 1],
+ * u2 in [0, 1)) gives r = sqrt(-2 log u1) and r cos(2 pi u2), r sin(2 pi u2) for two
+ * consecutive elements. 16- and 32-bit dtypes: element i takes block i / 4, words 0-1 for
+ * i % 4 in {0, 1} and 2-3 for {2, 3}, u1 = (word + 1) 2^-32, u2 = word 2^-32 (tails to 6.7
+ * sigma); f64: block i / 2, u1 from words 0-1 and u2 from 2-3 with 53 bits each (8.6 sigma);
+ * cos for even i, sin for odd. */
+static inline double fcg_random_normal_at(fc_dtype real_dtype, uint64_t seed, uint64_t stream,
+                                          uint64_t i) {
+    uint32_t w[4];
+    double u1, u2;
+    if (real_dtype == FC_F64) {
+        fcg_random_block(seed, stream, i >> 1, w);
+        u1 = (double)(((w[0] | (uint64_t)w[1] << 32) >> 11) + 1) * 0x1p-53;
+        u2 = (double)((w[2] | (uint64_t)w[3] << 32) >> 11) * 0x1p-53;
+    } else {
+        fcg_random_block(seed, stream, i >> 2, w);
+        int k = (int)(i & 2);
+        u1 = ((double)w[k] + 1) * 0x1p-32;
+        u2 = (double)w[k + 1] * 0x1p-32;
+    }
+    double r = sqrt(-2 * log(u1)), t = 6.283185307179586 * u2;
+    return (i & 1) ? r * sin(t) : r * cos(t);
+}
+/* An integer in [low, low + range) (range >= 1, as unsigned), wrapping as two's complement:
+ * the top of a fixed-point product (Lemire's method without its rejection step, so that an
+ * element is a pure function of its index). Dtypes of 32 bits or fewer: 64 random bits an
+ * element (f64's layout), bias at most range / 2^64; 64-bit dtypes: a whole block an
+ * element (block i), bias at most range / 2^128. */
+static inline uint64_t fcg_random_integer_at(bool wide, uint64_t low, uint64_t range,
+                                             uint64_t seed, uint64_t stream, uint64_t i) {
+    uint32_t w[4];
+    if (!wide) {
+        fcg_random_block(seed, stream, i >> 1, w);
+        uint64_t x = w[2 * (i & 1)] | (uint64_t)w[2 * (i & 1) + 1] << 32;
+        return low + (uint64_t)(((fcg_upyint)x * range) >> 64);
+    }
+    fcg_random_block(seed, stream, i, w);
+    uint64_t xl = w[0] | (uint64_t)w[1] << 32, xh = w[2] | (uint64_t)w[3] << 32;
+    fcg_upyint t = (fcg_upyint)xh * range + (((fcg_upyint)xl * range) >> 64);
+    return low + (uint64_t)(t >> 64);
 }
 
 /* ---- contexts (graph/ctx.c): the parts every layer shares -------------------------------- */

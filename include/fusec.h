@@ -577,9 +577,59 @@ FC_API fc_array *fc_linspace(fc_ctx *ctx, fc_dtype dtype, double start, double s
                              bool endpoint);
 /** np.eye(n, m, k, dtype): ones on the k-th diagonal of an n x m array. */
 FC_API fc_array *fc_eye(fc_ctx *ctx, fc_dtype dtype, int64_t n, int64_t m, int64_t k);
-/** Uniform values in [0, 1) (floating dtypes only), a pure function of (seed, flat index):
- *  the same on every backend. Real and imaginary parts of complex dtypes are independent. */
+/** Uniform values in [0, 1) (floating dtypes only): stream 0 of `seed` (fc_rng_random's
+ *  values for a generator made by fc_rng_init(seed) and not yet drawn from). */
 FC_API fc_array *fc_random_uniform(fc_ctx *ctx, fc_dtype dtype, fc_shape shape, uint64_t seed);
+
+/** A random generator, as numpy.random.Generator: every draw is a new stream of the seed.
+ *  Values are Philox4x32-10 (the counter-based generator cuRAND also implements) and a pure
+ *  function of (seed, stream, flat index): the same on every backend, in any fusion, for any
+ *  shard or slice of the array, and from one fusec version to the next (the layout below is
+ *  part of the API). A draw is lazy like any op and fuses into the kernels that read it.
+ *
+ *  Layout: block b of stream s is Philox4x32-10 of counter (b, s) (each as two 32-bit words,
+ *  low first) under key seed (low word first), four 32-bit words w0..w3. Element i of a draw
+ *  of a 16- or 32-bit float dtype is word i % 4 of block i / 4, its top bits as the
+ *  significand (uniform: (w >> 8) 2^-24 for f32, (w >> 21) 2^-11 for f16, (w >> 24) 2^-8 for
+ *  bf16); of f64, the 64 bits w[2k] | w[2k+1] << 32 (k = i % 2) of block i / 2, as
+ *  (x >> 11) 2^-53. Complex dtypes draw their real dtype's elements 2i (real part) and 2i + 1
+ *  (imaginary). Normal values: Box-Muller on (u1, u2) = words (0, 1) or (2, 3) of block i / 4
+ *  as ((w + 1) 2^-32, w 2^-32) for 16- and 32-bit dtypes, or on the two 53-bit halves of block
+ *  i / 2 for f64: r = sqrt(-2 log u1), r cos(2 pi u2) for even i, r sin(2 pi u2) for odd i,
+ *  computed in double and rounded once. Integers in [low, high): low + floor(x (high - low) /
+ *  2^64) with x f64's 64 bits of element i for dtypes of 32 bits or fewer, and low +
+ *  floor(x (high - low) / 2^128) with x the whole block i (w0 lowest) for 64-bit dtypes. */
+typedef struct fc_rng {
+    uint64_t seed;
+    uint64_t stream; /**< the next draw's stream; each draw takes one and advances it */
+} fc_rng;
+
+/** numpy.random.default_rng(seed): a generator at stream 0. */
+FC_API fc_rng fc_rng_init(uint64_t seed);
+/** Generator.random: uniform in [0, 1), exact in dtype (a float or complex dtype). */
+FC_API fc_array *fc_rng_random(fc_ctx *ctx, fc_rng *rng, fc_dtype dtype, fc_shape shape);
+/** Generator.uniform: low + (high - low) u, u of f64's draw, computed in f64 and cast to dtype
+ *  (a real float dtype). As in NumPy, rounding may give high itself. low and high finite. */
+FC_API fc_array *fc_rng_uniform(fc_ctx *ctx, fc_rng *rng, double low, double high, fc_dtype dtype,
+                                fc_shape shape);
+/** Generator.standard_normal (a float or complex dtype; complex: independent parts of
+ *  variance 1 each, as two real draws). */
+FC_API fc_array *fc_rng_standard_normal(fc_ctx *ctx, fc_rng *rng, fc_dtype dtype, fc_shape shape);
+/** Generator.normal: loc + scale z, z of dtype's standard normal draw (a real float dtype),
+ *  computed in dtype. scale >= 0 and both finite, else FC_ERR_VALUE. */
+FC_API fc_array *fc_rng_normal(fc_ctx *ctx, fc_rng *rng, double loc, double scale, fc_dtype dtype,
+                               fc_shape shape);
+/** Generator.integers(low, high, endpoint=False): integers in [low, high) of an integer dtype;
+ *  both bounds must be values of dtype (high may be one past its largest), low < high, else
+ *  FC_ERR_VALUE. Bounds are int64, so u64 draws reach 2^63 at most. */
+FC_API fc_array *fc_rng_integers(fc_ctx *ctx, fc_rng *rng, int64_t low, int64_t high,
+                                 fc_dtype dtype, fc_shape shape);
+/** Generator.exponential: -scale log1p(-u), u of f64's draw, computed in f64 and cast to dtype
+ *  (a real float dtype). scale >= 0 and finite. */
+FC_API fc_array *fc_rng_exponential(fc_ctx *ctx, fc_rng *rng, double scale, fc_dtype dtype,
+                                    fc_shape shape);
+/** Bernoulli trials (Generator.binomial(1, p) as bool): u < p, u of f64's draw. 0 <= p <= 1. */
+FC_API fc_array *fc_rng_bernoulli(fc_ctx *ctx, fc_rng *rng, double p, fc_shape shape);
 FC_API fc_array *fc_zeros_like(fc_array *a);
 FC_API fc_array *fc_ones_like(fc_array *a);
 FC_API fc_array *fc_empty_like(fc_array *a);

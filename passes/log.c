@@ -156,7 +156,13 @@ static void put_params(line *l, const fc_array *a) {
             p->flag ? " endpoint" : "");
         break;
     case FCG_OP_EYE: put(l, " k=%" PRId64, p->ival); break;
-    case FCG_OP_RANDOM: put(l, " seed=%" PRIu64, (uint64_t)p->ival); break;
+    case FCG_OP_RANDOM: /* a uniform draw of stream 0 prints as before draws had kinds */
+        if (p->mode == FCG_RANDOM_NORMAL) put(l, " normal");
+        if (p->mode == FCG_RANDOM_INTEGERS)
+            put(l, " integers low=%" PRId64 " range=%" PRIu64, p->a[0], (uint64_t)p->b[0]);
+        put(l, " seed=%" PRIu64, (uint64_t)p->ival);
+        if (p->count) put(l, " stream=%" PRIu64, (uint64_t)p->count);
+        break;
     case FCG_OP_PERMUTE: put_list(l, "perm", a->ndim, p->a); break;
     case FCG_OP_SLICE:
         put_list(l, "start", x ? x->ndim : 0, p->a);

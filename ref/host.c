@@ -367,16 +367,23 @@ static void eval_eye(const fc_array *a, char *dst) {
 static void eval_random(const fc_array *a, char *dst) {
     fc_dtype t = (fc_dtype)a->dtype, rt = fcg_real_dtype(t);
     size_t n = fcg_node_numel(a), es = fc_dtype_size(t);
-    uint64_t seed = (uint64_t)a->p.ival;
+    uint64_t seed = (uint64_t)a->p.ival, stream = (uint64_t)a->p.count;
     for (size_t i = 0; i < n; i++) {
         fch_wide_val x;
         fch_wide k;
-        if (fcg_is_complex(t)) {
-            x.c[0] = fcg_random_unit(rt, fcg_random_bits(seed, 2 * (uint64_t)i));
-            x.c[1] = fcg_random_unit(rt, fcg_random_bits(seed, 2 * (uint64_t)i + 1));
+        if (a->p.mode == FCG_RANDOM_INTEGERS) {
+            x.u = fcg_random_integer_at(es == 8, (uint64_t)a->p.a[0], (uint64_t)a->p.b[0], seed,
+                                        stream, i);
+            k = fcg_is_sint(t) ? FCH_W_I64 : FCH_W_U64;
+        } else if (fcg_is_complex(t)) {
+            for (int q = 0; q < 2; q++)
+                x.c[q] = a->p.mode == FCG_RANDOM_NORMAL
+                             ? fcg_random_normal_at(rt, seed, stream, 2 * (uint64_t)i + q)
+                             : fcg_random_uniform_at(rt, seed, stream, 2 * (uint64_t)i + q);
             k = FCH_W_C128;
         } else {
-            x.f = fcg_random_unit(rt, fcg_random_bits(seed, (uint64_t)i));
+            x.f = a->p.mode == FCG_RANDOM_NORMAL ? fcg_random_normal_at(rt, seed, stream, i)
+                                                 : fcg_random_uniform_at(rt, seed, stream, i);
             k = FCH_W_F64;
         }
         fch_write_wide(k, &x, 1, t, dst + i * es, (int64_t)es);
@@ -651,8 +658,9 @@ static fc_status eval_node(evaluator *ev, size_t idx) {
         case FCG_OP_LINSPACE: eval_linspace(a, s->base); return FC_OK;
         case FCG_OP_EYE: eval_eye(a, s->base); return FC_OK;
         case FCG_OP_RANDOM:
-            if (!fcg_is_inexact((fc_dtype)a->dtype))
-                return fcg_error(ev->ctx, FC_ERR_DTYPE, "random: dtype %s is not floating",
+            if (a->p.mode == FCG_RANDOM_INTEGERS ? !fcg_is_int((fc_dtype)a->dtype)
+                                                 : !fcg_is_inexact((fc_dtype)a->dtype))
+                return fcg_error(ev->ctx, FC_ERR_DTYPE, "random: dtype %s does not fit the draw",
                                  fc_dtype_name((fc_dtype)a->dtype));
             eval_random(a, s->base);
             return FC_OK;

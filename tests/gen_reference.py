@@ -1158,33 +1158,75 @@ def gen_views():
 
 # ---- creation, matmul, random ----------------------------------------------------------------
 
-def splitmix(z):
-    m = (1 << 64) - 1
-    z = (z + 0x9E3779B97F4A7C15) & m
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & m
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & m
-    return z ^ (z >> 31)
+M32 = (1 << 32) - 1
 
 
-def random_unit(real, bits):
-    if real == F16:
-        return (bits >> 53) * 2.0 ** -11
-    if real == BF16:
-        return (bits >> 56) * 2.0 ** -8
-    if real == F32:
-        return (bits >> 40) * 2.0 ** -24
-    return (bits >> 11) * 2.0 ** -53
+def philox4x32_10(ctr, key):
+    """Philox4x32-10 (Salmon et al., SC'11), written from the paper: 4 words of 32 bits."""
+    c0, c1, c2, c3 = ctr
+    k0, k1 = key
+    for r in range(10):
+        if r:
+            k0 = (k0 + 0x9E3779B9) & M32
+            k1 = (k1 + 0xBB67AE85) & M32
+        p0, p1 = 0xD2511F53 * c0, 0xCD9E8D57 * c2
+        c0, c1, c2, c3 = (p1 >> 32) ^ c1 ^ k0, p1 & M32, (p0 >> 32) ^ c3 ^ k1, p0 & M32
+    return c0, c1, c2, c3
 
 
-def random_ref(name, shape, seed):
+def random_block(seed, stream, block):
+    return philox4x32_10((block & M32, block >> 32, stream & M32, stream >> 32),
+                         (seed & M32, seed >> 32))
+
+
+def bits64(seed, stream, i):
+    w = random_block(seed, stream, i >> 1)
+    k = 2 * (i & 1)
+    return w[k] | w[k + 1] << 32
+
+
+def uniform_at(real, seed, stream, i):
+    """include/fusec.h's fc_rng layout: 32-bit dtypes a word an element, f64 two."""
+    if real == F64:
+        return (bits64(seed, stream, i) >> 11) * 2.0 ** -53
+    w = random_block(seed, stream, i >> 2)[i & 3]
+    shift, scale = {F16: (21, 2.0 ** -11), BF16: (24, 2.0 ** -8)}.get(real, (8, 2.0 ** -24))
+    return (w >> shift) * scale
+
+
+def normal_at(real, seed, stream, i):
+    if real == F64:
+        w = random_block(seed, stream, i >> 1)
+        u1 = (((w[0] | w[1] << 32) >> 11) + 1) * 2.0 ** -53
+        u2 = ((w[2] | w[3] << 32) >> 11) * 2.0 ** -53
+    else:
+        w = random_block(seed, stream, i >> 2)
+        k = i & 2
+        u1, u2 = (w[k] + 1.0) * 2.0 ** -32, w[k + 1] * 2.0 ** -32
+    r, a = math.sqrt(-2 * math.log(u1)), 6.283185307179586 * u2
+    return r * math.sin(a) if i & 1 else r * math.cos(a)
+
+
+def integer_at(wide, low, rng, seed, stream, i):
+    if not wide:
+        x = bits64(seed, stream, i)
+        off = (x * rng) >> 64
+    else:
+        w = random_block(seed, stream, i)
+        x = w[0] | w[1] << 32 | w[2] << 64 | w[3] << 96
+        off = (x * rng) >> 128
+    return low + off
+
+
+def draw_ref(name, shape, seed, stream, at):
+    """A float or complex draw (at: uniform_at or normal_at), rounded once to the dtype."""
     dt = DT[name]
     real = {C64: F32, C128: F64}.get(dt, dt)
     n = int(np.prod(shape))
-    bits = lambda i: splitmix(seed ^ splitmix(i))
     if dt.kind == "c":
-        v = [complex(random_unit(real, bits(2 * i)), random_unit(real, bits(2 * i + 1))) for i in range(n)]
+        v = [complex(at(real, seed, stream, 2 * i), at(real, seed, stream, 2 * i + 1)) for i in range(n)]
         return np.array(v, C128).astype(dt).reshape(shape)
-    return np.array([random_unit(real, bits(i)) for i in range(n)], F64).astype(dt).reshape(shape)
+    return np.array([at(real, seed, stream, i) for i in range(n)], F64).astype(dt).reshape(shape)
 
 
 def gen_creation():
@@ -1231,7 +1273,18 @@ def gen_creation():
         case("ones %s" % name, ["ones", name, 1, 4], np.ones((4,), dt))
         case("empty %s" % name, ["empty", name, 2, 2, 2], np.zeros((2, 2), dt))
         if name in FLOATS or name in COMPLEX:
-            case("random %s" % name, ["random", name, 2, 3, 4, 12345], random_ref(name, (3, 4), 12345))
+            case("random %s" % name, ["random", name, 2, 3, 4, 12345],
+                 draw_ref(name, (3, 4), 12345, 0, uniform_at))
+            case("standard_normal %s" % name, ["standard_normal", name, 2, 3, 5, 777, 4],
+                 draw_ref(name, (3, 5), 777, 4, normal_at))
+        if name[0] in "iu":
+            bits = DT[name].itemsize * 8
+            lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - (bits == 64)) if name[0] == "i" \
+                else (0, (1 << bits) - (bits == 64) * (1 << 63) - (bits == 64))
+            for low, high in [(-5 if name[0] == "i" else 3, 40), (lo, hi)]:
+                v = [integer_at(bits == 64, low, high - low, 99, 7, i) for i in range(13)]
+                case("integers %s [%d, %d)" % (name, low, high),
+                     ["integers", name, 1, 13, low, high, 99, 7], np.array(v, dtype=DT[name]))
         c = w.case("like %s" % name)
         x = rand(name, (2, 3))
         r = c.arr(x)

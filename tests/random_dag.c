@@ -695,8 +695,27 @@ static fc_array *rd_source(rd *r) {
     case 3:
         return fc_eye(r->ctx, real[rd_below(r, 12)], rd_range(r, lo, 4), rd_range(r, 1, 4),
                       rd_range(r, -2, 2));
-    default:
-        return fc_random_uniform(r->ctx, flt[rd_below(r, 6)], s, rd_next(r));
+    default: {
+        /* A draw: the kind, stream and bounds come from the seed's bits, so that the sequence
+         * of choices (and every other seed's program) stays as it was before draws had kinds. */
+        fc_dtype t = flt[rd_below(r, 6)];
+        uint64_t seed = rd_next(r);
+        fc_rng rng = {seed, (seed >> 2) % 3};
+        if (seed % 4 == 2) return fc_rng_standard_normal(r->ctx, &rng, t, s);
+        if (seed % 4 == 3) {
+            static const fc_dtype ints[] = {FC_I8, FC_U8, FC_I16, FC_U16, FC_I32, FC_U32, FC_I64, FC_U64};
+            fc_dtype it = ints[(seed >> 8) % 8];
+            int bits = 8 * (int)fc_dtype_size(it);
+            bool sgn = !is_uint(it);
+            int64_t low = sgn ? -3 : 0, high = low + 1 + (int64_t)((seed >> 20) % 50);
+            if ((seed >> 16) & 1) { /* the dtype's whole range (int64's: all but its largest) */
+                low = sgn ? (bits == 64 ? INT64_MIN : -(INT64_C(1) << (bits - 1))) : 0;
+                high = bits == 64 ? INT64_MAX : sgn ? INT64_C(1) << (bits - 1) : INT64_C(1) << bits;
+            }
+            return fc_rng_integers(r->ctx, &rng, low, high, it, s);
+        }
+        return fc_rng_random(r->ctx, &rng, t, s);
+    }
     }
 }
 

@@ -213,6 +213,21 @@ static fc_array *build_op(run *r, reff_tokens *t, fc_array **regs, int nreg) {
         fc_shape sh = reff_need_shape(t);
         return fc_random_uniform(ctx, dt, sh, (uint64_t)reff_need_int(t));
     }
+    if (strcmp(name, "standard_normal") == 0) { /* dtype shape seed stream */
+        fc_dtype dt = reff_need_dtype(t);
+        fc_shape sh = reff_need_shape(t);
+        fc_rng g = fc_rng_init((uint64_t)reff_need_int(t));
+        g.stream = (uint64_t)reff_need_int(t);
+        return fc_rng_standard_normal(ctx, &g, dt, sh);
+    }
+    if (strcmp(name, "integers") == 0) { /* dtype shape low high seed stream */
+        fc_dtype dt = reff_need_dtype(t);
+        fc_shape sh = reff_need_shape(t);
+        int64_t low = reff_need_int(t), high = reff_need_int(t);
+        fc_rng g = fc_rng_init((uint64_t)reff_need_int(t));
+        g.stream = (uint64_t)reff_need_int(t);
+        return fc_rng_integers(ctx, &g, low, high, dt, sh);
+    }
     if (strcmp(name, "scalar") == 0) {
         fc_dtype dt = reff_need_dtype(t);
         return fc_scalar(ctx, dt, reff_need_hexdouble(t));

@@ -11,8 +11,8 @@
  * transcendental functions, which are the prelude's own code where the host calls the C
  * library: there, a few ulps. The op list comes from ops.def, so a new op without a prelude
  * function fails here. Also: casts between every pair of dtypes, f16 / bf16 loads and stores
- * against graph/dtype.c over every bit pattern, random units against fcg_random_unit and the
- * host's fc_random_uniform, the reduction helpers against fc_max / fc_argmax, and a kernel
+ * against graph/dtype.c over every bit pattern, random draws against graph.h's (Philox) and the
+ * host backend's draws, the reduction helpers against fc_max / fc_argmax, and a kernel
  * calling every prelude function compiled by NVRTC for sm_80 and sm_90.
  */
 #include <criterion/criterion.h>
@@ -629,39 +629,95 @@ Test(prelude, half_conversions) {
     cr_expect_eq(bad, 0);
 }
 
-/* Random units: graph.h's definition, and the host's fc_random_uniform. */
-Test(prelude, random_units) {
-    for (uint64_t seed : {0ull, 1ull, 42ull, 0xdeadbeefcafef00dull})
-        for (uint64_t i = 0; i < 5000; i++) {
-            uint64_t b = fcg_random_bits(seed, i);
-            cr_assert_eq(fcx_random_bits(seed, i), b);
-            cr_assert_eq((double)fcx_random_unit_f16(seed, i), fcg_random_unit(FC_F16, b));
-            cr_assert_eq((double)fcx_random_unit_bf16(seed, i), fcg_random_unit(FC_BF16, b));
-            cr_assert_eq((double)fcx_random_unit_f32(seed, i), fcg_random_unit(FC_F32, b));
-            cr_assert_eq(fcx_random_unit_f64(seed, i), fcg_random_unit(FC_F64, b));
+/* Random draws: Philox4x32-10's known answers (Random123's tests/kat_vectors, "philox4x32 10"),
+ * the prelude's layout functions against graph.h's, and the host backend's draws. */
+Test(prelude, random_draws) {
+    static const uint32_t kat[3][10] = {
+        {0, 0, 0, 0, 0, 0, 0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8},
+        {0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0x408f276d,
+         0x41c83b0e, 0xa20bc7c6, 0x6d5451fd},
+        {0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822, 0x299f31d0, 0xd16cfe09,
+         0x94fdcceb, 0x5001e420, 0x24126ea1}};
+    for (const auto &v : kat) {
+        uint32_t host[4], dev[4];
+        fcg_philox4x32_10(v, v + 4, host);
+        fcx_philox4x32_10(v[0] | (uint64_t)v[1] << 32, v[2] | (uint64_t)v[3] << 32,
+                          v[4] | (uint64_t)v[5] << 32, (unsigned *)dev);
+        for (int k = 0; k < 4; k++) {
+            cr_assert_eq(host[k], v[6 + k], "graph.h's Philox word %d: 0x%08x", k, host[k]);
+            cr_assert_eq(dev[k], v[6 + k], "the prelude's Philox word %d: 0x%08x", k, dev[k]);
         }
+    }
+    for (unsigned long long seed : {0ull, 1ull, 42ull, 0xdeadbeefcafef00dull})
+        for (unsigned long long stream : {0ull, 3ull, 0x123456789abcull})
+            for (unsigned long long i = 0; i < 2000; i++) {
+                cr_assert_eq(fcx_rand_uniform_f16(seed, stream, i), fcg_random_uniform_at(FC_F16, seed, stream, i));
+                cr_assert_eq(fcx_rand_uniform_bf16(seed, stream, i), fcg_random_uniform_at(FC_BF16, seed, stream, i));
+                cr_assert_eq(fcx_rand_uniform_f32(seed, stream, i), fcg_random_uniform_at(FC_F32, seed, stream, i));
+                cr_assert_eq(fcx_rand_uniform_f64(seed, stream, i), fcg_random_uniform_at(FC_F64, seed, stream, i));
+                cr_assert_eq(fcx_rand_normal_f32(seed, stream, i), fcg_random_normal_at(FC_F32, seed, stream, i));
+                cr_assert_eq(fcx_rand_normal_f64(seed, stream, i), fcg_random_normal_at(FC_F64, seed, stream, i));
+                for (unsigned long long range : {1ull, 7ull, 0x100000000ull, 0xfffffffffffffffull, ~0ull}) {
+                    cr_assert_eq(fcx_rand_integer(false, 5ull, range, seed, stream, i),
+                                 fcg_random_integer_at(false, 5, range, seed, stream, i));
+                    cr_assert_eq(fcx_rand_integer(true, 5ull, range, seed, stream, i),
+                                 fcg_random_integer_at(true, 5, range, seed, stream, i));
+                }
+            }
     fc_ctx *ctx = tu_host_ctx();
     const int64_t n = 3000;
-    for (fc_dtype t : {FC_F16, FC_BF16, FC_F32, FC_F64, FC_C64, FC_C128}) {
-        fc_array *y = fc_random_uniform(ctx, t, shape1(n), 1234567);
+    for (int mode : {FCG_RANDOM_UNIFORM, FCG_RANDOM_NORMAL})
+        for (fc_dtype t : {FC_F16, FC_BF16, FC_F32, FC_F64, FC_C64, FC_C128}) {
+            fc_array *y = fcg_random_draw(ctx, "draw", mode, t, shape1(n), 1234567, 9, 0, 0);
+            fc_status st;
+            auto host = host_read(y, &st);
+            cr_assert_eq(st, FC_OK, "%s", fc_errmsg(ctx));
+            size_t size = fc_dtype_size(t);
+            std::vector<unsigned char> mine(host.size(), 0x5A);
+            auto draw = [&](fc_dtype r, unsigned long long i) {
+                bool normal = mode == FCG_RANDOM_NORMAL;
+                switch (r) {
+                case FC_F16: return normal ? fcx_rand_normal_f16(1234567ull, 9ull, i) : fcx_rand_uniform_f16(1234567ull, 9ull, i);
+                case FC_BF16: return normal ? fcx_rand_normal_bf16(1234567ull, 9ull, i) : fcx_rand_uniform_bf16(1234567ull, 9ull, i);
+                case FC_F32: return normal ? fcx_rand_normal_f32(1234567ull, 9ull, i) : fcx_rand_uniform_f32(1234567ull, 9ull, i);
+                default: return normal ? fcx_rand_normal_f64(1234567ull, 9ull, i) : fcx_rand_uniform_f64(1234567ull, 9ull, i);
+                }
+            };
+            for (int64_t i = 0; i < n; i++) {
+                void *p = &mine[(size_t)i * size];
+                unsigned long long k = (unsigned long long)i;
+                switch (t) {
+                case FC_F16: fcx_store_f16((fcx_t_f16 *)p, fcx_cast_f16(draw(t, k))); break;
+                case FC_BF16: fcx_store_bf16((fcx_t_bf16 *)p, fcx_cast_bf16(draw(t, k))); break;
+                case FC_F32: fcx_store_f32((fcx_t_f32 *)p, fcx_cast_f32(draw(t, k))); break;
+                case FC_F64: fcx_store_f64((fcx_t_f64 *)p, draw(t, k)); break;
+                case FC_C64: fcx_store_c64((fcx_t_c64 *)p, fcx_t_c64{fcx_cast_f32(draw(FC_F32, 2 * k)), fcx_cast_f32(draw(FC_F32, 2 * k + 1))}); break;
+                default: fcx_store_c128((fcx_t_c128 *)p, fcx_t_c128{draw(FC_F64, 2 * k), draw(FC_F64, 2 * k + 1)}); break;
+                }
+            }
+            cr_expect(memcmp(host.data(), mine.data(), host.size()) == 0, "%s draw of %s differs",
+                      mode == FCG_RANDOM_NORMAL ? "normal" : "uniform", fc_dtype_name(t));
+            fc_release(y);
+        }
+    for (fc_dtype t : {FC_I8, FC_U8, FC_I16, FC_U16, FC_I32, FC_U32, FC_I64, FC_U64}) {
+        bool wide = fc_dtype_size(t) == 8, sgn = fcg_is_sint(t);
+        int64_t lo = sgn ? -100 : 3, hi = sgn ? 27 : 120;
+        fc_array *y = fcg_random_draw(ctx, "draw", FCG_RANDOM_INTEGERS, t, shape1(n), 77, 1, lo, hi);
         fc_status st;
         auto host = host_read(y, &st);
         cr_assert_eq(st, FC_OK, "%s", fc_errmsg(ctx));
         size_t size = fc_dtype_size(t);
-        std::vector<unsigned char> mine(host.size(), 0x5A);
         for (int64_t i = 0; i < n; i++) {
-            void *p = &mine[(size_t)i * size];
-            switch (t) {
-            case FC_F16: fcx_store_f16((fcx_t_f16 *)p, fcx_random_unit_f16(1234567ull, i)); break;
-            case FC_BF16: fcx_store_bf16((fcx_t_bf16 *)p, fcx_random_unit_bf16(1234567ull, i)); break;
-            case FC_F32: fcx_store_f32((fcx_t_f32 *)p, fcx_random_unit_f32(1234567ull, i)); break;
-            case FC_F64: fcx_store_f64((fcx_t_f64 *)p, fcx_random_unit_f64(1234567ull, i)); break;
-            case FC_C64: fcx_store_c64((fcx_t_c64 *)p, fcx_random_unit_c64(1234567ull, i)); break;
-            default: fcx_store_c128((fcx_t_c128 *)p, fcx_random_unit_c128(1234567ull, i)); break;
-            }
+            unsigned long long v = fcx_rand_integer(wide, (unsigned long long)lo,
+                                                    (unsigned long long)(hi - lo), 77ull, 1ull,
+                                                    (unsigned long long)i);
+            int64_t got = 0;
+            memcpy(&got, &host[(size_t)i * size], size);
+            if (sgn && size < 8) got = (got << (64 - 8 * size)) >> (64 - 8 * size);
+            int64_t want = (int64_t)v;
+            cr_assert_eq(got, want, "integers %s element %lld", fc_dtype_name(t), (long long)i);
+            cr_assert(want >= lo && want < hi);
         }
-        cr_expect(memcmp(host.data(), mine.data(), host.size()) == 0, "random_uniform %s differs",
-                  fc_dtype_name(t));
         fc_release(y);
     }
     fc_ctx_destroy(ctx);
@@ -794,9 +850,16 @@ static std::string every_call_kernels(fc_ctx *ctx) {
                      dname(d), dname(d), slot++, dname(d), ld(dtype_at(s), 1).c_str());
             k += line;
         }
-    for (const char *t : {"f16", "bf16", "f32", "f64", "c64", "c128"}) {
-        snprintf(line, sizeof line, "    fcx_store_%s((fcx_t_%s *)p[%d] + i, fcx_random_unit_%s(seed, i));\n",
-                 t, t, slot++, t);
+    for (const char *t : {"f16", "bf16", "f32", "f64"})
+        for (const char *fn : {"uniform", "normal"}) {
+            snprintf(line, sizeof line, "    fcx_store_%s((fcx_t_%s *)p[%d] + i, fcx_cast_%s(fcx_rand_%s_%s("
+                     "(unsigned long long)seed, 3ull, (unsigned long long)i)));\n", t, t, slot++, t, fn, t);
+            k += line;
+        }
+    for (const char *t : {"i8", "u64"}) {
+        snprintf(line, sizeof line, "    fcx_store_%s((fcx_t_%s *)p[%d] + i, fcx_cast_%s((long long)fcx_rand_integer("
+                 "%s, 5ull, 100ull, (unsigned long long)seed, 3ull, (unsigned long long)i)));\n", t, t,
+                 slot++, t, t[0] == 'u' ? "true" : "false");
         k += line;
     }
     for (int d = 0; d < FC_DTYPE_COUNT; d++) {
