@@ -1047,9 +1047,10 @@ Test(emulated, long_reductions_split_with_default_constants) {
 }
 
 /* Seeds the GPU differential run found wrong (bench/results/h100x4-2026-11-27-diff/run2):
- * kernels merged into a cycle (32981, 34794, 43632; the emulator runs kernels in plan order,
- * so a consumer first reads the poisoned buffer) and a row kernel that broadcast a reduction
- * along the columns of a square space (37686). */
+ * kernels merged into a cycle (32981, 34794, 43632: test_fusion checks their plans' order;
+ * here the values, though a consumer that reads the poisoned buffer first can still match by
+ * chance, as 43632's cosh of a tiny garbage value does) and a row kernel that broadcast a
+ * reduction along the columns of a square space (37686, which fails here without the fix). */
 Test(emulated, gpu_diff_seeds) {
     static const uint64_t seeds[] = {32981, 34794, 37686, 43632};
     emu_set s;
