@@ -945,35 +945,32 @@ static bool rng_next(fc_ctx *ctx, fc_rng *rng, const char *name, uint64_t *strea
 }
 
 static bool real_float(fc_ctx *ctx, const char *name, fc_dtype dtype, fc_array **bad) {
-    if (fcg_is_inexact(dtype) && !fcg_is_complex(dtype)) return true;
+    if (fcg_is_float(dtype)) return true;
     *bad = fcg_poison(ctx, FC_ERR_DTYPE, "%s: dtype %s is not a real floating dtype", name,
                       (unsigned)dtype < FC_DTYPE_COUNT ? fc_dtype_name(dtype) : "?");
     return false;
 }
 
-fc_array *fc_rng_random(fc_ctx *ctx, fc_rng *rng, fc_dtype dtype, fc_shape shape) {
+/* The random op's own draw of `mode` from rng's next stream. */
+static fc_array *draw(fc_ctx *ctx, fc_rng *rng, const char *name, int mode, fc_dtype dtype,
+                      fc_shape shape, int64_t low, int64_t high) {
     uint64_t stream;
     fc_array *bad;
-    if (!rng_next(ctx, rng, "random", &stream, &bad)) return bad;
-    return fcg_random_draw(ctx, "random", FCG_RANDOM_UNIFORM, dtype, shape, rng->seed, stream, 0,
-                           0);
+    if (!rng_next(ctx, rng, name, &stream, &bad)) return bad;
+    return fcg_random_draw(ctx, name, mode, dtype, shape, rng->seed, stream, low, high);
+}
+
+fc_array *fc_rng_random(fc_ctx *ctx, fc_rng *rng, fc_dtype dtype, fc_shape shape) {
+    return draw(ctx, rng, "random", FCG_RANDOM_UNIFORM, dtype, shape, 0, 0);
 }
 
 fc_array *fc_rng_standard_normal(fc_ctx *ctx, fc_rng *rng, fc_dtype dtype, fc_shape shape) {
-    uint64_t stream;
-    fc_array *bad;
-    if (!rng_next(ctx, rng, "standard_normal", &stream, &bad)) return bad;
-    return fcg_random_draw(ctx, "standard_normal", FCG_RANDOM_NORMAL, dtype, shape, rng->seed,
-                           stream, 0, 0);
+    return draw(ctx, rng, "standard_normal", FCG_RANDOM_NORMAL, dtype, shape, 0, 0);
 }
 
 fc_array *fc_rng_integers(fc_ctx *ctx, fc_rng *rng, int64_t low, int64_t high, fc_dtype dtype,
                           fc_shape shape) {
-    uint64_t stream;
-    fc_array *bad;
-    if (!rng_next(ctx, rng, "integers", &stream, &bad)) return bad;
-    return fcg_random_draw(ctx, "integers", FCG_RANDOM_INTEGERS, dtype, shape, rng->seed, stream,
-                           low, high);
+    return draw(ctx, rng, "integers", FCG_RANDOM_INTEGERS, dtype, shape, low, high);
 }
 
 /* f(u) for u of f64's uniform draw, cast to dtype, in a private scope. */
@@ -981,14 +978,9 @@ typedef fc_array *(*u_map)(fc_ctx *ctx, fc_array *u, double a, double b);
 
 static fc_array *map_uniform(fc_ctx *ctx, fc_rng *rng, const char *name, fc_dtype dtype,
                              fc_shape shape, u_map f, double a, double b) {
-    uint64_t stream;
-    fc_array *bad;
-    if (!rng_next(ctx, rng, name, &stream, &bad)) return bad;
     cscope cs;
     if (!cs_open(&cs, ctx)) return cs_nomem(ctx, name);
-    fc_array *u = fcg_random_draw(ctx, name, FCG_RANDOM_UNIFORM, FC_F64, shape, rng->seed,
-                                  stream, 0, 0);
-    fc_array *r = f(ctx, u, a, b);
+    fc_array *r = f(ctx, draw(ctx, rng, name, FCG_RANDOM_UNIFORM, FC_F64, shape, 0, 0), a, b);
     return cs_close(&cs, dtype == FC_F64 || dtype == FC_BOOL ? r : fc_cast(r, dtype));
 }
 
@@ -1043,12 +1035,9 @@ fc_array *fc_rng_normal(fc_ctx *ctx, fc_rng *rng, double loc, double scale, fc_d
     if (!(scale >= 0) || !isfinite(scale) || !isfinite(loc))
         return fcg_poison(ctx, FC_ERR_VALUE, "normal: loc %g and scale %g must be finite, scale "
                           ">= 0", loc, scale);
-    uint64_t stream;
-    if (!rng_next(ctx, rng, "normal", &stream, &bad)) return bad;
     cscope cs;
     if (!cs_open(&cs, ctx)) return cs_nomem(ctx, "normal");
-    fc_array *z = fcg_random_draw(ctx, "normal", FCG_RANDOM_NORMAL, dtype, shape, rng->seed,
-                                  stream, 0, 0);
+    fc_array *z = draw(ctx, rng, "normal", FCG_RANDOM_NORMAL, dtype, shape, 0, 0);
     /* Python floats: the arithmetic stays in dtype, as NumPy's loc + scale * z would */
     return cs_close(&cs, fc_add(fc_f64(ctx, loc), fc_mul(fc_f64(ctx, scale), z)));
 }

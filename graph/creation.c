@@ -198,11 +198,7 @@ fc_array *fcg_random_draw(fc_ctx *ctx, const char *name, int mode, fc_dtype dtyp
             return fcg_poison(ctx, FC_ERR_DTYPE, "%s: dtype %s is not an integer dtype", name,
                               fc_dtype_name(dtype));
         /* both bounds must be values of dtype; high may be one past its largest */
-        int bits = 8 * (int)fc_dtype_size(dtype);
-        bool sgn = fcg_is_sint(dtype);
-        int64_t lo_min = sgn ? (bits == 64 ? INT64_MIN : -(INT64_C(1) << (bits - 1))) : 0;
-        int64_t hi_max = bits == 64 ? INT64_MAX : sgn ? INT64_C(1) << (bits - 1) : INT64_C(1) << bits;
-        if (low >= high || low < lo_min || high > hi_max)
+        if (low >= high || low < fcg_pyint_min(dtype) || high > fcg_pyint_max(dtype) + 1)
             return fcg_poison(ctx, FC_ERR_VALUE, "%s: [%lld, %lld) is not a non-empty range of "
                               "%s values", name, (long long)low, (long long)high,
                               fc_dtype_name(dtype));
