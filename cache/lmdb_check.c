@@ -222,13 +222,16 @@ fcc_file_state fcc_check_lock_file(const char *path, char *why, size_t n) {
     if (fd < 0) return state;
     state = FCC_FILE_OK;
     {
-        /* Every process with the environment open holds a lock on byte 0. */
+        /* Every process with the environment open holds a shared lock on byte 0. The first
+         * one holds it exclusively while it writes the header, which may not be there yet:
+         * only a header under shared locks is judged (four processes opening a new cache at
+         * once saw another's half-made lock file as damaged). */
         struct flock fl;
         memset(&fl, 0, sizeof fl);
         fl.l_type = F_WRLCK;
         fl.l_whence = SEEK_SET;
         fl.l_len = 1;
-        if (fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK) {
+        if (fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type == F_RDLCK) {
             size_t mutex = sizeof(pthread_mutex_t);
             size_t count_at = ((8 + mutex + 7) & ~(size_t)7) + 8;
             size_t readers_at = ((count_at + 4 + 63) & ~(size_t)63) + ((mutex + 63) & ~(size_t)63);
