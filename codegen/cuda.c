@@ -1074,6 +1074,12 @@ static void acc_identity(gen *g, const fc_array *r, int pos, const char *prefix,
 /* Declares the per-thread accumulator of reduction r (position pos). */
 static void acc_init(gen *g, const fc_array *r, int pos) { acc_identity(g, r, pos, "", true); }
 
+/* Merges partial products: complex ones pass over an identity partial (prelude
+ * fcx_prod_merge); real ones multiply, 1 * x being x exactly. */
+static const char *prod_merge(const fc_array *r) {
+    return fcg_is_complex(acc_mean_dtype(r)) ? "fcx_prod_merge" : "fcx_mul";
+}
+
 /* Folds value v (in the loop dtype), at position e within the row, into the accumulator:
  * the descriptor's map gives x (in the accumulator's dtype; pre and post scope a temporary
  * it needs), then its combine folds x in. */
@@ -1190,7 +1196,9 @@ static void acc_combine(gen *g, const fc_array *r, int pos, const char *d, const
     const fcg_red_combine c = fcg_reduction_of(r)->combine;
     switch (c) {
     case FCG_COMBINE_ADD: line(g, "%sa%d = fcx_add(%sa%d, %sa%d);", d, pos, d, pos, s, pos); break;
-    case FCG_COMBINE_MUL: line(g, "%sa%d = fcx_mul(%sa%d, %sa%d);", d, pos, d, pos, s, pos); break;
+    case FCG_COMBINE_MUL:
+        line(g, "%sa%d = %s(%sa%d, %sa%d);", d, pos, prod_merge(r), d, pos, s, pos);
+        break;
     case FCG_COMBINE_OR: line(g, "%sa%d = %sa%d || %sa%d;", d, pos, d, pos, s, pos); break;
     case FCG_COMBINE_AND: line(g, "%sa%d = %sa%d && %sa%d;", d, pos, d, pos, s, pos); break;
     case FCG_COMBINE_MAX: case FCG_COMBINE_MIN:

@@ -935,6 +935,14 @@ FCX_ZF(arctan, fcx_cx_round_rot<T>(fcx_z_atanh(-y, x)))
 FCX_C(type) fcx_add(T a, T b) { return a + b; }
 FCX_C(type) fcx_sub(T a, T b) { return a - b; }
 FCX_C(type) fcx_mul(T a, T b) { return a * b; }
+/* Merges two partial products of a complex reduction. A partial that saw no element is the
+ * identity and is passed over, not multiplied in: NumPy's prod of [inf + 0i] is 1 * (inf + 0i)
+ * = inf + NaN i, and one more factor 1 + 0i from an idle thread would make it NaN + NaN i. */
+FCX_C(type) fcx_prod_merge(T a, T b) {
+    if (a.re == 1 && a.im == 0) return b;
+    if (b.re == 1 && b.im == 0) return a;
+    return a * b;
+}
 FCX_C(type) fcx_div(T a, T b) { return a / b; }
 FCX_C(type) fcx_negative(T a) { return -a; }
 FCX_C(type) fcx_square(T a) { return a * a; }

@@ -1050,9 +1050,10 @@ Test(emulated, long_reductions_split_with_default_constants) {
  * kernels merged into a cycle (32981, 34794, 43632: test_fusion checks their plans' order;
  * here the values, though a consumer that reads the poisoned buffer first can still match by
  * chance, as 43632's cosh of a tiny garbage value does) and a row kernel that broadcast a
- * reduction along the columns of a square space (37686, which fails here without the fix). */
+ * reduction along the columns of a square space (37686, which fails here without the fix); a
+ * complex product whose tree multiplied inf + 0i by the identity (8615, h100x4-2026-11-27-diff4). */
 Test(emulated, gpu_diff_seeds) {
-    static const uint64_t seeds[] = {32981, 34794, 37686, 43632};
+    static const uint64_t seeds[] = {8615, 32981, 34794, 37686, 43632};
     emu_set s;
     set_open(&s, "gpu_diff_seeds", &(emu_cfg){8, 4, 3, true, false, false});
     for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {

@@ -618,3 +618,32 @@ Test(ops_ref, negative_strides_of_every_dtype) {
     }
     fc_ctx_destroy(ctx);
 }
+
+/* NumPy's prod starts from its identity: prod([inf + 0i]) is 1 * (inf + 0i) = inf + NaN i, and
+ * each later factor goes through the formula (the GPU merges partial products in a tree and
+ * passes over partials that saw no element: test_codegen_emulated, seed 8615). */
+static bool same_or_both_nan(double a, double b) { return isnan(b) ? isnan(a) : a == b; }
+
+Test(ops_ref, complex_prod_starts_from_the_identity) {
+    fc_ctx *ctx = tu_host_ctx();
+    const double one_inf[2] = {INFINITY, 0}, inf_two[4] = {INFINITY, 0, 2, 0},
+                 with_ones[6] = {1, 0, INFINITY, 0, 1, 0};
+    struct {
+        const double *data;
+        int64_t n;
+        double re, im; /* np.prod(np.array(data)), NaN meaning NaN */
+    } cases[] = {{one_inf, 1, INFINITY, NAN}, {inf_two, 2, NAN, NAN}, {with_ones, 3, NAN, NAN}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        for (int k = 0; k < 2; k++) {
+            const fc_dtype t = k ? FC_C128 : FC_C64;
+            fc_array *x = fc_cast(fc_from_host(ctx, FC_C128, FC_SHAPE(cases[c].n), cases[c].data),
+                                  t);
+            double got[2] = {-1, -1};
+            cr_assert_eq(fc_read(fc_cast(fc_prod(x, FC_ALL, false), FC_C128), got, 0, 1), FC_OK,
+                         "%s", fc_errmsg(ctx));
+            cr_assert(same_or_both_nan(got[0], cases[c].re) && same_or_both_nan(got[1], cases[c].im), "case %zu (%s): prod is (%g, %g), NumPy's (%g, %g)", c,
+                      fc_dtype_name(t), got[0], got[1], cases[c].re, cases[c].im);
+        }
+    }
+    fc_ctx_destroy(ctx);
+}
