@@ -302,8 +302,8 @@ Test(random, gpu_draws_match_the_host) {
                 fc_rng g = {1000 + k, (uint64_t)kind};
                 fc_array *d = kind == 0   ? fc_rng_random(c, &g, t, FC_SHAPE(n))
                               : kind == 1 ? fc_rng_standard_normal(c, &g, t, FC_SHAPE(n))
-                                          : fc_rng_integers(c, &g, -3, fcg_is_sint(t) ? 100 : 7, t,
-                                                            FC_SHAPE(n));
+                                          : fc_rng_integers(c, &g, fcg_is_sint(t) ? -3 : 2,
+                                                            fcg_is_sint(t) ? 100 : 9, t, FC_SHAPE(n));
                 /* a consumer, so the draw is fused into another op's kernel */
                 out[side] = fc_mul(d, fc_i64(c, 1));
             }
