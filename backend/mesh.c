@@ -628,7 +628,11 @@ static bool keeps_axis(const fc_array *g, int k) {
     case FCG_OP_PAD: return g->p.a[k] == 0 && g->p.b[k] == 0;
     case FCG_OP_CONCAT:
     case FCG_OP_FFT:
-    case FCG_OP_IFFT: return g->p.axis != k;
+    case FCG_OP_IFFT:
+    case FCG_OP_CUMSUM:
+    case FCG_OP_CUMPROD:
+    case FCG_OP_CUMMAX:
+    case FCG_OP_CUMMIN: return g->p.axis != k;
     default: return false;
     }
 }
@@ -664,6 +668,10 @@ static bool plan_inputs(const fc_array *g, int lay, int *req) {
     case FCG_OP_CONCAT:
     case FCG_OP_FFT:
     case FCG_OP_IFFT:
+    case FCG_OP_CUMSUM: /* scans: local where split along another axis, else gathered */
+    case FCG_OP_CUMPROD:
+    case FCG_OP_CUMMAX:
+    case FCG_OP_CUMMIN:
         for (int j = 0; j < g->nin; j++) req[j] = lay;
         return keeps_axis(g, lay);
     case FCG_OP_MATMUL: {
@@ -881,6 +889,10 @@ static fc_status decide(lower *lw, const fc_array *g, int *lay, int *req, bool *
     case FCG_OP_PAD:
     case FCG_OP_FFT:
     case FCG_OP_IFFT:
+    case FCG_OP_CUMSUM:
+    case FCG_OP_CUMPROD:
+    case FCG_OP_CUMMAX:
+    case FCG_OP_CUMMIN:
         l = layout_of(lw, g->in[0]);
         *lay = l >= 0 && !keeps_axis(g, l) ? LAY_REPL : l;
         break;

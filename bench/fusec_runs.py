@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """bench/fusec_runs.py - times every workload through `fusec run --bench --json`.
 
-Runs each bench/fc/wNN_*.fc program (W1-W13) and the size sweep of W1 and W6
-(bench/fc/sweep/*_n.fc with --set n=...) through the fusec CLI, one process each, and collects
-their JSON objects into one file. A run that fails or times out gives an entry with "error"
-(its exit code and the tail of its stderr); the others go on.
+Runs each bench/fc/wNN_*.fc program (W1-W13), issue 11's bench/fc/i11_*.fc (a scan and random
+draws) and the size sweep of W1 and W6 (bench/fc/sweep/*_n.fc with --set n=...) through the
+fusec CLI, one process each, and collects their JSON objects into one file. A run that fails or
+times out gives an entry with "error" (its exit code and the tail of its stderr); the others go
+on.
 
     python3 bench/fusec_runs.py --fusec PATH/fusec --json fusec.json [--runs 15] ...
 """
@@ -37,6 +38,9 @@ WORKLOADS = [
     # issue 10: a user ReductionKernel l2norm beside the built-in form of the same reduction
     ("W13_user_l2norm", "w13_user_l2norm.fc", []),
     ("W13_builtin_l2norm", "w13b_builtin_l2norm.fc", []),
+    # issue 11: scans and random numbers
+    ("I11_cumsum", "i11_cumsum.fc", []),
+    ("I11_normal", "i11_normal.fc", []),
 ]
 
 # Sweep programs: id -> (program, elements -> value of n)

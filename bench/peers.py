@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/peers.py - the benchmark workloads W1-W12 in fusec's peers, side by side.
+"""bench/peers.py - the benchmark workloads W1-W12 and I11 in fusec's peers, side by side.
 
 Runs every workload of bench/fc/ in CuPy, cupy.fuse, PyTorch eager and
 torch.compile (mode default) in one process on one GPU, and in the same run measures:
@@ -15,7 +15,8 @@ Timing: CUDA events of the peer's own library around each call, warm-up calls fi
 median (and min, max) of --runs timed calls, each synchronised. Inputs are uniform random
 numbers in [0, 1) (never zeros), generated once with CuPy and shared with PyTorch through
 DLPack, so every peer computes on the same data; each result is compared with the first peer's
-(max_rel_err) to catch a wrong formulation.
+(max_rel_err) to catch a wrong formulation (not I11_normal's random draws: each peer has its own
+generator).
 
 A peer that fails (not installed, a torch.compile error, out of memory, ...) gives a null time
 for its cell with the error printed and recorded; the run goes on. --deadline-s skips what is
@@ -244,12 +245,15 @@ def dtype_name(out):
 
 
 class Workload:
-    def __init__(self, wid, desc, make):
+    def __init__(self, wid, desc, make, compare=True):
         self.id = wid
         self.desc = desc
         # make(scale) -> (inputs dict, {peer: builder}, floor bytes or None); builder() -> the
         # zero-argument callable that is timed.
         self.make = make
+        # False where the peers' results cannot agree (random draws from different
+        # generators): no reference, no max_rel_err.
+        self.compare = compare
 
 
 def fuse(name, fn):
@@ -660,6 +664,40 @@ def make_w12_fft(scale):
             None)
 
 
+def make_i11_cumsum(scale):
+    n = max(1, (1 << 26) // scale)
+    x = rand(n)
+
+    def torch_fn():
+        tx = to_torch(x)
+        return lambda: torch.cumsum(tx, 0)
+
+    def compile_fn():
+        tx, f = to_torch(x), torch_compile(lambda a: torch.cumsum(a, 0))
+        return lambda: f(tx)
+
+    # No cupy.fuse: it has no scan.
+    return (
+        {"x": x},
+        {"cupy": lambda: (lambda: cp.cumsum(x)), "torch": torch_fn, "torch_compile": compile_fn},
+        8 * n,
+    )
+
+
+def make_i11_normal(scale):
+    n = max(1, (1 << 26) // scale)
+
+    def cupy_fn():
+        rs = cp.random.RandomState(7)  # made once, outside the timed call
+        return lambda: rs.standard_normal(n, dtype=cp.float32)
+
+    def torch_fn():
+        return lambda: torch.randn(n, dtype=torch.float32, device="cuda")
+
+    # No inputs; the floor is the output written once. No cupy.fuse, no torch.compile.
+    return {}, {"cupy": cupy_fn, "torch": torch_fn}, 4 * n
+
+
 WORKLOADS = [
     Workload("W1", "tanh(sin(x) + 0.1*x), f32 2^26", make_w1),
     Workload("W2", "x**2 + 2*y, f32 2^26", make_w2),
@@ -674,6 +712,9 @@ WORKLOADS = [
     Workload("W11", "mean(x * w[None,:], axis=0), f32 4096x4096", make_w11),
     Workload("W12_matmul", "matmul f32 4096^3", make_w12_matmul),
     Workload("W12_fft", "fft + ifft round trip, c64 2^24", make_w12_fft),
+    # issue 11: scans and random numbers
+    Workload("I11_cumsum", "cumsum(x), f32 2^26", make_i11_cumsum),
+    Workload("I11_normal", "standard normal draws, f32 2^26", make_i11_normal, compare=False),
 ]
 
 LIB_OF = {"cupy": "cupy", "cupy_fuse": "cupy", "cupy_op": "cupy", "cupy_expr": "cupy",
@@ -782,7 +823,7 @@ def bench_workloads(run, res):
             if cell["median_ms"] is not None and floor_bytes:
                 cell["gbps"] = floor_bytes / (cell["median_ms"] * 1e-3) / 1e9
             entry["peers"][peer] = cell
-            if ref is None and out is not None:
+            if ref is None and out is not None and w.compare:
                 ref = out  # the first peer that ran is the reference for the others
             elif isinstance(cell.get("max_rel_err"), float) and cell["max_rel_err"] > 1e-3:
                 log("  WARNING %s/%s differs from the reference: max_rel_err %.3g"
@@ -1068,7 +1109,7 @@ def main(argv=None):
     ap.add_argument("--runs", type=int, default=15, help="timed runs per cell (default 15)")
     ap.add_argument("--warmup", type=int, default=3, help="warm-up calls per cell (default 3)")
     ap.add_argument("--only", help="comma-separated workload ids (W1,...,W11,W12_matmul,"
-                                   "W12_fft; W12 selects both)")
+                                   "W12_fft,I11_cumsum,I11_normal; W12 and I11 select both)")
     ap.add_argument("--peers", help="comma-separated peers (%s; default all)" % ",".join(PEERS))
     ap.add_argument("--scale", type=int, default=1,
                     help="divide every workload's size by this (quick checks; default 1)")

@@ -32,7 +32,7 @@ BEGIN = "<!-- report.py: begin -->"
 END = "<!-- report.py: end -->"
 
 ORDER = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12_matmul",
-         "W12_fft"]
+         "W12_fft", "I11_cumsum", "I11_normal"]
 PROGRAM = {
     "W1": "`tanh(sin(x) + 0.1*x)`, f32 2^26",
     "W2": "`x**2 + 2*y`, f32 2^26",
@@ -47,12 +47,22 @@ PROGRAM = {
     "W11": "column means of `x * w`, f32 4096x4096",
     "W12_matmul": "matmul f32 4096^3",
     "W12_fft": "FFT round trip, c64 2^24",
+    "I11_cumsum": "`cumsum(x)`, f32 2^26",
+    "I11_normal": "`standard_normal`, f32 2^26",
 }
 PEER_COLS = [("cupy", "CuPy"), ("cupy_fuse", "cupy.fuse"), ("torch", "PyTorch"),
              ("torch_compile", "torch.compile")]
 ELEMENTWISE = {"W1", "W2", "W5", "W10"}
 NO_FLOOR = {"W8", "W12_matmul", "W12_fft"}  # compute- or library-bound: no byte floor
 REDUCTIONS = {"W3", "W4", "W6", "W7", "W11"}
+# Targets of several conditions, all of which must hold: ("floor", P) is at least P% of the
+# floor; (peer, R) is fusec's time at most R times that peer's, from the same run. Met when
+# every condition is measured and holds, missed when any measured one fails, else n/a.
+TARGETS = {
+    # issue 11: scans and random numbers: as fast as CuPy at least, and >= 80% of the floor
+    "I11_cumsum": (("floor", 80), ("cupy", 1.0)),
+    "I11_normal": (("floor", 80), ("cupy", 1.0)),
+}
 MIB = 1 << 20
 
 # Latency targets (the project's workload targets, bench/README.md)
@@ -171,10 +181,34 @@ def best_peer(cells):
     return best
 
 
+def verdict_all(conds, pct, t, cells):
+    """The verdict of TARGETS' conditions: (target text, 'met' / 'missed' / 'n/a', detail)."""
+    labels = dict(PEER_COLS)
+    texts, held, details = [], [], []
+    for kind, bound in conds:
+        if kind == "floor":
+            texts.append(">= %g%% of floor" % bound)
+            if pct is not None:
+                held.append(pct >= bound)
+            continue
+        label = labels.get(kind, kind)
+        texts.append("<= %.1fx %s" % (bound, label))
+        c = num(cells.get(kind, {}).get("median_ms"))
+        if t is not None and c is not None and c > 0:
+            held.append(t <= bound * c)
+            # Three decimals where two would round a miss (or a hit) onto the bound itself.
+            q = t / c
+            details.append(("%.3fx %s" if abs(q - bound) < 0.005 else "%.2fx %s") % (q, label))
+    ok = "missed" if False in held else "met" if len(held) == len(conds) else "n/a"
+    return " and ".join(texts), ok, ", ".join(details)
+
+
 def verdict(wid, r, cells):
     """(target text, 'met' / 'missed' / 'n/a', detail)."""
     pct = num((r or {}).get("floor_pct"))
     t = num((r or {}).get("median_ms"))
+    if wid in TARGETS:
+        return verdict_all(TARGETS[wid], pct, t, cells)
     if wid in ELEMENTWISE or wid in REDUCTIONS or wid == "W9":
         need = 90 if wid in ELEMENTWISE else 85 if wid in REDUCTIONS else 60
         text = ">= %d%% of floor" % need
@@ -204,7 +238,8 @@ def table_workloads(d, out):
                "measured). Ratio = fusec / best peer (below 1: fusec is faster). Peers: "
                "bench/peers.py, same GPU; 'other' are library forms of the same computation "
                "(torch_op: torch.softmax / torch.linalg.vector_norm; cupy_op: cupy.linalg.norm; "
-               "cupy_expr: W9 as the .fc program writes it, in CuPy eager).\n")
+               "cupy_expr: W9 as the .fc program writes it, in CuPy eager). A target of several "
+               "conditions (I11) is met only when all of them hold.\n")
     head = ["id", "program", "kernels", "fusec", "GB/s", "% floor"] + \
         [label for _, label in PEER_COLS] + ["other", "best peer", "fusec / best", "target",
                                              "met"]

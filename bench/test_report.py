@@ -4,9 +4,11 @@
 Writes fusec.json, latency.json and peers.json shaped like a real bench/run_all.sh run (the
 keys bench/fusec_runs.py, bench/latency and bench/peers.py write), with figures chosen so that
 each verdict is known: a target met, one missed by a hair (89.9% of a 90% floor), a failed
-fusec run, a failed peer cell, a compute-bound and two library-bound rows. Then runs the
-report and checks every row and verdict, that hand-written text outside the markers survives
-a re-run, and that plot.py succeeds (drawing, or printing the data without matplotlib).
+fusec run, a failed peer cell, a compute-bound and two library-bound rows, and issue 11's
+two-condition targets (>= 80% of floor and <= 1.0x CuPy): one met, one missed on CuPy alone.
+Then runs the report and checks every row and verdict, that hand-written text outside the
+markers survives a re-run, and that plot.py succeeds (drawing, or printing the data without
+matplotlib).
 Exits non-zero on the first failed check.
 """
 
@@ -23,7 +25,7 @@ import report  # noqa: E402
 
 COPY = 4000.0  # GB/s
 IDS = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12_matmul",
-       "W12_fft"]
+       "W12_fft", "I11_cumsum", "I11_normal"]
 
 
 def bench_obj(prog, ms, nbytes, io, kernels=1, peak_extra=0):
@@ -64,6 +66,10 @@ def synth_fusec():
     put("W11", bench_obj("w11.fc", at_pct(4 << 24, 88), 4 << 24, 4 << 24))
     put("W12_matmul", bench_obj("w12m.fc", 2.70, 3 << 26, 3 << 26))             # 1.00x
     put("W12_fft", bench_obj("w12f.fc", 0.66, 2 << 27, 2 << 27, kernels=2))     # 1.05x
+    # issue 11: cumsum at 85% of floor and 0.53x CuPy (met); normal at 82% of floor but
+    # 1.05x CuPy (missed on the second condition alone)
+    put("I11_cumsum", bench_obj("i11_cumsum.fc", at_pct(8 * n, 85), 8 * n, 8 * n))
+    put("I11_normal", bench_obj("i11_normal.fc", at_pct(4 * n, 82), 4 * n, 4 * n))
     sweep = {}
     for wid in ("W1", "W6"):
         rows = []
@@ -105,6 +111,14 @@ def synth_peers():
                         "peers": {"cupy": cell(2.71), "torch": cell(2.70)}}
     wl["W12_fft"] = {"desc": "", "floor_bytes": None,
                      "peers": {"cupy": cell(0.64), "torch": cell(0.628)}}
+    n = 1 << 26
+    t_cumsum = at_pct(8 * n, 85)
+    wl["I11_cumsum"] = {"desc": "", "floor_bytes": 8 * n, "peers": {
+        "cupy": cell(t_cumsum / 0.53), "torch": cell(t_cumsum * 1.3),
+        "torch_compile": cell(t_cumsum * 1.1, compile_s=2.0)}}
+    t_normal = at_pct(4 * n, 82)
+    wl["I11_normal"] = {"desc": "", "floor_bytes": 4 * n, "peers": {
+        "cupy": cell(t_normal / 1.05), "torch": cell(t_normal * 1.2)}}
     sweep = {}
     for wid in ("W1", "W6"):
         el = [2**e for e in range(16, 29, 2)]
@@ -192,7 +206,16 @@ def main():
         r4 = row(table1, "W4")
         check(r4[11] == "torch_compile 0.220" and r4[12] == "0.87",
               "best peer and ratio fusec / best")
-        check("Targets met: 9, missed: 3, not measured: 1" in table1, "verdict counts")
+        rc = row(table1, "I11_cumsum")
+        check(rc[13] == ">= 80% of floor and <= 1.0x CuPy" and rc[-1] == "met (0.53x CuPy)",
+              "I11_cumsum: 85% of floor and 0.53x CuPy meet both conditions")
+        rn = row(table1, "I11_normal")
+        check(rn[5] == "82.0%" and rn[-1] == "missed (1.05x CuPy)",
+              "I11_normal: 82% of floor but 1.05x CuPy misses")
+        check(rn[9] == "-" and rn[7] == "-", "a peer the workload has no form for shows '-'")
+        check(row(table1, "I11_cumsum")[1] == "`cumsum(x)`, f32 2^26" and
+              row(table1, "I11_normal")[1] == "`standard_normal`, f32 2^26", "I11 programs")
+        check("Targets met: 10, missed: 4, not measured: 1" in table1, "verdict counts")
         lat = text.split("### (ii)")[1].split("### (iii)")[0]
         check("worst 70.0 (W8)" in lat and "| <= 60 ms | missed |" in lat,
               "cold compile: worst program named, target missed")
@@ -200,6 +223,19 @@ def main():
               "warm disk: per kernel, worst named")
         check("| 3.30 / 6.30 |" in lat and "| 9.00 (1 op) | 7.50 |" in lat,
               "host overhead beside CuPy's and PyTorch's dispatch")
+        # The two-condition verdict on its own: each condition can miss alone, a missing figure
+        # leaves it unmeasured unless another condition already misses.
+        conds = report.TARGETS["I11_normal"]
+        cupy = {"cupy": cell(1.0)}
+        for pct, t, cells, want in ((85, 0.99, cupy, "met"), (79.9, 0.9, cupy, "missed"),
+                                    (90, 1.001, cupy, "missed"), (90, 1.0, cupy, "met"),
+                                    (90, 0.9, {}, "n/a"), (None, 0.9, cupy, "n/a"),
+                                    (70, None, {}, "missed")):
+            got = report.verdict_all(conds, pct, t, cells)[1]
+            check(got == want, "two conditions: %s%% of floor, %s ms vs %s: %s"
+                  % (pct, t, "CuPy 1.0 ms" if cells else "no CuPy", want))
+        check(report.verdict_all(conds, 90, 1.003, cupy)[2] == "1.003x CuPy",
+              "a ratio next to the bound shows three decimals")
         mem = text.split("### (iii)")[1].split("### (iv)")[0]
         check(row(mem, "W7")[-1] == "missed" and row(mem, "W3")[-1] == "met",
               "memory: 2 MiB extra misses, 8 KiB meets")

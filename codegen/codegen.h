@@ -38,8 +38,12 @@ typedef enum fcx_strategy {
     FCX_STRATEGY_EW,        /* grid-stride over the space, 16-byte accesses where contiguous */
     FCX_STRATEGY_BLOCK_ROW, /* a block per output row (or per piece of a long row): reduced
                                axes innermost, threads stride along the row */
-    FCX_STRATEGY_BLOCK_COL  /* reduced axes outside the innermost kept axis: a warp's lanes take
+    FCX_STRATEGY_BLOCK_COL, /* reduced axes outside the innermost kept axis: a warp's lanes take
                                adjacent columns, its warps split the rows, so loads coalesce */
+    FCX_STRATEGY_SCAN_TILES, /* a scan along contiguous rows: a block per tile of FCX_SCAN_TILE
+                                elements, tiles chained by decoupled look-back */
+    FCX_STRATEGY_SCAN_LINES  /* a scan along a strided axis (or short rows): a thread per line,
+                                in order, adjacent threads on adjacent lines */
 } fcx_strategy;
 
 #define FCX_BLOCK 256          /* threads per block of elementwise kernels */
@@ -90,6 +94,8 @@ typedef struct fcx_launch {
 typedef struct fcx_tuning {
     int warp;
     long long split_target, split_min_chunk, split_max, split_align, scratch_cap;
+    long long scan_tile;    /* elements of one tile of a scan (FCX_SCAN_TILE) */
+    long long scan_min_row; /* shorter contiguous rows scan a thread each (FCX_SCAN_MIN_ROW) */
 } fcx_tuning;
 
 extern const fcx_tuning fcx_default_tuning;

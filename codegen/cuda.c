@@ -44,6 +44,8 @@ typedef struct memo_entry {
 typedef struct gen {
     fc_ctx *ctx;
     const fcp_kernel *k;
+    int scan_var; /* >= 0: the variable holding the scan's value at the current element, while
+                     a scan kernel computes its epilogue */
     fcg_sb body;
     int indent;
     int nvar;
@@ -759,6 +761,7 @@ static int eval_node(gen *g, const fc_array *a, const ix *idx) {
     case FCG_KIND_VIEW: return eval_view(g, a, idx);
     case FCG_KIND_USER: return eval_user(g, a, idx);
     case FCG_KIND_REDUCE: /* the planner gives these kernels of their own roles */
+    case FCG_KIND_SCAN:
     case FCG_KIND_LIB:
     case FCG_KIND_SPECIAL: break;
     }
@@ -806,6 +809,10 @@ static int eval(gen *g, const fc_array *a, const ix *idx) {
         fail(g, FC_ERR_UNSUPPORTED, "codegen: expression deeper than 4000");
         g->recursion--;
         return 0;
+    }
+    if (g->scan_var >= 0 && a == g->k->outs[0]) { /* a scan kernel's epilogue */
+        g->recursion--;
+        return g->scan_var;
     }
     uint64_t key = index_key(idx);
     int v = memo_find(g, a, key);
@@ -1739,8 +1746,284 @@ static int last_reduced_axis(const fcp_kernel *k) {
     return last;
 }
 
+/* ---- scans ------------------------------------------------------------------------------ */
+
+static const char *extent_product(gen *g, uint32_t mask);
+
+/* A scan kernel (FCP_KERNEL_SCAN) stores one scan over its space, the scan's mapped input (its
+ * prologue) computed inside. Along contiguous rows of at least FCX_SCAN_MIN_ROW elements the
+ * rows are cut into tiles of FCX_SCAN_TILE elements, a block each, taken in order from a
+ * ticket counter: a block scans its tile (each thread a contiguous run, warps by shuffles,
+ * the warps' totals by one thread), publishes the tile's total, and finds the prefix of all
+ * tiles before it in the row by looking back over their published totals or inclusive
+ * prefixes (decoupled look-back: one pass over the data, a block waits only on tiles that
+ * blocks already running hold). The last block to finish zeroes the status words again (the
+ * runtime's scratch contract). Other scans (along a strided axis, or short rows) give a
+ * thread each line, walked in order. Every value combines with the identity exactly (sums
+ * start from -0.0, complex products pass over 1 + 0i), so the first element is copied, as
+ * NumPy's accumulate does. */
+#define FCX_SCAN_BLOCK 256 /* threads of a tile's block */
+
+static const fc_array *scan_of(const fcp_kernel *k) { return k->outs[0]; }
+
+/* Rows are contiguous where every axis after the scanned one has extent 1 (a broadcast
+ * pattern, so the source still depends on structure alone; the length decides at run time
+ * between tiles and a thread per row). */
+static bool scan_tiled(const fcp_kernel *k) {
+    const fc_array *r = scan_of(k);
+    for (int d = r->p.axis + 1; d < k->ndim; d++)
+        if (k->space[d] != 1) return false;
+    return true;
+}
+
+/* The identity of the scan's combine in its accumulator dtype: exact for every value. */
+static const char *scan_identity(gen *g, const fc_array *r) {
+    fc_dtype a = acc_mean_dtype(r);
+    const char *A = dt(a), *R = dt(fcg_real_dtype(a));
+    fcg_red_combine c = fcg_reduction_of(r)->combine;
+    if (c == FCG_COMBINE_ADD || c == FCG_COMBINE_MUL) {
+        const char *v = c == FCG_COMBINE_ADD ? (fcg_is_inexact(a) ? "-0.0" : "0") : "1";
+        if (fcg_is_complex(a))
+            return c == FCG_COMBINE_ADD ? str(g, "fcx_ct_%s{-0.0, -0.0}", A)
+                                        : str(g, "fcx_ct_%s{1, 0}", A);
+        return a == FC_BOOL ? (c == FCG_COMBINE_ADD ? "false" : "true") : str(g, "(fcx_ct_%s)%s", A, v);
+    }
+    bool lowest = c == FCG_COMBINE_MAX;
+    if (fcg_is_complex(a)) {
+        const char *inf = str(g, "%sfcx_inf_of<fcx_ct_%s>()", lowest ? "-" : "", R);
+        return str(g, "fcx_ct_%s{%s, %s}", A, inf, inf);
+    }
+    if (fcg_is_inexact(a)) return str(g, "(fcx_ct_%s)(%sfcx_inf_of<double>())", A, lowest ? "-" : "");
+    switch (a) {
+    case FC_BOOL: return lowest ? "false" : "true";
+    case FC_I8: return lowest ? "(fcx_ct_i8)-128" : "(fcx_ct_i8)127";
+    case FC_I16: return lowest ? "(fcx_ct_i16)-32768" : "(fcx_ct_i16)32767";
+    case FC_I32: return lowest ? "(fcx_ct_i32)(-2147483647 - 1)" : "(fcx_ct_i32)2147483647";
+    case FC_I64:
+        return lowest ? "(fcx_ct_i64)(-9223372036854775807LL - 1)" : "(fcx_ct_i64)9223372036854775807LL";
+    case FC_U8: return lowest ? "(fcx_ct_u8)0" : "(fcx_ct_u8)255";
+    case FC_U16: return lowest ? "(fcx_ct_u16)0" : "(fcx_ct_u16)65535";
+    case FC_U32: return lowest ? "(fcx_ct_u32)0" : "(fcx_ct_u32)4294967295u";
+    case FC_U64: return lowest ? "(fcx_ct_u64)0" : "(fcx_ct_u64)18446744073709551615ull";
+    default: break;
+    }
+    fail(g, FC_ERR_UNSUPPORTED, "codegen: %s of %s", fcg_ops[r->op].pyname, A);
+    return "0";
+}
+
+/* a combined with b, a holding the earlier elements. */
+static const char *scan_combine(gen *g, const fc_array *r, const char *a, const char *b) {
+    switch (fcg_reduction_of(r)->combine) {
+    case FCG_COMBINE_ADD: return str(g, "fcx_add(%s, %s)", a, b);
+    case FCG_COMBINE_MUL: return str(g, "%s(%s, %s)", prod_merge(r), a, b);
+    case FCG_COMBINE_MAX: return str(g, "fcx_maximum(%s, %s)", a, b);
+    case FCG_COMBINE_MIN: return str(g, "fcx_minimum(%s, %s)", a, b);
+    default: break;
+    }
+    fail(g, FC_ERR_UNSUPPORTED, "codegen: %s is not a scan", fcg_ops[r->op].pyname);
+    return a;
+}
+
+/* The scan's input at flat index `flat` of the space, in the accumulator's dtype; *idx is
+ * the element's index. */
+static int scan_input(gen *g, const char *flat, ix *idx) {
+    const fcp_kernel *k = g->k;
+    const fc_array *r = scan_of(k), *x = r->in[0];
+    decode(g, flat, "c", k->ndim, k->space, k->ndim ? (uint32_t)((1ull << k->ndim) - 1) : 0, true, NULL);
+    identity_index(g, idx, k->ndim, "c");
+    int v = eval(g, x, idx);
+    v = convert(g, v, (fc_dtype)x->dtype, (fc_dtype)r->loop_dtype);
+    return widen(g, r, v);
+}
+
+/* Folds the element at `flat` into accumulator `acc` and stores the running value there,
+ * then the epilogue's outputs at that element (fusion merged them in: they read the scan
+ * only there, so its value is the one just computed). */
+static void scan_step(gen *g, const char *acc, const char *flat) {
+    const fcp_kernel *k = g->k;
+    const fc_array *r = scan_of(k);
+    scope_push(g);
+    ix idx;
+    int v = scan_input(g, flat, &idx);
+    line(g, "%s = %s;", acc, scan_combine(g, r, acc, str(g, "v%d", v)));
+    int w = new_var(g);
+    line(g, "const fcx_ct_%s v%d = %s;", dt(acc_mean_dtype(r)), w, acc);
+    int y = convert(g, w, acc_mean_dtype(r), (fc_dtype)r->dtype);
+    store(g, r, 0, y, flat);
+    g->scan_var = y; /* the epilogue reads the scan only at this element */
+    for (int q = 1; q < k->nout; q++) store(g, k->outs[q], q, eval(g, k->outs[q], &idx), flat);
+    g->scan_var = -1;
+    scope_pop(g);
+}
+
+/* Extents before, at and after the scan's axis. */
+static void scan_extents(gen *g, uint32_t *before, uint32_t *after) {
+    const fcp_kernel *k = g->k;
+    int axis = scan_of(k)->p.axis;
+    uint32_t all = k->ndim ? (uint32_t)((1ull << k->ndim) - 1) : 0;
+    *before = (uint32_t)((1ull << axis) - 1) & all;
+    *after = all & ~*before & ~(1u << axis);
+    line(g, "const idx_t O = %s;", extent_product(g, *before));
+    line(g, "const idx_t L = %s;", iarg(g, FCX_SLOT_SPACE_EXTENT, NULL, axis));
+    line(g, "const idx_t C = %s;", extent_product(g, *after));
+}
+
+static void gen_scan_lines_body(gen *g) {
+    const fc_array *r = scan_of(g->k);
+    line(g, "for (idx_t t = (idx_t)blockIdx.x * blockDim.x + threadIdx.x; t < O * C; "
+            "t += (idx_t)gridDim.x * blockDim.x) {");
+    g->indent++;
+    line(g, "const idx_t o = t / C, c = t %% C;");
+    line(g, "fcx_ct_%s acc = %s;", dt(acc_mean_dtype(r)), scan_identity(g, r));
+    line(g, "for (idx_t l = 0; l < L; l++) {");
+    g->indent++;
+    line(g, "const idx_t i = (o * L + l) * C + c;");
+    scan_step(g, "acc", "i");
+    g->indent--;
+    line(g, "}");
+    g->indent--;
+    line(g, "}");
+}
+
+static void gen_scan_lines(gen *g) {
+    uint32_t before, after;
+    scan_extents(g, &before, &after);
+    gen_scan_lines_body(g);
+}
+
+static void gen_scan_tiles(gen *g) {
+    const fcp_kernel *k = g->k;
+    const fc_array *r = scan_of(k);
+    const char *A = dt(acc_mean_dtype(r)), *id = scan_identity(g, r);
+    uint32_t before, after;
+    scan_extents(g, &before, &after);
+    line(g, "if (L < FCX_SCAN_MIN_ROW) { /* short rows: a thread each (fcx_launch_config agrees) */");
+    g->indent++;
+    gen_scan_lines_body(g);
+    line(g, "return;");
+    g->indent--;
+    line(g, "}");
+    line(g, "const long long T = ((long long)L + FCX_SCAN_TILE - 1) / FCX_SCAN_TILE;");
+    line(g, "const long long ntiles = (long long)O * T;");
+    /* scratch: ticket and exit counters, a status word per tile, then the tiles' totals and
+     * inclusive prefixes (fcx_launch_config sizes it the same way) */
+    line(g, "unsigned *const cnt = (unsigned *)p.ptr[%d];", k->nleaf + k->nout);
+    line(g, "unsigned *const flag = cnt + 4;");
+    line(g, "fcx_ct_%s *const agg = (fcx_ct_%s *)((unsigned char *)cnt + fcx_align16(16 + ntiles * 4));",
+         A, A);
+    line(g, "fcx_ct_%s *const inc = agg + ntiles;", A);
+    line(g, "__shared__ long long s_tile;");
+    line(g, "__shared__ fcx_ct_%s s_warp[FCX_WARP];", A);
+    line(g, "__shared__ fcx_ct_%s s_prefix;", A);
+    line(g, "__shared__ bool s_last;");
+    line(g, "const int lane = threadIdx.x %% FCX_WARP, warp = threadIdx.x / FCX_WARP;");
+    line(g, "const int nwarp = (blockDim.x + FCX_WARP - 1) / FCX_WARP;");
+    line(g, "const idx_t per = (FCX_SCAN_TILE + blockDim.x - 1) / blockDim.x;");
+    /* tiles in ticket order: a tile's predecessors were taken by blocks already running */
+    line(g, "for (;;) {");
+    g->indent++;
+    line(g, "if (threadIdx.x == 0) s_tile = (long long)fcx_atomic_add(&cnt[0], 1u);");
+    line(g, "__syncthreads();");
+    line(g, "const long long tile = s_tile;");
+    line(g, "if (tile >= ntiles) break;");
+    line(g, "const idx_t row = (idx_t)(tile / T), l0 = (idx_t)(tile %% T) * FCX_SCAN_TILE;");
+    line(g, "const idx_t len = L - l0 < FCX_SCAN_TILE ? L - l0 : FCX_SCAN_TILE;");
+    line(g, "idx_t b = threadIdx.x * per, e = b + per;");
+    line(g, "if (b > len) b = len;");
+    line(g, "if (e > len) e = len;");
+    /* pass 1: the thread's total */
+    line(g, "fcx_ct_%s tot = %s;", A, id);
+    line(g, "for (idx_t l = l0 + b; l < l0 + e; l++) {");
+    g->indent++;
+    scope_push(g);
+    line(g, "const idx_t i = row * L + l;");
+    ix idx;
+    int v = scan_input(g, "i", &idx);
+    line(g, "tot = %s;", scan_combine(g, r, "tot", str(g, "v%d", v)));
+    scope_pop(g);
+    g->indent--;
+    line(g, "}");
+    /* the warp's inclusive scan of the totals (lane l takes lane l - d), then exclusive */
+    line(g, "fcx_ct_%s x = tot;", A);
+    line(g, "for (int d = 1; d < FCX_WARP; d <<= 1) {");
+    line(g, "    const fcx_ct_%s y = fcx_shfl_idx(x, lane >= d ? lane - d : lane);", A);
+    line(g, "    if (lane >= d) x = %s;", scan_combine(g, r, "y", "x"));
+    line(g, "}");
+    line(g, "fcx_ct_%s xe = fcx_shfl_idx(x, lane > 0 ? lane - 1 : 0);", A);
+    line(g, "if (lane == 0) xe = %s;", id);
+    line(g, "if (lane == FCX_WARP - 1 || threadIdx.x == blockDim.x - 1) s_warp[warp] = x;");
+    line(g, "__syncthreads();");
+    /* one thread: the warps' exclusive prefixes, the tile's total and the look-back */
+    line(g, "if (threadIdx.x == 0) {");
+    g->indent++;
+    line(g, "fcx_ct_%s run = %s;", A, id);
+    line(g, "for (int w = 0; w < nwarp; w++) {");
+    line(g, "    const fcx_ct_%s t = s_warp[w];", A);
+    line(g, "    s_warp[w] = run;");
+    line(g, "    run = %s;", scan_combine(g, r, "run", "t"));
+    line(g, "}");
+    line(g, "fcx_ct_%s ex = %s;", A, id);
+    line(g, "if (tile %% T == 0) {");
+    line(g, "    inc[tile] = run;");
+    line(g, "    fcx_fence();");
+    line(g, "    fcx_flag_store(&flag[tile], 2u);");
+    line(g, "} else {");
+    g->indent++;
+    line(g, "agg[tile] = run;");
+    line(g, "fcx_fence();");
+    line(g, "fcx_flag_store(&flag[tile], 1u);");
+    line(g, "for (long long q = tile - 1;; q--) {");
+    g->indent++;
+    line(g, "unsigned f;");
+    line(g, "while ((f = fcx_flag_load(&flag[q])) == 0u) {}");
+    line(g, "fcx_fence();");
+    line(g, "if (f == 2u) {");
+    line(g, "    const fcx_ct_%s t = fcx_ldcg(&inc[q]);", A);
+    line(g, "    ex = %s;", scan_combine(g, r, "t", "ex"));
+    line(g, "    break;");
+    line(g, "}");
+    line(g, "const fcx_ct_%s t = fcx_ldcg(&agg[q]);", A);
+    line(g, "ex = %s;", scan_combine(g, r, "t", "ex"));
+    g->indent--;
+    line(g, "}");
+    line(g, "inc[tile] = %s;", scan_combine(g, r, "ex", "run"));
+    line(g, "fcx_fence();");
+    line(g, "fcx_flag_store(&flag[tile], FCX_SCAN_PUBLISH(tile));");
+    g->indent--;
+    line(g, "}");
+    line(g, "s_prefix = ex;");
+    g->indent--;
+    line(g, "}");
+    line(g, "__syncthreads();");
+    /* pass 2: the running values from the thread's prefix */
+    line(g, "fcx_ct_%s acc = %s;", A,
+         scan_combine(g, r, scan_combine(g, r, "s_prefix", "s_warp[warp]"), "xe"));
+    line(g, "for (idx_t l = l0 + b; l < l0 + e; l++) {");
+    g->indent++;
+    line(g, "const idx_t i = row * L + l;");
+    scan_step(g, "acc", "i");
+    g->indent--;
+    line(g, "}");
+    g->indent--;
+    line(g, "}");
+    /* the last block to leave the loop (every tile is done then, and every block has taken
+     * its last ticket) leaves the counters and status words zeroed */
+    line(g, "if (threadIdx.x == 0) {");
+    line(g, "    fcx_fence();");
+    line(g, "    s_last = fcx_atomic_add(&cnt[1], 1u) == gridDim.x - 1;");
+    line(g, "}");
+    line(g, "__syncthreads();");
+    line(g, "if (s_last) {");
+    line(g, "    fcx_fence();");
+    line(g, "    for (long long t = threadIdx.x; t < ntiles; t += blockDim.x) flag[t] = 0u;");
+    line(g, "    if (threadIdx.x == 0) cnt[0] = cnt[1] = 0u;");
+    line(g, "}");
+}
+
 static fcx_strategy strategy_of(const fcp_kernel *k) {
     if (k->kind == FCP_KERNEL_EW) return FCX_STRATEGY_EW;
+    if (k->kind == FCP_KERNEL_SCAN)
+        return scan_tiled(k) ? FCX_STRATEGY_SCAN_TILES : FCX_STRATEGY_SCAN_LINES;
     if (k->kind == FCP_KERNEL_REDUCE && innermost_kept(k) && last_reduced_axis(k) >= 0)
         return FCX_STRATEGY_BLOCK_COL;
     return FCX_STRATEGY_BLOCK_ROW;
@@ -2145,7 +2428,7 @@ static bool needs_idx64(const fcp_kernel *k) {
 
 /* ---- launch geometry ---------------------------------------------------------------------- */
 
-const fcx_tuning fcx_default_tuning = {32, 1024, 8192, 1024, 64, 1048576};
+const fcx_tuning fcx_default_tuning = {32, 1024, 8192, 1024, 64, 1048576, 2048, 64};
 
 /* Static plus dynamic shared memory a block may use without the kernel opting in to more. */
 #define SMEM_DEFAULT_LIMIT 49152
@@ -2222,9 +2505,24 @@ void fcx_launch_config_tuned(const fcp_kernel *k, const fcx_kernel_src *src, int
     uint32_t all = k->ndim ? (uint32_t)((1ull << k->ndim) - 1) : 0;
     long long items, S = 1, CH = 0, resident = sms * per;
     out->block = (unsigned)src->block;
-    if (src->strategy == FCX_STRATEGY_EW) {
-        /* Enough blocks to fill the GPU at the kernel's occupancy; the kernels stride. */
-        items = (long long)((fcg_numel(k->ndim, k->space) + (size_t)src->block - 1) / (size_t)src->block);
+    const fc_array *scan = k->kind == FCP_KERNEL_SCAN ? k->outs[0] : NULL;
+    if (src->strategy == FCX_STRATEGY_SCAN_TILES && scan->shape[scan->p.axis] >= t->scan_min_row) {
+        /* Blocks take tiles in order from a ticket counter, so a grid of any size works. */
+        const fc_array *r = scan;
+        long long L = k->space[r->p.axis], O = space_product(k, (uint32_t)((1ull << r->p.axis) - 1) & all);
+        long long ntiles = O * ((L + t->scan_tile - 1) / t->scan_tile);
+        size_t acc = (size_t)ct_size(fcg_reduce_acc_dtype(r));
+        out->scratch_bytes = align16(16 + (size_t)ntiles * 4) + 2 * (size_t)ntiles * acc;
+        long long most = sms * per * 16;
+        out->grid = (unsigned)(ntiles < most ? ntiles : most);
+        return;
+    }
+    if (src->strategy == FCX_STRATEGY_EW || scan) {
+        /* Enough blocks to fill the GPU at the kernel's occupancy; the kernels stride (a
+         * scan's threads over its lines). */
+        size_t n = fcg_numel(k->ndim, k->space);
+        if (scan) n /= (size_t)k->space[scan->p.axis];
+        items = (long long)((n + (size_t)src->block - 1) / (size_t)src->block);
     } else if (src->strategy == FCX_STRATEGY_BLOCK_COL) {
         int last = -1;
         for (int d = 0; d < k->ndim; d++)
@@ -2258,7 +2556,7 @@ void fcx_launch_config_tuned(const fcp_kernel *k, const fcx_kernel_src *src, int
     /* Elementwise kernels: a grid that fills the device once, striding over the rest. Reduce
      * and row kernels: a block per work item (up to 16 resident grids' worth), so the hardware
      * hands out rows as blocks finish and no partial last wave of long-lived blocks trails. */
-    if (src->strategy != FCX_STRATEGY_EW) resident *= 16;
+    if (src->strategy != FCX_STRATEGY_EW && !scan) resident *= 16;
     out->grid = (unsigned)(items < resident ? items : resident);
 }
 
@@ -2308,6 +2606,7 @@ fc_status fcx_generate_named(fc_ctx *ctx, const fcp_kernel *k, const char *name,
     memset(&g, 0, sizeof g);
     g.ctx = ctx;
     g.k = k;
+    g.scan_var = -1;
     g.body.ctx = ctx;
     g.indent = 1;
     /* Positions live in a map of the generator's own: the plan's nodes are shared, and their
@@ -2344,8 +2643,12 @@ fc_status fcx_generate_named(fc_ctx *ctx, const fcp_kernel *k, const char *name,
                 : strategy == FCX_STRATEGY_BLOCK_COL ? FCX_COL_BLOCK
                                                      : FCX_ROW_BLOCK_MAX;
 
+    if (strategy == FCX_STRATEGY_EW || strategy == FCX_STRATEGY_SCAN_LINES) block = FCX_BLOCK;
+    if (strategy == FCX_STRATEGY_SCAN_TILES) block = FCX_SCAN_BLOCK;
     if (strategy == FCX_STRATEGY_EW) gen_ew(&g);
     else if (strategy == FCX_STRATEGY_BLOCK_COL) gen_cols(&g);
+    else if (strategy == FCX_STRATEGY_SCAN_TILES) gen_scan_tiles(&g);
+    else if (strategy == FCX_STRATEGY_SCAN_LINES) gen_scan_lines(&g);
     else gen_rows(&g);
     /* The exchange buffer of the block reductions (sized by the largest group). */
     int xlanes = strategy == FCX_STRATEGY_BLOCK_COL ? FCX_COL_BLOCK : 32;
@@ -2354,16 +2657,22 @@ fc_status fcx_generate_named(fc_ctx *ctx, const fcp_kernel *k, const char *name,
     /* Reduce kernels may split long reductions between blocks: their last pointer is the
      * scratch buffer (NULL when a launch does not split). */
     bool splits = strategy != FCX_STRATEGY_EW && k->kind == FCP_KERNEL_REDUCE;
-    int nptr = k->nleaf + k->nout + (splits ? 1 : 0);
+    if (strategy == FCX_STRATEGY_SCAN_TILES) /* s_tile, s_warp, s_prefix, s_last */
+        static_smem = 8 + (size_t)(32 + 1) * 16 + 16;
+    int nptr = k->nleaf + k->nout + (splits || strategy == FCX_STRATEGY_SCAN_TILES ? 1 : 0);
 
     fcg_sb src = {ctx, NULL, 0, 0, false};
     if (g.err == FC_OK) {
         static const char *const how[] = {
             "grid-stride over the elements, 16-byte accesses where contiguous",
             "a block per row (or piece of a long row), warp-shuffle block reductions",
-            "a warp's lanes over adjacent columns, its warps over the rows"};
+            "a warp's lanes over adjacent columns, its warps over the rows",
+            "a block per tile of a row, tiles chained by decoupled look-back",
+            "a thread per line along the scanned axis, in order"};
         fcg_sb_printf(&src, "// fusec kernel: %s over rank %d", fcp_kernel_kind_names[k->kind], k->ndim);
-        if (k->rmask) fcg_sb_printf(&src, ", reducing axes mask 0x%x", k->rmask);
+        if (k->rmask)
+            fcg_sb_printf(&src, k->kind == FCP_KERNEL_SCAN ? ", scanning axes mask 0x%x" : ", reducing axes mask 0x%x",
+                          k->rmask);
         fcg_sb_printf(&src, ", %s index\n// strategy: %s\n// fused ops:", idx64 ? "64-bit" : "32-bit",
                       how[strategy]);
         for (int i = 0; i < k->nnode; i++) fcg_sb_printf(&src, " %s", fcg_ops[k->nodes[i]->op].pyname);

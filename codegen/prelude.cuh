@@ -1297,6 +1297,23 @@ template <class I> FCX_FN void fcx_split(long long items, long long len, long lo
 
 template <class I> FCX_FN I fcx_align16(I n) { return (n + 15) / 16 * 16; }
 
+/* Elements of one tile of a scan along contiguous rows (a block's share; codegen/cuda.c's
+ * fcx_tuning.scan_tile holds the same default). Tests make it small so that small shapes
+ * chain many tiles. */
+#ifndef FCX_SCAN_TILE
+#define FCX_SCAN_TILE 2048
+#endif
+/* Contiguous rows shorter than this scan a thread each (a tile would leave its block idle). */
+#ifndef FCX_SCAN_MIN_ROW
+#define FCX_SCAN_MIN_ROW 64
+#endif
+/* The status a tile publishes once its inclusive prefix is known: 2. The host emulation,
+ * whose blocks run one after another and so never find a tile that has only its total
+ * published, leaves some tiles at 1 so that look-back over totals runs there too. */
+#ifndef FCX_SCAN_PUBLISH
+#define FCX_SCAN_PUBLISH(tile) 2u
+#endif
+
 #ifndef FCX_HOST
 /* A value of any type moved between lanes word by word (every lane of the warp takes part). */
 template <class T> FCX_FN T fcx_shfl_down(T v, int delta) {
@@ -1329,6 +1346,9 @@ template <class T> FCX_FN T fcx_ldcg(const T *p) {
 }
 template <class U> FCX_FN unsigned fcx_atomic_add(U *p, unsigned v) { return atomicAdd(p, v); }
 template <int = 0> FCX_FN void fcx_fence() { __threadfence(); }
+/* A scan tile's status word, written and polled by other blocks of the same launch. */
+template <int = 0> FCX_FN unsigned fcx_flag_load(const unsigned *p) { return *(const volatile unsigned *)p; }
+template <int = 0> FCX_FN void fcx_flag_store(unsigned *p, unsigned v) { *(volatile unsigned *)p = v; }
 /* Bytes of dynamic shared memory this launch has: a kernel that keeps rows on chip checks it
  * and reads global memory instead when the launch gave it too little. */
 template <int = 0> FCX_FN unsigned fcx_dsmem_size() {

@@ -154,7 +154,7 @@ typedef enum fcf_fkind {
     FK_CAST, FK_REDUCE, FK_ARG, FK_NORM, FK_RESHAPE, FK_TRANSPOSE, FK_BROADCAST,
     FK_EXPAND, FK_SQUEEZE, FK_FLIP, FK_PAD, FK_CONCAT, FK_STACK, FK_MATMUL, FK_FILL, FK_FULL,
     FK_LIKE, FK_FULL_LIKE, FK_ARANGE, FK_LINSPACE, FK_EYE, FK_RANDOM, FK_COMPLEX, FK_FFT,
-    FK_RAVEL, FK_COMPOSITE,
+    FK_RAVEL, FK_COMPOSITE, FK_SCAN,
     FK_EW_KERNEL, FK_RED_KERNEL /* user kernel declarations: a binding's whole right side */
 } fcf_fkind;
 
@@ -198,6 +198,8 @@ typedef struct fcf_func {
 #define RF_VIEW(E, py, params)
 #define RF_LIB(E, py, params)
 #define RF_USER(E, py, params)
+/* every scan: f(a, axis=None), as np.cumsum */
+#define RF_SCAN(E, py, params) {py, FK_SCAN, FCG_OP_##E, 2, 1, {"a", "axis"}},
 static const fcf_func fcf_reduce_funcs[] = {
 #define FCG_OP(E, c, py, nin, kind, rule, infix, params, red) RF_##kind(E, py, params)
 #include "ops.def"
@@ -212,6 +214,7 @@ static const fcf_func fcf_reduce_funcs[] = {
 #undef RF_VIEW
 #undef RF_LIB
 #undef RF_USER
+#undef RF_SCAN
 
 /* Functions that are not plain elementwise ops or reductions (fcg_ops[] and
  * fcf_reduce_funcs above have those). */
@@ -365,6 +368,8 @@ static const fcf_method fcf_methods[] = {
     {"var", MK_METHOD, "var", {NULL}},
     {"std", MK_METHOD, "std", {NULL}},
     {"argmax", MK_METHOD, "argmax", {NULL}},
+    {"cumsum", MK_METHOD, "cumsum", {NULL}},
+    {"cumprod", MK_METHOD, "cumprod", {NULL}},
     {"argmin", MK_METHOD, "argmin", {NULL}},
     {"astype", MK_METHOD, "astype", {NULL}},
     {"reshape", MK_VARARGS, "reshape", {NULL}},
@@ -2845,7 +2850,7 @@ static fc_status eval_call(fcf_builder *b, const fcf_expr *e, fcf_value *out) {
     switch (fn->kind) {
     case FK_CAST: case FK_REDUCE: case FK_ARG: case FK_NORM: case FK_RESHAPE: case FK_TRANSPOSE:
     case FK_BROADCAST: case FK_EXPAND: case FK_SQUEEZE: case FK_FLIP: case FK_PAD: case FK_LIKE:
-    case FK_FULL_LIKE: case FK_FFT: case FK_RAVEL:
+    case FK_FULL_LIKE: case FK_FFT: case FK_RAVEL: case FK_SCAN:
         if ((st = eval_array_arg(b, e, 0, &x)) != FC_OK) return st;
         break;
     default: break;
@@ -2859,6 +2864,18 @@ static fc_status eval_call(fcf_builder *b, const fcf_expr *e, fcf_value *out) {
         if ((st = eval_arg(b, e, 1, &v[1], V_NONE)) != FC_OK) return st;
         if ((st = to_dtype(b, arg_pos(e, 1), &v[1], &dt)) != FC_OK) return st;
         return bcheck(b, e, fc_cast(x, dt), out);
+    }
+    case FK_SCAN: {
+        int axis = FC_AXIS_NONE;
+        if ((st = eval_arg(b, e, 1, &v[1], V_NONE)) != FC_OK) return st;
+        if (v[1].kind != V_NONE &&
+            (st = to_small_int(b, arg_pos(e, 1), &v[1], "axis", &axis)) != FC_OK)
+            return st;
+        fc_array *r = fn->op == FCG_OP_CUMSUM    ? fc_cumsum(x, axis)
+                      : fn->op == FCG_OP_CUMPROD ? fc_cumprod(x, axis)
+                      : fn->op == FCG_OP_CUMMAX  ? fc_cummax(x, axis)
+                                                 : fc_cummin(x, axis);
+        return bcheck(b, e, r, out);
     }
     case FK_REDUCE:
     case FK_NORM:

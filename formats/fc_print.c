@@ -493,6 +493,12 @@ static fc_status put_rhs(fcq_printer *pr, const fc_array *a) {
         buf_puts(b, ")");
         return FC_OK;
     }
+    if (info->kind == FCG_KIND_SCAN) {
+        buf_printf(b, "%s(", info->pyname);
+        put_operand(pr, a->in[0], false);
+        buf_printf(b, ", axis=%d)", (int)a->p.axis);
+        return FC_OK;
+    }
     return fcg_error(pr->ctx, FC_ERR_UNSUPPORTED, "fc_program_print: cannot print op %s",
                      info->pyname);
 }

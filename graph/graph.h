@@ -34,6 +34,8 @@ typedef enum fcg_kind {
     FCG_KIND_SPECIAL, FCG_KIND_SOURCE, FCG_KIND_EW, FCG_KIND_REDUCE, FCG_KIND_VIEW, FCG_KIND_LIB,
     FCG_KIND_USER, /* a user's elementwise kernel (graph/user.c): elementwise, body from its
                       definition */
+    FCG_KIND_SCAN, /* an inclusive scan along p.axis (cumsum): its descriptor's identity,
+                      combine and result rule, as a reduction's; same shape as its input */
     FCG_KIND_EWX = FCG_KIND_EW /* elementwise with a hand-written constructor (cast) */
 } fcg_kind;
 

@@ -189,3 +189,41 @@ fc_array *fc_argmax(fc_array *a, int axis, bool keepdims) {
 fc_array *fc_argmin(fc_array *a, int axis, bool keepdims) {
     return arg_reduce(FCG_OP_ARGMIN, a, axis, keepdims);
 }
+
+/* ---- scans ------------------------------------------------------------------------------- */
+
+/* An inclusive scan along one axis; FC_AXIS_NONE scans the flattened array, and a 0-d array
+ * is scanned as one element of shape (1,), as NumPy does for either axis. */
+static fc_array *scan(fcg_op op, fc_array *a, int axis) {
+    const char *name = fcg_ops[op].pyname;
+    fc_array *early;
+    fc_ctx *ctx = fcg_begin(name, 1, &a, &early);
+    if (!ctx || early) return early;
+    if (axis == FC_AXIS_NONE || (a->ndim == 0 && (axis == 0 || axis == -1))) {
+        if (a->ndim != 1) {
+            int64_t n = 1;
+            for (int d = 0; d < a->ndim; d++) n *= a->shape[d]; /* a's size: no overflow */
+            fc_scope *s = fc_scope_open(ctx);
+            if (!s) return fcg_poison(ctx, FC_ERR_NOMEM, "%s: out of memory", name);
+            fc_array *r = fc_keep(scan(op, fc_reshape(a, FC_SHAPE(n)), 0));
+            fc_scope_close(s);
+            return fcg_ret(ctx, r ? r : &ctx->oom);
+        }
+        axis = 0;
+    }
+    uint32_t mask;
+    fc_status st = fcg_axes_mask(ctx, name, a->ndim, a->shape, FC_AXES(axis), &mask);
+    if (st != FC_OK) return fcg_poison_ctx(ctx, st);
+    fcg_params p;
+    memset(&p, 0, sizeof p);
+    for (int d = 0; d < a->ndim; d++)
+        if (mask & (1u << d)) p.axis = d;
+    fc_dtype out, loop;
+    fcg_reduce_types(&fcg_ops[op].red, (fc_dtype)a->dtype, &loop, &out);
+    return fcg_make(ctx, op, out, loop, false, a->ndim, a->shape, 1, &a, &p);
+}
+
+fc_array *fc_cumsum(fc_array *a, int axis) { return scan(FCG_OP_CUMSUM, a, axis); }
+fc_array *fc_cumprod(fc_array *a, int axis) { return scan(FCG_OP_CUMPROD, a, axis); }
+fc_array *fc_cummax(fc_array *a, int axis) { return scan(FCG_OP_CUMMAX, a, axis); }
+fc_array *fc_cummin(fc_array *a, int axis) { return scan(FCG_OP_CUMMIN, a, axis); }

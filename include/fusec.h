@@ -837,6 +837,17 @@ FC_API fc_array *fc_norm(fc_array *a, fc_axes axes, bool keepdims, fc_norm_ord o
 FC_API fc_array *fc_argmax(fc_array *a, int axis, bool keepdims);
 FC_API fc_array *fc_argmin(fc_array *a, int axis, bool keepdims);
 
+/** Inclusive scans along one axis, or over the flattened array when axis == FC_AXIS_NONE (a
+ *  0-d array is scanned as shape (1,), as NumPy does). cumsum and cumprod: np.cumsum and
+ *  np.cumprod, result dtypes as fc_sum's (bool and signed integers i64, unsigned u64), floats
+ *  accumulated in double (complex in c128) and rounded once per element; cummax and cummin:
+ *  np.maximum.accumulate and np.minimum.accumulate, same dtype, NaN propagating from where it
+ *  first appears, complex compared lexicographically. */
+FC_API fc_array *fc_cumsum(fc_array *a, int axis);
+FC_API fc_array *fc_cumprod(fc_array *a, int axis);
+FC_API fc_array *fc_cummax(fc_array *a, int axis);
+FC_API fc_array *fc_cummin(fc_array *a, int axis);
+
 /* ---------------------------------------------------------------------------------------- */
 /* Views and shape ops. Lazy like everything else: a view is index arithmetic in the kernel   */
 /* that consumes it, never a copy.                                                            */

@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const fcp_kernel_kind_names[] = {"elementwise", "reduce", "row", "library"};
+const char *const fcp_kernel_kind_names[] = {"elementwise", "reduce", "row", "library", "scan"};
 
 typedef struct fuse_state {
     fc_ctx *ctx;
@@ -58,6 +58,7 @@ static bool is_leaf(const fc_array *a) {
 static fcg_kind kind_of(const fc_array *a) { return fcg_ops[a->op].kind; }
 static bool is_reduce(const fc_array *a) { return kind_of(a) == FCG_KIND_REDUCE; }
 static bool is_lib(const fc_array *a) { return kind_of(a) == FCG_KIND_LIB; }
+static bool is_scan(const fc_array *a) { return kind_of(a) == FCG_KIND_SCAN; }
 
 /* Collects the region of root r into `out` (r first); returns its size. */
 static size_t collect(fuse_state *s, fc_array *r, fc_array **out) {
@@ -97,7 +98,7 @@ static bool same_squeezed(int na, const int64_t *a, int nb, const int64_t *b) {
     return kx == ky && memcmp(x, y, (size_t)kx * sizeof *x) == 0;
 }
 
-typedef enum { FIT_EW, FIT_REDUCE, FIT_ROW, FIT_NONE } fit_kind;
+typedef enum { FIT_EW, FIT_REDUCE, FIT_ROW, FIT_SCAN, FIT_NONE } fit_kind;
 
 static int cmp_int(const void *a, const void *b) {
     int x = *(const int *)a, y = *(const int *)b;
@@ -179,6 +180,14 @@ static bool rows_aligned(fuse_state *s, fc_array *r, fc_array **reg, size_t nreg
 /* Decides what kernel a region can be. On FIT_NONE, *why says which rule failed. */
 static fit_kind classify(fuse_state *s, fc_array *r, fc_array **reg, size_t nreg,
                          const char **why) {
+    if (is_scan(r)) { /* a scan kernel computes its mapped input: elementwise ops and views */
+        for (size_t k = 1; k < nreg; k++)
+            if (is_reduce(reg[k]) && !is_leaf(reg[k]) && !s->mat[ix(s, reg[k])]) {
+                *why = "a reduction feeding a scan is stored first";
+                return FIT_NONE;
+            }
+        return FIT_SCAN;
+    }
     fc_array *first = NULL;
     int levels_max = 0;
     bool any = false;
@@ -498,6 +507,53 @@ static bool reaches(fuse_state *s, const group *groups, const int *group_of, int
     return false;
 }
 
+/* Whether elementwise group b can be the epilogue of scan kernel a: it reads the scan only
+ * through elementwise ops of the scan's own shape (so at the element the scan has just
+ * computed, in the same thread), and no buffer it loads depends on the scan through other
+ * kernels. Uses s->level as scratch (whether a node depends on the scan). */
+static bool scan_epilogue_fits(fuse_state *s, const group *groups, const int *group_of, int a,
+                               int b, fc_array **reg, int *seen) {
+    fc_array *S = s->ord[groups[a].roots[0]];
+    bool reads = false;
+    for (int q = 0; q < groups[b].nroot; q++) {
+        fc_array *r = s->ord[groups[b].roots[q]];
+        size_t m = collect(s, r, reg);
+        int tag = s->tag;
+        for (size_t j = 0; j < m; j++) s->level[ix(s, reg[j])] = 0;
+        for (bool again = true; again;) {
+            again = false;
+            for (size_t j = 0; j < m; j++) {
+                fc_array *x = reg[j];
+                if (is_leaf(x) || (x != r && s->mat[ix(s, x)]) || s->level[ix(s, x)]) continue;
+                for (int i = 0; i < x->nin; i++) {
+                    fc_array *c = x->in[i];
+                    bool inside = s->region[ix(s, c)] == tag && !is_leaf(c) && !s->mat[ix(s, c)];
+                    if (c == S || (inside && s->level[ix(s, c)])) {
+                        s->level[ix(s, x)] = 1;
+                        again = true;
+                        break;
+                    }
+                }
+            }
+        }
+        for (size_t j = 0; j < m; j++) {
+            fc_array *x = reg[j];
+            if (x == S || is_leaf(x)) continue;
+            if (s->level[ix(s, x)]) {
+                if (kind_of(x) != FCG_KIND_EW || x->ndim != S->ndim ||
+                    memcmp(x->shape, S->shape, (size_t)S->ndim * 8) != 0)
+                    return false;
+                reads = true;
+            } else if (x != r && s->mat[ix(s, x)]) {
+                int c = group_of[ix(s, x)];
+                if (c >= 0 && c != b && (c == a || reaches(s, groups, group_of, c, a, seen)))
+                    return false;
+            }
+        }
+    }
+    return reads && !reaches(s, groups, group_of, a, b, seen);
+}
+
 /* Distinct buffers the union of two groups' regions would load. */
 static int union_loads(fuse_state *s, const group *a, const group *b, fc_array **reg, int *seen) {
     memset(seen, 0, s->n * sizeof *seen);
@@ -620,6 +676,13 @@ static fc_status fuse(fc_ctx *ctx, fcp_plan *p) {
                 s.why[ix(&s, a->in[k])] = "input of a library call, which reads stored buffers";
             }
     }
+    /* Scans are kernels of their own: their consumers read them from memory. */
+    for (size_t i = 0; i < n; i++)
+        if (!is_leaf(s.ord[i]) && is_scan(s.ord[i]) && !s.mat[i]) {
+            s.mat[i] = 1;
+            s.why[i] = "a scan is a kernel of its own (stored; elementwise consumers that read "
+                       "it where it is computed join that kernel)";
+        }
     /* A user kernel's raw inputs: its code indexes them itself, so they are stored buffers. */
     for (size_t i = 0; i < n; i++) {
         fc_array *a = s.ord[i];
@@ -666,10 +729,14 @@ static fc_status fuse(fc_ctx *ctx, fcp_plan *p) {
         k->kind = is_lib(r)           ? FCP_KERNEL_LIB
                   : fit == FIT_REDUCE ? FCP_KERNEL_REDUCE
                   : fit == FIT_ROW    ? FCP_KERNEL_ROW
+                  : fit == FIT_SCAN   ? FCP_KERNEL_SCAN
                                       : FCP_KERNEL_EW;
+        if (k->kind == FCP_KERNEL_SCAN) k->rmask = 1u << r->p.axis;
         g->kind = (int)k->kind;
         const fc_array *space = r;
-        for (size_t j = 0; j < m && k->kind != FCP_KERNEL_EW && k->kind != FCP_KERNEL_LIB; j++)
+        for (size_t j = 0; j < m && k->kind != FCP_KERNEL_EW && k->kind != FCP_KERNEL_LIB &&
+                           k->kind != FCP_KERNEL_SCAN;
+             j++)
             if (is_reduce(reg[j]) && !is_leaf(reg[j]) && (reg[j] == r || !s.mat[ix(&s, reg[j])])) {
                 space = reg[j]->in[0];
                 k->rmask = reg[j]->p.axes;
@@ -682,9 +749,30 @@ static fc_status fuse(fc_ctx *ctx, fcp_plan *p) {
             goto done;
         }
     }
+    /* A scan kernel takes in the elementwise kernels over its space that read it at the
+     * element it computes (its epilogue: `cumsum(x) / n` is one kernel). */
+    for (size_t a = 0; a < ngroups; a++) {
+        if (proto[a].kind != FCP_KERNEL_SCAN) continue;
+        for (size_t b = 0; b < ngroups; b++) {
+            if (b == a || groups[b].dead || proto[b].kind != FCP_KERNEL_EW ||
+                proto[b].ndim != proto[a].ndim ||
+                memcmp(proto[b].space, proto[a].space, (size_t)proto[a].ndim * 8) != 0 ||
+                groups[a].nroot + groups[b].nroot > 16)
+                continue;
+            if (!scan_epilogue_fits(&s, groups, group_of, (int)a, (int)b, reg, seen) ||
+                union_loads(&s, &groups[a], &groups[b], reg, seen) > FCP_MAX_LEAVES)
+                continue;
+            for (int q = 0; q < groups[b].nroot; q++) {
+                group_of[groups[b].roots[q]] = (int)a;
+                groups[a].roots[groups[a].nroot++] = groups[b].roots[q];
+            }
+            groups[b].dead = true;
+        }
+    }
     for (size_t b = 1; b < ngroups; b++)
         for (size_t a = 0; a < b; a++) {
-            if (groups[a].dead || !same_space(&proto[a], &proto[b])) continue;
+            if (groups[a].dead || groups[b].dead || !same_space(&proto[a], &proto[b])) continue;
+            if (proto[a].kind == FCP_KERNEL_SCAN || proto[b].kind == FCP_KERNEL_SCAN) continue;
             if (groups[a].nroot + groups[b].nroot > 16) continue;
             if (reaches(&s, groups, group_of, (int)b, (int)a, seen) ||
                 reaches(&s, groups, group_of, (int)a, (int)b, seen))
@@ -927,7 +1015,7 @@ char *fcp_plan_describe(const fcp_plan *p) {
         fcg_sb_printf(&b, "kernel %d: %s over %s", i, fcp_kernel_kind_names[k->kind],
                   fcg_shape_str(sh, k->ndim, k->space));
         if (k->rmask) {
-            fcg_sb_printf(&b, " reducing axes");
+            fcg_sb_printf(&b, k->kind == FCP_KERNEL_SCAN ? " along axis" : " reducing axes");
             for (int d = 0; d < k->ndim; d++)
                 if (k->rmask & (1u << d)) fcg_sb_printf(&b, " %d", d);
         }

@@ -15,7 +15,9 @@ typedef enum fcp_kernel_kind {
                           elementwise prologues and epilogues */
     FCP_KERNEL_ROW,    /* reduce -> broadcast -> elementwise over rows (rmask = trailing dims):
                           one block per row, the row kept on chip */
-    FCP_KERNEL_LIB     /* a library call (matmul) */
+    FCP_KERNEL_LIB,    /* a library call (matmul) */
+    FCP_KERNEL_SCAN    /* one scan (outs[0]) over `space` along its p.axis (rmask), its mapped
+                          input computed inside */
 } fcp_kernel_kind;
 
 extern const char *const fcp_kernel_kind_names[];

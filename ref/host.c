@@ -698,6 +698,12 @@ static fc_status eval_node(evaluator *ev, size_t idx) {
             return fch_fft(ev->ctx, a, x->base, x->strides, s->base);
         }
         break;
+    case FCG_KIND_SCAN: {
+        st = own_buffer(ev, idx);
+        if (st != FC_OK) return st;
+        const slot *x = input_slot(ev, a, 0);
+        return fch_scan(ev->ctx, a, x->base, x->strides, s->base);
+    }
     case FCG_KIND_USER: {
         const fcg_user_kernel *k = fcg_user_find(ev->ctx, (uint64_t)a->p.ival);
         return fcg_error(ev->ctx, FC_ERR_UNSUPPORTED, "%s: user kernels need the CUDA backend "

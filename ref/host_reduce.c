@@ -466,6 +466,59 @@ done:
     return st;
 }
 
+/* ---- scans ------------------------------------------------------------------------------ */
+
+/* Inclusive scans: each line along p.axis is folded in order by the reduction's combine (sums
+ * with Neumaier compensation in double), every running value written as it stands. */
+fc_status fch_scan(fc_ctx *ctx, const fc_array *a, const char *in, const int64_t *in_strides,
+                   char *out) {
+    const fcg_reduction *desc = fcg_reduction_of(a);
+    const fc_array *x = a->in[0];
+    red_job job = {.d = desc, .pass = PASS_MAIN, .in_dtype = (fc_dtype)x->dtype,
+                   .loop = (fc_dtype)a->loop_dtype};
+    job.k = job.ak = fch_wide_of(job.loop);
+    const int nd = a->ndim, axis = a->p.axis;
+    const size_t dsize = fc_dtype_size((fc_dtype)a->dtype);
+    if (fcg_node_numel(a) == 0) return FC_OK;
+    int64_t out_strides[FC_MAX_DIMS];
+    fch_contig_strides(nd, a->shape, (int64_t)dsize, out_strides);
+    const int64_t len = a->shape[axis];
+    int64_t pos[FC_MAX_DIMS] = {0};
+    for (;;) {
+        const char *ip = in;
+        char *op = out;
+        for (int d = 0; d < nd; d++) {
+            ip += pos[d] * in_strides[d];
+            op += pos[d] * out_strides[d];
+        }
+        wv acc, comp;
+        memset(&comp, 0, sizeof comp);
+        fc_status st = red_init(&job, &acc, 1);
+        for (int64_t l0 = 0; st == FC_OK && l0 < len; l0 += FCH_CHUNK) {
+            wv v[FCH_CHUNK];
+            size_t m = (size_t)(len - l0 < FCH_CHUNK ? len - l0 : FCH_CHUNK);
+            fch_gather_wide(job.in_dtype, ip + l0 * in_strides[axis], in_strides[axis], m,
+                            job.loop, v);
+            for (size_t i = 0; st == FC_OK && i < m; i++) {
+                st = red_combine(&job, &acc, &comp, &v[i]);
+                if (st == FC_OK)
+                    st = red_finish(a, &job, &acc, &comp, 1, 1,
+                                    op + (l0 + (int64_t)i) * out_strides[axis]);
+            }
+        }
+        if (st != FC_OK)
+            return fcg_error(ctx, st, "%s: not supported on the host for %s",
+                             fcg_ops[a->op].pyname, fc_dtype_name(job.loop));
+        int d = nd - 1;
+        for (; d >= 0; d--) {
+            if (d == axis) continue;
+            if (++pos[d] < a->shape[d]) break;
+            pos[d] = 0;
+        }
+        if (d < 0) return FC_OK;
+    }
+}
+
 /* ---- matmul ----------------------------------------------------------------------------- */
 
 typedef struct widen_job {

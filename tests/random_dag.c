@@ -24,6 +24,7 @@ typedef struct rd_ew {
 #define RD_KIND_VIEW(c, n)
 #define RD_KIND_LIB(c, n)
 #define RD_KIND_USER(c, n)
+#define RD_KIND_SCAN(c, n)
 static const rd_ew rd_ew_ops[] = {
 #define FCG_OP(E, c, py, nin, kind, rule, infix, params, red) RD_KIND_##kind(c, nin)
 #include "ops.def"
@@ -37,6 +38,7 @@ static const rd_ew rd_ew_ops[] = {
 #undef RD_KIND_VIEW
 #undef RD_KIND_LIB
 #undef RD_KIND_USER
+#undef RD_KIND_SCAN
 #define RD_N_EW ((int)(sizeof rd_ew_ops / sizeof rd_ew_ops[0]))
 
 /* ---- the generator's state -------------------------------------------------------------- */
@@ -355,7 +357,23 @@ static fc_axes rd_axes(rd *r, int nd) {
     return ax;
 }
 
+/* A scan along a random axis (or of the flattened array). Its choices come from h, not from
+ * the generator's stream, so that programs without one stay what they were before scans. */
+static fc_array *rd_scan(rd *r, uint64_t h) {
+    fc_array *a = rd_pick(r);
+    int nd = fc_array_ndim(a);
+    int axis = nd == 0 || (h >> 8) % 5 == 0 ? FC_AXIS_NONE : (int)((h >> 12) % (uint64_t)(2 * nd)) - nd;
+    switch ((h >> 4) % 4) {
+    case 0: return fc_cumsum(a, axis);
+    case 1: return fc_cumprod(a, axis);
+    case 2: return fc_cummax(a, axis);
+    default: return fc_cummin(a, axis);
+    }
+}
+
 static fc_array *rd_reduce(rd *r) {
+    uint64_t h = rd_side(r->state ^ 0x7363616e73ULL); /* "scans" */
+    if (h % 12 == 0) return rd_scan(r, h);
     fc_array *a = rd_pick(r);
     fc_axes ax = rd_axes(r, fc_array_ndim(a));
     bool keep = rd_chance(r, 40);

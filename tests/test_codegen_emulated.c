@@ -87,6 +87,8 @@ static const char SHIM[] =
     "template <class T> static T fcx_ldcg(const T *p) { return *p; }\n"
     "template <class U> static unsigned fcx_atomic_add(U *p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }\n"
     "template <int = 0> static void fcx_fence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }\n"
+    "template <int = 0> static unsigned fcx_flag_load(const unsigned *p) { return __atomic_load_n(p, __ATOMIC_SEQ_CST); }\n"
+    "template <int = 0> static void fcx_flag_store(unsigned *p, unsigned v) { __atomic_store_n(p, v, __ATOMIC_SEQ_CST); }\n"
     "static unsigned char *emu_dsmem;\n"
     "static unsigned emu_dsmem_bytes;\n"
     "template <int = 0> static unsigned fcx_dsmem_size() { return emu_dsmem_bytes; }\n"
@@ -144,7 +146,7 @@ typedef struct emu_cfg {
 
 /* Small split constants: pieces of a few elements, few pieces, a small scratch cap. */
 static fcx_tuning small_tuning(int warp) {
-    fcx_tuning t = {warp, 64, 2, 16, 2, 1 << 14};
+    fcx_tuning t = {warp, 64, 2, 16, 2, 1 << 14, 16, 8};
     return t;
 }
 
@@ -176,7 +178,7 @@ typedef struct emu_set {
     emu_cfg cfg;
     fcx_tuning tuning;
     /* launches seen, by what they exercise (the tests check each path ran) */
-    int n_split, n_cols, n_rows_on_chip, n_rows_vec;
+    int n_split, n_cols, n_rows_on_chip, n_rows_vec, n_scan_tiles, n_scan_lines;
 } emu_set;
 
 static void set_open(emu_set *s, const char *tag, const emu_cfg *cfg) {
@@ -197,12 +199,16 @@ static void set_open(emu_set *s, const char *tag, const emu_cfg *cfg) {
               "a block of %d threads in warps of %d", cfg->threads, cfg->warp);
     fprintf(s->cpp, "#define FCX_HOST\n#define EMU_THREADS %d\n#define FCX_WARP %d\n", cfg->threads,
             cfg->warp);
+    /* tiles of a scan that leave only their total published: look-back over totals runs */
+    fputs("#define FCX_SCAN_PUBLISH(tile) ((tile) % 3 == 2 ? 1u : 2u)\n", s->cpp);
     if (cfg->small_splits)
         fprintf(s->cpp, "#define FCX_SPLIT_TARGET %lld\n#define FCX_SPLIT_MIN_CHUNK %lld\n"
                         "#define FCX_SPLIT_MAX %lld\n#define FCX_SPLIT_ALIGN %lld\n"
-                        "#define FCX_SCRATCH_CAP %lld\n",
+                        "#define FCX_SCRATCH_CAP %lld\n#define FCX_SCAN_TILE %lld\n"
+                        "#define FCX_SCAN_MIN_ROW %lld\n",
                 s->tuning.split_target, s->tuning.split_min_chunk, s->tuning.split_max,
-                s->tuning.split_align, s->tuning.scratch_cap);
+                s->tuning.split_align, s->tuning.scratch_cap, s->tuning.scan_tile,
+                s->tuning.scan_min_row);
     fputs(fcx_prelude_source, s->cpp);
     fputs(SHIM, s->cpp);
 }
@@ -471,6 +477,22 @@ static char *run_program(emu_set *s, program *p) {
         if (grid > 0)
             cr_assert_eq(fn(ptr, ints, flts, grid, dsmem, (unsigned)smem), 0,
                          "%s kernel %d: the emulated launch failed", p->name, k);
+        if (grid > 0 && src->strategy == FCX_STRATEGY_SCAN_TILES && lc.scratch_bytes) {
+            /* the counters and status words are zero again (the runtime keeps the scratch
+             * for the next launch): a second launch must compute the same */
+            const fc_array *r = kern->outs[0];
+            long long L = kern->space[r->p.axis], O = 1;
+            for (int d = 0; d < r->p.axis; d++) O *= kern->space[d];
+            size_t status = 16 + (size_t)(O * ((L + s->tuning.scan_tile - 1) / s->tuning.scan_tile)) * 4;
+            for (size_t b = 0; b < status; b++)
+                cr_assert_eq(scratch[b], 0, "%s kernel %d: scan scratch byte %zu left %d", p->name,
+                             k, b, scratch[b]);
+            cr_assert_eq(fn(ptr, ints, flts, grid, dsmem, (unsigned)smem), 0,
+                         "%s kernel %d: the second emulated launch failed", p->name, k);
+            s->n_scan_tiles++;
+        }
+        s->n_scan_lines += src->strategy == FCX_STRATEGY_SCAN_LINES ||
+                           (src->strategy == FCX_STRATEGY_SCAN_TILES && !lc.scratch_bytes);
         for (size_t b = 0; b < CANARY; b++) {
             cr_assert_eq(dsmem[smem + b], 0x5A, "%s kernel %d: wrote past its %zu bytes of shared "
                          "memory", p->name, k, smem);
@@ -807,6 +829,77 @@ Test(emulated, reductions_every_kind_and_dtype_eight_threads) {
 }
 Test(emulated, reductions_every_kind_and_dtype_one_thread) {
     emulate_reduction_sweep("sweep_t1", &(emu_cfg){1, 1, 2, true, false, false});
+}
+
+/* Every scan of every dtype: along each axis of [6, 5, 9] (a thread per line) and over the
+ * flattened array, along rows of 200 and 1-D arrays of 1000 (tiles of 16 elements here, so a
+ * row chains many tiles by look-back), zero-size and size-1 extents; directly and behind a
+ * prologue computed in the load. Each tiled scan runs twice on the same scratch, which it must
+ * leave zeroed. */
+static void emulate_scan_sweep(const char *tag, const emu_cfg *cfg) {
+    emu_set s;
+    set_open(&s, tag, cfg);
+    fc_scope_open(s.ctx);
+    static const char *const names[] = {"cumsum", "cumprod", "cummax", "cummin"};
+    fc_array *(*const fns[])(fc_array *, int) = {fc_cumsum, fc_cumprod, fc_cummax, fc_cummin};
+    static const struct {
+        fc_shape shape;
+        int axis;
+    } cases[] = {{FC_SHAPE(6, 5, 9), 0}, {FC_SHAPE(6, 5, 9), 1}, {FC_SHAPE(6, 5, 9), 2},
+                 {FC_SHAPE(6, 5, 9), FC_AXIS_NONE}, {FC_SHAPE(3, 200), 1}, {FC_SHAPE(1000), 0},
+                 {FC_SHAPE(200, 3), 0}, {FC_SHAPE(0, 70), 1}, {FC_SHAPE(4, 0), 0},
+                 {FC_SHAPE(1, 1), 1}};
+    const int ncase = (int)(sizeof cases / sizeof cases[0]);
+    int n = 0;
+    for (int op = 0; op < 4; op++)
+        for (int t = 0; t < FC_DTYPE_COUNT; t++)
+            for (int c = 0; c < ncase; c++) {
+                int rep = (op + t + c) % 2;
+                fc_array *x = sweep_input(s.ctx, (uint64_t)(op * 1000 + t * 20 + c), (fc_dtype)t,
+                                          cases[c].shape);
+                if (rep) x = fc_mul(x, x);
+                /* products of a thousand floats near 1, not overflowing: once a running product
+                 * is infinite, where NaNs appear depends on the order of the products */
+                if (op == 1 && fcg_is_inexact((fc_dtype)t))
+                    x = fc_add(fc_mul(x, fc_f64(s.ctx, 1.0 / 64)), fc_f64(s.ctx, 1));
+                fc_array *y = fns[op](x, cases[c].axis);
+                if (fc_array_status(y) != FC_OK) { /* not defined for this dtype */
+                    fc_clear_error(s.ctx);
+                    continue;
+                }
+                char name[96];
+                snprintf(name, sizeof name, "%s(%s%s, case %d)", names[op], rep ? "x*x of " : "",
+                         fc_dtype_name((fc_dtype)t), c);
+                fc_array *outs[1] = {fc_keep(y)};
+                set_add(&s, name, false, 0, outs, 1);
+                n++;
+            }
+    cr_assert_gt(n, 400, "only %d scans built", n);
+    /* epilogues: consumers computed in the scan's kernel from the value it just computed */
+    for (int c = 0; c < 3; c++) {
+        static const int axes[] = {1, 0, 1};
+        fc_shape sh = c == 2 ? FC_SHAPE(5, 6) : FC_SHAPE(4, 150);
+        fc_array *x = sweep_input(s.ctx, (uint64_t)(9000 + c), FC_F32, sh);
+        fc_array *i = sweep_input(s.ctx, (uint64_t)(9100 + c), FC_I32, sh);
+        fc_array *cs = fc_cumsum(fc_mul(x, x), axes[c]);
+        fc_array *outs[3] = {fc_keep(fc_div(cs, fc_add(x, fc_f64(s.ctx, 1)))),
+                             fc_keep(fc_sub(fc_cummax(i, axes[c]), i)),
+                             fc_keep(fc_sqrt(cs))};
+        char name[64];
+        snprintf(name, sizeof name, "scan epilogues, case %d", c);
+        set_add(&s, name, false, 0, outs, 3);
+    }
+    set_build(&s);
+    set_run_and_close(&s);
+    cr_assert(s.n_scan_tiles > 100 && s.n_scan_lines > 100, "paths not reached: %d tiled scans, "
+              "%d scans by lines", s.n_scan_tiles, s.n_scan_lines);
+}
+
+Test(emulated, scans_every_kind_and_dtype_eight_threads) {
+    emulate_scan_sweep("scan_t8", &(emu_cfg){8, 4, 3, true, false, false});
+}
+Test(emulated, scans_every_kind_and_dtype_one_thread) {
+    emulate_scan_sweep("scan_t1", &(emu_cfg){1, 1, 2, true, false, false});
 }
 
 /* User kernels (fc_elementwise_kernel / fc_reduction_kernel) fused with built-in ops, raw

@@ -398,6 +398,33 @@ Test(fusion, non_trailing_reduction_feeding_a_broadcast_two_kernels) {
     fcp_plan_destroy(p);
 }
 
+/* A scan computes its mapped input and takes in the elementwise consumers that read it at
+ * the element it computes (its epilogue); a consumer that reads it elsewhere (a flip), a
+ * reduction of it, or a reduction feeding it stay kernels of their own. */
+Test(fusion, scans_take_their_prologue_and_epilogue) {
+    fc_array *x = wl_input(ctx, 0, FC_F32, FC_SHAPE(64, 1000));
+    fc_array *c = fc_cumsum(fc_mul(x, x), 1);
+    fc_array *y = fc_div(c, fc_add(x, fc_f64(ctx, 1)));
+    fcp_plan *p = expect_kernels("cumsum(x*x) / (x + 1)", (fc_array *[]){y}, 1, 1, 1);
+    plan_assert(p, p->kernels[0].kind == FCP_KERNEL_SCAN && p->kernels[0].nout == 2 &&
+                       p->kernels[0].outs[0] == c && p->kernels[0].outs[1] == y,
+                "cumsum(x*x) / (x + 1)", "kind %s, %d outputs",
+                fcp_kernel_kind_names[p->kernels[0].kind], p->kernels[0].nout);
+    fcp_plan_destroy(p);
+    fc_array *f = fc_add(fc_flip(c, FC_AXES(1)), x);
+    p = expect_kernels("flip(cumsum(x*x)) + x", (fc_array *[]){f}, 1, 2, 2);
+    plan_assert(p, p->kernels[0].kind == FCP_KERNEL_SCAN && p->kernels[0].nout == 1 &&
+                       p->kernels[1].kind == FCP_KERNEL_EW,
+                "flip(cumsum(x*x)) + x", "kinds %s, %s", fcp_kernel_kind_names[p->kernels[0].kind],
+                fcp_kernel_kind_names[p->kernels[1].kind]);
+    fcp_plan_destroy(p);
+    fc_array *m = fc_cummax(fc_sub(x, fc_mean(x, FC_AXES(1), true)), 1);
+    p = expect_kernels("cummax(x - mean(x))", (fc_array *[]){fc_sum(m, FC_AXES(1), false)}, 1, 3, 3);
+    plan_assert(p, count_kind(p, FCP_KERNEL_SCAN) == 1 && has_boundary_reason(p, "feeding a scan"),
+                "cummax(x - mean(x))", "%d scan kernels", count_kind(p, FCP_KERNEL_SCAN));
+    fcp_plan_destroy(p);
+}
+
 /* A reduction of a reduction over different axes: two levels that cannot share a kernel. */
 Test(fusion, reduction_of_a_reduction_over_other_axes_two_kernels) {
     fc_array *x = wl_input(ctx, 0, FC_F32, FC_SHAPE(256, 128, 64));

@@ -72,7 +72,7 @@
  *      op's own dtypes (result, loop, operands; integer and bool ops exactly), and the GPU's
  *      outputs in this run must match its outputs in the first run by rules 1-3 (where other
  *      kernels computed them: a sum-like output within its allowance below). A sum-like
- *      op (sum, mean, var, std, matmul, fft, ifft) may also differ by the rounding of its
+ *      op (sum, mean, var, std, cumsum, matmul, fft, ifft) may also differ by the rounding of its
  *      summation order, 8 * n * eps * M an element: n terms, eps of the accumulator (2^-52:
  *      both sides sum in f64 / c128; cuBLAS and cuFFT in the dtype's own precision), M the
  *      sum of the terms' magnitudes (|x|, |x|^2 for var and its square root for std,
@@ -434,7 +434,8 @@ static fc_array *magnitude(fc_array *x) {
 /* Rule 6's allowance for a sum-like op, whose two sides add the same terms in other orders:
  * per element, 8 * n * eps * M, n the number of terms, eps the accumulator's (2^-52: sum,
  * mean, var and std accumulate in f64 or c128 on both sides; cuBLAS and cuFFT in the dtype's
- * own precision) and M the sum of the terms' magnitudes (|x|; |x|^2 for var, whose bound std
+ * own precision) and M the sum of the terms' magnitudes (|x|, its running sum for cumsum;
+ * |x|^2 for var, whose bound std
  * takes the square root of; |a| @ |b| for matmul; along the axis for fft, times n more for its
  * butterflies or Bluestein's chirps). Where the terms cancel, the result is as small as the
  * rounding of the partial sums and no relative rule can hold: this one is the textbook
@@ -443,9 +444,10 @@ static double *sum_bound(fc_ctx *hc, const rp_node *p, fc_array *const *ins, siz
     bool red = p->op == FCG_OP_SUM || p->op == FCG_OP_MEAN || p->op == FCG_OP_VAR ||
                p->op == FCG_OP_STD;
     bool mm = p->op == FCG_OP_MATMUL, fft = p->op == FCG_OP_FFT || p->op == FCG_OP_IFFT;
-    if (!(red || mm || fft) || !fcg_is_inexact(p->dtype) || count == 0) return NULL;
+    bool scan = p->op == FCG_OP_CUMSUM;
+    if (!(red || mm || fft || scan) || !fcg_is_inexact(p->dtype) || count == 0) return NULL;
     fc_dtype lt = fcg_is_inexact(p->loop) ? p->loop : p->dtype;
-    double eps = red || lt == FC_F64 || lt == FC_C128 ? 0x1p-52
+    double eps = red || scan || lt == FC_F64 || lt == FC_C128 ? 0x1p-52
                  : lt == FC_F16 ? 0x1p-10 : lt == FC_BF16 ? 0x1p-7 : 0x1p-23;
     fc_array *x = ins[0], *m;
     fc_shape xs = fc_array_shape(x);
@@ -463,6 +465,9 @@ static double *sum_bound(fc_ctx *hc, const rp_node *p, fc_array *const *ins, siz
         m = fc_sum(a, ax, p->p.keepdims);
         if (p->op == FCG_OP_MEAN) per = n > 0 ? 1 / n : 1;
         if (p->op == FCG_OP_VAR || p->op == FCG_OP_STD) per = 1 / fmax(n - p->p.ddof, 1);
+    } else if (scan) { /* each running sum: its terms so far, in a tree on the GPU */
+        n = (double)xs.dim[p->p.axis];
+        m = fc_cumsum(magnitude(x), p->p.axis);
     } else if (mm) {
         n = xs.ndim ? (double)xs.dim[xs.ndim - 1] : 1;
         m = fc_matmul(magnitude(x), magnitude(ins[1]));
@@ -486,7 +491,7 @@ static double *sum_bound(fc_ctx *hc, const rp_node *p, fc_array *const *ins, siz
         b[i] = 8 * n * eps * b[i] * per;
         if (p->op == FCG_OP_STD) b[i] = sqrt(b[i]);
     }
-    sum_bounds_made[red ? 0 : mm ? 1 : 2]++;
+    sum_bounds_made[red || scan ? 0 : mm ? 1 : 2]++;
     return b;
 }
 

@@ -836,6 +836,16 @@ Test(op_table, every_reduction_row_has_a_whole_descriptor) {
     for (int op = 0; op < FCG_OP_COUNT; op++) {
         const fcg_op_info *info = &fcg_ops[op];
         const fcg_reduction *d = &info->red;
+        if (info->kind == FCG_KIND_SCAN) { /* a running reduction: its combine, no finish */
+            cr_expect(descriptor_complete(d) && d->finish == FCG_FINISH_NONE &&
+                          d->map == FCG_MAP_VALUE &&
+                          (d->combine == FCG_COMBINE_ADD || d->combine == FCG_COMBINE_MUL ||
+                           d->combine == FCG_COMBINE_MAX || d->combine == FCG_COMBINE_MIN),
+                      "scan %s: a descriptor scans take (VALUE map, no finish, +, *, max, min)",
+                      info->pyname);
+            cr_expect(info->params == FCG_P_AXIS, "scan %s reads p.axis alone", info->pyname);
+            continue;
+        }
         if (info->kind != FCG_KIND_REDUCE) {
             const fcg_reduction unset = {FCG_ID_UNSET, FCG_MAP_UNSET, FCG_COMBINE_UNSET,
                                          FCG_FINISH_UNSET, FCG_ACC_UNSET, FCG_RESULT_UNSET, false};

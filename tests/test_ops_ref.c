@@ -87,6 +87,15 @@ static fc_array *build_op(run *r, reff_tokens *t, fc_array **regs, int nreg) {
         bool keep = reff_need_int(t) != 0;
         return name[3] == 'm' && name[4] == 'a' ? fc_argmax(x, axis, keep) : fc_argmin(x, axis, keep);
     }
+    if (strcmp(name, "cumsum") == 0 || strcmp(name, "cumprod") == 0 ||
+        strcmp(name, "cummax") == 0 || strcmp(name, "cummin") == 0) {
+        fc_array *x = reff_need_reg(t, regs, nreg);
+        const char *a = reff_need(t);
+        int axis = strcmp(a, "none") == 0 ? FC_AXIS_NONE : atoi(a);
+        return name[3] == 's' ? fc_cumsum(x, axis) : name[3] == 'p' ? fc_cumprod(x, axis)
+               : name[4] == 'a'                    ? fc_cummax(x, axis)
+                                                   : fc_cummin(x, axis);
+    }
     if (strcmp(name, "cast") == 0) {
         fc_array *x = reff_need_reg(t, regs, nreg);
         return fc_cast(x, reff_need_dtype(t));
@@ -342,12 +351,13 @@ Test(ops_ref, views) { run_reference("ops_views.txt", 40); }
 Test(ops_ref, creation) { run_reference("ops_creation.txt", 300); }
 Test(ops_ref, matmul) { run_reference("ops_matmul.txt", 60); }
 Test(ops_ref, fft) { run_reference("ops_fft.txt", 10); } /* tests/gen_fft.py */
+Test(ops_ref, scans) { run_reference("ops_scan.txt", 150); } /* tests/gen_scan.py */
 
 /* ---- coverage: no op of ops.def goes untested ------------------------------------------- */
 
 static const char *const ref_files[] = {"ops_ew.txt", "ops_special.txt", "ops_reduce.txt",
                                         "ops_views.txt", "ops_creation.txt", "ops_matmul.txt",
-                                        "ops_fft.txt"};
+                                        "ops_fft.txt", "ops_scan.txt"};
 
 Test(ops_ref, every_op_has_a_reference_case) {
     run r;
