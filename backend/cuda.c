@@ -1206,13 +1206,15 @@ static fc_status add_scratch(fc_ctx *ctx, plan_entry *e, size_t bytes, arg_src *
     return bytes ? entry_block(ctx, e, bytes, NULL, &out->dptr) : FC_OK;
 }
 
-/* Whether kernel k can meet a value NumPy refuses: an integer power (a negative exponent). */
+/* Whether kernel k can meet a value NumPy refuses: an integer power (a negative exponent), a
+ * take whose index may be out of bounds. */
 static bool raises_value_error(const fcp_kernel *k) {
     for (int i = 0; i < k->nnode; i++) {
         const fc_array *a = k->nodes[i];
         fc_dtype t = (fc_dtype)a->loop_dtype;
         if (a->op == FCG_OP_POW && (t == FC_I8 || t == FC_I16 || t == FC_I32 || t == FC_I64))
             return true;
+        if (a->op == FCG_OP_TAKE && a->p.mode == FC_TAKE_RAISE) return true;
     }
     return false;
 }
@@ -1597,7 +1599,9 @@ static fc_status run_entry(fc_ctx *ctx, plan_entry *e, fc_array *const *leaves,
         if ((st = CU(ctx, MemcpyDtoHAsync(&raised, e->steps[i].value_flag, sizeof raised, s))) ==
             FC_OK)
             st = CU(ctx, StreamSynchronize(s));
-        if (st == FC_OK && raised)
+        if (st == FC_OK && (raised & 2u)) /* the prelude's FCX_RAISE_INDEX */
+            st = fcg_error(ctx, FC_ERR_VALUE, "take: an index is out of bounds for its axis");
+        else if (st == FC_OK && raised)
             st = fcg_error(ctx, FC_ERR_VALUE,
                            "power: integers to negative integer powers are not allowed");
     }

@@ -819,6 +819,11 @@ static fc_status decide(lower *lw, const fc_array *g, int *lay, int *req, bool *
         *lay = LAY_FREE;
         return FC_OK;
     }
+    if (kind == FCG_KIND_GATHER) { /* any element may be read: every shard holds it all */
+        *lay = LAY_REPL;
+        req[0] = req[1] = LAY_REPL;
+        return FC_OK;
+    }
     if (g->op == FCG_OP_MATMUL) {
         const fc_array *a = g->in[0], *b = g->in[1];
         int nd = g->ndim;

@@ -754,12 +754,35 @@ static int eval_view(gen *g, const fc_array *a, const ix *idx) {
     }
 }
 
+/* take at idx: the index array at the axes that replace the taken one, adjusted by the mode
+ * (prelude fcx_take_index), then the input at that position: an indexed load, or the input's
+ * expression computed there. */
+static int eval_take(gen *g, const fc_array *a, const ix *idx) {
+    const fc_array *x = a->in[0], *ind = a->in[1];
+    const int ax = a->p.axis, ni = ind->ndim;
+    ix ii;
+    memset(&ii, 0, sizeof ii);
+    ii.nd = ni;
+    for (int d = 0; d < ni; d++) ii.e[d] = idx->e[ax + d];
+    int v = eval(g, ind, &ii);
+    int j = new_var(g);
+    line(g, "const idx_t j%d = (idx_t)fcx_take_index(v%d, (long long)%s, %d);", j, v,
+         extent(g, x, ax), (int)a->p.mode);
+    ix xi;
+    memset(&xi, 0, sizeof xi);
+    xi.nd = x->ndim;
+    for (int d = 0; d < x->ndim; d++)
+        xi.e[d] = d < ax ? idx->e[d] : d == ax ? str(g, "j%d", j) : idx->e[d - 1 + ni];
+    return eval(g, x, &xi);
+}
+
 static int eval_node(gen *g, const fc_array *a, const ix *idx) {
     switch (fcg_ops[a->op].kind) {
     case FCG_KIND_SOURCE: return a->op == FCG_OP_CONST ? eval_const(g, a) : eval_source(g, a, idx);
     case FCG_KIND_EW: return eval_ew(g, a, idx);
     case FCG_KIND_VIEW: return eval_view(g, a, idx);
     case FCG_KIND_USER: return eval_user(g, a, idx);
+    case FCG_KIND_GATHER: return eval_take(g, a, idx);
     case FCG_KIND_REDUCE: /* the planner gives these kernels of their own roles */
     case FCG_KIND_SCAN:
     case FCG_KIND_LIB:

@@ -72,12 +72,17 @@
 #define FCX_BIG __device__ inline
 #endif
 
-/* Raised by a kernel that met a value NumPy refuses (an integer to a negative power): the
- * runtime zeroes it before such a kernel runs and reads it afterwards (FC_ERR_VALUE). */
+/* Raised by a kernel that met a value NumPy refuses: the runtime zeroes it before such a
+ * kernel runs and reads it afterwards (FC_ERR_VALUE). A bit a cause: FCX_RAISE_POWER (an
+ * integer to a negative power), FCX_RAISE_INDEX (take: an index out of bounds). */
+#define FCX_RAISE_POWER 1u
+#define FCX_RAISE_INDEX 2u
 #ifdef FCX_HOST
 inline unsigned int fcx_value_error;
+#define fcx_raise(bit) (fcx_value_error |= (bit))
 #else
 __device__ unsigned int fcx_value_error;
+#define fcx_raise(bit) atomicOr(&fcx_value_error, (bit))
 #endif
 
 /* ---- storage and compute types ---------------------------------------------------------- */
@@ -467,7 +472,7 @@ FCX_I(type) fcx_fmod(T a, T b) {
 FCX_I(type) fcx_pow(T a, T b) {
     if constexpr (fcx_ti<T>::sgn)
         if (b < 0) {
-            fcx_value_error = 1u;
+            fcx_raise(FCX_RAISE_POWER);
             return 0;
         }
     FCX_W r = 1, base = (FCX_W)a;
@@ -1239,6 +1244,24 @@ template <class T> FCX_FN void fcx_argmin_combine(T *v, long long *i, T v2, long
         *v = v2;
         *i = i2;
     }
+}
+
+/* ---- gathers ---------------------------------------------------------------------------- */
+
+/* take's index v along an axis of extent n (n >= 1) by mode (fc_take_mode: 0 raise, 1 wrap,
+ * 2 clip), as np.take: an index is the int64 value of its bits (a u64 above 2^63 is
+ * negative, as NumPy casts it); raise counts negative indices from the end and raises
+ * FCX_RAISE_INDEX (reading element 0 instead) outside [-n, n). */
+template <class I> FCX_FN long long fcx_take_index(I v, long long n, int mode) {
+    long long j = (long long)v;
+    if (mode == 1) return (j % n + n) % n;
+    if (mode == 2) return j >= n ? n - 1 : j < 0 ? 0 : j;
+    if (j < 0 && j >= -n) j += n;
+    if (j < 0 || j >= n) {
+        fcx_raise(FCX_RAISE_INDEX);
+        return 0;
+    }
+    return j;
 }
 
 /* ---- block-level machinery of the reduction kernels ------------------------------------ */

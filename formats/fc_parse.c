@@ -154,7 +154,7 @@ typedef enum fcf_fkind {
     FK_CAST, FK_REDUCE, FK_ARG, FK_NORM, FK_RESHAPE, FK_TRANSPOSE, FK_BROADCAST,
     FK_EXPAND, FK_SQUEEZE, FK_FLIP, FK_PAD, FK_CONCAT, FK_STACK, FK_MATMUL, FK_FILL, FK_FULL,
     FK_LIKE, FK_FULL_LIKE, FK_ARANGE, FK_LINSPACE, FK_EYE, FK_RANDOM, FK_COMPLEX, FK_FFT,
-    FK_RAVEL, FK_COMPOSITE, FK_SCAN,
+    FK_RAVEL, FK_COMPOSITE, FK_SCAN, FK_TAKE,
     FK_EW_KERNEL, FK_RED_KERNEL /* user kernel declarations: a binding's whole right side */
 } fcf_fkind;
 
@@ -200,6 +200,7 @@ typedef struct fcf_func {
 #define RF_USER(E, py, params)
 /* every scan: f(a, axis=None), as np.cumsum */
 #define RF_SCAN(E, py, params) {py, FK_SCAN, FCG_OP_##E, 2, 1, {"a", "axis"}},
+#define RF_GATHER(E, py, params)
 static const fcf_func fcf_reduce_funcs[] = {
 #define FCG_OP(E, c, py, nin, kind, rule, infix, params, red) RF_##kind(E, py, params)
 #include "ops.def"
@@ -215,6 +216,7 @@ static const fcf_func fcf_reduce_funcs[] = {
 #undef RF_LIB
 #undef RF_USER
 #undef RF_SCAN
+#undef RF_GATHER
 
 /* Functions that are not plain elementwise ops or reductions (fcg_ops[] and
  * fcf_reduce_funcs above have those). */
@@ -236,6 +238,7 @@ static const fcf_func fcf_funcs[] = {
     {"concat", FK_CONCAT, 0, 2, 1, {"arrays", "axis"}},
     {"stack", FK_STACK, 0, 2, 1, {"arrays", "axis"}},
     {"matmul", FK_MATMUL, 0, 2, 2, {"x1", "x2"}},
+    {"take", FK_TAKE, 0, 3, 2, {"a", "indices", "axis", "mode"}},
     {"fft", FK_FFT, FCG_OP_FFT, 4, 1, {"a", "n", "axis", "norm"}},
     {"ifft", FK_FFT, FCG_OP_IFFT, 4, 1, {"a", "n", "axis", "norm"}},
     {"zeros", FK_FILL, 0, 2, 1, {"shape", "dtype"}},
@@ -314,6 +317,7 @@ static const struct {
 
 /* The string values of pad's mode (in fc_pad_mode's order) and of fft's norm. */
 static const char *const fcf_pad_modes[] = {"constant", "edge", "reflect", "symmetric"};
+static const char *const fcf_take_modes[] = {"raise", "wrap", "clip"}; /* fc_take_mode's order */
 static const char fcf_fft_norm[] = "backward";
 
 /* Reserved words. Each spelling maps to what it means; parse_name dispatches on the meaning. */
@@ -663,6 +667,8 @@ void fcf_names(fcf_name_fn visit, void *user) {
         visit(user, FCF_FUNCTION, fcf_ew_aliases[i].alias, fcf_ew_aliases[i].pyname);
     for (size_t i = 0; i < FCF_COUNT(fcf_pad_modes); i++)
         visit(user, FCF_STRING, fcf_pad_modes[i], "pad");
+    for (size_t i = 0; i < FCF_COUNT(fcf_take_modes); i++)
+        visit(user, FCF_STRING, fcf_take_modes[i], "take");
     visit(user, FCF_STRING, fcf_fft_norm, "fft");
     visit(user, FCF_STRING, fcf_fft_norm, "ifft");
     for (size_t i = 0; i < FCF_COUNT(fcf_methods); i++) {
@@ -3016,6 +3022,26 @@ static fc_status eval_call(fcf_builder *b, const fcf_expr *e, fcf_value *out) {
             return berr(b, arg_pos(e, 3), FC_ERR_UNSUPPORTED,
                         "%s: norm must be None or \"backward\"", fn->name);
         return bcheck(b, e, fn->op == FCG_OP_FFT ? fc_fft(x, axis) : fc_ifft(x, axis), out);
+    }
+    case FK_TAKE: {
+        fc_array *ind;
+        int axis = FC_AXIS_NONE, m = 0;
+        if ((st = eval_array_arg(b, e, 0, &x)) != FC_OK) return st;
+        if ((st = eval_array_arg(b, e, 1, &ind)) != FC_OK) return st;
+        if ((st = eval_arg(b, e, 2, &v[2], V_NONE)) != FC_OK) return st;
+        if (v[2].kind != V_NONE &&
+            (st = to_small_int(b, arg_pos(e, 2), &v[2], "axis", &axis)) != FC_OK)
+            return st;
+        if ((st = eval_arg(b, e, 3, &v[3], V_NONE)) != FC_OK) return st;
+        if (v[3].kind != V_NONE) {
+            m = -1;
+            for (int k = 0; k < (int)FCF_COUNT(fcf_take_modes); k++)
+                if (v[3].kind == V_STR && strcmp(v[3].s, fcf_take_modes[k]) == 0) m = k;
+            if (m < 0)
+                return berr(b, arg_pos(e, 3), FC_ERR_INVALID,
+                            "take mode must be \"raise\", \"wrap\" or \"clip\"");
+        }
+        return bcheck(b, e, fc_take(x, ind, axis, (fc_take_mode)m), out);
     }
     case FK_MATMUL: {
         fc_array *y;

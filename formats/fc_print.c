@@ -493,6 +493,17 @@ static fc_status put_rhs(fcq_printer *pr, const fc_array *a) {
         buf_puts(b, ")");
         return FC_OK;
     }
+    if (a->op == FCG_OP_TAKE) {
+        static const char *const modes[] = {"raise", "wrap", "clip"};
+        buf_puts(b, "take(");
+        put_operand(pr, a->in[0], false);
+        buf_puts(b, ", ");
+        put_operand(pr, a->in[1], false);
+        buf_printf(b, ", axis=%d", (int)a->p.axis);
+        if (a->p.mode) buf_printf(b, ", mode=\"%s\"", modes[a->p.mode % 3]);
+        buf_puts(b, ")");
+        return FC_OK;
+    }
     if (info->kind == FCG_KIND_SCAN) {
         buf_printf(b, "%s(", info->pyname);
         put_operand(pr, a->in[0], false);

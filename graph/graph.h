@@ -36,6 +36,8 @@ typedef enum fcg_kind {
                       definition */
     FCG_KIND_SCAN, /* an inclusive scan along p.axis (cumsum): its descriptor's identity,
                       combine and result rule, as a reduction's; same shape as its input */
+    FCG_KIND_GATHER, /* in[0] read at positions in[1] holds (take): elementwise over its own
+                        shape, an indexed load of in[0] */
     FCG_KIND_EWX = FCG_KIND_EW /* elementwise with a hand-written constructor (cast) */
 } fcg_kind;
 
@@ -329,6 +331,9 @@ extern const fcg_ternary_fn fcg_ternary_api[FCG_OP_COUNT];
  *   PAD        a[d] = before, b[d] = after, mode (fc_pad_mode), re = constant value
  *   CONCAT     axis
  *   FFT, IFFT  axis (normalised: 0 <= axis < ndim); IFFT: re = the scale (fcg_ifft_scale)
+ *   CUMSUM ..  axis (normalised)
+ *   TAKE       axis of in[0] (normalised) that in[1]'s values index, mode (fc_take_mode); the
+ *              result's shape is in[0]'s with that axis replaced by in[1]'s shape
  *   INPUT      ival = the program input's index (placeholders are never consed)
  */
 typedef struct fcg_params {

@@ -848,6 +848,19 @@ FC_API fc_array *fc_cumprod(fc_array *a, int axis);
 FC_API fc_array *fc_cummax(fc_array *a, int axis);
 FC_API fc_array *fc_cummin(fc_array *a, int axis);
 
+/** What fc_take does with an index outside [-n, n) of an axis of extent n (np.take's mode):
+ *  RAISE fails the evaluation with FC_ERR_VALUE (negative indices count from the end, as in
+ *  NumPy); WRAP takes it modulo n; CLIP clamps it to [0, n - 1] (negative indices give 0).
+ *  An index is the int64 value of its bits: a u64 above 2^63 is negative, as NumPy casts it. */
+typedef enum fc_take_mode { FC_TAKE_RAISE, FC_TAKE_WRAP, FC_TAKE_CLIP } fc_take_mode;
+/** np.take(a, indices, axis, mode): the elements of a at the positions indices holds along
+ *  axis, or in the flattened array when axis == FC_AXIS_NONE. The result's shape is a's with
+ *  that axis replaced by indices' shape. indices: an integer or bool array (never a weak
+ *  scalar's float). A gather is an indexed load in the kernel that consumes it (a is computed
+ *  where it is read, as views are); taking from an empty axis fails (FC_ERR_VALUE) unless
+ *  indices is empty. */
+FC_API fc_array *fc_take(fc_array *a, fc_array *indices, int axis, fc_take_mode mode);
+
 /* ---------------------------------------------------------------------------------------- */
 /* Views and shape ops. Lazy like everything else: a view is index arithmetic in the kernel   */
 /* that consumes it, never a copy.                                                            */

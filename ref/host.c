@@ -636,6 +636,62 @@ static fc_status eval_concat(evaluator *ev, size_t idx) {
     return FC_OK;
 }
 
+/* ---- gathers ----------------------------------------------------------------------------- */
+
+/* Byte offset of row-major position `flat` of the dims [lo, hi) of shape, by strides. */
+static int64_t strided_offset(int64_t flat, const int64_t *shape, const int64_t *strides, int lo,
+                              int hi) {
+    int64_t off = 0;
+    for (int d = hi - 1; d >= lo; d--) {
+        if (shape[d] == 0) return 0;
+        off += flat % shape[d] * strides[d];
+        flat /= shape[d];
+    }
+    return off;
+}
+
+/* take: out[o, j.., c] = x[o, index(j..), c], the index adjusted by the mode (np.take's rules). */
+static fc_status eval_take(evaluator *ev, size_t idx) {
+    slot *s = &ev->slots[idx];
+    const fc_array *a = s->node, *xa = a->in[0], *ia = a->in[1];
+    fc_status st = own_buffer(ev, idx);
+    if (st != FC_OK) return st;
+    const slot *x = input_slot(ev, a, 0), *ix = input_slot(ev, a, 1);
+    const int ax = a->p.axis;
+    int64_t O = 1, C = 1, J = (int64_t)fcg_node_numel(ia), n = xa->shape[ax];
+    for (int d = 0; d < ax; d++) O *= xa->shape[d];
+    for (int d = ax + 1; d < xa->ndim; d++) C *= xa->shape[d];
+    const size_t es = fc_dtype_size((fc_dtype)a->dtype);
+    const fc_dtype it = (fc_dtype)ia->dtype;
+    char *out = s->base;
+    for (int64_t j = 0; j < J; j++) {
+        fch_wide_val w;
+        fch_gather_wide(it, ix->base + strided_offset(j, ia->shape, ix->strides, 0, ia->ndim), 0, 1,
+                        it, &w);
+        /* the int64 value of the index's bits (a u64 above 2^63 is negative, as in NumPy) */
+        int64_t v = fch_wide_of(it) == FCH_W_U64 ? (int64_t)w.u : w.i;
+        switch ((fc_take_mode)a->p.mode) {
+        case FC_TAKE_RAISE:
+            if (v < 0 && v >= -n) v += n;
+            if (v < 0 || v >= n)
+                return fcg_error(ev->ctx, FC_ERR_VALUE, "take: index %lld is out of bounds for "
+                                 "axis %d with size %lld", (long long)v, ax, (long long)n);
+            break;
+        case FC_TAKE_WRAP: v = (v % n + n) % n; break;
+        case FC_TAKE_CLIP: v = v >= n ? n - 1 : v < 0 ? 0 : v; break;
+        }
+        for (int64_t o = 0; o < O; o++) {
+            const char *src = x->base + strided_offset(o, xa->shape, x->strides, 0, ax) +
+                              v * x->strides[ax];
+            char *dst = out + ((o * J + j) * C) * (int64_t)es;
+            for (int64_t c = 0; c < C; c++)
+                memcpy(dst + c * (int64_t)es,
+                       src + strided_offset(c, xa->shape, x->strides, ax + 1, xa->ndim), es);
+        }
+    }
+    return FC_OK;
+}
+
 /* ---- one node --------------------------------------------------------------------------- */
 
 static fc_status eval_node(evaluator *ev, size_t idx) {
@@ -698,6 +754,7 @@ static fc_status eval_node(evaluator *ev, size_t idx) {
             return fch_fft(ev->ctx, a, x->base, x->strides, s->base);
         }
         break;
+    case FCG_KIND_GATHER: return eval_take(ev, idx);
     case FCG_KIND_SCAN: {
         st = own_buffer(ev, idx);
         if (st != FC_OK) return st;

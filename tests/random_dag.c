@@ -25,6 +25,7 @@ typedef struct rd_ew {
 #define RD_KIND_LIB(c, n)
 #define RD_KIND_USER(c, n)
 #define RD_KIND_SCAN(c, n)
+#define RD_KIND_GATHER(c, n)
 static const rd_ew rd_ew_ops[] = {
 #define FCG_OP(E, c, py, nin, kind, rule, infix, params, red) RD_KIND_##kind(c, nin)
 #include "ops.def"
@@ -39,6 +40,7 @@ static const rd_ew rd_ew_ops[] = {
 #undef RD_KIND_LIB
 #undef RD_KIND_USER
 #undef RD_KIND_SCAN
+#undef RD_KIND_GATHER
 #define RD_N_EW ((int)(sizeof rd_ew_ops / sizeof rd_ew_ops[0]))
 
 /* ---- the generator's state -------------------------------------------------------------- */
@@ -563,7 +565,31 @@ static fc_array *rd_stack(rd *r, fc_array *a) {
     return fc_stack(r->ctx, p, n, rd_range(r, -nd - 1, nd));
 }
 
+/* take of a pool array by an integer one along a random axis (or the flattened array), in a
+ * random mode; raise mode indexes with the indices modulo the extent, which NumPy accepts.
+ * Choices come from h, not from the generator's stream (as rd_scan's). */
+static fc_array *rd_take(rd *r, uint64_t h) {
+    fc_array *a = rd_pick(r), *ind = NULL;
+    for (int i = 0; i < r->npool && !ind; i++) { /* the first integer array from a place h picks */
+        fc_array *c = r->pool[((h >> 20) + (uint64_t)i) % (uint64_t)r->npool];
+        if (is_int(fc_array_dtype(c)) && !fc_array_is_weak(c)) ind = c;
+    }
+    if (!ind) return NULL;
+    int nd = fc_array_ndim(a);
+    int axis = nd == 0 || (h >> 8) % 4 == 0 ? FC_AXIS_NONE : (int)((h >> 12) % (uint64_t)(2 * nd)) - nd;
+    fc_take_mode mode = (fc_take_mode)((h >> 16) % 3);
+    if (mode == FC_TAKE_RAISE) {
+        fc_shape s = fc_array_shape(a);
+        int64_t n = axis == FC_AXIS_NONE ? numel(&s) : s.dim[axis < 0 ? axis + nd : axis];
+        if (n == 0) return NULL;
+        ind = fc_mod(ind, fc_i64(r->ctx, n));
+    }
+    return fc_take(a, ind, axis, mode);
+}
+
 static fc_array *rd_view(rd *r) {
+    uint64_t h = rd_side(r->state ^ 0x74616b65ULL); /* "take" */
+    if (h % 10 == 0) return rd_take(r, h);
     fc_array *a = rd_pick(r);
     int nd = fc_array_ndim(a);
     switch (rd_below(r, 12)) {

@@ -895,6 +895,37 @@ static void emulate_scan_sweep(const char *tag, const emu_cfg *cfg) {
               "%d scans by lines", s.n_scan_tiles, s.n_scan_lines);
 }
 
+/* Gathers where kernels of each kind meet them: a take in a reduction's prologue, in a row
+ * kernel's rows, of a stored reduction, by computed indices in each mode, of every dtype. */
+Test(emulated, takes_in_every_kind_of_kernel) {
+    emu_set s;
+    set_open(&s, "take", &(emu_cfg){8, 4, 3, true, false, false});
+    fc_ctx *ctx = s.ctx;
+    fc_scope_open(ctx);
+    fc_array *x = sweep_input(ctx, 1, FC_F32, FC_SHAPE(6, 40));
+    fc_array *i = sweep_input(ctx, 2, FC_I16, FC_SHAPE(9));
+    fc_array *j = fc_cast(fc_mul(fc_abs(sweep_input(ctx, 3, FC_F64, FC_SHAPE(3, 5))), fc_f64(ctx, 9)), FC_I32);
+    fc_array *t = fc_take(fc_mul(x, x), i, 1, FC_TAKE_WRAP);
+    fc_array *outs[3] = {fc_keep(fc_sum(t, FC_AXES(1), false)), NULL, NULL};
+    set_add(&s, "sum(take(x*x, i, 1, wrap), 1)", false, 0, outs, 1);
+    fc_array *u = fc_take(x, fc_mod(i, fc_i64(ctx, 6)), 0, FC_TAKE_RAISE);
+    outs[0] = fc_keep(fc_sub(u, fc_max(u, FC_AXES(1), true)));
+    set_add(&s, "take(x, i % 6, 0) - max(., 1)", false, 0, outs, 1);
+    outs[0] = fc_keep(fc_take(fc_sum(x, FC_AXES(1), false), j, FC_AXIS_NONE, FC_TAKE_CLIP));
+    outs[1] = fc_keep(fc_take(x, j, 1, FC_TAKE_WRAP));
+    outs[2] = fc_keep(fc_take(fc_transpose(x), fc_negative(j), 0, FC_TAKE_CLIP));
+    set_add(&s, "take of a reduction, of x, of x.T", false, 0, outs, 3);
+    for (int d = 0; d < FC_DTYPE_COUNT; d++) {
+        fc_array *y = sweep_input(ctx, (uint64_t)(10 + d), (fc_dtype)d, FC_SHAPE(4, 7));
+        outs[0] = fc_keep(fc_take(y, i, FC_AXIS_NONE, (fc_take_mode)(1 + d % 2)));
+        char name[64];
+        snprintf(name, sizeof name, "take of %s", fc_dtype_name((fc_dtype)d));
+        set_add(&s, name, false, 0, outs, 1);
+    }
+    set_build(&s);
+    set_run_and_close(&s);
+}
+
 Test(emulated, scans_every_kind_and_dtype_eight_threads) {
     emulate_scan_sweep("scan_t8", &(emu_cfg){8, 4, 3, true, false, false});
 }

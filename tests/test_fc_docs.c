@@ -226,6 +226,9 @@ static void check_accepted(void *user, fcf_name_kind kind, const char *name, con
     case FCF_STRING:
         if (strcmp(owner, "pad") == 0)
             snprintf(text, sizeof text, X_DECL "y = pad(x, 1, mode=\"%s\")\nout y\n", name);
+        else if (strcmp(owner, "take") == 0)
+            snprintf(text, sizeof text, X_DECL "y = take(x, x > 0, mode=\"%s\")\nout y\n",
+                     name);
         else
             snprintf(text, sizeof text, X_DECL "y = %s(x, norm=\"%s\")\nout y\n", owner, name);
         cr_assert_eq(parse_build(ctx, text, msg, sizeof msg), FC_OK, "\"%s\" (%s): %s", name,

@@ -96,6 +96,15 @@ static fc_array *build_op(run *r, reff_tokens *t, fc_array **regs, int nreg) {
                : name[4] == 'a'                    ? fc_cummax(x, axis)
                                                    : fc_cummin(x, axis);
     }
+    if (strcmp(name, "take") == 0) {
+        fc_array *x = reff_need_reg(t, regs, nreg), *ind = reff_need_reg(t, regs, nreg);
+        const char *a = reff_need(t);
+        int axis = strcmp(a, "none") == 0 ? FC_AXIS_NONE : atoi(a);
+        const char *m = reff_need(t);
+        fc_take_mode mode = strcmp(m, "wrap") == 0 ? FC_TAKE_WRAP
+                            : strcmp(m, "clip") == 0 ? FC_TAKE_CLIP : FC_TAKE_RAISE;
+        return fc_take(x, ind, axis, mode);
+    }
     if (strcmp(name, "cast") == 0) {
         fc_array *x = reff_need_reg(t, regs, nreg);
         return fc_cast(x, reff_need_dtype(t));
@@ -352,12 +361,13 @@ Test(ops_ref, creation) { run_reference("ops_creation.txt", 300); }
 Test(ops_ref, matmul) { run_reference("ops_matmul.txt", 60); }
 Test(ops_ref, fft) { run_reference("ops_fft.txt", 10); } /* tests/gen_fft.py */
 Test(ops_ref, scans) { run_reference("ops_scan.txt", 150); } /* tests/gen_scan.py */
+Test(ops_ref, take) { run_reference("ops_take.txt", 100); } /* tests/gen_take.py */
 
 /* ---- coverage: no op of ops.def goes untested ------------------------------------------- */
 
 static const char *const ref_files[] = {"ops_ew.txt", "ops_special.txt", "ops_reduce.txt",
                                         "ops_views.txt", "ops_creation.txt", "ops_matmul.txt",
-                                        "ops_fft.txt", "ops_scan.txt"};
+                                        "ops_fft.txt", "ops_scan.txt", "ops_take.txt"};
 
 Test(ops_ref, every_op_has_a_reference_case) {
     run r;

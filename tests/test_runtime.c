@@ -466,6 +466,35 @@ Test(gpu, integer_negative_power_is_a_value_error) {
     fc_ctx_destroy(c);
 }
 
+/* np.take raises IndexError for an index out of bounds; the GPU reports FC_ERR_VALUE as the
+ * host does, and the same structure with indices in range (negative ones count from the end,
+ * wrap and clip adjust any) runs. */
+Test(gpu, take_out_of_bounds_is_a_value_error) {
+    NEED_GPU();
+    fc_ctx *c = make_ctx(FC_BACKEND_CUDA, 0);
+    fc_scope *s = fc_scope_open(c);
+    float xs[5] = {10, 11, 12, 13, 14};
+    int64_t bad_i[4] = {0, 2, 5, 1}, ok_i[4] = {-1, 4, 0, -5}, far_i[4] = {7, -6, -1, 12};
+    fc_array *x = fc_from_host(c, FC_F32, FC_SHAPE(5), xs);
+    fc_array *bad = fc_take(x, fc_from_host(c, FC_I64, FC_SHAPE(4), bad_i), 0, FC_TAKE_RAISE);
+    float got[4];
+    fc_status st = fc_read(fc_mul(bad, fc_f64(c, 2)), got, 0, 4);
+    cr_assert_eq(st, FC_ERR_VALUE, "%s", fc_strerror(st));
+    cr_assert(strstr(fc_errmsg(c), "out of bounds"), "%s", fc_errmsg(c));
+    fc_array *good = fc_take(x, fc_from_host(c, FC_I64, FC_SHAPE(4), ok_i), 0, FC_TAKE_RAISE);
+    cr_assert_eq(fc_read(fc_mul(good, fc_f64(c, 2)), got, 0, 4), FC_OK, "%s", fc_errmsg(c));
+    const float want[4] = {28, 28, 20, 20};
+    for (int i = 0; i < 4; i++) cr_assert_eq(got[i], want[i], "element %d: %g", i, (double)got[i]);
+    fc_array *far = fc_from_host(c, FC_I64, FC_SHAPE(4), far_i);
+    const float wrap[4] = {12, 14, 14, 12}, clip[4] = {14, 10, 10, 14};
+    cr_assert_eq(fc_read(fc_take(x, far, 0, FC_TAKE_WRAP), got, 0, 4), FC_OK, "%s", fc_errmsg(c));
+    for (int i = 0; i < 4; i++) cr_assert_eq(got[i], wrap[i], "wrap %d: %g", i, (double)got[i]);
+    cr_assert_eq(fc_read(fc_take(x, far, 0, FC_TAKE_CLIP), got, 0, 4), FC_OK, "%s", fc_errmsg(c));
+    for (int i = 0; i < 4; i++) cr_assert_eq(got[i], clip[i], "clip %d: %g", i, (double)got[i]);
+    fc_scope_close(s);
+    fc_ctx_destroy(c);
+}
+
 Test(gpu, streams_events_and_async_transfers) {
     NEED_GPU();
     fc_ctx *c = make_ctx(FC_BACKEND_CUDA, 0);
