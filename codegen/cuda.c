@@ -1809,21 +1809,24 @@ static const char *scan_identity(gen *g, const fc_array *r) {
         if (fcg_is_complex(a))
             return c == FCG_COMBINE_ADD ? str(g, "fcx_ct_%s{-0.0, -0.0}", A)
                                         : str(g, "fcx_ct_%s{1, 0}", A);
-        return a == FC_BOOL ? (c == FCG_COMBINE_ADD ? "false" : "true") : str(g, "(fcx_ct_%s)%s", A, v);
+        if (a == FC_BOOL) return c == FCG_COMBINE_ADD ? "false" : "true";
+        return str(g, "(fcx_ct_%s)%s", A, v);
     }
     bool lowest = c == FCG_COMBINE_MAX;
     if (fcg_is_complex(a)) {
         const char *inf = str(g, "%sfcx_inf_of<fcx_ct_%s>()", lowest ? "-" : "", R);
         return str(g, "fcx_ct_%s{%s, %s}", A, inf, inf);
     }
-    if (fcg_is_inexact(a)) return str(g, "(fcx_ct_%s)(%sfcx_inf_of<double>())", A, lowest ? "-" : "");
+    if (fcg_is_inexact(a))
+        return str(g, "(fcx_ct_%s)(%sfcx_inf_of<double>())", A, lowest ? "-" : "");
     switch (a) {
     case FC_BOOL: return lowest ? "false" : "true";
     case FC_I8: return lowest ? "(fcx_ct_i8)-128" : "(fcx_ct_i8)127";
     case FC_I16: return lowest ? "(fcx_ct_i16)-32768" : "(fcx_ct_i16)32767";
     case FC_I32: return lowest ? "(fcx_ct_i32)(-2147483647 - 1)" : "(fcx_ct_i32)2147483647";
     case FC_I64:
-        return lowest ? "(fcx_ct_i64)(-9223372036854775807LL - 1)" : "(fcx_ct_i64)9223372036854775807LL";
+        return lowest ? "(fcx_ct_i64)(-9223372036854775807LL - 1)"
+                      : "(fcx_ct_i64)9223372036854775807LL";
     case FC_U8: return lowest ? "(fcx_ct_u8)0" : "(fcx_ct_u8)255";
     case FC_U16: return lowest ? "(fcx_ct_u16)0" : "(fcx_ct_u16)65535";
     case FC_U32: return lowest ? "(fcx_ct_u32)0" : "(fcx_ct_u32)4294967295u";
@@ -1852,7 +1855,8 @@ static const char *scan_combine(gen *g, const fc_array *r, const char *a, const 
 static int scan_input(gen *g, const char *flat, ix *idx) {
     const fcp_kernel *k = g->k;
     const fc_array *r = scan_of(k), *x = r->in[0];
-    decode(g, flat, "c", k->ndim, k->space, k->ndim ? (uint32_t)((1ull << k->ndim) - 1) : 0, true, NULL);
+    uint32_t all = k->ndim ? (uint32_t)((1ull << k->ndim) - 1) : 0;
+    decode(g, flat, "c", k->ndim, k->space, all, true, NULL);
     identity_index(g, idx, k->ndim, "c");
     int v = eval(g, x, idx);
     v = convert(g, v, (fc_dtype)x->dtype, (fc_dtype)r->loop_dtype);
@@ -1920,7 +1924,8 @@ static void gen_scan_tiles(gen *g) {
     const char *A = dt(acc_mean_dtype(r)), *id = scan_identity(g, r);
     uint32_t before, after;
     scan_extents(g, &before, &after);
-    line(g, "if (L < FCX_SCAN_MIN_ROW) { /* short rows: a thread each (fcx_launch_config agrees) */");
+    /* short rows: a thread each (fcx_launch_config agrees) */
+    line(g, "if (L < FCX_SCAN_MIN_ROW) {");
     g->indent++;
     gen_scan_lines_body(g);
     line(g, "return;");
@@ -1932,8 +1937,8 @@ static void gen_scan_tiles(gen *g) {
      * inclusive prefixes (fcx_launch_config sizes it the same way) */
     line(g, "unsigned *const cnt = (unsigned *)p.ptr[%d];", k->nleaf + k->nout);
     line(g, "unsigned *const flag = cnt + 4;");
-    line(g, "fcx_ct_%s *const agg = (fcx_ct_%s *)((unsigned char *)cnt + fcx_align16(16 + ntiles * 4));",
-         A, A);
+    line(g, "fcx_ct_%s *const agg = (fcx_ct_%s *)((unsigned char *)cnt + "
+            "fcx_align16(16 + ntiles * 4));", A, A);
     line(g, "fcx_ct_%s *const inc = agg + ntiles;", A);
     line(g, "__shared__ long long s_tile;");
     line(g, "__shared__ fcx_ct_%s s_warp[FCX_WARP];", A);
@@ -2532,7 +2537,8 @@ void fcx_launch_config_tuned(const fcp_kernel *k, const fcx_kernel_src *src, int
     if (src->strategy == FCX_STRATEGY_SCAN_TILES && scan->shape[scan->p.axis] >= t->scan_min_row) {
         /* Blocks take tiles in order from a ticket counter, so a grid of any size works. */
         const fc_array *r = scan;
-        long long L = k->space[r->p.axis], O = space_product(k, (uint32_t)((1ull << r->p.axis) - 1) & all);
+        long long L = k->space[r->p.axis];
+        long long O = space_product(k, (uint32_t)((1ull << r->p.axis) - 1) & all);
         long long ntiles = O * ((L + t->scan_tile - 1) / t->scan_tile);
         size_t acc = (size_t)ct_size(fcg_reduce_acc_dtype(r));
         out->scratch_bytes = align16(16 + (size_t)ntiles * 4) + 2 * (size_t)ntiles * acc;
@@ -2694,7 +2700,8 @@ fc_status fcx_generate_named(fc_ctx *ctx, const fcp_kernel *k, const char *name,
             "a thread per line along the scanned axis, in order"};
         fcg_sb_printf(&src, "// fusec kernel: %s over rank %d", fcp_kernel_kind_names[k->kind], k->ndim);
         if (k->rmask)
-            fcg_sb_printf(&src, k->kind == FCP_KERNEL_SCAN ? ", scanning axes mask 0x%x" : ", reducing axes mask 0x%x",
+            fcg_sb_printf(&src, k->kind == FCP_KERNEL_SCAN ? ", scanning axes mask 0x%x"
+                                                           : ", reducing axes mask 0x%x",
                           k->rmask);
         fcg_sb_printf(&src, ", %s index\n// strategy: %s\n// fused ops:", idx64 ? "64-bit" : "32-bit",
                       how[strategy]);

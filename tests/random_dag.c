@@ -364,7 +364,8 @@ static fc_axes rd_axes(rd *r, int nd) {
 static fc_array *rd_scan(rd *r, uint64_t h) {
     fc_array *a = rd_pick(r);
     int nd = fc_array_ndim(a);
-    int axis = nd == 0 || (h >> 8) % 5 == 0 ? FC_AXIS_NONE : (int)((h >> 12) % (uint64_t)(2 * nd)) - nd;
+    int axis = nd == 0 || (h >> 8) % 5 == 0 ? FC_AXIS_NONE
+                                              : (int)((h >> 12) % (uint64_t)(2 * nd)) - nd;
     switch ((h >> 4) % 4) {
     case 0: return fc_cumsum(a, axis);
     case 1: return fc_cumprod(a, axis);
@@ -576,7 +577,8 @@ static fc_array *rd_take(rd *r, uint64_t h) {
     }
     if (!ind) return NULL;
     int nd = fc_array_ndim(a);
-    int axis = nd == 0 || (h >> 8) % 4 == 0 ? FC_AXIS_NONE : (int)((h >> 12) % (uint64_t)(2 * nd)) - nd;
+    int axis = nd == 0 || (h >> 8) % 4 == 0 ? FC_AXIS_NONE
+                                              : (int)((h >> 12) % (uint64_t)(2 * nd)) - nd;
     fc_take_mode mode = (fc_take_mode)((h >> 16) % 3);
     if (mode == FC_TAKE_RAISE) {
         fc_shape s = fc_array_shape(a);

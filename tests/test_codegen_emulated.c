@@ -87,8 +87,12 @@ static const char SHIM[] =
     "template <class T> static T fcx_ldcg(const T *p) { return *p; }\n"
     "template <class U> static unsigned fcx_atomic_add(U *p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }\n"
     "template <int = 0> static void fcx_fence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }\n"
-    "template <int = 0> static unsigned fcx_flag_load(const unsigned *p) { return __atomic_load_n(p, __ATOMIC_SEQ_CST); }\n"
-    "template <int = 0> static void fcx_flag_store(unsigned *p, unsigned v) { __atomic_store_n(p, v, __ATOMIC_SEQ_CST); }\n"
+    "template <int = 0> static unsigned fcx_flag_load(const unsigned *p) {\n"
+    "    return __atomic_load_n(p, __ATOMIC_SEQ_CST);\n"
+    "}\n"
+    "template <int = 0> static void fcx_flag_store(unsigned *p, unsigned v) {\n"
+    "    __atomic_store_n(p, v, __ATOMIC_SEQ_CST);\n"
+    "}\n"
     "static unsigned char *emu_dsmem;\n"
     "static unsigned emu_dsmem_bytes;\n"
     "template <int = 0> static unsigned fcx_dsmem_size() { return emu_dsmem_bytes; }\n"
@@ -483,7 +487,8 @@ static char *run_program(emu_set *s, program *p) {
             const fc_array *r = kern->outs[0];
             long long L = kern->space[r->p.axis], O = 1;
             for (int d = 0; d < r->p.axis; d++) O *= kern->space[d];
-            size_t status = 16 + (size_t)(O * ((L + s->tuning.scan_tile - 1) / s->tuning.scan_tile)) * 4;
+            long long tiles = O * ((L + s->tuning.scan_tile - 1) / s->tuning.scan_tile);
+            size_t status = 16 + (size_t)tiles * 4;
             for (size_t b = 0; b < status; b++)
                 cr_assert_eq(scratch[b], 0, "%s kernel %d: scan scratch byte %zu left %d", p->name,
                              k, b, scratch[b]);
@@ -904,7 +909,8 @@ Test(emulated, takes_in_every_kind_of_kernel) {
     fc_scope_open(ctx);
     fc_array *x = sweep_input(ctx, 1, FC_F32, FC_SHAPE(6, 40));
     fc_array *i = sweep_input(ctx, 2, FC_I16, FC_SHAPE(9));
-    fc_array *j = fc_cast(fc_mul(fc_abs(sweep_input(ctx, 3, FC_F64, FC_SHAPE(3, 5))), fc_f64(ctx, 9)), FC_I32);
+    fc_array *j = fc_cast(fc_mul(fc_abs(sweep_input(ctx, 3, FC_F64, FC_SHAPE(3, 5))), fc_f64(ctx, 9)),
+                          FC_I32);
     fc_array *t = fc_take(fc_mul(x, x), i, 1, FC_TAKE_WRAP);
     fc_array *outs[3] = {fc_keep(fc_sum(t, FC_AXES(1), false)), NULL, NULL};
     set_add(&s, "sum(take(x*x, i, 1, wrap), 1)", false, 0, outs, 1);
@@ -1175,7 +1181,8 @@ Test(emulated, long_reductions_split_with_default_constants) {
  * here the values, though a consumer that reads the poisoned buffer first can still match by
  * chance, as 43632's cosh of a tiny garbage value does) and a row kernel that broadcast a
  * reduction along the columns of a square space (37686, which fails here without the fix); a
- * complex product whose tree multiplied inf + 0i by the identity (8615, h100x4-2026-11-27-diff4). */
+ * complex product whose tree multiplied inf + 0i by the identity (8615,
+ * bench/results/gpu-2026-11-27-diff4). */
 Test(emulated, gpu_diff_seeds) {
     static const uint64_t seeds[] = {8615, 32981, 34794, 37686, 43632};
     emu_set s;
