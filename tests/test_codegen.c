@@ -15,7 +15,7 @@
  * FUSEC_BINARY_DIR/codegen_failures/ holding the kernel's whole source. The random DAGs are
  * split into four tests so that criterion --jobs=2 keeps both cores busy. The workloads', .fc
  * programs' and every-op kernels compile for sm_90, their first batch for sm_80 too. Of the
- * random DAGs' batches, one in eight compiles for sm_90 and one in thirty-two (others) for
+ * random DAGs' batches, one in sixteen compiles for sm_90 and one in thirty-two (others) for
  * sm_80 (the source does not depend on the arch): all of them would take about 8 minutes of
  * two idle cores, half of CI's run, and the GPU differential test (test_gpu_diff, on the GPU
  * host) compiles the kernels of 50,000 such programs for sm_90 and runs them. The kernels of
@@ -475,7 +475,7 @@ static void random_chunk(int chunk) {
     snprintf(what, sizeof what, "random DAGs %llu..%llu", (unsigned long long)lo,
              (unsigned long long)hi - 1);
     compile_stats st[2];
-    const batch_pick pick[2] = {{32 * RANDOM_NVRTC_STRIDE, 2}, {8 * RANDOM_NVRTC_STRIDE, 0}};
+    const batch_pick pick[2] = {{32 * RANDOM_NVRTC_STRIDE, 2}, {16 * RANDOM_NVRTC_STRIDE, 0}};
     compile_all(ctx, &l, what, pick, st);
     klist_free(&l);
     fc_ctx_destroy(ctx);
