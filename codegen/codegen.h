@@ -94,11 +94,19 @@ typedef struct fcx_launch {
 typedef struct fcx_tuning {
     int warp;
     long long split_target, split_min_chunk, split_max, split_align, scratch_cap;
-    long long scan_tile;    /* elements of one tile of a scan (FCX_SCAN_TILE) */
+    long long scan_tile;    /* elements of one tile of a scan whose accumulator has at most 4
+                               bytes (FCX_SCAN_TILE); fcx_scan_tile scales it */
     long long scan_min_row; /* shorter contiguous rows scan a thread each (FCX_SCAN_MIN_ROW) */
 } fcx_tuning;
 
 extern const fcx_tuning fcx_default_tuning;
+
+/* Elements of one tile of a scan with an accumulator of acc_bytes (the prelude's
+ * FCX_SCAN_TILE_OF): a tile sits in shared memory, so wider accumulators take fewer. */
+static inline long long fcx_scan_tile(const fcx_tuning *t, size_t acc_bytes) {
+    long long n = acc_bytes <= 4 ? t->scan_tile : t->scan_tile * 4 / (long long)acc_bytes;
+    return n > 0 ? n : 1;
+}
 
 /* The pieces a long reduction is split into (the prelude's fcx_split): items independent
  * reductions of len elements, part_bytes of scratch per piece of all items. */

@@ -1863,23 +1863,36 @@ static int scan_input(gen *g, const char *flat, ix *idx) {
     return widen(g, r, v);
 }
 
-/* Folds the element at `flat` into accumulator `acc` and stores the running value there,
- * then the epilogue's outputs at that element (fusion merged them in: they read the scan
- * only there, so its value is the one just computed). */
-static void scan_step(gen *g, const char *acc, const char *flat) {
+/* Stores the scan's value `val` (a variable of the accumulator's dtype) at flat index `flat`,
+ * then the epilogue's outputs at that element (fusion merged them in: they read the scan only
+ * there, so its value is this one). idx: the element's index, or NULL to decode it here. */
+static void scan_emit(gen *g, int val, const char *flat, const ix *idx) {
     const fcp_kernel *k = g->k;
     const fc_array *r = scan_of(k);
+    ix own;
+    if (!idx) {
+        uint32_t all = k->ndim ? (uint32_t)((1ull << k->ndim) - 1) : 0;
+        decode(g, flat, "c", k->ndim, k->space, all, true, NULL);
+        identity_index(g, &own, k->ndim, "c");
+        idx = &own;
+    }
+    int y = convert(g, val, acc_mean_dtype(r), (fc_dtype)r->dtype);
+    store(g, r, 0, y, flat);
+    g->scan_var = y;
+    for (int q = 1; q < k->nout; q++) store(g, k->outs[q], q, eval(g, k->outs[q], idx), flat);
+    g->scan_var = -1;
+}
+
+/* Folds the element at `flat` into accumulator `acc` and stores the running value there. */
+static void scan_step(gen *g, const char *acc, const char *flat) {
+    const fc_array *r = scan_of(g->k);
     scope_push(g);
     ix idx;
     int v = scan_input(g, flat, &idx);
     line(g, "%s = %s;", acc, scan_combine(g, r, acc, str(g, "v%d", v)));
     int w = new_var(g);
     line(g, "const fcx_ct_%s v%d = %s;", dt(acc_mean_dtype(r)), w, acc);
-    int y = convert(g, w, acc_mean_dtype(r), (fc_dtype)r->dtype);
-    store(g, r, 0, y, flat);
-    g->scan_var = y; /* the epilogue reads the scan only at this element */
-    for (int q = 1; q < k->nout; q++) store(g, k->outs[q], q, eval(g, k->outs[q], &idx), flat);
-    g->scan_var = -1;
+    scan_emit(g, w, flat, &idx);
     scope_pop(g);
 }
 
@@ -1918,6 +1931,14 @@ static void gen_scan_lines(gen *g) {
     gen_scan_lines_body(g);
 }
 
+/* A tile: its elements (the prologue applied) are loaded into shared memory in coalesced
+ * strides, each thread scans its own run of consecutive elements there, the warps' and the
+ * threads' totals give each run its offset, and the tile's prefix comes from the look-back;
+ * the running values go back to shared memory and out in coalesced strides with the
+ * epilogue. The look-back takes the whole block: thread t reads the status of the t-th tile
+ * before, the block finds the nearest one with its inclusive prefix published and combines
+ * that with the totals of the tiles between, a window of blockDim tiles at a time. Each
+ * global element is read once and written once. */
 static void gen_scan_tiles(gen *g) {
     const fcp_kernel *k = g->k;
     const fc_array *r = scan_of(k);
@@ -1931,7 +1952,9 @@ static void gen_scan_tiles(gen *g) {
     line(g, "return;");
     g->indent--;
     line(g, "}");
-    line(g, "const long long T = ((long long)L + FCX_SCAN_TILE - 1) / FCX_SCAN_TILE;");
+    line(g, "const idx_t TS = FCX_SCAN_TILE_OF(sizeof(fcx_ct_%s));", A);
+    line(g, "__shared__ fcx_ct_%s s_val[FCX_SCAN_PAD(FCX_SCAN_TILE_OF(sizeof(fcx_ct_%s)))];", A, A);
+    line(g, "const long long T = ((long long)L + TS - 1) / TS;");
     line(g, "const long long ntiles = (long long)O * T;");
     /* scratch: ticket and exit counters, a status word per tile, then the tiles' totals and
      * inclusive prefixes (fcx_launch_config sizes it the same way) */
@@ -1941,12 +1964,13 @@ static void gen_scan_tiles(gen *g) {
             "fcx_align16(16 + ntiles * 4));", A, A);
     line(g, "fcx_ct_%s *const inc = agg + ntiles;", A);
     line(g, "__shared__ long long s_tile;");
-    line(g, "__shared__ fcx_ct_%s s_warp[FCX_WARP];", A);
+    line(g, "__shared__ fcx_ct_%s s_warp[32], s_look[32];", A);
     line(g, "__shared__ fcx_ct_%s s_prefix;", A);
+    line(g, "__shared__ int s_near[32];");
     line(g, "__shared__ bool s_last;");
     line(g, "const int lane = threadIdx.x %% FCX_WARP, warp = threadIdx.x / FCX_WARP;");
     line(g, "const int nwarp = (blockDim.x + FCX_WARP - 1) / FCX_WARP;");
-    line(g, "const idx_t per = (FCX_SCAN_TILE + blockDim.x - 1) / blockDim.x;");
+    line(g, "const idx_t per = (TS + blockDim.x - 1) / blockDim.x;");
     /* tiles in ticket order: a tile's predecessors were taken by blocks already running */
     line(g, "for (;;) {");
     g->indent++;
@@ -1954,23 +1978,45 @@ static void gen_scan_tiles(gen *g) {
     line(g, "__syncthreads();");
     line(g, "const long long tile = s_tile;");
     line(g, "if (tile >= ntiles) break;");
-    line(g, "const idx_t row = (idx_t)(tile / T), l0 = (idx_t)(tile %% T) * FCX_SCAN_TILE;");
-    line(g, "const idx_t len = L - l0 < FCX_SCAN_TILE ? L - l0 : FCX_SCAN_TILE;");
-    line(g, "idx_t b = threadIdx.x * per, e = b + per;");
-    line(g, "if (b > len) b = len;");
-    line(g, "if (e > len) e = len;");
-    /* pass 1: the thread's total */
-    line(g, "fcx_ct_%s tot = %s;", A, id);
-    line(g, "for (idx_t l = l0 + b; l < l0 + e; l++) {");
+    line(g, "const idx_t row = (idx_t)(tile / T), l0 = (idx_t)(tile %% T) * TS;");
+    line(g, "const idx_t len = L - l0 < TS ? L - l0 : TS;");
+    /* load: the prologue's values, coalesced, UN a thread before any is stored
+     * (a store to shared memory would otherwise hold back the next load: the compiler cannot
+     * tell the generic input pointers from the shared array) */
+    line(g, "constexpr int UN = FCX_SCAN_UNROLL_OF(sizeof(fcx_ct_%s));", A);
+    line(g, "for (idx_t j0 = threadIdx.x; j0 < len; j0 += UN * blockDim.x) {");
+    g->indent++;
+    line(g, "fcx_ct_%s u[UN];", A);
+    line(g, "#pragma unroll");
+    line(g, "for (int k = 0; k < UN; k++) {");
+    g->indent++;
+    line(g, "const idx_t j = j0 + k * blockDim.x;");
+    line(g, "u[k] = %s;", id);
+    line(g, "if (j < len) {");
     g->indent++;
     scope_push(g);
-    line(g, "const idx_t i = row * L + l;");
+    line(g, "const idx_t i = row * L + l0 + j;");
     ix idx;
     int v = scan_input(g, "i", &idx);
-    line(g, "tot = %s;", scan_combine(g, r, "tot", str(g, "v%d", v)));
+    line(g, "u[k] = v%d;", v);
     scope_pop(g);
     g->indent--;
     line(g, "}");
+    g->indent--;
+    line(g, "}");
+    line(g, "#pragma unroll");
+    line(g, "for (int k = 0; k < UN; k++)");
+    line(g, "    if (j0 + k * blockDim.x < len) s_val[FCX_SCAN_PAD(j0 + k * blockDim.x)] = u[k];");
+    g->indent--;
+    line(g, "}");
+    line(g, "__syncthreads();");
+    /* the thread's run and its total */
+    line(g, "idx_t b = threadIdx.x * per, e = b + per;");
+    line(g, "if (b > len) b = len;");
+    line(g, "if (e > len) e = len;");
+    line(g, "fcx_ct_%s tot = %s;", A, id);
+    line(g, "for (idx_t l = b; l < e; l++) tot = %s;",
+         scan_combine(g, r, "tot", "s_val[FCX_SCAN_PAD(l)]"));
     /* the warp's inclusive scan of the totals (lane l takes lane l - d), then exclusive */
     line(g, "fcx_ct_%s x = tot;", A);
     line(g, "for (int d = 1; d < FCX_WARP; d <<= 1) {");
@@ -1981,57 +2027,93 @@ static void gen_scan_tiles(gen *g) {
     line(g, "if (lane == 0) xe = %s;", id);
     line(g, "if (lane == FCX_WARP - 1 || threadIdx.x == blockDim.x - 1) s_warp[warp] = x;");
     line(g, "__syncthreads();");
-    /* one thread: the warps' exclusive prefixes, the tile's total and the look-back */
+    /* one thread: the warps' exclusive prefixes and the tile's total, published */
+    line(g, "fcx_ct_%s run = %s;", A, id);
     line(g, "if (threadIdx.x == 0) {");
     g->indent++;
-    line(g, "fcx_ct_%s run = %s;", A, id);
     line(g, "for (int w = 0; w < nwarp; w++) {");
     line(g, "    const fcx_ct_%s t = s_warp[w];", A);
     line(g, "    s_warp[w] = run;");
     line(g, "    run = %s;", scan_combine(g, r, "run", "t"));
     line(g, "}");
-    line(g, "fcx_ct_%s ex = %s;", A, id);
-    line(g, "if (tile %% T == 0) {");
-    line(g, "    inc[tile] = run;");
+    line(g, "s_prefix = %s;", id);
+    line(g, "if (tile %% T == 0) inc[tile] = run;");
+    line(g, "else agg[tile] = run;");
+    line(g, "fcx_fence();");
+    line(g, "fcx_flag_store(&flag[tile], tile %% T == 0 ? 2u : 1u);");
+    g->indent--;
+    line(g, "}");
+    /* the look-back, a window of blockDim tiles at a time (the block decides together, so
+     * every thread runs the same iterations) */
+    line(g, "if (tile %% T != 0) {");
+    g->indent++;
+    line(g, "const long long first = tile - tile %% T;");
+    line(g, "for (long long hi = tile - 1;; hi -= blockDim.x) {");
+    g->indent++;
+    line(g, "const long long q = hi - (long long)threadIdx.x;");
+    line(g, "unsigned f = 0u;");
+    line(g, "fcx_ct_%s y = %s;", A, id);
+    line(g, "if (q >= first) {");
+    line(g, "    while ((f = fcx_flag_load(&flag[q])) == 0u) {}");
     line(g, "    fcx_fence();");
-    line(g, "    fcx_flag_store(&flag[tile], 2u);");
-    line(g, "} else {");
-    g->indent++;
-    line(g, "agg[tile] = run;");
-    line(g, "fcx_fence();");
-    line(g, "fcx_flag_store(&flag[tile], 1u);");
-    line(g, "for (long long q = tile - 1;; q--) {");
-    g->indent++;
-    line(g, "unsigned f;");
-    line(g, "while ((f = fcx_flag_load(&flag[q])) == 0u) {}");
-    line(g, "fcx_fence();");
-    line(g, "if (f == 2u) {");
-    line(g, "    const fcx_ct_%s t = fcx_ldcg(&inc[q]);", A);
-    line(g, "    ex = %s;", scan_combine(g, r, "t", "ex"));
-    line(g, "    break;");
+    line(g, "    y = fcx_ldcg(f == 2u ? &inc[q] : &agg[q]);");
     line(g, "}");
-    line(g, "const fcx_ct_%s t = fcx_ldcg(&agg[q]);", A);
-    line(g, "ex = %s;", scan_combine(g, r, "t", "ex"));
+    /* the nearest tile with its inclusive prefix: the smallest thread index with f == 2 */
+    line(g, "int nr = f == 2u ? (int)threadIdx.x : (int)blockDim.x;");
+    line(g, "for (int d = 1; d < FCX_WARP; d <<= 1) {");
+    line(g, "    const int o = fcx_shfl_down(nr, d);");
+    line(g, "    if (lane + d < FCX_WARP && o < nr) nr = o;");
+    line(g, "}");
+    line(g, "if (lane == 0) s_near[warp] = nr;");
+    line(g, "__syncthreads();");
+    line(g, "int near = (int)blockDim.x;");
+    line(g, "for (int w = 0; w < nwarp; w++) near = s_near[w] < near ? s_near[w] : near;");
+    /* the window's tiles up to the nearest inclusive one; higher threads hold earlier tiles */
+    line(g, "if ((int)threadIdx.x > near) y = %s;", id);
+    line(g, "for (int d = 1; d < FCX_WARP; d <<= 1) {");
+    line(g, "    const fcx_ct_%s o = fcx_shfl_down(y, d);", A);
+    line(g, "    if (lane + d < FCX_WARP) y = %s;", scan_combine(g, r, "o", "y"));
+    line(g, "}");
+    line(g, "if (lane == 0) s_look[warp] = y;");
+    line(g, "__syncthreads();");
+    line(g, "if (threadIdx.x == 0) {");
+    line(g, "    fcx_ct_%s wsum = %s;", A, id);
+    line(g, "    for (int w = nwarp - 1; w >= 0; w--) wsum = %s;",
+         scan_combine(g, r, "wsum", "s_look[w]"));
+    line(g, "    s_prefix = %s;", scan_combine(g, r, "wsum", "s_prefix"));
+    line(g, "}");
+    line(g, "if (near < (int)blockDim.x) break;");
+    line(g, "__syncthreads();");
     g->indent--;
     line(g, "}");
-    line(g, "inc[tile] = %s;", scan_combine(g, r, "ex", "run"));
-    line(g, "fcx_fence();");
-    line(g, "fcx_flag_store(&flag[tile], FCX_SCAN_PUBLISH(tile));");
-    g->indent--;
+    line(g, "if (threadIdx.x == 0) {");
+    line(g, "    inc[tile] = %s;", scan_combine(g, r, "s_prefix", "run"));
+    line(g, "    fcx_fence();");
+    line(g, "    fcx_flag_store(&flag[tile], FCX_SCAN_PUBLISH(tile));");
     line(g, "}");
-    line(g, "s_prefix = ex;");
     g->indent--;
     line(g, "}");
     line(g, "__syncthreads();");
-    /* pass 2: the running values from the thread's prefix */
+    /* the running values from the thread's prefix, in place */
     line(g, "fcx_ct_%s acc = %s;", A,
          scan_combine(g, r, scan_combine(g, r, "s_prefix", "s_warp[warp]"), "xe"));
-    line(g, "for (idx_t l = l0 + b; l < l0 + e; l++) {");
+    line(g, "for (idx_t l = b; l < e; l++) {");
+    line(g, "    acc = %s;", scan_combine(g, r, "acc", "s_val[FCX_SCAN_PAD(l)]"));
+    line(g, "    s_val[FCX_SCAN_PAD(l)] = acc;");
+    line(g, "}");
+    line(g, "__syncthreads();");
+    /* store, coalesced, with the epilogue */
+    line(g, "for (idx_t j = threadIdx.x; j < len; j += blockDim.x) {");
     g->indent++;
-    line(g, "const idx_t i = row * L + l;");
-    scan_step(g, "acc", "i");
+    scope_push(g);
+    line(g, "const idx_t i = row * L + l0 + j;");
+    int w = new_var(g);
+    line(g, "const fcx_ct_%s v%d = s_val[FCX_SCAN_PAD(j)];", A, w);
+    scan_emit(g, w, "i", NULL);
+    scope_pop(g);
     g->indent--;
     line(g, "}");
+    line(g, "__syncthreads();");
     g->indent--;
     line(g, "}");
     /* the last block to leave the loop (every tile is done then, and every block has taken
@@ -2456,7 +2538,7 @@ static bool needs_idx64(const fcp_kernel *k) {
 
 /* ---- launch geometry ---------------------------------------------------------------------- */
 
-const fcx_tuning fcx_default_tuning = {32, 1024, 8192, 1024, 64, 1048576, 2048, 64};
+const fcx_tuning fcx_default_tuning = {32, 1024, 8192, 1024, 64, 1048576, 8192, 64};
 
 /* Static plus dynamic shared memory a block may use without the kernel opting in to more. */
 #define SMEM_DEFAULT_LIMIT 49152
@@ -2539,8 +2621,8 @@ void fcx_launch_config_tuned(const fcp_kernel *k, const fcx_kernel_src *src, int
         const fc_array *r = scan;
         long long L = k->space[r->p.axis];
         long long O = space_product(k, (uint32_t)((1ull << r->p.axis) - 1) & all);
-        long long ntiles = O * ((L + t->scan_tile - 1) / t->scan_tile);
         size_t acc = (size_t)ct_size(fcg_reduce_acc_dtype(r));
+        long long tile = fcx_scan_tile(t, acc), ntiles = O * ((L + tile - 1) / tile);
         out->scratch_bytes = align16(16 + (size_t)ntiles * 4) + 2 * (size_t)ntiles * acc;
         long long most = sms * per * 16;
         out->grid = (unsigned)(ntiles < most ? ntiles : most);
@@ -2686,8 +2768,11 @@ fc_status fcx_generate_named(fc_ctx *ctx, const fcp_kernel *k, const char *name,
     /* Reduce kernels may split long reductions between blocks: their last pointer is the
      * scratch buffer (NULL when a launch does not split). */
     bool splits = strategy != FCX_STRATEGY_EW && k->kind == FCP_KERNEL_REDUCE;
-    if (strategy == FCX_STRATEGY_SCAN_TILES) /* s_tile, s_warp, s_prefix, s_last */
-        static_smem = 8 + (size_t)(32 + 1) * 16 + 16;
+    if (strategy == FCX_STRATEGY_SCAN_TILES) { /* s_val, s_warp, s_look, s_prefix, s_near, ... */
+        size_t acc = (size_t)ct_size(acc_mean_dtype(k->outs[0]));
+        size_t tile = (size_t)fcx_scan_tile(&fcx_default_tuning, acc);
+        static_smem = (tile + tile / 32 + 65) * acc + 32 * 4 + 16;
+    }
     int nptr = k->nleaf + k->nout + (splits || strategy == FCX_STRATEGY_SCAN_TILES ? 1 : 0);
 
     fcg_sb src = {ctx, NULL, 0, 0, false};

@@ -1320,12 +1320,21 @@ template <class I> FCX_FN void fcx_split(long long items, long long len, long lo
 
 template <class I> FCX_FN I fcx_align16(I n) { return (n + 15) / 16 * 16; }
 
-/* Elements of one tile of a scan along contiguous rows (a block's share; codegen/cuda.c's
- * fcx_tuning.scan_tile holds the same default). Tests make it small so that small shapes
- * chain many tiles. */
+/* Elements of one tile of a scan along contiguous rows whose accumulator has at most 4 bytes
+ * (a block's share; codegen/cuda.c's fcx_tuning.scan_tile holds the same default). A tile
+ * sits in shared memory, so wider accumulators take proportionally fewer (FCX_SCAN_TILE_OF,
+ * as fcx_scan_tile in codegen.h). Tests make it small so that small shapes chain many tiles. */
 #ifndef FCX_SCAN_TILE
-#define FCX_SCAN_TILE 2048
+#define FCX_SCAN_TILE 8192
 #endif
+#define FCX_SCAN_TILE_OF(bytes) \
+    ((bytes) <= 4 ? FCX_SCAN_TILE : (FCX_SCAN_TILE * 4 / (bytes) > 0 ? FCX_SCAN_TILE * 4 / (bytes) : 1))
+/* A tile's element j in shared memory: one word of padding every 32 elements, so that a warp
+ * whose threads each walk their own run of 2^k consecutive elements hits distinct banks. */
+#define FCX_SCAN_PAD(j) ((j) + (j) / 32)
+/* Elements a thread loads before it stores any to shared memory: with the default tile and
+ * 256 threads, the whole tile is in flight at once (a block waits for memory once a tile). */
+#define FCX_SCAN_UNROLL_OF(bytes) ((bytes) <= 4 ? 32 : 128 / (bytes))
 /* Contiguous rows shorter than this scan a thread each (a tile would leave its block idle). */
 #ifndef FCX_SCAN_MIN_ROW
 #define FCX_SCAN_MIN_ROW 64

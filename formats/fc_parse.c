@@ -239,6 +239,7 @@ static const fcf_func fcf_funcs[] = {
     {"stack", FK_STACK, 0, 2, 1, {"arrays", "axis"}},
     {"matmul", FK_MATMUL, 0, 2, 2, {"x1", "x2"}},
     {"take", FK_TAKE, 0, 3, 2, {"a", "indices", "axis", "mode"}},
+    {"take_along_axis", FK_TAKE, 1, 3, 2, {"arr", "indices", "axis"}},
     {"fft", FK_FFT, FCG_OP_FFT, 4, 1, {"a", "n", "axis", "norm"}},
     {"ifft", FK_FFT, FCG_OP_IFFT, 4, 1, {"a", "n", "axis", "norm"}},
     {"zeros", FK_FILL, 0, 2, 1, {"shape", "dtype"}},
@@ -3023,15 +3024,17 @@ static fc_status eval_call(fcf_builder *b, const fcf_expr *e, fcf_value *out) {
                         "%s: norm must be None or \"backward\"", fn->name);
         return bcheck(b, e, fn->op == FCG_OP_FFT ? fc_fft(x, axis) : fc_ifft(x, axis), out);
     }
-    case FK_TAKE: {
+    case FK_TAKE: { /* op 1: take_along_axis, whose axis defaults to -1 (NumPy 2) */
         fc_array *ind;
         int axis = FC_AXIS_NONE, m = 0;
         if ((st = eval_array_arg(b, e, 0, &x)) != FC_OK) return st;
         if ((st = eval_array_arg(b, e, 1, &ind)) != FC_OK) return st;
         if ((st = eval_arg(b, e, 2, &v[2], V_NONE)) != FC_OK) return st;
-        if (v[2].kind != V_NONE &&
+        if (fn->op && !e->call.args[2]) axis = -1;
+        else if (v[2].kind != V_NONE &&
             (st = to_small_int(b, arg_pos(e, 2), &v[2], "axis", &axis)) != FC_OK)
             return st;
+        if (fn->op) return bcheck(b, e, fc_take_along_axis(x, ind, axis), out);
         if ((st = eval_arg(b, e, 3, &v[3], V_NONE)) != FC_OK) return st;
         if (v[3].kind != V_NONE) {
             m = -1;
@@ -3254,11 +3257,28 @@ static fc_status eval_subscript(fcf_builder *b, const fcf_expr *e, fcf_value *ou
             int64_t k = 0;
             if ((st = to_int(b, it, &iv, "an index", &k)) != FC_OK) return st;
             *d = FC_AT(k);
+        } else if (iv.kind == V_ARRAY) { /* an integer array: advanced indexing */
+            fc_array *ia;
+            if ((st = to_array(b, it, &iv, &ia)) != FC_OK) return st;
+            *d = FC_ARRAY_IDX(ia);
+        } else if (iv.kind == V_LIST) { /* a list of integers: an int64 index array */
+            fc_array **items = arena_alloc(&b->arena, sizeof(fc_array *) * (size_t)(iv.list.n + 1));
+            if (!items) return bnomem(b);
+            for (int q = 0; q < iv.list.n; q++) {
+                int64_t k = 0;
+                if ((st = to_int(b, it, &iv.list.items[q], "a list index's entry", &k)) != FC_OK)
+                    return st;
+                items[q] = fc_scalar(b->ctx, FC_I64, (double)k);
+            }
+            fc_array *ia = iv.list.n ? fc_stack(b->ctx, items, iv.list.n, 0)
+                                     : fc_full(b->ctx, FC_I64, FC_SHAPE(0), 0);
+            fcf_value tmp;
+            if ((st = bcheck(b, it, ia, &tmp)) != FC_OK) return st;
+            *d = FC_ARRAY_IDX(tmp.arr);
         } else {
             return berr(b, it, FC_ERR_UNSUPPORTED,
-                        "an index must be an integer, a slice, None or ..., found %s "
-                        "(advanced indexing is not supported)",
-                        vkind_name(&iv));
+                        "an index must be an integer, a slice, None, ... or an integer array, "
+                        "found %s", vkind_name(&iv));
         }
     }
     return bcheck(b, e, fc_index(x, e->sub.n, idx), out);

@@ -1,6 +1,7 @@
 /*
- * graph/index.c - gathers: take (np.take). The result is elementwise over its own shape; the
- * indexed input is read where each element needs it (codegen: an indexed load).
+ * graph/index.c - gathers: take (np.take), one op: the result is elementwise over its own
+ * shape and the indexed input is read where each element needs it (codegen: an indexed load);
+ * take_along_axis, composed from take and index arithmetic.
  */
 #include "graph.h"
 
@@ -53,4 +54,81 @@ fc_array *fc_take(fc_array *a, fc_array *indices, int axis, fc_take_mode mode) {
     p.mode = (uint8_t)mode;
     return fcg_make(ctx, FCG_OP_TAKE, (fc_dtype)a->dtype, (fc_dtype)a->dtype, false, nd, shape, 2,
                     (fc_array *[]){a, indices}, &p);
+}
+
+/* np.take_along_axis as one take from the flattened array: the flat position of each result
+ * element is its coordinates (broadcast into a) times a's strides, the coordinate along axis
+ * replaced by the index there. The index is first normalised by taking it from arange(n) in
+ * raise mode, so a negative one counts from the end and one out of range fails as take's do;
+ * the flat positions are then in range by construction (clip mode: no check left to make).
+ * Every piece is elementwise or a gather, so the whole is one kernel's index arithmetic. */
+fc_array *fc_take_along_axis(fc_array *a, fc_array *indices, int axis) {
+    fc_array *early;
+    fc_ctx *ctx = fcg_begin("take_along_axis", 2, (fc_array *[]){a, indices}, &early);
+    if (!ctx || early) return early;
+    char sa[200], si[200];
+    fc_dtype it = (fc_dtype)indices->dtype;
+    if (!(fcg_is_sint(it) || fcg_is_uint(it)) || indices->weak)
+        return fcg_poison(ctx, FC_ERR_DTYPE,
+                          "take_along_axis: indices must be an integer array, not %s%s",
+                          indices->weak ? "a Python scalar of " : "", fc_dtype_name(it));
+    if (axis == FC_AXIS_NONE) {
+        if (indices->ndim != 1)
+            return fcg_poison(ctx, FC_ERR_SHAPE, "take_along_axis: with axis None, indices must "
+                              "be 1-d, not %d-d", indices->ndim);
+        int64_t n = fcg_node_numel(a);
+        fc_scope *sc = fc_scope_open(ctx);
+        if (!sc) return fcg_poison(ctx, FC_ERR_NOMEM, "take_along_axis: out of memory");
+        fc_array *r = fc_keep(fc_take_along_axis(fc_reshape(a, FC_SHAPE(n)), indices, 0));
+        fc_scope_close(sc);
+        return fcg_ret(ctx, r ? r : &ctx->oom);
+    }
+    if (a->ndim != indices->ndim)
+        return fcg_poison(ctx, FC_ERR_SHAPE, "take_along_axis: indices (shape %s) and the array "
+                          "(shape %s) must have the same number of axes",
+                          fcg_shape_str(si, indices->ndim, indices->shape),
+                          fcg_shape_str(sa, a->ndim, a->shape));
+    uint32_t mask;
+    fc_status st = fcg_axes_mask(ctx, "take_along_axis", a->ndim, a->shape, FC_AXES(axis), &mask);
+    if (st != FC_OK) return fcg_poison_ctx(ctx, st);
+    int ax = 0;
+    while (!(mask & (1u << ax))) ax++;
+    /* the result's shape: the two broadcast together on every other axis */
+    fc_shape shape = {a->ndim, {0}};
+    int64_t numel = 1;
+    for (int d = 0; d < a->ndim; d++) {
+        int64_t x = a->shape[d], y = indices->shape[d];
+        if (d != ax && x != y && x != 1 && y != 1)
+            return fcg_poison(ctx, FC_ERR_SHAPE, "take_along_axis: indices (shape %s) do not "
+                              "broadcast against the array (shape %s) outside axis %d",
+                              fcg_shape_str(si, indices->ndim, indices->shape),
+                              fcg_shape_str(sa, a->ndim, a->shape), ax);
+        shape.dim[d] = d == ax ? y : (x == 1 ? y : x);
+        numel *= shape.dim[d];
+    }
+    int64_t n = a->shape[ax];
+    if (n == 0 && numel > 0)
+        return fcg_poison(ctx, FC_ERR_VALUE, "take_along_axis: cannot take elements from the "
+                          "empty axis %d of shape %s", ax, fcg_shape_str(sa, a->ndim, a->shape));
+    fc_scope *sc = fc_scope_open(ctx);
+    if (!sc) return fcg_poison(ctx, FC_ERR_NOMEM, "take_along_axis: out of memory");
+    int64_t stride[FC_MAX_DIMS], size = 1;
+    for (int d = a->ndim - 1; d >= 0; d--) {
+        stride[d] = size;
+        size *= a->shape[d];
+    }
+    /* the index along axis, in [0, n), times the axis' stride */
+    fc_array *pos = fc_take(fc_arange(ctx, FC_I64, 0, (double)n, 1), indices, 0, FC_TAKE_RAISE);
+    fc_array *flat = fc_broadcast_to(fc_mul(pos, fc_scalar(ctx, FC_I64, (double)stride[ax])),
+                                     shape);
+    for (int d = 0; d < a->ndim; d++) {
+        if (d == ax || a->shape[d] == 1) continue; /* a broadcast axis adds nothing */
+        fc_shape along = {a->ndim, {0}};
+        for (int e = 0; e < a->ndim; e++) along.dim[e] = e == d ? shape.dim[d] : 1;
+        fc_array *coord = fc_reshape(fc_arange(ctx, FC_I64, 0, (double)shape.dim[d], 1), along);
+        flat = fc_add(flat, fc_mul(coord, fc_scalar(ctx, FC_I64, (double)stride[d])));
+    }
+    fc_array *r = fc_keep(fc_take(fc_reshape(a, FC_SHAPE(size)), flat, 0, FC_TAKE_CLIP));
+    fc_scope_close(sc);
+    return fcg_ret(ctx, r ? r : &ctx->oom);
 }

@@ -262,7 +262,161 @@ static fc_array *slice_node(fc_ctx *ctx, fc_array *a, const int64_t *start, cons
     return view(ctx, FCG_OP_SLICE, a, a->ndim, count, &p);
 }
 
+/* Advanced indexing (integer arrays among the entries), composed: the basic entries, with a
+ * full slice where each array stands, give a view b; the result is one take from b flattened,
+ * each element's flat position being its coordinates along b's other axes and its indices
+ * along the arrays' axes, times b's strides. An index is normalised (negative from the end,
+ * out of range failing the evaluation) by taking it from arange(n) in raise mode, so the flat
+ * positions are in range by construction. */
+static fc_array *index_advanced(fc_ctx *ctx, fc_array *a, int n, const fc_idx *idx) {
+    char sh[200];
+    fc_array *arr[FC_MAX_DIMS];
+    int k = 0, consumed = 0;
+    for (int i = 0; i < n; i++) {
+        if (idx[i].kind == FC_IDX_ARRAY) {
+            fc_array *x = idx[i].array;
+            if (!x) return fcg_poison(ctx, FC_ERR_NULL, "index: entry %d has no array", i);
+            if (x->ctx != ctx)
+                return fcg_poison(ctx, FC_ERR_INVALID, "index: the array of entry %d belongs to "
+                                  "another context", i);
+            if (x->status != FC_OK) return fcg_poison_ctx(ctx, x->status);
+            fc_dtype t = (fc_dtype)x->dtype;
+            if (t == FC_BOOL)
+                return fcg_poison(ctx, FC_ERR_UNSUPPORTED, "index: entry %d is a boolean array "
+                                  "(mask indexing is not supported; where() selects by a "
+                                  "mask)", i);
+            if (!fcg_is_sint(t) && !fcg_is_uint(t))
+                return fcg_poison(ctx, FC_ERR_INDEX, "index: arrays used as indices must be "
+                                  "of integer type, entry %d is %s", i, fc_dtype_name(t));
+        }
+        if (idx[i].kind == FC_IDX_SLICE || idx[i].kind == FC_IDX_INT ||
+            idx[i].kind == FC_IDX_ARRAY)
+            consumed++;
+    }
+    fc_scope *sc = fc_scope_open(ctx);
+    if (!sc) return fcg_poison(ctx, FC_ERR_NOMEM, "index: out of memory");
+    fc_array *r = NULL;
+    fc_idx basic[2 * FC_MAX_DIMS + 8];
+    if (n > (int)(sizeof basic / sizeof basic[0])) {
+        r = fcg_poison(ctx, FC_ERR_INDEX, "index: %d entries are too many", n);
+        goto done;
+    }
+    /* b's axis of each array entry (slices, arrays and None make an axis of b, the ellipsis
+     * the axes no entry names). Beside arrays, an integer is an index array too (0-d), as in
+     * NumPy: it takes part in deciding where the broadcast axes go. */
+    int pos[FC_MAX_DIMS], axis = 0, a_axis = 0;
+    for (int i = 0; i < n; i++) {
+        basic[i] = idx[i];
+        switch (idx[i].kind) {
+        case FC_IDX_INT: {
+            int64_t e = a_axis < a->ndim ? a->shape[a_axis] : 0, v = idx[i].start;
+            if (consumed <= a->ndim && (v < -e || v >= e)) {
+                r = fcg_poison(ctx, FC_ERR_INDEX, "index: index %lld is out of bounds for axis "
+                               "%d of shape %s", (long long)v, a_axis,
+                               fcg_shape_str(sh, a->ndim, a->shape));
+                goto done;
+            }
+            if (k == FC_MAX_DIMS) break;
+            arr[k] = fc_scalar(ctx, FC_I64, (double)v);
+        } /* fall through */
+        case FC_IDX_ARRAY:
+            if (k == FC_MAX_DIMS) {
+                r = fcg_poison(ctx, FC_ERR_INDEX, "index: too many index arrays");
+                goto done;
+            }
+            if (idx[i].kind == FC_IDX_ARRAY) arr[k] = idx[i].array;
+            pos[k++] = axis++;
+            a_axis++;
+            basic[i] = (fc_idx){FC_IDX_SLICE, FC_NIL, FC_NIL, FC_NIL, NULL};
+            break;
+        case FC_IDX_SLICE: axis++, a_axis++; break;
+        case FC_IDX_NEWAXIS: axis++; break;
+        case FC_IDX_ELLIPSIS: {
+            int m = a->ndim - consumed > 0 ? a->ndim - consumed : 0;
+            axis += m;
+            a_axis += m;
+            break;
+        }
+        default: break;
+        }
+    }
+    fc_array *b = fc_index(a, n, basic);
+    if (b->status != FC_OK) {
+        r = b;
+        goto done;
+    }
+    int bnd = b->ndim, B_nd;
+    int64_t B[FC_MAX_DIMS];
+    fc_status st = fcg_broadcast_shapes(ctx, "index", k, arr, &B_nd, B);
+    if (st != FC_OK) {
+        r = fcg_poison_ctx(ctx, st);
+        goto done;
+    }
+    bool adjacent = pos[k - 1] - pos[0] == k - 1;
+    int first = adjacent ? pos[0] : 0; /* where the broadcast axes go in the result */
+    fc_shape res = {0, {0}};
+    int where[FC_MAX_DIMS];            /* the result axis of each of b's other axes */
+    if (bnd - k + B_nd > FC_MAX_DIMS) {
+        r = fcg_poison(ctx, FC_ERR_INDEX, "index: the result would have %d dimensions (at most "
+                       "%d)", bnd - k + B_nd, FC_MAX_DIMS);
+        goto done;
+    }
+    res.ndim = bnd - k + B_nd;
+    for (int d = 0; d < B_nd; d++) res.dim[first + d] = B[d];
+    for (int d = 0, other = 0; d < bnd; d++) {
+        bool indexed = false;
+        for (int q = 0; q < k; q++) indexed |= pos[q] == d;
+        if (indexed) continue;
+        where[d] = adjacent ? (d < pos[0] ? d : d - k + B_nd) : B_nd + other;
+        other++;
+        res.dim[where[d]] = b->shape[d];
+    }
+    int64_t numel = 1, stride[FC_MAX_DIMS], size = 1;
+    for (int d = 0; d < res.ndim; d++) numel *= res.dim[d];
+    for (int d = bnd - 1; d >= 0; d--) {
+        stride[d] = size;
+        size *= b->shape[d];
+    }
+    for (int q = 0; q < k && numel > 0; q++)
+        if (b->shape[pos[q]] == 0) {
+            r = fcg_poison(ctx, FC_ERR_INDEX, "index: cannot index the empty axis %d of shape %s "
+                           "by an array", pos[q], fcg_shape_str(sh, bnd, b->shape));
+            goto done;
+        }
+    fc_array *flat = fc_scalar(ctx, FC_I64, 0);
+    fc_shape bshape = {B_nd, {0}}, along = {res.ndim, {0}};
+    for (int d = 0; d < B_nd; d++) bshape.dim[d] = B[d];
+    for (int d = 0; d < res.ndim; d++) along.dim[d] = d >= first && d < first + B_nd ? B[d - first] : 1;
+    for (int q = 0; q < k; q++) { /* the index arrays, over the broadcast axes */
+        fc_array *p = fc_take(fc_arange(ctx, FC_I64, 0, (double)b->shape[pos[q]], 1), arr[q], 0,
+                              FC_TAKE_RAISE);
+        p = fc_broadcast_to(fc_mul(p, fc_scalar(ctx, FC_I64, (double)stride[pos[q]])), bshape);
+        flat = fc_add(flat, fc_reshape(p, along));
+    }
+    for (int d = 0; d < bnd; d++) { /* b's other axes, each along its own result axis */
+        bool indexed = false;
+        for (int q = 0; q < k; q++) indexed |= pos[q] == d;
+        if (indexed || b->shape[d] == 1) continue;
+        fc_shape one = {res.ndim, {0}};
+        for (int e = 0; e < res.ndim; e++) one.dim[e] = e == where[d] ? b->shape[d] : 1;
+        fc_array *c = fc_arange(ctx, FC_I64, 0, (double)b->shape[d], 1);
+        flat = fc_add(flat, fc_reshape(fc_mul(c, fc_scalar(ctx, FC_I64, (double)stride[d])), one));
+    }
+    r = fc_take(fc_reshape(b, FC_SHAPE(size)), fc_broadcast_to(flat, res), 0, FC_TAKE_CLIP);
+done:
+    r = fc_keep(r);
+    fc_scope_close(sc);
+    return fcg_ret(ctx, r ? r : &ctx->oom);
+}
+
 fc_array *fc_index(fc_array *a, int n, const fc_idx *idx) {
+    for (int i = 0; i < n && idx && a; i++)
+        if (idx[i].kind == FC_IDX_ARRAY) {
+            fc_array *early;
+            fc_ctx *ctx = fcg_begin("index", 1, &a, &early);
+            if (!ctx || early) return early;
+            return index_advanced(ctx, a, n, idx);
+        }
     fc_array *early;
     fc_ctx *ctx = fcg_begin("index", 1, &a, &early);
     if (!ctx || early) return early;

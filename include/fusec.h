@@ -860,6 +860,15 @@ typedef enum fc_take_mode { FC_TAKE_RAISE, FC_TAKE_WRAP, FC_TAKE_CLIP } fc_take_
  *  where it is read, as views are); taking from an empty axis fails (FC_ERR_VALUE) unless
  *  indices is empty. */
 FC_API fc_array *fc_take(fc_array *a, fc_array *indices, int axis, fc_take_mode mode);
+/** np.take_along_axis(a, indices, axis): indices has a's number of axes and broadcasts against
+ *  it on every axis but `axis`, where it picks positions (negative ones count from the end;
+ *  one outside [-n, n) fails the evaluation with FC_ERR_VALUE). The result's shape is the
+ *  broadcast shape with indices' extent along axis. axis == FC_AXIS_NONE: a flattened,
+ *  indices 1-d. indices: an integer array (not bool, as NumPy). The pairing of argsort and
+ *  take_along_axis (sorting rows by a key) and gathering the argmax along an axis
+ *  (expand_dims then take_along_axis) are its common uses; it is one kernel's index
+ *  arithmetic and an indexed load. */
+FC_API fc_array *fc_take_along_axis(fc_array *a, fc_array *indices, int axis);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Views and shape ops. Lazy like everything else: a view is index arithmetic in the kernel   */
@@ -880,27 +889,39 @@ FC_API fc_array *fc_squeeze(fc_array *a, fc_axes axes);
 FC_API fc_array *fc_flip(fc_array *a, fc_axes axes);
 
 /** One subscript entry of fc_index, as Python's a[...]: a slice start:stop:step (FC_NIL for an
- *  omitted bound), an integer index (drops the axis), None (a new axis), or an Ellipsis. */
-typedef enum fc_idx_kind { FC_IDX_SLICE, FC_IDX_INT, FC_IDX_NEWAXIS, FC_IDX_ELLIPSIS } fc_idx_kind;
+ *  omitted bound), an integer index (drops the axis), None (a new axis), an Ellipsis, or an
+ *  integer array (NumPy's advanced indexing: picks positions along its axis). */
+typedef enum fc_idx_kind {
+    FC_IDX_SLICE, FC_IDX_INT, FC_IDX_NEWAXIS, FC_IDX_ELLIPSIS, FC_IDX_ARRAY
+} fc_idx_kind;
 typedef struct fc_idx {
     fc_idx_kind kind;
     int64_t start, stop, step; /* FC_IDX_INT uses start as the index */
+    fc_array *array;           /* FC_IDX_ARRAY: the index array (borrowed, not consumed) */
 } fc_idx;
 #define FC_NIL INT64_MIN
 #ifndef __cplusplus
-#define FC_S(start, stop, step) ((fc_idx){FC_IDX_SLICE, (start), (stop), (step)})
-#define FC_AT(i) ((fc_idx){FC_IDX_INT, (i), 0, 0})
-#define FC_NEWAXIS ((fc_idx){FC_IDX_NEWAXIS, 0, 0, 0})
-#define FC_ELLIPSIS ((fc_idx){FC_IDX_ELLIPSIS, 0, 0, 0})
+#define FC_S(start, stop, step) ((fc_idx){FC_IDX_SLICE, (start), (stop), (step), NULL})
+#define FC_AT(i) ((fc_idx){FC_IDX_INT, (i), 0, 0, NULL})
+#define FC_NEWAXIS ((fc_idx){FC_IDX_NEWAXIS, 0, 0, 0, NULL})
+#define FC_ELLIPSIS ((fc_idx){FC_IDX_ELLIPSIS, 0, 0, 0, NULL})
+#define FC_ARRAY_IDX(x) ((fc_idx){FC_IDX_ARRAY, 0, 0, 0, (x)})
 #else /* no compound literals in C++: a helper whose int64_t parameters convert as C's do */
 #define FC_S(start, stop, step) (::fc_cxx_::idx(FC_IDX_SLICE, (start), (stop), (step)))
 #define FC_AT(i) (::fc_cxx_::idx(FC_IDX_INT, (i), 0, 0))
 #define FC_NEWAXIS (::fc_cxx_::idx(FC_IDX_NEWAXIS, 0, 0, 0))
 #define FC_ELLIPSIS (::fc_cxx_::idx(FC_IDX_ELLIPSIS, 0, 0, 0))
+#define FC_ARRAY_IDX(x) (::fc_cxx_::array_idx(x))
 #endif
 #define FC_COLON FC_S(FC_NIL, FC_NIL, FC_NIL)
-/** a[idx[0], ..., idx[n-1]] with NumPy's basic-indexing rules (steps may be negative; slice
- *  bounds clip; an integer index out of range or a zero step is FC_ERR_INDEX). */
+/** a[idx[0], ..., idx[n-1]] with NumPy's indexing rules. Basic entries (steps may be negative;
+ *  slice bounds clip; an integer index out of range or a zero step is FC_ERR_INDEX) give a
+ *  view. Integer arrays (FC_ARRAY_IDX) broadcast together and pick positions along their
+ *  axes, as NumPy's advanced indexing: the broadcast shape replaces those axes where they are
+ *  adjacent, else leads the result. A negative index counts from the end; one out of range
+ *  fails the evaluation with FC_ERR_VALUE (a device-side check, as take's). The result is one
+ *  indexed load in the consuming kernel. Boolean arrays (masks) are not supported here
+ *  (FC_ERR_UNSUPPORTED). */
 FC_API fc_array *fc_index(fc_array *a, int n, const fc_idx *idx);
 /** fc_slice(a, FC_S(1, -1, 1), FC_COLON): fc_index with the entries written inline (at least
  *  one in C; in C++ fc_slice(a) is a[()], a itself as a new reference). */
@@ -1261,8 +1282,9 @@ template <typename... T> constexpr fc_axes axes(T... axis) noexcept {
     return fc_axes{static_cast<int>(sizeof...(T)), {static_cast<int>(axis)...}};
 }
 constexpr fc_idx idx(fc_idx_kind kind, int64_t start, int64_t stop, int64_t step) noexcept {
-    return fc_idx{kind, start, stop, step};
+    return fc_idx{kind, start, stop, step, nullptr};
 }
+constexpr fc_idx array_idx(fc_array *x) noexcept { return fc_idx{FC_IDX_ARRAY, 0, 0, 0, x}; }
 template <typename... I> inline fc_array *slice(fc_array *a, I... entry) {
     const fc_idx v[sizeof...(I) ? sizeof...(I) : 1] = {entry...}; /* fc_idx only */
     return fc_index(a, static_cast<int>(sizeof...(I)), v);

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""Generates tests/data/ops_take.txt: NumPy's values of fusec's take (fc_take, np.take) in
-tests/gen_reference.py's format, replayed by tests/test_ops_ref.c
-(`o take %A %I AXIS MODE`, AXIS an integer or `none`, MODE raise, wrap or clip). Indices of
-any integer dtype are taken as int64 values (a u64 above 2^63 is negative), as NumPy does.
+"""Generates tests/data/ops_take.txt: NumPy's values of fusec's take (fc_take, np.take) and
+take_along_axis (fc_take_along_axis) and integer-array subscripts (fc_index with
+FC_ARRAY_IDX entries) in tests/gen_reference.py's format, replayed by tests/test_ops_ref.c
+(`o take %A %I AXIS MODE`, `o take_along_axis %A %I AXIS`, AXIS an integer or `none`, MODE
+raise, wrap or clip; `o index %A N ENTRY...`, an entry `ia %I` for an index array). Indices
+of any integer dtype are taken as int64 values (a u64 above 2^63 is negative), as NumPy does.
 
 Run with NumPy 2.x and ml_dtypes (CI has neither, so the output is checked in):
 
@@ -96,7 +98,112 @@ def main():
     rx, ri = c.arr(x), c.arr(np.array([3, 0, -1, 1], np.int32))
     c.op("take", c.op("multiply", rx, rx), c.op("negative", ri), 0, "wrap")
     c.expect(np.take(x * x, -np.array([3, 0, -1, 1], np.int32), axis=0, mode="wrap"))
+    take_along_axis_cases(w, x)
+    index_array_cases(w)
     w.save()
+
+
+def index_array_cases(w):
+    """x[...] with integer arrays among the entries: NumPy's advanced indexing."""
+    def entries(c, subs):
+        toks = []
+        for e in subs:
+            if isinstance(e, np.ndarray):
+                toks += ["ia", c.arr(e)]
+            elif isinstance(e, slice):
+                toks += ["s"] + ["nil" if v is None else v for v in (e.start, e.stop, e.step)]
+            elif e is None:
+                toks += ["n"]
+            elif e is Ellipsis:
+                toks += ["e"]
+            else:
+                toks += ["i", e]
+        return toks
+
+    def case(label, x, subs):
+        ref = x[tuple(subs)]
+        c = w.case("index " + label)
+        c.op("index", c.arr(x), len(subs), *entries(c, subs))
+        c.expect(ref)
+
+    x = gr.rand("f32", (4, 5, 6))
+    i = indices("i32", (3,), -4, 4)
+    j = indices("i64", (2, 1), -5, 5)
+    k = indices("u8", (3,), 0, 6)
+    case("first axis", x, [i])
+    case("middle axis", x, [slice(None), i % 5])
+    case("two adjacent", x, [slice(None), j, k])
+    case("separated: broadcast axes first", x, [j % 4, slice(None), k])
+    case("an integer beside an array counts as one", x, [1, slice(None), k])
+    case("integer after a slice", x, [slice(None), i % 5, 2])
+    case("ellipsis", x, [Ellipsis, -k.astype(np.int16) - 1])
+    case("newaxis and slice", x, [i, None, slice(1, 3)])
+    case("reversed slice", x, [slice(None, None, -1), j, slice(4, 0, -2)])
+    case("0-d index array", x, [np.array(-2, np.int16)])
+    case("2-d index array", gr.rand("c64", (7,)), [indices("i8", (3, 4), -7, 7)])
+    case("empty index array", x, [np.zeros((0,), np.int64)])
+    case("all three", x, [i % 4, j, k])
+    for t, name in enumerate(gr.ALL):
+        case("dtype %s" % name, gr.rand(name, (3, 4)),
+             [slice(None), indices(list(INDEX_DTYPES)[t % 8], (5,), 0, 4)])
+    for label, subs, err in [("out of bounds", [np.array([4], np.int32)], "FC_ERR_VALUE"),
+                             ("negative out of bounds", [slice(None), np.array([-6], np.int64)], "FC_ERR_VALUE")]:
+        c = w.case("index " + label)
+        c.op("index", c.arr(x), len(subs), *entries(c, subs))
+        c.error(err, at_eval=True)
+    for label, subs, err in [("float array", [np.array([1.0])], "FC_ERR_INDEX"),
+                             ("bool array", [np.array([True, False, True, False])], "FC_ERR_UNSUPPORTED"),
+                             ("no broadcast", [np.zeros(2, np.int32), np.zeros(3, np.int32)], "FC_ERR_SHAPE"),
+                             ("integer out of bounds", [np.zeros(2, np.int32), 7], "FC_ERR_INDEX"),
+                             ("too many", [0, 0, 0, np.zeros(1, np.int32)], "FC_ERR_INDEX")]:
+        c = w.case("index " + label)
+        c.op("index", c.arr(x), len(subs), *entries(c, subs))
+        c.error(err)
+
+
+def take_along_axis_cases(w, x):
+    def case(label, a, ind, axis):
+        ref = np.take_along_axis(a, ind, axis=axis)
+        c = w.case(label)
+        c.op("take_along_axis", c.arr(a), c.arr(ind), "none" if axis is None else axis)
+        c.expect(ref)
+
+    # Every dtype; index arrays that broadcast on the other axes, or match them.
+    for t, name in enumerate(gr.ALL):
+        a = gr.rand(name, (3, 5))
+        iname = list(INDEX_DTYPES)[t % 4]
+        case("take_along_axis %s axis 1 by %s" % (name, iname), a,
+             indices(iname, (3, 4) if t % 2 else (1, 7), -5, 5), 1)
+        case("take_along_axis %s axis 0 by %s" % (name, iname), a,
+             indices(iname, (2, 5) if t % 3 else (4, 1), -3, 3), 0)
+    a = gr.rand("f64", (2, 3, 4))
+    for axis in (0, 1, 2, -1, -3):
+        shape = [1, 3, 1]
+        shape[axis] = 5
+        case("take_along_axis 3-d axis %d" % axis, a, indices("i64", tuple(shape), -a.shape[axis], a.shape[axis]), axis)
+    case("take_along_axis flattened", a, indices("i32", (9,), -24, 24), None)
+    case("take_along_axis broadcast array", gr.rand("f32", (1, 6)), indices("i8", (4, 2), -6, 6), 1)
+    case("take_along_axis unsigned", a, np.array([[[3]], [[0]]], np.uint64), 2)
+    case("take_along_axis argsort pairing", x, np.argsort(x, axis=1), 1)
+    case("take_along_axis argmax", x, np.expand_dims(np.argmax(x, axis=0), 0), 0)
+    case("take_along_axis empty indices", x, np.zeros((4, 0), np.int64), 1)
+    case("take_along_axis empty array", np.zeros((0, 3), np.float32), np.zeros((0, 2), np.int32), 1)
+    case("take_along_axis 1-d", gr.rand("c64", (6,)), indices("i16", (10,), -6, 6), 0)
+    for bad in ([[6]], [[-7]]):
+        c = w.case("take_along_axis out of bounds %s" % bad)
+        c.op("take_along_axis", c.arr(x), c.arr(np.array(bad, np.int64)), 1)
+        c.error("FC_ERR_VALUE", at_eval=True)
+    errors = [("bool indices", x, np.array([[True]]), 1, "FC_ERR_DTYPE"),
+              ("float indices", x, np.array([[1.0]]), 1, "FC_ERR_DTYPE"),
+              ("axis count", x, np.array([1, 2], np.int32), 1, "FC_ERR_SHAPE"),
+              ("no broadcast", x, np.zeros((3, 2), np.int32), 1, "FC_ERR_SHAPE"),
+              ("none needs 1-d", x, np.zeros((2, 2), np.int32), None, "FC_ERR_SHAPE"),
+              ("axis out of range", x, np.zeros((1, 1), np.int32), 2, "FC_ERR_AXIS"),
+              ("empty axis", np.zeros((3, 0), np.float32), np.zeros((3, 1), np.int32), 1, "FC_ERR_VALUE")]
+    for label, a, ind, axis, err in errors:
+        c = w.case("take_along_axis " + label)
+        c.op("take_along_axis", c.arr(a), c.arr(ind), "none" if axis is None else axis)
+        c.error(err)
 
 
 if __name__ == "__main__":

@@ -567,7 +567,9 @@ static fc_array *rd_stack(rd *r, fc_array *a) {
 }
 
 /* take of a pool array by an integer one along a random axis (or the flattened array), in a
- * random mode; raise mode indexes with the indices modulo the extent, which NumPy accepts.
+ * random mode; raise mode indexes with the indices modulo the extent, which NumPy accepts. One
+ * in four is a take_along_axis, its indices laid along the axis and in [-n, n); one in four a
+ * subscript with an index array (in [-n, n)) and maybe an integer.
  * Choices come from h, not from the generator's stream (as rd_scan's). */
 static fc_array *rd_take(rd *r, uint64_t h) {
     fc_array *a = rd_pick(r), *ind = NULL;
@@ -580,6 +582,30 @@ static fc_array *rd_take(rd *r, uint64_t h) {
     int axis = nd == 0 || (h >> 8) % 4 == 0 ? FC_AXIS_NONE
                                               : (int)((h >> 12) % (uint64_t)(2 * nd)) - nd;
     fc_take_mode mode = (fc_take_mode)((h >> 16) % 3);
+    if ((h >> 28) % 4 == 0) { /* take_along_axis: the indices laid along the axis, in [-n, n) */
+        fc_shape s = fc_array_shape(a);
+        int64_t n = axis == FC_AXIS_NONE ? numel(&s) : s.dim[axis < 0 ? axis + nd : axis];
+        if (n == 0) return NULL;
+        fc_array *flat = fc_reshape(fc_cast(ind, FC_I64), FC_SHAPE(-1));
+        int64_t m = fc_array_size(flat);
+        fc_shape along = {axis == FC_AXIS_NONE ? 1 : nd, {0}};
+        for (int d = 0; d < along.ndim; d++)
+            along.dim[d] = axis == FC_AXIS_NONE || d == (axis < 0 ? axis + nd : axis) ? m : 1;
+        fc_array *pos = fc_sub(fc_mod(flat, fc_i64(r->ctx, 2 * n)), fc_i64(r->ctx, n));
+        return fc_take_along_axis(a, fc_reshape(pos, along), axis);
+    }
+    if ((h >> 28) % 4 == 1 && nd > 0) { /* a subscript: the array at one axis, an integer at
+                                            another (both count as index arrays, as NumPy) */
+        fc_shape s = fc_array_shape(a);
+        int at = (int)((h >> 32) % (uint64_t)nd), other = (int)((h >> 36) % (uint64_t)nd);
+        if (s.dim[at] == 0) return NULL;
+        fc_idx e[FC_MAX_DIMS];
+        for (int d = 0; d < nd; d++) e[d] = FC_COLON;
+        e[at] = FC_ARRAY_IDX(fc_sub(fc_mod(fc_cast(ind, FC_I64), fc_i64(r->ctx, 2 * s.dim[at])),
+                                    fc_i64(r->ctx, s.dim[at])));
+        if (other != at && s.dim[other] > 0) e[other] = FC_AT((int64_t)(h >> 40) % s.dim[other]);
+        return fc_index(a, nd, e);
+    }
     if (mode == FC_TAKE_RAISE) {
         fc_shape s = fc_array_shape(a);
         int64_t n = axis == FC_AXIS_NONE ? numel(&s) : s.dim[axis < 0 ? axis + nd : axis];

@@ -487,7 +487,8 @@ static char *run_program(emu_set *s, program *p) {
             const fc_array *r = kern->outs[0];
             long long L = kern->space[r->p.axis], O = 1;
             for (int d = 0; d < r->p.axis; d++) O *= kern->space[d];
-            long long tiles = O * ((L + s->tuning.scan_tile - 1) / s->tuning.scan_tile);
+            long long ts = fcx_scan_tile(&s->tuning, (size_t)fc_dtype_size(fcg_reduce_acc_dtype(r)));
+            long long tiles = O * ((L + ts - 1) / ts);
             size_t status = 16 + (size_t)tiles * 4;
             for (size_t b = 0; b < status; b++)
                 cr_assert_eq(scratch[b], 0, "%s kernel %d: scan scratch byte %zu left %d", p->name,

@@ -332,7 +332,7 @@ Test(errors, bad_slices, .init = setup, .fini = teardown) {
                             "two ellipses", NAMES("[5, 6]")), "two ellipses");
     cr_expect(failed_naming(fc_slice(fc_scalar(ctx, FC_F32, 1), FC_AT(0)), FC_ERR_INDEX,
                             "index into 0-d", NAMES("[]")), "index into 0-d");
-    fc_idx weird = {(fc_idx_kind)42, 0, 0, 0};
+    fc_idx weird = {(fc_idx_kind)42, 0, 0, 0, NULL};
     cr_expect_neq(fc_array_status(fc_index(x, 1, &weird)), FC_OK, "bad entry kind");
     cr_expect_neq(fc_array_status(fc_index(x, -1, NULL)), FC_OK, "negative count");
     cr_expect_neq(fc_array_status(fc_index(x, 1, NULL)), FC_OK, "entries missing");

@@ -127,7 +127,7 @@ static int parse_subscript(const char *s, fc_idx *idx, int max) {
     if (strcmp(s, "-") == 0) return 0;
     while (*s) {
         cr_assert_lt(n, max);
-        fc_idx e = {FC_IDX_SLICE, 0, 0, 0};
+        fc_idx e = {FC_IDX_SLICE, 0, 0, 0, NULL};
         if (*s == 'N') {
             e.kind = FC_IDX_NEWAXIS;
             s++;

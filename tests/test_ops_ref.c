@@ -105,6 +105,11 @@ static fc_array *build_op(run *r, reff_tokens *t, fc_array **regs, int nreg) {
                             : strcmp(m, "clip") == 0 ? FC_TAKE_CLIP : FC_TAKE_RAISE;
         return fc_take(x, ind, axis, mode);
     }
+    if (strcmp(name, "take_along_axis") == 0) {
+        fc_array *x = reff_need_reg(t, regs, nreg), *ind = reff_need_reg(t, regs, nreg);
+        const char *a = reff_need(t);
+        return fc_take_along_axis(x, ind, strcmp(a, "none") == 0 ? FC_AXIS_NONE : atoi(a));
+    }
     if (strcmp(name, "cast") == 0) {
         fc_array *x = reff_need_reg(t, regs, nreg);
         return fc_cast(x, reff_need_dtype(t));
@@ -147,6 +152,8 @@ static fc_array *build_op(run *r, reff_tokens *t, fc_array **regs, int nreg) {
             if (k[0] == 's') {
                 int64_t a = need_bound(t), b = need_bound(t), c = need_bound(t);
                 idx[i] = FC_S(a, b, c);
+            } else if (strcmp(k, "ia") == 0) { /* an index array */
+                idx[i] = FC_ARRAY_IDX(reff_need_reg(t, regs, nreg));
             } else if (k[0] == 'i') {
                 idx[i] = FC_AT(reff_need_int(t));
             } else if (k[0] == 'n') {
