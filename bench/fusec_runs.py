@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """bench/fusec_runs.py - times every workload through `fusec run --bench --json`.
 
-Runs each bench/fc/wNN_*.fc program (W1-W13), issue 11's bench/fc/i11_*.fc (a scan and random
-draws) and the size sweep of W1 and W6 (bench/fc/sweep/*_n.fc with --set n=...) through the
+Runs each bench/fc/wNN_*.fc program (W1-W13), issue 11's bench/fc/i11_*.fc (a scan, random
+draws and a gather by random indices, written to the temporary directory as .npy) and the size sweep of W1 and W6 (bench/fc/sweep/*_n.fc with --set n=...) through the
 fusec CLI, one process each, and collects their JSON objects into one file. A run that fails or
 times out gives an entry with "error" (its exit code and the tail of its stderr); the others go
 on.
@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -41,7 +42,20 @@ WORKLOADS = [
     # issue 11: scans and random numbers
     ("I11_cumsum", "i11_cumsum.fc", []),
     ("I11_normal", "i11_normal.fc", []),
+    # random indices (take_indices below); floor: indices and output once, one 32-byte sector
+    # of x per element gathered (x is 256 MiB, far beyond L2, so each gather costs a sector)
+    ("I11_take", "i11_take.fc", ["--input", "i={take_indices}", "--floor-bytes",
+                                 str(40 * (1 << 24))]),
 ]
+
+
+def take_indices(directory):
+    """I11_take's indices: 2^24 random int32 in [0, 2^26) as .npy (NumPy, seed 11)."""
+    path = os.path.join(directory, "i11_take_indices.npy")
+    if not os.path.exists(path):
+        import numpy as np
+        np.save(path, np.random.default_rng(11).integers(0, 1 << 26, 1 << 24, dtype=np.int32))
+    return path
 
 # Sweep programs: id -> (program, elements -> value of n)
 SWEEP = [
@@ -120,6 +134,14 @@ def main(argv=None):
         if want and wid not in want and wid.split("_")[0] not in want:
             continue
         path = os.path.join(args.fc_dir, prog)
+        if any("{take_indices}" in a for a in extra):
+            try:
+                where = take_indices(tempfile.gettempdir())
+            except Exception as e:  # no NumPy: the row reports why
+                res["workloads"][wid] = {"id": wid, "result": None, "error": "indices: %s" % e}
+                res["errors"].append("%s: indices: %s" % (wid, e))
+                continue
+            extra = [a.replace("{take_indices}", where) for a in extra]
         cmd = [args.fusec, "run", path] + common + extra
         timeout = args.timeout_w12 if wid.startswith("W12") else args.timeout
         obj, err, secs = run_one(cmd, timeout)

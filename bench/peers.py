@@ -698,6 +698,30 @@ def make_i11_normal(scale):
     return {}, {"cupy": cupy_fn, "torch": torch_fn}, 4 * n
 
 
+def make_i11_take(scale):
+    n = max(1, (1 << 26) // scale)
+    m = max(1, (1 << 24) // scale)
+    x = rand(n)
+    if cp is not None:
+        i = cp.random.RandomState(11).randint(0, n, m, dtype=cp.int32)
+    else:
+        i = torch.randint(0, n, (m,), device="cuda", dtype=torch.int32)
+
+    # torch gathers by int64 indices: converted once, outside the timed call
+    def torch_fn():
+        tx, ti = to_torch(x), to_torch(i).long()
+        return lambda: torch.take(tx, ti)
+
+    def compile_fn():
+        tx, ti, f = to_torch(x), to_torch(i).long(), torch_compile(lambda a, b: a[b])
+        return lambda: f(tx, ti)
+
+    # floor: indices and output once, one 32-byte sector of x per element gathered
+    return ({"x": x, "i": i},
+            {"cupy": lambda: (lambda: cp.take(x, i)), "torch": torch_fn,
+             "torch_compile": compile_fn}, 40 * m)
+
+
 WORKLOADS = [
     Workload("W1", "tanh(sin(x) + 0.1*x), f32 2^26", make_w1),
     Workload("W2", "x**2 + 2*y, f32 2^26", make_w2),
@@ -715,6 +739,7 @@ WORKLOADS = [
     # issue 11: scans and random numbers
     Workload("I11_cumsum", "cumsum(x), f32 2^26", make_i11_cumsum),
     Workload("I11_normal", "standard normal draws, f32 2^26", make_i11_normal, compare=False),
+    Workload("I11_take", "take of 2^24 random indices from f32 2^26", make_i11_take),
 ]
 
 LIB_OF = {"cupy": "cupy", "cupy_fuse": "cupy", "cupy_op": "cupy", "cupy_expr": "cupy",
@@ -1109,7 +1134,7 @@ def main(argv=None):
     ap.add_argument("--runs", type=int, default=15, help="timed runs per cell (default 15)")
     ap.add_argument("--warmup", type=int, default=3, help="warm-up calls per cell (default 3)")
     ap.add_argument("--only", help="comma-separated workload ids (W1,...,W11,W12_matmul,"
-                                   "W12_fft,I11_cumsum,I11_normal; W12 and I11 select both)")
+                                   "W12_fft,I11_cumsum,I11_normal,I11_take; W12 and I11 select all theirs)")
     ap.add_argument("--peers", help="comma-separated peers (%s; default all)" % ",".join(PEERS))
     ap.add_argument("--scale", type=int, default=1,
                     help="divide every workload's size by this (quick checks; default 1)")

@@ -32,7 +32,7 @@ BEGIN = "<!-- report.py: begin -->"
 END = "<!-- report.py: end -->"
 
 ORDER = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12_matmul",
-         "W12_fft", "I11_cumsum", "I11_normal"]
+         "W12_fft", "I11_cumsum", "I11_normal", "I11_take"]
 PROGRAM = {
     "W1": "`tanh(sin(x) + 0.1*x)`, f32 2^26",
     "W2": "`x**2 + 2*y`, f32 2^26",
@@ -49,6 +49,7 @@ PROGRAM = {
     "W12_fft": "FFT round trip, c64 2^24",
     "I11_cumsum": "`cumsum(x)`, f32 2^26",
     "I11_normal": "`standard_normal`, f32 2^26",
+    "I11_take": "`take(x, i)`, 2^24 random i32 indices, f32 2^26 (floor: a 32-byte sector a gather)",
 }
 PEER_COLS = [("cupy", "CuPy"), ("cupy_fuse", "cupy.fuse"), ("torch", "PyTorch"),
              ("torch_compile", "torch.compile")]
@@ -62,6 +63,7 @@ TARGETS = {
     # issue 11: scans and random numbers: as fast as CuPy at least, and >= 80% of the floor
     "I11_cumsum": (("floor", 80), ("cupy", 1.0)),
     "I11_normal": (("floor", 80), ("cupy", 1.0)),
+    "I11_take": (("floor", 80), ("cupy", 1.0)),
 }
 MIB = 1 << 20
 
