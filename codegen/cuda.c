@@ -776,13 +776,45 @@ static int eval_take(gen *g, const fc_array *a, const ix *idx) {
     return eval(g, x, &xi);
 }
 
+/* searchsorted at idx: a binary search of the sorted 1-d in[0] for in[1]'s element there,
+ * in the loop dtype, NaN after every number (prelude fcx_sort_less); in[0] is read (or
+ * computed) at each probe. */
+static int eval_searchsorted(gen *g, const fc_array *a, const ix *idx) {
+    const fc_array *s = a->in[0], *v = a->in[1];
+    const fc_dtype l = (fc_dtype)a->loop_dtype;
+    int vv = convert(g, eval(g, v, idx), (fc_dtype)v->dtype, l);
+    int r = new_var(g);
+    line(g, "idx_t lo%d = 0, hi%d = (idx_t)%s;", r, r, extent(g, s, 0));
+    line(g, "while (lo%d < hi%d) {", r, r);
+    g->indent++;
+    scope_push(g);
+    line(g, "const idx_t mid%d = lo%d + (hi%d - lo%d) / 2;", r, r, r, r);
+    ix si;
+    memset(&si, 0, sizeof si);
+    si.nd = 1;
+    si.e[0] = str(g, "mid%d", r);
+    int sv = convert(g, eval(g, s, &si), (fc_dtype)s->dtype, l);
+    if (a->p.mode == FC_SIDE_RIGHT)
+        line(g, "if (!fcx_sort_less(v%d, v%d)) lo%d = mid%d + 1;", vv, sv, r, r);
+    else
+        line(g, "if (fcx_sort_less(v%d, v%d)) lo%d = mid%d + 1;", sv, vv, r, r);
+    line(g, "else hi%d = mid%d;", r, r);
+    scope_pop(g);
+    g->indent--;
+    line(g, "}");
+    int o = new_var(g);
+    line(g, "const fcx_ct_i64 v%d = (fcx_ct_i64)lo%d;", o, r);
+    return o;
+}
+
 static int eval_node(gen *g, const fc_array *a, const ix *idx) {
     switch (fcg_ops[a->op].kind) {
     case FCG_KIND_SOURCE: return a->op == FCG_OP_CONST ? eval_const(g, a) : eval_source(g, a, idx);
     case FCG_KIND_EW: return eval_ew(g, a, idx);
     case FCG_KIND_VIEW: return eval_view(g, a, idx);
     case FCG_KIND_USER: return eval_user(g, a, idx);
-    case FCG_KIND_GATHER: return eval_take(g, a, idx);
+    case FCG_KIND_GATHER:
+        return a->op == FCG_OP_SEARCHSORTED ? eval_searchsorted(g, a, idx) : eval_take(g, a, idx);
     case FCG_KIND_REDUCE: /* the planner gives these kernels of their own roles */
     case FCG_KIND_SCAN:
     case FCG_KIND_LIB:

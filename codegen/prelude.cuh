@@ -1264,6 +1264,9 @@ template <class I> FCX_FN long long fcx_take_index(I v, long long n, int mode) {
     return j;
 }
 
+/* a < b in NumPy's sort order: NaN after every number (searchsorted; real compute types). */
+template <class T> FCX_FN bool fcx_sort_less(T a, T b) { return a < b || (b != b && a == a); }
+
 /* ---- block-level machinery of the reduction kernels ------------------------------------ */
 
 /* Threads of a warp. Host emulation (tests/test_codegen_emulated.c) defines it smaller, and

@@ -240,6 +240,7 @@ static const fcf_func fcf_funcs[] = {
     {"matmul", FK_MATMUL, 0, 2, 2, {"x1", "x2"}},
     {"take", FK_TAKE, 0, 3, 2, {"a", "indices", "axis", "mode"}},
     {"take_along_axis", FK_TAKE, 1, 3, 2, {"arr", "indices", "axis"}},
+    {"searchsorted", FK_TAKE, 2, 3, 2, {"a", "v", "side"}},
     {"fft", FK_FFT, FCG_OP_FFT, 4, 1, {"a", "n", "axis", "norm"}},
     {"ifft", FK_FFT, FCG_OP_IFFT, 4, 1, {"a", "n", "axis", "norm"}},
     {"zeros", FK_FILL, 0, 2, 1, {"shape", "dtype"}},
@@ -3024,11 +3025,20 @@ static fc_status eval_call(fcf_builder *b, const fcf_expr *e, fcf_value *out) {
                         "%s: norm must be None or \"backward\"", fn->name);
         return bcheck(b, e, fn->op == FCG_OP_FFT ? fc_fft(x, axis) : fc_ifft(x, axis), out);
     }
-    case FK_TAKE: { /* op 1: take_along_axis, whose axis defaults to -1 (NumPy 2) */
+    case FK_TAKE: { /* op 1: take_along_axis, whose axis defaults to -1 (NumPy 2); op 2:
+                       searchsorted */
         fc_array *ind;
         int axis = FC_AXIS_NONE, m = 0;
         if ((st = eval_array_arg(b, e, 0, &x)) != FC_OK) return st;
         if ((st = eval_array_arg(b, e, 1, &ind)) != FC_OK) return st;
+        if (fn->op == 2) {
+            if ((st = eval_arg(b, e, 2, &v[2], V_NONE)) != FC_OK) return st;
+            bool right = v[2].kind == V_STR && strcmp(v[2].s, "right") == 0;
+            if (v[2].kind != V_NONE && !right && !(v[2].kind == V_STR && strcmp(v[2].s, "left") == 0))
+                return berr(b, arg_pos(e, 2), FC_ERR_INVALID,
+                            "searchsorted side must be \"left\" or \"right\"");
+            return bcheck(b, e, fc_searchsorted(x, ind, right ? FC_SIDE_RIGHT : FC_SIDE_LEFT), out);
+        }
         if ((st = eval_arg(b, e, 2, &v[2], V_NONE)) != FC_OK) return st;
         if (fn->op && !e->call.args[2]) axis = -1;
         else if (v[2].kind != V_NONE &&

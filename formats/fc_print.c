@@ -493,6 +493,15 @@ static fc_status put_rhs(fcq_printer *pr, const fc_array *a) {
         buf_puts(b, ")");
         return FC_OK;
     }
+    if (a->op == FCG_OP_SEARCHSORTED) {
+        buf_puts(b, "searchsorted(");
+        put_operand(pr, a->in[0], false);
+        buf_puts(b, ", ");
+        put_operand(pr, a->in[1], false);
+        if (a->p.mode == FC_SIDE_RIGHT) buf_puts(b, ", side=\"right\"");
+        buf_puts(b, ")");
+        return FC_OK;
+    }
     if (a->op == FCG_OP_TAKE) {
         static const char *const modes[] = {"raise", "wrap", "clip"};
         buf_puts(b, "take(");

@@ -334,6 +334,7 @@ extern const fcg_ternary_fn fcg_ternary_api[FCG_OP_COUNT];
  *   CUMSUM ..  axis (normalised)
  *   TAKE       axis of in[0] (normalised) that in[1]'s values index, mode (fc_take_mode); the
  *              result's shape is in[0]'s with that axis replaced by in[1]'s shape
+ *   SEARCHSORTED  mode (fc_side); the result has in[1]'s shape
  *   INPUT      ival = the program input's index (placeholders are never consed)
  */
 typedef struct fcg_params {

@@ -1,7 +1,8 @@
 /*
  * graph/index.c - gathers: take (np.take), one op: the result is elementwise over its own
  * shape and the indexed input is read where each element needs it (codegen: an indexed load);
- * take_along_axis, composed from take and index arithmetic.
+ * take_along_axis, composed from take and index arithmetic; searchsorted, one op whose
+ * element is a binary search of indexed loads.
  */
 #include "graph.h"
 
@@ -131,4 +132,34 @@ fc_array *fc_take_along_axis(fc_array *a, fc_array *indices, int axis) {
     fc_array *r = fc_keep(fc_take(fc_reshape(a, FC_SHAPE(size)), flat, 0, FC_TAKE_CLIP));
     fc_scope_close(sc);
     return fcg_ret(ctx, r ? r : &ctx->oom);
+}
+
+fc_array *fc_searchsorted(fc_array *a, fc_array *v, fc_side side) {
+    fc_array *early;
+    fc_ctx *ctx = fcg_begin("searchsorted", 2, (fc_array *[]){a, v}, &early);
+    if (!ctx || early) return early;
+    char sh[200];
+    if ((unsigned)side > FC_SIDE_RIGHT)
+        return fcg_poison(ctx, FC_ERR_INVALID, "searchsorted: unknown side %d", (int)side);
+    if (a->ndim != 1)
+        return fcg_poison(ctx, FC_ERR_SHAPE, "searchsorted: the sorted array must be 1-d, not "
+                          "of shape %s", fcg_shape_str(sh, a->ndim, a->shape));
+    fc_array *in[2] = {a, v};
+    fc_dtype out, loop;
+    bool weak;
+    fc_status st = fcg_ew_types(ctx, FCG_OP_LESS, 2, in, FC_BOOL, &out, &loop, &weak);
+    if (st != FC_OK) return fcg_poison_ctx(ctx, st);
+    if (fcg_is_complex(loop))
+        return fcg_poison(ctx, FC_ERR_UNSUPPORTED, "searchsorted: complex values (%s and %s) are "
+                          "not supported", fc_dtype_name((fc_dtype)a->dtype),
+                          fc_dtype_name((fc_dtype)v->dtype));
+    fcg_weak_fix fix;
+    fcg_weak_ints(FCG_OP_LESS, 2, in, loop, &fix);
+    if (fix.settled >= 0 || fix.use[1] != FCG_PYINT_KEEP)
+        return fcg_poison(ctx, FC_ERR_VALUE, "searchsorted: the Python integer is out of bounds "
+                          "for %s", fc_dtype_name((fc_dtype)a->dtype));
+    fcg_params p;
+    memset(&p, 0, sizeof p);
+    p.mode = (uint8_t)side;
+    return fcg_make(ctx, FCG_OP_SEARCHSORTED, FC_I64, loop, false, v->ndim, v->shape, 2, in, &p);
 }

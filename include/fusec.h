@@ -869,6 +869,16 @@ FC_API fc_array *fc_take(fc_array *a, fc_array *indices, int axis, fc_take_mode 
  *  (expand_dims then take_along_axis) are its common uses; it is one kernel's index
  *  arithmetic and an indexed load. */
 FC_API fc_array *fc_take_along_axis(fc_array *a, fc_array *indices, int axis);
+/** Which of equal elements np.searchsorted's insertion point goes before (LEFT: the first
+ *  position where a[i] >= v) or after (RIGHT: the first where a[i] > v). */
+typedef enum fc_side { FC_SIDE_LEFT, FC_SIDE_RIGHT } fc_side;
+/** np.searchsorted(a, v, side): for each element of v, where it would be inserted into the
+ *  sorted 1-d array a to keep it sorted (int64, v's shape). a and v are compared in their
+ *  common dtype (NumPy's promotion, Python scalars weak) with NaN after every number, the
+ *  order NumPy sorts in; a must be sorted that way (ascending), as NumPy assumes (not
+ *  checked). A binary search per element in the consuming kernel. Complex dtypes and a
+ *  sorter are not supported (FC_ERR_UNSUPPORTED). */
+FC_API fc_array *fc_searchsorted(fc_array *a, fc_array *v, fc_side side);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Views and shape ops. Lazy like everything else: a view is index arithmetic in the kernel   */

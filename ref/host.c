@@ -692,6 +692,46 @@ static fc_status eval_take(evaluator *ev, size_t idx) {
     return FC_OK;
 }
 
+/* a < b in NumPy's sort order (NaN after every number), values of one wide class */
+static bool sort_less(fch_wide w, const fch_wide_val *a, const fch_wide_val *b) {
+    switch (w) {
+    case FCH_W_I64: return a->i < b->i;
+    case FCH_W_U64: return a->u < b->u;
+    default: return a->f < b->f || (isnan(b->f) && !isnan(a->f));
+    }
+}
+
+/* searchsorted: a binary search of the sorted 1-d in[0] for each element of in[1], both read
+ * as the loop dtype's values. */
+static fc_status eval_searchsorted(evaluator *ev, size_t idx) {
+    slot *s = &ev->slots[idx];
+    const fc_array *a = s->node, *sa = a->in[0], *va = a->in[1];
+    fc_status st = own_buffer(ev, idx);
+    if (st != FC_OK) return st;
+    const slot *x = input_slot(ev, a, 0), *y = input_slot(ev, a, 1);
+    const fc_dtype l = (fc_dtype)a->loop_dtype;
+    const fch_wide w = fch_wide_of(l);
+    const bool right = a->p.mode == FC_SIDE_RIGHT;
+    const int64_t n = sa->shape[0], J = (int64_t)fcg_node_numel(a);
+    int64_t *out = (int64_t *)s->base;
+    for (int64_t j = 0; j < J; j++) {
+        fch_wide_val vv, av;
+        fch_gather_wide((fc_dtype)va->dtype,
+                        y->base + strided_offset(j, va->shape, y->strides, 0, va->ndim), 0, 1, l,
+                        &vv);
+        int64_t lo = 0, hi = n;
+        while (lo < hi) {
+            int64_t mid = lo + (hi - lo) / 2;
+            fch_gather_wide((fc_dtype)sa->dtype, x->base + mid * x->strides[0], 0, 1, l, &av);
+            bool after = right ? !sort_less(w, &vv, &av) : sort_less(w, &av, &vv);
+            if (after) lo = mid + 1;
+            else hi = mid;
+        }
+        out[j] = lo;
+    }
+    return FC_OK;
+}
+
 /* ---- one node --------------------------------------------------------------------------- */
 
 static fc_status eval_node(evaluator *ev, size_t idx) {
@@ -754,7 +794,8 @@ static fc_status eval_node(evaluator *ev, size_t idx) {
             return fch_fft(ev->ctx, a, x->base, x->strides, s->base);
         }
         break;
-    case FCG_KIND_GATHER: return eval_take(ev, idx);
+    case FCG_KIND_GATHER:
+        return a->op == FCG_OP_SEARCHSORTED ? eval_searchsorted(ev, idx) : eval_take(ev, idx);
     case FCG_KIND_SCAN: {
         st = own_buffer(ev, idx);
         if (st != FC_OK) return st;

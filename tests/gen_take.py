@@ -100,7 +100,46 @@ def main():
     c.expect(np.take(x * x, -np.array([3, 0, -1, 1], np.int32), axis=0, mode="wrap"))
     take_along_axis_cases(w, x)
     index_array_cases(w)
+    searchsorted_cases(w)
     w.save()
+
+
+def searchsorted_cases(w):
+    """np.searchsorted of sorted arrays (repeats, NaN last) by values of every real dtype."""
+    def case(label, a, v, side):
+        ref = np.searchsorted(a, v, side=side)
+        c = w.case("searchsorted " + label)
+        rv = c.weak(v) if isinstance(v, (int, float)) else c.arr(v)
+        c.op("searchsorted", c.arr(a), rv, side)
+        c.expect(np.asarray(ref, np.int64))
+
+    for t, name in enumerate(gr.ALL):
+        if name.startswith("c"):
+            continue
+        a = np.sort(gr.rand(name, (40,)))
+        if name == "bool":
+            v = gr.rand(name, (7,))
+        else:
+            # values from the array itself (ties), between its values and beyond both ends
+            v = np.concatenate([a[::7], gr.rand(name, (6,))]).astype(a.dtype)
+        for side in ("left", "right"):
+            case("%s %s" % (name, side), a, v.reshape(2, -1) if v.size % 2 == 0 else v, side)
+    nan = np.array([0.5, 1.0, 1.0, 2.0, np.nan, np.nan], np.float32)
+    for side in ("left", "right"):
+        case("NaN last %s" % side, nan, np.array([np.nan, 1.0, -np.inf, np.inf, 3.0], np.float32), side)
+        case("f64 values into f32 %s" % side, nan, np.array([1.0000001, 0.9999999, 2.0], np.float64), side)
+        case("ints into floats %s" % side, nan, np.array([1, 2, 3], np.int16), side)
+        case("python float %s" % side, np.arange(10, dtype=np.int32), 4.5, side)
+        case("python int %s" % side, np.arange(10, dtype=np.uint8), 4, side)
+        case("u64 into i64 %s" % side, np.array([-5, 0, 2**40], np.int64), np.array([2**63, 3], np.uint64), side)
+    case("empty array", np.zeros((0,), np.float32), np.array([1.0, -1.0], np.float32), "left")
+    case("empty values", np.arange(5.0), np.zeros((0, 3)), "right")
+    case("0-d value", np.arange(5.0), np.array(2.0), "left")
+    for label, a, v, err in [("2-d array", np.zeros((2, 2)), np.zeros(2), "FC_ERR_SHAPE"),
+                             ("complex", np.zeros(3, np.complex64), np.zeros(2, np.complex64), "FC_ERR_UNSUPPORTED")]:
+        c = w.case("searchsorted " + label)
+        c.op("searchsorted", c.arr(a), c.arr(v), "left")
+        c.error(err)
 
 
 def index_array_cases(w):

@@ -569,7 +569,9 @@ static fc_array *rd_stack(rd *r, fc_array *a) {
 /* take of a pool array by an integer one along a random axis (or the flattened array), in a
  * random mode; raise mode indexes with the indices modulo the extent, which NumPy accepts. One
  * in four is a take_along_axis, its indices laid along the axis and in [-n, n); one in four a
- * subscript with an index array (in [-n, n)) and maybe an integer.
+ * subscript with an index array (in [-n, n)) and maybe an integer; one in eight a
+ * searchsorted of the integers (or them cast to the array's dtype) in the array's running
+ * maximum, which is sorted as NumPy sorts (NaN last).
  * Choices come from h, not from the generator's stream (as rd_scan's). */
 static fc_array *rd_take(rd *r, uint64_t h) {
     fc_array *a = rd_pick(r), *ind = NULL;
@@ -593,6 +595,13 @@ static fc_array *rd_take(rd *r, uint64_t h) {
             along.dim[d] = axis == FC_AXIS_NONE || d == (axis < 0 ? axis + nd : axis) ? m : 1;
         fc_array *pos = fc_sub(fc_mod(flat, fc_i64(r->ctx, 2 * n)), fc_i64(r->ctx, n));
         return fc_take_along_axis(a, fc_reshape(pos, along), axis);
+    }
+    if ((h >> 28) % 8 == 2) { /* searchsorted in a running maximum (sorted, NaN last) */
+        fc_dtype t = fc_array_dtype(a);
+        if (t == FC_C64 || t == FC_C128) return NULL;
+        fc_array *sorted = fc_cummax(fc_reshape(a, FC_SHAPE(-1)), 0);
+        return fc_searchsorted(sorted, (h >> 32) % 2 ? ind : fc_cast(ind, t),
+                               (h >> 33) % 2 ? FC_SIDE_RIGHT : FC_SIDE_LEFT);
     }
     if ((h >> 28) % 4 == 1 && nd > 0) { /* a subscript: the array at one axis, an integer at
                                             another (both count as index arrays, as NumPy) */

@@ -105,6 +105,11 @@ static fc_array *build_op(run *r, reff_tokens *t, fc_array **regs, int nreg) {
                             : strcmp(m, "clip") == 0 ? FC_TAKE_CLIP : FC_TAKE_RAISE;
         return fc_take(x, ind, axis, mode);
     }
+    if (strcmp(name, "searchsorted") == 0) {
+        fc_array *x = reff_need_reg(t, regs, nreg), *v = reff_need_reg(t, regs, nreg);
+        return fc_searchsorted(x, v, strcmp(reff_need(t), "right") == 0 ? FC_SIDE_RIGHT
+                                                                         : FC_SIDE_LEFT);
+    }
     if (strcmp(name, "take_along_axis") == 0) {
         fc_array *x = reff_need_reg(t, regs, nreg), *ind = reff_need_reg(t, regs, nreg);
         const char *a = reff_need(t);
