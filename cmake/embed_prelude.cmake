@@ -1,7 +1,23 @@
 # Turns codegen/prelude.cuh into a C file defining fcx_prelude_source (its bytes and a NUL) and
-# fcx_prelude_size (the bytes without the NUL), declared in codegen/prelude.h.
+# fcx_prelude_size (the bytes without the NUL), declared in codegen/prelude.h. A line
+# '#include "../graph/NAME.h"' is replaced by that file's text: code the host and the device
+# share (graph/normal32.h) is written once, and NVRTC, which is given no headers, sees it inline.
 # Run as: cmake -DIN=<prelude.cuh> -DOUT=<file.c> -P embed_prelude.cmake
-file(READ "${IN}" hex HEX)
+cmake_minimum_required(VERSION 3.20) # script mode: the policies while() needs
+file(READ "${IN}" text)
+get_filename_component(dir "${IN}" DIRECTORY)
+while(TRUE)
+  string(REGEX MATCH "#include \"\\.\\./graph/[A-Za-z0-9_]+\\.h\"[^\n]*" line "${text}")
+  if(NOT line)
+    break()
+  endif()
+  string(REGEX REPLACE "#include \"([^\"]+)\".*" "\\1" rel "${line}")
+  file(READ "${dir}/${rel}" shared)
+  string(REPLACE "${line}" "${shared}" text "${text}")
+endwhile()
+file(WRITE "${OUT}.src" "${text}")
+file(READ "${OUT}.src" hex HEX)
+file(REMOVE "${OUT}.src")
 string(LENGTH "${hex}" nhex)
 math(EXPR size "${nhex} / 2")
 # 16 bytes a line: "0x2f,0x2a,..."

@@ -66,6 +66,10 @@ typedef struct gen {
     bool coords_used;
     int recursion;
     int vec;              /* > 0 while generating the vectorised body: elements per thread */
+    bool ew_step;         /* generating gen_ew's vector step (elements q vec + u, u < vec) */
+    bool flat_draw;       /* a random draw is read at the flat index somewhere */
+    const char **span;    /* per kernel node: the statement that draws a random node's values
+                             for the whole vector step into rd<pos>[], or NULL */
     bool strided_load;    /* a buffer was loaded at anything but the flat index i */
     /* per leaf (k->nleaf entries) */
     bool *vec_used;       /* read from this step's vector l<leaf> */
@@ -336,6 +340,40 @@ static int eval_const(gen *g, const fc_array *a) {
     return v;
 }
 
+/* A random draw read at the flat index in gen_ew's vector step. The step's elements are
+ * consecutive and share Philox blocks (4 or 2 an element): the step draws them together before
+ * its loop (the prelude's fcx_rand_*_span, each block once, a normal pair's work once), and
+ * element u reads its value. The seed and bound slots exist: the scalar loop came first. */
+static int draw_in_step(gen *g, const fc_array *a, int v) {
+    fc_dtype t = (fc_dtype)a->dtype, r = fcg_real_dtype(t);
+    int p = pos_of(g, a), n = g->vec * (fcg_is_complex(t) ? 2 : 1);
+    const char *seed = ival(g, FCX_SLOT_IVAL, a, 0), *stream = ival(g, FCX_SLOT_COUNT, a, 0);
+    bool integers = a->p.mode == FCG_RANDOM_INTEGERS;
+    if (!g->span[p] && integers) {
+        const char *lo = ival(g, FCX_SLOT_PARAM_A, a, 0), *range = ival(g, FCX_SLOT_PARAM_B, a, 0);
+        g->span[p] = str(g, "unsigned long long rd%d[%d]; fcx_rand_integer_span<%d, %s>((unsigned "
+                            "long long)%s, (unsigned long long)%s, (unsigned long long)%s, "
+                            "(unsigned long long)%s, (unsigned long long)q, rd%d);",
+                         p, n, n, fc_dtype_size(t) == 8 ? "true" : "false", lo, range, seed,
+                         stream, p);
+    } else if (!g->span[p]) {
+        bool normal = a->p.mode == FCG_RANDOM_NORMAL;
+        g->span[p] = str(g, "%s rd%d[%d]; fcx_rand_%s_%s_span<%d>((unsigned long long)%s, "
+                            "(unsigned long long)%s, (unsigned long long)q, rd%d);",
+                         normal && r != FC_F64 ? "float" : "double", p, n,
+                         normal ? "normal" : "uniform", dt(r), n, seed, stream, p);
+    }
+    if (integers)
+        line(g, "const fcx_ct_%s v%d = fcx_cast_%s((%s long long)rd%d[u]);", dt(t), v, dt(t),
+             fcg_is_sint(t) ? "" : "unsigned", p);
+    else if (fcg_is_complex(t))
+        line(g, "fcx_ct_%s v%d; v%d.re = fcx_cast_%s(rd%d[2 * u]); v%d.im = fcx_cast_%s(rd%d[2 * u "
+                "+ 1]);", dt(t), v, v, dt(r), p, v, dt(r), p);
+    else
+        line(g, "const fcx_ct_%s v%d = fcx_cast_%s(rd%d[u]);", dt(t), v, dt(t), p);
+    return v;
+}
+
 static int eval_source(gen *g, const fc_array *a, const ix *idx) {
     fc_dtype t = (fc_dtype)a->dtype;
     int v = new_var(g);
@@ -368,9 +406,19 @@ static int eval_source(gen *g, const fc_array *a, const ix *idx) {
              dt(t), v, dt(t), idx->e[0], ival(g, FCX_SLOT_IVAL, a, 0), idx->e[1]);
         return v;
     case FCG_OP_RANDOM: { /* graph.h's fcg_random_*_at, as the prelude's fcx_rand_* */
-        const char *lin = linearize(g, a, idx);
-        const char *seed = ival(g, FCX_SLOT_IVAL, a, 0), *stream = ival(g, FCX_SLOT_COUNT, a, 0);
+        const fcp_kernel *k = g->k;
+        const char *seed, *stream;
         fc_dtype r = fcg_real_dtype(t);
+        bool cplx = fcg_is_complex(t);
+        const char *fn = a->p.mode == FCG_RANDOM_NORMAL ? "normal" : "uniform";
+        if (idx->identity && a->ndim == k->ndim &&
+            memcmp(a->shape, k->space, (size_t)k->ndim * 8) == 0) {
+            g->flat_draw = true;
+            if (g->ew_step) return draw_in_step(g, a, v);
+        }
+        const char *lin = linearize(g, a, idx);
+        seed = ival(g, FCX_SLOT_IVAL, a, 0);
+        stream = ival(g, FCX_SLOT_COUNT, a, 0);
         if (a->p.mode == FCG_RANDOM_INTEGERS) {
             line(g, "const fcx_ct_%s v%d = fcx_cast_%s((%s long long)fcx_rand_integer(%s, "
                     "(unsigned long long)%s, (unsigned long long)%s, (unsigned long long)%s, "
@@ -380,8 +428,7 @@ static int eval_source(gen *g, const fc_array *a, const ix *idx) {
                  ival(g, FCX_SLOT_PARAM_B, a, 0), seed, stream, lin);
             return v;
         }
-        const char *fn = a->p.mode == FCG_RANDOM_NORMAL ? "normal" : "uniform";
-        if (fcg_is_complex(t)) {
+        if (cplx) {
             line(g, "fcx_ct_%s v%d;", dt(t), v);
             for (int q = 0; q < 2; q++)
                 line(g, "v%d.%s = fcx_cast_%s(fcx_rand_%s_%s((unsigned long long)%s, "
@@ -974,7 +1021,8 @@ static void gen_ew(gen *g) {
         if (fc_dtype_size((fc_dtype)k->outs[q]->dtype) > widest) widest = fc_dtype_size((fc_dtype)k->outs[q]->dtype);
     int vec = (int)(16 / widest);
     if (vec > 8) vec = 8;
-    if (!any_flat || vec < 2 || k->ndim == 0) {
+    /* A random draw at the flat index also wants the step: its elements share Philox blocks. */
+    if ((!any_flat && !g->flat_draw) || vec < 2 || k->ndim == 0) {
         line(g, "const idx_t s0 = 0;");
     } else {
         line(g, "const idx_t nv = n / %d, s0 = nv * %d;", vec, vec);
@@ -987,6 +1035,7 @@ static void gen_ew(gen *g) {
         g->body.ctx = g->ctx;
         memset(g->vec_used, 0, (size_t)(k->nleaf + 1) * sizeof *g->vec_used);
         g->vec = vec;
+        g->ew_step = true;
         line(g, "#pragma unroll");
         line(g, "for (int u = 0; u < %d; u++) {", vec);
         g->indent++;
@@ -1001,12 +1050,15 @@ static void gen_ew(gen *g) {
         g->indent--;
         line(g, "}");
         g->vec = 0;
+        g->ew_step = false;
         fcg_sb step = g->body;
         g->body = top;
         for (int li = 0; li < k->nleaf; li++)
             if (g->vec_used[li])
                 line(g, "const fcx_vec<fcx_t_%s, %d> l%d = ((const fcx_vec<fcx_t_%s, %d> *)p.ptr[%d])[q];",
                      dt(k->leaves[li]->dtype), vec, li, dt(k->leaves[li]->dtype), vec, li);
+        for (int p = 0; p < k->nnode; p++)
+            if (g->span[p]) line(g, "%s", g->span[p]);
         for (int q = 0; q < k->nout; q++)
             line(g, "fcx_vec<fcx_t_%s, %d> w%d;", dt(k->outs[q]->dtype), vec, q);
         if (step.s) fcg_sb_puts(&g->body, step.s);
@@ -2720,6 +2772,7 @@ static void gen_free_arrays(gen *g) {
     const fcp_kernel *k = g->k;
     size_t nl = (size_t)k->nleaf + 1, npos = (size_t)k->nnode + (size_t)k->nleaf + 1;
     fcg_free(g->ctx, g->red_var, (size_t)(k->nnode + 1) * sizeof *g->red_var);
+    fcg_free(g->ctx, g->span, (size_t)(k->nnode + 1) * sizeof *g->span);
     fcg_free(g->ctx, g->vec_used, nl * sizeof *g->vec_used);
     fcg_free(g->ctx, g->flat_used, nl * sizeof *g->flat_used);
     fcg_free(g->ctx, g->phases, npos * sizeof *g->phases);
@@ -2730,6 +2783,7 @@ static void gen_free_arrays(gen *g) {
     fcg_free(g->ctx, g->pend, npos * sizeof *g->pend);
     fcg_free(g->ctx, g->pend_var, npos * sizeof *g->pend_var);
     g->red_var = NULL;
+    g->span = NULL;
     g->vec_used = g->flat_used = g->vfill = g->vread = NULL;
     g->phases = NULL;
     g->fill = g->slot = g->pend = g->pend_var = NULL;
@@ -2765,6 +2819,7 @@ fc_status fcx_generate_named(fc_ctx *ctx, const fcp_kernel *k, const char *name,
     }
     size_t nl = (size_t)k->nleaf + 1, npos = (size_t)k->nnode + (size_t)k->nleaf + 1;
     g.red_var = fcg_malloc(ctx, (size_t)(k->nnode + 1) * sizeof *g.red_var);
+    g.span = fcg_calloc(ctx, (size_t)(k->nnode + 1) * sizeof *g.span);
     g.vec_used = fcg_calloc(ctx, nl * sizeof *g.vec_used);
     g.flat_used = fcg_calloc(ctx, nl * sizeof *g.flat_used);
     g.phases = fcg_calloc(ctx, npos * sizeof *g.phases);
@@ -2774,8 +2829,8 @@ fc_status fcx_generate_named(fc_ctx *ctx, const fcp_kernel *k, const char *name,
     g.vread = fcg_calloc(ctx, npos * sizeof *g.vread);
     g.pend = fcg_calloc(ctx, npos * sizeof *g.pend);
     g.pend_var = fcg_calloc(ctx, npos * sizeof *g.pend_var);
-    if (!g.red_var || !g.vec_used || !g.flat_used || !g.phases || !g.fill || !g.slot || !g.vfill ||
-        !g.vread || !g.pend || !g.pend_var) {
+    if (!g.red_var || !g.span || !g.vec_used || !g.flat_used || !g.phases || !g.fill || !g.slot ||
+        !g.vfill || !g.vread || !g.pend || !g.pend_var) {
         gen_free_arrays(&g);
         return fcg_error(ctx, FC_ERR_NOMEM, "codegen: out of memory");
     }

@@ -23,7 +23,10 @@
  *   fcx_nextafter_<f16|bf16>(a, b)   the one exception: nextafter of a 16-bit loop steps the
  *                         16-bit format itself, so the caller names the loop dtype
  *   fcx_rand_<uniform|normal>_<f16|bf16|f32|f64>(seed, stream, index), fcx_rand_integer:
- *                         graph.h's fcg_random_*_at (Philox4x32-10), for the random op
+ *                         graph.h's fcg_random_*_at (Philox4x32-10), for the random op; the
+ *                         same with _span<N>(seed, stream, q, out): elements q N .. q N + N - 1
+ *                         at once, for the vector step of an elementwise kernel. The float
+ *                         normals are graph/normal32.h, which the build splices in.
  *   reduction helpers at the end: identities, NaN-propagating max / min, argmax / argmin pairs
  *   block-level machinery of reduce and row kernels: FCX_WARP, the split of long reductions
  *   (fcx_split, FCX_SPLIT_*: the same function as codegen/cuda.c's fcx_split_plan), word-wise
@@ -1097,7 +1100,30 @@ FCX_C(type) fcx_clip(T x, T lo, T hi) {
 /* ---- random numbers --------------------------------------------------------------------- */
 
 /* Random draws: graph.h's fcg_philox4x32_10 and fcg_random_*_at, bit for bit (the layout is
- * documented at include/fusec.h's fc_rng). */
+ * documented at include/fusec.h's fc_rng). Each draw is written once, as element i from the
+ * words w of its Philox block (fcx_randw_<draw>), and used two ways:
+ *   fcx_rand_<draw>(seed, stream, i)      element i, its block computed for it
+ *   fcx_rand_<draw>_span<N>(seed, stream, q, out)
+ *                                         out[e] = element q N + e (e < N), each block
+ *                                         computed once: the vector step of an elementwise
+ *                                         kernel, whose consecutive elements share blocks
+ * <draw>: uniform_<dtype> and normal_<dtype> (dtype f16, bf16, f32, f64); integers take their
+ * bounds first: fcx_rand_integer(wide, low, range, seed, stream, i) and
+ * fcx_rand_integer_span<N, wide>(low, range, seed, stream, q, out). */
+/* a b = *hi 2^32 + *lo. On the device one mul.wide.u32, so that ptxas makes one IMAD.WIDE.U32
+ * of it (from a separate high and low product, or from a 64-bit product split with shifts, it
+ * may make two instructions or add a spare one). */
+FCX_FN void fcx_mul_wide(unsigned a, unsigned b, unsigned *hi, unsigned *lo) {
+#ifdef FCX_HOST
+    const unsigned long long p = (unsigned long long)a * b;
+    *hi = (unsigned)(p >> 32);
+    *lo = (unsigned)p;
+#else
+    unsigned long long p;
+    asm("mul.wide.u32 %0, %1, %2;" : "=l"(p) : "r"(a), "r"(b));
+    asm("mov.b64 {%0, %1}, %2;" : "=r"(*lo), "=r"(*hi) : "l"(p));
+#endif
+}
 template <class U> FCX_FN void fcx_philox4x32_10(U block, U stream, U seed, unsigned *w) {
     unsigned c0 = (unsigned)block, c1 = (unsigned)(block >> 32), c2 = (unsigned)stream,
              c3 = (unsigned)(stream >> 32), k0 = (unsigned)seed, k1 = (unsigned)(seed >> 32);
@@ -1109,13 +1135,9 @@ template <class U> FCX_FN void fcx_philox4x32_10(U block, U stream, U seed, unsi
             k0 += 0x9E3779B9u;
             k1 += 0xBB67AE85u;
         }
-#ifdef FCX_HOST
-        const unsigned h0 = (unsigned)((unsigned long long)0xD2511F53u * c0 >> 32);
-        const unsigned h1 = (unsigned)((unsigned long long)0xCD9E8D57u * c2 >> 32);
-#else
-        const unsigned h0 = __umulhi(0xD2511F53u, c0), h1 = __umulhi(0xCD9E8D57u, c2);
-#endif
-        const unsigned l0 = 0xD2511F53u * c0, l1 = 0xCD9E8D57u * c2;
+        unsigned h0, l0, h1, l1;
+        fcx_mul_wide(0xD2511F53u, c0, &h0, &l0);
+        fcx_mul_wide(0xCD9E8D57u, c2, &h1, &l1);
         c0 = h1 ^ c1 ^ k0;
         c1 = l1;
         c2 = h0 ^ c3 ^ k1;
@@ -1126,57 +1148,65 @@ template <class U> FCX_FN void fcx_philox4x32_10(U block, U stream, U seed, unsi
     w[2] = c2;
     w[3] = c3;
 }
-/* element i's 64 bits of f64's layout: words 2 (i % 2) (low) and + 1 of block i / 2 */
-template <class U> FCX_FN unsigned long long fcx_rand_bits64(U seed, U stream, U i) {
+/* Elements q N + e (e < N) of a draw of PER elements a block (element i: block i / PER, PER a
+ * power of two), each block computed once: draw(w, i) is element i from its block's words.
+ * Unrolled, e and so which word an element takes are constants. */
+template <int PER, int N, class T, class U, class F>
+FCX_FN void fcx_rand_span(U seed, U stream, U q, T *out, F draw) {
     unsigned w[4];
-    fcx_philox4x32_10(i >> 1, stream, seed, w);
-    return (i & 1) ? (w[2] | (unsigned long long)w[3] << 32) : (w[0] | (unsigned long long)w[1] << 32);
+#ifndef FCX_HOST
+#pragma unroll
+#endif
+    for (int e = 0; e < N; e++) {
+        const U i = q * N + e;
+        if (e == 0 || i % PER == 0) fcx_philox4x32_10(i / PER, stream, seed, w);
+        out[e] = draw(w, i);
+    }
 }
-/* element i's 32-bit word of the 16- and 32-bit layout: word i % 4 of block i / 4 */
-template <class U> FCX_FN unsigned fcx_rand_bits32(U seed, U stream, U i) {
-    unsigned w[4];
-    fcx_philox4x32_10(i >> 2, stream, seed, w);
-    return w[i & 3];
+/* element i's 64 bits of f64's layout: words 2 (i % 2) (low) and + 1 of its block */
+template <class U> FCX_FN unsigned long long fcx_randw_bits64(const unsigned *w, U i) {
+    return (i & 1) ? (w[2] | (unsigned long long)w[3] << 32)
+                   : (w[0] | (unsigned long long)w[1] << 32);
 }
-template <class U> FCX_FN double fcx_rand_uniform_f64(U seed, U stream, U i) {
-    return (double)(fcx_rand_bits64(seed, stream, i) >> 11) * 0x1p-53;
-}
-template <class U> FCX_FN double fcx_rand_uniform_f32(U seed, U stream, U i) {
-    return (double)(fcx_rand_bits32(seed, stream, i) >> 8) * 0x1p-24;
-}
-template <class U> FCX_FN double fcx_rand_uniform_f16(U seed, U stream, U i) {
-    return (double)(fcx_rand_bits32(seed, stream, i) >> 21) * 0x1p-11;
-}
-template <class U> FCX_FN double fcx_rand_uniform_bf16(U seed, U stream, U i) {
-    return (double)(fcx_rand_bits32(seed, stream, i) >> 24) * 0x1p-8;
-}
-/* Box-Muller from (u1 in (0, 1], u2 in [0, 1)): cos for even i, sin for odd, in double */
-template <class D> FCX_FN double fcx_rand_box_muller(D u1, D u2, bool odd) {
-    const double r = fcx_m_sqrt(-2 * fcx_m_log((double)u1)), a = 6.283185307179586 * (double)u2;
-    return odd ? r * fcx_m_sin(a) : r * fcx_m_cos(a);
-}
-template <class U> FCX_FN double fcx_rand_normal_f64(U seed, U stream, U i) {
-    unsigned w[4];
-    fcx_philox4x32_10(i >> 1, stream, seed, w);
+/* f64's normal: Box-Muller in double on the block's two 53-bit halves, cos for even i, sin
+ * for odd */
+template <class U> FCX_FN double fcx_randw_box_muller(const unsigned *w, U i) {
     const double u1 = (double)(((w[0] | (unsigned long long)w[1] << 32) >> 11) + 1) * 0x1p-53;
     const double u2 = (double)((w[2] | (unsigned long long)w[3] << 32) >> 11) * 0x1p-53;
-    return fcx_rand_box_muller(u1, u2, (i & 1) != 0);
+    const double r = fcx_m_sqrt(-2 * fcx_m_log(u1)), a = 6.283185307179586 * u2;
+    return (i & 1) ? r * fcx_m_sin(a) : r * fcx_m_cos(a);
 }
-template <class U> FCX_FN double fcx_rand_normal_f32(U seed, U stream, U i) {
-    unsigned w[4];
-    fcx_philox4x32_10(i >> 2, stream, seed, w);
-    const int k = (int)(i & 2);
-    return fcx_rand_box_muller(((double)w[k] + 1) * 0x1p-32, (double)w[k + 1] * 0x1p-32,
-                               (i & 1) != 0);
-}
-template <class U> FCX_FN double fcx_rand_normal_f16(U seed, U stream, U i) {
-    return fcx_rand_normal_f32(seed, stream, i);
-}
-template <class U> FCX_FN double fcx_rand_normal_bf16(U seed, U stream, U i) {
-    return fcx_rand_normal_f32(seed, stream, i);
-}
-/* low + floor(x range / 2^64) (x: 64 bits of f64's layout) or, wide, floor(x range / 2^128)
- * (x: block i, w0 lowest), wrapping */
+/* 16- and 32-bit dtypes' normal: graph/normal32.h's Box-Muller in float on words 0-1 or 2-3,
+ * spliced in here by the build (cmake/embed_prelude.cmake; a host compile includes it) */
+#include "../graph/normal32.h"
+
+/* fcx_randw_<draw>, fcx_rand_<draw> and fcx_rand_<draw>_span of a draw of type T, PER
+ * elements a block, element i = expr (of the words w and i) */
+#define FCX_RAND_DRAW(draw, T, PER, expr)                                                       \
+    template <class U> FCX_FN T fcx_randw_##draw(const unsigned *w, U i) { return expr; }      \
+    template <class U> FCX_FN T fcx_rand_##draw(U seed, U stream, U i) {                       \
+        unsigned w[4];                                                                          \
+        fcx_philox4x32_10(i / PER, stream, seed, w);                                            \
+        return fcx_randw_##draw(w, i);                                                          \
+    }                                                                                           \
+    template <int N, class U> FCX_FN void fcx_rand_##draw##_span(U seed, U stream, U q, T *out) { \
+        fcx_rand_span<PER, N>(seed, stream, q, out,                                             \
+                              [](const unsigned *w, U i) { return fcx_randw_##draw(w, i); });   \
+    }
+/* uniform in [0, 1): the top bits of element i's word(s) */
+FCX_RAND_DRAW(uniform_f64, double, 2, (double)(fcx_randw_bits64(w, i) >> 11) * 0x1p-53)
+FCX_RAND_DRAW(uniform_f32, double, 4, (double)(w[i & 3] >> 8) * 0x1p-24)
+FCX_RAND_DRAW(uniform_f16, double, 4, (double)(w[i & 3] >> 21) * 0x1p-11)
+FCX_RAND_DRAW(uniform_bf16, double, 4, (double)(w[i & 3] >> 24) * 0x1p-8)
+/* standard normal: elements 2j and 2j + 1 share their pair of words (and Box-Muller's work) */
+FCX_RAND_DRAW(normal_f64, double, 2, fcx_randw_box_muller(w, i))
+FCX_RAND_DRAW(normal_f32, float, 4, (fcg_normal32(w[i & 2], w[(i & 2) + 1], (int)(i & 1))))
+FCX_RAND_DRAW(normal_f16, float, 4, (fcg_normal32(w[i & 2], w[(i & 2) + 1], (int)(i & 1))))
+FCX_RAND_DRAW(normal_bf16, float, 4, (fcg_normal32(w[i & 2], w[(i & 2) + 1], (int)(i & 1))))
+#undef FCX_RAND_DRAW
+
+/* low + floor(x range / 2^64) (x: 64 bits of f64's layout, two elements a block) or, wide,
+ * floor(x range / 2^128) (x: block i, w0 lowest), wrapping */
 template <class U> FCX_FN unsigned long long fcx_mulhi64(U a, U b) {
 #ifdef FCX_HOST
     return (unsigned long long)((unsigned __int128)a * b >> 64);
@@ -1184,11 +1214,9 @@ template <class U> FCX_FN unsigned long long fcx_mulhi64(U a, U b) {
     return __umul64hi(a, b);
 #endif
 }
-template <class U> FCX_FN unsigned long long fcx_rand_integer(bool wide, U low, U range, U seed,
-                                                              U stream, U i) {
-    if (!wide) return low + fcx_mulhi64(fcx_rand_bits64(seed, stream, i), range);
-    unsigned w[4];
-    fcx_philox4x32_10(i, stream, seed, w);
+template <class U> FCX_FN unsigned long long fcx_randw_integer(bool wide, U low, U range,
+                                                               const unsigned *w, U i) {
+    if (!wide) return low + fcx_mulhi64(fcx_randw_bits64(w, i), range);
     const unsigned long long xl = w[0] | (unsigned long long)w[1] << 32,
                              xh = w[2] | (unsigned long long)w[3] << 32;
     /* (xh range + hi(xl range)) >> 64 with the carry of the low halves' sum */
@@ -1196,6 +1224,18 @@ template <class U> FCX_FN unsigned long long fcx_rand_integer(bool wide, U low, 
                              b = fcx_mulhi64(xl, range);
     const unsigned long long s = a_lo + b;
     return low + a_hi + (s < a_lo ? 1ull : 0ull);
+}
+template <class U> FCX_FN unsigned long long fcx_rand_integer(bool wide, U low, U range, U seed,
+                                                              U stream, U i) {
+    unsigned w[4];
+    fcx_philox4x32_10(wide ? i : i >> 1, stream, seed, w);
+    return fcx_randw_integer(wide, low, range, w, i);
+}
+template <int N, bool WIDE, class U>
+FCX_FN void fcx_rand_integer_span(U low, U range, U seed, U stream, U q, unsigned long long *out) {
+    fcx_rand_span<WIDE ? 1 : 2, N>(seed, stream, q, out, [=](const unsigned *w, U i) {
+        return fcx_randw_integer(WIDE, low, range, w, i);
+    });
 }
 
 /* ---- reductions ------------------------------------------------------------------------- */

@@ -8,6 +8,7 @@
 #define FUSEC_GRAPH_H
 
 #include "fusec.h"
+#include "normal32.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -694,26 +695,24 @@ static inline double fcg_random_uniform_at(fc_dtype real_dtype, uint64_t seed, u
     default: return (double)(x >> 8) * 0x1p-24;
     }
 }
-/* Standard normal by Box-Muller, in double, for the caller to round: a pair (u1 in (0, 1],
- * u2 in [0, 1)) gives r = sqrt(-2 log u1) and r cos(2 pi u2), r sin(2 pi u2) for two
- * consecutive elements. 16- and 32-bit dtypes: element i takes block i / 4, words 0-1 for
- * i % 4 in {0, 1} and 2-3 for {2, 3}, u1 = (word + 1) 2^-32, u2 = word 2^-32 (tails to 6.7
- * sigma); f64: block i / 2, u1 from words 0-1 and u2 from 2-3 with 53 bits each (8.6 sigma);
+/* Standard normal by Box-Muller, for the caller to round: a pair (u1 in (0, 1], u2 in [0, 1))
+ * gives r = sqrt(-2 log u1) and r cos(2 pi u2), r sin(2 pi u2) for two consecutive elements.
+ * 16- and 32-bit dtypes: element i takes block i / 4, words 0-1 for i % 4 in {0, 1} and 2-3
+ * for {2, 3}, u1 = (word + 1) 2^-32, u2 = word 2^-32 (tails to 6.7 sigma), computed in float
+ * by graph/normal32.h (the device prelude's code too: the same bits on every backend); f64:
+ * block i / 2, u1 from words 0-1 and u2 from 2-3 with 53 bits each (8.6 sigma), in double;
  * cos for even i, sin for odd. */
 static inline double fcg_random_normal_at(fc_dtype real_dtype, uint64_t seed, uint64_t stream,
                                           uint64_t i) {
     uint32_t w[4];
-    double u1, u2;
-    if (real_dtype == FC_F64) {
-        fcg_random_block(seed, stream, i >> 1, w);
-        u1 = (double)(((w[0] | (uint64_t)w[1] << 32) >> 11) + 1) * 0x1p-53;
-        u2 = (double)((w[2] | (uint64_t)w[3] << 32) >> 11) * 0x1p-53;
-    } else {
+    if (real_dtype != FC_F64) {
         fcg_random_block(seed, stream, i >> 2, w);
         int k = (int)(i & 2);
-        u1 = ((double)w[k] + 1) * 0x1p-32;
-        u2 = (double)w[k + 1] * 0x1p-32;
+        return fcg_normal32(w[k], w[k + 1], (int)(i & 1));
     }
+    fcg_random_block(seed, stream, i >> 1, w);
+    double u1 = (double)(((w[0] | (uint64_t)w[1] << 32) >> 11) + 1) * 0x1p-53;
+    double u2 = (double)((w[2] | (uint64_t)w[3] << 32) >> 11) * 0x1p-53;
     double r = sqrt(-2 * log(u1)), t = 6.283185307179586 * u2;
     return (i & 1) ? r * sin(t) : r * cos(t);
 }

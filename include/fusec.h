@@ -595,8 +595,12 @@ FC_API fc_array *fc_random_uniform(fc_ctx *ctx, fc_dtype dtype, fc_shape shape, 
  *  (x >> 11) 2^-53. Complex dtypes draw their real dtype's elements 2i (real part) and 2i + 1
  *  (imaginary). Normal values: Box-Muller on (u1, u2) = words (0, 1) or (2, 3) of block i / 4
  *  as ((w + 1) 2^-32, w 2^-32) for 16- and 32-bit dtypes, or on the two 53-bit halves of block
- *  i / 2 for f64: r = sqrt(-2 log u1), r cos(2 pi u2) for even i, r sin(2 pi u2) for odd i,
- *  computed in double and rounded once. Integers in [low, high): low + floor(x (high - low) /
+ *  i / 2 for f64: r = sqrt(-2 log u1), r cos(2 pi u2) for even i, r sin(2 pi u2) for odd i.
+ *  16- and 32-bit dtypes compute it in float with fusec's own log, sin and cos (each step an
+ *  IEEE operation: the same bits on every backend), within 2 ulps of the exact value, and
+ *  f16 / bf16 round that float; f64 computes it in double. (Until this version 16- and 32-bit
+ *  normals were computed in double and rounded once: their values changed, in the last bits.)
+ *  Integers in [low, high): low + floor(x (high - low) /
  *  2^64) with x f64's 64 bits of element i for dtypes of 32 bits or fewer, and low +
  *  floor(x (high - low) / 2^128) with x the whole block i (w0 lowest) for 64-bit dtypes. */
 typedef struct fc_rng {
