@@ -1053,8 +1053,8 @@ static void diff_run(const diff_cfg *c, diff_result *r) {
         }
         next = at;
         fprintf(stderr, "gpu-diff: progress programs=%d total=%d crashes=%d mismatches=%d "
-                "first=%d last=%d seconds=%.0f\n", r->programs, total, r->crashes, r->mismatches,
-                seed_at(c, 0), seed_at(c, next - 1), now_s() - t0);
+                "first=%d last=%d seconds=%.0f compared=%d\n", r->programs, total, r->crashes,
+                r->mismatches, seed_at(c, 0), seed_at(c, next - 1), now_s() - t0, r->compared);
     }
     if (report) fclose(report);
     r->seconds = now_s() - t0;

@@ -116,6 +116,8 @@ for ((w = 0; w < ${#pids[@]}; w++)); do
     if [[ -n $pl ]]; then
       programs=$((programs + $(kv programs "$pl"))) crashes=$((crashes + $(kv crashes "$pl")))
       mismatches=$((mismatches + $(kv mismatches "$pl")))
+      v=$(kv compared "$pl")   # the tolerance rules' counts come in totals lines only
+      compared=$((compared + ${v:-0}))
       covered+=("$lo..$(kv last "$pl")")
     fi
     echo "gpu-diff: worker $w (seeds from $lo) was stopped at the time limit; see gpu-diff/worker_$w.log"
