@@ -496,6 +496,140 @@ fc_array *fc_index(fc_array *a, int n, const fc_idx *idx) {
     return fcg_ret(ctx, r);
 }
 
+/* x[idx] = value, functionally: a new array equal to x but where idx selects. With basic
+ * entries, each element of x is tested against the selection axis by axis (a slice's
+ * start, step and count, an integer's position) and, inside it, reads value (cast to x's dtype
+ * and broadcast to the selection's shape) at the selection's coordinate: one where over index
+ * arithmetic and a gather, so the update is one kernel that also copies the rest. A boolean
+ * array of x's shape selects elementwise and takes a single value (NumPy would take one value
+ * a selected element; more is a scatter). Integer-array entries are a scatter: not yet. */
+fc_array *fc_setitem(fc_array *x, int n, const fc_idx *idx, fc_array *value) {
+    fc_array *early;
+    fc_ctx *ctx = fcg_begin("setitem", 2, (fc_array *[]){x, value}, &early);
+    if (!ctx || early) return early;
+    char sh[200], sv[200];
+    if (n < 0 || (n > 0 && !idx)) return fcg_poison(ctx, FC_ERR_NULL, "setitem: no index entries");
+    fc_scope *sc = fc_scope_open(ctx);
+    if (!sc) return fcg_poison(ctx, FC_ERR_NOMEM, "setitem: out of memory");
+    fc_array *r = NULL, *v = fc_cast(value, (fc_dtype)x->dtype); /* NumPy casts unsafely */
+    if (n == 1 && idx[0].kind == FC_IDX_ARRAY && idx[0].array &&
+        idx[0].array->dtype == FC_BOOL) {
+        fc_array *m = idx[0].array;
+        if (m->ndim != x->ndim || memcmp(m->shape, x->shape, sizeof(int64_t) * (size_t)x->ndim)) {
+            r = fcg_poison(ctx, FC_ERR_SHAPE, "setitem: a boolean mask of shape %s does not match "
+                           "the array's shape %s", fcg_shape_str(sh, m->ndim, m->shape),
+                           fcg_shape_str(sv, x->ndim, x->shape));
+            goto done;
+        }
+        if (fcg_node_numel(value) != 1) {
+            r = fcg_poison(ctx, FC_ERR_SHAPE, "setitem: a masked assignment takes one value, not "
+                           "shape %s (where(mask, values, x) replaces elementwise)",
+                           fcg_shape_str(sv, value->ndim, value->shape));
+            goto done;
+        }
+        r = fc_where(m, fc_reshape(v, (fc_shape){0, {0}}), x);
+        goto done;
+    }
+    for (int i = 0; i < n; i++)
+        if (idx[i].kind == FC_IDX_ARRAY) {
+            r = fcg_poison(ctx, FC_ERR_UNSUPPORTED, "setitem: index arrays (entry %d) scatter, "
+                           "which is not supported yet; a boolean mask of the array's shape is",
+                           i);
+            goto done;
+        }
+    fc_array *b = fc_index(x, n, idx); /* checks the entries; its shape is the selection's */
+    if (b->status != FC_OK) {
+        r = b;
+        goto done;
+    }
+    fc_shape bs = {b->ndim, {0}};
+    memcpy(bs.dim, b->shape, sizeof(int64_t) * (size_t)b->ndim);
+    fc_array *vb = fc_broadcast_to(v, bs);
+    if (vb->status != FC_OK) {
+        r = fcg_poison(ctx, FC_ERR_SHAPE, "setitem: a value of shape %s cannot be broadcast to "
+                       "the selection's shape %s", fcg_shape_str(sv, value->ndim, value->shape),
+                       fcg_shape_str(sh, b->ndim, b->shape));
+        goto done;
+    }
+    int64_t size = fcg_node_numel(b);
+    if (size == 0) { /* nothing selected: x as it is */
+        r = x;
+        goto done;
+    }
+    /* per axis of x: the entry's start, step and count (an integer: count 1), and the axis of
+     * the selection it becomes (-1 for an integer) */
+    int64_t start[FC_MAX_DIMS], step[FC_MAX_DIMS], count[FC_MAX_DIMS], bstride[2 * FC_MAX_DIMS];
+    int baxis[FC_MAX_DIMS], consumed = 0, d = 0, ba = 0;
+    for (int i = 0; i < n; i++) consumed += idx[i].kind == FC_IDX_SLICE || idx[i].kind == FC_IDX_INT;
+    for (int64_t s = 1, q = b->ndim - 1; q >= 0; q--) {
+        bstride[q] = s;
+        s *= b->shape[q];
+    }
+    for (int i = 0; i <= n; i++) {
+        bool fill = i == n || idx[i].kind == FC_IDX_ELLIPSIS;
+        if (fill) {
+            int stop = i == n ? x->ndim : d + (x->ndim - consumed);
+            for (; d < stop; d++) {
+                start[d] = 0, step[d] = 1, count[d] = x->shape[d], baxis[d] = ba++;
+            }
+            if (i == n) break;
+            consumed = x->ndim;
+            continue;
+        }
+        if (idx[i].kind == FC_IDX_NEWAXIS) {
+            ba++;
+            continue;
+        }
+        if (idx[i].kind == FC_IDX_INT) {
+            int64_t k = idx[i].start;
+            start[d] = k < 0 ? k + x->shape[d] : k, step[d] = 1, count[d] = 1, baxis[d] = -1;
+        } else {
+            slice_bounds(ctx, x->shape[d], &idx[i], &start[d], &step[d], &count[d]);
+            baxis[d] = ba++;
+        }
+        d++;
+    }
+    fc_array *inside = fc_bool(ctx, true), *flat = fc_scalar(ctx, FC_I64, 0);
+    for (d = 0; d < x->ndim; d++) {
+        if (start[d] == 0 && step[d] == 1 && count[d] == x->shape[d]) { /* the whole axis */
+            if (baxis[d] >= 0 && x->shape[d] > 1) {
+                fc_shape one = {x->ndim, {0}};
+                for (int e = 0; e < x->ndim; e++) one.dim[e] = e == d ? x->shape[d] : 1;
+                fc_array *c = fc_reshape(fc_arange(ctx, FC_I64, 0, (double)x->shape[d], 1), one);
+                flat = fc_add(flat, fc_mul(c, fc_scalar(ctx, FC_I64, (double)bstride[baxis[d]])));
+            }
+            continue;
+        }
+        fc_shape one = {x->ndim, {0}};
+        for (int e = 0; e < x->ndim; e++) one.dim[e] = e == d ? x->shape[d] : 1;
+        fc_array *c = fc_reshape(fc_arange(ctx, FC_I64, 0, (double)x->shape[d], 1), one);
+        fc_array *off = fc_sub(c, fc_scalar(ctx, FC_I64, (double)start[d]));
+        fc_array *q, *in;
+        if (count[d] == 1) { /* one position (an integer, or a slice of one element) */
+            in = fc_equal(off, fc_scalar(ctx, FC_I64, 0));
+            q = fc_scalar(ctx, FC_I64, 0);
+        } else {
+            fc_array *st = fc_scalar(ctx, FC_I64, (double)step[d]);
+            q = fc_floordiv(off, st);
+            in = fc_logical_and(fc_equal(fc_mod(off, st), fc_scalar(ctx, FC_I64, 0)),
+                                fc_logical_and(fc_greater_equal(q, fc_scalar(ctx, FC_I64, 0)),
+                                               fc_less(q, fc_scalar(ctx, FC_I64, (double)count[d]))));
+        }
+        inside = fc_logical_and(inside, in);
+        if (baxis[d] >= 0)
+            flat = fc_add(flat, fc_mul(q, fc_scalar(ctx, FC_I64, (double)bstride[baxis[d]])));
+    }
+    fc_shape xs = {x->ndim, {0}};
+    memcpy(xs.dim, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+    fc_array *picked = fc_take(fc_reshape(vb, FC_SHAPE(size)), fc_broadcast_to(flat, xs), 0,
+                               FC_TAKE_CLIP);
+    r = fc_where(fc_broadcast_to(inside, xs), picked, x);
+done:
+    r = fc_keep(r);
+    fc_scope_close(sc);
+    return fcg_ret(ctx, r ? r : &ctx->oom);
+}
+
 fc_array *fc_flip(fc_array *a, fc_axes axes) {
     fc_array *early;
     fc_ctx *ctx = fcg_begin("flip", 1, &a, &early);

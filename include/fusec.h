@@ -937,6 +937,13 @@ typedef struct fc_idx {
  *  indexed load in the consuming kernel. Boolean arrays (masks) are not supported here
  *  (FC_ERR_UNSUPPORTED). */
 FC_API fc_array *fc_index(fc_array *a, int n, const fc_idx *idx);
+/** x[idx[0], ..., idx[n-1]] = value, functionally: a new array equal to x except where the
+ *  entries select, which take value cast to x's dtype (unsafely, as NumPy's setitem) and
+ *  broadcast to the selection's shape. Basic entries (slices, integers, None, Ellipsis), or
+ *  one boolean array of x's shape with a single value (masked assignment; where() replaces by
+ *  a mask elementwise). x itself is unchanged (it may have other readers); the update is one
+ *  kernel that copies the rest. Integer-array entries (a scatter) are FC_ERR_UNSUPPORTED. */
+FC_API fc_array *fc_setitem(fc_array *x, int n, const fc_idx *idx, fc_array *value);
 /** fc_slice(a, FC_S(1, -1, 1), FC_COLON): fc_index with the entries written inline (at least
  *  one in C; in C++ fc_slice(a) is a[()], a itself as a new reference). */
 #ifndef __cplusplus

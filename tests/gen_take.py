@@ -101,7 +101,50 @@ def main():
     take_along_axis_cases(w, x)
     index_array_cases(w)
     searchsorted_cases(w)
+    setitem_cases(w)
     w.save()
+
+
+def setitem_cases(w):
+    """x[...] = v (fc_setitem): a copy of x with the selection replaced, as NumPy's setitem."""
+    def case(label, x, subs, v):
+        ref = x.copy()
+        ref[tuple(subs)] = v
+        c = w.case("setitem " + label)
+        rx = c.arr(x)
+        rv = c.weak(v) if isinstance(v, (int, float)) else c.arr(v)
+        c.op("setitem", rx, rv, len(subs), *entries(c, subs))
+        c.expect(ref)
+
+    x = gr.rand("f32", (5, 6, 4))
+    case("slice", x, [slice(1, 3)], gr.rand("f32", (2, 6, 4)))
+    case("stepped slices, broadcast value", x, [slice(None, None, 2), slice(1, None, 3)], gr.rand("f32", (4,)))
+    case("negative step", x, [slice(None), slice(None, None, -2), 1], gr.rand("f32", (3,)))
+    case("integers", x, [-1, 2], np.float32(7.5))
+    case("python float into ints", gr.rand("i32", (4, 5)), [slice(1, 3), slice(None)], 2.9)
+    case("python int", x, [Ellipsis, 0], 3)
+    case("newaxis", x, [None, slice(2, 4), 0], gr.rand("f32", (1, 2, 4)))
+    case("f64 value into f16", gr.rand("f16", (6,)), [slice(4, 0, -1)], gr.rand("f64", (4,)))
+    case("whole array", x, [Ellipsis], gr.rand("f32", (6, 4)))
+    case("empty selection", x, [slice(3, 3)], np.float32(1.0))
+    case("one-element slice", x, [slice(2, 3), slice(5, 100)], gr.rand("f32", (1, 1, 4)))
+    case("huge step", gr.rand("i64", (9,)), [slice(1, None, 2**62)], np.int64(-4))
+    for t, name in enumerate(gr.ALL):
+        case("dtype %s" % name, gr.rand(name, (4, 3)), [slice(None, None, -1), 1], gr.rand(name, (4,)))
+    m = gr.rand("bool", (5, 6, 4))
+    case("mask", x, [m], np.float32(-2.0))
+    case("mask, python value", gr.rand("c64", (3, 3)), [gr.rand("bool", (3, 3))], 1.5)
+    for label, xx, subs, v, err in [
+            ("value does not broadcast", x, [slice(0, 2)], gr.rand("f32", (3,)), "FC_ERR_SHAPE"),
+            ("mask of another shape", x, [gr.rand("bool", (5, 6))], np.float32(1), "FC_ERR_SHAPE"),
+            ("mask with many values", x, [m], gr.rand("f32", (2,)), "FC_ERR_SHAPE"),
+            ("index array", x, [np.array([0, 1], np.int32)], np.float32(1), "FC_ERR_UNSUPPORTED"),
+            ("integer out of bounds", x, [5], np.float32(1), "FC_ERR_INDEX"),
+            ("too many indices", x, [0, 0, 0, 0], np.float32(1), "FC_ERR_INDEX")]:
+        c = w.case("setitem " + label)
+        rx = c.arr(xx)
+        c.op("setitem", rx, c.arr(v), len(subs), *entries(c, subs))
+        c.error(err)
 
 
 def searchsorted_cases(w):
@@ -142,23 +185,25 @@ def searchsorted_cases(w):
         c.error(err)
 
 
+def entries(c, subs):
+    """A subscript's entries as test_ops_ref.c's index tokens (an index array as a register)."""
+    toks = []
+    for e in subs:
+        if isinstance(e, np.ndarray):
+            toks += ["ia", c.arr(e)]
+        elif isinstance(e, slice):
+            toks += ["s"] + ["nil" if v is None else v for v in (e.start, e.stop, e.step)]
+        elif e is None:
+            toks += ["n"]
+        elif e is Ellipsis:
+            toks += ["e"]
+        else:
+            toks += ["i", e]
+    return toks
+
+
 def index_array_cases(w):
     """x[...] with integer arrays among the entries: NumPy's advanced indexing."""
-    def entries(c, subs):
-        toks = []
-        for e in subs:
-            if isinstance(e, np.ndarray):
-                toks += ["ia", c.arr(e)]
-            elif isinstance(e, slice):
-                toks += ["s"] + ["nil" if v is None else v for v in (e.start, e.stop, e.step)]
-            elif e is None:
-                toks += ["n"]
-            elif e is Ellipsis:
-                toks += ["e"]
-            else:
-                toks += ["i", e]
-        return toks
-
     def case(label, x, subs):
         ref = x[tuple(subs)]
         c = w.case("index " + label)

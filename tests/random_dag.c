@@ -571,7 +571,8 @@ static fc_array *rd_stack(rd *r, fc_array *a) {
  * in four is a take_along_axis, its indices laid along the axis and in [-n, n); one in four a
  * subscript with an index array (in [-n, n)) and maybe an integer; one in eight a
  * searchsorted of the integers (or them cast to the array's dtype) in the array's running
- * maximum, which is sorted as NumPy sorts (NaN last).
+ * maximum, which is sorted as NumPy sorts (NaN last); one in eight a setitem of a stepped slice
+ * by its own reverse.
  * Choices come from h, not from the generator's stream (as rd_scan's). */
 static fc_array *rd_take(rd *r, uint64_t h) {
     fc_array *a = rd_pick(r), *ind = NULL;
@@ -595,6 +596,18 @@ static fc_array *rd_take(rd *r, uint64_t h) {
             along.dim[d] = axis == FC_AXIS_NONE || d == (axis < 0 ? axis + nd : axis) ? m : 1;
         fc_array *pos = fc_sub(fc_mod(flat, fc_i64(r->ctx, 2 * n)), fc_i64(r->ctx, n));
         return fc_take_along_axis(a, fc_reshape(pos, along), axis);
+    }
+    if ((h >> 28) % 8 == 6 && nd > 0) { /* setitem: a stepped slice of one axis (and maybe an
+                                          integer on another) replaced by itself reversed */
+        fc_shape s = fc_array_shape(a);
+        int at = (int)((h >> 32) % (uint64_t)nd), other = (int)((h >> 36) % (uint64_t)nd);
+        fc_idx e[FC_MAX_DIMS];
+        for (int d = 0; d < nd; d++) e[d] = FC_COLON;
+        int64_t step = (int64_t)((h >> 40) % 3) + 1;
+        e[at] = FC_S((int64_t)((h >> 44) % 3) - 1, FC_NIL, (h >> 46) % 2 ? step : -step);
+        if (other != at && s.dim[other] > 0) e[other] = FC_AT((int64_t)(h >> 48) % s.dim[other]);
+        fc_array *sel = fc_index(a, nd, e);
+        return fc_setitem(a, nd, e, fc_flip(sel, FC_ALL));
     }
     if ((h >> 28) % 8 == 2) { /* searchsorted in a running maximum (sorted, NaN last) */
         fc_dtype t = fc_array_dtype(a);

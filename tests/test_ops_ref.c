@@ -147,8 +147,10 @@ static fc_array *build_op(run *r, reff_tokens *t, fc_array **regs, int nreg) {
         fc_array *x = reff_need_reg(t, regs, nreg);
         return fc_flip(x, reff_need_axes(t));
     }
-    if (strcmp(name, "index") == 0) {
+    if (strcmp(name, "index") == 0 || strcmp(name, "setitem") == 0) {
+        /* index %X N ENTRY... ; setitem %X %V N ENTRY... */
         fc_array *x = reff_need_reg(t, regs, nreg);
+        fc_array *value = name[0] == 's' ? reff_need_reg(t, regs, nreg) : NULL;
         int n = (int)reff_need_int(t);
         fc_idx idx[16];
         cr_assert(n <= 16);
@@ -167,7 +169,7 @@ static fc_array *build_op(run *r, reff_tokens *t, fc_array **regs, int nreg) {
                 idx[i] = FC_ELLIPSIS;
             }
         }
-        return fc_index(x, n, idx);
+        return value ? fc_setitem(x, n, idx, value) : fc_index(x, n, idx);
     }
     if (strcmp(name, "pad") == 0) {
         fc_array *x = reff_need_reg(t, regs, nreg);
