@@ -639,6 +639,14 @@ static inline uint64_t fcg_random_bits(uint64_t seed, uint64_t index) {
  * is part of fusec's contract (include/fusec.h, fc_rng): changing it changes users' numbers. */
 enum { FCG_RANDOM_UNIFORM = 0, FCG_RANDOM_NORMAL = 1, FCG_RANDOM_INTEGERS = 2 };
 
+/* graph/index.c: pieces of the gathers composed over take (take_along_axis, integer-array
+ * subscripts, setitem). Row-major strides of shape into stride[0..ndim) (elements); returns
+ * the size. */
+int64_t fcg_contiguous_strides(int ndim, const int64_t *shape, int64_t *stride);
+/* arange(extent) in int64, laid along `axis` of an ndim-array (extent 1 on every other axis):
+ * the coordinate of that axis, broadcasting over the others. */
+fc_array *fcg_axis_coord(fc_ctx *ctx, int ndim, int axis, int64_t extent);
+
 /* graph/creation.c: a draw (FCG_OP_RANDOM) of `mode` of stream `stream` of `seed`; integers in
  * [low, high). Checks the dtype for the mode and the bounds, naming `name` in errors. */
 fc_array *fcg_random_draw(fc_ctx *ctx, const char *name, int mode, fc_dtype dtype, fc_shape shape,

@@ -8,6 +8,21 @@
 
 #include <string.h>
 
+int64_t fcg_contiguous_strides(int ndim, const int64_t *shape, int64_t *stride) {
+    int64_t size = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        stride[d] = size;
+        size *= shape[d];
+    }
+    return size;
+}
+
+fc_array *fcg_axis_coord(fc_ctx *ctx, int ndim, int axis, int64_t extent) {
+    fc_shape along = {ndim, {0}};
+    for (int e = 0; e < ndim; e++) along.dim[e] = e == axis ? extent : 1;
+    return fc_reshape(fc_arange(ctx, FC_I64, 0, (double)extent, 1), along);
+}
+
 fc_array *fc_take(fc_array *a, fc_array *indices, int axis, fc_take_mode mode) {
     fc_array *early;
     fc_ctx *ctx = fcg_begin("take", 2, (fc_array *[]){a, indices}, &early);
@@ -113,20 +128,14 @@ fc_array *fc_take_along_axis(fc_array *a, fc_array *indices, int axis) {
                           "empty axis %d of shape %s", ax, fcg_shape_str(sa, a->ndim, a->shape));
     fc_scope *sc = fc_scope_open(ctx);
     if (!sc) return fcg_poison(ctx, FC_ERR_NOMEM, "take_along_axis: out of memory");
-    int64_t stride[FC_MAX_DIMS], size = 1;
-    for (int d = a->ndim - 1; d >= 0; d--) {
-        stride[d] = size;
-        size *= a->shape[d];
-    }
+    int64_t stride[FC_MAX_DIMS], size = fcg_contiguous_strides(a->ndim, a->shape, stride);
     /* the index along axis, in [0, n), times the axis' stride */
     fc_array *pos = fc_take(fc_arange(ctx, FC_I64, 0, (double)n, 1), indices, 0, FC_TAKE_RAISE);
     fc_array *flat = fc_broadcast_to(fc_mul(pos, fc_scalar(ctx, FC_I64, (double)stride[ax])),
                                      shape);
     for (int d = 0; d < a->ndim; d++) {
         if (d == ax || a->shape[d] == 1) continue; /* a broadcast axis adds nothing */
-        fc_shape along = {a->ndim, {0}};
-        for (int e = 0; e < a->ndim; e++) along.dim[e] = e == d ? shape.dim[d] : 1;
-        fc_array *coord = fc_reshape(fc_arange(ctx, FC_I64, 0, (double)shape.dim[d], 1), along);
+        fc_array *coord = fcg_axis_coord(ctx, a->ndim, d, shape.dim[d]);
         flat = fc_add(flat, fc_mul(coord, fc_scalar(ctx, FC_I64, (double)stride[d])));
     }
     fc_array *r = fc_keep(fc_take(fc_reshape(a, FC_SHAPE(size)), flat, 0, FC_TAKE_CLIP));

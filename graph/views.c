@@ -371,12 +371,8 @@ static fc_array *index_advanced(fc_ctx *ctx, fc_array *a, int n, const fc_idx *i
         other++;
         res.dim[where[d]] = b->shape[d];
     }
-    int64_t numel = 1, stride[FC_MAX_DIMS], size = 1;
+    int64_t numel = 1, stride[FC_MAX_DIMS], size = fcg_contiguous_strides(bnd, b->shape, stride);
     for (int d = 0; d < res.ndim; d++) numel *= res.dim[d];
-    for (int d = bnd - 1; d >= 0; d--) {
-        stride[d] = size;
-        size *= b->shape[d];
-    }
     for (int q = 0; q < k && numel > 0; q++)
         if (b->shape[pos[q]] == 0) {
             r = fcg_poison(ctx, FC_ERR_INDEX, "index: cannot index the empty axis %d of shape %s "
@@ -386,7 +382,8 @@ static fc_array *index_advanced(fc_ctx *ctx, fc_array *a, int n, const fc_idx *i
     fc_array *flat = fc_scalar(ctx, FC_I64, 0);
     fc_shape bshape = {B_nd, {0}}, along = {res.ndim, {0}};
     for (int d = 0; d < B_nd; d++) bshape.dim[d] = B[d];
-    for (int d = 0; d < res.ndim; d++) along.dim[d] = d >= first && d < first + B_nd ? B[d - first] : 1;
+    for (int d = 0; d < res.ndim; d++)
+        along.dim[d] = d >= first && d < first + B_nd ? B[d - first] : 1;
     for (int q = 0; q < k; q++) { /* the index arrays, over the broadcast axes */
         fc_array *p = fc_take(fc_arange(ctx, FC_I64, 0, (double)b->shape[pos[q]], 1), arr[q], 0,
                               FC_TAKE_RAISE);
@@ -397,10 +394,8 @@ static fc_array *index_advanced(fc_ctx *ctx, fc_array *a, int n, const fc_idx *i
         bool indexed = false;
         for (int q = 0; q < k; q++) indexed |= pos[q] == d;
         if (indexed || b->shape[d] == 1) continue;
-        fc_shape one = {res.ndim, {0}};
-        for (int e = 0; e < res.ndim; e++) one.dim[e] = e == where[d] ? b->shape[d] : 1;
-        fc_array *c = fc_arange(ctx, FC_I64, 0, (double)b->shape[d], 1);
-        flat = fc_add(flat, fc_reshape(fc_mul(c, fc_scalar(ctx, FC_I64, (double)stride[d])), one));
+        fc_array *c = fcg_axis_coord(ctx, res.ndim, where[d], b->shape[d]);
+        flat = fc_add(flat, fc_mul(c, fc_scalar(ctx, FC_I64, (double)stride[d])));
     }
     r = fc_take(fc_reshape(b, FC_SHAPE(size)), fc_broadcast_to(flat, res), 0, FC_TAKE_CLIP);
 done:
@@ -561,10 +556,7 @@ fc_array *fc_setitem(fc_array *x, int n, const fc_idx *idx, fc_array *value) {
     int64_t start[FC_MAX_DIMS], step[FC_MAX_DIMS], count[FC_MAX_DIMS], bstride[2 * FC_MAX_DIMS];
     int baxis[FC_MAX_DIMS], consumed = 0, d = 0, ba = 0;
     for (int i = 0; i < n; i++) consumed += idx[i].kind == FC_IDX_SLICE || idx[i].kind == FC_IDX_INT;
-    for (int64_t s = 1, q = b->ndim - 1; q >= 0; q--) {
-        bstride[q] = s;
-        s *= b->shape[q];
-    }
+    fcg_contiguous_strides(b->ndim, b->shape, bstride);
     for (int i = 0; i <= n; i++) {
         bool fill = i == n || idx[i].kind == FC_IDX_ELLIPSIS;
         if (fill) {
@@ -593,16 +585,12 @@ fc_array *fc_setitem(fc_array *x, int n, const fc_idx *idx, fc_array *value) {
     for (d = 0; d < x->ndim; d++) {
         if (start[d] == 0 && step[d] == 1 && count[d] == x->shape[d]) { /* the whole axis */
             if (baxis[d] >= 0 && x->shape[d] > 1) {
-                fc_shape one = {x->ndim, {0}};
-                for (int e = 0; e < x->ndim; e++) one.dim[e] = e == d ? x->shape[d] : 1;
-                fc_array *c = fc_reshape(fc_arange(ctx, FC_I64, 0, (double)x->shape[d], 1), one);
+                fc_array *c = fcg_axis_coord(ctx, x->ndim, d, x->shape[d]);
                 flat = fc_add(flat, fc_mul(c, fc_scalar(ctx, FC_I64, (double)bstride[baxis[d]])));
             }
             continue;
         }
-        fc_shape one = {x->ndim, {0}};
-        for (int e = 0; e < x->ndim; e++) one.dim[e] = e == d ? x->shape[d] : 1;
-        fc_array *c = fc_reshape(fc_arange(ctx, FC_I64, 0, (double)x->shape[d], 1), one);
+        fc_array *c = fcg_axis_coord(ctx, x->ndim, d, x->shape[d]);
         fc_array *off = fc_sub(c, fc_scalar(ctx, FC_I64, (double)start[d]));
         fc_array *q, *in;
         if (count[d] == 1) { /* one position (an integer, or a slice of one element) */
