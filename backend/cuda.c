@@ -1215,6 +1215,9 @@ static bool raises_value_error(const fcp_kernel *k) {
         if (a->op == FCG_OP_POW && (t == FC_I8 || t == FC_I16 || t == FC_I32 || t == FC_I64))
             return true;
         if (a->op == FCG_OP_TAKE && a->p.mode == FC_TAKE_RAISE) return true;
+        if (k->kind == FCP_KERNEL_SCATTER && fcg_ops[a->op].kind == FCG_KIND_SCATTER &&
+            a->p.mode == FC_TAKE_RAISE)
+            return true;
     }
     return false;
 }
@@ -1600,7 +1603,7 @@ static fc_status run_entry(fc_ctx *ctx, plan_entry *e, fc_array *const *leaves,
             FC_OK)
             st = CU(ctx, StreamSynchronize(s));
         if (st == FC_OK && (raised & 2u)) /* the prelude's FCX_RAISE_INDEX */
-            st = fcg_error(ctx, FC_ERR_VALUE, "take: an index is out of bounds for its axis");
+            st = fcg_error(ctx, FC_ERR_VALUE, "take or scatter: an index is out of bounds for its axis");
         else if (st == FC_OK && raised)
             st = fcg_error(ctx, FC_ERR_VALUE,
                            "power: integers to negative integer powers are not allowed");

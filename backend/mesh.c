@@ -824,6 +824,11 @@ static fc_status decide(lower *lw, const fc_array *g, int *lay, int *req, bool *
         req[0] = req[1] = LAY_REPL;
         return FC_OK;
     }
+    if (kind == FCG_KIND_SCATTER) { /* any element may be written: every shard holds it all */
+        *lay = LAY_REPL;
+        req[0] = req[1] = req[2] = LAY_REPL;
+        return FC_OK;
+    }
     if (g->op == FCG_OP_MATMUL) {
         const fc_array *a = g->in[0], *b = g->in[1];
         int nd = g->ndim;

@@ -42,8 +42,9 @@ typedef enum fcx_strategy {
                                adjacent columns, its warps split the rows, so loads coalesce */
     FCX_STRATEGY_SCAN_TILES, /* a scan along contiguous rows: a block per tile of FCX_SCAN_TILE
                                 elements, tiles chained by decoupled look-back */
-    FCX_STRATEGY_SCAN_LINES  /* a scan along a strided axis (or short rows): a thread per line,
+    FCX_STRATEGY_SCAN_LINES, /* a scan along a strided axis (or short rows): a thread per line,
                                 in order, adjacent threads on adjacent lines */
+    FCX_STRATEGY_SCATTER     /* grid-stride over the updates, an atomic read-modify-write each */
 } fcx_strategy;
 
 #define FCX_BLOCK 256          /* threads per block of elementwise kernels */

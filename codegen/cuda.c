@@ -862,6 +862,9 @@ static int eval_node(gen *g, const fc_array *a, const ix *idx) {
     case FCG_KIND_USER: return eval_user(g, a, idx);
     case FCG_KIND_GATHER:
         return a->op == FCG_OP_SEARCHSORTED ? eval_searchsorted(g, a, idx) : eval_take(g, a, idx);
+    case FCG_KIND_SCATTER: /* the copy kernel stores in[0] as the scatter's value */
+        if (g->k->kind == FCP_KERNEL_EW) return eval(g, a->in[0], idx);
+        break;
     case FCG_KIND_REDUCE: /* the planner gives these kernels of their own roles */
     case FCG_KIND_SCAN:
     case FCG_KIND_LIB:
@@ -976,6 +979,18 @@ static void store(gen *g, const fc_array *out, int q, int v, const char *off) {
          g->k->nleaf + q, off, v);
 }
 
+/* Opens a grid-stride loop over the kernel's space from flat index `first` + the thread's,
+ * with the coordinates c0.. decoded and *idx the identity index over them. */
+static void space_loop_open(gen *g, const char *first, ix *idx) {
+    const fcp_kernel *k = g->k;
+    line(g, "for (idx_t i = %s(idx_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; "
+            "i += (idx_t)gridDim.x * blockDim.x) {", first);
+    g->indent++;
+    scope_push(g);
+    decode(g, "i", "c", k->ndim, k->space, k->ndim ? (uint32_t)((1ull << k->ndim) - 1) : 0, true, NULL);
+    identity_index(g, idx, k->ndim, "c");
+}
+
 static void gen_ew(gen *g) {
     const fcp_kernel *k = g->k;
     char buf[512];
@@ -991,13 +1006,8 @@ static void gen_ew(gen *g) {
     fcg_sb head = g->body;
     memset(&g->body, 0, sizeof g->body);
     g->body.ctx = g->ctx;
-    line(g, "for (idx_t i = s0 + (idx_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; "
-            "i += (idx_t)gridDim.x * blockDim.x) {");
-    g->indent++;
-    scope_push(g);
-    decode(g, "i", "c", k->ndim, k->space, k->ndim ? (uint32_t)((1ull << k->ndim) - 1) : 0, true, NULL);
     ix idx;
-    identity_index(g, &idx, k->ndim, "c");
+    space_loop_open(g, "s0 + ", &idx);
     for (int q = 0; q < k->nout; q++) {
         int v = eval(g, k->outs[q], &idx);
         store(g, k->outs[q], q, v, "i");
@@ -1073,6 +1083,62 @@ static void gen_ew(gen *g) {
     if (scalar.s) fcg_sb_puts(&g->body, scalar.s);
     if (scalar.failed) g->body.failed = true;
     fcg_sb_free(&scalar);
+}
+
+/* ---- scatters ----------------------------------------------------------------------------- */
+
+static const char *extent_product(gen *g, uint32_t mask);
+
+/* The updates of a scatter: a thread per update (grid-stride), its index (in[1] at the index
+ * axes' coordinates) adjusted by the mode, its value (in[2], the scatter's dtype), combined into
+ * the contiguous buffer the copy kernel filled, by the prelude's atomic fcx_scatter_<dtype>. */
+static void gen_scatter(gen *g) {
+    const fcp_kernel *k = g->k;
+    const fc_array *r = k->outs[0], *ind = r->in[1], *val = r->in[2];
+    const int ax = r->p.axis, ni = ind->ndim;
+    line(g, "const idx_t n = %s;", extent_product(g, k->ndim ? (uint32_t)((1ull << k->ndim) - 1) : 0));
+    ix idx;
+    space_loop_open(g, "", &idx);
+    ix ii;
+    memset(&ii, 0, sizeof ii);
+    ii.nd = ni;
+    for (int d = 0; d < ni; d++) ii.e[d] = idx.e[ax + d];
+    int v = eval(g, ind, &ii);
+    int j = new_var(g);
+    line(g, "const long long j%d = fcx_scatter_index(v%d, (long long)%s, %d);", j, v,
+         extent(g, r, ax), (int)r->p.mode);
+    line(g, "if (j%d >= 0) {", j);
+    g->indent++;
+    scope_push(g);
+    int u = eval(g, val, &idx);
+    /* the row-major offset in the scatter's buffer: the update's coordinates, the index axes
+     * replaced by the position */
+    fcg_sb off = {g->ctx, NULL, 0, 0, false};
+    fcg_sb_puts(&off, "(idx_t)0");
+    for (int d = 0; d < r->ndim; d++) {
+        char c[64];
+        if (d < ax) snprintf(c, sizeof c, "%s", idx.e[d]);
+        else if (d == ax) snprintf(c, sizeof c, "(idx_t)j%d", j);
+        else snprintf(c, sizeof c, "%s", idx.e[d - 1 + ni]);
+        char *prev = fcg_sb_finish(&off);
+        off = (fcg_sb){g->ctx, NULL, 0, 0, false};
+        fcg_sb_printf(&off, "(%s) * (idx_t)%s + %s", prev ? prev : "0", extent(g, r, d), c);
+        fcg_strfree(g->ctx, prev);
+    }
+    char *offs = fcg_sb_finish(&off);
+    const char *T = dt((fc_dtype)r->dtype);
+    static const char *const ops[] = {"add", "max", "min"};
+    int which = r->op == FCG_OP_SCATTER_ADD ? 0 : r->op == FCG_OP_SCATTER_MAX ? 1 : 2;
+    line(g, "fcx_scatter_%s((fcx_t_%s *)p.ptr[%d] + (%s), v%d, fcx_op_%s());", T, T, k->nleaf,
+         offs ? offs : "0", u, ops[which]);
+    if (!offs) fail(g, FC_ERR_NOMEM, "codegen: out of memory");
+    fcg_strfree(g->ctx, offs);
+    scope_pop(g);
+    g->indent--;
+    line(g, "}");
+    scope_pop(g);
+    g->indent--;
+    line(g, "}");
 }
 
 /* ---- reductions -------------------------------------------------------------------------- */
@@ -2216,6 +2282,7 @@ static void gen_scan_tiles(gen *g) {
 
 static fcx_strategy strategy_of(const fcp_kernel *k) {
     if (k->kind == FCP_KERNEL_EW) return FCX_STRATEGY_EW;
+    if (k->kind == FCP_KERNEL_SCATTER) return FCX_STRATEGY_SCATTER;
     if (k->kind == FCP_KERNEL_SCAN)
         return scan_tiled(k) ? FCX_STRATEGY_SCAN_TILES : FCX_STRATEGY_SCAN_LINES;
     if (k->kind == FCP_KERNEL_REDUCE && innermost_kept(k) && last_reduced_axis(k) >= 0)
@@ -2712,7 +2779,7 @@ void fcx_launch_config_tuned(const fcp_kernel *k, const fcx_kernel_src *src, int
         out->grid = (unsigned)(ntiles < most ? ntiles : most);
         return;
     }
-    if (src->strategy == FCX_STRATEGY_EW || scan) {
+    if (src->strategy == FCX_STRATEGY_EW || src->strategy == FCX_STRATEGY_SCATTER || scan) {
         /* Enough blocks to fill the GPU at the kernel's occupancy; the kernels stride (a
          * scan's threads over its lines). */
         size_t n = fcg_numel(k->ndim, k->space);
@@ -2751,7 +2818,8 @@ void fcx_launch_config_tuned(const fcp_kernel *k, const fcx_kernel_src *src, int
     /* Elementwise kernels: a grid that fills the device once, striding over the rest. Reduce
      * and row kernels: a block per work item (up to 16 resident grids' worth), so the hardware
      * hands out rows as blocks finish and no partial last wave of long-lived blocks trails. */
-    if (src->strategy != FCX_STRATEGY_EW && !scan) resident *= 16;
+    if (src->strategy != FCX_STRATEGY_EW && src->strategy != FCX_STRATEGY_SCATTER && !scan)
+        resident *= 16;
     out->grid = (unsigned)(items < resident ? items : resident);
 }
 
@@ -2841,12 +2909,15 @@ fc_status fcx_generate_named(fc_ctx *ctx, const fcp_kernel *k, const char *name,
                 : strategy == FCX_STRATEGY_BLOCK_COL ? FCX_COL_BLOCK
                                                      : FCX_ROW_BLOCK_MAX;
 
-    if (strategy == FCX_STRATEGY_EW || strategy == FCX_STRATEGY_SCAN_LINES) block = FCX_BLOCK;
+    if (strategy == FCX_STRATEGY_EW || strategy == FCX_STRATEGY_SCAN_LINES ||
+        strategy == FCX_STRATEGY_SCATTER)
+        block = FCX_BLOCK;
     if (strategy == FCX_STRATEGY_SCAN_TILES) block = FCX_SCAN_BLOCK;
     if (strategy == FCX_STRATEGY_EW) gen_ew(&g);
     else if (strategy == FCX_STRATEGY_BLOCK_COL) gen_cols(&g);
     else if (strategy == FCX_STRATEGY_SCAN_TILES) gen_scan_tiles(&g);
     else if (strategy == FCX_STRATEGY_SCAN_LINES) gen_scan_lines(&g);
+    else if (strategy == FCX_STRATEGY_SCATTER) gen_scatter(&g);
     else gen_rows(&g);
     /* The exchange buffer of the block reductions (sized by the largest group). */
     int xlanes = strategy == FCX_STRATEGY_BLOCK_COL ? FCX_COL_BLOCK : 32;
@@ -2854,7 +2925,8 @@ fc_status fcx_generate_named(fc_ctx *ctx, const fcp_kernel *k, const char *name,
                          (strategy != FCX_STRATEGY_EW && k->kind == FCP_KERNEL_REDUCE ? 16 : 0);
     /* Reduce kernels may split long reductions between blocks: their last pointer is the
      * scratch buffer (NULL when a launch does not split). */
-    bool splits = strategy != FCX_STRATEGY_EW && k->kind == FCP_KERNEL_REDUCE;
+    bool splits = strategy != FCX_STRATEGY_EW && strategy != FCX_STRATEGY_SCATTER &&
+                  k->kind == FCP_KERNEL_REDUCE;
     if (strategy == FCX_STRATEGY_SCAN_TILES) { /* s_val, s_warp, s_look, s_prefix, s_near, ... */
         size_t acc = (size_t)ct_size(acc_mean_dtype(k->outs[0]));
         size_t tile = (size_t)fcx_scan_tile(&fcx_default_tuning, acc);
@@ -2869,7 +2941,8 @@ fc_status fcx_generate_named(fc_ctx *ctx, const fcp_kernel *k, const char *name,
             "a block per row (or piece of a long row), warp-shuffle block reductions",
             "a warp's lanes over adjacent columns, its warps over the rows",
             "a block per tile of a row, tiles chained by decoupled look-back",
-            "a thread per line along the scanned axis, in order"};
+            "a thread per line along the scanned axis, in order",
+            "grid-stride over the updates, an atomic read-modify-write each"};
         fcg_sb_printf(&src, "// fusec kernel: %s over rank %d", fcp_kernel_kind_names[k->kind], k->ndim);
         if (k->rmask)
             fcg_sb_printf(&src, k->kind == FCP_KERNEL_SCAN ? ", scanning axes mask 0x%x"

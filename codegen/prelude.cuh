@@ -1304,6 +1304,146 @@ template <class I> FCX_FN long long fcx_take_index(I v, long long n, int mode) {
     return j;
 }
 
+/* ---- scatters ------------------------------------------------------------------------- */
+
+/* The position an update goes to along an axis of extent n, or -1 to skip it: take's modes,
+ * and 3 (FC_TAKE_DROP) skips what is out of range. Raise marks the error and skips. */
+template <class I> FCX_FN long long fcx_scatter_index(I v, long long n, int mode) {
+    long long j = (long long)v;
+    if (mode == 3) return j >= 0 && j < n ? j : -1;
+    if (mode == 1) return (j % n + n) % n;
+    if (mode == 2) return j >= n ? n - 1 : j < 0 ? 0 : j;
+    if (j < 0 && j >= -n) j += n;
+    if (j < 0 || j >= n) {
+        fcx_raise(FCX_RAISE_INDEX);
+        return -1;
+    }
+    return j;
+}
+
+/* How an update combines with the element it meets: the elementwise ops themselves, so a
+ * scatter's arithmetic is exactly add's, maximum's and minimum's (NaN and all). */
+struct fcx_op_add {};
+struct fcx_op_max {};
+struct fcx_op_min {};
+template <class T> FCX_FN T fcx_apply(fcx_op_add, T a, T b) { return fcx_add(a, b); }
+template <class T> FCX_FN T fcx_apply(fcx_op_max, T a, T b) { return fcx_maximum(a, b); }
+template <class T> FCX_FN T fcx_apply(fcx_op_min, T a, T b) { return fcx_minimum(a, b); }
+
+#ifdef FCX_HOST /* host emulation of kernels (tests): the compiler's atomics */
+template <class U> FCX_FN U fcx_cas(U *p, U expect, U want) {
+    __atomic_compare_exchange_n(p, &expect, want, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+    return expect;
+}
+template <class U> FCX_FN U fcx_load_word(U *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+#else
+template <class U> FCX_FN U fcx_cas(U *p, U expect, U want) { return atomicCAS(p, expect, want); }
+template <class U> FCX_FN U fcx_load_word(U *p) { return *(volatile U *)p; }
+#endif
+/* The first n bytes of *s into *d (a bit cast; the compiler makes it a register move). */
+template <class D, class S> FCX_FN void fcx_bitcopy(D *d, const S *s, unsigned n) {
+    for (unsigned k = 0; k < n; k++) ((unsigned char *)d)[k] = ((const unsigned char *)s)[k];
+}
+template <int B> struct fcx_word {};
+template <> struct fcx_word<4> { typedef unsigned type; };
+template <> struct fcx_word<8> { typedef unsigned long long type; };
+
+/* *p = f(*p), atomically, by compare-and-swap: 4- and 8-byte elements on their own word,
+ * 1- and 2-byte ones on the aligned 4-byte word around them (the planner rounds such a
+ * buffer up to whole words). An update that changes no bit stores nothing. */
+template <class S, class F> FCX_FN void fcx_cas_update(S *p, F f) {
+    if constexpr (sizeof(S) == 4 || sizeof(S) == 8) {
+        typedef typename fcx_word<sizeof(S)>::type U;
+        U *w = (U *)p;
+        U old = fcx_load_word(w), seen;
+        do {
+            seen = old;
+            S cur, nxt;
+            fcx_bitcopy(&cur, &seen, sizeof cur);
+            nxt = f(cur);
+            U want;
+            fcx_bitcopy(&want, &nxt, sizeof want);
+            if (want == seen) return;
+            old = fcx_cas(w, seen, want);
+        } while (old != seen);
+    } else {
+        static_assert(sizeof(S) <= 2, "16-byte elements have no compare-and-swap");
+        unsigned *w = (unsigned *)((unsigned long long)p & ~3ull);
+        const int sh = (int)((unsigned long long)p & 3ull) * 8;
+        const unsigned mask = (sizeof(S) == 1 ? 0xffu : 0xffffu) << sh;
+        unsigned old = fcx_load_word(w), seen;
+        do {
+            seen = old;
+            unsigned bits = (seen & mask) >> sh, nb = 0;
+            S cur, nxt;
+            fcx_bitcopy(&cur, &bits, sizeof cur); /* little-endian: the low bytes */
+            nxt = f(cur);
+            fcx_bitcopy(&nb, &nxt, sizeof nxt);
+            unsigned want = (seen & ~mask) | (nb << sh);
+            if (want == seen) return;
+            old = fcx_cas(w, seen, want);
+        } while (old != seen);
+    }
+}
+
+/* A float added atomically: the hardware's add on the GPU, compare-and-swap on the host. */
+template <class T> FCX_FN void fcx_atomic_add_float(T *p, T v) {
+#ifdef FCX_HOST
+    fcx_cas_update(p, [=](T s) { return s + v; });
+#else
+    atomicAdd(p, v);
+#endif
+}
+
+/* fcx_scatter_D(p, v, op): *p = op(*p, v) atomically for an element of dtype D. The generic
+ * path loads, combines and stores through the dtype's own load and store (f16 and bf16 round
+ * as their stores do); the specialisations below use the hardware's atomics where one does the
+ * same arithmetic. */
+#define FCX_SCATTER(D)                                                                             template <class Op> FCX_FN void fcx_scatter_##D(fcx_t_##D *p, fcx_ct_##D v, Op op) {                  fcx_cas_update(p, [=](fcx_t_##D s) {                                                               fcx_t_##D n;                                                                                   fcx_store_##D(&n, fcx_apply(op, fcx_load_##D(&s), v));                                         return n;                                                                                  });                                                                                        }
+FCX_SCATTER(bool) FCX_SCATTER(i8) FCX_SCATTER(i16) FCX_SCATTER(i32) FCX_SCATTER(i64)
+FCX_SCATTER(u8) FCX_SCATTER(u16) FCX_SCATTER(u32) FCX_SCATTER(u64) FCX_SCATTER(f16)
+FCX_SCATTER(bf16) FCX_SCATTER(f32) FCX_SCATTER(f64) FCX_SCATTER(c64) FCX_SCATTER(c128)
+#undef FCX_SCATTER
+/* complex sums add their parts (c128 has no 16-byte compare-and-swap; max and min of complex
+ * values are refused before codegen) */
+template <> FCX_FN void fcx_scatter_c64<fcx_op_add>(fcx_t_c64 *p, fcx_ct_c64 v, fcx_op_add) {
+    fcx_atomic_add_float(&p->re, v.re);
+    fcx_atomic_add_float(&p->im, v.im);
+}
+template <> FCX_FN void fcx_scatter_c128<fcx_op_add>(fcx_t_c128 *p, fcx_ct_c128 v, fcx_op_add) {
+    fcx_atomic_add_float(&p->re, v.re);
+    fcx_atomic_add_float(&p->im, v.im);
+}
+template <> FCX_FN void fcx_scatter_f32<fcx_op_add>(fcx_t_f32 *p, float v, fcx_op_add) {
+    fcx_atomic_add_float(p, v);
+}
+template <> FCX_FN void fcx_scatter_f64<fcx_op_add>(fcx_t_f64 *p, double v, fcx_op_add) {
+    fcx_atomic_add_float(p, v);
+}
+#ifndef FCX_HOST
+/* integer sums wrap in two's complement whatever the order; max and min are exact */
+template <> FCX_FN void fcx_scatter_i32<fcx_op_add>(int *p, int v, fcx_op_add) { atomicAdd(p, v); }
+template <> FCX_FN void fcx_scatter_u32<fcx_op_add>(unsigned *p, unsigned v, fcx_op_add) { atomicAdd(p, v); }
+template <> FCX_FN void fcx_scatter_i64<fcx_op_add>(long long *p, long long v, fcx_op_add) {
+    atomicAdd((unsigned long long *)p, (unsigned long long)v);
+}
+template <> FCX_FN void fcx_scatter_u64<fcx_op_add>(unsigned long long *p, unsigned long long v, fcx_op_add) {
+    atomicAdd(p, v);
+}
+template <> FCX_FN void fcx_scatter_i32<fcx_op_max>(int *p, int v, fcx_op_max) { atomicMax(p, v); }
+template <> FCX_FN void fcx_scatter_u32<fcx_op_max>(unsigned *p, unsigned v, fcx_op_max) { atomicMax(p, v); }
+template <> FCX_FN void fcx_scatter_i64<fcx_op_max>(long long *p, long long v, fcx_op_max) { atomicMax(p, v); }
+template <> FCX_FN void fcx_scatter_u64<fcx_op_max>(unsigned long long *p, unsigned long long v, fcx_op_max) {
+    atomicMax(p, v);
+}
+template <> FCX_FN void fcx_scatter_i32<fcx_op_min>(int *p, int v, fcx_op_min) { atomicMin(p, v); }
+template <> FCX_FN void fcx_scatter_u32<fcx_op_min>(unsigned *p, unsigned v, fcx_op_min) { atomicMin(p, v); }
+template <> FCX_FN void fcx_scatter_i64<fcx_op_min>(long long *p, long long v, fcx_op_min) { atomicMin(p, v); }
+template <> FCX_FN void fcx_scatter_u64<fcx_op_min>(unsigned long long *p, unsigned long long v, fcx_op_min) {
+    atomicMin(p, v);
+}
+#endif
+
 /* a < b in NumPy's sort order: NaN after every number (searchsorted; real compute types). */
 template <class T> FCX_FN bool fcx_sort_less(T a, T b) { return a < b || (b != b && a == a); }
 

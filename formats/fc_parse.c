@@ -154,7 +154,7 @@ typedef enum fcf_fkind {
     FK_CAST, FK_REDUCE, FK_ARG, FK_NORM, FK_RESHAPE, FK_TRANSPOSE, FK_BROADCAST,
     FK_EXPAND, FK_SQUEEZE, FK_FLIP, FK_PAD, FK_CONCAT, FK_STACK, FK_MATMUL, FK_FILL, FK_FULL,
     FK_LIKE, FK_FULL_LIKE, FK_ARANGE, FK_LINSPACE, FK_EYE, FK_RANDOM, FK_COMPLEX, FK_FFT,
-    FK_RAVEL, FK_COMPOSITE, FK_SCAN, FK_TAKE,
+    FK_RAVEL, FK_COMPOSITE, FK_SCAN, FK_TAKE, FK_SCATTER,
     FK_EW_KERNEL, FK_RED_KERNEL /* user kernel declarations: a binding's whole right side */
 } fcf_fkind;
 
@@ -201,6 +201,7 @@ typedef struct fcf_func {
 /* every scan: f(a, axis=None), as np.cumsum */
 #define RF_SCAN(E, py, params) {py, FK_SCAN, FCG_OP_##E, 2, 1, {"a", "axis"}},
 #define RF_GATHER(E, py, params)
+#define RF_SCATTER(E, py, params)
 static const fcf_func fcf_reduce_funcs[] = {
 #define FCG_OP(E, c, py, nin, kind, rule, infix, params, red) RF_##kind(E, py, params)
 #include "ops.def"
@@ -217,6 +218,7 @@ static const fcf_func fcf_reduce_funcs[] = {
 #undef RF_USER
 #undef RF_SCAN
 #undef RF_GATHER
+#undef RF_SCATTER
 
 /* Functions that are not plain elementwise ops or reductions (fcg_ops[] and
  * fcf_reduce_funcs above have those). */
@@ -241,6 +243,15 @@ static const fcf_func fcf_funcs[] = {
     {"take", FK_TAKE, 0, 3, 2, {"a", "indices", "axis", "mode"}},
     {"take_along_axis", FK_TAKE, 1, 3, 2, {"arr", "indices", "axis"}},
     {"searchsorted", FK_TAKE, 2, 3, 2, {"a", "v", "side"}},
+    /* scatters (graph/scatter.c): op 0-2 np.add.at / maximum.at / minimum.at as functions, 3
+     * np.put, 4 np.bincount, 5 np.histogram's counts, 6 np.histogram_bin_edges */
+    {"scatter_add", FK_SCATTER, 0, 5, 3, {"a", "indices", "values", "axis", "mode"}},
+    {"scatter_max", FK_SCATTER, 1, 5, 3, {"a", "indices", "values", "axis", "mode"}},
+    {"scatter_min", FK_SCATTER, 2, 5, 3, {"a", "indices", "values", "axis", "mode"}},
+    {"put", FK_SCATTER, 3, 4, 3, {"a", "ind", "v", "mode"}},
+    {"bincount", FK_SCATTER, 4, 3, 1, {"x", "weights", "minlength"}},
+    {"histogram", FK_SCATTER, 5, 4, 1, {"a", "bins", "range", "weights"}},
+    {"histogram_bin_edges", FK_SCATTER, 6, 3, 1, {"a", "bins", "range"}},
     {"fft", FK_FFT, FCG_OP_FFT, 4, 1, {"a", "n", "axis", "norm"}},
     {"ifft", FK_FFT, FCG_OP_IFFT, 4, 1, {"a", "n", "axis", "norm"}},
     {"zeros", FK_FILL, 0, 2, 1, {"shape", "dtype"}},
@@ -320,6 +331,7 @@ static const struct {
 /* The string values of pad's mode (in fc_pad_mode's order) and of fft's norm. */
 static const char *const fcf_pad_modes[] = {"constant", "edge", "reflect", "symmetric"};
 static const char *const fcf_take_modes[] = {"raise", "wrap", "clip"}; /* fc_take_mode's order */
+static const char *const fcf_scatter_modes[] = {"raise", "wrap", "clip", "drop"};
 static const char fcf_fft_norm[] = "backward";
 
 /* Reserved words. Each spelling maps to what it means; parse_name dispatches on the meaning. */
@@ -671,6 +683,8 @@ void fcf_names(fcf_name_fn visit, void *user) {
         visit(user, FCF_STRING, fcf_pad_modes[i], "pad");
     for (size_t i = 0; i < FCF_COUNT(fcf_take_modes); i++)
         visit(user, FCF_STRING, fcf_take_modes[i], "take");
+    for (size_t i = 0; i < FCF_COUNT(fcf_scatter_modes); i++)
+        visit(user, FCF_STRING, fcf_scatter_modes[i], "scatter_add");
     visit(user, FCF_STRING, fcf_fft_norm, "fft");
     visit(user, FCF_STRING, fcf_fft_norm, "ifft");
     for (size_t i = 0; i < FCF_COUNT(fcf_methods); i++) {
@@ -3055,6 +3069,72 @@ static fc_status eval_call(fcf_builder *b, const fcf_expr *e, fcf_value *out) {
                             "take mode must be \"raise\", \"wrap\" or \"clip\"");
         }
         return bcheck(b, e, fc_take(x, ind, axis, (fc_take_mode)m), out);
+    }
+    case FK_SCATTER: {
+        fc_array *ind = NULL, *w = NULL;
+        if ((st = eval_array_arg(b, e, 0, &x)) != FC_OK) return st;
+        if (fn->op <= 3) { /* scatter_*(a, indices, values, axis=None, mode="raise"), put */
+            fc_array *vals;
+            int axis = FC_AXIS_NONE, m = 0, mk = fn->op == 3 ? 3 : 4;
+            if ((st = eval_array_arg(b, e, 1, &ind)) != FC_OK) return st;
+            if ((st = eval_array_arg(b, e, 2, &vals)) != FC_OK) return st;
+            if (fn->op < 3) {
+                if ((st = eval_arg(b, e, 3, &v[3], V_NONE)) != FC_OK) return st;
+                if (v[3].kind != V_NONE &&
+                    (st = to_small_int(b, arg_pos(e, 3), &v[3], "axis", &axis)) != FC_OK)
+                    return st;
+            }
+            if ((st = eval_arg(b, e, mk, &v[mk], V_NONE)) != FC_OK) return st;
+            if (v[mk].kind != V_NONE) {
+                m = -1;
+                for (int k = 0; k < (fn->op == 3 ? 3 : 4); k++)
+                    if (v[mk].kind == V_STR && strcmp(v[mk].s, fcf_scatter_modes[k]) == 0) m = k;
+                if (m < 0)
+                    return berr(b, arg_pos(e, mk), FC_ERR_INVALID, "%s mode must be %s",
+                                fn->name, fn->op == 3 ? "\"raise\", \"wrap\" or \"clip\""
+                                                      : "\"raise\", \"wrap\", \"clip\" or \"drop\"");
+            }
+            fc_take_mode md = (fc_take_mode)m;
+            fc_array *r = fn->op == 0   ? fc_scatter_add(x, ind, vals, axis, md)
+                          : fn->op == 1 ? fc_scatter_max(x, ind, vals, axis, md)
+                          : fn->op == 2 ? fc_scatter_min(x, ind, vals, axis, md)
+                                        : fc_put(x, ind, vals, md);
+            return bcheck(b, e, r, out);
+        }
+        if (fn->op == 4) { /* bincount(x, weights=None, minlength=0) */
+            int64_t minlength = 0;
+            if ((st = eval_arg(b, e, 1, &v[1], V_NONE)) != FC_OK) return st;
+            if (v[1].kind != V_NONE && (st = to_array(b, arg_pos(e, 1), &v[1], &w)) != FC_OK)
+                return st;
+            if ((st = eval_arg(b, e, 2, &v[2], V_NONE)) != FC_OK) return st;
+            if (v[2].kind != V_NONE &&
+                (st = to_int(b, arg_pos(e, 2), &v[2], "minlength", &minlength)) != FC_OK)
+                return st;
+            return bcheck(b, e, fc_bincount(x, w, minlength), out);
+        }
+        /* histogram(a, bins=10, range=None, weights=None), histogram_bin_edges(a, bins, range) */
+        int64_t bins = 10;
+        double lo = NAN, hi = NAN;
+        if ((st = eval_arg(b, e, 1, &v[1], V_NONE)) != FC_OK) return st;
+        if (v[1].kind != V_NONE && (st = to_int(b, arg_pos(e, 1), &v[1], "bins", &bins)) != FC_OK)
+            return st;
+        if ((st = eval_arg(b, e, 2, &v[2], V_NONE)) != FC_OK) return st;
+        if (v[2].kind != V_NONE) {
+            if (v[2].kind != V_LIST || v[2].list.n != 2)
+                return berr(b, arg_pos(e, 2), FC_ERR_INVALID, "%s range must be a list "
+                            "[lo, hi], found %s", fn->name, vkind_name(&v[2]));
+            if ((st = to_double(b, arg_pos(e, 2), &v[2].list.items[0], "range", &lo)) != FC_OK ||
+                (st = to_double(b, arg_pos(e, 2), &v[2].list.items[1], "range", &hi)) != FC_OK)
+                return st;
+            if (isnan(lo) || isnan(hi))
+                return berr(b, arg_pos(e, 2), FC_ERR_VALUE, "%s: supplied range of [%g, %g] is "
+                            "not finite", fn->name, lo, hi);
+        }
+        if (fn->op == 6) return bcheck(b, e, fc_histogram_bin_edges(x, bins, lo, hi), out);
+        if ((st = eval_arg(b, e, 3, &v[3], V_NONE)) != FC_OK) return st;
+        if (v[3].kind != V_NONE && (st = to_array(b, arg_pos(e, 3), &v[3], &w)) != FC_OK)
+            return st;
+        return bcheck(b, e, fc_histogram(x, bins, lo, hi, w), out);
     }
     case FK_MATMUL: {
         fc_array *y;

@@ -513,6 +513,18 @@ static fc_status put_rhs(fcq_printer *pr, const fc_array *a) {
         buf_puts(b, ")");
         return FC_OK;
     }
+    if (info->kind == FCG_KIND_SCATTER) {
+        static const char *const modes[] = {"raise", "wrap", "clip", "drop"};
+        buf_printf(b, "%s(", info->pyname);
+        for (int i = 0; i < 3; i++) {
+            if (i) buf_puts(b, ", ");
+            put_operand(pr, a->in[i], false);
+        }
+        buf_printf(b, ", axis=%d", (int)a->p.axis);
+        if (a->p.mode) buf_printf(b, ", mode=\"%s\"", modes[a->p.mode % 4]);
+        buf_puts(b, ")");
+        return FC_OK;
+    }
     if (info->kind == FCG_KIND_SCAN) {
         buf_printf(b, "%s(", info->pyname);
         put_operand(pr, a->in[0], false);

@@ -39,6 +39,8 @@ typedef enum fcg_kind {
                       combine and result rule, as a reduction's; same shape as its input */
     FCG_KIND_GATHER, /* in[0] read at positions in[1] holds (take): elementwise over its own
                         shape, an indexed load of in[0] */
+    FCG_KIND_SCATTER, /* in[0] with in[2]'s values combined in at positions in[1] holds
+                         (np.add.at): in[0]'s shape, a stored buffer updated in place */
     FCG_KIND_EWX = FCG_KIND_EW /* elementwise with a hand-written constructor (cast) */
 } fcg_kind;
 
@@ -336,6 +338,9 @@ extern const fcg_ternary_fn fcg_ternary_api[FCG_OP_COUNT];
  *   TAKE       axis of in[0] (normalised) that in[1]'s values index, mode (fc_take_mode); the
  *              result's shape is in[0]'s with that axis replaced by in[1]'s shape
  *   SEARCHSORTED  mode (fc_side); the result has in[1]'s shape
+ *   SCATTER_*  axis of in[0] (normalised) that in[1]'s values index, mode (fc_take_mode or
+ *              FC_TAKE_DROP); in[2] has the updates' shape (in[0]'s with axis replaced by
+ *              in[1]'s shape) and in[0]'s dtype
  *   INPUT      ival = the program input's index (placeholders are never consed)
  */
 typedef struct fcg_params {

@@ -161,6 +161,7 @@ static fc_array *elementwise(fcg_op op, int nin, fc_array *const *in, fc_dtype c
 #define DEF_USER(E, c, nin)
 #define DEF_SCAN(E, c, nin)
 #define DEF_GATHER(E, c, nin)
+#define DEF_SCATTER(E, c, nin)
 #define FCG_OP(E, c, py, nin, kind, rule, infix, params, red) DEF_##kind(E, c, nin)
 #include "ops.def"
 #undef FCG_OP
@@ -188,6 +189,7 @@ fc_array *fc_cast(fc_array *a, fc_dtype dtype) {
 #define T_USER NO_ENTRY
 #define T_SCAN NO_ENTRY
 #define T_GATHER NO_ENTRY
+#define T_SCATTER NO_ENTRY
 #define FCG_OP(E, c, py, nin, kind, rule, infix, params, red) T_##kind(E, c, nin)
 const fcg_unary_fn fcg_unary_api[FCG_OP_COUNT] = {
 #include "ops.def"

@@ -856,7 +856,9 @@ FC_API fc_array *fc_cummin(fc_array *a, int axis);
  *  RAISE fails the evaluation with FC_ERR_VALUE (negative indices count from the end, as in
  *  NumPy); WRAP takes it modulo n; CLIP clamps it to [0, n - 1] (negative indices give 0).
  *  An index is the int64 value of its bits: a u64 above 2^63 is negative, as NumPy casts it. */
-typedef enum fc_take_mode { FC_TAKE_RAISE, FC_TAKE_WRAP, FC_TAKE_CLIP } fc_take_mode;
+typedef enum fc_take_mode { FC_TAKE_RAISE, FC_TAKE_WRAP, FC_TAKE_CLIP, FC_TAKE_DROP } fc_take_mode;
+/* FC_TAKE_DROP (scatters only; JAX's mode="drop"): an update whose index is outside [0, n)
+ * is skipped (negative indices included). fc_take refuses it. */
 /** np.take(a, indices, axis, mode): the elements of a at the positions indices holds along
  *  axis, or in the flattened array when axis == FC_AXIS_NONE. The result's shape is a's with
  *  that axis replaced by indices' shape. indices: an integer or bool array (never a weak
@@ -883,6 +885,50 @@ typedef enum fc_side { FC_SIDE_LEFT, FC_SIDE_RIGHT } fc_side;
  *  checked). A binary search per element in the consuming kernel. Complex dtypes and a
  *  sorter are not supported (FC_ERR_UNSUPPORTED). */
 FC_API fc_array *fc_searchsorted(fc_array *a, fc_array *v, fc_side side);
+
+/** Scatters, functionally: a new array equal to a except that the updates combine in, one
+ *  at a time in row-major order, at the positions indices holds along axis (FC_AXIS_NONE: in
+ *  the flattened array). As np.add.at(a, (slice(None),) * axis + (indices,), values), and
+ *  np.maximum.at / np.minimum.at. The updates' shape is a's with that axis replaced by
+ *  indices' shape (take's result shape); values broadcast to it and cast to a's dtype, which
+ *  NumPy's "same_kind" rule must allow (else FC_ERR_DTYPE; Python scalars count by kind).
+ *  Repeated indices accumulate, unlike a[indices] += values. mode: take's, plus FC_TAKE_DROP.
+ *  On the GPU each update is an atomic read-modify-write (native where the dtype has one, a
+ *  compare-and-swap loop otherwise): integer and bool results are exact; a float sum adds
+ *  the updates of one position in an unspecified order (a different last bit from run to
+ *  run is possible where several updates meet), max and min are exact. bool: add is
+ *  logical or. Complex max/min: FC_ERR_UNSUPPORTED. */
+FC_API fc_array *fc_scatter_add(fc_array *a, fc_array *indices, fc_array *values, int axis,
+                                fc_take_mode mode);
+FC_API fc_array *fc_scatter_max(fc_array *a, fc_array *indices, fc_array *values, int axis,
+                                fc_take_mode mode);
+FC_API fc_array *fc_scatter_min(fc_array *a, fc_array *indices, fc_array *values, int axis,
+                                fc_take_mode mode);
+/** np.put(a, indices, values, mode), functionally: a new array equal to a with the flat
+ *  positions in indices set to values (flattened, cast to a's dtype unsafely as NumPy does,
+ *  repeated when shorter than indices). Where an index repeats, the last write wins, on
+ *  every backend: the winner of each position is the largest update number (a scatter_max),
+ *  then one kernel gathers the winners' values (deterministic, unlike a race of stores). */
+FC_API fc_array *fc_put(fc_array *a, fc_array *indices, fc_array *values, fc_take_mode mode);
+/** np.bincount(x, weights, minlength): how often each value of the 1-d non-negative integer
+ *  array x occurs (int64), or the sums of weights (same shape as x, float64) per value; the
+ *  length is max(x) + 1, at least minlength. That length depends on x's values, so this call
+ *  evaluates x and its maximum (a synchronising evaluation, as in CuPy): a program input
+ *  without a value fails. A negative value is FC_ERR_VALUE, as NumPy's ValueError. One
+ *  scatter_add kernel counts. */
+FC_API fc_array *fc_bincount(fc_array *x, fc_array *weights, int64_t minlength);
+/** np.histogram(x, bins, range=(lo, hi), weights)[0]: counts (int64; weights' dtype with
+ *  weights, which have x's shape) of x's values in `bins` equal bins over [lo, hi], the last
+ *  bin closed; values outside (and NaN) are left out. The bin of a value is NumPy's: computed
+ *  in the edges' dtype (x's float dtype, float64 for integers), then corrected against the
+ *  edges np.linspace gives. lo == hi widens the range by 0.5 each way. lo and hi both NaN:
+ *  the range is x's minimum and maximum (an evaluation, as fc_bincount's). x real (bool and
+ *  complex: FC_ERR_DTYPE); bins >= 1, a finite range with lo <= hi, else FC_ERR_VALUE. */
+FC_API fc_array *fc_histogram(fc_array *x, int64_t bins, double lo, double hi,
+                              fc_array *weights);
+/** np.histogram's second result: the bins + 1 edges (np.linspace(lo, hi, bins + 1) in the
+ *  edges' dtype, as fc_histogram uses them; same arguments and range rules). */
+FC_API fc_array *fc_histogram_bin_edges(fc_array *x, int64_t bins, double lo, double hi);
 
 /* ---------------------------------------------------------------------------------------- */
 /* Views and shape ops. Lazy like everything else: a view is index arithmetic in the kernel   */

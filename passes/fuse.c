@@ -25,7 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const fcp_kernel_kind_names[] = {"elementwise", "reduce", "row", "library", "scan"};
+const char *const fcp_kernel_kind_names[] = {"elementwise", "reduce", "row", "library", "scan",
+                                             "scatter"};
 
 typedef struct fuse_state {
     fc_ctx *ctx;
@@ -43,6 +44,8 @@ typedef struct fuse_state {
     fc_array **stack;
     int8_t (*amap)[FC_MAX_DIMS]; /* scratch of rows_aligned: each axis's axis of the space */
     int *sorted;                 /* scratch of rows_aligned: region positions in order */
+    int scatter_part;            /* collect's view of a scatter root: 0 all its inputs, 1 in[0]
+                                    alone (its copy kernel), 2 the indices and values */
 } fuse_state;
 
 /* The index of node a (every node the pass meets is in the walk). */
@@ -59,6 +62,7 @@ static fcg_kind kind_of(const fc_array *a) { return fcg_ops[a->op].kind; }
 static bool is_reduce(const fc_array *a) { return kind_of(a) == FCG_KIND_REDUCE; }
 static bool is_lib(const fc_array *a) { return kind_of(a) == FCG_KIND_LIB; }
 static bool is_scan(const fc_array *a) { return kind_of(a) == FCG_KIND_SCAN; }
+static bool is_scatter(const fc_array *a) { return kind_of(a) == FCG_KIND_SCATTER; }
 
 /* Collects the region of root r into `out` (r first); returns its size. */
 static size_t collect(fuse_state *s, fc_array *r, fc_array **out) {
@@ -72,6 +76,8 @@ static size_t collect(fuse_state *s, fc_array *r, fc_array **out) {
         if (is_leaf(a) || (a != r && s->mat[ix(s, a)])) continue;
         for (int i = 0; i < a->nin; i++) {
             fc_array *c = a->in[i];
+            if (a == r && s->scatter_part && is_scatter(r) && (i == 0) != (s->scatter_part == 1))
+                continue;
             if (s->region[ix(s, c)] == tag) continue;
             s->region[ix(s, c)] = tag;
             if (is_leaf(c) || s->mat[ix(s, c)]) { /* a load: listed, not expanded */
@@ -98,7 +104,7 @@ static bool same_squeezed(int na, const int64_t *a, int nb, const int64_t *b) {
     return kx == ky && memcmp(x, y, (size_t)kx * sizeof *x) == 0;
 }
 
-typedef enum { FIT_EW, FIT_REDUCE, FIT_ROW, FIT_SCAN, FIT_NONE } fit_kind;
+typedef enum { FIT_EW, FIT_REDUCE, FIT_ROW, FIT_SCAN, FIT_SCATTER, FIT_NONE } fit_kind;
 
 static int cmp_int(const void *a, const void *b) {
     int x = *(const int *)a, y = *(const int *)b;
@@ -187,6 +193,14 @@ static fit_kind classify(fuse_state *s, fc_array *r, fc_array **reg, size_t nreg
                 return FIT_NONE;
             }
         return FIT_SCAN;
+    }
+    if (is_scatter(r)) { /* its copy and its updates: elementwise ops, views and gathers */
+        for (size_t k = 1; k < nreg; k++)
+            if (is_reduce(reg[k]) && !is_leaf(reg[k]) && !s->mat[ix(s, reg[k])]) {
+                *why = "a reduction feeding a scatter is stored first";
+                return FIT_NONE;
+            }
+        return FIT_SCATTER;
     }
     fc_array *first = NULL;
     int levels_max = 0;
@@ -350,7 +364,8 @@ typedef struct group {
 } group;
 
 static bool same_space(const fcp_kernel *a, const fcp_kernel *b) {
-    return a->kind == b->kind && a->kind != FCP_KERNEL_LIB && a->ndim == b->ndim &&
+    return a->kind == b->kind && a->kind != FCP_KERNEL_LIB && a->kind != FCP_KERNEL_SCATTER &&
+           a->ndim == b->ndim &&
            a->rmask == b->rmask && memcmp(a->space, b->space, (size_t)a->ndim * 8) == 0;
 }
 
@@ -631,6 +646,47 @@ nomem:
     return fcg_error(ctx, FC_ERR_NOMEM, "fusion: out of memory");
 }
 
+/* Each scatter kernel becomes two, in place: an elementwise kernel over the scatter's shape
+ * that stores in[0] (and what computes it) as the scatter node, then the updates kernel, which
+ * computes the indices and values and combines them into that same buffer. */
+static fc_status split_scatters(fuse_state *s, fcp_plan *p, fc_array **reg, int *seen) {
+    fc_ctx *ctx = s->ctx;
+    int nsc = 0;
+    for (int i = 0; i < p->nkernel; i++) nsc += p->kernels[i].kind == FCP_KERNEL_SCATTER;
+    if (nsc == 0) return FC_OK;
+    int nk = p->nkernel + nsc;
+    fcp_kernel *ks = fcg_calloc(ctx, (size_t)nk * sizeof *ks);
+    if (!ks) return fcg_error(ctx, FC_ERR_NOMEM, "fusion: out of memory");
+    fc_status st = FC_OK;
+    int w = 0;
+    for (int i = 0; i < p->nkernel; i++) {
+        fcp_kernel *old = &p->kernels[i];
+        if (old->kind != FCP_KERNEL_SCATTER) {
+            ks[w++] = *old;
+            continue;
+        }
+        fc_array *r = old->outs[0];
+        group g = {.kind = FCP_KERNEL_EW, .nroot = 1};
+        g.roots[0] = (int)ix(s, r);
+        fcp_kernel copy = {.kind = FCP_KERNEL_EW, .ndim = r->ndim};
+        memcpy(copy.space, r->shape, sizeof copy.space);
+        fcp_kernel upd = {.kind = FCP_KERNEL_SCATTER, .ndim = old->ndim};
+        memcpy(upd.space, old->space, sizeof upd.space);
+        kernel_free(ctx, old);
+        s->scatter_part = 1;
+        if (st == FC_OK) st = build_kernel(s, &g, &copy, reg, seen);
+        s->scatter_part = 2;
+        if (st == FC_OK) st = build_kernel(s, &g, &upd, reg, seen);
+        s->scatter_part = 0;
+        ks[w++] = copy;
+        ks[w++] = upd;
+    }
+    fcg_free(ctx, p->kernels, (size_t)p->nkernel * sizeof *p->kernels);
+    p->kernels = ks;
+    p->nkernel = nk;
+    return st;
+}
+
 static fc_status fuse(fc_ctx *ctx, fcp_plan *p) {
     fuse_state s;
     memset(&s, 0, sizeof s);
@@ -683,6 +739,12 @@ static fc_status fuse(fc_ctx *ctx, fcp_plan *p) {
             s.why[i] = "a scan is a kernel of its own (stored; elementwise consumers that read "
                        "it where it is computed join that kernel)";
         }
+    /* Scatters update a stored buffer in place: kernels of their own. */
+    for (size_t i = 0; i < n; i++)
+        if (!is_leaf(s.ord[i]) && is_scatter(s.ord[i]) && !s.mat[i]) {
+            s.mat[i] = 1;
+            s.why[i] = "a scatter is stored: a copy of its array, then its updates in place";
+        }
     /* A user kernel's raw inputs: its code indexes them itself, so they are stored buffers. */
     for (size_t i = 0; i < n; i++) {
         fc_array *a = s.ord[i];
@@ -730,12 +792,13 @@ static fc_status fuse(fc_ctx *ctx, fcp_plan *p) {
                   : fit == FIT_REDUCE ? FCP_KERNEL_REDUCE
                   : fit == FIT_ROW    ? FCP_KERNEL_ROW
                   : fit == FIT_SCAN   ? FCP_KERNEL_SCAN
+                  : fit == FIT_SCATTER ? FCP_KERNEL_SCATTER
                                       : FCP_KERNEL_EW;
         if (k->kind == FCP_KERNEL_SCAN) k->rmask = 1u << r->p.axis;
         g->kind = (int)k->kind;
-        const fc_array *space = r;
+        const fc_array *space = k->kind == FCP_KERNEL_SCATTER ? r->in[2] : r;
         for (size_t j = 0; j < m && k->kind != FCP_KERNEL_EW && k->kind != FCP_KERNEL_LIB &&
-                           k->kind != FCP_KERNEL_SCAN;
+                           k->kind != FCP_KERNEL_SCAN && k->kind != FCP_KERNEL_SCATTER;
              j++)
             if (is_reduce(reg[j]) && !is_leaf(reg[j]) && (reg[j] == r || !s.mat[ix(&s, reg[j])])) {
                 space = reg[j]->in[0];
@@ -836,7 +899,9 @@ static fc_status fuse(fc_ctx *ctx, fcp_plan *p) {
                                producer[ix(&s, p->kernels[i].leaves[l])]);
                 goto done;
             }
-    st = FC_OK;
+    st = split_scatters(&s, p, reg, seen);
+    nk = (size_t)p->nkernel; /* the kernels' array now has this size */
+    if (st != FC_OK) goto done;
 done:
     if (st == FC_ERR_NOMEM) fcg_error(ctx, st, "fusion: out of memory");
     if (st != FC_OK && p->kernels) {
@@ -867,7 +932,9 @@ done:
 
 static fc_status schedule(fc_ctx *ctx, fcp_plan *p) {
     int nmat = 0;
-    for (int i = 0; i < p->nkernel; i++) nmat += p->kernels[i].nout;
+    /* A scatter's updates kernel stores the node its copy kernel stored: one buffer. */
+    for (int i = 0; i < p->nkernel; i++)
+        if (p->kernels[i].kind != FCP_KERNEL_SCATTER) nmat += p->kernels[i].nout;
     if (nmat == 0) return FC_OK;
     p->mat = fcg_malloc(ctx, (size_t)nmat * sizeof *p->mat);
     p->mat_buf = fcg_malloc(ctx, (size_t)nmat * sizeof *p->mat_buf);
@@ -884,14 +951,18 @@ static fc_status schedule(fc_ctx *ctx, fcp_plan *p) {
     p->buf_cap = nmat;
     int m = 0;
     for (int i = 0; i < p->nkernel; i++)
-        for (int q = 0; q < p->kernels[i].nout; q++) {
+        for (int q = 0; q < p->kernels[i].nout && p->kernels[i].kind != FCP_KERNEL_SCATTER; q++) {
             fc_array *a = p->kernels[i].outs[q];
             int last = i;
             bool requested = false;
             for (int o = 0; o < p->nout; o++) requested |= p->outs[o] == a;
-            for (int j = i + 1; j < p->nkernel; j++)
+            for (int j = i + 1; j < p->nkernel; j++) {
                 for (int l = 0; l < p->kernels[j].nleaf; l++)
                     if (p->kernels[j].leaves[l] == a) last = j;
+                if (p->kernels[j].kind == FCP_KERNEL_SCATTER && p->kernels[j].outs[0] == a &&
+                    last < j)
+                    last = j;
+            }
             p->mat[m] = a;
             p->mat_last_use[m] = requested ? p->nkernel : last;
             m++;
@@ -905,9 +976,12 @@ static fc_status schedule(fc_ctx *ctx, fcp_plan *p) {
          * taken again belongs to its new occupant). */
         for (int j = 0; j < m; j++)
             if (p->mat_last_use[j] < i && busy[p->mat_buf[j]] == j + 1) busy[p->mat_buf[j]] = 0;
-        for (int q = 0; q < p->kernels[i].nout; q++, m++) {
+        for (int q = 0; q < p->kernels[i].nout && p->kernels[i].kind != FCP_KERNEL_SCATTER;
+             q++, m++) {
             const fc_array *a = p->mat[m];
             size_t bytes = fcg_node_numel(a) * fc_dtype_size((fc_dtype)a->dtype);
+            /* a scatter's 1- and 2-byte updates compare-and-swap the 4-byte word around them */
+            if (kind_of(a) == FCG_KIND_SCATTER) bytes = (bytes + 3) / 4 * 4;
             int best = -1;
             for (int b = 0; b < nbuf; b++)
                 if (!busy[b] && p->buf_bytes[b] >= bytes &&

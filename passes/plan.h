@@ -16,8 +16,11 @@ typedef enum fcp_kernel_kind {
     FCP_KERNEL_ROW,    /* reduce -> broadcast -> elementwise over rows (rmask = trailing dims):
                           one block per row, the row kept on chip */
     FCP_KERNEL_LIB,    /* a library call (matmul) */
-    FCP_KERNEL_SCAN    /* one scan (outs[0]) over `space` along its p.axis (rmask), its mapped
+    FCP_KERNEL_SCAN,   /* one scan (outs[0]) over `space` along its p.axis (rmask), its mapped
                           input computed inside */
+    FCP_KERNEL_SCATTER /* the updates of one scatter (outs[0]) over `space`, the updates' shape:
+                          atomic read-modify-writes of the buffer the elementwise kernel just
+                          before it filled with in[0] (that kernel stores the same node) */
 } fcp_kernel_kind;
 
 extern const char *const fcp_kernel_kind_names[];

@@ -78,6 +78,14 @@ static void expr(writer *w, const fcp_kernel *k, const fc_array *a, int need) {
     case FCG_OP_INPUT: put(w, "x"); return;
     case FCG_OP_POISON: put(w, "poison"); return;
     case FCG_OP_BROADCAST: expr(w, k, a->in[0], need); return;
+    case FCG_OP_SCATTER_ADD:
+    case FCG_OP_SCATTER_MAX:
+    case FCG_OP_SCATTER_MIN:
+        if (k->kind != FCP_KERNEL_SCATTER) { /* the copy kernel: in[0] */
+            expr(w, k, a->in[0], need);
+            return;
+        }
+        break;
     default: break;
     }
     int prec = prec_of(a);
@@ -100,8 +108,8 @@ static void expr(writer *w, const fcp_kernel *k, const fc_array *a, int need) {
     }
     put(w, fcg_node_name(a));
     put(w, "(");
-    for (int i = 0; i < a->nin; i++) {
-        if (i) put(w, ",");
+    for (int i = fcg_ops[a->op].kind == FCG_KIND_SCATTER; i < a->nin; i++) {
+        if (i > (fcg_ops[a->op].kind == FCG_KIND_SCATTER)) put(w, ",");
         expr(w, k, a->in[i], PREC_CMP);
     }
     if (a->op == FCG_OP_CAST) {

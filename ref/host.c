@@ -679,6 +679,7 @@ static fc_status eval_take(evaluator *ev, size_t idx) {
             break;
         case FC_TAKE_WRAP: v = (v % n + n) % n; break;
         case FC_TAKE_CLIP: v = v >= n ? n - 1 : v < 0 ? 0 : v; break;
+        case FC_TAKE_DROP: break; /* fc_take refuses it */
         }
         for (int64_t o = 0; o < O; o++) {
             const char *src = x->base + strided_offset(o, xa->shape, x->strides, 0, ax) +
@@ -729,6 +730,64 @@ static fc_status eval_searchsorted(evaluator *ev, size_t idx) {
         }
         out[j] = lo;
     }
+    return FC_OK;
+}
+
+/* ---- scatters ---------------------------------------------------------------------------- */
+
+/* np.add.at / maximum.at / minimum.at as NumPy runs them: a copy of in[0], then each update in
+ * row-major order of the updates, out[o, index(j..), c] = op(out[...], value[o, j.., c]), the
+ * index adjusted by the mode (FC_TAKE_DROP: skipped when out of range). */
+static fc_status eval_scatter(evaluator *ev, size_t idx) {
+    slot *s = &ev->slots[idx];
+    const fc_array *a = s->node, *xa = a->in[0], *ia = a->in[1], *va = a->in[2];
+    fc_status st = own_buffer(ev, idx);
+    if (st != FC_OK) return st;
+    const slot *x = input_slot(ev, a, 0), *ix = input_slot(ev, a, 1), *vx = input_slot(ev, a, 2);
+    const fc_dtype t = (fc_dtype)a->dtype, it = (fc_dtype)ia->dtype;
+    fch_copy(a->ndim, a->shape, (fc_dtype)xa->dtype, x->base, x->strides, t, s->base, s->strides);
+    const int ax = a->p.axis;
+    int64_t O = 1, C = 1, J = (int64_t)fcg_node_numel(ia), n = a->shape[ax];
+    for (int d = 0; d < ax; d++) O *= a->shape[d];
+    for (int d = ax + 1; d < a->ndim; d++) C *= a->shape[d];
+    const fcg_op op = a->op == FCG_OP_SCATTER_ADD   ? FCG_OP_ADD
+                      : a->op == FCG_OP_SCATTER_MAX ? FCG_OP_MAXIMUM
+                                                    : FCG_OP_MINIMUM;
+    const fch_kind kind = fch_kind_of(t);
+    const size_t es = fc_dtype_size(t);
+    for (int64_t o = 0; o < O; o++)
+        for (int64_t j = 0; j < J; j++) {
+            fch_wide_val w;
+            fch_gather_wide(it, ix->base + strided_offset(j, ia->shape, ix->strides, 0, ia->ndim),
+                            0, 1, it, &w);
+            int64_t v = fch_wide_of(it) == FCH_W_U64 ? (int64_t)w.u : w.i;
+            switch (a->p.mode) {
+            case FC_TAKE_RAISE:
+                if (v < 0 && v >= -n) v += n;
+                if (v < 0 || v >= n)
+                    return fcg_error(ev->ctx, FC_ERR_VALUE, "%s: index %lld is out of bounds for "
+                                     "axis %d with size %lld", fcg_ops[a->op].pyname,
+                                     (long long)v, ax, (long long)n);
+                break;
+            case FC_TAKE_WRAP: v = (v % n + n) % n; break;
+            case FC_TAKE_CLIP: v = v >= n ? n - 1 : v < 0 ? 0 : v; break;
+            default: if (v < 0 || v >= n) continue; break; /* FC_TAKE_DROP */
+            }
+            /* the updates' position (o, j, c) and the output's (o, v, c), row-major */
+            int64_t upd = (o * J + j) * C, dst = (o * n + v) * C;
+            for (int64_t c = 0; c < C; c++) {
+                fch_wide_val cur[1], val[1], res[1];
+                char *p = s->base + (dst + c) * (int64_t)es;
+                fch_gather(t, p, 0, 1, t, cur);
+                fch_gather(t, vx->base + strided_offset(upd + c, va->shape, vx->strides, 0, va->ndim),
+                           0, 1, t, val);
+                const void *in[2] = {cur, val};
+                if ((st = fch_ew_apply(op, t, 1, in, res)) != FC_OK)
+                    return fcg_error(ev->ctx, st, "%s: not supported on the host for %s",
+                                     fcg_ops[a->op].pyname, fc_dtype_name(t));
+                fch_store(kind, res, 1, t, p, (int64_t)es);
+            }
+        }
     return FC_OK;
 }
 
@@ -796,6 +855,7 @@ static fc_status eval_node(evaluator *ev, size_t idx) {
         break;
     case FCG_KIND_GATHER:
         return a->op == FCG_OP_SEARCHSORTED ? eval_searchsorted(ev, idx) : eval_take(ev, idx);
+    case FCG_KIND_SCATTER: return eval_scatter(ev, idx);
     case FCG_KIND_SCAN: {
         st = own_buffer(ev, idx);
         if (st != FC_OK) return st;

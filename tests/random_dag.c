@@ -26,6 +26,7 @@ typedef struct rd_ew {
 #define RD_KIND_USER(c, n)
 #define RD_KIND_SCAN(c, n)
 #define RD_KIND_GATHER(c, n)
+#define RD_KIND_SCATTER(c, n)
 static const rd_ew rd_ew_ops[] = {
 #define FCG_OP(E, c, py, nin, kind, rule, infix, params, red) RD_KIND_##kind(c, nin)
 #include "ops.def"
@@ -41,6 +42,7 @@ static const rd_ew rd_ew_ops[] = {
 #undef RD_KIND_USER
 #undef RD_KIND_SCAN
 #undef RD_KIND_GATHER
+#undef RD_KIND_SCATTER
 #define RD_N_EW ((int)(sizeof rd_ew_ops / sizeof rd_ew_ops[0]))
 
 /* ---- the generator's state -------------------------------------------------------------- */
@@ -637,9 +639,47 @@ static fc_array *rd_take(rd *r, uint64_t h) {
     return fc_take(a, ind, axis, mode);
 }
 
+/* A scatter into a pool array along a random axis (or the flattened array) by an integer one,
+ * each combine and mode (raise: the indices modulo the extent), the values a take of the array
+ * itself by the same indices (so they have the updates' shape and dtype). One in four a put
+ * (repeated indices: the last write wins), one in eight a histogram of a real array over
+ * [-1, 1]. Choices come from h. */
+static fc_array *rd_scatter(rd *r, uint64_t h) {
+    fc_array *a = rd_pick(r), *ind = NULL;
+    for (int i = 0; i < r->npool && !ind; i++) {
+        fc_array *c = r->pool[((h >> 20) + (uint64_t)i) % (uint64_t)r->npool];
+        if (is_int(fc_array_dtype(c)) && !fc_array_is_weak(c)) ind = c;
+    }
+    if (!ind) return NULL;
+    fc_dtype t = fc_array_dtype(a);
+    bool cplx = t == FC_C64 || t == FC_C128;
+    if ((h >> 30) % 8 == 5) {
+        if (cplx || t == FC_BOOL) return NULL;
+        return fc_histogram(a, (int64_t)(h >> 40) % 7 + 1, -1.0, 1.0, NULL);
+    }
+    fc_shape s = fc_array_shape(a);
+    int nd = fc_array_ndim(a);
+    int axis = nd == 0 || (h >> 8) % 4 == 0 ? FC_AXIS_NONE
+                                              : (int)((h >> 12) % (uint64_t)(2 * nd)) - nd;
+    int64_t n = axis == FC_AXIS_NONE ? numel(&s) : s.dim[axis < 0 ? axis + nd : axis];
+    if (n == 0) return NULL;
+    fc_take_mode mode = (fc_take_mode)((h >> 16) % 4);
+    if (mode == FC_TAKE_RAISE) ind = fc_mod(ind, fc_i64(r->ctx, n));
+    fc_array *vals = fc_take(a, ind, axis, FC_TAKE_WRAP);
+    if ((h >> 30) % 4 == 3)
+        return fc_put(a, ind, fc_reshape(vals, FC_SHAPE(-1)), mode == FC_TAKE_DROP ? FC_TAKE_CLIP : mode);
+    switch (cplx ? 0 : (h >> 24) % 3) {
+    case 0: return fc_scatter_add(a, ind, vals, axis, mode);
+    case 1: return fc_scatter_max(a, ind, vals, axis, mode);
+    default: return fc_scatter_min(a, ind, vals, axis, mode);
+    }
+}
+
 static fc_array *rd_view(rd *r) {
     uint64_t h = rd_side(r->state ^ 0x74616b65ULL); /* "take" */
     if (h % 10 == 0) return rd_take(r, h);
+    uint64_t hs = rd_side(r->state ^ 0x73636174ULL); /* "scat" */
+    if (hs % 16 == 0) return rd_scatter(r, hs);
     fc_array *a = rd_pick(r);
     int nd = fc_array_ndim(a);
     switch (rd_below(r, 12)) {

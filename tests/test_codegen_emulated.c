@@ -183,7 +183,7 @@ typedef struct emu_set {
     emu_cfg cfg;
     fcx_tuning tuning;
     /* launches seen, by what they exercise (the tests check each path ran) */
-    int n_split, n_cols, n_rows_on_chip, n_rows_vec, n_scan_tiles, n_scan_lines;
+    int n_split, n_cols, n_rows_on_chip, n_rows_vec, n_scan_tiles, n_scan_lines, n_scatter;
 } emu_set;
 
 static void set_open(emu_set *s, const char *tag, const emu_cfg *cfg) {
@@ -473,6 +473,7 @@ static char *run_program(emu_set *s, program *p) {
             cr_assert_eq(lc.scratch_bytes, 0, "%s kernel %d: scratch without a pointer for it", p->name, k);
         }
         s->n_split += lc.scratch_bytes > 0;
+        s->n_scatter += src->strategy == FCX_STRATEGY_SCATTER && lc.grid > 0;
         s->n_cols += src->strategy == FCX_STRATEGY_BLOCK_COL;
         s->n_rows_on_chip += smem > 0;
         s->n_rows_vec += src->strategy == FCX_STRATEGY_BLOCK_ROW && src->vec > 1;
@@ -578,8 +579,8 @@ static void set_run_and_close(emu_set *s) {
         failures++;
     }
     cr_log_info("%s: %d launches split a reduction, %d were column kernels, %d kept rows on chip, "
-                "%d row kernels had 16-byte steps", s->cpp_path, s->n_split, s->n_cols,
-                s->n_rows_on_chip, s->n_rows_vec);
+                "%d row kernels had 16-byte steps, %d scatter launches", s->cpp_path, s->n_split,
+                s->n_cols, s->n_rows_on_chip, s->n_rows_vec, s->n_scatter);
     set_close(s);
     if (failures)
         cr_assert_fail("%d of %d programs differ from the host backend; the first:\n%s", failures,
@@ -770,6 +771,8 @@ static void emulate_random(uint64_t lo, uint64_t hi, const emu_cfg *cfg) {
     cr_assert(!whole || s.n_cols > nprog / 50, "only %d column kernels in %d programs", s.n_cols,
               nprog);
     cr_assert(dsmem || s.n_rows_on_chip == 0, "rows on chip without shared memory");
+    cr_assert(!whole || s.n_scatter > nprog / 100, "only %d scatter launches in %d programs",
+              s.n_scatter, nprog);
 }
 
 /* Small split constants throughout, so reductions of these small shapes split between blocks

@@ -495,6 +495,102 @@ Test(gpu, take_out_of_bounds_is_a_value_error) {
     fc_ctx_destroy(c);
 }
 
+/* One scatter program, built from the same f64 data in a context: base (n), indices (m, in
+ * [-k, k + 3) so that some fall outside under drop / wrap / clip), values (m) cast to t. */
+static fc_array *scatter_program(fc_ctx *c, fc_dtype t, int which, const double *base, int64_t n,
+                                 const int64_t *ind, const double *vals, int64_t m,
+                                 fc_take_mode mode) {
+    fc_array *b = fc_cast(fc_from_host(c, FC_F64, FC_SHAPE(n), base), t);
+    fc_array *i = fc_from_host(c, FC_I64, FC_SHAPE(m), ind);
+    fc_array *v = fc_cast(fc_from_host(c, FC_F64, FC_SHAPE(m), vals), t);
+    if (t == FC_BOOL) v = fc_greater(fc_from_host(c, FC_F64, FC_SHAPE(m), vals), fc_f64(c, 0.9));
+    switch (which) {
+    case 0: return fc_scatter_add(b, i, v, 0, mode);
+    case 1: return fc_scatter_max(b, i, v, 0, mode);
+    case 2: return fc_scatter_min(b, i, v, 0, mode);
+    default: return fc_put(b, i, v, mode == FC_TAKE_DROP ? FC_TAKE_CLIP : mode);
+    }
+}
+
+/* Scatters on the GPU against the host reference, every dtype and combine, many updates
+ * meeting few positions (atomics under contention, compare-and-swap on sub-word elements):
+ * integers, bools, max, min and put exactly; float sums within a tolerance (their order on
+ * the GPU is unspecified). */
+Test(gpu, scatters_match_the_host) {
+    NEED_GPU();
+    fc_ctx *g = make_ctx(FC_BACKEND_CUDA, 0), *h = make_ctx(FC_BACKEND_HOST, 0);
+    cr_assert(g && h);
+    enum { N = 1000, M = 200000 };
+    double *base = malloc(N * sizeof *base), *vals = malloc(M * sizeof *vals);
+    int64_t *ind = malloc(M * sizeof *ind);
+    unsigned char *gb = malloc(N * 16), *hb = malloc(N * 16);
+    cr_assert(base && vals && ind && gb && hb);
+    srand(11);
+    for (int i = 0; i < N; i++) base[i] = (double)(rand() % 2000) / 16.0 - 60.0;
+    for (int i = 0; i < M; i++) vals[i] = (double)(rand() % 256) / 256.0;
+    for (int t = 0; t < FC_DTYPE_COUNT; t++) {
+        bool cplx = t == FC_C64 || t == FC_C128, flt = t >= FC_F16 && t <= FC_C128;
+        bool half = t == FC_F16 || t == FC_BF16;
+        /* contended for exact results, spread for float sums (each position a few updates) */
+        for (int which = 0; which < 4; which++) {
+            if (cplx && (which == 1 || which == 2)) continue;
+            int64_t k = flt && which == 0 ? N : 37, m = half && which == 0 ? 2000 : M;
+            for (int64_t i = 0; i < m; i++) ind[i] = rand() % (k + 3) - (which == 3 ? 0 : 1);
+            fc_take_mode mode = (fc_take_mode)(1 + (t + which) % 3); /* wrap, clip, drop */
+            fc_scope *sg = fc_scope_open(g), *sh = fc_scope_open(h);
+            fc_array *rg = scatter_program(g, (fc_dtype)t, which, base, N, ind, vals, m, mode);
+            fc_array *rh = scatter_program(h, (fc_dtype)t, which, base, N, ind, vals, m, mode);
+            size_t es = fc_dtype_size((fc_dtype)t);
+            memset(gb, 0xA5, N * 16); /* poisoned */
+            cr_assert_eq(fc_to_host(rg, gb, N * es), FC_OK, "%s: %s", fc_dtype_name((fc_dtype)t),
+                         fc_errmsg(g));
+            cr_assert_eq(fc_to_host(rh, hb, N * es), FC_OK, "%s", fc_errmsg(h));
+            if (!(flt && which == 0)) {
+                cr_assert(memcmp(gb, hb, N * es) == 0, "%s, combine %d: GPU and host differ",
+                          fc_dtype_name((fc_dtype)t), which);
+            } else {
+                fc_dtype w = cplx ? FC_C128 : FC_F64;
+                fc_array *xg = fc_cast(rg, w), *xh = fc_cast(rh, w);
+                double a[2 * N], b[2 * N];
+                cr_assert_eq(fc_to_host(xg, a, (size_t)N * fc_dtype_size(w)), FC_OK, "%s", fc_errmsg(g));
+                cr_assert_eq(fc_to_host(xh, b, (size_t)N * fc_dtype_size(w)), FC_OK, "%s", fc_errmsg(h));
+                double tol = half ? 1e-2 : t == FC_F32 || t == FC_C64 ? 1e-4 : 1e-11;
+                for (int i = 0; i < (cplx ? 2 * N : N); i++)
+                    cr_assert(fabs(a[i] - b[i]) <= tol * (1 + fabs(b[i])), "%s sum %d: %.17g, host %.17g",
+                              fc_dtype_name((fc_dtype)t), i, a[i], b[i]);
+            }
+            fc_scope_close(sh);
+            fc_scope_close(sg);
+        }
+    }
+    /* bincount and histogram: exact counts */
+    fc_scope *sg = fc_scope_open(g), *sh = fc_scope_open(h);
+    for (int64_t i = 0; i < M; i++) ind[i] = rand() % 300;
+    fc_array *bg = fc_bincount(fc_from_host(g, FC_I64, FC_SHAPE(M), ind), NULL, 0);
+    fc_array *bh = fc_bincount(fc_from_host(h, FC_I64, FC_SHAPE(M), ind), NULL, 0);
+    cr_assert_eq(fc_array_size(bg), fc_array_size(bh));
+    cr_assert_eq(fc_to_host(bg, gb, 300 * 8), FC_OK, "%s", fc_errmsg(g));
+    cr_assert_eq(fc_to_host(bh, hb, 300 * 8), FC_OK, "%s", fc_errmsg(h));
+    cr_assert(memcmp(gb, hb, 300 * 8) == 0, "bincount differs");
+    fc_array *hg = fc_histogram(fc_from_host(g, FC_F64, FC_SHAPE(M), vals), 17, 0.1, 0.8, NULL);
+    fc_array *hh = fc_histogram(fc_from_host(h, FC_F64, FC_SHAPE(M), vals), 17, 0.1, 0.8, NULL);
+    cr_assert_eq(fc_to_host(hg, gb, 17 * 8), FC_OK, "%s", fc_errmsg(g));
+    cr_assert_eq(fc_to_host(hh, hb, 17 * 8), FC_OK, "%s", fc_errmsg(h));
+    cr_assert(memcmp(gb, hb, 17 * 8) == 0, "histogram differs");
+    /* raise: an index out of bounds fails the evaluation on the GPU too */
+    int64_t bad[3] = {0, 1000, 2};
+    fc_array *e = fc_scatter_add(fc_zeros(g, FC_F32, FC_SHAPE(N)), fc_from_host(g, FC_I64, FC_SHAPE(3), bad),
+                                 fc_f64(g, 1), 0, FC_TAKE_RAISE);
+    fc_status st = fc_to_host(e, gb, N * 4);
+    cr_assert_eq(st, FC_ERR_VALUE, "%s", fc_strerror(st));
+    cr_assert(strstr(fc_errmsg(g), "out of bounds"), "%s", fc_errmsg(g));
+    fc_scope_close(sh);
+    fc_scope_close(sg);
+    free(base), free(vals), free(ind), free(gb), free(hb);
+    fc_ctx_destroy(h);
+    fc_ctx_destroy(g);
+}
+
 Test(gpu, streams_events_and_async_transfers) {
     NEED_GPU();
     fc_ctx *c = make_ctx(FC_BACKEND_CUDA, 0);
