@@ -244,7 +244,8 @@ static const fcf_func fcf_funcs[] = {
     {"take_along_axis", FK_TAKE, 1, 3, 2, {"arr", "indices", "axis"}},
     {"searchsorted", FK_TAKE, 2, 3, 2, {"a", "v", "side"}},
     /* scatters (graph/scatter.c): op 0-2 np.add.at / maximum.at / minimum.at as functions, 3
-     * np.put, 4 np.bincount, 5 np.histogram's counts, 6 np.histogram_bin_edges */
+     * np.put, 4 np.bincount, 5 np.histogram's counts, 6 np.histogram_bin_edges; masks (graph/
+     * mask.c): 7 np.flatnonzero, 8 np.argwhere */
     {"scatter_add", FK_SCATTER, 0, 5, 3, {"a", "indices", "values", "axis", "mode"}},
     {"scatter_max", FK_SCATTER, 1, 5, 3, {"a", "indices", "values", "axis", "mode"}},
     {"scatter_min", FK_SCATTER, 2, 5, 3, {"a", "indices", "values", "axis", "mode"}},
@@ -252,6 +253,8 @@ static const fcf_func fcf_funcs[] = {
     {"bincount", FK_SCATTER, 4, 3, 1, {"x", "weights", "minlength"}},
     {"histogram", FK_SCATTER, 5, 4, 1, {"a", "bins", "range", "weights"}},
     {"histogram_bin_edges", FK_SCATTER, 6, 3, 1, {"a", "bins", "range"}},
+    {"flatnonzero", FK_SCATTER, 7, 1, 1, {"a"}},
+    {"argwhere", FK_SCATTER, 8, 1, 1, {"a"}},
     {"fft", FK_FFT, FCG_OP_FFT, 4, 1, {"a", "n", "axis", "norm"}},
     {"ifft", FK_FFT, FCG_OP_IFFT, 4, 1, {"a", "n", "axis", "norm"}},
     {"zeros", FK_FILL, 0, 2, 1, {"shape", "dtype"}},
@@ -3073,6 +3076,8 @@ static fc_status eval_call(fcf_builder *b, const fcf_expr *e, fcf_value *out) {
     case FK_SCATTER: {
         fc_array *ind = NULL, *w = NULL;
         if ((st = eval_array_arg(b, e, 0, &x)) != FC_OK) return st;
+        if (fn->op == 7) return bcheck(b, e, fc_flatnonzero(x), out);
+        if (fn->op == 8) return bcheck(b, e, fc_argwhere(x), out);
         if (fn->op <= 3) { /* scatter_*(a, indices, values, axis=None, mode="raise"), put */
             fc_array *vals;
             int axis = FC_AXIS_NONE, m = 0, mk = fn->op == 3 ? 3 : 4;

@@ -651,6 +651,14 @@ int64_t fcg_contiguous_strides(int ndim, const int64_t *shape, int64_t *stride);
 /* arange(extent) in int64, laid along `axis` of an ndim-array (extent 1 on every other axis):
  * the coordinate of that axis, broadcasting over the others. */
 fc_array *fcg_axis_coord(fc_ctx *ctx, int ndim, int axis, int64_t extent);
+/* Boolean masks (graph/mask.c). The axes a subscript entry consumes (a boolean array its
+ * number of axes). */
+int fcg_idx_axes(const fc_idx *e);
+/* idx with each boolean-array entry replaced by its nonzero() coordinate arrays (NumPy's
+ * definition of a mask subscript), after checking that the mask matches the axes it covers
+ * (FC_ERR_INDEX). Evaluates the masks. The new arrays belong to the innermost open scope. */
+fc_status fcg_expand_masks(fc_ctx *ctx, const char *name, fc_array *a, int n, const fc_idx *idx,
+                           fc_idx *out, int cap, int *nout);
 
 /* graph/creation.c: a draw (FCG_OP_RANDOM) of `mode` of stream `stream` of `seed`; integers in
  * [low, high). Checks the dtype for the mode and the bounds, naming `name` in errors. */

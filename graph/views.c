@@ -405,13 +405,31 @@ done:
 }
 
 fc_array *fc_index(fc_array *a, int n, const fc_idx *idx) {
+    bool masks = false, arrays = false;
     for (int i = 0; i < n && idx && a; i++)
         if (idx[i].kind == FC_IDX_ARRAY) {
-            fc_array *early;
-            fc_ctx *ctx = fcg_begin("index", 1, &a, &early);
-            if (!ctx || early) return early;
-            return index_advanced(ctx, a, n, idx);
+            arrays = true;
+            masks |= idx[i].array && idx[i].array->dtype == FC_BOOL;
         }
+    if (arrays) {
+        fc_array *early;
+        fc_ctx *ctx = fcg_begin("index", 1, &a, &early);
+        if (!ctx || early) return early;
+        if (!masks) return index_advanced(ctx, a, n, idx);
+        /* a boolean array is its nonzero() coordinates (NumPy's definition) */
+        for (int i = 0; i < n; i++)
+            if (idx[i].kind == FC_IDX_ARRAY && idx[i].array && idx[i].array->status != FC_OK)
+                return fcg_poison_ctx(ctx, idx[i].array->status);
+        fc_scope *sc = fc_scope_open(ctx);
+        if (!sc) return fcg_poison(ctx, FC_ERR_NOMEM, "index: out of memory");
+        fc_idx ex[2 * FC_MAX_DIMS + 8];
+        int m = 0;
+        fc_status st = fcg_expand_masks(ctx, "index", a, n, idx, ex,
+                                        (int)(sizeof ex / sizeof ex[0]), &m);
+        fc_array *r = fc_keep(st == FC_OK ? index_advanced(ctx, a, m, ex) : fcg_poison_ctx(ctx, st));
+        fc_scope_close(sc);
+        return fcg_ret(ctx, r ? r : &ctx->oom);
+    }
     fc_array *early;
     fc_ctx *ctx = fcg_begin("index", 1, &a, &early);
     if (!ctx || early) return early;
@@ -496,8 +514,9 @@ fc_array *fc_index(fc_array *a, int n, const fc_idx *idx) {
  * start, step and count, an integer's position) and, inside it, reads value (cast to x's dtype
  * and broadcast to the selection's shape) at the selection's coordinate: one where over index
  * arithmetic and a gather, so the update is one kernel that also copies the rest. A boolean
- * array of x's shape selects elementwise and takes a single value (NumPy would take one value
- * a selected element; more is a scatter). Integer-array entries are a scatter: not yet. */
+ * array of x's shape selects elementwise and takes a single value, or one value per selected
+ * element (the mask's running count says which). Other entries with arrays: a put at the
+ * selection's flat positions (fc_index of arange(x.size)), the last write winning. */
 fc_array *fc_setitem(fc_array *x, int n, const fc_idx *idx, fc_array *value) {
     fc_array *early;
     fc_ctx *ctx = fcg_begin("setitem", 2, (fc_array *[]){x, value}, &early);
@@ -507,29 +526,68 @@ fc_array *fc_setitem(fc_array *x, int n, const fc_idx *idx, fc_array *value) {
     fc_scope *sc = fc_scope_open(ctx);
     if (!sc) return fcg_poison(ctx, FC_ERR_NOMEM, "setitem: out of memory");
     fc_array *r = NULL, *v = fc_cast(value, (fc_dtype)x->dtype); /* NumPy casts unsafely */
-    if (n == 1 && idx[0].kind == FC_IDX_ARRAY && idx[0].array &&
-        idx[0].array->dtype == FC_BOOL) {
+    if (n == 1 && idx[0].kind == FC_IDX_ARRAY && idx[0].array && idx[0].array->dtype == FC_BOOL &&
+        idx[0].array->ndim == x->ndim &&
+        memcmp(idx[0].array->shape, x->shape, sizeof(int64_t) * (size_t)x->ndim) == 0) {
         fc_array *m = idx[0].array;
-        if (m->ndim != x->ndim || memcmp(m->shape, x->shape, sizeof(int64_t) * (size_t)x->ndim)) {
-            r = fcg_poison(ctx, FC_ERR_SHAPE, "setitem: a boolean mask of shape %s does not match "
-                           "the array's shape %s", fcg_shape_str(sh, m->ndim, m->shape),
-                           fcg_shape_str(sv, x->ndim, x->shape));
+        if (fcg_node_numel(value) == 1) {
+            r = fc_where(m, fc_reshape(v, (fc_shape){0, {0}}), x);
             goto done;
         }
-        if (fcg_node_numel(value) != 1) {
-            r = fcg_poison(ctx, FC_ERR_SHAPE, "setitem: a masked assignment takes one value, not "
-                           "shape %s (where(mask, values, x) replaces elementwise)",
-                           fcg_shape_str(sv, value->ndim, value->shape));
+        /* x[mask] = values: the k-th selected element (row-major) takes values[k], the
+         * running count of the mask saying which k; the count must be the values' size */
+        int64_t count = 0;
+        fc_array *c = fc_count_nonzero(m, FC_ALL, false);
+        fc_status st = fc_read(c, &count, 0, 1);
+        if (st != FC_OK) {
+            r = fcg_poison(ctx, st, "setitem: the mask's count could not be evaluated (%s)",
+                           fc_errmsg(ctx));
             goto done;
         }
-        r = fc_where(m, fc_reshape(v, (fc_shape){0, {0}}), x);
+        if (value->ndim > 1 || (int64_t)fcg_node_numel(value) != count) {
+            r = fcg_poison(ctx, FC_ERR_SHAPE, "setitem: shape mismatch: value array of shape %s "
+                           "could not be broadcast to indexing result of shape [%lld]",
+                           fcg_shape_str(sv, value->ndim, value->shape), (long long)count);
+            goto done;
+        }
+        if (count == 0) {
+            r = x;
+            goto done;
+        }
+        int64_t nx = (int64_t)fcg_node_numel(x);
+        fc_shape xs = {x->ndim, {0}};
+        memcpy(xs.dim, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+        fc_array *k = fc_reshape(fc_sub(fc_cumsum(fc_reshape(m, FC_SHAPE(nx)), 0), fc_i64(ctx, 1)),
+                                 xs);
+        r = fc_where(m, fc_take(fc_reshape(v, FC_SHAPE(count)), k, 0, FC_TAKE_CLIP), x);
         goto done;
     }
     for (int i = 0; i < n; i++)
         if (idx[i].kind == FC_IDX_ARRAY) {
-            r = fcg_poison(ctx, FC_ERR_UNSUPPORTED, "setitem: index arrays (entry %d) scatter, "
-                           "which is not supported yet; a boolean mask of the array's shape is",
-                           i);
+            /* index arrays (and masks not of x's shape): the selection's flat positions in x
+             * are the same subscript of arange(x.size), and a put writes the values there,
+             * the last write winning where a position repeats (as NumPy's loop does) */
+            int64_t nx = (int64_t)fcg_node_numel(x);
+            fc_shape xs = {x->ndim, {0}};
+            memcpy(xs.dim, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+            fc_array *sel = fc_index(fc_reshape(fc_arange(ctx, FC_I64, 0, (double)nx, 1), xs), n, idx);
+            if (sel->status != FC_OK) {
+                r = sel;
+                goto done;
+            }
+            int64_t m = (int64_t)fcg_node_numel(sel);
+            fc_shape ss = {sel->ndim, {0}};
+            memcpy(ss.dim, sel->shape, sizeof(int64_t) * (size_t)sel->ndim);
+            fc_array *vb = fc_broadcast_to(v, ss);
+            if (vb->status != FC_OK) {
+                r = fcg_poison(ctx, FC_ERR_SHAPE, "setitem: shape mismatch: value array of shape "
+                               "%s could not be broadcast to indexing result of shape %s",
+                               fcg_shape_str(sv, value->ndim, value->shape),
+                               fcg_shape_str(sh, sel->ndim, sel->shape));
+                goto done;
+            }
+            r = m == 0 ? x : fc_put(x, fc_reshape(sel, FC_SHAPE(m)), fc_reshape(vb, FC_SHAPE(m)),
+                                    FC_TAKE_CLIP);
             goto done;
         }
     fc_array *b = fc_index(x, n, idx); /* checks the entries; its shape is the selection's */

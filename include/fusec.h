@@ -930,6 +930,20 @@ FC_API fc_array *fc_histogram(fc_array *x, int64_t bins, double lo, double hi,
  *  edges' dtype, as fc_histogram uses them; same arguments and range rules). */
 FC_API fc_array *fc_histogram_bin_edges(fc_array *x, int64_t bins, double lo, double hi);
 
+/** np.flatnonzero(a): the positions (int64, 1-d, increasing) of a's non-zero elements in the
+ *  flattened array (NaN counts as non-zero, as bool(nan) is True). Its size is a's count of
+ *  non-zero elements, so this call evaluates a's truth values and their count (synchronising,
+ *  as CuPy's boolean indexing does; a program input without data fails). The positions are a
+ *  compaction: the mask's running count places each one, a scatter writes it. */
+FC_API fc_array *fc_flatnonzero(fc_array *a);
+/** np.nonzero(a): a's coordinates of its non-zero elements, one int64 array per axis, into
+ *  out[0 .. ndim-1] (new references, NULL on failure), in row-major order. A 0-d a is
+ *  FC_ERR_VALUE (NumPy 2 refuses it). Evaluates as fc_flatnonzero. np.where(cond) with one
+ *  argument is this. */
+FC_API fc_status fc_nonzero(fc_array *a, fc_array **out);
+/** np.argwhere(a): the coordinates of a's non-zero elements as rows, int64 [count, ndim]. */
+FC_API fc_array *fc_argwhere(fc_array *a);
+
 /* ---------------------------------------------------------------------------------------- */
 /* Views and shape ops. Lazy like everything else: a view is index arithmetic in the kernel   */
 /* that consumes it, never a copy.                                                            */
@@ -980,15 +994,20 @@ typedef struct fc_idx {
  *  axes, as NumPy's advanced indexing: the broadcast shape replaces those axes where they are
  *  adjacent, else leads the result. A negative index counts from the end; one out of range
  *  fails the evaluation with FC_ERR_VALUE (a device-side check, as take's). The result is one
- *  indexed load in the consuming kernel. Boolean arrays (masks) are not supported here
- *  (FC_ERR_UNSUPPORTED). */
+ *  indexed load in the consuming kernel. A boolean array (a mask) is its nonzero()
+ *  coordinates, as in NumPy: x[mask] selects the elements where mask is true, in row-major
+ *  order, mask's shape matching the axes it covers (else FC_ERR_INDEX); the selection's size
+ *  is the mask's count, so building x[mask] evaluates the mask (see fc_flatnonzero). */
 FC_API fc_array *fc_index(fc_array *a, int n, const fc_idx *idx);
 /** x[idx[0], ..., idx[n-1]] = value, functionally: a new array equal to x except where the
  *  entries select, which take value cast to x's dtype (unsafely, as NumPy's setitem) and
  *  broadcast to the selection's shape. Basic entries (slices, integers, None, Ellipsis), or
- *  one boolean array of x's shape with a single value (masked assignment; where() replaces by
- *  a mask elementwise). x itself is unchanged (it may have other readers); the update is one
- *  kernel that copies the rest. Integer-array entries (a scatter) are FC_ERR_UNSUPPORTED. */
+ *  one boolean array of x's shape with a single value or with one value per selected element
+ *  (a 1-d array of the mask's count, taken in row-major order: x[mask] = x[mask] ** 2; that
+ *  count is evaluated). x itself is unchanged (it may have other readers); the update is one
+ *  kernel that copies the rest. With integer arrays among the entries (or a mask of fewer
+ *  axes) the selection is fc_index's, the value broadcasts to its shape, and where a position
+ *  is selected twice the last write wins, as in NumPy (a put: three kernels). */
 FC_API fc_array *fc_setitem(fc_array *x, int n, const fc_idx *idx, fc_array *value);
 /** fc_slice(a, FC_S(1, -1, 1), FC_COLON): fc_index with the entries written inline (at least
  *  one in C; in C++ fc_slice(a) is a[()], a itself as a new reference). */

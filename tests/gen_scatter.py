@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generates tests/data/ops_scatter.txt: NumPy's values of fusec's scatters (fc_scatter_add /
-max / min as np.add.at / maximum.at / minimum.at along an axis), put (np.put), bincount and
-histogram, in tests/gen_reference.py's format, replayed by tests/test_ops_ref.c:
+max / min as np.add.at / maximum.at / minimum.at along an axis), put (np.put), bincount,
+histogram and the masks built on them (flatnonzero, nonzero, argwhere, x[mask], x[mask] = v), in tests/gen_reference.py's format, replayed by tests/test_ops_ref.c:
 
     o scatter_add %A %I %V AXIS MODE      (scatter_max, scatter_min too; AXIS or none; MODE
                                            raise, wrap, clip or drop)
@@ -9,6 +9,8 @@ histogram, in tests/gen_reference.py's format, replayed by tests/test_ops_ref.c:
     o bincount %X %W MINLENGTH            (%W or none)
     o histogram %X BINS LO HI %W          (LO, HI hex doubles or none; %W or none)
     o histogram_bin_edges %X BINS LO HI
+    o flatnonzero %X ; o argwhere %X ; o nonzero %X AXIS (the coordinates along AXIS)
+    o index %X N ENTRY.. ; o setitem %X %V N ENTRY..  (test_ops_ref.c's entries; `ia %B` a mask)
 
 The host backend runs the updates in NumPy's order, so every value is exact.
 
@@ -23,6 +25,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gen_reference as gr  # noqa: E402  (the value encoding and random inputs)
+from gen_take import entries, setitem_case  # noqa: E402  (subscripts as tokens)
 
 gr.rng = np.random.default_rng(20261130)
 rng = np.random.default_rng(20261131)
@@ -174,7 +177,105 @@ def main():
     put_cases(w)
     bincount_cases(w)
     histogram_cases(w)
+    mask_cases(w)
     w.save()
+
+
+def mask_cases(w):
+    """flatnonzero, nonzero, argwhere, x[mask] (fc_index with a boolean array) and
+    x[mask] = values (fc_setitem)."""
+    for t, name in enumerate(gr.ALL):
+        x = gr.rand(name, (3, 4), zeros=True)
+        if name not in ("bool",):
+            x.reshape(-1)[::3] = 0
+        c = w.case("flatnonzero %s" % name)
+        c.op("flatnonzero", c.arr(x))
+        c.expect(np.flatnonzero(x))
+        c = w.case("argwhere %s" % name)
+        c.op("argwhere", c.arr(x))
+        c.expect(np.argwhere(x))
+        for d in range(2):
+            c = w.case("nonzero %s axis %d" % (name, d))
+            c.op("nonzero", c.arr(x), d)
+            c.expect(np.nonzero(x)[d])
+    z = np.array([0.0, np.nan, -0.0, 1e-300, np.inf])
+    c = w.case("flatnonzero NaN and signed zeros")
+    c.op("flatnonzero", c.arr(z))
+    c.expect(np.flatnonzero(z))
+    for label, x in [("all zero", np.zeros((2, 3), np.int32)), ("empty", np.zeros((0, 3), np.float32)),
+                     ("3-d", gr.rand("bool", (2, 3, 4)))]:
+        c = w.case("argwhere " + label)
+        c.op("argwhere", c.arr(x))
+        c.expect(np.argwhere(x))
+    c = w.case("argwhere 0-d")
+    c.op("argwhere", c.arr(np.array(2.5)))
+    c.expect(np.argwhere(np.array(2.5)))
+
+    def index(label, x, subs):
+        c = w.case("mask index " + label)
+        rx = c.arr(x)
+        c.op("index", rx, len(subs), *entries(c, subs))
+        c.expect(x[tuple(subs)])
+
+    x = gr.rand("f32", (4, 5, 3))
+    m3 = gr.rand("f32", (4, 5, 3)) > 0
+    m2 = gr.rand("f32", (4, 5)) > 0
+    m1 = np.array([True, False, True, True, False])
+    index("full mask", x, [m3])
+    index("leading mask", x, [m2])
+    index("mask after a slice", x, [slice(1, 3), m1])
+    index("mask after an ellipsis", x, [Ellipsis, np.array([False, True, True])])
+    index("mask and an integer", x, [2, m1])
+    index("mask and an index array", x, [np.array([0, 3, 1], np.int32), m1])
+    index("empty selection", x, [np.zeros((4, 5), bool)])
+    index("i64 by mask", gr.rand("i64", (6,)), [np.array([1, 0, 0, 1, 1, 0], bool)])
+    for label, subs, err in [("mask too long", [np.ones(6, bool)], "FC_ERR_INDEX"),
+                             ("mask too short", [slice(None), np.ones(4, bool)], "FC_ERR_INDEX")]:
+        c = w.case("mask index " + label)
+        rx = c.arr(x)
+        c.op("index", rx, len(subs), *entries(c, subs))
+        c.error(err)
+
+    def setitem(label, x, m, v):
+        ref = x.copy()
+        ref[m] = v
+        c = w.case("mask setitem " + label)
+        rx = c.arr(x)
+        rv = c.weak(v) if isinstance(v, (int, float)) else c.arr(v)
+        c.op("setitem", rx, rv, 1, "ia", c.arr(m))
+        c.expect(ref)
+
+    y = gr.rand("f64", (5, 6))
+    my = gr.rand("f64", (5, 6)) > 0
+    setitem("values per element", y, my, gr.rand("f64", (int(my.sum()),)))
+    setitem("f32 values into i16", gr.rand("i16", (7,)), np.array([1, 0, 1, 1, 0, 0, 1], bool),
+            gr.rand("f32", (4,)))
+    setitem("one value", y, my, 2.5)
+    setitem("nothing selected", y, np.zeros((5, 6), bool), gr.rand("f64", (0,)))
+    def setitem_arrays(label, x, subs, v):
+        setitem_case(w, "array setitem " + label, x, subs, v)
+
+    z = gr.rand("f32", (5, 6, 4))
+    setitem_arrays("one array", z, [np.array([4, 0, -1], np.int32)], gr.rand("f32", (3, 6, 4)))
+    setitem_arrays("repeats: the last write wins", z, [np.array([1, 3, 1, 1], np.int64)],
+                   gr.rand("f32", (4, 1, 4)))
+    setitem_arrays("array and slice", z, [slice(1, None, 2), np.array([5, 0], np.int16)], 9.5)
+    setitem_arrays("two arrays", z, [np.array([[0], [2]], np.int8), slice(None), np.array([3, 1, 3])],
+                   gr.rand("f32", (2, 3, 6)))
+    setitem_arrays("leading mask, rows of values", z, [gr.rand("f32", (5, 6)) > 0],
+                   gr.rand("f32", (4,)))
+    setitem_arrays("u8 array into ints", gr.rand("i64", (9,)), [np.array([8, 2, 8], np.uint8)],
+                   np.array([1, 2, 3], np.int64))
+    setitem_arrays("empty array index", z, [np.zeros((0,), np.int32)], 1.0)
+    c = w.case("array setitem value does not broadcast")
+    c.op("setitem", c.arr(z), c.arr(gr.rand("f32", (5,))), 1, "ia", c.arr(np.array([1, 2], np.int32)))
+    c.error("FC_ERR_SHAPE")
+    c = w.case("array setitem out of bounds")
+    c.op("setitem", c.arr(z), c.weak(1.0), 1, "ia", c.arr(np.array([1, 5], np.int32)))
+    c.error("FC_ERR_VALUE", at_eval=True)
+    c = w.case("mask setitem wrong count")
+    c.op("setitem", c.arr(y), c.arr(gr.rand("f64", (3,))), 1, "ia", c.arr(my))
+    c.error("FC_ERR_SHAPE")
 
 
 def put_cases(w):

@@ -105,16 +105,21 @@ def main():
     w.save()
 
 
+def setitem_case(w, label, x, subs, v):
+    """One x[subs] = v case (fc_setitem) with NumPy's result."""
+    ref = x.copy()
+    ref[tuple(subs)] = v
+    c = w.case(label)
+    rx = c.arr(x)
+    rv = c.weak(v) if isinstance(v, (int, float)) else c.arr(v)
+    c.op("setitem", rx, rv, len(subs), *entries(c, subs))
+    c.expect(ref)
+
+
 def setitem_cases(w):
     """x[...] = v (fc_setitem): a copy of x with the selection replaced, as NumPy's setitem."""
     def case(label, x, subs, v):
-        ref = x.copy()
-        ref[tuple(subs)] = v
-        c = w.case("setitem " + label)
-        rx = c.arr(x)
-        rv = c.weak(v) if isinstance(v, (int, float)) else c.arr(v)
-        c.op("setitem", rx, rv, len(subs), *entries(c, subs))
-        c.expect(ref)
+        setitem_case(w, "setitem " + label, x, subs, v)
 
     x = gr.rand("f32", (5, 6, 4))
     case("slice", x, [slice(1, 3)], gr.rand("f32", (2, 6, 4)))
@@ -134,11 +139,12 @@ def setitem_cases(w):
     m = gr.rand("bool", (5, 6, 4))
     case("mask", x, [m], np.float32(-2.0))
     case("mask, python value", gr.rand("c64", (3, 3)), [gr.rand("bool", (3, 3))], 1.5)
+    case("leading mask", x, [gr.rand("bool", (5, 6))], np.float32(1))
+    case("index array", x, [np.array([0, 1], np.int32)], np.float32(1))
     for label, xx, subs, v, err in [
             ("value does not broadcast", x, [slice(0, 2)], gr.rand("f32", (3,)), "FC_ERR_SHAPE"),
-            ("mask of another shape", x, [gr.rand("bool", (5, 6))], np.float32(1), "FC_ERR_SHAPE"),
+            ("mask of another shape", x, [gr.rand("bool", (5, 4))], np.float32(1), "FC_ERR_INDEX"),
             ("mask with many values", x, [m], gr.rand("f32", (2,)), "FC_ERR_SHAPE"),
-            ("index array", x, [np.array([0, 1], np.int32)], np.float32(1), "FC_ERR_UNSUPPORTED"),
             ("integer out of bounds", x, [5], np.float32(1), "FC_ERR_INDEX"),
             ("too many indices", x, [0, 0, 0, 0], np.float32(1), "FC_ERR_INDEX")]:
         c = w.case("setitem " + label)
@@ -235,8 +241,8 @@ def index_array_cases(w):
         c = w.case("index " + label)
         c.op("index", c.arr(x), len(subs), *entries(c, subs))
         c.error(err, at_eval=True)
+    case("bool array (a mask: its nonzero coordinates)", x, [np.array([True, False, True, False])])
     for label, subs, err in [("float array", [np.array([1.0])], "FC_ERR_INDEX"),
-                             ("bool array", [np.array([True, False, True, False])], "FC_ERR_UNSUPPORTED"),
                              ("no broadcast", [np.zeros(2, np.int32), np.zeros(3, np.int32)], "FC_ERR_SHAPE"),
                              ("integer out of bounds", [np.zeros(2, np.int32), 7], "FC_ERR_INDEX"),
                              ("too many", [0, 0, 0, np.zeros(1, np.int32)], "FC_ERR_INDEX")]:

@@ -643,7 +643,8 @@ static fc_array *rd_take(rd *r, uint64_t h) {
  * each combine and mode (raise: the indices modulo the extent), the values a take of the array
  * itself by the same indices (so they have the updates' shape and dtype). One in four a put
  * (repeated indices: the last write wins), one in eight a histogram of a real array over
- * [-1, 1]. Choices come from h. */
+ * [-1, 1], one in eight a mask of the integer array (where it is a multiple of 3) selecting
+ * from it, its argwhere, or a masked assignment of as many values. Choices come from h. */
 static fc_array *rd_scatter(rd *r, uint64_t h) {
     fc_array *a = rd_pick(r), *ind = NULL;
     for (int i = 0; i < r->npool && !ind; i++) {
@@ -653,6 +654,15 @@ static fc_array *rd_scatter(rd *r, uint64_t h) {
     if (!ind) return NULL;
     fc_dtype t = fc_array_dtype(a);
     bool cplx = t == FC_C64 || t == FC_C128;
+    if ((h >> 30) % 8 == 6) { /* masks: ind[mask], argwhere(mask), ind[mask] = (2 * ind)[mask] */
+        fc_array *mask = fc_equal(fc_mod(ind, fc_i64(r->ctx, 3)), fc_i64(r->ctx, 0));
+        fc_idx e[1] = {FC_ARRAY_IDX(mask)};
+        switch ((h >> 40) % 3) {
+        case 0: return fc_index(ind, 1, e);
+        case 1: return fc_argwhere(mask);
+        default: return fc_setitem(ind, 1, e, fc_index(fc_mul(ind, fc_i64(r->ctx, 2)), 1, e));
+        }
+    }
     if ((h >> 30) % 8 == 5) {
         if (cplx || t == FC_BOOL) return NULL;
         return fc_histogram(a, (int64_t)(h >> 40) % 7 + 1, -1.0, 1.0, NULL);

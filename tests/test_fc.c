@@ -1181,7 +1181,7 @@ static const bad_case bad_cases[] = {
     {X4 "y = x[1:2:0]\nout y\n", FC_ERR_INDEX, 2, 6, "step"},
     {X4 "y = x[5]\nout y\n", FC_ERR_INDEX, 2, 6, "out of bounds"},
     {X4 "y = x[:, :]\nout y\n", FC_ERR_INDEX, 2, 6, "too many indices"},
-    {X4 "y = x[x > 0]\nout y\n", FC_ERR_UNSUPPORTED, 2, 6, "mask indexing"},
+    {X4 "y = x[x > 0]\nout y\n", FC_ERR_UNBOUND, 2, 6, "mask's count"},
     {X4 "y = x[[0, 1.5]]\nout y\n", FC_ERR_INVALID, 2, 7, "a list index's entry must be an integer"},
     {X4 "z = input f32 [5]\ny = x + z\nout y\n", FC_ERR_SHAPE, 3, 7, "could not be broadcast"},
     {"x = input f32 [n]\nout x\n", FC_ERR_UNBOUND, 1, 1, "'n' of input 'x' has no value"},

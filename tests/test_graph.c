@@ -1027,3 +1027,31 @@ Test(op_table, random_programs_reach_every_op_dtype_and_empty_and_unit_extents, 
         rdag_free(&b);
     }
 }
+
+/* Masks need their count: a 0-d nonzero is refused as NumPy 2 refuses it, a program input
+ * without data says the size could not be evaluated, and nothing leaks either way. */
+Test(masks, sizes_need_values, .init = setup, .fini = teardown) {
+    fc_scope *s = fc_scope_open(ctx);
+    fc_array *c[FC_MAX_DIMS];
+    fc_status st = fc_nonzero(fc_f64(ctx, 2.0), c);
+    cr_assert_eq(st, FC_ERR_VALUE, "%s", fc_strerror(st));
+    fcg_params pin;
+    memset(&pin, 0, sizeof pin);
+    fc_array *in = fcg_ret(ctx, fcg_node(ctx, FCG_OP_INPUT, FC_F32, FC_F32, false, 1,
+                                         (int64_t[]){5}, 0, NULL, &pin)); /* a placeholder */
+    fc_array *f = fc_flatnonzero(in);
+    cr_assert_neq(fc_array_status(f), FC_OK);
+    cr_assert(strstr(fc_errmsg(ctx), "flatnonzero") && strstr(fc_errmsg(ctx), "count"), "%s",
+              fc_errmsg(ctx));
+    fc_array *b = fc_bincount(fc_cast(in, FC_I32), NULL, 0);
+    cr_assert_neq(fc_array_status(b), FC_OK);
+    cr_assert(strstr(fc_errmsg(ctx), "bincount"), "%s", fc_errmsg(ctx));
+    int32_t v[6] = {0, 3, 0, 7, 1, 0};
+    fc_array *x = fc_from_host(ctx, FC_I32, FC_SHAPE(2, 3), v);
+    cr_assert_eq(fc_nonzero(x, c), FC_OK, "%s", fc_errmsg(ctx));
+    int64_t r[3], cc[3];
+    cr_assert_eq(fc_read(c[0], r, 0, 3), FC_OK, "%s", fc_errmsg(ctx));
+    cr_assert_eq(fc_read(c[1], cc, 0, 3), FC_OK, "%s", fc_errmsg(ctx));
+    cr_assert(r[0] == 0 && cc[0] == 1 && r[1] == 1 && cc[1] == 0 && r[2] == 1 && cc[2] == 1);
+    fc_scope_close(s);
+}

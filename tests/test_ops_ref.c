@@ -141,6 +141,15 @@ static fc_array *build_op(run *r, reff_tokens *t, fc_array **regs, int nreg) {
                : strcmp(name, "scatter_max") == 0 ? fc_scatter_max(x, ind, v, axis, mode)
                                                   : fc_scatter_min(x, ind, v, axis, mode);
     }
+    if (strcmp(name, "flatnonzero") == 0) return fc_flatnonzero(reff_need_reg(t, regs, nreg));
+    if (strcmp(name, "argwhere") == 0) return fc_argwhere(reff_need_reg(t, regs, nreg));
+    if (strcmp(name, "nonzero") == 0) { /* nonzero %X AXIS: the coordinates along AXIS */
+        fc_array *x = reff_need_reg(t, regs, nreg), *c[FC_MAX_DIMS];
+        int64_t d = reff_need_int(t);
+        fc_status st = fc_nonzero(x, c);
+        cr_assert_eq(st, FC_OK, "nonzero: %s", fc_errmsg(ctx)); /* errors: test_graph.c */
+        return c[d];
+    }
     if (strcmp(name, "bincount") == 0) { /* bincount %X %W|none MINLENGTH */
         fc_array *x = reff_need_reg(t, regs, nreg);
         fc_array *wt = need_optional_reg(t, regs, nreg);
@@ -383,10 +392,11 @@ static void run_file(run *r, const char *file) {
                     if (st != want)
                         reff_fail(&r->rep, "fc_read gave %s, expected %s", fc_strerror(st),
                                   fc_strerror(want));
-                    /* a composite (put) fails in an op it is made of: the message names that
-                     * op and the index */
+                    /* a composite (put, setitem) fails in an op it is made of: the message
+                     * names that op and the index */
                     else if (!strstr(fc_errmsg(r->ctx), fcg_ops[a->op].pyname) &&
-                             !(strcmp(r->rep.opname, "put") == 0 &&
+                             !((strcmp(r->rep.opname, "put") == 0 ||
+                                strcmp(r->rep.opname, "setitem") == 0) &&
                                strstr(fc_errmsg(r->ctx), "out of bounds")))
                         reff_fail(&r->rep, "message '%s' does not name the op", fc_errmsg(r->ctx));
                     else if (a->host != NULL)
