@@ -2,7 +2,8 @@
 """bench/fusec_runs.py - times every workload through `fusec run --bench --json`.
 
 Runs each bench/fc/wNN_*.fc program (W1-W13), issue 11's bench/fc/i11_*.fc (a scan, random
-draws and a gather by random indices, written to the temporary directory as .npy) and the size sweep of W1 and W6 (bench/fc/sweep/*_n.fc with --set n=...) through the
+draws, a gather by random indices and a scatter into random bins, the indices written to the
+temporary directory as .npy) and the size sweep of W1 and W6 (bench/fc/sweep/*_n.fc with --set n=...) through the
 fusec CLI, one process each, and collects their JSON objects into one file. A run that fails or
 times out gives an entry with "error" (its exit code and the tail of its stderr); the others go
 on.
@@ -46,6 +47,9 @@ WORKLOADS = [
     # of x per element gathered (x is 256 MiB, far beyond L2, so each gather costs a sector)
     ("I11_take", "i11_take.fc", ["--input", "i={take_indices}", "--floor-bytes",
                                  str(40 * (1 << 24))]),
+    # random bins (scatter_bins below); floor: the indices read once
+    ("I11_scatter_add", "i11_scatter_add.fc", ["--input", "i={scatter_bins}", "--floor-bytes",
+                                               str(4 * (1 << 26))]),
 ]
 
 
@@ -56,6 +60,17 @@ def take_indices(directory):
         import numpy as np
         np.save(path, np.random.default_rng(11).integers(0, 1 << 26, 1 << 24, dtype=np.int32))
     return path
+
+def scatter_bins(directory):
+    """I11_scatter_add's indices: 2^26 random int32 in [0, 1024) as .npy (NumPy, seed 12)."""
+    path = os.path.join(directory, "i11_scatter_bins.npy")
+    if not os.path.exists(path):
+        import numpy as np
+        np.save(path, np.random.default_rng(12).integers(0, 1024, 1 << 26, dtype=np.int32))
+    return path
+
+
+INPUT_FILES = {"{take_indices}": take_indices, "{scatter_bins}": scatter_bins}
 
 # Sweep programs: id -> (program, elements -> value of n)
 SWEEP = [
@@ -134,14 +149,20 @@ def main(argv=None):
         if want and wid not in want and wid.split("_")[0] not in want:
             continue
         path = os.path.join(args.fc_dir, prog)
-        if any("{take_indices}" in a for a in extra):
+        made = True
+        for key, maker in INPUT_FILES.items():
+            if not any(key in a for a in extra):
+                continue
             try:
-                where = take_indices(tempfile.gettempdir())
+                where = maker(tempfile.gettempdir())
             except Exception as e:  # no NumPy: the row reports why
                 res["workloads"][wid] = {"id": wid, "result": None, "error": "indices: %s" % e}
                 res["errors"].append("%s: indices: %s" % (wid, e))
-                continue
-            extra = [a.replace("{take_indices}", where) for a in extra]
+                made = False
+                break
+            extra = [a.replace(key, where) for a in extra]
+        if not made:
+            continue
         cmd = [args.fusec, "run", path] + common + extra
         timeout = args.timeout_w12 if wid.startswith("W12") else args.timeout
         obj, err, secs = run_one(cmd, timeout)

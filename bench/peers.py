@@ -722,6 +722,34 @@ def make_i11_take(scale):
              "torch_compile": compile_fn}, 40 * m)
 
 
+def make_i11_scatter_add(scale):
+    n = max(1, (1 << 26) // scale)
+    if cp is not None:
+        i = cp.random.RandomState(12).randint(0, 1024, n, dtype=cp.int32)
+    else:
+        i = torch.randint(0, 1024, (n,), device="cuda", dtype=torch.int32)
+
+    # np.add.at(zeros, i, 1): cupyx.scatter_add (atomics); torch's index_add_ by int64 indices
+    # (converted once, outside the timed call)
+    def cupy_fn():
+        import cupyx
+        return lambda: (lambda z: (cupyx.scatter_add(z, i, 1), z)[1])(cp.zeros(1024, cp.int64))
+
+    def torch_fn():
+        ti = to_torch(i).long()
+        ones = torch.ones(n, device="cuda", dtype=torch.int64)
+        return lambda: torch.zeros(1024, device="cuda", dtype=torch.int64).index_add_(0, ti, ones)
+
+    def compile_fn():
+        ti = to_torch(i).long()
+        f = torch_compile(lambda t: torch.zeros(1024, device="cuda", dtype=torch.int64)
+                          .index_add_(0, t, torch.ones_like(t)))
+        return lambda: f(ti)
+
+    # floor: the indices once
+    return ({"i": i}, {"cupy": cupy_fn, "torch": torch_fn, "torch_compile": compile_fn}, 4 * n)
+
+
 WORKLOADS = [
     Workload("W1", "tanh(sin(x) + 0.1*x), f32 2^26", make_w1),
     Workload("W2", "x**2 + 2*y, f32 2^26", make_w2),
@@ -740,6 +768,8 @@ WORKLOADS = [
     Workload("I11_cumsum", "cumsum(x), f32 2^26", make_i11_cumsum),
     Workload("I11_normal", "standard normal draws, f32 2^26", make_i11_normal, compare=False),
     Workload("I11_take", "take of 2^24 random indices from f32 2^26", make_i11_take),
+    Workload("I11_scatter_add", "scatter_add of ones at 2^26 random i32 indices into 1024 i64",
+             make_i11_scatter_add),
 ]
 
 LIB_OF = {"cupy": "cupy", "cupy_fuse": "cupy", "cupy_op": "cupy", "cupy_expr": "cupy",
@@ -1134,7 +1164,8 @@ def main(argv=None):
     ap.add_argument("--runs", type=int, default=15, help="timed runs per cell (default 15)")
     ap.add_argument("--warmup", type=int, default=3, help="warm-up calls per cell (default 3)")
     ap.add_argument("--only", help="comma-separated workload ids (W1,...,W11,W12_matmul,"
-                                   "W12_fft,I11_cumsum,I11_normal,I11_take; W12 and I11 select all theirs)")
+                                   "W12_fft,I11_cumsum,I11_normal,I11_take,I11_scatter_add; W12 and I11 select all "
+                                   "theirs)")
     ap.add_argument("--peers", help="comma-separated peers (%s; default all)" % ",".join(PEERS))
     ap.add_argument("--scale", type=int, default=1,
                     help="divide every workload's size by this (quick checks; default 1)")

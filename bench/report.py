@@ -32,7 +32,7 @@ BEGIN = "<!-- report.py: begin -->"
 END = "<!-- report.py: end -->"
 
 ORDER = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12_matmul",
-         "W12_fft", "I11_cumsum", "I11_normal", "I11_take"]
+         "W12_fft", "I11_cumsum", "I11_normal", "I11_take", "I11_scatter_add"]
 PROGRAM = {
     "W1": "`tanh(sin(x) + 0.1*x)`, f32 2^26",
     "W2": "`x**2 + 2*y`, f32 2^26",
@@ -50,6 +50,7 @@ PROGRAM = {
     "I11_cumsum": "`cumsum(x)`, f32 2^26",
     "I11_normal": "`standard_normal`, f32 2^26",
     "I11_take": "`take(x, i)`, 2^24 random i32 indices, f32 2^26 (floor: a 32-byte sector a gather)",
+    "I11_scatter_add": "`scatter_add(zeros(1024), i, 1)`, 2^26 random i32 indices (floor: i once)",
 }
 PEER_COLS = [("cupy", "CuPy"), ("cupy_fuse", "cupy.fuse"), ("torch", "PyTorch"),
              ("torch_compile", "torch.compile")]
@@ -64,6 +65,7 @@ TARGETS = {
     "I11_cumsum": (("floor", 80), ("cupy", 1.0)),
     "I11_normal": (("floor", 80), ("cupy", 1.0)),
     "I11_take": (("floor", 80), ("cupy", 1.0)),
+    "I11_scatter_add": (("floor", 80), ("cupy", 1.0)),
 }
 MIB = 1 << 20
 

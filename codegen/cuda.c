@@ -1089,6 +1089,17 @@ static void gen_ew(gen *g) {
 
 static const char *extent_product(gen *g, uint32_t mask);
 
+/* Whether a scatter's block may sum its updates on chip first (shared-memory counters, flushed
+ * with one global atomic each): adds of the dtypes shared memory has atomics for. Whether a
+ * launch does is its extents' business (fcx_dynamic_smem), checked again in the kernel. */
+static bool scatter_on_chip(const fc_array *r) {
+    fc_dtype t = (fc_dtype)r->dtype;
+    return r->op == FCG_OP_SCATTER_ADD && (t == FC_I32 || t == FC_U32 || t == FC_I64 ||
+                                           t == FC_U64 || t == FC_F32 || t == FC_F64);
+}
+#define SCATTER_ON_CHIP_BYTES (32 * 1024) /* most bytes of counters a block keeps */
+#define SCATTER_ON_CHIP_RATIO 4           /* updates per output element that make it pay */
+
 /* The updates of a scatter: a thread per update (grid-stride), its index (in[1] at the index
  * axes' coordinates) adjusted by the mode, its value (in[2], the scatter's dtype), combined into
  * the contiguous buffer the copy kernel filled, by the prelude's atomic fcx_scatter_<dtype>. */
@@ -1097,6 +1108,24 @@ static void gen_scatter(gen *g) {
     const fc_array *r = k->outs[0], *ind = r->in[1], *val = r->in[2];
     const int ax = r->p.axis, ni = ind->ndim;
     line(g, "const idx_t n = %s;", extent_product(g, k->ndim ? (uint32_t)((1ull << k->ndim) - 1) : 0));
+    const char *T = dt((fc_dtype)r->dtype);
+    const bool chip = scatter_on_chip(r);
+    if (chip) { /* counters on chip when the launch gave room for them (fcx_dynamic_smem) */
+        char nout[512];
+        size_t len = 0;
+        nout[0] = '\0';
+        for (int d = 0; d < r->ndim && len < sizeof nout; d++)
+            len += (size_t)snprintf(nout + len, sizeof nout - len, "%s(idx_t)%s", d ? " * " : "",
+                                    extent(g, r, d));
+        line(g, "FCX_DSMEM(fcx_dsm); /* the block's own counters */");
+        line(g, "const idx_t nout = %s;", r->ndim ? nout : "1");
+        line(g, "fcx_t_%s *const acc = (fcx_t_%s *)fcx_dsm;", T, T);
+        line(g, "const bool on_chip = nout > 0 && fcx_dsmem_size() >= (size_t)nout * sizeof *acc;");
+        line(g, "if (on_chip) {");
+        line(g, "    for (idx_t q = threadIdx.x; q < nout; q += blockDim.x) acc[q] = 0;");
+        line(g, "    __syncthreads();");
+        line(g, "}");
+    }
     ix idx;
     space_loop_open(g, "", &idx);
     ix ii;
@@ -1126,11 +1155,12 @@ static void gen_scatter(gen *g) {
         fcg_strfree(g->ctx, prev);
     }
     char *offs = fcg_sb_finish(&off);
-    const char *T = dt((fc_dtype)r->dtype);
     static const char *const ops[] = {"add", "max", "min"};
     int which = r->op == FCG_OP_SCATTER_ADD ? 0 : r->op == FCG_OP_SCATTER_MAX ? 1 : 2;
-    line(g, "fcx_scatter_%s((fcx_t_%s *)p.ptr[%d] + (%s), v%d, fcx_op_%s());", T, T, k->nleaf,
-         offs ? offs : "0", u, ops[which]);
+    if (chip) line(g, "if (on_chip) fcx_scatter_%s(acc + (%s), v%d, fcx_op_add());", T,
+                   offs ? offs : "0", u);
+    line(g, "%sfcx_scatter_%s((fcx_t_%s *)p.ptr[%d] + (%s), v%d, fcx_op_%s());",
+         chip ? "else " : "", T, T, k->nleaf, offs ? offs : "0", u, ops[which]);
     if (!offs) fail(g, FC_ERR_NOMEM, "codegen: out of memory");
     fcg_strfree(g->ctx, offs);
     scope_pop(g);
@@ -1139,6 +1169,14 @@ static void gen_scatter(gen *g) {
     scope_pop(g);
     g->indent--;
     line(g, "}");
+    if (chip) { /* the block's sums into the buffer, one atomic an element that moved */
+        line(g, "if (on_chip) {");
+        line(g, "    __syncthreads();");
+        line(g, "    for (idx_t q = threadIdx.x; q < nout; q += blockDim.x)");
+        line(g, "        if (acc[q] != 0) fcx_scatter_%s((fcx_t_%s *)p.ptr[%d] + q, acc[q], "
+                "fcx_op_add());", T, T, k->nleaf);
+        line(g, "}");
+    }
 }
 
 /* ---- reductions -------------------------------------------------------------------------- */
@@ -2740,6 +2778,15 @@ static long long part_size(const fcx_kernel_src *src) {
 }
 
 size_t fcx_dynamic_smem(const fcp_kernel *k, const fcx_kernel_src *src) {
+    if (src->strategy == FCX_STRATEGY_SCATTER) {
+        const fc_array *r = k->outs[0];
+        size_t nout = fcg_node_numel(r), b = nout * fc_dtype_size((fc_dtype)r->dtype);
+        size_t nupd = fcg_numel(k->ndim, k->space);
+        if (!scatter_on_chip(r) || nout == 0 || b > SCATTER_ON_CHIP_BYTES ||
+            nupd / SCATTER_ON_CHIP_RATIO < nout)
+            return 0;
+        return align16(b);
+    }
     if (k->kind != FCP_KERNEL_ROW || src->strategy != FCX_STRATEGY_BLOCK_ROW) return 0;
     uint32_t all = k->ndim ? (uint32_t)((1ull << k->ndim) - 1) : 0;
     size_t L = (size_t)space_product(k, k->rmask & all), b = 0;
@@ -2785,6 +2832,7 @@ void fcx_launch_config_tuned(const fcp_kernel *k, const fcx_kernel_src *src, int
         size_t n = fcg_numel(k->ndim, k->space);
         if (scan) n /= (size_t)k->space[scan->p.axis];
         items = (long long)((n + (size_t)src->block - 1) / (size_t)src->block);
+        out->smem_bytes = fcx_dynamic_smem(k, src);
     } else if (src->strategy == FCX_STRATEGY_BLOCK_COL) {
         int last = -1;
         for (int d = 0; d < k->ndim; d++)
