@@ -644,7 +644,8 @@ static fc_array *rd_take(rd *r, uint64_t h) {
  * itself by the same indices (so they have the updates' shape and dtype). One in four a put
  * (repeated indices: the last write wins), one in eight a histogram of a real array over
  * [-1, 1], one in eight a mask of the integer array (where it is a multiple of 3) selecting
- * from it, its argwhere, or a masked assignment of as many values. Choices come from h. */
+ * from it, its argwhere, or a masked assignment of as many values, one in eight a few
+ * counters that many updates add into (bincount's shape). Choices come from h. */
 static fc_array *rd_scatter(rd *r, uint64_t h) {
     fc_array *a = rd_pick(r), *ind = NULL;
     for (int i = 0; i < r->npool && !ind; i++) {
@@ -662,6 +663,12 @@ static fc_array *rd_scatter(rd *r, uint64_t h) {
         case 1: return fc_argwhere(mask);
         default: return fc_setitem(ind, 1, e, fc_index(fc_mul(ind, fc_i64(r->ctx, 2)), 1, e));
         }
+    }
+    if ((h >> 30) % 8 == 7) { /* bincount's shape: a few counters, many updates (on chip) */
+        int64_t k = (int64_t)((h >> 44) % 8) + 1;
+        fc_array *vals = fc_take(fc_reshape(a, FC_SHAPE(-1)), ind, FC_AXIS_NONE, FC_TAKE_WRAP);
+        return fc_scatter_add(fc_zeros(r->ctx, t, FC_SHAPE(k)), fc_mod(ind, fc_i64(r->ctx, k)),
+                              vals, 0, FC_TAKE_RAISE);
     }
     if ((h >> 30) % 8 == 5) {
         if (cplx || t == FC_BOOL) return NULL;

@@ -184,6 +184,7 @@ typedef struct emu_set {
     fcx_tuning tuning;
     /* launches seen, by what they exercise (the tests check each path ran) */
     int n_split, n_cols, n_rows_on_chip, n_rows_vec, n_scan_tiles, n_scan_lines, n_scatter;
+    int n_scatter_on_chip;
 } emu_set;
 
 static void set_open(emu_set *s, const char *tag, const emu_cfg *cfg) {
@@ -474,6 +475,7 @@ static char *run_program(emu_set *s, program *p) {
         }
         s->n_split += lc.scratch_bytes > 0;
         s->n_scatter += src->strategy == FCX_STRATEGY_SCATTER && lc.grid > 0;
+        s->n_scatter_on_chip += src->strategy == FCX_STRATEGY_SCATTER && lc.grid > 0 && lc.smem_bytes > 0;
         s->n_cols += src->strategy == FCX_STRATEGY_BLOCK_COL;
         s->n_rows_on_chip += smem > 0;
         s->n_rows_vec += src->strategy == FCX_STRATEGY_BLOCK_ROW && src->vec > 1;
@@ -579,8 +581,9 @@ static void set_run_and_close(emu_set *s) {
         failures++;
     }
     cr_log_info("%s: %d launches split a reduction, %d were column kernels, %d kept rows on chip, "
-                "%d row kernels had 16-byte steps, %d scatter launches", s->cpp_path, s->n_split,
-                s->n_cols, s->n_rows_on_chip, s->n_rows_vec, s->n_scatter);
+                "%d row kernels had 16-byte steps, %d scatter launches (%d on chip)", s->cpp_path,
+                s->n_split, s->n_cols, s->n_rows_on_chip, s->n_rows_vec, s->n_scatter,
+                s->n_scatter_on_chip);
     set_close(s);
     if (failures)
         cr_assert_fail("%d of %d programs differ from the host backend; the first:\n%s", failures,
