@@ -245,7 +245,7 @@ static const fcf_func fcf_funcs[] = {
     {"searchsorted", FK_TAKE, 2, 3, 2, {"a", "v", "side"}},
     /* scatters (graph/scatter.c): op 0-2 np.add.at / maximum.at / minimum.at as functions, 3
      * np.put, 4 np.bincount, 5 np.histogram's counts, 6 np.histogram_bin_edges; masks (graph/
-     * mask.c): 7 np.flatnonzero, 8 np.argwhere */
+     * mask.c): 7 np.flatnonzero, 8 np.argwhere, 9 np.put_along_axis */
     {"scatter_add", FK_SCATTER, 0, 5, 3, {"a", "indices", "values", "axis", "mode"}},
     {"scatter_max", FK_SCATTER, 1, 5, 3, {"a", "indices", "values", "axis", "mode"}},
     {"scatter_min", FK_SCATTER, 2, 5, 3, {"a", "indices", "values", "axis", "mode"}},
@@ -255,6 +255,7 @@ static const fcf_func fcf_funcs[] = {
     {"histogram_bin_edges", FK_SCATTER, 6, 3, 1, {"a", "bins", "range"}},
     {"flatnonzero", FK_SCATTER, 7, 1, 1, {"a"}},
     {"argwhere", FK_SCATTER, 8, 1, 1, {"a"}},
+    {"put_along_axis", FK_SCATTER, 9, 4, 4, {"arr", "indices", "values", "axis"}},
     {"fft", FK_FFT, FCG_OP_FFT, 4, 1, {"a", "n", "axis", "norm"}},
     {"ifft", FK_FFT, FCG_OP_IFFT, 4, 1, {"a", "n", "axis", "norm"}},
     {"zeros", FK_FILL, 0, 2, 1, {"shape", "dtype"}},
@@ -3078,6 +3079,17 @@ static fc_status eval_call(fcf_builder *b, const fcf_expr *e, fcf_value *out) {
         if ((st = eval_array_arg(b, e, 0, &x)) != FC_OK) return st;
         if (fn->op == 7) return bcheck(b, e, fc_flatnonzero(x), out);
         if (fn->op == 8) return bcheck(b, e, fc_argwhere(x), out);
+        if (fn->op == 9) { /* put_along_axis(arr, indices, values, axis): axis required */
+            fc_array *vals;
+            int axis = FC_AXIS_NONE;
+            if ((st = eval_array_arg(b, e, 1, &ind)) != FC_OK) return st;
+            if ((st = eval_array_arg(b, e, 2, &vals)) != FC_OK) return st;
+            if ((st = eval_arg(b, e, 3, &v[3], V_NONE)) != FC_OK) return st;
+            if (v[3].kind != V_NONE &&
+                (st = to_small_int(b, arg_pos(e, 3), &v[3], "axis", &axis)) != FC_OK)
+                return st;
+            return bcheck(b, e, fc_put_along_axis(x, ind, vals, axis), out);
+        }
         if (fn->op <= 3) { /* scatter_*(a, indices, values, axis=None, mode="raise"), put */
             fc_array *vals;
             int axis = FC_AXIS_NONE, m = 0, mk = fn->op == 3 ? 3 : 4;

@@ -875,6 +875,12 @@ FC_API fc_array *fc_take(fc_array *a, fc_array *indices, int axis, fc_take_mode 
  *  (expand_dims then take_along_axis) are its common uses; it is one kernel's index
  *  arithmetic and an indexed load. */
 FC_API fc_array *fc_take_along_axis(fc_array *a, fc_array *indices, int axis);
+/** np.put_along_axis(a, indices, values, axis), functionally: a new array equal to a with
+ *  the positions take_along_axis would read set to values (broadcast to indices' shape against
+ *  a's other axes, cast to a's dtype as NumPy's setitem casts). Negative indices count from the
+ *  end; one out of range fails the evaluation (FC_ERR_VALUE); where a position repeats the
+ *  last write wins. axis == FC_AXIS_NONE: the flattened array, indices 1-d. */
+FC_API fc_array *fc_put_along_axis(fc_array *a, fc_array *indices, fc_array *values, int axis);
 /** Which of equal elements np.searchsorted's insertion point goes before (LEFT: the first
  *  position where a[i] >= v) or after (RIGHT: the first where a[i] > v). */
 typedef enum fc_side { FC_SIDE_LEFT, FC_SIDE_RIGHT } fc_side;

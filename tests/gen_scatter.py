@@ -178,7 +178,35 @@ def main():
     bincount_cases(w)
     histogram_cases(w)
     mask_cases(w)
+    put_along_axis_cases(w)
     w.save()
+
+
+def put_along_axis_cases(w):
+    def case(label, x, ind, v, axis):
+        ref = x.copy()
+        np.put_along_axis(ref, ind, v, axis)
+        c = w.case("put_along_axis " + label)
+        rx, ri = c.arr(x), c.arr(ind)
+        rv = c.weak(v) if isinstance(v, (int, float)) else c.arr(v)
+        c.op("put_along_axis", rx, ri, rv, "none" if axis is None else axis)
+        c.expect(ref)
+
+    x = gr.rand("f32", (4, 6))
+    case("rows", x, indices("i32", (4, 2), -6, 6), gr.rand("f32", (4, 2)), 1)
+    case("columns, broadcast values", x, indices("i64", (3, 6), 0, 4), gr.rand("f32", (1, 6)), 0)
+    case("argmax's place", x, np.argmax(x, axis=1)[:, None], 0.0, 1)
+    case("repeats: the last write wins", x, np.array([[1, 1, 1]] * 4, np.int16),
+         gr.rand("f32", (4, 3)), 1)
+    case("broadcast indices", gr.rand("i16", (3, 5)), np.array([[0, 4]], np.int8),
+         gr.rand("i16", (3, 2)), 1)
+    case("flattened", x, np.array([23, 0, -1], np.int32), gr.rand("f32", (3,)), None)
+    c = w.case("put_along_axis out of bounds")
+    c.op("put_along_axis", c.arr(x), c.arr(np.array([[6]] * 4, np.int32)), c.weak(1.0), 1)
+    c.error("FC_ERR_VALUE", at_eval=True)
+    c = w.case("put_along_axis ranks differ")
+    c.op("put_along_axis", c.arr(x), c.arr(np.array([1], np.int32)), c.weak(1.0), 1)
+    c.error("FC_ERR_SHAPE")
 
 
 def mask_cases(w):

@@ -141,6 +141,12 @@ static fc_array *build_op(run *r, reff_tokens *t, fc_array **regs, int nreg) {
                : strcmp(name, "scatter_max") == 0 ? fc_scatter_max(x, ind, v, axis, mode)
                                                   : fc_scatter_min(x, ind, v, axis, mode);
     }
+    if (strcmp(name, "put_along_axis") == 0) { /* put_along_axis %X %I %V AXIS */
+        fc_array *x = reff_need_reg(t, regs, nreg), *ind = reff_need_reg(t, regs, nreg);
+        fc_array *v = reff_need_reg(t, regs, nreg);
+        const char *a = reff_need(t);
+        return fc_put_along_axis(x, ind, v, strcmp(a, "none") == 0 ? FC_AXIS_NONE : atoi(a));
+    }
     if (strcmp(name, "flatnonzero") == 0) return fc_flatnonzero(reff_need_reg(t, regs, nreg));
     if (strcmp(name, "argwhere") == 0) return fc_argwhere(reff_need_reg(t, regs, nreg));
     if (strcmp(name, "nonzero") == 0) { /* nonzero %X AXIS: the coordinates along AXIS */
@@ -392,11 +398,12 @@ static void run_file(run *r, const char *file) {
                     if (st != want)
                         reff_fail(&r->rep, "fc_read gave %s, expected %s", fc_strerror(st),
                                   fc_strerror(want));
-                    /* a composite (put, setitem) fails in an op it is made of: the message
-                     * names that op and the index */
+                    /* a composite (put, setitem, put_along_axis) fails in an op it is made
+                     * of: the message names that op and the index */
                     else if (!strstr(fc_errmsg(r->ctx), fcg_ops[a->op].pyname) &&
                              !((strcmp(r->rep.opname, "put") == 0 ||
-                                strcmp(r->rep.opname, "setitem") == 0) &&
+                                strcmp(r->rep.opname, "setitem") == 0 ||
+                                strcmp(r->rep.opname, "put_along_axis") == 0) &&
                                strstr(fc_errmsg(r->ctx), "out of bounds")))
                         reff_fail(&r->rep, "message '%s' does not name the op", fc_errmsg(r->ctx));
                     else if (a->host != NULL)
