@@ -293,7 +293,11 @@ fc_array *fc_histogram_bin_edges(fc_array *x, int64_t bins, double lo, double hi
     fc_dtype et;
     fc_status st = histogram_range(ctx, "histogram_bin_edges", x, bins, &lo, &hi, &et);
     if (st != FC_OK) return fcg_poison_ctx(ctx, st);
-    return fcg_ret(ctx, fc_linspace(ctx, et, lo, hi, bins + 1, true));
+    fc_scope *s = fc_scope_open(ctx);
+    if (!s) return fcg_poison(ctx, FC_ERR_NOMEM, "histogram_bin_edges: out of memory");
+    fc_array *r = fc_keep(fc_linspace(ctx, et, lo, hi, bins + 1, true));
+    fc_scope_close(s);
+    return fcg_ret(ctx, r ? r : &ctx->oom);
 }
 
 /* np.histogram's uniform-bins path, step for step: keep the values in [lo, hi]; the bin is

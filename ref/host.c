@@ -781,7 +781,7 @@ static fc_status eval_scatter(evaluator *ev, size_t idx) {
                 fch_gather(t, p, 0, 1, t, cur);
                 fch_gather(t, vx->base + strided_offset(upd + c, va->shape, vx->strides, 0, va->ndim),
                            0, 1, t, val);
-                const void *in[2] = {cur, val};
+                const void *in[3] = {cur, val, NULL}; /* fch_ew_apply reads three */
                 if ((st = fch_ew_apply(op, t, 1, in, res)) != FC_OK)
                     return fcg_error(ev->ctx, st, "%s: not supported on the host for %s",
                                      fcg_ops[a->op].pyname, fc_dtype_name(t));

@@ -100,7 +100,8 @@ typedef struct kern {
 typedef struct klist {
     kern *k;
     int n, cap;
-    int kinds[FCP_KERNEL_SCAN + 1]; /* kernels per fcp_kernel_kind (library ones: not generated) */
+    int kinds[FCP_KERNEL_SCATTER + 1]; /* kernels per fcp_kernel_kind (library ones: not
+                                          generated) */
     FILE *keys;        /* when set: one line per kernel with the hash of its production
                           source (fcx_generate) and its cache keys for sm_80 and sm_90 */
     bool empty_only;   /* keep only kernels that meet a zero-size array (kernel_is_empty) */
@@ -385,11 +386,12 @@ static void compile_all(fc_ctx *ctx, const klist *l, const char *what, const bat
             stats[a].ms += dt;
             if (dt > stats[a].ms_max) stats[a].ms_max = dt;
         }
-        fprintf(stderr, "codegen: %s: %d kernels (%d elementwise, %d reduce, %d row, %d scan), "
-                        "%d compiled in %d batches for %s: %.0f ms of NVRTC, %.0f ms per batch, "
-                        "slowest %.0f ms\n",
+        fprintf(stderr, "codegen: %s: %d kernels (%d elementwise, %d reduce, %d row, %d scan, "
+                        "%d scatter), %d compiled in %d batches for %s: %.0f ms of NVRTC, %.0f ms "
+                        "per batch, slowest %.0f ms\n",
                 what, l->n, l->kinds[FCP_KERNEL_EW], l->kinds[FCP_KERNEL_REDUCE],
-                l->kinds[FCP_KERNEL_ROW], l->kinds[FCP_KERNEL_SCAN], compiled, stats[a].batches,
+                l->kinds[FCP_KERNEL_ROW], l->kinds[FCP_KERNEL_SCAN], l->kinds[FCP_KERNEL_SCATTER],
+                compiled, stats[a].batches,
                 ARCHS[a], stats[a].ms,
                 stats[a].batches ? stats[a].ms / stats[a].batches : 0.0, stats[a].ms_max);
     }
@@ -467,7 +469,8 @@ static void random_chunk(int chunk) {
     cr_assert_not_null(ctx);
     klist l = {0};
     add_random(ctx, &l, lo, hi);
-    /* The generator reaches every kind of kernel in every chunk. */
+    /* The generator reaches every kind of kernel in every chunk (scatters, rarer, in the
+     * whole set: test_fusion's random plans check that). */
     for (int kind = 0; kind <= FCP_KERNEL_SCAN; kind++)
         cr_assert_gt(l.kinds[kind], 0, "seeds %llu..%llu give no %s kernel",
                      (unsigned long long)lo, (unsigned long long)hi - 1, fcp_kernel_kind_names[kind]);

@@ -688,7 +688,7 @@ static int random_plans(void) {
 
 Test(fusion, random_dag_plans_are_well_formed) {
     const int RANDOM_PLANS = random_plans();
-    int kinds[FCP_KERNEL_SCAN + 1] = {0}, kernels = 0;
+    int kinds[FCP_KERNEL_SCATTER + 1] = {0}, kernels = 0;
     for (uint64_t seed = 0; seed < (uint64_t)RANDOM_PLANS; seed++) {
         rdag d;
         cr_assert_eq(rdag_build(ctx, seed, NULL, &d), FC_OK);
@@ -701,7 +701,7 @@ Test(fusion, random_dag_plans_are_well_formed) {
         fcp_plan_destroy(p);
         rdag_free(&d);
     }
-    for (int k = 0; k <= FCP_KERNEL_SCAN; k++)
+    for (int k = 0; k <= FCP_KERNEL_SCATTER; k++)
         cr_assert_gt(kinds[k], 0, "no %s kernel in %d random DAGs",
                      fcp_kernel_kind_names[k], RANDOM_PLANS);
     cr_log_info("%d random DAGs: %d kernels (%d elementwise, %d reduce, %d row, %d library)",
