@@ -1142,27 +1142,23 @@ static void gen_scatter(gen *g) {
     int u = eval(g, val, &idx);
     /* the row-major offset in the scatter's buffer: the update's coordinates, the index axes
      * replaced by the position */
-    fcg_sb off = {g->ctx, NULL, 0, 0, false};
-    fcg_sb_puts(&off, "(idx_t)0");
-    for (int d = 0; d < r->ndim; d++) {
-        char c[64];
+    char offs[2048];
+    int len = snprintf(offs, sizeof offs, "(idx_t)0");
+    for (int d = 0; d < r->ndim && len > 0 && len < (int)sizeof offs; d++) {
+        char c[64], prev[sizeof offs];
         if (d < ax) snprintf(c, sizeof c, "%s", idx.e[d]);
         else if (d == ax) snprintf(c, sizeof c, "(idx_t)j%d", j);
         else snprintf(c, sizeof c, "%s", idx.e[d - 1 + ni]);
-        char *prev = fcg_sb_finish(&off);
-        off = (fcg_sb){g->ctx, NULL, 0, 0, false};
-        fcg_sb_printf(&off, "(%s) * (idx_t)%s + %s", prev ? prev : "0", extent(g, r, d), c);
-        fcg_strfree(g->ctx, prev);
+        memcpy(prev, offs, (size_t)len + 1);
+        len = snprintf(offs, sizeof offs, "(%s) * (idx_t)%s + %s", prev, extent(g, r, d), c);
     }
-    char *offs = fcg_sb_finish(&off);
+    if (len <= 0 || len >= (int)sizeof offs)
+        fail(g, FC_ERR_UNSUPPORTED, "codegen: a scatter's offset expression is too long");
     static const char *const ops[] = {"add", "max", "min"};
     int which = r->op == FCG_OP_SCATTER_ADD ? 0 : r->op == FCG_OP_SCATTER_MAX ? 1 : 2;
-    if (chip) line(g, "if (on_chip) fcx_scatter_%s(acc + (%s), v%d, fcx_op_add());", T,
-                   offs ? offs : "0", u);
+    if (chip) line(g, "if (on_chip) fcx_scatter_%s(acc + (%s), v%d, fcx_op_add());", T, offs, u);
     line(g, "%sfcx_scatter_%s((fcx_t_%s *)p.ptr[%d] + (%s), v%d, fcx_op_%s());",
-         chip ? "else " : "", T, T, k->nleaf, offs ? offs : "0", u, ops[which]);
-    if (!offs) fail(g, FC_ERR_NOMEM, "codegen: out of memory");
-    fcg_strfree(g->ctx, offs);
+         chip ? "else " : "", T, T, k->nleaf, offs, u, ops[which]);
     scope_pop(g);
     g->indent--;
     line(g, "}");

@@ -1,6 +1,6 @@
 /*
  * graph/scatter.c - scatters (np.add.at, np.maximum.at, np.minimum.at) and what is built on
- * them: put (last write wins), bincount, histogram.
+ * them: put and put_along_axis (last write wins), bincount, histogram.
  *
  * A scatter node is in[0] with in[2]'s values combined in at the positions along p.axis that
  * in[1] holds. The planner gives it two kernels of its own (passes/fuse.c): an elementwise copy
@@ -168,6 +168,56 @@ fc_array *fc_put(fc_array *a, fc_array *indices, fc_array *values, fc_take_mode 
     fc_array *got = fc_take(vals, fc_mod(winner, fc_i64(ctx, nv)), 0, FC_TAKE_CLIP);
     fc_array *r = fc_keep(fc_reshape(fc_where(fc_greater_equal(winner, fc_i64(ctx, 0)), got, flat),
                                      sh));
+    fc_scope_close(s);
+    return fcg_ret(ctx, r ? r : &ctx->oom);
+}
+
+/* np.put_along_axis as NumPy defines it: arr[idx] = values, idx the index arrays of
+ * take_along_axis (aranges along the other axes, indices along axis), so fc_setitem's put
+ * path does it, the last write winning where a position repeats. */
+fc_array *fc_put_along_axis(fc_array *a, fc_array *indices, fc_array *values, int axis) {
+    fc_array *early;
+    fc_ctx *ctx = fcg_begin("put_along_axis", 3, (fc_array *[]){a, indices, values}, &early);
+    if (!ctx || early) return early;
+    char sa[200], si[200];
+    fc_dtype it = (fc_dtype)indices->dtype;
+    if (!(fcg_is_sint(it) || fcg_is_uint(it)) || indices->weak)
+        return fcg_poison(ctx, FC_ERR_DTYPE, "put_along_axis: indices must be an integer array, "
+                          "not %s%s", indices->weak ? "a Python scalar of " : "",
+                          fc_dtype_name(it));
+    fc_scope *s = fc_scope_open(ctx);
+    if (!s) return fcg_poison(ctx, FC_ERR_NOMEM, "put_along_axis: out of memory");
+    fc_array *r;
+    if (axis == FC_AXIS_NONE) {
+        fc_shape sh = {a->ndim, {0}};
+        memcpy(sh.dim, a->shape, (size_t)a->ndim * sizeof *a->shape);
+        if (indices->ndim != 1) {
+            r = fcg_poison(ctx, FC_ERR_SHAPE, "put_along_axis: with axis None, indices must be "
+                           "1-d, not %d-d", indices->ndim);
+        } else {
+            fc_array *flat = fc_reshape(a, FC_SHAPE((int64_t)fcg_node_numel(a)));
+            fc_idx e[1] = {FC_ARRAY_IDX(indices)};
+            r = fc_reshape(fc_setitem(flat, 1, e, values), sh);
+        }
+    } else if (a->ndim != indices->ndim) {
+        r = fcg_poison(ctx, FC_ERR_SHAPE, "put_along_axis: indices (shape %s) and the array "
+                       "(shape %s) must have the same number of axes",
+                       fcg_shape_str(si, indices->ndim, indices->shape),
+                       fcg_shape_str(sa, a->ndim, a->shape));
+    } else {
+        uint32_t mask;
+        fc_status st = fcg_axes_mask(ctx, "put_along_axis", a->ndim, a->shape, FC_AXES(axis), &mask);
+        if (st != FC_OK) {
+            r = fcg_poison_ctx(ctx, st);
+        } else {
+            fc_idx e[FC_MAX_DIMS];
+            for (int d = 0; d < a->ndim; d++)
+                e[d] = FC_ARRAY_IDX(mask & (1u << d) ? indices
+                                                     : fcg_axis_coord(ctx, a->ndim, d, a->shape[d]));
+            r = fc_setitem(a, a->ndim, e, values);
+        }
+    }
+    r = fc_keep(r);
     fc_scope_close(s);
     return fcg_ret(ctx, r ? r : &ctx->oom);
 }

@@ -650,6 +650,32 @@ static int64_t strided_offset(int64_t flat, const int64_t *shape, const int64_t 
     return off;
 }
 
+/* The position the index at src (of node a's in[1]) names along an axis of extent n, adjusted
+ * by a's mode (np.take's rules; FC_TAKE_DROP sets *skip when out of range). An index is the
+ * int64 value of its bits: a u64 above 2^63 is negative, as in NumPy. */
+static fc_status index_at(evaluator *ev, const fc_array *a, const char *src, int64_t n,
+                          int64_t *pos, bool *skip) {
+    const fc_dtype it = (fc_dtype)a->in[1]->dtype;
+    fch_wide_val w;
+    fch_gather_wide(it, src, 0, 1, it, &w);
+    int64_t v = fch_wide_of(it) == FCH_W_U64 ? (int64_t)w.u : w.i;
+    *skip = false;
+    switch ((fc_take_mode)a->p.mode) {
+    case FC_TAKE_RAISE:
+        if (v < 0 && v >= -n) v += n;
+        if (v < 0 || v >= n)
+            return fcg_error(ev->ctx, FC_ERR_VALUE, "%s: index %lld is out of bounds for axis %d "
+                             "with size %lld", fcg_ops[a->op].pyname, (long long)v,
+                             (int)a->p.axis, (long long)n);
+        break;
+    case FC_TAKE_WRAP: v = (v % n + n) % n; break;
+    case FC_TAKE_CLIP: v = v >= n ? n - 1 : v < 0 ? 0 : v; break;
+    case FC_TAKE_DROP: *skip = v < 0 || v >= n; break;
+    }
+    *pos = v;
+    return FC_OK;
+}
+
 /* take: out[o, j.., c] = x[o, index(j..), c], the index adjusted by the mode (np.take's rules). */
 static fc_status eval_take(evaluator *ev, size_t idx) {
     slot *s = &ev->slots[idx];
@@ -662,25 +688,13 @@ static fc_status eval_take(evaluator *ev, size_t idx) {
     for (int d = 0; d < ax; d++) O *= xa->shape[d];
     for (int d = ax + 1; d < xa->ndim; d++) C *= xa->shape[d];
     const size_t es = fc_dtype_size((fc_dtype)a->dtype);
-    const fc_dtype it = (fc_dtype)ia->dtype;
     char *out = s->base;
     for (int64_t j = 0; j < J; j++) {
-        fch_wide_val w;
-        fch_gather_wide(it, ix->base + strided_offset(j, ia->shape, ix->strides, 0, ia->ndim), 0, 1,
-                        it, &w);
-        /* the int64 value of the index's bits (a u64 above 2^63 is negative, as in NumPy) */
-        int64_t v = fch_wide_of(it) == FCH_W_U64 ? (int64_t)w.u : w.i;
-        switch ((fc_take_mode)a->p.mode) {
-        case FC_TAKE_RAISE:
-            if (v < 0 && v >= -n) v += n;
-            if (v < 0 || v >= n)
-                return fcg_error(ev->ctx, FC_ERR_VALUE, "take: index %lld is out of bounds for "
-                                 "axis %d with size %lld", (long long)v, ax, (long long)n);
-            break;
-        case FC_TAKE_WRAP: v = (v % n + n) % n; break;
-        case FC_TAKE_CLIP: v = v >= n ? n - 1 : v < 0 ? 0 : v; break;
-        case FC_TAKE_DROP: break; /* fc_take refuses it */
-        }
+        int64_t v;
+        bool skip; /* never: fc_take refuses drop */
+        st = index_at(ev, a, ix->base + strided_offset(j, ia->shape, ix->strides, 0, ia->ndim), n,
+                      &v, &skip);
+        if (st != FC_OK) return st;
         for (int64_t o = 0; o < O; o++) {
             const char *src = x->base + strided_offset(o, xa->shape, x->strides, 0, ax) +
                               v * x->strides[ax];
@@ -744,7 +758,7 @@ static fc_status eval_scatter(evaluator *ev, size_t idx) {
     fc_status st = own_buffer(ev, idx);
     if (st != FC_OK) return st;
     const slot *x = input_slot(ev, a, 0), *ix = input_slot(ev, a, 1), *vx = input_slot(ev, a, 2);
-    const fc_dtype t = (fc_dtype)a->dtype, it = (fc_dtype)ia->dtype;
+    const fc_dtype t = (fc_dtype)a->dtype;
     fch_copy(a->ndim, a->shape, (fc_dtype)xa->dtype, x->base, x->strides, t, s->base, s->strides);
     const int ax = a->p.axis;
     int64_t O = 1, C = 1, J = (int64_t)fcg_node_numel(ia), n = a->shape[ax];
@@ -757,22 +771,12 @@ static fc_status eval_scatter(evaluator *ev, size_t idx) {
     const size_t es = fc_dtype_size(t);
     for (int64_t o = 0; o < O; o++)
         for (int64_t j = 0; j < J; j++) {
-            fch_wide_val w;
-            fch_gather_wide(it, ix->base + strided_offset(j, ia->shape, ix->strides, 0, ia->ndim),
-                            0, 1, it, &w);
-            int64_t v = fch_wide_of(it) == FCH_W_U64 ? (int64_t)w.u : w.i;
-            switch (a->p.mode) {
-            case FC_TAKE_RAISE:
-                if (v < 0 && v >= -n) v += n;
-                if (v < 0 || v >= n)
-                    return fcg_error(ev->ctx, FC_ERR_VALUE, "%s: index %lld is out of bounds for "
-                                     "axis %d with size %lld", fcg_ops[a->op].pyname,
-                                     (long long)v, ax, (long long)n);
-                break;
-            case FC_TAKE_WRAP: v = (v % n + n) % n; break;
-            case FC_TAKE_CLIP: v = v >= n ? n - 1 : v < 0 ? 0 : v; break;
-            default: if (v < 0 || v >= n) continue; break; /* FC_TAKE_DROP */
-            }
+            int64_t v;
+            bool skip;
+            st = index_at(ev, a, ix->base + strided_offset(j, ia->shape, ix->strides, 0, ia->ndim),
+                          n, &v, &skip);
+            if (st != FC_OK) return st;
+            if (skip) continue;
             /* the updates' position (o, j, c) and the output's (o, v, c), row-major */
             int64_t upd = (o * J + j) * C, dst = (o * n + v) * C;
             for (int64_t c = 0; c < C; c++) {
