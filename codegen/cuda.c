@@ -1366,11 +1366,16 @@ static void welford_batch_decl(gen *g, const fc_array *r, int pos, int k) {
     if (is_welford(r)) line(g, "fcx_ct_%s bv%d[%d];", dt(r->loop_dtype), pos, k);
 }
 
-/* Merges the k values of bv<pos> into the running (n, mean, M2): the batch's own mean (an
- * exact scaling, k being a power of two) and squared deviations in the loop's precision (a
- * handful of values: exact to its rounding), then Chan et al.'s update in the wide type. One
- * division per k elements and no per-element double arithmetic keep W7-like kernels
- * memory-bound; the result is as stable as element-wise Welford. */
+/* Merges the k values of bv<pos> into the running (n, mean, M2): the batch's mean and squared
+ * deviations in the loop's precision, then Chan et al.'s update in the wide type. The batch's
+ * mean mp = (sum of k values) / k is rounded (the sum is), and deviations taken about a point
+ * off the batch's true mean by e add k e^2 to its M2: for values equal to within a few ulps,
+ * whose M2 is about as small, that bias was the whole result (an f32 variance of equal values:
+ * 9e-10 where the answer is 0). So the batch also sums its deviations d = x - mp, which are
+ * exact where x and mp are within a factor two of each other, and corrects both: the mean to
+ * mp + sum(d) / k and M2 to sum(d^2) - |sum(d)|^2 / k (the corrected two-pass formula; never
+ * below 0), both in the wide type. One division per k elements and no per-element double
+ * arithmetic keep W7-like kernels memory-bound. */
 static void welford_batch(gen *g, const fc_array *r, int pos, int k) {
     if (!is_welford(r)) return;
     const char *L = dt(acc_mean_dtype(r)), *A = acc_type(r);
@@ -1382,11 +1387,17 @@ static void welford_batch(gen *g, const fc_array *r, int pos, int k) {
     for (int u = 1; u < k; u++) line(g, "s = fcx_add(s, bv%d[%d]);", pos, u);
     line(g, "const fcx_ct_%s mp = fcx_mul(s, fcx_cast_%s(%.17g));", P, P, 1.0 / k);
     line(g, "fcx_ct_%s qp = fcx_cast_%s(0);", PA, PA);
+    line(g, "fcx_ct_%s dp = fcx_cast_%s(0);", P, P);
     for (int u = 0; u < k; u++)
-        line(g, "{ const fcx_ct_%s t = fcx_abs(fcx_sub(bv%d[%d], mp)); qp = fcx_add(qp, fcx_mul(t, t)); }",
-             PA, pos, u);
-    line(g, "const fcx_ct_%s mb = fcx_cast_%s(mp);", L, L);
-    line(g, "const fcx_ct_%s qb = fcx_cast_%s(qp);", A, A);
+        line(g, "{ const fcx_ct_%s d = fcx_sub(bv%d[%d], mp); const fcx_ct_%s t = fcx_abs(d); "
+                "dp = fcx_add(dp, d); qp = fcx_add(qp, fcx_mul(t, t)); }", P, pos, u, PA);
+    line(g, "const fcx_ct_%s dw = fcx_cast_%s(dp);", L, L);
+    line(g, "const fcx_ct_%s mb = fcx_add(fcx_cast_%s(mp), fcx_mul(dw, fcx_cast_%s(%.17g)));", L, L,
+         L, 1.0 / k);
+    line(g, "const fcx_ct_%s dm = fcx_abs(dw);", A);
+    line(g, "fcx_ct_%s qb = fcx_sub(fcx_cast_%s(qp), fcx_mul(fcx_mul(dm, dm), fcx_cast_%s(%.17g)));",
+         A, A, A, 1.0 / k);
+    line(g, "if (qb < 0) qb = fcx_cast_%s(0);", A);
     line(g, "if (n%d == 0) { a%d = mb; m%d = qb; n%d = %d; }", pos, pos, pos, pos, k);
     line(g, "else {");
     g->indent++;

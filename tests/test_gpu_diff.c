@@ -27,7 +27,8 @@
  *     ("gpu differential: totals ...") for tools/gpu-diff.sh, which adds them up.
  *   - Knobs. FUSEC_DIFF_DAGS (count, default 2000), FUSEC_DIFF_FIRST (first seed, default 0),
  *     FUSEC_DIFF_SEEDS="11,163" (just these seeds: reproducing a report), FUSEC_DIFF_SLICE,
- *     FUSEC_DIFF_SEED_TIMEOUT, FUSEC_DIFF_REPORT; FUSEC_DIFF_BACKEND=host runs the host backend
+ *     FUSEC_DIFF_SEED_TIMEOUT, FUSEC_DIFF_REPORT, FUSEC_DIFF_INPUTS (a directory: each failing
+ *     seed's inputs as .npy beside the report, see save_inputs); FUSEC_DIFF_BACKEND=host runs the host backend
  *     against itself (rule 1 only: the machinery and tools/gpu-diff.sh where there is no GPU).
  *     FUSEC_DIFF_TEST_CRASH_SEED="N[:how],..." makes the child misbehave at seed N (how: abort,
  *     the default; hang; dead, a dead-context error): gpu_diff_machinery's test runs the
@@ -91,6 +92,25 @@
  *      plans place them differently (NumPy's pocketfft a third way), and IEEE arithmetic gives
  *      no right answer to hold either to. The ops after it are still checked, from the GPU's
  *      own value of the transform. Counted in the summary.
+ *   8. Within rule 6's replay, complex power's phase: z**w is exp(w log z), log z's parts are
+ *      within a few ulps on each side (CUDA's and glibc's atan2 and log), and w carries that
+ *      into the phase, about 8 eps |w| (|log z| + pi) radians. Where that exceeds the op's
+ *      rtol the result's parts are not determined by its operands at the dtype's precision
+ *      (which sign an infinite part of an overflowing power takes, seed 100688), and such an
+ *      element matches when the two moduli do (within rtol, both infinite or both NaN).
+ *      Counted (elements) in the summary.
+ *   9. Within rule 6's replay, fusion moves a sum's rounding: the first run and the replay
+ *      compute a sum-like node in different kernels (fused into a consumer's row kernel in
+ *      one, a reduction of its own in the other, with other orders and batch widths), so its
+ *      value may differ between the runs by twice rule 6's allowance and an ulp, and an
+ *      ill-conditioned op after it (%, floor, a comparison, a cancellation) turns that into
+ *      any difference (seed 126327: var(x) % x, 0.5 against 0.625). Where an output of the
+ *      replay differs from the first run's, the ops between each sum-like node of its cone
+ *      (up to four) and the output are recomputed on the host from the replay's values with
+ *      that node moved by +-1, ..., 16, 32, 64, ... ulps up to its allowance; an element of
+ *      the first run matches when it lies within the range those values span (an integer or
+ *      bool element: when one of them is its value). A fused epilogue that computes a wrong
+ *      value is still caught wherever the output is not that sensitive. Counted (outputs).
  *
  * Extents past 2^31 (gpu/extents_past_2_31_match_the_host_reference): FUSEC_DIFF_BIG (default
  * 8; 0 skips) short programs (seeds FUSEC_DIFF_BIG_FIRST..) over a u8, bool, f16 or f32 input
@@ -252,11 +272,12 @@ typedef struct tol {
 static const tol exact_tol = {0, 0, 0};
 
 enum { RULE_CLOSE, RULE_OVERFLOW, RULE_ALIKE, RULE_INT_POW, RULE_REPLAY, RULE_NONFINITE_FFT,
-       RULE_COUNT };
+       RULE_POW_PHASE, RULE_ORDER, RULE_COUNT };
 static const char *const rule_names[RULE_COUNT] = {
     "outputs within rule 2", "elements by rule 3's overflow", "programs failing alike (4)",
     "host value errors of integer powers (5)", "programs by replay (6)",
-    "transforms of non-finite operands (7)"};
+    "transforms of non-finite operands (7)", "complex power elements by their modulus (8)",
+    "outputs within a sum's order (9)"};
 
 static double max_finite(fc_dtype t) {
     switch (t) {
@@ -501,12 +522,227 @@ static int replay_corrupt = -1;
 /* Rule 7's count in the last replay: transforms of non-finite operands left uncompared. */
 static int replay_nonfinite_ffts;
 
+/* Rules 8 and 9's counts in the last replay: complex power elements accepted by their modulus,
+ * outputs accepted by a sum's order. */
+static int replay_pow_phase, replay_order;
+
 static bool has_nonfinite(const unsigned char *v, fc_dtype t, size_t n) {
     if (!fcg_is_inexact(t)) return false;
     for (size_t i = 0; i < n; i++)
         for (int q = 0; q < (fcg_is_complex(t) ? 2 : 1); q++)
             if (!isfinite(tv_value_at(v, t, i, q))) return true;
     return false;
+}
+
+/* Node i computed on the host from its operands' values: vals[k] for node k where vals is not
+ * NULL and vals[k] is set, else the GPU's own (weak scalars as they are). ins receives the
+ * operands (arrays of the current scope of hc). */
+static fc_status host_op(fc_ctx *hc, const rp_node *nodes, int i, unsigned char *const *vals,
+                         fc_array **ins, unsigned char **out) {
+    const rp_node *p = &nodes[i];
+    *out = NULL;
+    if (p->nin > 64) return FC_ERR_INVALID;
+    for (int k = 0; k < p->nin; k++) {
+        if (p->in[k] < 0) return FC_ERR_INVALID;
+        const rp_node *q = &nodes[p->in[k]];
+        fc_shape sh;
+        sh.ndim = q->ndim;
+        memcpy(sh.dim, q->shape, sizeof sh.dim);
+        const unsigned char *v = vals && vals[p->in[k]] ? vals[p->in[k]] : q->gv;
+        ins[k] = q->weak ? q->h : fc_from_host(hc, q->dtype, sh, v);
+    }
+    fc_array *c = fcg_make(hc, p->op, p->dtype, p->loop, p->weak, p->ndim, p->shape, p->nin, ins,
+                           &p->p);
+    fc_status st = fc_eval(hc, &c, 1);
+    return st == FC_OK ? read_value(c, out) : st;
+}
+
+/* Moves part `part` of element i (a float or complex buffer of dtype t) by m units in the last
+ * place, across binades and through zero; NaNs and infinities stay. */
+static void step_ulps(unsigned char *v, fc_dtype t, size_t i, int part, int64_t m) {
+    fc_dtype r = fcg_real_dtype(t);
+    int w = r == FC_F16 || r == FC_BF16 ? 16 : r == FC_F32 ? 32 : 64;
+    int parts = fcg_is_complex(t) ? 2 : 1;
+    unsigned char *at = v + (i * (size_t)parts + (size_t)part) * (size_t)(w / 8);
+    uint64_t u = 0;
+    memcpy(&u, at, (size_t)(w / 8)); /* little-endian: the low bytes */
+    uint64_t sign = 1ull << (w - 1), mag = u & (sign - 1);
+    uint64_t inf = r == FC_F16 ? 0x7c00 : r == FC_BF16 ? 0x7f80 : r == FC_F32 ? 0x7f800000
+                                                                       : 0x7ff0000000000000ull;
+    if (mag >= inf) return;
+    int64_t key = (u & sign) ? -(int64_t)mag : (int64_t)mag;
+    key += m;
+    if (key > (int64_t)inf) key = (int64_t)inf;
+    if (key < -(int64_t)inf) key = -(int64_t)inf;
+    u = key < 0 ? sign | (uint64_t)(-key) : (uint64_t)key;
+    memcpy(at, &u, (size_t)(w / 8));
+}
+
+/* Rule 8: complex power's phase. z**w is exp(w log z): log z's parts are within a few ulps on
+ * each side (atan2 and log are CUDA's and glibc's), and w times them carries that error into
+ * the phase, about 8 eps |w| (|log z| + pi) radians. Where that exceeds the op's rtol, the
+ * parts are not determined by the operands at the dtype's precision (the sign of an infinite
+ * part of an overflowing power, seed 100688), and such an element matches when the moduli do
+ * (within rtol, or both infinite, or both NaN). Returns the elements accepted so, after copying
+ * the GPU's value of each into hv. */
+static size_t pow_phase_rule(fc_ctx *hc, const rp_node *p, fc_array *const *ins,
+                             const unsigned char *gv, unsigned char *hv) {
+    if (p->op != FCG_OP_POW || !fcg_is_complex(p->dtype) || p->nin != 2) return 0;
+    double eps = p->loop == FC_C64 ? 0x1p-23 : 0x1p-52;
+    size_t n = fcg_numel(p->ndim, p->shape), took = 0;
+    fc_shape sh;
+    sh.ndim = p->ndim;
+    memcpy(sh.dim, p->shape, sizeof sh.dim);
+    fc_array *z = fc_cast(ins[0], FC_C128), *w = fc_cast(ins[1], FC_C128);
+    fc_array *err = fc_broadcast_to(
+        fc_mul(fc_mul(fc_cast(fc_abs(w), FC_F64), fc_add(fc_cast(fc_abs(fc_log(z)), FC_F64),
+                                                         fc_scalar(hc, FC_F64, M_PI))),
+               fc_scalar(hc, FC_F64, 8 * eps)),
+        sh);
+    double *e = malloc((n ? n : 1) * sizeof *e);
+    if (!e || fc_eval(hc, &err, 1) != FC_OK || fc_read(err, e, 0, (int64_t)n) != FC_OK) {
+        fc_clear_error(hc);
+        free(e);
+        return 0;
+    }
+    size_t es = fc_dtype_size(p->dtype);
+    for (size_t i = 0; i < n; i++) {
+        if (!(e[i] > p->rtol) && !isnan(e[i])) continue;
+        double g = hypot(tv_value_at(gv, p->dtype, i, 0), tv_value_at(gv, p->dtype, i, 1));
+        double h = hypot(tv_value_at(hv, p->dtype, i, 0), tv_value_at(hv, p->dtype, i, 1));
+        bool ok = (isnan(g) && isnan(h)) || (isinf(g) && isinf(h)) ||
+                  (isfinite(g) && isfinite(h) && fabs(g - h) <= p->rtol * h);
+        if (ok && memcmp(gv + i * es, hv + i * es, es) != 0) {
+            memcpy(hv + i * es, gv + i * es, es);
+            took++;
+        }
+    }
+    free(e);
+    return took;
+}
+
+/* Rule 9: fusion moves a sum's rounding. The first run and the replay compute a sum-like node
+ * in different kernels (fused into a consumer's row kernel in one, a reduction of its own in
+ * the other), whose orders and batch widths differ, so its value may differ between the two
+ * runs by its allowance (twice rule 6's bound, plus an ulp of its dtype). An ill-conditioned
+ * op after it (a modulo, floor, a comparison, a cancellation) can turn that into any
+ * difference (seed 126327: var(x) % x, 0.5 against 0.625). So where an output of the replay
+ * differs from the first run's, the ops between each sum-like node of its cone and the output
+ * are recomputed on the host from the replay's values, with the sum-like node moved by
+ * +-1, 2, 3, ..., 16, 32, 64, ... ulps up to its allowance; an element of the first run
+ * matches when it lies within the range those values span (an integer or bool element: when
+ * one of them is its value); the others are compared with the replay's by rules 1-3. A fused
+ * epilogue that computes a wrong value is still caught wherever the output is not that
+ * sensitive. Returns the reference to compare the first run with (malloc'd; NULL: none). */
+static unsigned char *order_rule(fc_ctx *hc, const rp_node *nodes, int n, int at,
+                                 const unsigned char *first, int *used) {
+    const rp_node *o = &nodes[at];
+    size_t on = fcg_numel(o->ndim, o->shape), oes = fc_dtype_size(o->dtype);
+    int parts = fcg_is_complex(o->dtype) ? 2 : 1;
+    bool inexact = fcg_is_inexact(o->dtype);
+    size_t nk = on * (size_t)parts;
+    bool *cone = calloc((size_t)n, sizeof *cone);
+    unsigned char **vals = calloc((size_t)n, sizeof *vals), *ref = NULL;
+    double *lov = malloc((nk + 1) * sizeof *lov), *hiv = malloc((nk + 1) * sizeof *hiv);
+    bool *nan = calloc(nk + 1, sizeof *nan), *hit = calloc(on + 1, sizeof *hit);
+    int sums = 0;
+    if (!cone || !vals || !lov || !hiv || !nan || !hit || !o->gv) goto out;
+    cone[at] = true;
+    for (int i = at; i >= 0; i--)
+        for (int k = 0; cone[i] && k < nodes[i].nin; k++)
+            if (nodes[i].in[k] >= 0) cone[nodes[i].in[k]] = true;
+    /* the range of each element's parts, starting from the replay's own value; integer and
+     * bool outputs: whether some move gave the first run's value exactly */
+    for (size_t k = 0; inexact && k < nk; k++) {
+        lov[k] = hiv[k] = tv_value_at(o->gv, o->dtype, k / (size_t)parts, (int)(k % (size_t)parts));
+        nan[k] = isnan(lov[k]);
+    }
+    for (int s = 0; s <= at && sums < 4; s++) {
+        const rp_node *q = &nodes[s];
+        if (!cone[s] || !q->bound || !q->gv || !fcg_is_inexact(q->dtype)) continue;
+        sums++;
+        size_t qn = fcg_numel(q->ndim, q->shape), qes = fc_dtype_size(q->dtype);
+        int qparts = fcg_is_complex(q->dtype) ? 2 : 1;
+        int64_t *cap = malloc((qn + 1) * sizeof *cap), top = 1;
+        unsigned char *moved = malloc(qn * qes + 1);
+        if (!cap || !moved) {
+            free(cap);
+            free(moved);
+            break;
+        }
+        for (size_t i = 0; i < qn; i++) { /* the allowance in ulps of the value */
+            memcpy(moved, q->gv, qn * qes);
+            step_ulps(moved, q->dtype, i, 0, 1);
+            double ulp = fabs(tv_value_at(moved, q->dtype, i, 0) - tv_value_at(q->gv, q->dtype, i, 0));
+            double c = ulp > 0 && isfinite(ulp) ? 1 + ceil(2 * q->bound[i] / ulp) : 1;
+            cap[i] = c > 0x1p20 ? (int64_t)1 << 20 : (int64_t)c;
+            if (cap[i] > top) top = cap[i];
+        }
+        /* every move up to 16 ulps (a sawtooth like % needs its jumps found), then doubling */
+        for (int64_t m = 1;; m = m < 16 ? m + 1 : m * 2 > top ? top : m * 2) {
+            for (int sign = -1; sign <= 1; sign += 2) {
+                memcpy(moved, q->gv, qn * qes);
+                for (size_t i = 0; i < qn; i++)
+                    for (int part = 0; part < qparts; part++)
+                        step_ulps(moved, q->dtype, i, part, sign * (m < cap[i] ? m : cap[i]));
+                fc_scope *sc = fc_scope_open(hc);
+                memset(vals, 0, (size_t)n * sizeof *vals);
+                vals[s] = moved;
+                bool ok = true;
+                for (int d = s + 1; ok && d <= at; d++) {
+                    bool below = false;
+                    for (int k = 0; cone[d] && k < nodes[d].nin && !below; k++)
+                        below = nodes[d].in[k] >= 0 && vals[nodes[d].in[k]];
+                    if (!below || nodes[d].weak) continue;
+                    fc_array *ins[64];
+                    ok = host_op(hc, nodes, d, vals, ins, &vals[d]) == FC_OK;
+                }
+                fc_scope_close(sc);
+                fc_clear_error(hc);
+                const unsigned char *v = !ok ? NULL : s < at ? vals[at] : moved;
+                for (size_t e = 0; v && e < on; e++) {
+                    if (!inexact) {
+                        hit[e] = hit[e] || memcmp(v + e * oes, first + e * oes, oes) == 0;
+                        continue;
+                    }
+                    for (int part = 0; part < parts; part++) {
+                        double x = tv_value_at(v, o->dtype, e, part);
+                        size_t k = e * (size_t)parts + (size_t)part;
+                        if (isnan(x)) nan[k] = true;
+                        if (x < lov[k] || isnan(lov[k])) lov[k] = x;
+                        if (x > hiv[k] || isnan(hiv[k])) hiv[k] = x;
+                    }
+                }
+                for (int d = s + 1; d <= at; d++) {
+                    free(vals[d]);
+                    vals[d] = NULL;
+                }
+            }
+            if (m >= top) break;
+        }
+        free(cap);
+        free(moved);
+    }
+    if (!sums || !(ref = malloc(on * oes + 1))) goto out;
+    memcpy(ref, o->gv, on * oes);
+    for (size_t e = 0; e < on; e++) {
+        bool inside = !inexact && hit[e];
+        for (int part = 0; inexact && part < parts; part++) {
+            double f = tv_value_at(first, o->dtype, e, part);
+            size_t k = e * (size_t)parts + (size_t)part;
+            inside = (part == 0 || inside) && (isnan(f) ? nan[k] : f >= lov[k] && f <= hiv[k]);
+        }
+        if (inside) memcpy(ref + e * oes, first + e * oes, oes);
+    }
+    *used = sums;
+out:
+    free(cone);
+    free(vals);
+    free(lov);
+    free(hiv);
+    free(nan);
+    free(hit);
+    return ref;
 }
 
 /* Rule 6. Returns 1 when every op of the program, recomputed on the host from the GPU's
@@ -624,31 +860,22 @@ static int replay(fc_ctx *oc, uint64_t seed, unsigned char *const *first, const 
         unsigned char *hv = NULL;
         double *bound = NULL;
         fc_status st;
+        fc_array *ins[64];
         if (p->nin == 0) {
             /* A source (input data, constant, arange, random, ...): the two values directly. */
             st = read_value(p->h, &hv);
         } else {
-            fc_array *ins[64];
-            bool ok = p->nin <= 64;
-            for (int k = 0; ok && k < p->nin; k++) {
-                ok = p->in[k] >= 0;
-                if (!ok) break;
-                rp_node *q = &nodes[p->in[k]];
-                fc_shape sh;
-                sh.ndim = q->ndim;
-                memcpy(sh.dim, q->shape, sizeof sh.dim);
-                ins[k] = q->weak ? q->h : fc_from_host(hc, q->dtype, sh, q->gv);
-            }
-            if (!ok) {
+            bool ordered = p->nin <= 64;
+            for (int k = 0; ordered && k < p->nin; k++) ordered = p->in[k] >= 0;
+            if (!ordered) {
                 appendf(why, why_size, "; replay: node %d's inputs are not in the order", i);
                 goto done;
             }
-            fc_array *c = fcg_make(hc, p->op, p->dtype, p->loop, p->weak, p->ndim, p->shape,
-                                   p->nin, ins, &p->p);
-            st = fc_eval(hc, &c, 1);
-            if (st == FC_OK) st = read_value(c, &hv);
-            if (st == FC_OK && lt.rtol > 0)
+            st = host_op(hc, nodes, i, NULL, ins, &hv);
+            if (st == FC_OK && lt.rtol > 0) {
                 bound = sum_bound(hc, p, ins, fcg_numel(p->ndim, p->shape));
+                replay_pow_phase += (int)pow_phase_rule(hc, p, ins, p->gv, hv);
+            }
         }
         if (st != FC_OK) {
             appendf(why, why_size, "; replay: node %d (%s %s) fails on the host from the GPU's "
@@ -682,13 +909,22 @@ static int replay(fc_ctx *oc, uint64_t seed, unsigned char *const *first, const 
         int over = 0;
         local[0] = '\0';
         fc_dtype t = fc_array_dtype(hd.out[k]);
-        if (at < 0 || diff_compare(nodes[at].gv, first[k], t, (size_t)fc_array_size(hd.out[k]),
-                                   prog_tol, nodes[at].bound, &close, &over, local,
-                                   sizeof local)) {
+        size_t count = (size_t)fc_array_size(hd.out[k]);
+        if (at >= 0 && !diff_compare(first[k], nodes[at].gv, t, count, prog_tol, nodes[at].bound,
+                                     &close, &over, local, sizeof local))
+            continue;
+        int sums = 0;
+        unsigned char *ref = at < 0 ? NULL : order_rule(hc, nodes, n, at, first[k], &sums);
+        bool bad = !ref || diff_compare(first[k], ref, t, count, prog_tol, nodes[at].bound,
+                                        &close, &over, local, sizeof local);
+        free(ref);
+        if (bad) {
             appendf(why, why_size, "; replay: the GPU's output %d with every node an output "
-                    "differs from the first run's: %s", k, local);
+                    "differs from the first run's (%d sum-like nodes moved by rule 9): %s", k,
+                    sums, local);
             goto done;
         }
+        replay_order++;
     }
     result = 1;
 done:
@@ -803,11 +1039,13 @@ static bool run_seed(fc_ctx *oc, bool exact, uint64_t seed, diff_msg *m) {
         }
     }
     if (first_bad >= 0) {
-        replay_nonfinite_ffts = 0;
+        replay_nonfinite_ffts = replay_pow_phase = replay_order = 0;
         int r = exact ? 0 : replay(oc, seed, gout, &pt, m->why, sizeof m->why);
         if (r == 1) {
             m->rules[RULE_REPLAY]++;
             m->rules[RULE_NONFINITE_FFT] += replay_nonfinite_ffts;
+            m->rules[RULE_POW_PHASE] += replay_pow_phase;
+            m->rules[RULE_ORDER] += replay_order;
             m->why[0] = '\0';
         } else if (r < 0) {
             m->outcome = OUT_CRASH;
@@ -920,6 +1158,33 @@ static void diff_child(const diff_cfg *c, int lo, int hi, int fd) {
     _exit(0);
 }
 
+/* FUSEC_DIFF_INPUTS=DIR: the inputs of a failing seed as DIR/seed-N-xK.npy, named as the
+ * report's program names them, so that `fusec run` reproduces the seed from its .fc text and
+ * these files (--input xK=FILE) without this test. The names come from printing the program
+ * with the inputs appended as outputs: inputs are numbered in order of first use, so the
+ * original outputs number them as the report does and the appended lines "yJ = xK" say which
+ * input is which. A bf16 input has no .npy form and is left out. */
+static void save_inputs(const rdag *d, int seed) {
+    const char *dir = getenv("FUSEC_DIFF_INPUTS");
+    if (!dir || !*dir || d->nin == 0) return;
+    fc_array *all[RDAG_MAX_OUTPUTS + RDAG_MAX_INPUTS];
+    for (int i = 0; i < d->nout; i++) all[i] = d->out[i];
+    for (int k = 0; k < d->nin; k++) all[d->nout + k] = d->in[k];
+    char *text = NULL;
+    if (fc_program_print(d->ctx, all, d->nout + d->nin, NULL, &text) != FC_OK) return;
+    for (int k = 0; k < d->nin; k++) {
+        char want[32];
+        snprintf(want, sizeof want, "\ny%d = x", d->nout + k);
+        const char *at = strstr(text, want);
+        if (!at || fc_array_dtype(d->in[k]) == FC_BF16) continue;
+        int name = atoi(at + strlen(want));
+        char path[4096];
+        snprintf(path, sizeof path, "%s/seed-%d-x%d.npy", dir, seed, name);
+        fc_npy_save(d->in[k], path);
+    }
+    fc_free(d->ctx, text);
+}
+
 /* The program of seed as .fc text, rebuilt in a child on the host backend (so a generator
  * that crashes cannot take this process down). malloc'd. */
 static char *program_text(int seed) {
@@ -933,6 +1198,7 @@ static char *program_text(int seed) {
         char *text = NULL;
         if (hc && rdag_build(hc, (uint64_t)seed, NULL, &d) == FC_OK) {
             text = rdag_print(&d);
+            save_inputs(&d, seed);
             rdag_free(&d);
         }
         const char *t = text ? text : "(the program could not be built or printed)\n";
@@ -1062,7 +1328,7 @@ static void diff_run(const diff_cfg *c, diff_result *r) {
 
 static void diff_summary(const diff_cfg *c, const diff_result *r, const char *label) {
     int total = c->nseeds ? c->nseeds : c->count;
-    char rules[400] = "";
+    char rules[600] = "";
     for (int k = 0; k < RULE_COUNT; k++)
         appendf(rules, sizeof rules, "%s%d %s", k ? ", " : "", r->rules[k], rule_names[k]);
     printf("%s: %d programs, %d outputs compared, %d crashes, %d mismatches, %d failing alike, "
@@ -1074,12 +1340,13 @@ static void diff_summary(const diff_cfg *c, const diff_result *r, const char *la
                outcome_names[r->fail[i].outcome], r->fail[i].why);
     /* the same for scripts (tools/gpu-diff.sh) */
     printf("%s: totals programs=%d compared=%d crashes=%d mismatches=%d alike=%d first=%d last=%d "
-           "seconds=%.0f close=%d overflow=%d intpow=%d replay=%d nonfinite_fft=%d\n", label,
+           "seconds=%.0f close=%d overflow=%d intpow=%d replay=%d nonfinite_fft=%d pow_phase=%d "
+           "order=%d\n", label,
            r->programs,
            r->compared, r->crashes, r->mismatches, r->alike, total ? seed_at(c, 0) : 0,
            total ? seed_at(c, total - 1) : -1, r->seconds, r->rules[RULE_CLOSE],
            r->rules[RULE_OVERFLOW], r->rules[RULE_INT_POW], r->rules[RULE_REPLAY],
-           r->rules[RULE_NONFINITE_FFT]);
+           r->rules[RULE_NONFINITE_FFT], r->rules[RULE_POW_PHASE], r->rules[RULE_ORDER]);
     fflush(stdout);
 }
 
@@ -1266,6 +1533,118 @@ Test(gpu_diff_machinery, the_replay_names_a_wrong_op) {
     }
     cr_expect_gt(named, 20);
     fc_ctx_destroy(oc);
+}
+
+/* A replay node recorded from a, before evaluation cuts its history; ins: positions of its
+ * operands among the test's nodes. */
+static rp_node test_node(fc_array *a, int nin, const int *ins) {
+    rp_node p;
+    memset(&p, 0, sizeof p);
+    p.h = a;
+    p.op = (fcg_op)a->op;
+    p.dtype = (fc_dtype)a->dtype;
+    p.loop = (fc_dtype)a->loop_dtype;
+    p.ndim = a->ndim;
+    memcpy(p.shape, a->shape, sizeof p.shape);
+    p.p = a->p;
+    p.rtol = op_rtol(a);
+    p.nin = nin;
+    p.in = calloc(2, sizeof *p.in);
+    for (int k = 0; k < nin; k++) p.in[k] = ins[k];
+    return p;
+}
+
+/* Rule 9 on seed 126327's case: var(x, ddof=2) % x of int32 values up to 7.8e7 (a variance
+ * near 6e14, whose ulp is 1/16). A first run whose variance was a few ulps off (another
+ * kernel's order) matches; one whose output leaves the range the allowance gives does not. */
+Test(gpu_diff_machinery, a_sum_order_explains_an_amplified_difference) {
+    fc_ctx *hc = new_ctx(FC_BACKEND_HOST);
+    cr_assert_not_null(hc);
+    const int32_t xv[10] = {1, 2, -6, 9, 4, -78341576, -5, 3, 1, 4};
+    fc_array *x = fc_from_host(hc, FC_I32, FC_SHAPE(5, 2), xv);
+    fc_array *v = fc_var(x, FC_AXES(0, 1), false, 2);
+    fc_array *y = fc_mod(v, x);
+    /* the "first run": the variance 3 ulps up, then the same modulo */
+    fc_array *v3 = fc_nextafter(fc_nextafter(fc_nextafter(v, fc_scalar(hc, FC_F64, INFINITY)),
+                                             fc_scalar(hc, FC_F64, INFINITY)),
+                                fc_scalar(hc, FC_F64, INFINITY));
+    fc_array *y3 = fc_mod(v3, x);
+    rp_node nodes[3];
+    nodes[0] = test_node(x, 0, NULL);
+    nodes[1] = test_node(v, 1, (const int[]){0});
+    nodes[2] = test_node(y, 2, (const int[]){1, 0});
+    fc_array *all[4] = {x, v, y, y3};
+    cr_assert_eq(fc_eval(hc, all, 4), FC_OK, "%s", fc_errmsg(hc));
+    unsigned char *first = NULL;
+    for (int i = 0; i < 3; i++) cr_assert_eq(read_value(all[i], &nodes[i].gv), FC_OK);
+    cr_assert_eq(read_value(y3, &first), FC_OK);
+    fc_array *ins[1] = {fc_from_host(hc, FC_I32, FC_SHAPE(5, 2), xv)};
+    nodes[1].bound = sum_bound(hc, &nodes[1], ins, 1);
+    cr_assert_not_null(nodes[1].bound);
+    tol t = {1e-9, 1e-3, 1e-30};
+    bool close = false;
+    int over = 0, sums = 0;
+    char why[600] = "";
+    cr_assert_gt(diff_compare(first, nodes[2].gv, FC_F64, 10, &t, NULL, &close, &over, why,
+                              sizeof why), 0, "the moved variance changes no element of the modulo");
+    unsigned char *ref = order_rule(hc, nodes, 3, 2, first, &sums);
+    cr_assert_not_null(ref);
+    cr_expect_eq(sums, 1);
+    cr_expect_eq(diff_compare(first, ref, FC_F64, 10, &t, NULL, &close, &over, why, sizeof why),
+                 0, "rule 9 leaves: %s", why);
+    free(ref);
+    /* an element outside every moved value's range: |x| is at most 78341576 and % keeps x's
+     * sign, so -1e9 is no modulo of any variance */
+    double bad = -1e9;
+    memcpy(first + 3 * 8, &bad, 8);
+    ref = order_rule(hc, nodes, 3, 2, first, &sums);
+    cr_assert_not_null(ref);
+    cr_expect_eq(diff_compare(first, ref, FC_F64, 10, &t, NULL, &close, &over, why, sizeof why),
+                 1, "a value out of the range passes rule 9: %s", why);
+    free(ref);
+    free(first);
+    for (int i = 0; i < 3; i++) {
+        free(nodes[i].in);
+        free(nodes[i].gv);
+        free(nodes[i].bound);
+    }
+    fc_ctx_destroy(hc);
+}
+
+/* Rule 8 on seed 100688's case: (2.63 - 0.43j) ** 6647209197293938882 overflows, and the sign
+ * of its infinite imaginary part is not determined by the operands in double precision. The
+ * other sign passes, a finite value does not; a small power with a wrong phase does not. */
+Test(gpu_diff_machinery, a_complex_power_phase_is_judged_by_its_modulus) {
+    fc_ctx *hc = new_ctx(FC_BACKEND_HOST);
+    cr_assert_not_null(hc);
+    const double zv[2] = {2.6310279265454498, -0.42824891872093384};
+    const uint64_t wv[2] = {6647209197293938882ull, 3};
+    for (int c = 0; c < 2; c++) {
+        fc_array *z = fc_from_host(hc, FC_C128, FC_SHAPE(1), zv);
+        fc_array *w = fc_cast(fc_from_host(hc, FC_U64, FC_SHAPE(1), &wv[c]), FC_C128);
+        fc_array *y = fc_pow(z, w);
+        rp_node p = test_node(y, 2, (const int[]){0, 1});
+        fc_array *ins[2] = {z, w};
+        cr_assert_eq(fc_eval(hc, ins, 2), FC_OK);
+        unsigned char *hv = NULL;
+        cr_assert_eq(read_value(y, &hv), FC_OK);
+        double h[2], g[2];
+        memcpy(h, hv, 16);
+        cr_expect(c == 1 || (isinf(h[0]) && isinf(h[1])), "the power overflows: %g %g", h[0], h[1]);
+        /* the conjugate-signed imaginary part: the other phase, the same modulus */
+        g[0] = h[0];
+        g[1] = -h[1];
+        size_t took = pow_phase_rule(hc, &p, ins, (const unsigned char *)g, hv);
+        cr_expect_eq(took, c == 0 ? 1u : 0u, "case %d: %zu elements taken", c, took);
+        memcpy(hv, h, 16);
+        g[0] = 1;
+        g[1] = 0;
+        cr_expect_eq(pow_phase_rule(hc, &p, ins, (const unsigned char *)g, hv), 0u,
+                     "case %d: a finite value meets an infinite one", c);
+        free(hv);
+        free(p.in);
+    }
+    fc_ctx_destroy(hc);
 }
 
 /* ---- extents past 2^31 ------------------------------------------------------------------- */

@@ -14,7 +14,8 @@
 # they finished still count), GPU_DIFF_GPUS (the device list, default every GPU nvidia-smi
 # lists), FUSEC_DIFF_SLICE, FUSEC_DIFF_SEED_TIMEOUT.
 # Writes ./gpu-diff/: a log per worker, failures.txt (every failing seed: crash or mismatch,
-# with its reason), failures.fc (each failing program as .fc after a "# seed N: ..." line) and
+# with its reason), failures.fc (each failing program as .fc after a "# seed N: ..." line),
+# inputs/seed-N-xK.npy (each failing program's inputs: `fusec run` reproduces it) and
 # summary.txt; and, when $OUT is set, $OUT/gpu-diff.tar.gz of all that (not the cache).
 # Prints progress every 30 s and a summary: programs, outputs compared, crashes, mismatches,
 # failing alike, the seeds covered, time, and how often each tolerance rule was needed.
@@ -53,6 +54,7 @@ fi
 ((${#gpus[@]} > 0)) || gpus=(0)
 mkdir -p "$dir" "$FUSEC_CACHE_DIR"
 find "$dir" -mindepth 1 -maxdepth 1 ! -name cache -exec rm -rf {} +
+mkdir -p "$dir/inputs"
 ((workers > count)) && workers=$count
 ((workers < 1)) && workers=1
 per=$(((count + workers - 1) / workers))
@@ -65,7 +67,7 @@ for ((w = 0; w < workers; w++)); do
   n=$((first + count - lo < per ? first + count - lo : per))
   ((n > 0)) || break
   CUDA_VISIBLE_DEVICES=${gpus[w % ${#gpus[@]}]} FUSEC_DIFF_FIRST=$lo FUSEC_DIFF_DAGS=$n \
-    FUSEC_DIFF_REPORT=$dir/report_$w.fc \
+    FUSEC_DIFF_REPORT=$dir/report_$w.fc FUSEC_DIFF_INPUTS=$dir/inputs \
     timeout -k 10 "$limit" "$bin" --jobs=1 --filter 'gpu/random_dags_match_the_host_reference' \
     >"$dir/worker_$w.log" 2>&1 &
   pids+=($!)
@@ -99,14 +101,15 @@ wait
 
 # Totals: each worker's totals line, or, for a worker stopped by the limit, its last progress.
 programs=0 compared=0 crashes=0 mismatches=0 alike=0 cut=0 close=0 overflow=0 intpow=0 replay=0
-nonfinite_fft=0
+nonfinite_fft=0 pow_phase=0 order=0
 covered=()
 for ((w = 0; w < ${#pids[@]}; w++)); do
   f=$dir/worker_$w.log
   lo=$((first + w * per))
   line=$(grep -h '^gpu differential: totals ' "$f" | tail -1)
   if [[ -n $line ]]; then
-    for k in programs compared crashes mismatches alike close overflow intpow replay nonfinite_fft; do
+    for k in programs compared crashes mismatches alike close overflow intpow replay nonfinite_fft \
+      pow_phase order; do
       declare "$k=$((${!k} + $(kv "$k" "$line")))"
     done
     (($(kv programs "$line") > 0)) && covered+=("$(kv first "$line")..$(kv last "$line")")
@@ -135,7 +138,8 @@ elapsed=$((SECONDS - t0))
   echo "gpu-diff: tolerance rules needed: $close outputs within rule 2 (not bit-identical)," \
     "$overflow elements by rule 3's overflow clause, $intpow host value errors of integer" \
     "powers (rule 5), $replay programs by replay (rule 6), $nonfinite_fft transforms of" \
-    "non-finite operands (rule 7)"
+    "non-finite operands (rule 7), $pow_phase complex power elements by their modulus" \
+    "(rule 8), $order outputs within a sum's order (rule 9)"
   if [[ -s $dir/failures.txt ]]; then
     echo "gpu-diff: failing seeds (gpu-diff/failures.fc has each program):"
     head -50 "$dir/failures.txt"
