@@ -27,9 +27,10 @@
  *     ("gpu differential: totals ...") for tools/gpu-diff.sh, which adds them up.
  *   - Knobs. FUSEC_DIFF_DAGS (count, default 2000), FUSEC_DIFF_FIRST (first seed, default 0),
  *     FUSEC_DIFF_SEEDS="11,163" (just these seeds: reproducing a report), FUSEC_DIFF_SLICE,
- *     FUSEC_DIFF_SEED_TIMEOUT, FUSEC_DIFF_REPORT, FUSEC_DIFF_INPUTS (a directory: each failing
- *     seed's inputs as .npy beside the report, see save_inputs); FUSEC_DIFF_BACKEND=host runs the host backend
- *     against itself (rule 1 only: the machinery and tools/gpu-diff.sh where there is no GPU).
+ *     FUSEC_DIFF_SEED_TIMEOUT, FUSEC_DIFF_REPORT, FUSEC_DIFF_INPUTS (a directory: each
+ *     failing seed's inputs as .npy beside the report, see save_inputs); FUSEC_DIFF_BACKEND=host
+ *     runs the host backend against itself (rule 1 only: the machinery and tools/gpu-diff.sh
+ *     where there is no GPU).
  *     FUSEC_DIFF_TEST_CRASH_SEED="N[:how],..." makes the child misbehave at seed N (how: abort,
  *     the default; hang; dead, a dead-context error): gpu_diff_machinery's test runs the
  *     machinery with the host backend on both sides and checks that such seeds are crashes
@@ -107,9 +108,10 @@
  *      any difference (seed 126327: var(x) % x, 0.5 against 0.625). Where an output of the
  *      replay differs from the first run's, the ops between each sum-like node of its cone
  *      (up to four) and the output are recomputed on the host from the replay's values with
- *      that node moved by +-1, ..., 16, 32, 64, ... ulps up to its allowance; an element of
- *      the first run matches when it lies within the range those values span (an integer or
- *      bool element: when one of them is its value). A fused epilogue that computes a wrong
+ *      that node moved by +-1, ..., 16 ulps, then in 48 geometric steps up to its allowance
+ *      (seed 8827: the std of values 1 ulp apart, 3e-16, whose allowance is 4e-7); an element
+ *      of the first run matches when it lies within the range those values span (an integer
+ *      or bool element: when one of them is its value). A fused epilogue that computes a wrong
  *      value is still caught wherever the output is not that sensitive. Counted (outputs).
  *
  * Extents past 2^31 (gpu/extents_past_2_31_match_the_host_reference): FUSEC_DIFF_BIG (default
@@ -557,25 +559,26 @@ static fc_status host_op(fc_ctx *hc, const rp_node *nodes, int i, unsigned char 
     return st == FC_OK ? read_value(c, out) : st;
 }
 
-/* Moves part `part` of element i (a float or complex buffer of dtype t) by m units in the last
- * place, across binades and through zero; NaNs and infinities stay. */
-static void step_ulps(unsigned char *v, fc_dtype t, size_t i, int part, int64_t m) {
+/* Sets part `part` of element i of a float or complex buffer of dtype t (rounded to it). */
+static void set_value_at(unsigned char *v, fc_dtype t, size_t i, int part, double x) {
+    switch (t) {
+    case FC_F16: { uint16_t h = fcg_f32_to_f16((float)x); memcpy(v + 2 * i, &h, 2); break; }
+    case FC_BF16: { uint16_t h = fcg_f32_to_bf16((float)x); memcpy(v + 2 * i, &h, 2); break; }
+    case FC_F32: { float f = (float)x; memcpy(v + 4 * i, &f, 4); break; }
+    case FC_F64: memcpy(v + 8 * i, &x, 8); break;
+    case FC_C64: { float f = (float)x; memcpy(v + 8 * i + 4 * (size_t)part, &f, 4); break; }
+    case FC_C128: memcpy(v + 16 * i + 8 * (size_t)part, &x, 8); break;
+    default: break;
+    }
+}
+
+/* The distance from x to the next value of dtype t away from zero (its ulp there). */
+static double ulp_of(fc_dtype t, double x) {
     fc_dtype r = fcg_real_dtype(t);
-    int w = r == FC_F16 || r == FC_BF16 ? 16 : r == FC_F32 ? 32 : 64;
-    int parts = fcg_is_complex(t) ? 2 : 1;
-    unsigned char *at = v + (i * (size_t)parts + (size_t)part) * (size_t)(w / 8);
-    uint64_t u = 0;
-    memcpy(&u, at, (size_t)(w / 8)); /* little-endian: the low bytes */
-    uint64_t sign = 1ull << (w - 1), mag = u & (sign - 1);
-    uint64_t inf = r == FC_F16 ? 0x7c00 : r == FC_BF16 ? 0x7f80 : r == FC_F32 ? 0x7f800000
-                                                                       : 0x7ff0000000000000ull;
-    if (mag >= inf) return;
-    int64_t key = (u & sign) ? -(int64_t)mag : (int64_t)mag;
-    key += m;
-    if (key > (int64_t)inf) key = (int64_t)inf;
-    if (key < -(int64_t)inf) key = -(int64_t)inf;
-    u = key < 0 ? sign | (uint64_t)(-key) : (uint64_t)key;
-    memcpy(at, &u, (size_t)(w / 8));
+    int digits = r == FC_F16 ? 11 : r == FC_BF16 ? 8 : r == FC_F32 ? 24 : 53;
+    int emin = r == FC_F16 ? -14 : r == FC_BF16 || r == FC_F32 ? -126 : -1022;
+    int e = x == 0 || !isfinite(x) ? emin : ilogb(x);
+    return ldexp(1.0, (e < emin ? emin : e) - digits + 1);
 }
 
 /* Rule 8: complex power's phase. z**w is exp(w log z): log z's parts are within a few ulps on
@@ -628,11 +631,11 @@ static size_t pow_phase_rule(fc_ctx *hc, const rp_node *p, fc_array *const *ins,
  * op after it (a modulo, floor, a comparison, a cancellation) can turn that into any
  * difference (seed 126327: var(x) % x, 0.5 against 0.625). So where an output of the replay
  * differs from the first run's, the ops between each sum-like node of its cone and the output
- * are recomputed on the host from the replay's values, with the sum-like node moved by
- * +-1, 2, 3, ..., 16, 32, 64, ... ulps up to its allowance; an element of the first run
- * matches when it lies within the range those values span (an integer or bool element: when
- * one of them is its value); the others are compared with the replay's by rules 1-3. A fused
- * epilogue that computes a wrong value is still caught wherever the output is not that
+ * are recomputed on the host from the replay's values, with the sum-like node moved by +-1,
+ * 2, ..., 16 ulps and then in 48 geometric steps up to its allowance; an element of the first
+ * run matches when it lies within the range those values span (an integer or bool element:
+ * when one of them is its value); the others are compared with the replay's by rules 1-3. A
+ * fused epilogue that computes a wrong value is still caught wherever the output is not that
  * sensitive. Returns the reference to compare the first run with (malloc'd; NULL: none). */
 static unsigned char *order_rule(fc_ctx *hc, const rp_node *nodes, int n, int at,
                                  const unsigned char *first, int *used) {
@@ -663,28 +666,39 @@ static unsigned char *order_rule(fc_ctx *hc, const rp_node *nodes, int n, int at
         sums++;
         size_t qn = fcg_numel(q->ndim, q->shape), qes = fc_dtype_size(q->dtype);
         int qparts = fcg_is_complex(q->dtype) ? 2 : 1;
-        int64_t *cap = malloc((qn + 1) * sizeof *cap), top = 1;
+        size_t qk = qn * (size_t)qparts;
+        double *ulp = malloc((qk + 1) * sizeof *ulp), *allow = malloc((qk + 1) * sizeof *allow);
         unsigned char *moved = malloc(qn * qes + 1);
-        if (!cap || !moved) {
-            free(cap);
+        if (!ulp || !allow || !moved) {
+            free(ulp);
+            free(allow);
             free(moved);
             break;
         }
-        for (size_t i = 0; i < qn; i++) { /* the allowance in ulps of the value */
-            memcpy(moved, q->gv, qn * qes);
-            step_ulps(moved, q->dtype, i, 0, 1);
-            double ulp = fabs(tv_value_at(moved, q->dtype, i, 0) - tv_value_at(q->gv, q->dtype, i, 0));
-            double c = ulp > 0 && isfinite(ulp) ? 1 + ceil(2 * q->bound[i] / ulp) : 1;
-            cap[i] = c > 0x1p20 ? (int64_t)1 << 20 : (int64_t)c;
-            if (cap[i] > top) top = cap[i];
+        double widest = 0; /* the largest allowance, in ulps */
+        for (size_t k = 0; k < qk; k++) {
+            ulp[k] = ulp_of(q->dtype, tv_value_at(q->gv, q->dtype, k / (size_t)qparts,
+                                                  (int)(k % (size_t)qparts)));
+            allow[k] = 2 * q->bound[k / (size_t)qparts] + ulp[k];
+            if (allow[k] / ulp[k] > widest) widest = allow[k] / ulp[k];
         }
-        /* every move up to 16 ulps (a sawtooth like % needs its jumps found), then doubling */
-        for (int64_t m = 1;; m = m < 16 ? m + 1 : m * 2 > top ? top : m * 2) {
+        /* 64 levels: 1, 2, ..., 16 ulps (a sawtooth like % needs its jumps found), then
+         * geometric steps up to the allowance, however many ulps it spans */
+        for (int level = 0; level < 64 && (level < 16 || widest > 16); level++)
             for (int sign = -1; sign <= 1; sign += 2) {
                 memcpy(moved, q->gv, qn * qes);
-                for (size_t i = 0; i < qn; i++)
-                    for (int part = 0; part < qparts; part++)
-                        step_ulps(moved, q->dtype, i, part, sign * (m < cap[i] ? m : cap[i]));
+                for (size_t k = 0; k < qk; k++) {
+                    double by = level < 16 ? (level + 1) * ulp[k]
+                                           : 16 * ulp[k] * pow(allow[k] / (16 * ulp[k]),
+                                                                (level - 15) / 48.0);
+                    if (by > allow[k]) by = allow[k];
+                    size_t e = k / (size_t)qparts;
+                    int part = (int)(k % (size_t)qparts);
+                    double x = tv_value_at(q->gv, q->dtype, e, part);
+                    double y = x + sign * by;
+                    if ((q->op == FCG_OP_VAR || q->op == FCG_OP_STD) && y < 0) y = 0; /* >= 0 */
+                    if (isfinite(x)) set_value_at(moved, q->dtype, e, part, y);
+                }
                 fc_scope *sc = fc_scope_open(hc);
                 memset(vals, 0, (size_t)n * sizeof *vals);
                 vals[s] = moved;
@@ -718,9 +732,8 @@ static unsigned char *order_rule(fc_ctx *hc, const rp_node *nodes, int n, int at
                     vals[d] = NULL;
                 }
             }
-            if (m >= top) break;
-        }
-        free(cap);
+        free(ulp);
+        free(allow);
         free(moved);
     }
     if (!sums || !(ref = malloc(on * oes + 1))) goto out;
@@ -1586,7 +1599,8 @@ Test(gpu_diff_machinery, a_sum_order_explains_an_amplified_difference) {
     int over = 0, sums = 0;
     char why[600] = "";
     cr_assert_gt(diff_compare(first, nodes[2].gv, FC_F64, 10, &t, NULL, &close, &over, why,
-                              sizeof why), 0, "the moved variance changes no element of the modulo");
+                              sizeof why),
+                 0, "the moved variance changes no element of the modulo");
     unsigned char *ref = order_rule(hc, nodes, 3, 2, first, &sums);
     cr_assert_not_null(ref);
     cr_expect_eq(sums, 1);
@@ -1601,6 +1615,56 @@ Test(gpu_diff_machinery, a_sum_order_explains_an_amplified_difference) {
     cr_assert_not_null(ref);
     cr_expect_eq(diff_compare(first, ref, FC_F64, 10, &t, NULL, &close, &over, why, sizeof why),
                  1, "a value out of the range passes rule 9: %s", why);
+    free(ref);
+    free(first);
+    for (int i = 0; i < 3; i++) {
+        free(nodes[i].in);
+        free(nodes[i].gv);
+        free(nodes[i].bound);
+    }
+    fc_ctx_destroy(hc);
+}
+
+/* Rule 9 on seed 8827's case: log10(std(x)) of 16 values -2 and its neighbours, 1 ulp apart.
+ * The std, 3e-16, is rounding noise (its allowance is 4e-7), so a first run 20% off matches;
+ * a NaN where every moved value is finite does not. */
+Test(gpu_diff_machinery, a_sum_order_spans_a_std_of_rounding_noise) {
+    fc_ctx *hc = new_ctx(FC_BACKEND_HOST);
+    cr_assert_not_null(hc);
+    double xv[16];
+    for (int i = 0; i < 16; i++) xv[i] = nextafter(-2.0, i % 3 ? -3.0 : 0.0);
+    fc_array *x = fc_from_host(hc, FC_F64, FC_SHAPE(16), xv);
+    fc_array *sd = fc_std(x, FC_AXES(0), false, 2);
+    fc_array *y = fc_log10(sd);
+    fc_array *y2 = fc_log10(fc_mul(sd, fc_scalar(hc, FC_F64, 1.2)));
+    rp_node nodes[3];
+    nodes[0] = test_node(x, 0, NULL);
+    nodes[1] = test_node(sd, 1, (const int[]){0});
+    nodes[2] = test_node(y, 1, (const int[]){1});
+    fc_array *all[4] = {x, sd, y, y2};
+    cr_assert_eq(fc_eval(hc, all, 4), FC_OK, "%s", fc_errmsg(hc));
+    unsigned char *first = NULL;
+    for (int i = 0; i < 3; i++) cr_assert_eq(read_value(all[i], &nodes[i].gv), FC_OK);
+    cr_assert_eq(read_value(y2, &first), FC_OK);
+    fc_array *ins[1] = {fc_from_host(hc, FC_F64, FC_SHAPE(16), xv)};
+    nodes[1].bound = sum_bound(hc, &nodes[1], ins, 1);
+    cr_assert_not_null(nodes[1].bound);
+    cr_expect_gt(nodes[1].bound[0], 1e-8, "the std's allowance: %g", nodes[1].bound[0]);
+    tol t = {1e-9, 1e-3, 1e-30};
+    bool close = false;
+    int over = 0, sums = 0;
+    char why[600] = "";
+    unsigned char *ref = order_rule(hc, nodes, 3, 2, first, &sums);
+    cr_assert_not_null(ref);
+    cr_expect_eq(diff_compare(first, ref, FC_F64, 1, &t, NULL, &close, &over, why, sizeof why),
+                 0, "rule 9 leaves: %s", why);
+    free(ref);
+    double nan_value = NAN;
+    memcpy(first, &nan_value, 8);
+    ref = order_rule(hc, nodes, 3, 2, first, &sums);
+    cr_assert_not_null(ref);
+    cr_expect_eq(diff_compare(first, ref, FC_F64, 1, &t, NULL, &close, &over, why, sizeof why),
+                 1, "a NaN passes rule 9");
     free(ref);
     free(first);
     for (int i = 0; i < 3; i++) {
