@@ -2475,8 +2475,12 @@ static bool keep_candidate(gen *g, int p, bool nodes, int vec) {
 }
 
 /* Gives each kept value a shared-memory slot, in phase order; a slot is free again in the
- * phase its last reader runs (an element's stores follow its reads). Returns the bytes per
- * row element of all slots; the slots' element sizes go to slot_bytes. */
+ * phase its last reader runs (an element's stores follow its reads), and is taken again only
+ * by a value of its element size: element e of an 8-byte value overlaps elements 2e and 2e + 1
+ * of a 4-byte one, so a thread storing its element e would overwrite elements it (or another
+ * thread) has yet to read (seed 29149 of the differential test: a u32 row read back after the
+ * f64 row that replaced it had been stored over it). Returns the bytes per row element of all
+ * slots; the slots' element sizes go to slot_bytes. */
 static int assign_slots(gen *g, int *slot_bytes, int *free_after, int *nslot) {
     const fcp_kernel *k = g->k;
     int np = k->nnode + k->nleaf, n = 0;
@@ -2486,13 +2490,10 @@ static int assign_slots(gen *g, int *slot_bytes, int *free_after, int *nslot) {
             int size = (int)fc_dtype_size(pos_dtype(k, p)), last = 63;
             while (last > 0 && !(g->phases[p] & (1ull << last))) last--;
             int best = -1;
-            for (int sl = 0; sl < n; sl++)
-                if (free_after[sl] <= phase && (best < 0 || (slot_bytes[sl] >= size) > (slot_bytes[best] >= size)))
-                    best = sl;
+            for (int sl = 0; sl < n && best < 0; sl++)
+                if (free_after[sl] <= phase && slot_bytes[sl] == size) best = sl;
             if (best < 0) {
                 best = n++;
-                slot_bytes[best] = size;
-            } else if (slot_bytes[best] < size) {
                 slot_bytes[best] = size;
             }
             g->slot[p] = best;

@@ -1265,7 +1265,7 @@ Test(emulated, long_reductions_split_with_default_constants) {
  * complex product whose tree multiplied inf + 0i by the identity (8615,
  * bench/results/gpu-2026-11-27-diff4). */
 Test(emulated, gpu_diff_seeds) {
-    static const uint64_t seeds[] = {8615, 32981, 34794, 37686, 43632, 126802};
+    static const uint64_t seeds[] = {8615, 32981, 34794, 37686, 43632, 126802, 29149};
     emu_set s;
     set_open(&s, "gpu_diff_seeds", &(emu_cfg){8, 4, 3, true, false, false});
     for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
