@@ -12,7 +12,9 @@
  * column-major, so C = A B is computed as C^T = B^T A^T, which reads the same bytes with no
  * transpose. Batches that broadcast become strided batches (stride 0 for a broadcast
  * operand) after merging batch dims that step uniformly; what cannot merge is a loop. A batch
- * of A times one shared B is a single GEMM with the batch folded into A's rows. f16 and bf16
+ * of A times one shared B is a single GEMM with the batch folded into A's rows. An operand
+ * given as the transpose of a stored matrix (x.T: fusion stores x, not x.T) is read through
+ * cuBLAS's transpose flag. f16 and bf16
  * accumulate in f32 and round once; f32 uses the default math mode (no TF32), so results stay
  * within f32 tolerances of the host reference. Operands of another dtype than the result's
  * (mixed-dtype or integer matmuls) and empty inner dimensions have no library path here:
@@ -308,41 +310,47 @@ static bool gemm_types_of(fc_dtype t, gemm_types *g) {
 static bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
 /* One (strided-batched) row-major GEMM: count products C_b[M, N] = A_b[M, K] B_b[K, N] with
- * element strides sa, sb, sc between batches. */
+ * element strides sa, sb, sc between batches. ta / tb: the operand's buffer holds its
+ * transpose (A as K x M, B as N x K, row-major: x.T given to a matmul), read through cuBLAS's
+ * transpose flag. */
 static fc_status gemm(fc_ctx *ctx, lib_state *s, const gemm_types *g, int64_t M, int64_t N,
-                      int64_t K, CUdeviceptr A, int64_t sa, CUdeviceptr B, int64_t sb,
-                      CUdeviceptr C, int64_t sc, int64_t count) {
+                      int64_t K, CUdeviceptr A, int64_t sa, bool ta, CUdeviceptr B, int64_t sb,
+                      bool tb, CUdeviceptr C, int64_t sc, int64_t count) {
     const void *one = &g->one, *zero = &g->zero;
-    /* column-major C^T[N, M] = B^T[N, K] A^T[K, M]: leading dimensions N, K, N */
+    /* column-major C^T[N, M] = B^T[N, K] A^T[K, M]: a row-major buffer read column-major is
+     * its transpose, so B's buffer is B^T (leading dimension N) and A's is A^T (K); a buffer
+     * holding B^T reads as B (K x N, leading dimension K), whose transpose flag gives B^T, and
+     * one holding A^T reads as A (M x K, leading dimension M). */
     const void *pa = (const void *)(uintptr_t)B, *pb = (const void *)(uintptr_t)A;
     void *pc = (void *)(uintptr_t)C;
+    cublasOperation_t oa = tb ? CUBLAS_OP_T : CUBLAS_OP_N, ob = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+    int64_t lda = tb ? K : N, ldb = ta ? M : K;
     bool small = fits_int(M) && fits_int(N) && fits_int(K) && fits_int(count);
     if (count == 1) {
         if (small)
-            return BLAS(ctx, GemmEx, (s->blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)N, (int)M, (int)K,
-                                      one, pa, g->data, (int)N, pb, g->data, (int)K, zero, pc,
-                                      g->data, (int)N, g->compute, CUBLAS_GEMM_DEFAULT));
+            return BLAS(ctx, GemmEx, (s->blas, oa, ob, (int)N, (int)M, (int)K, one, pa, g->data,
+                                      (int)lda, pb, g->data, (int)ldb, zero, pc, g->data, (int)N,
+                                      g->compute, CUBLAS_GEMM_DEFAULT));
         if (blas.GemmEx_64)
-            return BLAS(ctx, GemmEx_64, (s->blas, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, one, pa,
-                                         g->data, N, pb, g->data, K, zero, pc, g->data, N,
-                                         g->compute, CUBLAS_GEMM_DEFAULT));
+            return BLAS(ctx, GemmEx_64, (s->blas, oa, ob, N, M, K, one, pa, g->data, lda, pb,
+                                         g->data, ldb, zero, pc, g->data, N, g->compute,
+                                         CUBLAS_GEMM_DEFAULT));
     } else {
         if (small)
             return BLAS(ctx, GemmStridedBatchedEx,
-                        (s->blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)N, (int)M, (int)K, one, pa,
-                         g->data, (int)N, sb, pb, g->data, (int)K, sa, zero, pc, g->data, (int)N,
-                         sc, (int)count, g->compute, CUBLAS_GEMM_DEFAULT));
+                        (s->blas, oa, ob, (int)N, (int)M, (int)K, one, pa, g->data, (int)lda, sb,
+                         pb, g->data, (int)ldb, sa, zero, pc, g->data, (int)N, sc, (int)count,
+                         g->compute, CUBLAS_GEMM_DEFAULT));
         if (blas.GemmStridedBatchedEx_64)
             return BLAS(ctx, GemmStridedBatchedEx_64,
-                        (s->blas, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, one, pa, g->data, N, sb, pb,
-                         g->data, K, sa, zero, pc, g->data, N, sc, count, g->compute,
-                         CUBLAS_GEMM_DEFAULT));
+                        (s->blas, oa, ob, N, M, K, one, pa, g->data, lda, sb, pb, g->data, ldb,
+                         sa, zero, pc, g->data, N, sc, count, g->compute, CUBLAS_GEMM_DEFAULT));
     }
     return FC_ERR_UNSUPPORTED; /* extents beyond int32 and no 64-bit API: the host does it */
 }
 
 static fc_status run_matmul(fc_ctx *ctx, lib_state *s, CUstream stream, const fc_array *a,
-                            const CUdeviceptr *in, CUdeviceptr out) {
+                            const CUdeviceptr *in, const bool *trans, CUdeviceptr out) {
     const fc_array *x = a->in[0], *y = a->in[1];
     fc_dtype t = (fc_dtype)a->dtype;
     gemm_types g;
@@ -399,10 +407,11 @@ static fc_status run_matmul(fc_ctx *ctx, lib_state *s, CUstream stream, const fc
     if (st != FC_OK) return st;
     int64_t es = (int64_t)fc_dtype_size(t);
     int64_t amat = M * K, bmat = K * N, cmat = M * N;
-    if (q == 0) return gemm(ctx, s, &g, M, N, K, in[0], 0, in[1], 0, out, 0, 1);
-    /* A batch of A against one shared B: one GEMM over the stacked rows of A. */
-    if (q == 1 && str[1][0] == 0 && str[0][0] == 1)
-        return gemm(ctx, s, &g, M * ext[0], N, K, in[0], 0, in[1], 0, out, 0, 1);
+    if (q == 0) return gemm(ctx, s, &g, M, N, K, in[0], 0, trans[0], in[1], 0, trans[1], out, 0, 1);
+    /* A batch of A against one shared B: one GEMM over the stacked rows of A (not when A's
+     * matrices are stored transposed: their rows do not stack). */
+    if (q == 1 && str[1][0] == 0 && str[0][0] == 1 && !trans[0])
+        return gemm(ctx, s, &g, M * ext[0], N, K, in[0], 0, false, in[1], 0, trans[1], out, 0, 1);
     /* dim 0 (innermost) is the strided batch; the rest is a loop */
     int64_t idx[FC_MAX_DIMS] = {0};
     for (;;) {
@@ -413,7 +422,7 @@ static fc_status run_matmul(fc_ctx *ctx, lib_state *s, CUstream stream, const fc
             oc += idx[d] * str[2][d];
         }
         st = gemm(ctx, s, &g, M, N, K, in[0] + (CUdeviceptr)(oa * amat * es), str[0][0] * amat,
-                  in[1] + (CUdeviceptr)(ob * bmat * es), str[1][0] * bmat,
+                  trans[0], in[1] + (CUdeviceptr)(ob * bmat * es), str[1][0] * bmat, trans[1],
                   out + (CUdeviceptr)(oc * cmat * es), str[2][0] * cmat, ext[0]);
         if (st != FC_OK) return st;
         int d = 1;
@@ -553,11 +562,20 @@ fc_status fcr_lib_run(fc_ctx *ctx, void **state, CUstream stream, const fcp_kern
     if (k->kind != FCP_KERNEL_LIB || k->nout != 1 || k->outs[0]->nin > 2)
         return fcg_error(ctx, FC_ERR_BACKEND, "library call: not a library kernel (fusec bug)");
     const fc_array *a = k->outs[0];
-    /* Leaves are the distinct buffers in order of first use: matmul(x, x) has one. */
+    /* Leaves are the distinct buffers in order of first use: matmul(x, x) has one. A matmul
+     * operand that transposes a matrix (fcg_matrix_transpose_of) and was not stored is read
+     * from its source's buffer with the transpose flag (fusion stored the source). */
     CUdeviceptr args[2] = {0, 0};
+    bool trans[2] = {false, false};
     for (int j = 0; j < a->nin; j++) {
         int l = 0;
         while (l < k->nleaf && k->leaves[l] != a->in[j]) l++;
+        const fc_array *src = a->op == FCG_OP_MATMUL ? fcg_matrix_transpose_of(a->in[j]) : NULL;
+        if (l == k->nleaf && src) {
+            for (l = 0; l < k->nleaf && k->leaves[l] != src; l++) {
+            }
+            trans[j] = l < k->nleaf;
+        }
         if (l == k->nleaf)
             return fcg_error(ctx, FC_ERR_BACKEND, "%s: input %d is not a buffer of the kernel "
                              "(fusec bug)", fcg_ops[a->op].pyname, j);
@@ -569,6 +587,6 @@ fc_status fcr_lib_run(fc_ctx *ctx, void **state, CUstream stream, const fcp_kern
     lib_state *s = NULL;
     fc_status st = get_state(ctx, state, &s);
     if (st != FC_OK) return st;
-    if (a->op == FCG_OP_MATMUL) return run_matmul(ctx, s, stream, a, args, out);
+    if (a->op == FCG_OP_MATMUL) return run_matmul(ctx, s, stream, a, args, trans, out);
     return run_fft(ctx, s, stream, a, args[0], out);
 }

@@ -516,6 +516,10 @@ fc_status fcg_axes_mask(fc_ctx *ctx, const char *opname, int ndim, const int64_t
 /* A RESHAPE that only inserts or removes extent-1 axes: the other axes map in order, so
  * fusion and codegen can treat it as index-preserving. */
 bool fcg_unit_reshape(const fc_array *a);
+/* The array a transposes when a is a PERMUTE that swaps the last two axes and keeps the others
+ * in place (x.T of a matrix, swapaxes(x, -1, -2) of a stack), else NULL: a matmul reads such an
+ * operand as its source's buffer with cuBLAS's transpose flag instead of a copy. */
+fc_array *fcg_matrix_transpose_of(const fc_array *a);
 /* "[4096, 1024]" into buf (at least 200 bytes); returns buf. */
 char *fcg_shape_str(char *buf, int ndim, const int64_t *shape);
 

@@ -879,6 +879,15 @@ fc_array *fc_matmul(fc_array *a, fc_array *b) {
     return fcg_make(ctx, FCG_OP_MATMUL, dt, dt, false, nd, shape, 2, in, NULL);
 }
 
+fc_array *fcg_matrix_transpose_of(const fc_array *a) {
+    if (!a || a->op != FCG_OP_PERMUTE || a->ndim < 2 || a->nin != 1 || fcg_has_value(a))
+        return NULL;
+    int n = a->ndim;
+    for (int d = 0; d < n - 2; d++)
+        if (a->p.a[d] != d) return NULL;
+    return a->p.a[n - 2] == n - 1 && a->p.a[n - 1] == n - 2 ? a->in[0] : NULL;
+}
+
 bool fcg_unit_reshape(const fc_array *a) {
     const fc_array *src = a->in[0];
     int i = 0, j = 0;

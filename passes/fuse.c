@@ -726,11 +726,23 @@ static fc_status fuse(fc_ctx *ctx, fcp_plan *p) {
         fc_array *a = s.ord[i];
         if (is_leaf(a) || !is_lib(a)) continue;
         s.mat[i] = 1;
-        for (int k = 0; k < a->nin; k++)
-            if (!is_leaf(a->in[k]) && !s.mat[ix(&s, a->in[k])]) {
-                s.mat[ix(&s, a->in[k])] = 1;
-                s.why[ix(&s, a->in[k])] = "input of a library call, which reads stored buffers";
+        for (int k = 0; k < a->nin; k++) {
+            /* A matmul reads a transposed operand's source with cuBLAS's transpose flag. */
+            fc_array *in = a->in[k];
+            fc_array *src = a->op == FCG_OP_MATMUL ? fcg_matrix_transpose_of(in) : NULL;
+            if (src && !s.mat[ix(&s, in)]) {
+                if (!is_leaf(src) && !s.mat[ix(&s, src)]) {
+                    s.mat[ix(&s, src)] = 1;
+                    s.why[ix(&s, src)] = "read transposed by a matmul (a cuBLAS flag, not a copy), "
+                                         "which reads stored buffers";
+                }
+                continue;
             }
+            if (!is_leaf(in) && !s.mat[ix(&s, in)]) {
+                s.mat[ix(&s, in)] = 1;
+                s.why[ix(&s, in)] = "input of a library call, which reads stored buffers";
+            }
+        }
     }
     /* Scans are kernels of their own: their consumers read them from memory. */
     for (size_t i = 0; i < n; i++)

@@ -242,6 +242,69 @@ Test(gpu_lib, matmul_fused_neighbours_views_and_aliases) {
     fc_scope_close(s1);
 }
 
+static void swap_last_dims(fc_shape *s) {
+    int64_t e = s->dim[s->ndim - 1];
+    s->dim[s->ndim - 1] = s->dim[s->ndim - 2];
+    s->dim[s->ndim - 2] = e;
+}
+
+/* swapaxes(x, -1, -2): what a matmul reads with cuBLAS's transpose flag. */
+static fc_array *swap_last(fc_array *x) {
+    fc_shape s = fc_array_shape(x);
+    fc_axes perm;
+    memset(&perm, 0, sizeof perm);
+    perm.n = s.ndim;
+    for (int d = 0; d < s.ndim; d++) perm.axis[d] = d;
+    perm.axis[s.ndim - 2] = s.ndim - 1;
+    perm.axis[s.ndim - 1] = s.ndim - 2;
+    return fc_permute(x, perm);
+}
+
+/* Transposed operands (x.T, swapaxes of a stack) are read through cuBLAS's transpose flags,
+ * not copied: every float dtype, batched, broadcast and shared operands, either side or both,
+ * stored sources (a value) and computed ones (exp(x), stored by fusion for the call). */
+Test(gpu_lib, matmul_transposed_operands) {
+    SKIP_WITHOUT_GPU("matmul_transposed_operands");
+    static const mm_case cases[] = { /* the logical shapes of A and B */
+        {FC_SHAPE(33, 17), FC_SHAPE(17, 29)},
+        {FC_SHAPE(1, 1), FC_SHAPE(1, 5)},
+        {FC_SHAPE(3, 4, 5), FC_SHAPE(3, 5, 6)},
+        {FC_SHAPE(2, 1, 4, 5), FC_SHAPE(3, 5, 6)},
+        {FC_SHAPE(2, 3, 4, 5), FC_SHAPE(5, 6)},  /* one B for every A */
+        {FC_SHAPE(4, 5), FC_SHAPE(2, 3, 5, 6)},  /* one A for every B */
+        {FC_SHAPE(96, 200), FC_SHAPE(200, 72)},
+    };
+    rng_state = 4;
+    char what[256], sa[64], sb[64];
+    for (int di = 0; di < NFLOAT; di++)
+        for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+            for (int how = 1; how < 8; how++) { /* bit 0: A transposed, 1: B, 2: computed */
+                fc_dtype t = float_dtypes[di];
+                bool ta = how & 1, tb = how & 2, computed = how & 4;
+                if (!ta && !tb) continue;
+                fc_scope *s1 = fc_scope_open(hc), *s2 = fc_scope_open(gc);
+                fc_shape as = cases[c].a, bs = cases[c].b;
+                if (ta) swap_last_dims(&as);
+                if (tb) swap_last_dims(&bs);
+                pair a = input(t, as), b = input(t, bs);
+                if (computed) {
+                    a.h = fc_negative(a.h), a.g = fc_negative(a.g);
+                    b.h = fc_negative(b.h), b.g = fc_negative(b.g);
+                }
+                if (ta) a.h = swap_last(a.h), a.g = swap_last(a.g);
+                if (tb) b.h = swap_last(b.h), b.g = swap_last(b.g);
+                shape_text(sa, sizeof sa, cases[c].a);
+                shape_text(sb, sizeof sb, cases[c].b);
+                snprintf(what, sizeof what, "matmul %s%s @ %s%s %s%s", sa,
+                         ta ? " (stored .T)" : "", sb, tb ? " (stored .T)" : "",
+                         fc_dtype_name(t), computed ? ", computed" : "");
+                int64_t k = cases[c].a.dim[cases[c].a.ndim - 1];
+                compare(fc_matmul(a.h, b.h), fc_matmul(a.g, b.g), TOL_MATMUL, k, what);
+                fc_scope_close(s2);
+                fc_scope_close(s1);
+            }
+}
+
 /* What cuBLAS does not do runs on the host inside the CUDA backend, and still matches. */
 Test(gpu_lib, matmul_host_fallbacks) {
     SKIP_WITHOUT_GPU("matmul_host_fallbacks");
