@@ -154,7 +154,7 @@ typedef enum fcf_fkind {
     FK_CAST, FK_REDUCE, FK_ARG, FK_NORM, FK_RESHAPE, FK_TRANSPOSE, FK_BROADCAST,
     FK_EXPAND, FK_SQUEEZE, FK_FLIP, FK_PAD, FK_CONCAT, FK_STACK, FK_MATMUL, FK_FILL, FK_FULL,
     FK_LIKE, FK_FULL_LIKE, FK_ARANGE, FK_LINSPACE, FK_EYE, FK_RANDOM, FK_COMPLEX, FK_FFT,
-    FK_RAVEL, FK_COMPOSITE, FK_SCAN, FK_TAKE, FK_SCATTER,
+    FK_RAVEL, FK_COMPOSITE, FK_SCAN, FK_TAKE, FK_SCATTER, FK_FFTN, FK_FFTFREQ, FK_FFTSHIFT,
     FK_EW_KERNEL, FK_RED_KERNEL /* user kernel declarations: a binding's whole right side */
 } fcf_fkind;
 
@@ -256,8 +256,26 @@ static const fcf_func fcf_funcs[] = {
     {"flatnonzero", FK_SCATTER, 7, 1, 1, {"a"}},
     {"argwhere", FK_SCATTER, 8, 1, 1, {"a"}},
     {"put_along_axis", FK_SCATTER, 9, 4, 4, {"arr", "indices", "values", "axis"}},
-    {"fft", FK_FFT, FCG_OP_FFT, 4, 1, {"a", "n", "axis", "norm"}},
-    {"ifft", FK_FFT, FCG_OP_IFFT, 4, 1, {"a", "n", "axis", "norm"}},
+    /* np.fft (graph/fft.c): op 0-5 fft, ifft, rfft, irfft, hfft, ihfft; FK_FFTN's 0-3 fftn,
+     * ifftn, rfftn, irfftn, 4-7 the same over axes (-2, -1) by default (fft2, ...) */
+    {"fft", FK_FFT, 0, 4, 1, {"a", "n", "axis", "norm"}},
+    {"ifft", FK_FFT, 1, 4, 1, {"a", "n", "axis", "norm"}},
+    {"rfft", FK_FFT, 2, 4, 1, {"a", "n", "axis", "norm"}},
+    {"irfft", FK_FFT, 3, 4, 1, {"a", "n", "axis", "norm"}},
+    {"hfft", FK_FFT, 4, 4, 1, {"a", "n", "axis", "norm"}},
+    {"ihfft", FK_FFT, 5, 4, 1, {"a", "n", "axis", "norm"}},
+    {"fftn", FK_FFTN, 0, 4, 1, {"a", "s", "axes", "norm"}},
+    {"ifftn", FK_FFTN, 1, 4, 1, {"a", "s", "axes", "norm"}},
+    {"rfftn", FK_FFTN, 2, 4, 1, {"a", "s", "axes", "norm"}},
+    {"irfftn", FK_FFTN, 3, 4, 1, {"a", "s", "axes", "norm"}},
+    {"fft2", FK_FFTN, 4, 4, 1, {"a", "s", "axes", "norm"}},
+    {"ifft2", FK_FFTN, 5, 4, 1, {"a", "s", "axes", "norm"}},
+    {"rfft2", FK_FFTN, 6, 4, 1, {"a", "s", "axes", "norm"}},
+    {"irfft2", FK_FFTN, 7, 4, 1, {"a", "s", "axes", "norm"}},
+    {"fftfreq", FK_FFTFREQ, 0, 2, 1, {"n", "d"}},
+    {"rfftfreq", FK_FFTFREQ, 1, 2, 1, {"n", "d"}},
+    {"fftshift", FK_FFTSHIFT, 0, 2, 1, {"x", "axes"}},
+    {"ifftshift", FK_FFTSHIFT, 1, 2, 1, {"x", "axes"}},
     {"zeros", FK_FILL, 0, 2, 1, {"shape", "dtype"}},
     {"ones", FK_FILL, 1, 2, 1, {"shape", "dtype"}},
     {"empty", FK_FILL, 2, 2, 1, {"shape", "dtype"}},
@@ -332,11 +350,11 @@ static const struct {
     {"bitwise_right_shift", "right_shift"},
 };
 
-/* The string values of pad's mode (in fc_pad_mode's order) and of fft's norm. */
+/* The string values of pad's mode (in fc_pad_mode's order) and of fft's norm (fc_fft_norm's). */
 static const char *const fcf_pad_modes[] = {"constant", "edge", "reflect", "symmetric"};
 static const char *const fcf_take_modes[] = {"raise", "wrap", "clip"}; /* fc_take_mode's order */
 static const char *const fcf_scatter_modes[] = {"raise", "wrap", "clip", "drop"};
-static const char fcf_fft_norm[] = "backward";
+static const char *const fcf_fft_norms[] = {"backward", "ortho", "forward"};
 
 /* Reserved words. Each spelling maps to what it means; parse_name dispatches on the meaning. */
 typedef enum fcf_kw { KW_TRUE, KW_FALSE, KW_NONE, KW_INF, KW_NAN, KW_INPUT, KW_OUT } fcf_kw;
@@ -689,8 +707,7 @@ void fcf_names(fcf_name_fn visit, void *user) {
         visit(user, FCF_STRING, fcf_take_modes[i], "take");
     for (size_t i = 0; i < FCF_COUNT(fcf_scatter_modes); i++)
         visit(user, FCF_STRING, fcf_scatter_modes[i], "scatter_add");
-    visit(user, FCF_STRING, fcf_fft_norm, "fft");
-    visit(user, FCF_STRING, fcf_fft_norm, "ifft");
+    for (size_t i = 0; i < FCF_COUNT(fcf_fft_norms); i++) visit(user, FCF_STRING, fcf_fft_norms[i], "fft");
     for (size_t i = 0; i < FCF_COUNT(fcf_methods); i++) {
         const fcf_method *m = &fcf_methods[i];
         if (method_is_attr(m)) {
@@ -2876,7 +2893,7 @@ static fc_status eval_call(fcf_builder *b, const fcf_expr *e, fcf_value *out) {
     switch (fn->kind) {
     case FK_CAST: case FK_REDUCE: case FK_ARG: case FK_NORM: case FK_RESHAPE: case FK_TRANSPOSE:
     case FK_BROADCAST: case FK_EXPAND: case FK_SQUEEZE: case FK_FLIP: case FK_PAD: case FK_LIKE:
-    case FK_FULL_LIKE: case FK_FFT: case FK_RAVEL: case FK_SCAN:
+    case FK_FULL_LIKE: case FK_FFT: case FK_RAVEL: case FK_SCAN: case FK_FFTN: case FK_FFTSHIFT:
         if ((st = eval_array_arg(b, e, 0, &x)) != FC_OK) return st;
         break;
     default: break;
@@ -3025,23 +3042,63 @@ static fc_status eval_call(fcf_builder *b, const fcf_expr *e, fcf_value *out) {
         return bcheck(b, e, fn->kind == FK_CONCAT ? fc_concatenate(ctx, arrays, n, axis)
                                                  : fc_stack(ctx, arrays, n, axis), out);
     }
-    case FK_FFT: {
-        /* np.fft.fft(a, n=None, axis=-1, norm=None): n must stay None, norm "backward" */
-        int axis = -1;
-        if ((st = eval_arg(b, e, 1, &v[1], V_NONE)) != FC_OK) return st;
-        if (v[1].kind != V_NONE)
-            return berr(b, arg_pos(e, 1), FC_ERR_UNSUPPORTED,
-                        "%s: n (cropping or zero-padding) is not supported; n must be None",
-                        fn->name);
-        if ((st = eval_arg(b, e, 2, &v[2], V_NONE)) != FC_OK) return st;
-        if (v[2].kind != V_NONE &&
-            (st = to_small_int(b, arg_pos(e, 2), &v[2], "axis", &axis)) != FC_OK)
-            return st;
+    case FK_FFT: case FK_FFTN: {
+        /* np.fft.fft(a, n=None, axis=-1, norm=None) and kin; fftn(a, s=None, axes=None, ...) */
+        fc_fft_norm norm = FC_FFT_BACKWARD;
         if ((st = eval_arg(b, e, 3, &v[3], V_NONE)) != FC_OK) return st;
-        if (v[3].kind != V_NONE && !(v[3].kind == V_STR && strcmp(v[3].s, fcf_fft_norm) == 0))
-            return berr(b, arg_pos(e, 3), FC_ERR_UNSUPPORTED,
-                        "%s: norm must be None or \"backward\"", fn->name);
-        return bcheck(b, e, fn->op == FCG_OP_FFT ? fc_fft(x, axis) : fc_ifft(x, axis), out);
+        if (v[3].kind != V_NONE) {
+            int k = -1;
+            for (int i = 0; v[3].kind == V_STR && i < (int)FCF_COUNT(fcf_fft_norms); i++)
+                if (strcmp(v[3].s, fcf_fft_norms[i]) == 0) k = i;
+            if (k < 0)
+                return berr(b, arg_pos(e, 3), FC_ERR_VALUE, "%s: norm must be None, "
+                            "\"backward\", \"ortho\" or \"forward\"", fn->name);
+            norm = (fc_fft_norm)k;
+        }
+        if ((st = eval_arg(b, e, 1, &v[1], V_NONE)) != FC_OK) return st;
+        if ((st = eval_arg(b, e, 2, &v[2], V_NONE)) != FC_OK) return st;
+        if (fn->kind == FK_FFT) {
+            int64_t n = 0;
+            int axis = -1;
+            if (v[1].kind != V_NONE && (st = to_int(b, arg_pos(e, 1), &v[1], "n", &n)) != FC_OK)
+                return st;
+            if (v[1].kind != V_NONE && n < 1)
+                return berr(b, arg_pos(e, 1), FC_ERR_VALUE, "%s: invalid number of FFT data "
+                            "points (%lld) specified", fn->name, (long long)n);
+            if (v[2].kind != V_NONE &&
+                (st = to_small_int(b, arg_pos(e, 2), &v[2], "axis", &axis)) != FC_OK)
+                return st;
+            fc_array *(*const f[])(fc_array *, int64_t, int, fc_fft_norm) = {
+                fc_fft_n, fc_ifft_n, fc_rfft, fc_irfft, fc_hfft, fc_ihfft};
+            return bcheck(b, e, f[fn->op](x, n, axis, norm), out);
+        }
+        int64_t sz[FC_MAX_DIMS];
+        int ns = 0;
+        fc_axes axes;
+        if (v[1].kind != V_NONE &&
+            (st = to_int_list(b, arg_pos(e, 1), &v[1], "s", FC_MAX_DIMS, sz, &ns)) != FC_OK)
+            return st;
+        if ((st = to_axes(b, arg_pos(e, 2), &v[2], &axes)) != FC_OK) return st;
+        if (fn->op >= 4 && axes.n < 0) axes = FC_AXES(-2, -1); /* fft2 and kin */
+        fc_array *(*const f[])(fc_array *, int, const int64_t *, fc_axes, fc_fft_norm) = {
+            fc_fftn, fc_ifftn, fc_rfftn, fc_irfftn};
+        return bcheck(b, e, f[fn->op % 4](x, ns, sz, axes, norm), out);
+    }
+    case FK_FFTFREQ: {
+        int64_t n = 0;
+        double d = 1.0;
+        if ((st = eval_arg(b, e, 0, &v[0], V_NONE)) != FC_OK) return st;
+        if ((st = to_int(b, arg_pos(e, 0), &v[0], "n", &n)) != FC_OK) return st;
+        if ((st = eval_arg(b, e, 1, &v[1], V_NONE)) != FC_OK) return st;
+        if (v[1].kind != V_NONE && (st = to_double(b, arg_pos(e, 1), &v[1], "d", &d)) != FC_OK)
+            return st;
+        return bcheck(b, e, fn->op ? fc_rfftfreq(b->ctx, n, d) : fc_fftfreq(b->ctx, n, d), out);
+    }
+    case FK_FFTSHIFT: {
+        fc_axes axes;
+        if ((st = eval_arg(b, e, 1, &v[1], V_NONE)) != FC_OK) return st;
+        if ((st = to_axes(b, arg_pos(e, 1), &v[1], &axes)) != FC_OK) return st;
+        return bcheck(b, e, fn->op ? fc_ifftshift(x, axes) : fc_fftshift(x, axes), out);
     }
     case FK_TAKE: { /* op 1: take_along_axis, whose axis defaults to -1 (NumPy 2); op 2:
                        searchsorted */

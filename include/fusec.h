@@ -1048,6 +1048,45 @@ FC_API fc_array *fc_matmul(fc_array *a, fc_array *b);
 FC_API fc_array *fc_fft(fc_array *a, int axis);
 FC_API fc_array *fc_ifft(fc_array *a, int axis);
 
+/** np.fft's normalisations: backward (the default: the inverse transforms scale by 1 / n),
+ *  ortho (both directions by 1 / sqrt(n)), forward (the forward transforms by 1 / n). The
+ *  factor is NumPy's, rounded to the transform's real dtype (f32 for c64 results). */
+typedef enum fc_fft_norm { FC_FFT_BACKWARD = 0, FC_FFT_ORTHO, FC_FFT_FORWARD } fc_fft_norm;
+/** The np.fft family along one axis, with NumPy 2's names, dtypes and defaults: n > 0 crops
+ *  or zero-pads the input along `axis` to n points (n = 0 is NumPy's None: the axis length,
+ *  and for irfft / hfft 2 (m - 1) output points from m inputs). fft / ifft: complex results
+ *  as fc_fft's; rfft: the n / 2 + 1 non-negative frequencies of a real input (a complex one
+ *  is FC_ERR_DTYPE); irfft: n real points from a half spectrum (the imaginary parts of its
+ *  first value and, for an even n, of its value n / 2 are ignored, as NumPy's); hfft / ihfft:
+ *  the transforms of a Hermitian-symmetric signal (irfft of conj(a), conj of rfft, the norm's
+ *  direction swapped). Built from fc_fft / fc_ifft: the cropping, padding, conjugations,
+ *  slicing and scaling fuse with the kernels around the library call.
+ *  @return as poisoned arrays: FC_ERR_AXIS, FC_ERR_VALUE (fewer than one point: n < 0, an
+ *  empty axis, irfft of a single value; a bad norm), FC_ERR_DTYPE. */
+FC_API fc_array *fc_fft_n(fc_array *a, int64_t n, int axis, fc_fft_norm norm);
+FC_API fc_array *fc_ifft_n(fc_array *a, int64_t n, int axis, fc_fft_norm norm);
+FC_API fc_array *fc_rfft(fc_array *a, int64_t n, int axis, fc_fft_norm norm);
+FC_API fc_array *fc_irfft(fc_array *a, int64_t n, int axis, fc_fft_norm norm);
+FC_API fc_array *fc_hfft(fc_array *a, int64_t n, int axis, fc_fft_norm norm);
+FC_API fc_array *fc_ihfft(fc_array *a, int64_t n, int axis, fc_fft_norm norm);
+/** np.fft.fftn / ifftn / rfftn / irfftn (fft2 and kin: axes FC_AXES(-2, -1)): s (ns extents,
+ *  ns = 0 for NumPy's None) sizes the transformed axes as n does one; axes FC_ALL is NumPy's
+ *  None (the last ns axes, or every axis when ns = 0). rfftn transforms its last axis as rfft,
+ *  irfftn as irfft (2 (m - 1) points by default), the others as fft / ifft. */
+FC_API fc_array *fc_fftn(fc_array *a, int ns, const int64_t *s, fc_axes axes, fc_fft_norm norm);
+FC_API fc_array *fc_ifftn(fc_array *a, int ns, const int64_t *s, fc_axes axes, fc_fft_norm norm);
+FC_API fc_array *fc_rfftn(fc_array *a, int ns, const int64_t *s, fc_axes axes, fc_fft_norm norm);
+FC_API fc_array *fc_irfftn(fc_array *a, int ns, const int64_t *s, fc_axes axes,
+                           fc_fft_norm norm);
+/** np.fft.fftfreq(n, d) / rfftfreq(n, d): the sample frequencies, f64 (n >= 1, d != 0, else
+ *  FC_ERR_VALUE). */
+FC_API fc_array *fc_fftfreq(fc_ctx *ctx, int64_t n, double d);
+FC_API fc_array *fc_rfftfreq(fc_ctx *ctx, int64_t n, double d);
+/** np.fft.fftshift / ifftshift over `axes` (FC_ALL: every axis): the zero frequency to the
+ *  centre and back (a roll by n / 2, -(n / 2)). */
+FC_API fc_array *fc_fftshift(fc_array *a, fc_axes axes);
+FC_API fc_array *fc_ifftshift(fc_array *a, fc_axes axes);
+
 /* ---------------------------------------------------------------------------------------- */
 /* User kernels, as CuPy's ElementwiseKernel and ReductionKernel. A call is a node of the lazy */
 /* graph like any op: it fuses with the ops around it into one generated kernel, and its     */

@@ -886,13 +886,38 @@ static fc_array *rd_matmul(rd *r) {
 }
 
 /* fft or ifft along a random axis (a library call, like matmul; a real input is cast to
- * complex first, and an empty axis is refused, as NumPy refuses it). */
+ * complex first, and an empty axis is refused, as NumPy refuses it); or a member of the
+ * np.fft family (graph/fft.c's composites: n, norm, the real and n-dimensional transforms,
+ * the shifts), whose refusals (a complex rfft, too few points) are discarded like any. */
 static fc_array *rd_fft(rd *r) {
     fc_array *a = rd_pick(r);
     int nd = fc_array_ndim(a);
     if (nd == 0) return NULL;
     int axis = rd_range(r, -nd, nd - 1);
-    return rd_chance(r, 50) ? fc_fft(a, axis) : fc_ifft(a, axis);
+    int kind = rd_below(r, 4);
+    if (kind < 2) return kind ? fc_fft(a, axis) : fc_ifft(a, axis);
+    fc_fft_norm norm = (fc_fft_norm)rd_below(r, 3);
+    int64_t n = rd_chance(r, 50) ? 0 : rd_range(r, 1, 9);
+    bool real = !fcg_is_complex(fc_array_dtype(a));
+    if (kind == 2) {
+        switch (rd_below(r, 6)) {
+        case 0: return fc_fft_n(a, n, axis, norm);
+        case 1: return fc_ifft_n(a, n, axis, norm);
+        case 2: return real ? fc_rfft(a, n, axis, norm) : fc_hfft(a, n, axis, norm);
+        case 3: return fc_irfft(a, n, axis, norm);
+        case 4: return fc_hfft(a, n, axis, norm);
+        default: return real ? fc_ihfft(a, n, axis, norm) : fc_ifft_n(a, n, axis, norm);
+        }
+    }
+    fc_axes axes = nd >= 2 && rd_chance(r, 50) ? FC_AXES(0, -1) : FC_AXES(axis);
+    switch (rd_below(r, 6)) {
+    case 0: return fc_fftn(a, 0, NULL, axes, norm);
+    case 1: return fc_ifftn(a, 0, NULL, axes, norm);
+    case 2: return real ? fc_rfftn(a, 0, NULL, axes, norm) : fc_fftn(a, 0, NULL, FC_ALL, norm);
+    case 3: return fc_irfftn(a, 0, NULL, axes, norm);
+    case 4: return fc_fftshift(a, axes);
+    default: return fc_ifftshift(a, FC_ALL);
+    }
 }
 
 /* ---- the build -------------------------------------------------------------------------- */

@@ -18,6 +18,7 @@
 #include "fusec.h"
 #include "graph.h"
 #include "plan.h"
+#include "test_values.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -152,13 +153,16 @@ static void *need_values(table *t, fc_dtype dt, size_t n) {
 static fc_status status_named(const char *s) {
     if (strcmp(s, "FC_ERR_AXIS") == 0) return FC_ERR_AXIS;
     if (strcmp(s, "FC_ERR_SHAPE") == 0) return FC_ERR_SHAPE;
+    if (strcmp(s, "FC_ERR_VALUE") == 0) return FC_ERR_VALUE;
+    if (strcmp(s, "FC_ERR_DTYPE") == 0) return FC_ERR_DTYPE;
     cr_assert_fail("unknown status %s", s);
     return FC_OK;
 }
 
-Test(fft, host_matches_numpy) {
+/* The whole file as a string (malloc'd). */
+static char *slurp(const char *name) {
     char path[512];
-    snprintf(path, sizeof path, "%s/fft_numpy.txt", FUSEC_TEST_DATA_DIR);
+    snprintf(path, sizeof path, "%s/%s", FUSEC_TEST_DATA_DIR, name);
     FILE *f = fopen(path, "rb");
     cr_assert_not_null(f, "cannot open %s", path);
     fseek(f, 0, SEEK_END);
@@ -169,6 +173,11 @@ Test(fft, host_matches_numpy) {
     cr_assert_eq(fread(buf, 1, (size_t)len, f), (size_t)len);
     fclose(f);
     buf[len] = '\0';
+    return buf;
+}
+
+Test(fft, host_matches_numpy) {
+    char *buf = slurp("fft_numpy.txt");
     int cases = 0, errors = 0, failures = 0, lineno = 0;
     for (char *line = buf, *nl; line && *line; line = nl ? nl + 1 : NULL) {
         nl = strchr(line, '\n');
@@ -244,6 +253,120 @@ Test(fft, host_matches_numpy) {
     cr_log_info("fft_numpy.txt: %d cases, %d error cases, %d failures", cases, errors, failures);
     cr_expect_geq(cases, 300, "only %d cases", cases);
     cr_expect_geq(errors, 10, "only %d error cases", errors);
+    cr_assert_eq(failures, 0, "%d of %d cases disagree with NumPy", failures, cases);
+}
+
+/* `y = CALL` of an input x of dtype dt and shape sh (no input when has_x is false), as a .fc
+ * program through the public parser: the .fc spelling and the C functions at once. */
+static fc_array *family_call(const char *call, bool has_x, fc_dtype dt, fc_shape sh, void *in,
+                             int lineno, fc_status *status) {
+    char text[1024];
+    int len = 0;
+    if (has_x) {
+        len += snprintf(text, sizeof text, "x = input %s [", fc_dtype_name(dt));
+        for (int d = 0; d < sh.ndim; d++)
+            len += snprintf(text + len, sizeof text - (size_t)len, d ? ", %lld" : "%lld",
+                            (long long)sh.dim[d]);
+        len += snprintf(text + len, sizeof text - (size_t)len, "]\n");
+    }
+    len += snprintf(text + len, sizeof text - (size_t)len, "y = %s\nout y\n", call);
+    fc_program *prog = NULL;
+    cr_assert_eq(fc_program_parse(ctx, text, (size_t)len, "fft_family", &prog), FC_OK,
+                 "line %d: %s: %s", lineno, call, fc_errmsg(ctx));
+    fc_array *x = has_x ? fc_from_host(ctx, dt, sh, in) : NULL, *y = NULL;
+    *status = fc_program_build(prog, has_x ? &x : NULL, &y);
+    fc_program_destroy(prog);
+    if (*status == FC_OK && y) *status = fc_array_status(y);
+    return y;
+}
+
+/* np.fft's family (fft / ifft with n and norm, rfft, irfft, hfft, ihfft, fftn and kin,
+ * fftfreq, rfftfreq, fftshift, ifftshift) against NumPy 2: tests/data/fft_family.txt
+ * (tests/gen_fft.py). Every norm, real, integer, f16 and complex inputs, cropped and padded
+ * axes, default and explicit s / axes, and the errors NumPy raises. */
+Test(fft, family_matches_numpy) {
+    char *buf = slurp("fft_family.txt");
+    int cases = 0, errors = 0, failures = 0, lineno = 0;
+    for (char *line = buf, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+        nl = strchr(line, '\n');
+        if (nl) *nl = '\0';
+        lineno++;
+        if (*line == '#' || *line == '\0') continue;
+        table t = {NULL, true, line};
+        fc_scope *sc = fc_scope_open(ctx);
+        const char *call = need_word(&t);
+        if (strcmp(call, "err") == 0) {
+            call = need_word(&t);
+            fc_dtype dt = need_dtype(&t);
+            fc_shape sh = need_shape(&t);
+            fc_status want = status_named(need_word(&t));
+            size_t n = numel(sh);
+            void *in = calloc(n * fc_dtype_size(dt) + 1, 1);
+            fc_status got;
+            family_call(call, true, dt, sh, in, lineno, &got);
+            cr_expect_eq(got, want, "line %d: %s gave %s, not %s", lineno, call,
+                         fc_strerror(got), fc_strerror(want));
+            free(in);
+            errors++;
+            fc_clear_error(ctx);
+            fc_scope_close(sc);
+            continue;
+        }
+        const char *dname = need_word(&t);
+        bool has_x = strcmp(dname, "none") != 0;
+        fc_dtype dt = FC_F64;
+        fc_shape sh;
+        memset(&sh, 0, sizeof sh);
+        void *in = NULL;
+        if (has_x) {
+            cr_assert_eq(fc_dtype_from_name(dname, &dt), FC_OK, "bad dtype %s", dname);
+            sh = need_shape(&t);
+            in = need_values(&t, dt, numel(sh));
+        }
+        fc_dtype rdt = need_dtype(&t);
+        fc_shape rsh = need_shape(&t);
+        size_t n = numel(rsh);
+        void *ref = need_values(&t, rdt, n);
+        double rtol = strtod(need_word(&t), NULL), atol = strtod(need_word(&t), NULL);
+        fc_status st;
+        fc_array *y = family_call(call, has_x, dt, sh, in, lineno, &st);
+        cr_assert(st == FC_OK && y, "line %d: %s: %s", lineno, call, fc_errmsg(ctx));
+        cr_expect_eq(fc_array_dtype(y), rdt, "line %d: %s of %s gives %s, NumPy %s", lineno, call,
+                     dname, fc_dtype_name(fc_array_dtype(y)), fc_dtype_name(rdt));
+        fc_shape ys = fc_array_shape(y);
+        cr_assert(ys.ndim == rsh.ndim &&
+                      memcmp(ys.dim, rsh.dim, sizeof(int64_t) * (size_t)rsh.ndim) == 0,
+                  "line %d: %s: shape differs", lineno, call);
+        size_t es = fc_dtype_size(rdt);
+        unsigned char *got = malloc(n * es + 1);
+        memset(got, 0xA5, n * es + 1); /* poisoned */
+        cr_assert_eq(fc_read(y, got, 0, (int64_t)n), FC_OK, "%s", fc_errmsg(ctx));
+        int bad = 0, parts = fcg_is_complex(rdt) ? 2 : 1;
+        for (size_t i = 0; i < n && fcg_is_inexact(rdt); i++)
+            for (int q = 0; q < parts; q++) {
+                double g = tv_value_at(got, rdt, i, q), w = tv_value_at(ref, rdt, i, q);
+                if (fabs(g - w) <= atol + rtol * fabs(w)) continue;
+                if (!bad)
+                    cr_log_error("line %d: %s of %s: element %zu%s: got %.17g, NumPy %.17g "
+                                 "(atol %.3g)", lineno, call, dname, i, q ? " (imag)" : "", g,
+                                 w, atol);
+                bad++;
+            }
+        if (!fcg_is_inexact(rdt) && memcmp(got, ref, n * es) != 0) {
+            cr_log_error("line %d: %s of %s: the values differ", lineno, call, dname);
+            bad++;
+        }
+        failures += bad != 0;
+        cases++;
+        free(got);
+        free(in);
+        free(ref);
+        fc_scope_close(sc);
+    }
+    free(buf);
+    cr_log_info("fft_family.txt: %d cases, %d error cases, %d failures", cases, errors, failures);
+    cr_expect_geq(cases, 500, "only %d cases", cases);
+    cr_expect_geq(errors, 8, "only %d error cases", errors);
     cr_assert_eq(failures, 0, "%d of %d cases disagree with NumPy", failures, cases);
 }
 
@@ -433,15 +556,18 @@ Test(fft, fc_programs_parse_and_print) {
     fc_scope_close(sc);
 }
 
-Test(fft, fc_rejects_what_is_not_supported) {
+Test(fft, fc_rejects_bad_arguments) {
     static const char *const bad[] = {
-        "x = input c64 [8]\ny = fft(x, 4)\nout y\n",
-        "x = input c64 [8]\ny = fft(x, n=8)\nout y\n",
-        "x = input c64 [8]\ny = ifft(x, norm=\"ortho\")\nout y\n",
+        "x = input c64 [8]\ny = fft(x, 0)\nout y\n",
+        "x = input c64 [8]\ny = fft(x, n=-8)\nout y\n",
+        "x = input c64 [8]\ny = ifft(x, norm=\"sideways\")\nout y\n",
         "x = input c64 [8]\ny = fft(x, axis=1)\nout y\n",
+        "x = input c64 [8]\ny = rfft(x)\nout y\n",
+        "x = input c64 [8]\ny = fftfreq(0)\nout y\n",
+        "x = input c64 [8]\ny = fftfreq(4, d=0)\nout y\n",
     };
-    static const fc_status want[] = {FC_ERR_UNSUPPORTED, FC_ERR_UNSUPPORTED, FC_ERR_UNSUPPORTED,
-                                     FC_ERR_AXIS};
+    static const fc_status want[] = {FC_ERR_VALUE, FC_ERR_VALUE, FC_ERR_VALUE, FC_ERR_AXIS,
+                                     FC_ERR_DTYPE, FC_ERR_VALUE, FC_ERR_VALUE};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         fc_scope *sc = fc_scope_open(ctx);
         fc_program *prog = NULL;

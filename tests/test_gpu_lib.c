@@ -386,6 +386,55 @@ Test(gpu_lib, fft_axes_and_layouts) {
         }
 }
 
+/* The np.fft family (graph/fft.c's composites of the library transforms) on the GPU against
+ * the host: every member, every norm, cropped and padded axes, real, f16 and complex inputs. */
+Test(gpu_lib, fft_family_matches_the_host) {
+    SKIP_WITHOUT_GPU("fft_family_matches_the_host");
+    rng_state = 7;
+    static const fc_dtype dts[] = {FC_F32, FC_F64, FC_C64, FC_C128, FC_F16, FC_I32};
+    for (size_t di = 0; di < sizeof dts / sizeof *dts; di++)
+        for (int norm = 0; norm < 3; norm++) {
+            fc_scope *s1 = fc_scope_open(hc), *s2 = fc_scope_open(gc);
+            fc_dtype t = dts[di];
+            fc_fft_norm nm = (fc_fft_norm)norm;
+            bool real = !fcg_is_complex(t);
+            pair x = input(t, FC_SHAPE(24, 130));
+            char what[160];
+#define FAMILY(expr_h, expr_g, len, name)                                                        \
+    do {                                                                                         \
+        snprintf(what, sizeof what, "%s of %s, norm %d", name, fc_dtype_name(t), norm);          \
+        compare(expr_h, expr_g, TOL_FFT, len, what);                                             \
+    } while (0)
+            FAMILY(fc_fft_n(x.h, 200, 1, nm), fc_fft_n(x.g, 200, 1, nm), 200, "fft n=200");
+            FAMILY(fc_ifft_n(x.h, 17, 0, nm), fc_ifft_n(x.g, 17, 0, nm), 17, "ifft n=17 axis 0");
+            FAMILY(fc_irfft(x.h, 0, 1, nm), fc_irfft(x.g, 0, 1, nm), 258, "irfft");
+            FAMILY(fc_hfft(x.h, 33, 0, nm), fc_hfft(x.g, 33, 0, nm), 33, "hfft n=33 axis 0");
+            FAMILY(fc_fftn(x.h, 0, NULL, FC_ALL, nm), fc_fftn(x.g, 0, NULL, FC_ALL, nm), 24 * 130,
+                   "fftn");
+            FAMILY(fc_irfftn(x.h, 2, (const int64_t[]){20, 64}, FC_ALL, nm),
+                   fc_irfftn(x.g, 2, (const int64_t[]){20, 64}, FC_ALL, nm), 20 * 64,
+                   "irfftn s=[20, 64]");
+            if (real) {
+                FAMILY(fc_rfft(x.h, 0, 1, nm), fc_rfft(x.g, 0, 1, nm), 130, "rfft");
+                FAMILY(fc_ihfft(x.h, 9, 0, nm), fc_ihfft(x.g, 9, 0, nm), 9, "ihfft n=9 axis 0");
+                FAMILY(fc_rfftn(x.h, 0, NULL, FC_AXES(1, 0), nm),
+                       fc_rfftn(x.g, 0, NULL, FC_AXES(1, 0), nm), 24 * 130, "rfftn axes [1, 0]");
+            }
+#undef FAMILY
+            fc_scope_close(s2);
+            fc_scope_close(s1);
+        }
+    fc_scope *s1 = fc_scope_open(hc), *s2 = fc_scope_open(gc);
+    pair z = input(FC_C64, FC_SHAPE(6, 7));
+    compare(fc_fftshift(z.h, FC_ALL), fc_fftshift(z.g, FC_ALL), TOL_MATMUL, 0, "fftshift");
+    compare(fc_ifftshift(z.h, FC_AXES(1)), fc_ifftshift(z.g, FC_AXES(1)), TOL_MATMUL, 0,
+            "ifftshift axis 1");
+    compare(fc_fftfreq(hc, 9, 0.5), fc_fftfreq(gc, 9, 0.5), TOL_MATMUL, 0, "fftfreq");
+    compare(fc_rfftfreq(hc, 10, 2.0), fc_rfftfreq(gc, 10, 2.0), TOL_MATMUL, 0, "rfftfreq");
+    fc_scope_close(s2);
+    fc_scope_close(s1);
+}
+
 Test(gpu_lib, fft_round_trip_and_fused_neighbours) {
     SKIP_WITHOUT_GPU("fft_round_trip_and_fused_neighbours");
     rng_state = 6;
