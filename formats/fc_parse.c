@@ -1394,9 +1394,43 @@ static fcf_expr *parse_member(fcf_parser *p, fcf_expr *base) {
     return note_child(p, e, base) ? e : NULL;
 }
 
+/* NumPy's module prefixes: fft.rfft(x), random.normal(...), linalg.norm(x) name the function
+ * after the dot. Each admits the functions of its module only (np.fft's, np.random's draws,
+ * norm and matmul); the word is a prefix only where no variable of that name hides it. */
+static bool namespace_admits(const fcf_token *ns, const fcf_func *f) {
+    if (!f) return false;
+    if (word_is(ns->text, ns->len, "fft"))
+        return f->kind == FK_FFT || f->kind == FK_FFTN || f->kind == FK_FFTFREQ ||
+               f->kind == FK_FFTSHIFT;
+    if (word_is(ns->text, ns->len, "random")) return f->kind == FK_RANDOM;
+    if (word_is(ns->text, ns->len, "linalg")) return f->kind == FK_NORM || f->kind == FK_MATMUL;
+    return false;
+}
+
 static fcf_expr *parse_name(fcf_parser *p) {
     const fcf_token *t = cur(p);
     fcf_expr *e = NULL;
+    if (peek2(p)->kind == TK_DOT && p->pos + 3 < p->ntoks && p->toks[p->pos + 2].kind == TK_NAME &&
+        !name_find(p->prog, t->text, t->len) &&
+        (word_is(t->text, t->len, "fft") || word_is(t->text, t->len, "random") ||
+         word_is(t->text, t->len, "linalg"))) {
+        const fcf_token *fnt = &p->toks[p->pos + 2];
+        int ew_op;
+        if (!namespace_admits(t, func_lookup(fnt->text, fnt->len, &ew_op))) {
+            perr_at(p, fnt->line, fnt->col, "'%.*s' is not a function of %.*s", (int)fnt->len,
+                    fnt->text, (int)t->len, t->text);
+            return NULL;
+        }
+        if (p->toks[p->pos + 3].kind != TK_LPAREN) {
+            perr_at(p, fnt->line, fnt->col, "function '%.*s.%.*s' used without a call",
+                    (int)t->len, t->text, (int)fnt->len, fnt->text);
+            return NULL;
+        }
+        advance(p);
+        advance(p);
+        advance(p);
+        return parse_call(p, fnt, NULL, NULL);
+    }
     switch (keyword_lookup(t->text, t->len)) {
     case KW_TRUE:
     case KW_FALSE:

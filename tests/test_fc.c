@@ -663,6 +663,46 @@ Test(fc, programs_match_the_c_api) {
     }
 }
 
+/* NumPy's module prefixes name the same functions: fft.rfft(x) is rfft(x), random.normal(...)
+ * is normal(...), linalg.norm(x) is norm(x) (the same graph); a variable of a module's name
+ * is a variable. */
+Test(fc, module_prefixes_name_the_same_functions) {
+    static const char *const pairs[][2] = {
+        {"y = fft.rfft(x, norm=\"ortho\")", "y = rfft(x, norm=\"ortho\")"},
+        {"y = fft.fftshift(fft.irfft2(fft.fft2(x)))", "y = fftshift(irfft2(fft2(x)))"},
+        {"y = fft.fftfreq(8, d=0.5) + x[0, 0]", "y = fftfreq(8, d=0.5) + x[0, 0]"},
+        {"y = random.normal(0.0, 1.0, [4, 6], seed=3) * x", "y = normal(0.0, 1.0, [4, 6], seed=3) * x"},
+        {"y = linalg.norm(x, axis=1)", "y = norm(x, axis=1)"},
+        {"y = linalg.matmul(x, x.T)", "y = matmul(x, x.T)"},
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) {
+        fc_hash h[2];
+        for (int k = 0; k < 2; k++) {
+            char text[512];
+            int len = snprintf(text, sizeof text, "x = input f64 [4, 6]\n%s\nout y\n", pairs[i][k]);
+            fc_ctx *c = tu_host_ctx();
+            fc_program *prog = NULL;
+            cr_assert_eq(fc_program_parse(c, text, (size_t)len, "ns.fc", &prog), FC_OK, "%s: %s",
+                         pairs[i][k], fc_errmsg(c));
+            fc_array *x = fc_ones(c, FC_F64, FC_SHAPE(4, 6)), *y = NULL;
+            cr_assert_eq(fc_program_build(prog, &x, &y), FC_OK, "%s: %s", pairs[i][k], fc_errmsg(c));
+            cr_assert_eq(fc_graph_hash(&y, 1, &h[k]), FC_OK);
+            fc_program_destroy(prog);
+            fc_ctx_destroy(c);
+        }
+        cr_expect(hash_eq(h[0], h[1]), "%s and %s build different graphs", pairs[i][0],
+                  pairs[i][1]);
+    }
+    /* a variable named fft is a variable */
+    const char *text = "fft = input f64 [4, 6]\ny = fft.T + fft[0, 0]\nout y\n";
+    fc_ctx *c = tu_host_ctx();
+    fc_program *prog = NULL;
+    cr_assert_eq(fc_program_parse(c, text, strlen(text), "ns.fc", &prog), FC_OK, "%s",
+                 fc_errmsg(c));
+    fc_program_destroy(prog);
+    fc_ctx_destroy(c);
+}
+
 /* The values themselves, for one program: softmax rows sum to one and match a direct
  * computation in double (a check independent of the C API builder). */
 Test(fc, softmax_program_values) {
@@ -1125,6 +1165,10 @@ typedef struct bad_case {
 
 static const bad_case bad_cases[] = {
     {"", FC_ERR_PARSE, 1, 1, "expected an 'out' statement"},
+    {X4 "y = fft.matmul(x, x)\nout y\n", FC_ERR_PARSE, 2, 9, "'matmul' is not a function of fft"},
+    {X4 "y = linalg.rfft(x)\nout y\n", FC_ERR_PARSE, 2, 12, "'rfft' is not a function of linalg"},
+    {X4 "y = random.sin(x)\nout y\n", FC_ERR_PARSE, 2, 12, "'sin' is not a function of random"},
+    {X4 "y = fft.rfft\nout y\n", FC_ERR_PARSE, 2, 9, "function 'fft.rfft' used without a call"},
     {X4, FC_ERR_PARSE, 2, 1, "expected an 'out' statement"},
     {"# only a comment\n\n", FC_ERR_PARSE, 3, 1, "'out'"},
     {X4 "out y\n", FC_ERR_PARSE, 2, 5, "undefined name 'y'"},
