@@ -315,8 +315,8 @@ fc_array *fc_irfftn(fc_array *a, int ns, const int64_t *s, fc_axes axes, fc_fft_
 static fc_array *freq(fc_ctx *ctx, const char *name, int64_t n, double d, bool half) {
     if (!ctx) return NULL;
     if (n < 1 || !(d == d) || d == 0 || n > ((int64_t)1 << 48))
-        return fcg_poison(ctx, FC_ERR_VALUE, "%s: n must be at least 1 and d nonzero (n %lld, "
-                          "d %g)", name, (long long)n, d);
+        return fcg_poison(ctx, FC_ERR_VALUE, "%s: n must be 1 to 2^48 and d a nonzero number "
+                          "(n %lld, d %g)", name, (long long)n, d);
     fc_scope *scope = fc_scope_open(ctx);
     if (!scope) return fcg_poison(ctx, FC_ERR_NOMEM, "%s: out of memory", name);
     double val = 1.0 / ((double)n * d);
@@ -329,8 +329,12 @@ static fc_array *freq(fc_ctx *ctx, const char *name, int64_t n, double d, bool h
     return fft_done(ctx, scope, fc_mul(fc_cast(k, FC_F64), fc_full(ctx, FC_F64, FC_SCALAR, val)));
 }
 
-fc_array *fc_fftfreq(fc_ctx *ctx, int64_t n, double d) { return freq(ctx, "fftfreq", n, d, false); }
-fc_array *fc_rfftfreq(fc_ctx *ctx, int64_t n, double d) { return freq(ctx, "rfftfreq", n, d, true); }
+fc_array *fc_fftfreq(fc_ctx *ctx, int64_t n, double d) {
+    return freq(ctx, "fftfreq", n, d, false);
+}
+fc_array *fc_rfftfreq(fc_ctx *ctx, int64_t n, double d) {
+    return freq(ctx, "rfftfreq", n, d, true);
+}
 
 /* np.fft.fftshift / ifftshift: a roll by n // 2 (ifftshift: -(n // 2)) along each axis (every
  * axis for FC_ALL). */
