@@ -1397,26 +1397,34 @@ static fcf_expr *parse_member(fcf_parser *p, fcf_expr *base) {
 /* NumPy's module prefixes: fft.rfft(x), random.normal(...), linalg.norm(x) name the function
  * after the dot. Each admits the functions of its module only (np.fft's, np.random's draws,
  * norm and matmul); the word is a prefix only where no variable of that name hides it. */
-static bool namespace_admits(const fcf_token *ns, const fcf_func *f) {
+static const char *const fcf_modules[] = {"fft", "random", "linalg"};
+
+static int module_of(const fcf_token *t) {
+    for (int i = 0; i < (int)FCF_COUNT(fcf_modules); i++)
+        if (word_is(t->text, t->len, fcf_modules[i])) return i;
+    return -1;
+}
+
+static bool module_admits(int module, const fcf_func *f) {
     if (!f) return false;
-    if (word_is(ns->text, ns->len, "fft"))
+    switch (module) {
+    case 0:
         return f->kind == FK_FFT || f->kind == FK_FFTN || f->kind == FK_FFTFREQ ||
                f->kind == FK_FFTSHIFT;
-    if (word_is(ns->text, ns->len, "random")) return f->kind == FK_RANDOM;
-    if (word_is(ns->text, ns->len, "linalg")) return f->kind == FK_NORM || f->kind == FK_MATMUL;
-    return false;
+    case 1: return f->kind == FK_RANDOM;
+    default: return f->kind == FK_NORM || f->kind == FK_MATMUL;
+    }
 }
 
 static fcf_expr *parse_name(fcf_parser *p) {
     const fcf_token *t = cur(p);
     fcf_expr *e = NULL;
-    if (peek2(p)->kind == TK_DOT && p->pos + 3 < p->ntoks && p->toks[p->pos + 2].kind == TK_NAME &&
-        !name_find(p->prog, t->text, t->len) &&
-        (word_is(t->text, t->len, "fft") || word_is(t->text, t->len, "random") ||
-         word_is(t->text, t->len, "linalg"))) {
+    int module = module_of(t);
+    if (module >= 0 && peek2(p)->kind == TK_DOT && p->pos + 3 < p->ntoks &&
+        p->toks[p->pos + 2].kind == TK_NAME && !name_find(p->prog, t->text, t->len)) {
         const fcf_token *fnt = &p->toks[p->pos + 2];
         int ew_op;
-        if (!namespace_admits(t, func_lookup(fnt->text, fnt->len, &ew_op))) {
+        if (!module_admits(module, func_lookup(fnt->text, fnt->len, &ew_op))) {
             perr_at(p, fnt->line, fnt->col, "'%.*s' is not a function of %.*s", (int)fnt->len,
                     fnt->text, (int)t->len, t->text);
             return NULL;

@@ -42,9 +42,7 @@ static fc_array *cs_nomem(fc_ctx *ctx, const char *name) {
 
 /* Closes the private scope and hands `r` (built inside it) to the caller's scope. */
 static fc_array *cs_close(cscope *cs, fc_array *r) {
-    fc_array *kept = fc_keep(r);
-    fc_scope_close(cs->scope);
-    return fcg_ret(cs->ctx, kept ? kept : &cs->ctx->oom);
+    return fcg_scope_return(cs->ctx, cs->scope, r);
 }
 
 /* Closes the private scope and hands out[0..n) on. Returns the first non-OK status. */
@@ -87,8 +85,7 @@ static int64_t prod(const int64_t *v, int from, int to) {
     return p;
 }
 
-/* a[..., start:stop:step, ...] along one axis. */
-static fc_array *slice_axis(fc_array *a, int axis, int64_t start, int64_t stop, int64_t step) {
+fc_array *fcg_slice_axis(fc_array *a, int axis, int64_t start, int64_t stop, int64_t step) {
     fc_idx idx[FC_MAX_DIMS];
     for (int d = 0; d < a->ndim; d++) idx[d] = d == axis ? FC_S(start, stop, step) : FC_COLON;
     return fc_index(a, a->ndim, idx);
@@ -327,7 +324,8 @@ static fc_array *roll_axis(fc_array *a, int d, int64_t shift) {
         fcg_retain(a);
         return fcg_ret(a->ctx, a);
     }
-    fc_array *parts[2] = {slice_axis(a, d, len - s, len, 1), slice_axis(a, d, 0, len - s, 1)};
+    fc_array *parts[2] = {fcg_slice_axis(a, d, len - s, len, 1),
+                          fcg_slice_axis(a, d, 0, len - s, 1)};
     return fc_concatenate(a->ctx, parts, 2, d);
 }
 
@@ -384,7 +382,7 @@ static fc_status split_pieces(fc_array *a, const char *name, int axis, int64_t n
         /* Python's clipping, done here so that no bound is mistaken for FC_NIL (INT64_MIN) */
         lo = lo < -len ? 0 : lo > len ? len : lo;
         hi = hi < -len ? 0 : hi > len ? len : hi;
-        out[i] = slice_axis(a, axis, lo, hi, 1);
+        out[i] = fcg_slice_axis(a, axis, lo, hi, 1);
     }
     return cs_close_n(&cs, out, n);
 }

@@ -84,24 +84,10 @@ fc_array *fc_ifft(fc_array *a, int axis) { return fft_node(FCG_OP_IFFT, a, axis)
  * 1/sqrt(n) or 1/n rounded to the transform's real dtype, applied as a multiplication after
  * the transform (NumPy's pocketfft applies it inside; the two differ by a rounding). */
 
-/* Temporaries of a composite live in a private scope; the result goes to the caller's. */
-static fc_array *fft_done(fc_ctx *ctx, fc_scope *scope, fc_array *r) {
-    fc_array *kept = fc_keep(r);
-    fc_scope_close(scope);
-    return fcg_ret(ctx, kept ? kept : &ctx->oom);
-}
-
-static fc_array *fft_axis_slice(fc_array *a, int axis, int64_t start, int64_t stop,
-                                int64_t step) {
-    fc_idx idx[FC_MAX_DIMS];
-    for (int d = 0; d < a->ndim; d++) idx[d] = d == axis ? FC_S(start, stop, step) : FC_COLON;
-    return fc_index(a, a->ndim, idx);
-}
-
 /* a cropped or zero-padded at the end of `axis` (normalised) to n points. */
 static fc_array *fft_resize(fc_array *a, int axis, int64_t n) {
     int64_t len = a->shape[axis];
-    if (n < len) return fft_axis_slice(a, axis, 0, n, 1);
+    if (n < len) return fcg_slice_axis(a, axis, 0, n, 1);
     if (n == len) return fc_reshape(a, fc_array_shape(a)); /* a itself, as a new reference */
     int64_t w[FC_MAX_DIMS][2];
     memset(w, 0, sizeof w);
@@ -199,7 +185,7 @@ static fc_array *fft_family(const char *name, int kind, fc_array *a, int64_t n, 
     case 2: case 5: { /* rfft: the first n/2 + 1 outputs; ihfft: conj(rfft), norm swapped */
         fc_array *f = fft_1d(a, n, ax, kind == 5 ? fft_swap(norm) : norm, false,
                              (fc_dtype)a->dtype);
-        r = fft_axis_slice(f, ax, 0, out_n / 2 + 1, 1);
+        r = fcg_slice_axis(f, ax, 0, out_n / 2 + 1, 1);
         if (kind == 5) r = fc_conj(r);
         break;
     }
@@ -209,7 +195,7 @@ static fc_array *fft_family(const char *name, int kind, fc_array *a, int64_t n, 
         int64_t back = (out_n - 1) / 2; /* a[back], ..., a[1], conjugated */
         fc_array *full = h;
         if (back > 0) {
-            fc_array *parts[2] = {h, fc_conj(fft_axis_slice(h, ax, back, 0, -1))};
+            fc_array *parts[2] = {h, fc_conj(fcg_slice_axis(h, ax, back, 0, -1))};
             full = fc_concatenate(ctx, parts, 2, ax);
         }
         r = fc_real(fft_1d(full, 0, ax, kind == 4 ? fft_swap(norm) : norm, true,
@@ -220,7 +206,7 @@ static fc_array *fft_family(const char *name, int kind, fc_array *a, int64_t n, 
         break;
     }
     }
-    return fft_done(ctx, scope, r);
+    return fcg_scope_return(ctx, scope, r);
 }
 
 fc_array *fc_fft_n(fc_array *a, int64_t n, int axis, fc_fft_norm norm) {
@@ -295,7 +281,7 @@ static fc_array *fftn_family(const char *name, int kind, fc_array *a, int ns, co
         for (int i = 0; i < nax - 1; i++) r = fft_family(name, 1, r, len[i], ax[i], norm);
         r = fft_family(name, 3, r, len[nax - 1], ax[nax - 1], norm);
     }
-    return fft_done(ctx, scope, r);
+    return fcg_scope_return(ctx, scope, r);
 }
 
 fc_array *fc_fftn(fc_array *a, int ns, const int64_t *s, fc_axes axes, fc_fft_norm norm) {
@@ -326,7 +312,8 @@ static fc_array *freq(fc_ctx *ctx, const char *name, int64_t n, double d, bool h
         fc_array *parts[2] = {k, fc_arange(ctx, FC_I64, -(double)(n / 2), 0, 1)};
         k = fc_concatenate(ctx, parts, 2, 0);
     }
-    return fft_done(ctx, scope, fc_mul(fc_cast(k, FC_F64), fc_full(ctx, FC_F64, FC_SCALAR, val)));
+    fc_array *r = fc_mul(fc_cast(k, FC_F64), fc_full(ctx, FC_F64, FC_SCALAR, val));
+    return fcg_scope_return(ctx, scope, r);
 }
 
 fc_array *fc_fftfreq(fc_ctx *ctx, int64_t n, double d) {

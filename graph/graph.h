@@ -537,6 +537,12 @@ void fcg_release(fc_array *a);
 /* Hands a new reference to the API caller: the innermost open scope takes ownership. On
  * failure releases `a` and returns the out-of-memory poison. NULL becomes that poison too. */
 fc_array *fcg_ret(fc_ctx *ctx, fc_array *a);
+/* The end of a function built of other ops inside a private scope: keeps r, closes the scope
+ * (releasing the temporaries) and hands r to the caller's scope, as fcg_ret does (the
+ * out-of-memory poison when r is NULL or cannot be kept). */
+fc_array *fcg_scope_return(fc_ctx *ctx, fc_scope *scope, fc_array *r);
+/* a[..., start:stop:step, ...] along one axis (Python slice bounds), as fc_index. */
+fc_array *fcg_slice_axis(fc_array *a, int axis, int64_t start, int64_t stop, int64_t step);
 /* The common prologue of a public op over `n` inputs. Returns the context, or NULL when no
  * input has one (all NULL). When the op must not go on, *early is set to what it returns:
  * the first poisoned input (a new reference), or a new poison for a NULL input or mixed

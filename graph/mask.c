@@ -52,10 +52,8 @@ fc_array *fc_flatnonzero(fc_array *a) {
         r = fc_scatter_add(fc_zeros(ctx, FC_I64, FC_SHAPE(count)), place,
                            fc_arange(ctx, FC_I64, 0, (double)n, 1), 0, FC_TAKE_DROP);
     }
-    r = fc_keep(r);
     if (m) fcg_release(m);
-    fc_scope_close(s);
-    return fcg_ret(ctx, r ? r : &ctx->oom);
+    return fcg_scope_return(ctx, s, r);
 }
 
 /* The coordinates along axis d of the flat positions p in an array of shape `shape`. */
@@ -117,9 +115,7 @@ fc_array *fc_argwhere(fc_array *a) {
         for (int d = 0; d < a->ndim; d++) cols[d] = unravel(ctx, p, a->ndim, a->shape, d);
         r = fc_stack(ctx, cols, a->ndim, 1);
     }
-    r = fc_keep(r);
-    fc_scope_close(s);
-    return fcg_ret(ctx, r ? r : &ctx->oom);
+    return fcg_scope_return(ctx, s, r);
 }
 
 /* The axis of `a` that entry i of idx starts at, counting what the entries consume (a boolean

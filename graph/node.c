@@ -188,6 +188,12 @@ fc_array *fcg_ret(fc_ctx *ctx, fc_array *a) {
     return a;
 }
 
+fc_array *fcg_scope_return(fc_ctx *ctx, fc_scope *scope, fc_array *r) {
+    fc_array *kept = fc_keep(r);
+    fc_scope_close(scope);
+    return fcg_ret(ctx, kept);
+}
+
 bool fcg_shape_too_large(int ndim, const int64_t *shape, fc_dtype dtype) {
     uint64_t bytes = (uint64_t)fc_dtype_size(dtype);
     for (int i = 0; i < ndim; i++) {

@@ -217,9 +217,7 @@ fc_array *fc_put_along_axis(fc_array *a, fc_array *indices, fc_array *values, in
             r = fc_setitem(a, a->ndim, e, values);
         }
     }
-    r = fc_keep(r);
-    fc_scope_close(s);
-    return fcg_ret(ctx, r ? r : &ctx->oom);
+    return fcg_scope_return(ctx, s, r);
 }
 
 /* Evaluates the int64 minimum and maximum of the non-empty x (which is evaluated too, so the
@@ -402,7 +400,5 @@ fc_array *fc_histogram(fc_array *x, int64_t bins, double lo, double hi, fc_array
         r = fc_scatter_add(fc_zeros(ctx, FC_I64, FC_SHAPE(bins)), bin, fc_scalar(ctx, FC_I64, 1),
                            0, FC_TAKE_DROP);
     }
-    r = fc_keep(r);
-    fc_scope_close(s);
-    return fcg_ret(ctx, r ? r : &ctx->oom);
+    return fcg_scope_return(ctx, s, r);
 }

@@ -399,9 +399,7 @@ static fc_array *index_advanced(fc_ctx *ctx, fc_array *a, int n, const fc_idx *i
     }
     r = fc_take(fc_reshape(b, FC_SHAPE(size)), fc_broadcast_to(flat, res), 0, FC_TAKE_CLIP);
 done:
-    r = fc_keep(r);
-    fc_scope_close(sc);
-    return fcg_ret(ctx, r ? r : &ctx->oom);
+    return fcg_scope_return(ctx, sc, r);
 }
 
 fc_array *fc_index(fc_array *a, int n, const fc_idx *idx) {
@@ -671,9 +669,7 @@ fc_array *fc_setitem(fc_array *x, int n, const fc_idx *idx, fc_array *value) {
                                FC_TAKE_CLIP);
     r = fc_where(fc_broadcast_to(inside, xs), picked, x);
 done:
-    r = fc_keep(r);
-    fc_scope_close(sc);
-    return fcg_ret(ctx, r ? r : &ctx->oom);
+    return fcg_scope_return(ctx, sc, r);
 }
 
 fc_array *fc_flip(fc_array *a, fc_axes axes) {

@@ -138,6 +138,19 @@ static size_t numel(fc_shape s) {
     return n;
 }
 
+/* The next line of a table, cut out of the buffer at *cursor in place, comments and blank
+ * lines skipped; NULL at the end. *lineno counts every line. */
+static char *next_line(char **cursor, int *lineno) {
+    while (*cursor && **cursor) {
+        char *line = *cursor, *nl = strchr(line, '\n');
+        if (nl) *nl = '\0';
+        *cursor = nl ? nl + 1 : NULL;
+        (*lineno)++;
+        if (*line != '#' && *line != '\0') return line;
+    }
+    return NULL;
+}
+
 /* Element values as their bits (complex: two words), into a buffer of n elements. */
 static void *need_values(table *t, fc_dtype dt, size_t n) {
     size_t es = fc_dtype_size(dt), words = fcg_is_complex(dt) ? 2 : 1, ws = es / words;
@@ -179,11 +192,8 @@ static char *slurp(const char *name) {
 Test(fft, host_matches_numpy) {
     char *buf = slurp("fft_numpy.txt");
     int cases = 0, errors = 0, failures = 0, lineno = 0;
-    for (char *line = buf, *nl; line && *line; line = nl ? nl + 1 : NULL) {
-        nl = strchr(line, '\n');
-        if (nl) *nl = '\0';
-        lineno++;
-        if (*line == '#' || *line == '\0') continue;
+    char *cursor = buf;
+    for (char *line; (line = next_line(&cursor, &lineno));) {
         table t = {NULL, true, line};
         fc_scope *sc = fc_scope_open(ctx);
         const char *op = need_word(&t);
@@ -287,11 +297,8 @@ static fc_array *family_call(const char *call, bool has_x, fc_dtype dt, fc_shape
 Test(fft, family_matches_numpy) {
     char *buf = slurp("fft_family.txt");
     int cases = 0, errors = 0, failures = 0, lineno = 0;
-    for (char *line = buf, *nl; line && *line; line = nl ? nl + 1 : NULL) {
-        nl = strchr(line, '\n');
-        if (nl) *nl = '\0';
-        lineno++;
-        if (*line == '#' || *line == '\0') continue;
+    char *cursor = buf;
+    for (char *line; (line = next_line(&cursor, &lineno));) {
         table t = {NULL, true, line};
         fc_scope *sc = fc_scope_open(ctx);
         const char *call = need_word(&t);

@@ -559,19 +559,6 @@ static fc_status host_op(fc_ctx *hc, const rp_node *nodes, int i, unsigned char 
     return st == FC_OK ? read_value(c, out) : st;
 }
 
-/* Sets part `part` of element i of a float or complex buffer of dtype t (rounded to it). */
-static void set_value_at(unsigned char *v, fc_dtype t, size_t i, int part, double x) {
-    switch (t) {
-    case FC_F16: { uint16_t h = fcg_f32_to_f16((float)x); memcpy(v + 2 * i, &h, 2); break; }
-    case FC_BF16: { uint16_t h = fcg_f32_to_bf16((float)x); memcpy(v + 2 * i, &h, 2); break; }
-    case FC_F32: { float f = (float)x; memcpy(v + 4 * i, &f, 4); break; }
-    case FC_F64: memcpy(v + 8 * i, &x, 8); break;
-    case FC_C64: { float f = (float)x; memcpy(v + 8 * i + 4 * (size_t)part, &f, 4); break; }
-    case FC_C128: memcpy(v + 16 * i + 8 * (size_t)part, &x, 8); break;
-    default: break;
-    }
-}
-
 /* The distance from x to the next value of dtype t away from zero (its ulp there). */
 static double ulp_of(fc_dtype t, double x) {
     fc_dtype r = fcg_real_dtype(t);
@@ -697,7 +684,7 @@ static unsigned char *order_rule(fc_ctx *hc, const rp_node *nodes, int n, int at
                     double x = tv_value_at(q->gv, q->dtype, e, part);
                     double y = x + sign * by;
                     if ((q->op == FCG_OP_VAR || q->op == FCG_OP_STD) && y < 0) y = 0; /* >= 0 */
-                    if (isfinite(x)) set_value_at(moved, q->dtype, e, part, y);
+                    if (isfinite(x)) tv_set_value_at(moved, q->dtype, e, part, y);
                 }
                 fc_scope *sc = fc_scope_open(hc);
                 memset(vals, 0, (size_t)n * sizeof *vals);
@@ -1567,6 +1554,44 @@ static rp_node test_node(fc_array *a, int nin, const int *ins) {
     return p;
 }
 
+/* A chain x -> s (sum-like) -> y for rule 9's tests, recorded, then evaluated on hc: the
+ * host's values stand for the replay's, s gets its allowance, and *first receives the values
+ * of y_first (the "first run"). y reads s, and x too when y_reads_x. */
+static void order_chain(fc_ctx *hc, fc_array *x, fc_array *s, fc_array *y, bool y_reads_x,
+                        fc_array *y_first, rp_node nodes[3], unsigned char **first) {
+    nodes[0] = test_node(x, 0, NULL);
+    nodes[1] = test_node(s, 1, (const int[]){0});
+    nodes[2] = y_reads_x ? test_node(y, 2, (const int[]){1, 0}) : test_node(y, 1, (const int[]){1});
+    fc_array *all[4] = {x, s, y, y_first};
+    cr_assert_eq(fc_eval(hc, all, 4), FC_OK, "%s", fc_errmsg(hc));
+    for (int i = 0; i < 3; i++) cr_assert_eq(read_value(all[i], &nodes[i].gv), FC_OK);
+    cr_assert_eq(read_value(y_first, first), FC_OK);
+    nodes[1].bound = sum_bound(hc, &nodes[1], &x, (size_t)fc_array_size(s));
+    cr_assert_not_null(nodes[1].bound);
+}
+
+/* The elements of first (n f64 values) that rule 9 leaves unmatched; the first in why. */
+static size_t order_left(fc_ctx *hc, rp_node nodes[3], const unsigned char *first, size_t n,
+                         int *sums, char *why, size_t why_size) {
+    tol t = {1e-9, 1e-3, 1e-30};
+    bool close = false;
+    int over = 0;
+    unsigned char *ref = order_rule(hc, nodes, 3, 2, first, sums);
+    cr_assert_not_null(ref);
+    size_t bad = diff_compare(first, ref, FC_F64, n, &t, NULL, &close, &over, why, why_size);
+    free(ref);
+    return bad;
+}
+
+static void order_chain_free(rp_node nodes[3], unsigned char *first) {
+    free(first);
+    for (int i = 0; i < 3; i++) {
+        free(nodes[i].in);
+        free(nodes[i].gv);
+        free(nodes[i].bound);
+    }
+}
+
 /* Rule 9 on seed 126327's case: var(x, ddof=2) % x of int32 values up to 7.8e7 (a variance
  * near 6e14, whose ulp is 1/16). A first run whose variance was a few ulps off (another
  * kernel's order) matches; one whose output leaves the range the allowance gives does not. */
@@ -1576,24 +1601,12 @@ Test(gpu_diff_machinery, a_sum_order_explains_an_amplified_difference) {
     const int32_t xv[10] = {1, 2, -6, 9, 4, -78341576, -5, 3, 1, 4};
     fc_array *x = fc_from_host(hc, FC_I32, FC_SHAPE(5, 2), xv);
     fc_array *v = fc_var(x, FC_AXES(0, 1), false, 2);
-    fc_array *y = fc_mod(v, x);
     /* the "first run": the variance 3 ulps up, then the same modulo */
-    fc_array *v3 = fc_nextafter(fc_nextafter(fc_nextafter(v, fc_scalar(hc, FC_F64, INFINITY)),
-                                             fc_scalar(hc, FC_F64, INFINITY)),
-                                fc_scalar(hc, FC_F64, INFINITY));
-    fc_array *y3 = fc_mod(v3, x);
+    fc_array *up = fc_scalar(hc, FC_F64, INFINITY);
+    fc_array *v3 = fc_nextafter(fc_nextafter(fc_nextafter(v, up), up), up);
     rp_node nodes[3];
-    nodes[0] = test_node(x, 0, NULL);
-    nodes[1] = test_node(v, 1, (const int[]){0});
-    nodes[2] = test_node(y, 2, (const int[]){1, 0});
-    fc_array *all[4] = {x, v, y, y3};
-    cr_assert_eq(fc_eval(hc, all, 4), FC_OK, "%s", fc_errmsg(hc));
     unsigned char *first = NULL;
-    for (int i = 0; i < 3; i++) cr_assert_eq(read_value(all[i], &nodes[i].gv), FC_OK);
-    cr_assert_eq(read_value(y3, &first), FC_OK);
-    fc_array *ins[1] = {fc_from_host(hc, FC_I32, FC_SHAPE(5, 2), xv)};
-    nodes[1].bound = sum_bound(hc, &nodes[1], ins, 1);
-    cr_assert_not_null(nodes[1].bound);
+    order_chain(hc, x, v, fc_mod(v, x), true, fc_mod(v3, x), nodes, &first);
     tol t = {1e-9, 1e-3, 1e-30};
     bool close = false;
     int over = 0, sums = 0;
@@ -1601,27 +1614,16 @@ Test(gpu_diff_machinery, a_sum_order_explains_an_amplified_difference) {
     cr_assert_gt(diff_compare(first, nodes[2].gv, FC_F64, 10, &t, NULL, &close, &over, why,
                               sizeof why),
                  0, "the moved variance changes no element of the modulo");
-    unsigned char *ref = order_rule(hc, nodes, 3, 2, first, &sums);
-    cr_assert_not_null(ref);
+    cr_expect_eq(order_left(hc, nodes, first, 10, &sums, why, sizeof why), 0, "rule 9 leaves: %s",
+                 why);
     cr_expect_eq(sums, 1);
-    cr_expect_eq(diff_compare(first, ref, FC_F64, 10, &t, NULL, &close, &over, why, sizeof why),
-                 0, "rule 9 leaves: %s", why);
-    free(ref);
     /* an element outside every moved value's range: |x| is at most 78341576 and % keeps x's
      * sign, so -1e9 is no modulo of any variance */
     double bad = -1e9;
     memcpy(first + 3 * 8, &bad, 8);
-    ref = order_rule(hc, nodes, 3, 2, first, &sums);
-    cr_assert_not_null(ref);
-    cr_expect_eq(diff_compare(first, ref, FC_F64, 10, &t, NULL, &close, &over, why, sizeof why),
-                 1, "a value out of the range passes rule 9: %s", why);
-    free(ref);
-    free(first);
-    for (int i = 0; i < 3; i++) {
-        free(nodes[i].in);
-        free(nodes[i].gv);
-        free(nodes[i].bound);
-    }
+    cr_expect_eq(order_left(hc, nodes, first, 10, &sums, why, sizeof why), 1,
+                 "a value out of the range passes rule 9: %s", why);
+    order_chain_free(nodes, first);
     fc_ctx_destroy(hc);
 }
 
@@ -1635,43 +1637,20 @@ Test(gpu_diff_machinery, a_sum_order_spans_a_std_of_rounding_noise) {
     for (int i = 0; i < 16; i++) xv[i] = nextafter(-2.0, i % 3 ? -3.0 : 0.0);
     fc_array *x = fc_from_host(hc, FC_F64, FC_SHAPE(16), xv);
     fc_array *sd = fc_std(x, FC_AXES(0), false, 2);
-    fc_array *y = fc_log10(sd);
-    fc_array *y2 = fc_log10(fc_mul(sd, fc_scalar(hc, FC_F64, 1.2)));
     rp_node nodes[3];
-    nodes[0] = test_node(x, 0, NULL);
-    nodes[1] = test_node(sd, 1, (const int[]){0});
-    nodes[2] = test_node(y, 1, (const int[]){1});
-    fc_array *all[4] = {x, sd, y, y2};
-    cr_assert_eq(fc_eval(hc, all, 4), FC_OK, "%s", fc_errmsg(hc));
     unsigned char *first = NULL;
-    for (int i = 0; i < 3; i++) cr_assert_eq(read_value(all[i], &nodes[i].gv), FC_OK);
-    cr_assert_eq(read_value(y2, &first), FC_OK);
-    fc_array *ins[1] = {fc_from_host(hc, FC_F64, FC_SHAPE(16), xv)};
-    nodes[1].bound = sum_bound(hc, &nodes[1], ins, 1);
-    cr_assert_not_null(nodes[1].bound);
+    order_chain(hc, x, sd, fc_log10(sd), false,
+                fc_log10(fc_mul(sd, fc_scalar(hc, FC_F64, 1.2))), nodes, &first);
     cr_expect_gt(nodes[1].bound[0], 1e-8, "the std's allowance: %g", nodes[1].bound[0]);
-    tol t = {1e-9, 1e-3, 1e-30};
-    bool close = false;
-    int over = 0, sums = 0;
+    int sums = 0;
     char why[600] = "";
-    unsigned char *ref = order_rule(hc, nodes, 3, 2, first, &sums);
-    cr_assert_not_null(ref);
-    cr_expect_eq(diff_compare(first, ref, FC_F64, 1, &t, NULL, &close, &over, why, sizeof why),
-                 0, "rule 9 leaves: %s", why);
-    free(ref);
+    cr_expect_eq(order_left(hc, nodes, first, 1, &sums, why, sizeof why), 0, "rule 9 leaves: %s",
+                 why);
     double nan_value = NAN;
     memcpy(first, &nan_value, 8);
-    ref = order_rule(hc, nodes, 3, 2, first, &sums);
-    cr_assert_not_null(ref);
-    cr_expect_eq(diff_compare(first, ref, FC_F64, 1, &t, NULL, &close, &over, why, sizeof why),
-                 1, "a NaN passes rule 9");
-    free(ref);
-    free(first);
-    for (int i = 0; i < 3; i++) {
-        free(nodes[i].in);
-        free(nodes[i].gv);
-        free(nodes[i].bound);
-    }
+    cr_expect_eq(order_left(hc, nodes, first, 1, &sums, why, sizeof why), 1,
+                 "a NaN passes rule 9");
+    order_chain_free(nodes, first);
     fc_ctx_destroy(hc);
 }
 

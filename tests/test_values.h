@@ -1,8 +1,9 @@
 /*
  * tests/test_values.h - reading array values back for comparisons, shared by the tests that
  * compare a backend with the host reference (test_gpu_diff, test_gpu_lib, test_shard,
- * test_shard_diff): one element of any float dtype as a double, the element count of a shape,
- * the GPU's float tolerances, and the comparison of a whole output against the reference's.
+ * test_shard_diff): one element of any float dtype as a double (and back), the element
+ * count of a shape, the GPU's float tolerances, and the comparison of a whole output against
+ * the reference's.
  * Header-only (static inline).
  */
 #ifndef FUSEC_TESTS_TEST_VALUES_H
@@ -29,6 +30,20 @@ static inline double tv_value_at(const unsigned char *p, fc_dtype t, size_t i, i
     case FC_C64: { float f; memcpy(&f, p + 8 * i + 4 * (size_t)part, 4); return f; }
     case FC_C128: { double d; memcpy(&d, p + 16 * i + 8 * (size_t)part, 8); return d; }
     default: return 0;
+    }
+}
+
+/* Sets element i (part 1: the imaginary part of a complex element) of a buffer of float or
+ * complex dtype t to x, rounded to t; other dtypes are left as they are. */
+static inline void tv_set_value_at(unsigned char *p, fc_dtype t, size_t i, int part, double x) {
+    switch (t) {
+    case FC_F16: { uint16_t h = fcg_f32_to_f16((float)x); memcpy(p + 2 * i, &h, 2); break; }
+    case FC_BF16: { uint16_t h = fcg_f32_to_bf16((float)x); memcpy(p + 2 * i, &h, 2); break; }
+    case FC_F32: { float f = (float)x; memcpy(p + 4 * i, &f, 4); break; }
+    case FC_F64: memcpy(p + 8 * i, &x, 8); break;
+    case FC_C64: { float f = (float)x; memcpy(p + 8 * i + 4 * (size_t)part, &f, 4); break; }
+    case FC_C128: memcpy(p + 16 * i + 8 * (size_t)part, &x, 8); break;
+    default: break;
     }
 }
 
