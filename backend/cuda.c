@@ -88,6 +88,7 @@ typedef struct driver {
     CUresult (*GraphLaunch)(CUgraphExec, CUstream);
     CUresult (*GraphExecDestroy)(CUgraphExec);
     CUresult (*GetErrorString)(CUresult, const char **);
+    CUresult (*FuncSetAttribute)(CUfunction, CUfunction_attribute, int);
 } driver;
 
 static driver drv;
@@ -328,6 +329,7 @@ static bool load_driver(void) {
     SYM(GraphExecKernelNodeSetParams, "cuGraphExecKernelNodeSetParams");
     SYM(GraphLaunch, "cuGraphLaunch");
     SYM(GraphExecDestroy, "cuGraphExecDestroy");
+    SYM(FuncSetAttribute, "cuFuncSetAttribute");
 #undef SYM
     if (drv.Init(0) != CUDA_SUCCESS) {
         snprintf(drv_error, sizeof drv_error, "cuInit failed: no usable CUDA device or driver");
@@ -1759,6 +1761,49 @@ fc_status fcr_test_fault(fc_ctx *ctx) {
 static const char *fcr_arch(const fc_ctx *ctx) {
     const cuda_state *cs = ctx->be_state;
     return cs->arch;
+}
+
+/* ---- driver services for the library kernels (cuda_lib.h) ------------------------------- */
+
+fc_status fcr_lib_alloc(fc_ctx *ctx, size_t bytes, CUstream s, CUdeviceptr *out) {
+    return dev_alloc(ctx, bytes, s, out);
+}
+
+void fcr_lib_free(fc_ctx *ctx, CUdeviceptr p, size_t bytes, CUstream s) {
+    if (p) pool_free(ctx, p, bytes, s);
+}
+
+fc_status fcr_lib_module(fc_ctx *ctx, const void *cubin, CUmodule *out) {
+    return CU(ctx, ModuleLoadData(out, cubin));
+}
+
+void fcr_lib_module_unload(fc_ctx *ctx, CUmodule m) {
+    const cuda_state *cs = ctx->be_state;
+    if (m && !cs->dead) drv.ModuleUnload(m);
+}
+
+fc_status fcr_lib_function(fc_ctx *ctx, CUmodule m, const char *name, CUfunction *out) {
+    return CU(ctx, ModuleGetFunction(out, m, name));
+}
+
+fc_status fcr_lib_prefer_shared(fc_ctx *ctx, CUfunction f) {
+    return CU(ctx, FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+                                    CU_SHAREDMEM_CARVEOUT_MAX_SHARED));
+}
+
+fc_status fcr_lib_occupancy(fc_ctx *ctx, CUfunction f, int block, int *blocks_per_sm) {
+    return CU(ctx, OccupancyMaxActiveBlocksPerMultiprocessor(blocks_per_sm, f, block, 0));
+}
+
+fc_status fcr_lib_launch(fc_ctx *ctx, CUfunction f, unsigned grid, unsigned block, CUstream s,
+                         void **args) {
+    return CU(ctx, LaunchKernel(f, grid, 1, 1, block, 1, 1, 0, s, args, NULL));
+}
+
+void fcr_lib_device(fc_ctx *ctx, const char **arch, int *sm_count) {
+    const cuda_state *cs = ctx->be_state;
+    *arch = cs->arch;
+    *sm_count = cs->sm_count;
 }
 
 static fc_status fcr_module_load(fc_ctx *ctx, const void *cubin, size_t size, void **module) {

@@ -1,6 +1,6 @@
 /*
  * backend/cuda_lib.c - library kernels on the CUDA backend: matmul through cuBLAS, the FFTs
- * through cuFFT.
+ * through cuFFT, sorts through fusec's own radix sort kernels (backend/cuda_sort.c).
  *
  * Neither library is linked: libcublas and libcufft are loaded with dlopen on first use (like
  * libcuda), so a binary starts where they are missing and a program that uses neither never
@@ -232,6 +232,7 @@ typedef struct lib_state {
     fft_plan plans[FCR_LIB_MAX_PLANS];
     int nplans;
     uint64_t tick;
+    void *sort; /* the sort kernels' modules (backend/cuda_sort.c) */
 } lib_state;
 
 static fc_status get_state(fc_ctx *ctx, void **state, lib_state **out) {
@@ -266,6 +267,7 @@ void fcr_lib_release(fc_ctx *ctx, void *state) {
     if (!s) return;
     for (int i = 0; i < s->nplans; i++) fft.Destroy(s->plans[i].plan);
     if (s->blas) blas.Destroy(s->blas);
+    fcr_sort_release(ctx, s->sort);
     fcg_free(ctx, s, sizeof *s);
 }
 
@@ -581,12 +583,15 @@ fc_status fcr_lib_run(fc_ctx *ctx, void **state, CUstream stream, const fcp_kern
                              "(fusec bug)", fcg_ops[a->op].pyname, j);
         args[j] = in[l];
     }
-    if (a->op != FCG_OP_MATMUL && a->op != FCG_OP_FFT && a->op != FCG_OP_IFFT)
+    if (a->op != FCG_OP_MATMUL && a->op != FCG_OP_FFT && a->op != FCG_OP_IFFT &&
+        a->op != FCG_OP_SORT && a->op != FCG_OP_ARGSORT)
         return FC_ERR_UNSUPPORTED;
     if (fcg_node_numel(a) == 0) return FC_OK; /* nothing to write */
     lib_state *s = NULL;
     fc_status st = get_state(ctx, state, &s);
     if (st != FC_OK) return st;
+    if (a->op == FCG_OP_SORT || a->op == FCG_OP_ARGSORT)
+        return fcr_sort_run(ctx, &s->sort, stream, a, args[0], out);
     if (a->op == FCG_OP_MATMUL) return run_matmul(ctx, s, stream, a, args, trans, out);
     return run_fft(ctx, s, stream, a, args[0], out);
 }

@@ -22,4 +22,28 @@ fc_status fcr_lib_run(fc_ctx *ctx, void **state, CUstream stream, const fcp_kern
 /* Frees the library state (called with the CUDA context current, before it is released). */
 void fcr_lib_release(fc_ctx *ctx, void *state);
 
+/* np.sort / np.argsort (a SORT or ARGSORT node) of the dense rows at `in` into `out`, through
+ * the radix sort kernels (backend/cuda_sort.c); *modules is the context's table of loaded
+ * sort modules, one per dtype (fcr_sort_release frees it). FC_ERR_UNSUPPORTED for arrays of
+ * 2^32 elements or more (32-bit indices), which then sort on the host. */
+fc_status fcr_sort_run(fc_ctx *ctx, void **modules, CUstream stream, const fc_array *a,
+                       CUdeviceptr in, CUdeviceptr out);
+void fcr_sort_release(fc_ctx *ctx, void *modules);
+
+/* What the CUDA backend (backend/cuda.c) lends the library kernels: stream-ordered device
+ * memory counted in the context's statistics and limit, modules and launches through its
+ * driver table, and the device's arch and multiprocessor count. */
+fc_status fcr_lib_alloc(fc_ctx *ctx, size_t bytes, CUstream s, CUdeviceptr *out);
+void fcr_lib_free(fc_ctx *ctx, CUdeviceptr p, size_t bytes, CUstream s);
+fc_status fcr_lib_module(fc_ctx *ctx, const void *cubin, CUmodule *out);
+void fcr_lib_module_unload(fc_ctx *ctx, CUmodule m);
+fc_status fcr_lib_function(fc_ctx *ctx, CUmodule m, const char *name, CUfunction *out);
+/* Asks for the largest shared-memory carveout for f (more resident blocks of a kernel whose
+ * occupancy shared memory limits). */
+fc_status fcr_lib_prefer_shared(fc_ctx *ctx, CUfunction f);
+fc_status fcr_lib_occupancy(fc_ctx *ctx, CUfunction f, int block, int *blocks_per_sm);
+fc_status fcr_lib_launch(fc_ctx *ctx, CUfunction f, unsigned grid, unsigned block, CUstream s,
+                         void **args);
+void fcr_lib_device(fc_ctx *ctx, const char **arch, int *sm_count);
+
 #endif /* FUSEC_CUDA_LIB_H */

@@ -629,6 +629,8 @@ static bool keeps_axis(const fc_array *g, int k) {
     case FCG_OP_CONCAT:
     case FCG_OP_FFT:
     case FCG_OP_IFFT:
+    case FCG_OP_SORT:
+    case FCG_OP_ARGSORT:
     case FCG_OP_CUMSUM:
     case FCG_OP_CUMPROD:
     case FCG_OP_CUMMAX:
@@ -668,6 +670,8 @@ static bool plan_inputs(const fc_array *g, int lay, int *req) {
     case FCG_OP_CONCAT:
     case FCG_OP_FFT:
     case FCG_OP_IFFT:
+    case FCG_OP_SORT:
+    case FCG_OP_ARGSORT:
     case FCG_OP_CUMSUM: /* scans: local where split along another axis, else gathered */
     case FCG_OP_CUMPROD:
     case FCG_OP_CUMMAX:
@@ -899,6 +903,8 @@ static fc_status decide(lower *lw, const fc_array *g, int *lay, int *req, bool *
     case FCG_OP_PAD:
     case FCG_OP_FFT:
     case FCG_OP_IFFT:
+    case FCG_OP_SORT:
+    case FCG_OP_ARGSORT:
     case FCG_OP_CUMSUM:
     case FCG_OP_CUMPROD:
     case FCG_OP_CUMMAX:

@@ -750,6 +750,30 @@ def make_i11_scatter_add(scale):
     return ({"i": i}, {"cupy": cupy_fn, "torch": torch_fn, "torch_compile": compile_fn}, 4 * n)
 
 
+def make_i11_sort(scale):
+    n = max(1, (1 << 26) // scale)
+    x = rand(n)
+
+    def torch_fn():
+        tx = to_torch(x)
+        return lambda: torch.sort(tx, stable=True)[0]
+
+    # floor: the keys read once and the result written once
+    return {"x": x}, {"cupy": lambda: (lambda: cp.sort(x)), "torch": torch_fn}, 8 * n
+
+
+def make_i11_argsort(scale):
+    n = max(1, (1 << 24) // scale)
+    x = rand(n)
+
+    def torch_fn():
+        tx = to_torch(x)
+        return lambda: torch.argsort(tx, stable=True)
+
+    # floor: the keys read once and the int64 positions written once
+    return {"x": x}, {"cupy": lambda: (lambda: cp.argsort(x)), "torch": torch_fn}, 12 * n
+
+
 WORKLOADS = [
     Workload("W1", "tanh(sin(x) + 0.1*x), f32 2^26", make_w1),
     Workload("W2", "x**2 + 2*y, f32 2^26", make_w2),
@@ -770,6 +794,8 @@ WORKLOADS = [
     Workload("I11_take", "take of 2^24 random indices from f32 2^26", make_i11_take),
     Workload("I11_scatter_add", "scatter_add of ones at 2^26 random i32 indices into 1024 i64",
              make_i11_scatter_add),
+    Workload("I11_sort", "sort of f32 2^26", make_i11_sort),
+    Workload("I11_argsort", "argsort of f32 2^24", make_i11_argsort),
 ]
 
 LIB_OF = {"cupy": "cupy", "cupy_fuse": "cupy", "cupy_op": "cupy", "cupy_expr": "cupy",
@@ -1164,7 +1190,7 @@ def main(argv=None):
     ap.add_argument("--runs", type=int, default=15, help="timed runs per cell (default 15)")
     ap.add_argument("--warmup", type=int, default=3, help="warm-up calls per cell (default 3)")
     ap.add_argument("--only", help="comma-separated workload ids (W1,...,W11,W12_matmul,"
-                                   "W12_fft,I11_cumsum,I11_normal,I11_take,I11_scatter_add; W12 and I11 select all "
+                                   "W12_fft,I11_cumsum,I11_normal,I11_take,I11_scatter_add,I11_sort,I11_argsort; W12 and I11 select all "
                                    "theirs)")
     ap.add_argument("--peers", help="comma-separated peers (%s; default all)" % ",".join(PEERS))
     ap.add_argument("--scale", type=int, default=1,

@@ -32,7 +32,8 @@ BEGIN = "<!-- report.py: begin -->"
 END = "<!-- report.py: end -->"
 
 ORDER = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12_matmul",
-         "W12_fft", "I11_cumsum", "I11_normal", "I11_take", "I11_scatter_add"]
+         "W12_fft", "I11_cumsum", "I11_normal", "I11_take", "I11_scatter_add",
+         "I11_sort", "I11_argsort"]
 PROGRAM = {
     "W1": "`tanh(sin(x) + 0.1*x)`, f32 2^26",
     "W2": "`x**2 + 2*y`, f32 2^26",
@@ -51,6 +52,8 @@ PROGRAM = {
     "I11_normal": "`standard_normal`, f32 2^26",
     "I11_take": "`take(x, i)`, 2^24 random i32 indices, f32 2^26 (floor: a 32-byte sector a gather)",
     "I11_scatter_add": "`scatter_add(zeros(1024), i, 1)`, 2^26 random i32 indices (floor: i once)",
+    "I11_sort": "`sort(x)`, f32 2^26 (floor: x read and written once)",
+    "I11_argsort": "`argsort(x)`, f32 2^24 (floor: x read once, int64 positions written once)",
 }
 PEER_COLS = [("cupy", "CuPy"), ("cupy_fuse", "cupy.fuse"), ("torch", "PyTorch"),
              ("torch_compile", "torch.compile")]
@@ -66,6 +69,8 @@ TARGETS = {
     "I11_normal": (("floor", 80), ("cupy", 1.0)),
     "I11_take": (("floor", 80), ("cupy", 1.0)),
     "I11_scatter_add": (("floor", 80), ("cupy", 1.0)),
+    "I11_sort": (("cupy", 1.0),),
+    "I11_argsort": (("cupy", 1.0),),
 }
 MIB = 1 << 20
 

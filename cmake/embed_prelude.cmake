@@ -3,7 +3,13 @@
 # '#include "../graph/NAME.h"' is replaced by that file's text: code the host and the device
 # share (graph/normal32.h) is written once, and NVRTC, which is given no headers, sees it inline.
 # Run as: cmake -DIN=<prelude.cuh> -DOUT=<file.c> -P embed_prelude.cmake
+# Another device source embeds the same way under another name: -DNAME=fcx_sort_kernels (it then
+# defines fcx_sort_kernels_source and fcx_sort_kernels_size, declared in codegen/prelude.h).
 cmake_minimum_required(VERSION 3.20) # script mode: the policies while() needs
+if(NOT NAME)
+  set(NAME fcx_prelude)
+endif()
+get_filename_component(in_name "${IN}" NAME)
 file(READ "${IN}" text)
 get_filename_component(dir "${IN}" DIRECTORY)
 while(TRUE)
@@ -25,10 +31,10 @@ string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${hex}")
 string(REPEAT "0x[0-9a-f][0-9a-f]," 16 line)
 string(REGEX REPLACE "(${line})" "\\1\n    " bytes "${bytes}")
 file(WRITE "${OUT}.tmp"
-  "/* Generated from codegen/prelude.cuh by cmake/embed_prelude.cmake. Do not edit. */\n"
+  "/* Generated from codegen/${in_name} by cmake/embed_prelude.cmake. Do not edit. */\n"
   "#include \"prelude.h\"\n\n"
-  "const char fcx_prelude_source[] = {\n    ${bytes}0x00\n};\n"
-  "const size_t fcx_prelude_size = ${size};\n")
+  "const char ${NAME}_source[] = {\n    ${bytes}0x00\n};\n"
+  "const size_t ${NAME}_size = ${size};\n")
 # Only a changed file is rewritten, so an unchanged prelude rebuilds nothing.
 configure_file("${OUT}.tmp" "${OUT}" COPYONLY)
 file(REMOVE "${OUT}.tmp")

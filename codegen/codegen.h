@@ -135,6 +135,17 @@ fc_status fcx_generate_named(fc_ctx *ctx, const fcp_kernel *k, const char *name,
                              bool with_prelude, fcx_kernel_src *out);
 void fcx_kernel_src_free(fc_ctx *ctx, fcx_kernel_src *s);
 
+/* The radix sort kernels (codegen/sort.cuh) for elements of dtype t: fcs_upsweep, fcs_scan,
+ * fcs_downsweep, fcs_rows, fcs_finish, compiled as a raw module (backend/cuda_sort.c says
+ * how they run). *out is fcg_malloc'd, strlen + 1 bytes. */
+fc_status fcx_sort_source(fc_ctx *ctx, fc_dtype t, char **out);
+/* Elements a thread holds in a tile of the sort kernels for dtype t (a tile is 256 of them):
+ * rows of up to 256 * fcx_sort_items(t) elements sort in one block. */
+int fcx_sort_items(fc_dtype t);
+/* Words of an element (2 for complex) and bits of a word, for the passes. */
+int fcx_sort_words(fc_dtype t);
+int fcx_sort_word_bits(fc_dtype t);
+
 /* The device prelude every kernel starts with (codegen/prelude.cuh, embedded at build). */
 extern const char fcx_prelude_source[];
 extern const size_t fcx_prelude_size;

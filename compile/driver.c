@@ -6,6 +6,7 @@
 
 #include "kcompile.h"
 #include "nvrtc_compile.h"
+#include "raw.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -223,6 +224,28 @@ static fc_status failed(impl *r, fc_status st, fck_stage stage, int kernel) {
     return st;
 }
 
+/* A sort (a library call of fusec's own kernels, backend/cuda_sort.c) has no kernel in the
+ * plan, but its module is a binary like any other: building a program's binaries (`fusec
+ * warm`, or the runtime's first evaluation) compiles or finds it for each arch, so that a
+ * cache warmed for a GPU holds everything a program of sorts needs there. */
+static fc_status sort_module(impl *r, fc_dtype t) {
+    fck_result *pub = &r->pub;
+    char *src = NULL;
+    fc_status st = fcx_sort_source(pub->ctx, t, &src);
+    for (int a = 0; a < pub->narch && st == FC_OK; a++) {
+        fck_raw_binary bin;
+        st = fck_raw_compile(pub->ctx, src, NULL, 0, NULL, 0, r->opt.archs[a], &bin);
+        if (st == FC_OK) {
+            if (bin.compiled) pub->compiled++;
+            else pub->cached++;
+            pub->targets++;
+        }
+        fck_raw_binary_free(pub->ctx, &bin);
+    }
+    if (src) fcg_free(pub->ctx, src, strlen(src) + 1);
+    return st;
+}
+
 fc_status fck_add(fck_result *pub, fc_array *const *arrays, int n) {
     impl *r = impl_of(pub);
     fc_ctx *ctx = pub->ctx;
@@ -242,6 +265,12 @@ fc_status fck_add(fck_result *pub, fc_array *const *arrays, int n) {
     for (int i = 0; i < plan->nkernel; i++) {
         const fcp_kernel *pk = &plan->kernels[i];
         bool lib = pk->kind == FCP_KERNEL_LIB;
+        const fc_array *lo = lib ? pk->outs[0] : NULL;
+        if (lo && (lo->op == FCG_OP_SORT || lo->op == FCG_OP_ARGSORT) &&
+            o->stage >= FCK_BINARY && (st = sort_module(r, (fc_dtype)lo->in[0]->dtype)) != FC_OK) {
+            failed(r, st, FCK_BINARY, i);
+            break;
+        }
         if (lib && o->batch) continue; /* nothing to compile */
         fck_kernel k;
         memset(&k, 0, sizeof k);

@@ -155,6 +155,7 @@ typedef enum fcf_fkind {
     FK_EXPAND, FK_SQUEEZE, FK_FLIP, FK_PAD, FK_CONCAT, FK_STACK, FK_MATMUL, FK_FILL, FK_FULL,
     FK_LIKE, FK_FULL_LIKE, FK_ARANGE, FK_LINSPACE, FK_EYE, FK_RANDOM, FK_COMPLEX, FK_FFT,
     FK_RAVEL, FK_COMPOSITE, FK_SCAN, FK_TAKE, FK_SCATTER, FK_FFTN, FK_FFTFREQ, FK_FFTSHIFT,
+    FK_SORT, FK_UNIQUE, FK_PERMUTE,
     FK_EW_KERNEL, FK_RED_KERNEL /* user kernel declarations: a binding's whole right side */
 } fcf_fkind;
 
@@ -243,6 +244,14 @@ static const fcf_func fcf_funcs[] = {
     {"take", FK_TAKE, 0, 3, 2, {"a", "indices", "axis", "mode"}},
     {"take_along_axis", FK_TAKE, 1, 3, 2, {"arr", "indices", "axis"}},
     {"searchsorted", FK_TAKE, 2, 3, 2, {"a", "v", "side"}},
+    /* graph/sort.c: op 0 np.sort, 1 np.argsort (axis=-1; None: the flattened array);
+     * graph/sort_ops.c: 2 np.partition, 3 np.argpartition (the stable sort), np.unique (a
+     * list of results when any return_ flag is set) */
+    {"sort", FK_SORT, 0, 3, 1, {"a", "axis", "kind"}},
+    {"argsort", FK_SORT, 1, 3, 1, {"a", "axis", "kind"}},
+    {"partition", FK_SORT, 2, 4, 2, {"a", "kth", "axis", "kind"}},
+    {"argpartition", FK_SORT, 3, 4, 2, {"a", "kth", "axis", "kind"}},
+    {"unique", FK_UNIQUE, 0, 4, 1, {"ar", "return_index", "return_inverse", "return_counts"}},
     /* scatters (graph/scatter.c): op 0-2 np.add.at / maximum.at / minimum.at as functions, 3
      * np.put, 4 np.bincount, 5 np.histogram's counts, 6 np.histogram_bin_edges; masks (graph/
      * mask.c): 7 np.flatnonzero, 8 np.argwhere, 9 np.put_along_axis */
@@ -295,6 +304,12 @@ static const fcf_func fcf_funcs[] = {
     {"normal", FK_RANDOM, RD_NORMAL, 6, 3, {"loc", "scale", "shape", "dtype", "seed", "stream"}},
     {"exponential", FK_RANDOM, RD_EXPONENTIAL, 5, 2, {"scale", "shape", "dtype", "seed", "stream"}},
     {"bernoulli", FK_RANDOM, RD_BERNOULLI, 4, 2, {"p", "shape", "seed", "stream"}},
+    /* permutations (graph/sort_ops.c): op 0 Generator.permutation (of n, or an array's
+     * slices), 1 Generator.shuffle as a function, 2 Generator.choice (of n, or of an array's
+     * rows); each takes its stream whole */
+    {"permutation", FK_PERMUTE, 0, 4, 1, {"x", "axis", "seed", "stream"}},
+    {"shuffle", FK_PERMUTE, 1, 4, 1, {"x", "axis", "seed", "stream"}},
+    {"choice", FK_PERMUTE, 2, 5, 1, {"a", "size", "replace", "seed", "stream"}},
     {"complex", FK_COMPLEX, 0, 2, 1, {"real", "imag"}},
     /* composites (graph/composite.c), with NumPy's (scipy's, for logsumexp) signatures */
     {"identity", FK_COMPOSITE, CP_IDENTITY, 2, 1, {"n", "dtype"}},
@@ -355,6 +370,9 @@ static const char *const fcf_pad_modes[] = {"constant", "edge", "reflect", "symm
 static const char *const fcf_take_modes[] = {"raise", "wrap", "clip"}; /* fc_take_mode's order */
 static const char *const fcf_scatter_modes[] = {"raise", "wrap", "clip", "drop"};
 static const char *const fcf_fft_norms[] = {"backward", "ortho", "forward"};
+/* np.sort's kinds: every one gives fusec's stable order; np.partition's one kind */
+static const char *const fcf_sort_kinds[] = {"quicksort", "mergesort", "heapsort", "stable"};
+static const char *const fcf_partition_kinds[] = {"introselect"};
 
 /* Reserved words. Each spelling maps to what it means; parse_name dispatches on the meaning. */
 typedef enum fcf_kw { KW_TRUE, KW_FALSE, KW_NONE, KW_INF, KW_NAN, KW_INPUT, KW_OUT } fcf_kw;
@@ -411,6 +429,7 @@ static const fcf_method fcf_methods[] = {
     {"cumsum", MK_METHOD, "cumsum", {NULL}},
     {"cumprod", MK_METHOD, "cumprod", {NULL}},
     {"argmin", MK_METHOD, "argmin", {NULL}},
+    {"argsort", MK_METHOD, "argsort", {NULL}},
     {"astype", MK_METHOD, "astype", {NULL}},
     {"reshape", MK_VARARGS, "reshape", {NULL}},
     {"transpose", MK_VARARGS, "transpose", {NULL}},
@@ -708,6 +727,10 @@ void fcf_names(fcf_name_fn visit, void *user) {
     for (size_t i = 0; i < FCF_COUNT(fcf_scatter_modes); i++)
         visit(user, FCF_STRING, fcf_scatter_modes[i], "scatter_add");
     for (size_t i = 0; i < FCF_COUNT(fcf_fft_norms); i++) visit(user, FCF_STRING, fcf_fft_norms[i], "fft");
+    for (size_t i = 0; i < FCF_COUNT(fcf_sort_kinds); i++)
+        visit(user, FCF_STRING, fcf_sort_kinds[i], "sort");
+    for (size_t i = 0; i < FCF_COUNT(fcf_partition_kinds); i++)
+        visit(user, FCF_STRING, fcf_partition_kinds[i], "partition");
     for (size_t i = 0; i < FCF_COUNT(fcf_methods); i++) {
         const fcf_method *m = &fcf_methods[i];
         if (method_is_attr(m)) {
@@ -1411,7 +1434,7 @@ static bool module_admits(int module, const fcf_func *f) {
     case 0:
         return f->kind == FK_FFT || f->kind == FK_FFTN || f->kind == FK_FFTFREQ ||
                f->kind == FK_FFTSHIFT;
-    case 1: return f->kind == FK_RANDOM;
+    case 1: return f->kind == FK_RANDOM || f->kind == FK_PERMUTE;
     default: return f->kind == FK_NORM || f->kind == FK_MATMUL;
     }
 }
@@ -2936,6 +2959,7 @@ static fc_status eval_call(fcf_builder *b, const fcf_expr *e, fcf_value *out) {
     case FK_CAST: case FK_REDUCE: case FK_ARG: case FK_NORM: case FK_RESHAPE: case FK_TRANSPOSE:
     case FK_BROADCAST: case FK_EXPAND: case FK_SQUEEZE: case FK_FLIP: case FK_PAD: case FK_LIKE:
     case FK_FULL_LIKE: case FK_FFT: case FK_RAVEL: case FK_SCAN: case FK_FFTN: case FK_FFTSHIFT:
+    case FK_SORT: case FK_UNIQUE:
         if ((st = eval_array_arg(b, e, 0, &x)) != FC_OK) return st;
         break;
     default: break;
@@ -3083,6 +3107,60 @@ static fc_status eval_call(fcf_builder *b, const fcf_expr *e, fcf_value *out) {
             return st;
         return bcheck(b, e, fn->kind == FK_CONCAT ? fc_concatenate(ctx, arrays, n, axis)
                                                  : fc_stack(ctx, arrays, n, axis), out);
+    }
+    case FK_SORT: {
+        /* np.sort(a, axis=-1, kind=None), argsort; np.partition(a, kth, axis=-1,
+         * kind="introselect"), argpartition. axis=None: the flattened array */
+        bool part = fn->op >= 2;
+        int at = part ? 2 : 1, axis = -1;
+        int64_t kth = 0;
+        if (part && ((st = eval_arg(b, e, 1, &v[1], V_NONE)) != FC_OK ||
+                     (st = to_int(b, arg_pos(e, 1), &v[1], "kth", &kth)) != FC_OK))
+            return st;
+        if ((st = eval_arg(b, e, at, &v[at], V_NONE)) != FC_OK) return st;
+        if (e->call.args[at] && v[at].kind == V_NONE) axis = FC_AXIS_NONE;
+        else if (v[at].kind != V_NONE &&
+                 (st = to_small_int(b, arg_pos(e, at), &v[at], "axis", &axis)) != FC_OK)
+            return st;
+        if ((st = eval_arg(b, e, at + 1, &v[at + 1], V_NONE)) != FC_OK) return st;
+        if (v[at + 1].kind != V_NONE) {
+            const char *const *kinds = part ? fcf_partition_kinds : fcf_sort_kinds;
+            size_t nk = part ? FCF_COUNT(fcf_partition_kinds) : FCF_COUNT(fcf_sort_kinds);
+            bool known = false;
+            for (size_t i = 0; v[at + 1].kind == V_STR && i < nk; i++)
+                known |= strcmp(v[at + 1].s, kinds[i]) == 0;
+            if (!known)
+                return berr(b, arg_pos(e, at + 1), FC_ERR_VALUE, "%s: kind must be %s",
+                            fn->name, part ? "None or \"introselect\""
+                                           : "None, \"quicksort\", \"mergesort\", "
+                                             "\"heapsort\" or \"stable\"");
+        }
+        fc_array *r = fn->op == 0   ? fc_sort(x, axis)
+                      : fn->op == 1 ? fc_argsort(x, axis)
+                      : fn->op == 2 ? fc_partition(x, kth, axis)
+                                    : fc_argpartition(x, kth, axis);
+        return bcheck(b, e, r, out);
+    }
+    case FK_UNIQUE: {
+        /* np.unique(ar, return_index=False, return_inverse=False, return_counts=False): the
+         * values alone, or the list [values, index, inverse, counts] of those asked for */
+        bool want[4] = {true, false, false, false};
+        int n = 1;
+        for (int k = 1; k < 4; k++) {
+            if ((st = eval_arg(b, e, k, &v[k], V_BOOL)) != FC_OK) return st;
+            if (e->call.args[k] &&
+                (st = to_bool(b, arg_pos(e, k), &v[k], fn->params[k], &want[k])) != FC_OK)
+                return st;
+            n += want[k];
+        }
+        fc_array *res[4] = {NULL, NULL, NULL, NULL};
+        st = fc_unique(x, &res[0], want[1] ? &res[1] : NULL, want[2] ? &res[2] : NULL,
+                       want[3] ? &res[3] : NULL);
+        if (n == 1) return bcheck(b, e, res[0], out);
+        fc_array *list[4];
+        for (int k = 0, j = 0; k < 4; k++)
+            if (want[k]) list[j++] = res[k];
+        return array_list(b, e, list, n, st, out);
     }
     case FK_FFT: case FK_FFTN: {
         /* np.fft.fft(a, n=None, axis=-1, norm=None) and kin; fftn(a, s=None, axes=None, ...) */
@@ -3385,6 +3463,53 @@ static fc_status eval_call(fcf_builder *b, const fcf_expr *e, fcf_value *out) {
         default: r = fc_rng_bernoulli(ctx, &rng, par[0], shape); break;
         }
         return bcheck(b, e, r, out);
+    }
+    case FK_PERMUTE: {
+        /* permutation(x, axis=0), shuffle(x, axis=0), choice(a, size=None, replace=True),
+         * each with seed=0 and stream=0 as the draws have them */
+        bool choice = fn->op == 2;
+        for (int i = 0; i < (choice ? 5 : 4); i++)
+            if ((st = eval_arg(b, e, i, &v[i], V_NONE)) != FC_OK) return st;
+        int ks = choice ? 3 : 2; /* where seed and stream are */
+        uint64_t key[2] = {0, 0};
+        for (int k = 0; k < 2; k++) {
+            const fcf_value *kv = &v[ks + k];
+            if (kv->kind == V_NONE) continue;
+            if (kv->kind != V_INT || kv->i < 0 || kv->i > UINT64_MAX)
+                return berr(b, arg_pos(e, ks + k), FC_ERR_INVALID,
+                            "%s must be an integer in [0, 2**64)", fn->params[ks + k]);
+            key[k] = (uint64_t)kv->i;
+        }
+        fc_rng rng = {key[0], key[1]};
+        /* an integer n stands for arange(n) (not for shuffle, which takes arrays only) */
+        bool of_n = v[0].kind == V_INT && fn->op != 1;
+        int64_t n = 0;
+        if (of_n && (st = to_int(b, arg_pos(e, 0), &v[0], fn->params[0], &n)) != FC_OK)
+            return st;
+        if (!of_n && v[0].kind != V_ARRAY)
+            return berr(b, arg_pos(e, 0), FC_ERR_INVALID, "%s: %s must be %s, found %s",
+                        fn->name, fn->params[0],
+                        fn->op == 1 ? "an array" : "an integer or an array",
+                        vkind_name(&v[0]));
+        if (!choice) {
+            int axis = 0;
+            if (v[1].kind != V_NONE &&
+                (st = to_small_int(b, arg_pos(e, 1), &v[1], "axis", &axis)) != FC_OK)
+                return st;
+            if (of_n) return bcheck(b, e, fc_rng_permutation(ctx, &rng, n), out);
+            return bcheck(b, e, fc_rng_shuffle(ctx, &rng, v[0].arr, axis), out);
+        }
+        fc_shape size;
+        memset(&size, 0, sizeof size); /* None: one sample, a 0-d result */
+        bool replace = true;
+        if (v[1].kind != V_NONE && (st = to_shape(b, arg_pos(e, 1), &v[1], &size)) != FC_OK)
+            return st;
+        if (v[2].kind != V_NONE &&
+            (st = to_bool(b, arg_pos(e, 2), &v[2], "replace", &replace)) != FC_OK)
+            return st;
+        return bcheck(b, e, of_n ? fc_rng_choice(ctx, &rng, n, size, replace)
+                                 : fc_rng_choice_array(ctx, &rng, v[0].arr, size, replace),
+                      out);
     }
     case FK_COMPLEX: {
         double re, im = 0.0;

@@ -398,6 +398,12 @@ static fc_status put_rhs(fcq_printer *pr, const fc_array *a) {
         buf_puts(b, " @ ");
         put_operand(pr, a->in[1], true);
         return FC_OK;
+    case FCG_OP_SORT:
+    case FCG_OP_ARGSORT:
+        buf_printf(b, "%s(", info->pyname);
+        put_operand(pr, a->in[0], false);
+        buf_printf(b, ", axis=%d)", (int)a->p.axis);
+        return FC_OK;
     case FCG_OP_FFT:
     case FCG_OP_IFFT:
         buf_printf(b, "%s(", info->pyname);

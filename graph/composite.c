@@ -68,11 +68,9 @@ static fc_status fill_poison(fc_ctx *ctx, fc_array **out, int64_t n, fc_array *p
 
 /* ---- small helpers ---------------------------------------------------------------------- */
 
-/* "[3, 4] (f32)" into buf, which holds DESC_MAX bytes. */
-#define DESC_MAX 240
-static const char *desc(char *buf, const fc_array *a) {
+const char *fcg_desc(char *buf, const fc_array *a) {
     char sh[200];
-    snprintf(buf, DESC_MAX, "%s (%s)", fcg_shape_str(sh, a->ndim, a->shape),
+    snprintf(buf, FCG_DESC_MAX, "%s (%s)", fcg_shape_str(sh, a->ndim, a->shape),
              fc_dtype_name((fc_dtype)a->dtype));
     return buf;
 }
@@ -100,9 +98,9 @@ static fc_array *scalar_of(fc_ctx *ctx, fc_dtype t, double v) {
 static bool norm_axis(fc_ctx *ctx, const char *name, const fc_array *a, int axis, int *out,
                       fc_array **bad) {
     if (axis < -a->ndim || axis >= a->ndim) {
-        char d[DESC_MAX];
+        char d[FCG_DESC_MAX];
         *bad = fcg_poison(ctx, FC_ERR_AXIS, "%s: axis %d is out of bounds for %s", name, axis,
-                          desc(d, a));
+                          fcg_desc(d, a));
         return false;
     }
     *out = axis < 0 ? axis + a->ndim : axis;
@@ -120,9 +118,9 @@ static bool reduce_mask(fc_ctx *ctx, const char *name, const fc_array *a, fc_axe
     }
     for (int d = 0; nonempty && d < a->ndim; d++)
         if ((*mask >> d & 1u) && a->shape[d] == 0) {
-            char s[DESC_MAX];
+            char s[FCG_DESC_MAX];
             *bad = fcg_poison(ctx, FC_ERR_SHAPE, "%s: zero-size reduction of %s has no identity",
-                              name, desc(s, a));
+                              name, fcg_desc(s, a));
             return false;
         }
     return true;
@@ -245,10 +243,10 @@ fc_array *fc_tile(fc_array *a, int n, const int64_t *reps) {
     fc_array *early;
     fc_ctx *ctx = fcg_begin("tile", 1, &a, &early);
     if (!ctx || early) return early;
-    char d[DESC_MAX];
+    char d[FCG_DESC_MAX];
     if (n < 0 || n > FC_MAX_DIMS)
         return fcg_poison(ctx, FC_ERR_INVALID, "tile: %d repetitions for %s (0 to %d)", n,
-                          desc(d, a), FC_MAX_DIMS);
+                          fcg_desc(d, a), FC_MAX_DIMS);
     if (n > 0 && !reps) return fcg_poison(ctx, FC_ERR_NULL, "tile: reps is NULL");
     int nd = a->ndim > n ? a->ndim : n;
     int64_t r[FC_MAX_DIMS], res[FC_MAX_DIMS];
@@ -259,13 +257,13 @@ fc_array *fc_tile(fc_array *a, int n, const int64_t *reps) {
         r[i] = kr >= 0 ? reps[kr] : 1;
         if (r[i] < 0)
             return fcg_poison(ctx, FC_ERR_INVALID, "tile: negative repetition %lld for %s",
-                              (long long)r[i], desc(d, a));
+                              (long long)r[i], fcg_desc(d, a));
         res[i] = sa.dim[i] * r[i];
         if (sa.dim[i] && r[i] > INT64_MAX / sa.dim[i]) res[i] = INT64_MAX;
     }
     if (too_large(res, nd, (fc_dtype)a->dtype))
         return fcg_poison(ctx, FC_ERR_SHAPE, "tile: the result of tiling %s is too large",
-                          desc(d, a));
+                          fcg_desc(d, a));
     cscope cs;
     if (!cs_open(&cs, ctx)) return cs_nomem(ctx, "tile");
     fc_array *t = fc_reshape(a, sa); /* NumPy prepends unit axes to the shorter of the two */
@@ -295,10 +293,10 @@ fc_array *fc_repeat(fc_array *a, int64_t repeats, int axis) {
     fc_array *early;
     fc_ctx *ctx = fcg_begin("repeat", 1, &a, &early);
     if (!ctx || early) return early;
-    char d[DESC_MAX];
+    char d[FCG_DESC_MAX];
     if (repeats < 0)
         return fcg_poison(ctx, FC_ERR_INVALID, "repeat: negative repeats %lld for %s",
-                          (long long)repeats, desc(d, a));
+                          (long long)repeats, fcg_desc(d, a));
     int ax = 0;
     if (axis != FC_AXIS_NONE && !norm_axis(ctx, "repeat", a, axis, &ax, &early)) return early;
     int64_t len = axis == FC_AXIS_NONE ? (int64_t)fcg_node_numel(a) : a->shape[ax];
@@ -307,7 +305,7 @@ fc_array *fc_repeat(fc_array *a, int64_t repeats, int axis) {
     res[ax] = len && repeats > INT64_MAX / len ? INT64_MAX : len * repeats;
     if (too_large(res, axis == FC_AXIS_NONE ? 1 : a->ndim, (fc_dtype)a->dtype))
         return fcg_poison(ctx, FC_ERR_SHAPE, "repeat: repeating %s %lld times is too large",
-                          desc(d, a), (long long)repeats);
+                          fcg_desc(d, a), (long long)repeats);
     cscope cs;
     if (!cs_open(&cs, ctx)) return cs_nomem(ctx, "repeat");
     fc_array *t = axis == FC_AXIS_NONE ? fc_reshape(a, FC_SHAPE(len)) : a; /* flattened */
@@ -402,10 +400,10 @@ fc_status fc_split(fc_array *a, int64_t sections, int axis, fc_array **out) {
     fc_array *bad;
     if (!norm_axis(ctx, "split", a, axis, &ax, &bad)) return fill_poison(ctx, out, sections, bad);
     if (a->shape[ax] % sections != 0) {
-        char d[DESC_MAX];
+        char d[FCG_DESC_MAX];
         return fill_poison(ctx, out, sections,
                            fcg_poison(ctx, FC_ERR_SHAPE, "split: %s does not divide into %lld "
-                                      "equal sections along axis %d", desc(d, a),
+                                      "equal sections along axis %d", fcg_desc(d, a),
                                       (long long)sections, axis));
     }
     return split_pieces(a, "split", ax, sections, NULL, a->shape[ax] / sections, out);
@@ -438,9 +436,9 @@ static fc_array *tri_mask(fc_array *a, int64_t k, bool lower, const char *name) 
     fc_ctx *ctx = fcg_begin(name, 1, &a, &early);
     if (!ctx || early) return early;
     if (a->ndim < 1) {
-        char d[DESC_MAX];
+        char d[FCG_DESC_MAX];
         return fcg_poison(ctx, FC_ERR_SHAPE, "%s: input %s must have at least 1 dimension", name,
-                          desc(d, a));
+                          fcg_desc(d, a));
     }
     int64_t m = a->shape[a->ndim - 1], n = a->ndim >= 2 ? a->shape[a->ndim - 2] : m;
     /* Beyond these bounds the mask no longer changes: clamping keeps j - i - k in range. */
@@ -460,17 +458,17 @@ fc_array *fc_triu(fc_array *a, int64_t k) { return tri_mask(a, k, false, "triu")
 /* The two axes of a diagonal, normalised; else a poison naming `name`. */
 static bool diag_axes(fc_ctx *ctx, const char *name, const fc_array *a, int axis1, int axis2,
                       int *a1, int *a2, fc_array **bad) {
-    char d[DESC_MAX];
+    char d[FCG_DESC_MAX];
     if (a->ndim < 2) {
         *bad = fcg_poison(ctx, FC_ERR_SHAPE, "%s: %s has fewer than 2 dimensions", name,
-                          desc(d, a));
+                          fcg_desc(d, a));
         return false;
     }
     if (!norm_axis(ctx, name, a, axis1, a1, bad) || !norm_axis(ctx, name, a, axis2, a2, bad))
         return false;
     if (*a1 == *a2) {
         *bad = fcg_poison(ctx, FC_ERR_AXIS, "%s: axis1 and axis2 are both %d for %s", name, *a1,
-                          desc(d, a));
+                          fcg_desc(d, a));
         return false;
     }
     return true;
@@ -517,16 +515,16 @@ fc_array *fc_diag(fc_array *v, int64_t k) {
     fc_array *early;
     fc_ctx *ctx = fcg_begin("diag", 1, &v, &early);
     if (!ctx || early) return early;
-    char d[DESC_MAX];
+    char d[FCG_DESC_MAX];
     if (v->ndim == 2) return fc_diagonal(v, k, 0, 1);
     if (v->ndim != 1)
-        return fcg_poison(ctx, FC_ERR_SHAPE, "diag: input %s must be 1-d or 2-d", desc(d, v));
+        return fcg_poison(ctx, FC_ERR_SHAPE, "diag: input %s must be 1-d or 2-d", fcg_desc(d, v));
     int64_t n = v->shape[0];
     uint64_t ak = k < 0 ? (uint64_t)0 - (uint64_t)k : (uint64_t)k;
     if (ak > (uint64_t)1 << 40 || too_large((int64_t[]){n + (int64_t)ak, n + (int64_t)ak}, 2,
                                             (fc_dtype)v->dtype))
         return fcg_poison(ctx, FC_ERR_SHAPE, "diag: the result for %s with k %lld is too large",
-                          desc(d, v), (long long)k);
+                          fcg_desc(d, v), (long long)k);
     int64_t big = n + (int64_t)ak;
     if (n == 0) /* nothing to place: no pad of an empty axis to load through */
         return fc_zeros(ctx, (fc_dtype)v->dtype, FC_SHAPE(big, big));
@@ -676,11 +674,11 @@ fc_array *fc_logsumexp(fc_array *a, fc_axes axes, bool keepdims) {
     fc_array *early;
     fc_ctx *ctx = fcg_begin("logsumexp", 1, &a, &early);
     if (!ctx || early) return early;
-    char d[DESC_MAX];
+    char d[FCG_DESC_MAX];
     fc_dtype t = (fc_dtype)a->dtype;
     if (fcg_is_complex(t))
         return fcg_poison(ctx, FC_ERR_DTYPE, "logsumexp: complex input %s is not supported",
-                          desc(d, a));
+                          fcg_desc(d, a));
     uint32_t mask;
     if (!reduce_mask(ctx, "logsumexp", a, axes, true, &mask, &early)) return early;
     cscope cs;
@@ -764,9 +762,9 @@ fc_array *fc_round(fc_array *a, int decimals) {
     /* 10**400 is inf already: larger magnitudes change nothing (and cannot overflow). */
     int dec = decimals > 400 ? 400 : decimals < -400 ? -400 : decimals;
     if (t == FC_BOOL && dec != 0) {
-        char d[DESC_MAX];
+        char d[FCG_DESC_MAX];
         return fcg_poison(ctx, FC_ERR_DTYPE, "round: decimals %d of a bool array %s (NumPy "
-                          "cannot cast the float product back to bool)", decimals, desc(d, a));
+                          "cannot cast the float product back to bool)", decimals, fcg_desc(d, a));
     }
     if (fcg_is_int(t) && dec >= 0) { /* integers are already rounded */
         fcg_retain(a);
@@ -820,9 +818,9 @@ fc_array *fc_heaviside(fc_array *x1, fc_array *x2) {
     fc_dtype out, loop;
     bool weak;
     if (fcg_ew_types(ctx, FCG_OP_ARCTAN2, 2, in, FC_BOOL, &out, &loop, &weak) != FC_OK) {
-        char d1[DESC_MAX], d2[DESC_MAX];
+        char d1[FCG_DESC_MAX], d2[FCG_DESC_MAX];
         return fcg_poison(ctx, FC_ERR_DTYPE, "heaviside: not supported for %s and %s",
-                          desc(d1, x1), desc(d2, x2));
+                          fcg_desc(d1, x1), fcg_desc(d2, x2));
     }
     cscope cs;
     if (!cs_open(&cs, ctx)) return cs_nomem(ctx, "heaviside");
@@ -844,9 +842,9 @@ static fc_array *angle_scale(fc_array *a, bool to_rad) {
     if (!ctx || early) return early;
     fc_dtype t = (fc_dtype)a->dtype;
     if (fcg_is_complex(t)) {
-        char d[DESC_MAX];
+        char d[FCG_DESC_MAX];
         return fcg_poison(ctx, FC_ERR_DTYPE, "%s: complex input %s is not supported", name,
-                          desc(d, a));
+                          fcg_desc(d, a));
     }
     fc_dtype ft = fcg_float_of(t);
     cscope cs;
@@ -888,8 +886,8 @@ fc_array *fc_positive(fc_array *a) {
     fc_ctx *ctx = fcg_begin("positive", 1, &a, &early);
     if (!ctx || early) return early;
     if (a->dtype == FC_BOOL) {
-        char d[DESC_MAX];
-        return fcg_poison(ctx, FC_ERR_DTYPE, "positive: not supported for bool %s", desc(d, a));
+        char d[FCG_DESC_MAX];
+        return fcg_poison(ctx, FC_ERR_DTYPE, "positive: not supported for bool %s", fcg_desc(d, a));
     }
     fcg_retain(a); /* +x is x: arrays are values */
     return fcg_ret(ctx, a);
@@ -901,9 +899,9 @@ fc_array *fc_fabs(fc_array *a) {
     if (!ctx || early) return early;
     fc_dtype t = (fc_dtype)a->dtype;
     if (fcg_is_complex(t)) {
-        char d[DESC_MAX];
+        char d[FCG_DESC_MAX];
         return fcg_poison(ctx, FC_ERR_DTYPE, "fabs: complex input %s is not supported (use abs)",
-                          desc(d, a));
+                          fcg_desc(d, a));
     }
     cscope cs;
     if (!cs_open(&cs, ctx)) return cs_nomem(ctx, "fabs");

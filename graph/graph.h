@@ -541,6 +541,9 @@ fc_array *fcg_ret(fc_ctx *ctx, fc_array *a);
  * (releasing the temporaries) and hands r to the caller's scope, as fcg_ret does (the
  * out-of-memory poison when r is NULL or cannot be kept). */
 fc_array *fcg_scope_return(fc_ctx *ctx, fc_scope *scope, fc_array *r);
+/* "[3, 4] (f32)": a's shape and dtype for a message, into buf (FCG_DESC_MAX bytes). */
+#define FCG_DESC_MAX 240
+const char *fcg_desc(char *buf, const fc_array *a);
 /* a[..., start:stop:step, ...] along one axis (Python slice bounds), as fc_index. */
 fc_array *fcg_slice_axis(fc_array *a, int axis, int64_t start, int64_t stop, int64_t step);
 /* The common prologue of a public op over `n` inputs. Returns the context, or NULL when no

@@ -634,6 +634,27 @@ FC_API fc_array *fc_rng_exponential(fc_ctx *ctx, fc_rng *rng, double scale, fc_d
                                     fc_shape shape);
 /** Bernoulli trials (Generator.binomial(1, p) as bool): u < p, u of f64's draw. 0 <= p <= 1. */
 FC_API fc_array *fc_rng_bernoulli(fc_ctx *ctx, fc_rng *rng, double p, fc_shape shape);
+/** Generator.permutation(n): 0 .. n-1 (int64) in a random order (empty for n <= 0, as NumPy's
+ *  arange(n)). The order is the stable fc_argsort of one draw of keys, fc_rng_integers(
+ *  INT64_MIN, INT64_MAX) as int64 of the generator's next stream: a pure function of (seed,
+ *  stream), the same on every backend (a tie between two 64-bit keys, about n^2 / 2^65 likely,
+ *  keeps the smaller position first). Costs a sort of n keys. Not NumPy's values. */
+FC_API fc_array *fc_rng_permutation(fc_ctx *ctx, fc_rng *rng, int64_t n);
+/** Generator.shuffle(x, axis) as a function (Generator.permutation(x, axis)): x with its
+ *  slices along axis in the order of fc_rng_permutation(extent) of the next stream; x itself
+ *  is unchanged. FC_ERR_AXIS for an axis out of range (a 0-d x has none); FC_ERR_DTYPE for a
+ *  Python scalar. */
+FC_API fc_array *fc_rng_shuffle(fc_ctx *ctx, fc_rng *rng, fc_array *x, int axis);
+/** Generator.choice(n, size, replace): int64 samples of 0 .. n-1 in the shape size. With
+ *  replacement fc_rng_integers(0, n, FC_I64, size) of the next stream; without it the first
+ *  prod(size) elements of that stream's fc_rng_permutation(n), so distinct (a sort of n keys,
+ *  whatever the size). FC_ERR_VALUE for samples from n <= 0, or more than n of them without
+ *  replacement (as NumPy raises). fc_rng_choice_array is Generator.choice(a, size, replace)
+ *  (axis 0): a's rows at such samples of its first extent, shape size + a's other extents
+ *  (FC_ERR_VALUE for a 0-d a). Each call takes one stream, even when it draws nothing. */
+FC_API fc_array *fc_rng_choice(fc_ctx *ctx, fc_rng *rng, int64_t n, fc_shape size, bool replace);
+FC_API fc_array *fc_rng_choice_array(fc_ctx *ctx, fc_rng *rng, fc_array *a, fc_shape size,
+                                     bool replace);
 FC_API fc_array *fc_zeros_like(fc_array *a);
 FC_API fc_array *fc_ones_like(fc_array *a);
 FC_API fc_array *fc_empty_like(fc_array *a);
@@ -891,6 +912,48 @@ typedef enum fc_side { FC_SIDE_LEFT, FC_SIDE_RIGHT } fc_side;
  *  checked). A binary search per element in the consuming kernel. Complex dtypes and a
  *  sorter are not supported (FC_ERR_UNSUPPORTED). */
 FC_API fc_array *fc_searchsorted(fc_array *a, fc_array *v, fc_side side);
+/** np.sort(a, axis, kind="stable"): a's elements sorted along axis (FC_AXIS_NONE: the
+ *  flattened array), ascending in NumPy's order: NaN after every number, -0.0 equal to 0.0
+ *  (equal elements keep their order and their bits), complex numbers by real part, then
+ *  imaginary part, with NaNs last as NumPy places them ([R + Rj, R + nanj, nan + Rj,
+ *  nan + nanj]). Every numeric dtype and bool. Stable whatever kind a NumPy caller names, so
+ *  it is also a valid np.partition. On the GPU: radix sorts of fusec's own (one block a row
+ *  for rows of up to a tile, passes over the whole array for longer ones); the input is
+ *  stored first (a sort does not fuse with what computes it). */
+FC_API fc_array *fc_sort(fc_array *a, int axis);
+/** np.argsort(a, axis, kind="stable"): int64 positions along axis that sort a (fc_sort's
+ *  order; equal elements in their original order). FC_AXIS_NONE: positions in the flattened
+ *  array. take_along_axis(a, argsort(a, axis), axis) is sort(a, axis). A 0-d a is taken as
+ *  shape [1] (axis 0 or -1 gives [0]), as NumPy's argsort does; fc_sort refuses it
+ *  (FC_ERR_AXIS) unless axis is FC_AXIS_NONE, as np.sort does. */
+FC_API fc_array *fc_argsort(fc_array *a, int axis);
+/** np.partition(a, kth, axis) / np.argpartition: a (its int64 positions) along axis
+ *  (FC_AXIS_NONE: the flattened array) arranged so that position kth (negative: from the end)
+ *  holds what a sort puts there, with nothing greater before it and nothing smaller after it
+ *  (fc_sort's order). fusec returns the full stable sort (fc_sort, fc_argsort): a sorted array
+ *  is a valid partition for every kth, so the result is NumPy's up to the order NumPy leaves
+ *  unspecified, at the cost of a sort rather than a selection. FC_ERR_VALUE for kth outside
+ *  [-n, n) of a non-empty a (n the extent kth indexes), as NumPy raises; FC_ERR_AXIS and
+ *  FC_ERR_DTYPE (a Python scalar) as fc_sort; argpartition takes a 0-d a as shape [1]. */
+FC_API fc_array *fc_partition(fc_array *a, int64_t kth, int axis);
+FC_API fc_array *fc_argpartition(fc_array *a, int64_t kth, int axis);
+/** np.unique(a, return_index, return_inverse, return_counts) (axis=None, equal_nan=True):
+ *  of the flattened a, its distinct values in fc_sort's order (values, a's dtype, 1-d), the
+ *  position in the flattened a of each value's first occurrence (index), the place in values
+ *  of each element of a (inverse, a's shape, as NumPy 2 gives it) and how often each value
+ *  occurs (counts), all int64 but values. Equal values are those a comparison finds equal
+ *  (-0.0 and 0.0 are one value, which keeps the bits of its first occurrence); every NaN is one
+ *  value, whatever its sign, payload or (complex) the part that is NaN, after every number,
+ *  with the bits NumPy keeps (the first NaN in the sort's order). Each non-NULL pointer
+ *  receives a new reference; NULL ones are not computed.
+ *  The number of distinct values depends on the data, so this call evaluates a's stable sort
+ *  and the positions where a new value starts (synchronising, as fc_flatnonzero does; a
+ *  program input without data fails), then compacts them.
+ *  @return FC_OK; FC_ERR_NULL (a NULL: the outputs untouched); FC_ERR_DTYPE (a Python
+ *          scalar); an evaluation's or a poisoned a's status, each output then holding that
+ *          poison. */
+FC_API fc_status fc_unique(fc_array *a, fc_array **values, fc_array **index, fc_array **inverse,
+                           fc_array **counts);
 
 /** Scatters, functionally: a new array equal to a except that the updates combine in, one
  *  at a time in row-major order, at the positions indices holds along axis (FC_AXIS_NONE: in

@@ -178,7 +178,9 @@ static void put_params(line *l, const fc_array *a) {
     }
     case FCG_OP_CONCAT:
     case FCG_OP_FFT:
-    case FCG_OP_IFFT: put(l, " axis=%d", (int)p->axis); break;
+    case FCG_OP_IFFT:
+    case FCG_OP_SORT:
+    case FCG_OP_ARGSORT: put(l, " axis=%d", (int)p->axis); break;
     default: put_fields(l, a, used); break; /* an op without a spelling of its own here */
     }
 }

@@ -856,6 +856,12 @@ static fc_status eval_node(evaluator *ev, size_t idx) {
             const slot *x = input_slot(ev, a, 0);
             return fch_fft(ev->ctx, a, x->base, x->strides, s->base);
         }
+        if (a->op == FCG_OP_SORT || a->op == FCG_OP_ARGSORT) {
+            st = own_buffer(ev, idx);
+            if (st != FC_OK) return st;
+            const slot *x = input_slot(ev, a, 0);
+            return fch_sort(ev->ctx, a, x->base, x->strides, s->base);
+        }
         break;
     case FCG_KIND_GATHER:
         return a->op == FCG_OP_SEARCHSORTED ? eval_searchsorted(ev, idx) : eval_take(ev, idx);

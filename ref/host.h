@@ -106,5 +106,9 @@ fc_status fch_scan(fc_ctx *ctx, const fc_array *a, const char *in, const int64_t
                    char *out);
 fc_status fch_fft(fc_ctx *ctx, const fc_array *a, const char *in, const int64_t *in_strides,
                   char *out);
+/* np.sort / np.argsort (SORT or ARGSORT) of the rows of the input's last axis (base pointer
+ * and byte strides), stably in NumPy's order, into out (contiguous, a->dtype) (ref/host_sort.c). */
+fc_status fch_sort(fc_ctx *ctx, const fc_array *a, const char *in, const int64_t *in_strides,
+                   char *out);
 
 #endif /* FUSEC_HOST_H */

@@ -692,11 +692,68 @@ static fc_array *rd_scatter(rd *r, uint64_t h) {
     }
 }
 
+/* A sort of a pool array (graph/sort.c and graph/sort_ops.c), along a random axis (negative
+ * ones too) or of the flattened array: sort, argsort, partition or argpartition at a random
+ * kth, unique (one of its four results), or a random permutation (a pool array shuffled
+ * along an axis, a permutation of n, a choice of n or of the array's rows, with and without
+ * replacement). Under gpu_safe, results that a difference in the last bit between backends
+ * could reorder are not made: the positions (argsort, argpartition) of computed floats,
+ * where exact ties decide the order (sort's values are continuous in its input, positions are
+ * not), sorts of computed complex arrays (lexicographic: real parts tied on one backend may
+ * be an ulp apart on another), and unique of anything but a program input (its size is its
+ * number of distinct values). Choices come from h, not from the generator's stream (as
+ * rd_take's). */
+static fc_array *rd_sort(rd *r, uint64_t h) {
+    fc_array *a = rd_pick(r);
+    fc_shape s = fc_array_shape(a);
+    int nd = s.ndim;
+    fc_dtype t = fc_array_dtype(a);
+    int axis = nd == 0 || (h >> 8) % 5 == 0 ? FC_AXIS_NONE
+                                              : (int)((h >> 12) % (uint64_t)(2 * nd)) - nd;
+    int64_t n = axis == FC_AXIS_NONE ? numel(&s) : s.dim[axis < 0 ? axis + nd : axis];
+    bool input = false;
+    for (int i = 0; i < r->ninputs; i++) input |= r->pool[i] == a;
+    bool exact = input || !is_inexact(t) || !r->o->gpu_safe; /* ties are ties everywhere */
+    bool continuous = exact || !is_complex(t);
+    fc_rng g = {h >> 24, (h >> 16) % 4};
+    switch ((h >> 4) % 12) {
+    case 0: case 1: case 2: return continuous ? fc_sort(a, axis) : NULL;
+    case 3: case 4: return exact ? fc_argsort(a, axis) : NULL;
+    case 5: {
+        int64_t kth = n > 0 ? (int64_t)((h >> 20) % (uint64_t)(2 * n)) - n : 0;
+        if ((h >> 18) % 2) return exact ? fc_argpartition(a, kth, axis) : NULL;
+        return continuous ? fc_partition(a, kth, axis) : NULL;
+    }
+    case 6: {
+        if (!input && r->o->gpu_safe) return NULL;
+        fc_array *res[4] = {NULL, NULL, NULL, NULL};
+        int k = (int)((h >> 20) % 4);
+        if (fc_unique(a, k == 0 ? &res[0] : NULL, k == 1 ? &res[1] : NULL,
+                      k == 2 ? &res[2] : NULL, k == 3 ? &res[3] : NULL) != FC_OK)
+            return NULL;
+        return res[k];
+    }
+    case 7: case 8: return nd > 0 ? fc_rng_shuffle(r->ctx, &g, a, axis == FC_AXIS_NONE ? 0 : axis)
+                                  : NULL;
+    case 9: return fc_rng_permutation(r->ctx, &g, (int64_t)((h >> 20) % 12));
+    default: {
+        bool replace = (h >> 20) % 2;
+        int64_t pop = nd > 0 && (h >> 21) % 2 ? s.dim[0] : (int64_t)((h >> 22) % 9) + 1;
+        int64_t k = pop > 0 ? (int64_t)((h >> 26) % (uint64_t)pop) + replace : 0;
+        fc_shape size = (h >> 30) % 3 ? FC_SHAPE(k) : FC_SHAPE(1, k);
+        if (nd > 0 && (h >> 21) % 2) return fc_rng_choice_array(r->ctx, &g, a, size, replace);
+        return fc_rng_choice(r->ctx, &g, pop, size, replace);
+    }
+    }
+}
+
 static fc_array *rd_view(rd *r) {
     uint64_t h = rd_side(r->state ^ 0x74616b65ULL); /* "take" */
     if (h % 10 == 0) return rd_take(r, h);
     uint64_t hs = rd_side(r->state ^ 0x73636174ULL); /* "scat" */
     if (hs % 16 == 0) return rd_scatter(r, hs);
+    uint64_t hq = rd_side(r->state ^ 0x736f7274ULL); /* "sort" */
+    if (hq % 12 == 0) return rd_sort(r, hq);
     fc_array *a = rd_pick(r);
     int nd = fc_array_ndim(a);
     switch (rd_below(r, 12)) {

@@ -34,6 +34,10 @@
  *     views, reductions and where-chains in ways hand-written ops rarely do;
  *   - optionally a matmul and an fft / ifft along one axis (library calls, so fusion must cut
  *     around them; fft of an empty axis is refused, as NumPy refuses it);
+ *   - sorts (graph/sort.c, graph/sort_ops.c): sort, argsort, partition and argpartition along
+ *     an axis or of the flattened array, unique, and the generator's permutation, shuffle and
+ *     choice (library calls too; under gpu_safe, below, only where every backend breaks ties
+ *     the same way);
  *   - 1 to max_outputs outputs, chosen among the computed (non-input) arrays.
  * Not generated: user kernels (elementwise_kernel, reduction_kernel: the host reference does
  * not run CUDA C; tests/test_gpu_user.c covers them), .fc program inputs without data (op
@@ -49,9 +53,11 @@
  * gpu_safe (default on) keeps the program free of results the API leaves unspecified or that
  * fail at evaluation, so a GPU run can be compared with the host reference: float-to-integer
  * casts go through where(isfinite(x), clip(x, lo, hi), 0) first (complex through its real
- * part), integer powers get a small non-negative weak exponent, and the operands whose sign
+ * part), integer powers get a small non-negative weak exponent, the operands whose sign
  * bit is read (signbit's, copysign's second) have their NaNs replaced by 0, since the sign of
- * a NaN that arithmetic makes is the hardware's choice. Left as they come:
+ * a NaN that arithmetic makes is the hardware's choice, and sorts whose order a last-bit
+ * difference could change are not made (argsort of computed floats, sort of computed complex
+ * numbers, unique of anything but a program input). Left as they come:
  * integer wrap-around (defined), NaN from sqrt / log of negatives (defined), shifts by
  * negative amounts and INT_MIN // -1 (rare with this data).
  *

@@ -499,6 +499,28 @@ static void build_outputs(fc_ctx *ctx, fc_array **in, fc_array **out, const int6
     out[4] = F(3.5);
 }
 
+/* n = 7 (bind_symbols) */
+static void build_sorts(fc_ctx *ctx, fc_array **in, fc_array **out, const int64_t *dims) {
+    (void)dims;
+    fc_array *x = in[0], *i = in[1], *z = in[2];
+    int k = 0;
+    out[k++] = fc_sort(x, -1);
+    out[k++] = fc_argsort(x, 0);
+    out[k++] = fc_sort(i, -2);
+    out[k++] = fc_argsort(i, FC_AXIS_NONE);
+    out[k++] = fc_argsort(x, -1);
+    out[k++] = fc_sort(fc_mul(fc_exp(x), I(2)), FC_AXIS_NONE);
+    out[k++] = fc_sub(fc_take_along_axis(x, fc_argsort(x, 1), 1), fc_sort(x, 1));
+    out[k++] = fc_add(fc_partition(x, 2, 0), fc_argpartition(x, -1, -1));
+    out[k++] = fc_add(fc_sort(z, -1),
+                      fc_slice(fc_sort(fc_slice(i, FC_AT(0)), -1), FC_AT(0), FC_AT(0)));
+    fc_rng p = {3, 0}, q = {3, 1}, r = {5, 0}, s = {5, 1};
+    out[k++] = fc_rng_permutation(ctx, &p, 10);
+    out[k++] = fc_rng_shuffle(ctx, &q, i, 1);
+    out[k++] = fc_rng_choice(ctx, &r, 10, FC_SHAPE(2, 3), false);
+    out[k++] = fc_rng_choice_array(ctx, &s, x, FC_SHAPE(3), true);
+}
+
 typedef struct program_case {
     const char *file; /* relative to the source tree */
     builder_fn build;
@@ -529,6 +551,7 @@ static const program_case cases[] = {
     {"tests/data/fc/syntax_casts.fc", build_casts, {0}, true},
     {"tests/data/fc/syntax_symbolic.fc", build_symbolic, {0}, true},
     {"tests/data/fc/syntax_outputs.fc", build_outputs, {0}, true},
+    {"tests/data/fc/sorts.fc", build_sorts, {0}, true},
     {"bench/fc/w01_tanh_sin.fc", build_w01, {0}, false},
     {"bench/fc/w02_poly.fc", build_w02, {0}, false},
     {"bench/fc/w03_sum.fc", build_w03, {0}, false},
@@ -674,6 +697,8 @@ Test(fc, module_prefixes_name_the_same_functions) {
         {"y = random.normal(0.0, 1.0, [4, 6], seed=3) * x", "y = normal(0.0, 1.0, [4, 6], seed=3) * x"},
         {"y = linalg.norm(x, axis=1)", "y = norm(x, axis=1)"},
         {"y = linalg.matmul(x, x.T)", "y = matmul(x, x.T)"},
+        {"y = random.choice(x, 2, seed=1) + random.permutation(6, stream=2)",
+         "y = choice(x, 2, seed=1) + permutation(6, stream=2)"},
     };
     for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) {
         fc_hash h[2];
@@ -1246,6 +1271,30 @@ static const bad_case bad_cases[] = {
     {X4 "y = zeros([2, 1.5])\nout y\n", FC_ERR_INVALID, 2, 11, "extent"},
     {X4 "y = full([], 300, u8)\nout y\n", FC_ERR_INVALID, 2, 5, "not representable"},
     {X4 "y = x[...]\nz = ...\nout z\n", FC_ERR_INVALID, 4, 5, "expected an array"},
+    /* sorting (FK_SORT, FK_UNIQUE, FK_PERMUTE) */
+    {X4 "y = sort(x, kind=\"bogo\")\nout y\n", FC_ERR_VALUE, 2, 18, "sort: kind must be None"},
+    {X4 "y = argsort(x, 0, 3)\nout y\n", FC_ERR_VALUE, 2, 19, "argsort: kind must be"},
+    {X4 "y = x.argsort(kind=\"heap\")\nout y\n", FC_ERR_VALUE, 2, 20, "argsort: kind must be"},
+    {X4 "y = partition(x, 1, kind=\"stable\")\nout y\n", FC_ERR_VALUE, 2, 26,
+     "partition: kind must be None or \"introselect\""},
+    {X4 "y = argsort(x, axis=1.5)\nout y\n", FC_ERR_INVALID, 2, 21, "axis must be an integer"},
+    {X4 "y = sort(x, axis=2)\nout y\n", FC_ERR_AXIS, 2, 5, "sort: axis 2 is out of bounds"},
+    {X4 "y = partition(x)\nout y\n", FC_ERR_PARSE, 2, 16, "missing required argument 'kth'"},
+    {X4 "y = partition(x, 1.5)\nout y\n", FC_ERR_INVALID, 2, 18, "kth must be an integer"},
+    {X4 "y = argpartition(x, 4)\nout y\n", FC_ERR_VALUE, 2, 5,
+     "argpartition: kth 4 is out of bounds"},
+    {X4 "y = unique(x, return_counts=2)\nout y\n", FC_ERR_INVALID, 2, 29,
+     "return_counts must be True or False"},
+    {X4 "y = unique(x, axis=0)\nout y\n", FC_ERR_PARSE, 2, 15,
+     "unexpected keyword argument 'axis'"},
+    {X4 "y = unique(x)\nout y\n", FC_ERR_UNBOUND, 2, 5, "unique: the number of distinct values"},
+    {X4 "y = shuffle(3, seed=1)\nout y\n", FC_ERR_INVALID, 2, 13, "shuffle: x must be an array"},
+    {X4 "y = permutation(1.5)\nout y\n", FC_ERR_INVALID, 2, 17, "must be an integer or an array"},
+    {X4 "y = permutation(x, seed=-1)\nout y\n", FC_ERR_INVALID, 2, 25, "seed must be an integer"},
+    {X4 "y = choice(5, 6, replace=False)\nout y\n", FC_ERR_VALUE, 2, 5, "without replacement"},
+    {X4 "y = shuffle(x, axis=1)\nout y\n", FC_ERR_AXIS, 2, 5, "shuffle: axis 1"},
+    {X4 "y = random.partition(x, 1)\nout y\n", FC_ERR_PARSE, 2, 12,
+     "'partition' is not a function of random"},
 };
 
 Test(fc, malformed_programs) {

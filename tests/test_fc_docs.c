@@ -233,6 +233,9 @@ static void check_accepted(void *user, fcf_name_kind kind, const char *name, con
             snprintf(text, sizeof text,
                      X_DECL "i = input i32 [2]\ny = scatter_add(x, i, 1.0, mode=\"%s\")\nout y\n",
                      name);
+        else if (strcmp(owner, "sort") == 0 || strcmp(owner, "partition") == 0)
+            snprintf(text, sizeof text, X_DECL "y = %s(x, %skind=\"%s\")\nout y\n", owner,
+                     owner[0] == 'p' ? "1, " : "", name);
         else
             snprintf(text, sizeof text, X_DECL "y = %s(x, norm=\"%s\")\nout y\n", owner, name);
         cr_assert_eq(parse_build(ctx, text, msg, sizeof msg), FC_OK, "\"%s\" (%s): %s", name,

@@ -460,3 +460,119 @@ Test(gpu_lib, fft_round_trip_and_fused_neighbours) {
     fc_scope_close(s2);
     fc_scope_close(s1);
 }
+
+/* ---- sort and argsort --------------------------------------------------------------------- */
+
+/* Data that tests the order: many ties, and for floats -0.0 beside 0.0, infinities and NaNs of
+ * both signs and several payloads; integers over a small range and over the whole width. */
+static void *sort_data(fc_dtype t, size_t n) {
+    unsigned char *p = random_data(t, n);
+    size_t es = fc_dtype_size(t);
+    for (size_t i = 0; i < n; i++) {
+        double u = urand(); /* [-2, 2) */
+        int pick = (int)((u + 2.0) * 4.0); /* 0..15 */
+        unsigned char *q = p + i * es;
+        if (!fcg_is_inexact(t)) {
+            if (pick < 4) { /* anything of the width */
+                rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
+                uint64_t bits = rng_state;
+                memcpy(q, &bits, es);
+                if (t == FC_BOOL) *q &= 1;
+            }
+            continue;
+        }
+        static const double special[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, -NAN, 1.5, -2.0};
+        int parts = fcg_is_complex(t) ? 2 : 1;
+        size_t ps = es / (size_t)parts;
+        for (int k = 0; k < parts; k++) {
+            if (pick >= 8 && (k == 0 || pick >= 12)) continue; /* keep the random value */
+            double v = special[(pick + 3 * k) % 8];
+            unsigned char *r = q + (size_t)k * ps;
+            if (ps == 2) {
+                uint16_t h = t == FC_BF16 ? fcg_f32_to_bf16((float)v) : fcg_f32_to_f16((float)v);
+                if (isnan(v)) h |= (uint16_t)(i & 3); /* payloads */
+                memcpy(r, &h, 2);
+            } else if (ps == 4) {
+                float f = (float)v;
+                uint32_t b;
+                memcpy(&b, &f, 4);
+                if (isnan(v)) b |= (uint32_t)(i & 7);
+                memcpy(r, &b, 4);
+            } else {
+                uint64_t b;
+                memcpy(&b, &v, 8);
+                if (isnan(v)) b |= (uint64_t)(i & 7);
+                memcpy(r, &b, 8);
+            }
+        }
+    }
+    return p;
+}
+
+/* sort and argsort of the same data on both backends agree bit for bit. */
+static void sort_case(fc_dtype t, fc_shape s, int axis) {
+    fc_scope *s1 = fc_scope_open(hc), *s2 = fc_scope_open(gc);
+    void *data = sort_data(t, tv_numel(s));
+    fc_array *xh = fc_from_host(hc, t, s, data), *xg = fc_from_host(gc, t, s, data);
+    free(data);
+    char sh[96], what[200];
+    shape_text(sh, sizeof sh, s);
+    for (int arg = 0; arg < 2; arg++) {
+        fc_array *h = arg ? fc_argsort(xh, axis) : fc_sort(xh, axis);
+        fc_array *g = arg ? fc_argsort(xg, axis) : fc_sort(xg, axis);
+        snprintf(what, sizeof what, "%s of %s %s axis %d", arg ? "argsort" : "sort",
+                 fc_dtype_name(t), sh, axis);
+        cr_assert_eq(fc_array_status(h), FC_OK, "%s (host): %s", what, fc_array_errmsg(h));
+        cr_assert_eq(fc_array_status(g), FC_OK, "%s (gpu): %s", what, fc_array_errmsg(g));
+        size_t n = (size_t)fc_array_size(h), es = fc_dtype_size(fc_array_dtype(h));
+        unsigned char *bh = read_all(hc, h, what), *bg = read_all(gc, g, what);
+        size_t bad = n;
+        for (size_t i = 0; i < n && bad == n; i++)
+            if (memcmp(bh + i * es, bg + i * es, es) != 0) bad = i;
+        cr_expect(bad == n, "%s: element %zu of %zu differs from the host's", what, bad, n);
+        free(bh);
+        free(bg);
+    }
+    fc_scope_close(s2);
+    fc_scope_close(s1);
+}
+
+Test(gpu_lib, sort_and_argsort_match_the_host) {
+    SKIP_WITHOUT_GPU("sort_and_argsort_match_the_host");
+    rng_state = 11;
+    for (int t = 0; t < FC_DTYPE_COUNT; t++) {
+        fc_dtype d = (fc_dtype)t;
+        sort_case(d, FC_SHAPE(1000), -1);       /* one block */
+        sort_case(d, FC_SHAPE(3, 5000), 1);     /* passes over the array, rows regrouped */
+        sort_case(d, FC_SHAPE(70001), 0);       /* passes over one long row */
+        sort_case(d, FC_SHAPE(5, 7, 33), 1);    /* an inner axis */
+        sort_case(d, FC_SHAPE(300, 17), 0);     /* many short rows, an outer axis */
+        sort_case(d, FC_SHAPE(1), 0);
+        sort_case(d, FC_SHAPE(4, 0), -1);
+        sort_case(d, FC_SHAPE(0, 4), 1);
+    }
+    sort_case(FC_F32, FC_SHAPE(1 << 20), 0);
+    sort_case(FC_I64, FC_SHAPE(1 << 20), 0);
+    sort_case(FC_F32, FC_SHAPE(300, 3000), 1);  /* 300 rows: two row passes */
+    sort_case(FC_F64, FC_SHAPE(2, 4096), -1);   /* past an 8-byte tile */
+    sort_case(FC_F32, FC_SHAPE(2, 4096), -1);   /* exactly a 4-byte tile */
+    sort_case(FC_F32, FC_SHAPE(2, 4097), -1);
+    sort_case(FC_C128, FC_SHAPE(4, 1025), -1);  /* past a 16-byte tile */
+    sort_case(FC_F32, FC_SHAPE(6, 5), FC_AXIS_NONE);
+}
+
+/* A sort inside a program: its input computed by a fused kernel, its result read by one. */
+Test(gpu_lib, sort_between_fused_kernels) {
+    SKIP_WITHOUT_GPU("sort_between_fused_kernels");
+    rng_state = 12;
+    fc_scope *s1 = fc_scope_open(hc), *s2 = fc_scope_open(gc);
+    pair x = input(FC_F32, FC_SHAPE(64, 9000));
+    fc_array *h = fc_mul(fc_sort(fc_sin(x.h), 1), fc_scalar(hc, FC_F32, 2.0));
+    fc_array *g = fc_mul(fc_sort(fc_sin(x.g), 1), fc_scalar(gc, FC_F32, 2.0));
+    compare(h, g, TOL_MATMUL, 1, "2 * sort(sin(x))");
+    fc_array *ih = fc_take_along_axis(x.h, fc_argsort(x.h, 0), 0);
+    fc_array *ig = fc_take_along_axis(x.g, fc_argsort(x.g, 0), 0);
+    compare(ih, ig, TOL_MATMUL, 1, "take_along_axis(x, argsort(x, 0), 0)");
+    fc_scope_close(s2);
+    fc_scope_close(s1);
+}

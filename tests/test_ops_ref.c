@@ -257,6 +257,12 @@ static fc_array *build_op(run *r, reff_tokens *t, fc_array **regs, int nreg) {
         fc_array *a = reff_need_reg(t, regs, nreg);
         return fc_matmul(a, reff_need_reg(t, regs, nreg));
     }
+    if (strcmp(name, "sort") == 0 || strcmp(name, "argsort") == 0) { /* sort %X AXIS|none */
+        fc_array *x = reff_need_reg(t, regs, nreg);
+        const char *a = reff_need(t);
+        int axis = strcmp(a, "none") == 0 ? FC_AXIS_NONE : atoi(a);
+        return name[0] == 's' ? fc_sort(x, axis) : fc_argsort(x, axis);
+    }
     if (strcmp(name, "fft") == 0 || strcmp(name, "ifft") == 0) {
         fc_array *x = reff_need_reg(t, regs, nreg);
         int axis = (int)reff_need_int(t);
@@ -446,13 +452,14 @@ Test(ops_ref, fft) { run_reference("ops_fft.txt", 10); } /* tests/gen_fft.py */
 Test(ops_ref, scans) { run_reference("ops_scan.txt", 150); } /* tests/gen_scan.py */
 Test(ops_ref, take) { run_reference("ops_take.txt", 100); } /* tests/gen_take.py */
 Test(ops_ref, scatter) { run_reference("ops_scatter.txt", 100); } /* tests/gen_scatter.py */
+Test(ops_ref, sort) { run_reference("ops_sort.txt", 16); } /* tests/gen_sort.py */
 
 /* ---- coverage: no op of ops.def goes untested ------------------------------------------- */
 
 static const char *const ref_files[] = {"ops_ew.txt", "ops_special.txt", "ops_reduce.txt",
                                         "ops_views.txt", "ops_creation.txt", "ops_matmul.txt",
                                         "ops_fft.txt", "ops_scan.txt", "ops_take.txt",
-                                        "ops_scatter.txt"};
+                                        "ops_scatter.txt", "ops_sort.txt"};
 
 Test(ops_ref, every_op_has_a_reference_case) {
     run r;
