@@ -145,7 +145,7 @@ static fc_status sort_passes(fc_ctx *ctx, const sort_module *m, CUstream s, fc_d
     const uint64_t chunk = (tiles + grid - 1) / grid * tile;
     grid = (total + chunk - 1) / chunk;
     uint32_t blocks = (uint32_t)grid;
-    CUdeviceptr counts, totals, key[2] = {0, 0}, idx[2] = {0, 0};
+    CUdeviceptr counts = 0, totals, key[2] = {0, 0}, idx[2] = {0, 0};
     fc_status st = temp(ctx, tm, (size_t)(256 * grid + 256) * 4, s, &counts);
     totals = counts + 256 * grid * 4;
     /* sort: the last pass writes `out`, so the pass before it writes the temporary and so on

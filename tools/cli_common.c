@@ -695,6 +695,6 @@ const char *cli_boundary_reason(const fcp_plan *plan, const fc_array *node) {
             return "it is asked for as an output, so it is stored anyway, and the consumer "
                    "loads it rather than computing it again";
     if (fcg_ops[node->op].kind == FCG_KIND_LIB)
-        return "a library call (matmul, FFT) runs as a kernel of its own and writes a buffer";
+        return "a library call (matmul, FFT, sort) runs as a kernel of its own and writes a buffer";
     return "no reason recorded by the fusion pass";
 }

@@ -505,7 +505,13 @@ static int explain_one(fc_ctx *ctx, const cli_program *p, void *user) {
         const fcp_kernel *k = &plan->kernels[i];
         printf("  kernel %d: %s: ", i, kernel_summary(k, sum, sizeof sum));
         if (k->kind == FCP_KERNEL_LIB) {
-            printf("a library call, nothing to compile\n");
+            const fc_array *o = k->outs[0];
+            if (o->op == FCG_OP_SORT || o->op == FCG_OP_ARGSORT)
+                printf("a library call to fusec's radix sort kernels (one cached module for "
+                       "%s elements, built by warm and on first use)\n",
+                       fc_dtype_name((fc_dtype)o->in[0]->dtype));
+            else
+                printf("a library call, nothing to compile\n");
             continue;
         }
         if (i >= r->nkernel) { /* the kernel whose source or key failed */
