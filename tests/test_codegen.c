@@ -1005,7 +1005,7 @@ static bool bytes_contain(const unsigned char *data, size_t size, const char *wh
 /* The radix sort kernels (codegen/sort.cuh) compile for each kind of key, with
  * the options raw modules get (backend/cuda_sort.c compiles them as one), and every kernel
  * backend/cuda_sort.c looks up is in the cubin. */
-Test(codegen, sort_kernels_compile_for_every_dtype) {
+Test(codegen, sort_kernels_compile_for_each_key_kind) {
     fc_ctx *ctx = new_ctx();
     cr_assert_not_null(ctx);
     static const char *const kernels[] = {"fcs_upsweep", "fcs_scan", "fcs_downsweep_idx",
