@@ -225,9 +225,11 @@ static fc_status failed(impl *r, fc_status st, fck_stage stage, int kernel) {
 }
 
 /* A sort (a library call of fusec's own kernels, backend/cuda_sort.c) has no kernel in the
- * plan, but its module is a binary like any other: building a program's binaries (`fusec
- * warm`, or the runtime's first evaluation) compiles or finds it for each arch, so that a
- * cache warmed for a GPU holds everything a program of sorts needs there. */
+ * plan, but its module is a binary like any other: a batch build (`fusec warm`) compiles or
+ * finds it for each arch, so that a cache warmed for a GPU holds everything a program of
+ * sorts needs there. The runtime does not come here: backend/cuda_sort.c loads the module
+ * on first use and keeps it, and a plan with a library call is compiled again at every
+ * evaluation, so this would hash the module's source each time. */
 static fc_status sort_module(impl *r, fc_dtype t) {
     fck_result *pub = &r->pub;
     char *src = NULL;
@@ -267,7 +269,8 @@ fc_status fck_add(fck_result *pub, fc_array *const *arrays, int n) {
         bool lib = pk->kind == FCP_KERNEL_LIB;
         const fc_array *lo = lib ? pk->outs[0] : NULL;
         if (lo && (lo->op == FCG_OP_SORT || lo->op == FCG_OP_ARGSORT) &&
-            o->stage >= FCK_BINARY && (st = sort_module(r, (fc_dtype)lo->in[0]->dtype)) != FC_OK) {
+            o->batch && o->stage >= FCK_BINARY &&
+            (st = sort_module(r, (fc_dtype)lo->in[0]->dtype)) != FC_OK) {
             failed(r, st, FCK_BINARY, i);
             break;
         }
