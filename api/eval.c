@@ -49,6 +49,26 @@ fc_status fca_eval_on(fc_ctx *ctx, fc_array *const *arrays, int n, fc_stream *st
     return st;
 }
 
+fc_status fc_assign(fc_ctx *ctx, fc_array **state, fc_array *const *updates, int n) {
+    if (!ctx) return FC_ERR_NULL;
+    if (n < 0) return fcg_error(ctx, FC_ERR_INVALID, "assign: negative count %d", n);
+    if (n > 0 && (!state || !updates))
+        return fcg_error(ctx, FC_ERR_NULL, "assign: state or updates is NULL");
+    for (int i = 0; i < n; i++) {
+        if (!state[i] || !updates[i])
+            return fcg_error(ctx, FC_ERR_NULL, "assign: state[%d] or updates[%d] is NULL", i, i);
+        if (updates[i]->ctx != ctx)
+            return fcg_error(ctx, FC_ERR_CONTEXT, "assign: updates[%d] belongs to another context",
+                             i);
+    }
+    /* The old values go first: one that only the updates read dies with their evaluation. */
+    for (int i = 0; i < n; i++) {
+        fc_release(state[i]);
+        state[i] = updates[i];
+    }
+    return fc_eval(ctx, updates, n);
+}
+
 fc_status fc_read(fc_array *a, void *dst, int64_t offset, int64_t count) {
     if (!a) return FC_ERR_NULL;
     fc_ctx *ctx = a->ctx;

@@ -160,6 +160,8 @@ typedef struct plan_entry {
     step *steps;
     int nout;
     arg_src *out;         /* per requested array: where its value is */
+    int *donor;           /* per requested array: the leaf whose buffer it may take when that
+                             leaf dies with the evaluation (fcp_donors), or -1; NULL: none */
     uint32_t last_stream; /* the stream of the last run: scratch is reused in stream order */
     int nscalar;
     scalar_arg *scalars;
@@ -201,6 +203,12 @@ typedef struct cuda_state {
     module_entry *mods;
     size_t nmods, capmods;
     size_t in_use, peak, limit;
+    uint64_t allocations, reused; /* device allocations made; results that took a dead
+                                     value's buffer */
+    uint32_t *dropped;    /* scratch of fcg_dying_nodes, kept so a cached evaluation allocates
+                             nothing */
+    uint8_t *dies;
+    size_t dying_cap;
     plan_entry *plans[PLAN_BUCKETS];
     size_t nplans;
     uint64_t clock;
@@ -419,6 +427,7 @@ static fc_status dev_alloc(fc_ctx *ctx, size_t bytes, CUstream s, CUdeviceptr *o
     fc_status st = check(ctx, r, "cuMemAllocAsync", __FILE__, __LINE__);
     if (st != FC_OK) return st;
     cs->in_use += bytes;
+    cs->allocations++;
     if (cs->in_use > cs->peak) cs->peak = cs->in_use;
     return FC_OK;
 }
@@ -600,6 +609,8 @@ static void destroy(fc_ctx *ctx) {
     pthread_mutex_destroy(&cs->pin_lock);
     drv.DevicePrimaryCtxRelease(cs->dev);
     fcg_free(ctx, cs->mods, cs->capmods * sizeof *cs->mods);
+    fcg_free(ctx, cs->dropped, cs->dying_cap * sizeof *cs->dropped);
+    fcg_free(ctx, cs->dies, cs->dying_cap);
     fcg_free(ctx, cs, sizeof *cs);
     ctx->be_state = NULL;
 }
@@ -701,6 +712,8 @@ static void fcr_memory_stats(fc_ctx *ctx, fc_memory_stats *out) {
     cuda_state *cs = ctx->be_state;
     out->in_use = cs->in_use;
     out->peak = cs->peak;
+    out->allocations = cs->allocations;
+    out->reused = cs->reused;
     out->limit = cs->limit;
     cuuint64_t reserved = 0;
     if (!cs->dead &&
@@ -1071,6 +1084,7 @@ static void entry_free(fc_ctx *ctx, plan_entry *e) {
     fcg_free(ctx, e->leaf_node, (size_t)e->nleaf * sizeof *e->leaf_node);
     fcg_free(ctx, e->buf_bytes, (size_t)e->nbuf * sizeof *e->buf_bytes);
     fcg_free(ctx, e->out, (size_t)e->nout * sizeof *e->out);
+    fcg_free(ctx, e->donor, (size_t)e->nout * sizeof *e->donor);
     fcg_free(ctx, e->graph_ptrs, e->ngraph_ptrs * 8);
     fcg_free(ctx, e->scalars, (size_t)e->nscalar * sizeof *e->scalars);
     /* Freed in stream order after the entry's last run. */
@@ -1268,6 +1282,29 @@ static void refresh_scalars(plan_entry *e, fc_array *const *order) {
 
 /* Builds the runnable form of a compiled program (the driver's plan and binaries): modules
  * loaded, launches configured, argument blocks filled but for the pointers. */
+/* Which leaf's buffer each requested array may take (fcp_donors), as leaf indices. */
+static fc_status find_donors(fc_ctx *ctx, plan_entry *e, const fcp_plan *p) {
+    fc_array *small[16], **donor = small;
+    if (p->nout > 16 && !(donor = fcg_malloc(ctx, (size_t)p->nout * sizeof *donor)))
+        return fcg_error(ctx, FC_ERR_NOMEM, "eval: out of memory");
+    fc_status st = fcp_donors(p, donor);
+    for (int o = 0; o < p->nout && st == FC_OK; o++) {
+        int j = 0;
+        while (j < e->nleaf && (!donor[o] || e->leaf_node[j] != donor[o])) j++;
+        if (j == e->nleaf || e->out[o].kind != ARG_BUF) continue;
+        if (!e->donor) {
+            if (!(e->donor = fcg_malloc(ctx, (size_t)p->nout * sizeof *e->donor))) {
+                st = fcg_error(ctx, FC_ERR_NOMEM, "eval: out of memory");
+                break;
+            }
+            for (int q = 0; q < p->nout; q++) e->donor[q] = -1;
+        }
+        e->donor[o] = j;
+    }
+    if (donor != small) fcg_free(ctx, donor, (size_t)p->nout * sizeof *donor);
+    return st;
+}
+
 static fc_status entry_build(fc_ctx *ctx, const fck_result *r, const leaf_map *lm,
                              const leaf_map *cm, plan_entry **out) {
     cuda_state *cs = ctx->be_state;
@@ -1349,6 +1386,7 @@ static fc_status entry_build(fc_ctx *ctx, const fck_result *r, const leaf_map *l
     e->nout = p->nout;
     for (int o = 0; o < p->nout && st == FC_OK; o++)
         st = arg_for(ctx, e, p, p->outs[o], lm, &e->out[o]);
+    if (st == FC_OK && p->nout) st = find_donors(ctx, e, p);
     if (st != FC_OK) {
         entry_free(ctx, e);
         return st;
@@ -1550,8 +1588,21 @@ static fc_status replay_graph(fc_ctx *ctx, plan_entry *e, fc_array *const *leave
 /* Runs entry e on stream sid for the requested arrays `want` (leaves[j]: the value of leaf
  * j). Queues everything and returns; the outputs take their buffers. On failure nothing gains
  * a value and every buffer is released. */
+/* The leaf whose buffer output o takes in this run, or -1: its donor when the donor dies with
+ * the evaluation (dies: fcg_dying_nodes by key position; NULL when not computed), holds a
+ * device buffer big enough, and no stream but this one may still read that buffer. */
+static int donor_now(const plan_entry *e, int o, fc_array *const *leaves, const uint8_t *dies,
+                     uint32_t sid) {
+    int j = e->donor && dies ? e->donor[o] : -1;
+    if (j < 0 || !dies[e->leaf_pos[j]]) return -1;
+    const fc_array *v = leaves[j];
+    const arg_src *src = &e->out[o];
+    bool quiet = v->dev_reader == 0 || v->dev_reader == sid + 1;
+    return v->dev && quiet && v->dev_bytes >= e->buf_bytes[src->idx] ? j : -1;
+}
+
 static fc_status run_entry(fc_ctx *ctx, plan_entry *e, fc_array *const *leaves,
-                           fc_array *const *want, uint32_t sid) {
+                           fc_array *const *want, const uint8_t *dies, uint32_t sid) {
     cuda_state *cs = ctx->be_state;
     CUstream s = stream_of(ctx, sid);
     fc_status st = FC_OK;
@@ -1573,14 +1624,31 @@ static fc_status run_entry(fc_ctx *ctx, plan_entry *e, fc_array *const *leaves,
     }
     CUdeviceptr small[16], *bufs = small;
     bool taken_small[16], *taken = taken_small;
+    int donated_small[16], *donated = donated_small; /* per buffer: the leaf it is, or -1 */
     if (e->nbuf > 16) {
         bufs = fcg_calloc(ctx, (size_t)e->nbuf * sizeof *bufs);
         taken = fcg_calloc(ctx, (size_t)e->nbuf * sizeof *taken);
-        if ((!bufs || !taken) && st == FC_OK) st = fcg_error(ctx, FC_ERR_NOMEM, "eval: out of memory");
+        donated = fcg_calloc(ctx, (size_t)e->nbuf * sizeof *donated);
+        if (!bufs || !taken || !donated) {
+            fcg_free(ctx, bufs, (size_t)e->nbuf * sizeof *bufs);
+            fcg_free(ctx, taken, (size_t)e->nbuf * sizeof *taken);
+            fcg_free(ctx, donated, (size_t)e->nbuf * sizeof *donated);
+            return st == FC_OK ? fcg_error(ctx, FC_ERR_NOMEM, "eval: out of memory") : st;
+        }
     }
-    if (bufs) memset(bufs, 0, (size_t)e->nbuf * sizeof *bufs);
-    if (taken) memset(taken, 0, (size_t)e->nbuf * sizeof *taken);
-    for (int b = 0; b < e->nbuf && st == FC_OK; b++) st = dev_alloc(ctx, e->buf_bytes[b], s, &bufs[b]);
+    memset(bufs, 0, (size_t)e->nbuf * sizeof *bufs);
+    memset(taken, 0, (size_t)e->nbuf * sizeof *taken);
+    for (int b = 0; b < e->nbuf; b++) donated[b] = -1;
+    /* A result whose donor dies with this evaluation is written over the donor: the plan
+     * reads the donor's elements before (or as) it writes them, and nothing reads it after. */
+    for (int o = 0; o < e->nout && st == FC_OK && e->donor; o++) {
+        int j = donor_now(e, o, leaves, dies, sid), b = e->out[o].idx;
+        if (j < 0 || donated[b] >= 0) continue;
+        donated[b] = j;
+        bufs[b] = (CUdeviceptr)leaves[j]->dev;
+    }
+    for (int b = 0; b < e->nbuf && st == FC_OK; b++)
+        if (donated[b] < 0) st = dev_alloc(ctx, e->buf_bytes[b], s, &bufs[b]);
     for (int i = 0; i < e->nstep && st == FC_OK && e->value_check; i++)
         if (e->steps[i].value_flag) st = CU(ctx, MemsetD32Async(e->steps[i].value_flag, 0, 1, s));
     bool lib = false, work = false;
@@ -1588,6 +1656,7 @@ static fc_status run_entry(fc_ctx *ctx, plan_entry *e, fc_array *const *leaves,
         lib |= e->steps[i].lib;
         work |= e->steps[i].lc.grid > 0;
     }
+    bool ran = st == FC_OK; /* from here a donor's buffer may hold part of a result */
     /* A graph only where a kernel has work: empty launches are skipped, never graph nodes. */
     if (st == FC_OK && cs->graphs && e->cacheable && !lib && e->uses >= 2 && work) {
         st = replay_graph(ctx, e, leaves, bufs, s);
@@ -1621,6 +1690,7 @@ static fc_status run_entry(fc_ctx *ctx, plan_entry *e, fc_array *const *leaves,
             taken[src->idx] = true;
             w->dev = bufs[src->idx];
             w->dev_bytes = e->buf_bytes[src->idx] ? e->buf_bytes[src->idx] : 1;
+            if (donated[src->idx] >= 0) w->dev_bytes = leaves[donated[src->idx]]->dev_bytes;
         } else {
             CUdeviceptr p;
             if ((st = dev_alloc(ctx, bytes, s, &p)) != FC_OK) break;
@@ -1643,13 +1713,47 @@ static fc_status run_entry(fc_ctx *ctx, plan_entry *e, fc_array *const *leaves,
             if (from_buf) w->dev = 0, w->dev_bytes = 0;
             else if (w->dev) free_value(ctx, w);
         }
-        if (taken) memset(taken, 0, (size_t)e->nbuf * sizeof *taken); /* NULL: its allocation failed */
+        memset(taken, 0, (size_t)e->nbuf * sizeof *taken);
     }
+    /* A donor's buffer now belongs to its result (the donor is freed without it once the
+     * results drop their history). After a failed run (a value error) it may hold part of the
+     * result, so the donor loses its device value: a host copy, where it has one, is still
+     * its value; otherwise evaluating it again says it has no data, never reads the wreck. */
     for (int b = 0; b < e->nbuf; b++)
-        if (bufs && bufs[b] && !taken[b]) pool_free(ctx, bufs[b], e->buf_bytes[b], s);
+        if (donated[b] >= 0 && (st == FC_OK || ran)) {
+            fc_array *v = leaves[donated[b]];
+            if (st != FC_OK) pool_free(ctx, bufs[b], v->dev_bytes, s);
+            else cs->reused++;
+            v->dev = 0, v->dev_bytes = 0, v->dev_stream = 0, v->dev_reader = 0;
+        }
+    for (int b = 0; b < e->nbuf; b++)
+        if (bufs[b] && !taken[b] && donated[b] < 0) pool_free(ctx, bufs[b], e->buf_bytes[b], s);
     if (bufs != small) fcg_free(ctx, bufs, (size_t)e->nbuf * sizeof *bufs);
     if (taken != taken_small) fcg_free(ctx, taken, (size_t)e->nbuf * sizeof *taken);
+    if (donated != donated_small) fcg_free(ctx, donated, (size_t)e->nbuf * sizeof *donated);
     return st;
+}
+
+/* fcg_dying_nodes over the key's walk, in the state's scratch (grown, never shrunk). */
+static fc_status dying_nodes(fc_ctx *ctx, fc_array *const *arrays, int n, fc_array *const *order,
+                             size_t count, const uint8_t **out) {
+    cuda_state *cs = ctx->be_state;
+    if (count > cs->dying_cap) {
+        size_t cap = count < 64 ? 64 : count * 2;
+        uint32_t *d = fcg_malloc(ctx, cap * sizeof *d);
+        uint8_t *x = fcg_malloc(ctx, cap);
+        if (!d || !x) {
+            fcg_free(ctx, d, cap * sizeof *d);
+            fcg_free(ctx, x, cap);
+            return fcg_error(ctx, FC_ERR_NOMEM, "eval: out of memory");
+        }
+        fcg_free(ctx, cs->dropped, cs->dying_cap * sizeof *cs->dropped);
+        fcg_free(ctx, cs->dies, cs->dying_cap);
+        cs->dropped = d, cs->dies = x, cs->dying_cap = cap;
+    }
+    fcg_dying_nodes(arrays, n, order, count, cs->dropped, cs->dies);
+    *out = cs->dies;
+    return FC_OK;
 }
 
 static fc_status fcr_eval(fc_ctx *ctx, fc_array *const *arrays, int n, fc_stream *stream) {
@@ -1664,6 +1768,11 @@ static fc_status fcr_eval(fc_ctx *ctx, fc_array *const *arrays, int n, fc_stream
     size_t count;
     if ((st = fcg_plan_key(ctx, arrays, n, &key, &order, &count)) != FC_OK) return st;
     plan_entry *e = cache_find(cs, &key);
+    /* Which values die with this evaluation, where a result may take a buffer: before the
+     * compile driver's plan takes references of its own. */
+    const uint8_t *dies = NULL;
+    if ((!e || e->donor) && (st = dying_nodes(ctx, arrays, n, order, count, &dies)) != FC_OK)
+        return st;
     if (e) {
         fc_array *small[16], **leaves = small;
         if (e->nleaf > 16 && !(leaves = fcg_malloc(ctx, (size_t)e->nleaf * sizeof *leaves)))
@@ -1672,7 +1781,7 @@ static fc_status fcr_eval(fc_ctx *ctx, fc_array *const *arrays, int n, fc_stream
         refresh_scalars(e, order);
         e->uses++;
         e->last_use = ++cs->clock;
-        st = run_entry(ctx, e, leaves, arrays, sid);
+        st = run_entry(ctx, e, leaves, arrays, dies, sid);
         if (leaves != small) fcg_free(ctx, leaves, (size_t)e->nleaf * sizeof *leaves);
         return st;
     }
@@ -1697,7 +1806,7 @@ static fc_status fcr_eval(fc_ctx *ctx, fc_array *const *arrays, int n, fc_stream
             e->key = key;
             e->uses = 1;
             e->last_use = ++cs->clock;
-            st = run_entry(ctx, e, e->leaf_node, arrays, sid);
+            st = run_entry(ctx, e, e->leaf_node, arrays, dies, sid);
             /* Library steps point into the plan, and the host fallback needs the plan's nodes
              * alive until it finishes: such entries run once and go. */
             if (st == FC_OK && e->cacheable) {

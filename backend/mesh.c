@@ -1393,6 +1393,8 @@ static void mesh_memory_stats(fc_ctx *ctx, fc_memory_stats *out) {
         out->limit += s.limit;
         out->pinned_in_use += s.pinned_in_use;
         out->pinned_cached += s.pinned_cached;
+        out->allocations += s.allocations;
+        out->reused += s.reused;
     }
 }
 static void mesh_memory_reset_peak(fc_ctx *ctx) {

@@ -50,6 +50,9 @@ WORKLOADS = [
     # random bins (scatter_bins below); floor: the indices read once
     ("I11_scatter_add", "i11_scatter_add.fc", ["--input", "i={scatter_bins}", "--floor-bytes",
                                                str(4 * (1 << 26))]),
+    # a mask's selection, timed from the build (which evaluates the count); floor: x read once,
+    # the selection written once
+    ("I11_compress", "i11_compress.fc", ["--time-build"]),
     # sorts; floor: the keys read once and the result written once
     ("I11_sort", "i11_sort.fc", []),
     ("I11_argsort", "i11_argsort.fc", []),

@@ -698,6 +698,20 @@ def make_i11_normal(scale):
     return {}, {"cupy": cupy_fn, "torch": torch_fn}, 4 * n
 
 
+def make_i11_compress(scale):
+    n = max(1, (1 << 26) // scale)
+    x = rand(n)
+    # floor: x read once, the selection (its size known only after the count) written once
+    m = int((x > 0.5).sum())
+
+    def torch_fn():
+        tx = to_torch(x)
+        return lambda: tx[tx > 0.5]
+
+    # torch.compile breaks its graph at a data-dependent shape: no compiled form
+    return {"x": x}, {"cupy": lambda: (lambda: x[x > 0.5]), "torch": torch_fn}, 4 * n + 4 * m
+
+
 def make_i11_take(scale):
     n = max(1, (1 << 26) // scale)
     m = max(1, (1 << 24) // scale)
@@ -791,6 +805,7 @@ WORKLOADS = [
     # issue 11: scans and random numbers
     Workload("I11_cumsum", "cumsum(x), f32 2^26", make_i11_cumsum),
     Workload("I11_normal", "standard normal draws, f32 2^26", make_i11_normal, compare=False),
+    Workload("I11_compress", "x[x > 0.5] of f32 2^26", make_i11_compress),
     Workload("I11_take", "take of 2^24 random indices from f32 2^26", make_i11_take),
     Workload("I11_scatter_add", "scatter_add of ones at 2^26 random i32 indices into 1024 i64",
              make_i11_scatter_add),
@@ -1190,7 +1205,7 @@ def main(argv=None):
     ap.add_argument("--runs", type=int, default=15, help="timed runs per cell (default 15)")
     ap.add_argument("--warmup", type=int, default=3, help="warm-up calls per cell (default 3)")
     ap.add_argument("--only", help="comma-separated workload ids (W1,...,W11,W12_matmul,"
-                                   "W12_fft,I11_cumsum,I11_normal,I11_take,I11_scatter_add,I11_sort,I11_argsort; W12 and I11 select all "
+                                   "W12_fft,I11_cumsum,I11_normal,I11_compress,I11_take,I11_scatter_add,I11_sort,I11_argsort; W12 and I11 select all "
                                    "theirs)")
     ap.add_argument("--peers", help="comma-separated peers (%s; default all)" % ",".join(PEERS))
     ap.add_argument("--scale", type=int, default=1,

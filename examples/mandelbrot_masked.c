@@ -3,7 +3,9 @@
  * colour, mat[newly] = n + 1 - log(log(|z|)) / log(2), and leave the mask; the loop stops
  * when no point is left (if not mask.any(): break). Each mask subscript knows its size once
  * the mask's count is evaluated (as CuPy synchronises there), so every step evaluates its
- * state, which also keeps the graph one step long. Checked against the same loop in plain C. */
+ * state, which also keeps the graph one step long; fc_assign does it, so an old state array
+ * that only its update reads lends it its buffer (mat and mask here: Z's update reads the old
+ * Z through gathers, elements other threads write). Checked against the same loop in plain C. */
 #include "check.h"
 
 #include <fusec.h>
@@ -33,12 +35,13 @@ int main(void) {
     if ((st = fc_meshgrid(ctx, xy, 2, true, XY)) != FC_OK)
         return report_error("mandelbrot_masked", ctx, st);
     fc_array *C = fc_keep(fc_add(XY[0], fc_mul(fc_c128(ctx, 0, 1), XY[1])));
-    fc_array *Z = fc_keep(fc_zeros_like(C));
-    fc_array *mat = fc_keep(fc_zeros(ctx, FC_F64, FC_SHAPE(W, H)));
-    fc_array *mask = fc_keep(fc_full(ctx, FC_BOOL, FC_SHAPE(W, H), 1));
+    /* The loop's state: Z, mat and mask, updated together by fc_assign each step. */
+    fc_array *state[3] = {fc_keep(fc_zeros_like(C)), fc_keep(fc_zeros(ctx, FC_F64, FC_SHAPE(W, H))),
+                          fc_keep(fc_full(ctx, FC_BOOL, FC_SHAPE(W, H), 1))};
     int steps = 0;
     for (int n = 0; n < MAX_ITER && st == FC_OK; n++) {
         fc_scope *it = fc_scope_open(ctx);
+        fc_array *Z = state[0], *mat = state[1], *mask = state[2];
         fc_idx m[1] = {FC_ARRAY_IDX(mask)};
         fc_array *zm = fc_index(Z, 1, m);
         fc_array *z = fc_setitem(Z, 1, m, fc_add(fc_mul(zm, zm), fc_index(C, 1, m)));
@@ -50,16 +53,16 @@ int main(void) {
             colour = fc_setitem(mat, 1, e, fc_sub(fc_f64(ctx, n + 1), fc_div(lz, fc_f64(ctx, log(2.0)))));
             active = fc_setitem(mask, 1, e, fc_bool(ctx, false));
         }
-        fc_array *state[3] = {z, colour, active};
-        if ((st = fc_eval(ctx, state, 3)) == FC_OK) {
-            for (int q = 0; q < 3; q++) fc_keep(state[q]);
-            fc_release(Z), fc_release(mat), fc_release(mask);
-            Z = z, mat = colour, mask = active;
-        }
+        fc_array *next[3] = {fc_keep(z), fc_keep(colour), fc_keep(active)};
+        /* The scope's expressions read the old state: closed first, an old value that only
+         * the update reads dies with it, and the update takes its buffer (as NumPy's
+         * in-place assignment would write into it) */
         fc_scope_close(it);
+        st = fc_assign(ctx, state, next, 3);
         steps = n + 1;
-        if (st == FC_OK && !any(mask)) break;
+        if (st == FC_OK && !any(state[2])) break;
     }
+    fc_array *mat = state[1];
     static double got[W][H];
     if (st == FC_OK) st = fc_to_host(mat, got, sizeof got);
     int rc = 0;
@@ -104,11 +107,14 @@ int main(void) {
                 line[W] = '\0';
                 printf("  %s\n", line);
             }
+            fc_memory_stats m;
+            fc_memory_stats_get(ctx, &m);
             printf("  %d of %d points escaped; every colour matches plain C (largest difference "
-                   "%.2g)\n", escaped, W * H, worst);
+                   "%.2g); %llu updates wrote over the value they replaced\n", escaped, W * H,
+                   worst, (unsigned long long)m.reused);
         }
     }
-    fc_release(C), fc_release(Z), fc_release(mat), fc_release(mask);
+    fc_release(C), fc_release(state[0]), fc_release(state[1]), fc_release(state[2]);
     fc_scope_close(scope);
     fc_ctx_destroy(ctx);
     return rc;

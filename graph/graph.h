@@ -597,6 +597,16 @@ void fcg_node_hashes(fc_array *a);
  * position), in a buffer the context owns: valid until the next call. */
 fc_status fcg_plan_key(fc_ctx *ctx, fc_array *const *arrays, int n, fc_hash *out,
                        fc_array *const **order_out, size_t *count_out);
+/* Which nodes of a plan key's walk die with the evaluation of its arrays: once they hold
+ * values, the arrays drop their inputs (fcg_cut_history), and a node whose every reference
+ * comes from them or from other dying nodes is freed then. A dying value's buffer is dead
+ * after the evaluation's last read of it, so a result may be written into it. order / count
+ * are fcg_plan_key's (positions in a->order); dropped is count words of scratch; dies[i] is
+ * set for the position i of a node that dies (never an array itself). Conservative: any
+ * reference the walk does not see (a scope, the caller, an expression outside the walk, a
+ * plan being built) keeps a node alive. */
+void fcg_dying_nodes(fc_array *const *arrays, int n, fc_array *const *order, size_t count,
+                     uint32_t *dropped, uint8_t *dies);
 fc_status fcg_topo_order(fc_ctx *ctx, fc_array *const *arrays, int n, bool stop_at_values,
                          fc_array ***order, size_t *count);
 

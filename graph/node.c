@@ -330,6 +330,24 @@ fc_status fcg_detach(fc_ctx *ctx, fc_array *a) {
     return FC_OK;
 }
 
+void fcg_dying_nodes(fc_array *const *arrays, int n, fc_array *const *order, size_t count,
+                     uint32_t *dropped, uint8_t *dies) {
+    enum { LIVES, DIES, ARRAY };
+    memset(dropped, 0, count * sizeof *dropped);
+    memset(dies, LIVES, count);
+    for (int r = 0; r < n; r++) dies[arrays[r]->order] = ARRAY;
+    /* Users come after their inputs in the walk: backwards, a node's references from dying
+     * users are all counted before the node is decided. */
+    for (size_t i = count; i-- > 0;) {
+        const fc_array *a = order[i];
+        if (dies[i] != ARRAY) dies[i] = a->refs != UINT32_MAX && dropped[i] == a->refs;
+        bool leaf = fcg_has_value(a) || a->op == FCG_OP_DATA || a->op == FCG_OP_INPUT;
+        if (dies[i] != LIVES && !leaf)
+            for (int k = 0; k < a->nin; k++) dropped[a->in[k]->order]++;
+    }
+    for (int r = 0; r < n; r++) dies[arrays[r]->order] = LIVES;
+}
+
 void fcg_cut_history(fc_ctx *ctx, fc_array *a) {
     if (a->nin == 0 || a->status != FC_OK || a->refs == UINT32_MAX || !fcg_has_value(a))
         return;

@@ -306,6 +306,20 @@ FC_API bool fc_array_is_weak(const fc_array *a);
  *          later call fails with this status). On error no array gains a value; an error of
  *          queued GPU work surfaces at the next call that waits. */
 FC_API fc_status fc_eval(fc_ctx *ctx, fc_array *const *arrays, int n);
+/** Loop state updated in place: state[i] = updates[i] for i < n, evaluated together. NumPy
+ *  mutates x in `x[mask] = v`; fusec's fc_setitem makes a new array, and fc_assign is how it
+ *  gets the old one's memory: the caller's references to the old state[i] are released first,
+ *  so an old value that nothing else reads any more dies with the evaluation, and a result
+ *  whose kernel reads it only element by element (a masked or sliced assignment, an
+ *  elementwise update, a put) is written into its buffer instead of a new one (the CUDA
+ *  backend; fc_memory_stats.reused counts them). A loop that updates its state this way
+ *  allocates nothing per step for it. Both arrays of references are the caller's: each
+ *  state[i] a reference it owns (fc_keep's, or made with no scope open), each updates[i] one
+ *  it hands over (fc_keep's); state[i] becomes updates[i]. A scope that still holds an
+ *  expression reading an old value keeps that value alive (keep the updates and close it
+ *  first). @return fc_eval's statuses; on error state[i] still become updates[i], unevaluated,
+ *  and the old values are released. */
+FC_API fc_status fc_assign(fc_ctx *ctx, fc_array **state, fc_array *const *updates, int n);
 /** Evaluates a if needed, then copies `count` elements starting at flat (row-major) index
  *  `offset` into dst, in a's dtype (bool as 1 byte, f16/bf16 as uint16_t bits, c64 as
  *  float[2]). @return as fc_eval, or FC_ERR_INDEX if [offset, offset+count) is out of range. */
@@ -458,6 +472,10 @@ typedef struct fc_memory_stats {
     size_t host_in_use;   /**< host bytes the context holds through its allocator: nodes,
                                host values, plans, caches (every backend) */
     size_t host_peak;     /**< the most host_in_use since creation or fc_memory_reset_peak */
+    uint64_t allocations; /**< device allocations made (values, plans' buffers); the host
+                               backend: 0 */
+    uint64_t reused;      /**< results written into the buffer of a value that died with their
+                               evaluation instead of a new one (fc_setitem's in-place reuse) */
 } fc_memory_stats;
 
 /** Memory figures of a context. On the host backend in_use and peak are the host figures and
@@ -1073,10 +1091,11 @@ FC_API fc_array *fc_index(fc_array *a, int n, const fc_idx *idx);
  *  broadcast to the selection's shape. Basic entries (slices, integers, None, Ellipsis), or
  *  one boolean array of x's shape with a single value or with one value per selected element
  *  (a 1-d array of the mask's count, taken in row-major order: x[mask] = x[mask] ** 2; that
- *  count is evaluated). x itself is unchanged (it may have other readers); the update is one
- *  kernel that copies the rest. With integer arrays among the entries (or a mask of fewer
- *  axes) the selection is fc_index's, the value broadcasts to its shape, and where a position
- *  is selected twice the last write wins, as in NumPy (a put: three kernels). */
+ *  count is evaluated). x itself is unchanged (it may have other readers; fc_assign writes
+ *  the update over x's buffer when it has none); the update is one kernel that copies the
+ *  rest. With integer arrays among the entries (or a mask of fewer axes) the selection is
+ *  fc_index's, the value broadcasts to its shape, and where a position is selected twice the
+ *  last write wins, as in NumPy (a put: three kernels). */
 FC_API fc_array *fc_setitem(fc_array *x, int n, const fc_idx *idx, fc_array *value);
 /** fc_slice(a, FC_S(1, -1, 1), FC_COLON): fc_index with the entries written inline (at least
  *  one in C; in C++ fc_slice(a) is a[()], a itself as a new reference). */

@@ -84,6 +84,14 @@ typedef struct fcp_plan {
 fc_status fcp_plan_build(fc_ctx *ctx, fc_array *const *arrays, int n, fcp_plan **out);
 void fcp_plan_destroy(fcp_plan *plan);
 
+/* In-place results (passes/donate.c): donor[o] (p->nout entries) is a value whose buffer
+ * requested array o may be written into if that value dies with the evaluation: read by the
+ * elementwise kernel that first stores o, only at the elements each thread writes, of o's
+ * shape and element size, and by no later kernel; o's buffer slot holds nothing else. NULL
+ * where none is. A backend aliases only when the value's references say it dies
+ * (fcg_dying_nodes). */
+fc_status fcp_donors(const fcp_plan *p, fc_array **donor);
+
 /* A readable description of the plan (kernels, their nodes, boundaries and reasons), for
  * `fusec graph` / `fusec explain` and FUSEC_LOG=fusion. Free with fcg_strfree. */
 char *fcp_plan_describe(const fcp_plan *plan);

@@ -782,3 +782,93 @@ Test(fusion, kernel_loads_are_bounded) {
     check_plan("a balanced sum of 200 inputs", p);
     fcp_plan_destroy(p);
 }
+
+/* ---- in-place results (passes/donate.c) ------------------------------------------------- */
+
+/* A value of `shape` with data (the plan sees a leaf holding a value). */
+static fc_array *value_of(fc_dtype dtype, fc_shape shape) {
+    int64_t n = 1;
+    for (int i = 0; i < shape.ndim; i++) n *= shape.dim[i];
+    double *data = calloc((size_t)(n ? n : 1), 16);
+    fc_array *a = fc_from_host(ctx, dtype, shape, data);
+    free(data);
+    cr_assert_eq(fc_array_status(a), FC_OK);
+    return a;
+}
+
+/* The donor fcp_donors picks for each of outs[0..n) against want[0..n) (NULL: none). */
+static void check_donors(const char *what, fc_array *const *outs, int n, fc_array *const *want) {
+    fcp_plan *p = plan_of(what, outs, n);
+    fc_array *donor[8] = {0};
+    cr_assert_eq(fcp_donors(p, donor), FC_OK);
+    for (int o = 0; o < n; o++)
+        plan_assert(p, donor[o] == want[o], what, "output %d: donor %p, expected %p", o,
+                    (void *)donor[o], (void *)want[o]);
+    fcp_plan_destroy(p);
+}
+
+/* Updates whose kernel reads the old value only at the element it writes take its buffer:
+ * a masked fill, a slice assignment, an elementwise expression, a put (its updates kernel
+ * does not read the old value), a cast between dtypes of one size. */
+Test(fusion, updates_take_the_buffer_of_what_they_replace) {
+    fc_array *x = value_of(FC_F32, FC_SHAPE(64, 48)), *m = fc_greater(x, fc_f64(ctx, 0.5));
+    fc_array *v = value_of(FC_F32, FC_SHAPE(48));
+    fc_array *outs[1] = {fc_setitem(x, 1, (fc_idx[]){FC_ARRAY_IDX(m)}, fc_f64(ctx, 2.0))};
+    check_donors("x[x > 0.5] = 2", outs, 1, (fc_array *[]){x});
+    outs[0] = fc_setitem(x, 2, (fc_idx[]){FC_S(1, 9, 2), FC_COLON}, v);
+    check_donors("x[1:9:2, :] = v", outs, 1, (fc_array *[]){x});
+    outs[0] = fc_add(fc_mul(x, x), fc_exp(x));
+    check_donors("x * x + exp(x)", outs, 1, (fc_array *[]){x});
+    fc_array *i = value_of(FC_I64, FC_SHAPE(5));
+    fc_array *flat = fc_reshape(x, FC_SHAPE(64 * 48));
+    outs[0] = fc_setitem(flat, 1, (fc_idx[]){FC_ARRAY_IDX(i)}, fc_f64(ctx, 1.0));
+    check_donors("flat[i] = 1 (a put)", outs, 1, (fc_array *[]){NULL}); /* a view of x */
+    fc_array *y = value_of(FC_F32, FC_SHAPE(3072));
+    outs[0] = fc_setitem(y, 1, (fc_idx[]){FC_ARRAY_IDX(i)}, fc_f64(ctx, 1.0));
+    check_donors("y[i] = 1 (a put)", outs, 1, (fc_array *[]){y});
+    outs[0] = fc_cast(x, FC_I32);
+    check_donors("x.astype(i32)", outs, 1, (fc_array *[]){x});
+    /* two results cannot share one donor; the second takes the other value read */
+    fc_array *z = value_of(FC_F32, FC_SHAPE(64, 48));
+    fc_array *two[2] = {fc_add(x, z), fc_sub(x, z)};
+    check_donors("x + z, x - z", two, 2, (fc_array *[]){x, z});
+}
+
+/* Reads that another thread's write could overtake keep the buffer apart: a gather, a view
+ * (a reversed slice, a transpose), a broadcast, a read by a later kernel; so do a value that
+ * is itself requested, and results of another element size or shape. */
+Test(fusion, updates_that_read_elsewhere_take_no_buffer) {
+    fc_array *x = value_of(FC_F32, FC_SHAPE(64, 64)), *none[2] = {NULL, NULL};
+    fc_array *outs[2] = {fc_add(fc_slice(x, FC_S(FC_NIL, FC_NIL, -1), FC_COLON), x)};
+    check_donors("x[::-1] + x", outs, 1, none);
+    outs[0] = fc_add(fc_transpose(x), fc_f64(ctx, 1.0));
+    check_donors("x.T + 1", outs, 1, none);
+    fc_array *i = value_of(FC_I64, FC_SHAPE(64, 64));
+    outs[0] = fc_add(fc_take(fc_reshape(x, FC_SHAPE(4096)), fc_reshape(i, FC_SHAPE(4096)), 0,
+                             FC_TAKE_CLIP),
+                     fc_reshape(x, FC_SHAPE(4096)));
+    check_donors("take(x, i) + x", outs, 1, none);
+    fc_array *row = value_of(FC_F32, FC_SHAPE(64));
+    outs[0] = fc_add(x, row);
+    check_donors("x + row (row broadcast)", outs, 1, (fc_array *[]){x});
+    fc_array *sq = value_of(FC_F32, FC_SHAPE(1, 64));
+    outs[0] = fc_mul(sq, row);
+    check_donors("sq * row: [1, 64], its own shape", outs, 1, (fc_array *[]){sq});
+    outs[0] = fc_cast(x, FC_F64);
+    check_donors("x.astype(f64)", outs, 1, none);
+    outs[0] = fc_exp(x), outs[1] = x;
+    check_donors("exp(x), x", outs, 2, none);
+    /* x is read again by the reduction's kernel, which runs after the elementwise one */
+    outs[0] = fc_exp(x), outs[1] = fc_sum(fc_transpose(x), FC_AXES(0), false);
+    fcp_plan *p = plan_of("exp(x), sum(x.T, 0)", outs, 2);
+    fc_array *donor[2];
+    cr_assert_eq(fcp_donors(p, donor), FC_OK);
+    int ew = 0;
+    while (ew < p->nkernel && p->kernels[ew].kind != FCP_KERNEL_EW) ew++;
+    bool later = false;
+    for (int k = ew + 1; k < p->nkernel; k++)
+        for (int l = 0; l < p->kernels[k].nleaf; l++) later |= p->kernels[k].leaves[l] == x;
+    plan_assert(p, donor[0] == (later ? NULL : x), "exp(x), sum(x.T, 0)",
+                "donor %p with x read later: %d", (void *)donor[0], later);
+    fcp_plan_destroy(p);
+}

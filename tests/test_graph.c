@@ -1055,3 +1055,60 @@ Test(masks, sizes_need_values, .init = setup, .fini = teardown) {
     cr_assert(r[0] == 0 && cc[0] == 1 && r[1] == 1 && cc[1] == 0 && r[2] == 1 && cc[2] == 1);
     fc_scope_close(s);
 }
+
+/* ---- values that die with an evaluation (fcg_dying_nodes) -------------------------------- */
+
+/* Whether `v` dies when `outs` are evaluated, by the references the graph holds now. */
+static bool dies_with(fc_array *const *outs, int n, const fc_array *v) {
+    fc_hash key;
+    fc_array *const *order;
+    size_t count;
+    cr_assert_eq(fcg_plan_key(ctx, outs, n, &key, &order, &count), FC_OK);
+    uint32_t *dropped = calloc(count, sizeof *dropped);
+    uint8_t *dies = calloc(count, 1);
+    fcg_dying_nodes(outs, n, order, count, dropped, dies);
+    bool found = false, d = false;
+    for (size_t i = 0; i < count; i++)
+        if (order[i] == v) found = true, d = dies[i];
+    free(dropped);
+    free(dies);
+    cr_assert(found, "the value is not in the evaluation's graph");
+    return d;
+}
+
+static fc_array *host_value(void) {
+    float data[6] = {0.5f, -1.25f, 2.0f, 3.5f, -0.75f, 9.0f};
+    return fc_from_host(ctx, FC_F32, FC_SHAPE(2, 3), data);
+}
+
+/* A value dies with an evaluation when every reference to it comes from the evaluated arrays
+ * (which drop their inputs) or from nodes that die too; a reference from the caller, a
+ * scope, an expression left unevaluated or an evaluated array itself keeps it. */
+Test(graph, values_die_with_the_evaluations_that_consume_them, .init = setup, .fini = teardown) {
+    fc_array *x = host_value();
+    fc_array *y = fc_add(x, fc_f64(ctx, 1.0));
+    cr_assert_not(dies_with(&y, 1, x), "the caller holds x");
+    fc_release(x);
+    cr_assert(dies_with(&y, 1, x), "only y reads x");
+    fc_array *t = fc_exp(y), *u = fc_mul(t, t), *other = fc_negative(y);
+    fc_release(y);
+    fc_release(t);
+    cr_assert_not(dies_with(&u, 1, x), "an expression outside the evaluation reads y");
+    fc_release(other);
+    cr_assert(dies_with(&u, 1, x), "t (read twice), y and x die with u");
+    fc_array *both[2] = {u, fc_sin(u)};
+    cr_assert(dies_with(both, 2, x));
+    cr_assert_not(dies_with(both, 2, u), "an evaluated array never dies");
+    fc_release(both[1]);
+    fc_release(u);
+}
+
+Test(graph, scoped_values_live_until_their_scope_closes, .init = setup, .fini = teardown) {
+    fc_scope *s = fc_scope_open(ctx);
+    fc_array *x = host_value();
+    fc_array *y = fc_keep(fc_abs(x));
+    cr_assert_not(dies_with(&y, 1, x), "the scope holds x");
+    fc_scope_close(s);
+    cr_assert(dies_with(&y, 1, x));
+    fc_release(y);
+}

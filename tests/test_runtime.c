@@ -371,6 +371,147 @@ Test(gpu, loop_runs_in_constant_memory_and_one_plan) {
     natural_loop(FC_BACKEND_CUDA, 1 << 20, 1000, true);
 }
 
+/* ---- in-place updates: fc_assign --------------------------------------------------------------- */
+
+enum { UPD_ROWS = 256, UPD_COLS = 1024, UPD_N = UPD_ROWS * UPD_COLS, UPD_PUT = 777 };
+
+typedef struct update_run {
+    float a[UPD_N], b[UPD_N];
+    int32_t c[UPD_N];
+    fc_memory_stats first, last; /* after step 0 (plans made) and after the last step */
+} update_run;
+
+/* Loop state updated as NumPy code would update it in place: a[a > 0.5] = -0.25 then scaled
+ * (a masked fill inside an elementwise update), b[1::3] = r + t (a slice assignment), c[i] = t
+ * (a put at fixed positions), all three evaluated together by fc_assign each step. */
+static void update_loop(fc_backend backend, int steps, update_run *out) {
+    fc_ctx *c = make_ctx(backend, 0);
+    cr_assert_not_null(c);
+    float *a0 = malloc(UPD_N * sizeof *a0), *b0 = malloc(UPD_N * sizeof *b0);
+    float *r0 = malloc((UPD_N + 1) / 3 * sizeof *r0);
+    int32_t *c0 = malloc(UPD_N * sizeof *c0);
+    int64_t *i0 = malloc(UPD_PUT * sizeof *i0);
+    cr_assert(a0 && b0 && r0 && c0 && i0);
+    fill_random(a0, UPD_N, 21);
+    fill_random(b0, UPD_N, 22);
+    fill_random(r0, (UPD_N + 1) / 3, 23);
+    for (int i = 0; i < UPD_N; i++) c0[i] = i % 1000 - 500;
+    for (int i = 0; i < UPD_PUT; i++) i0[i] = ((int64_t)i * 7919) % UPD_N;
+    fc_array *state[3] = {fc_from_host(c, FC_F32, FC_SHAPE(UPD_ROWS, UPD_COLS), a0),
+                          fc_from_host(c, FC_F32, FC_SHAPE(UPD_N), b0),
+                          fc_from_host(c, FC_I32, FC_SHAPE(UPD_N), c0)};
+    fc_array *r = fc_from_host(c, FC_F32, FC_SHAPE((UPD_N + 1) / 3), r0);
+    fc_array *idx = fc_from_host(c, FC_I64, FC_SHAPE(UPD_PUT), i0);
+    for (int t = 0; t < steps; t++) {
+        fc_scope *s = fc_scope_open(c);
+        fc_array *a = state[0], *mask = fc_greater(a, fc_f64(c, 0.5));
+        fc_array *a1 = fc_setitem(a, 1, (fc_idx[]){FC_ARRAY_IDX(mask)}, fc_f64(c, -0.25));
+        fc_array *next[3] = {
+            fc_keep(fc_add(fc_mul(a1, fc_f64(c, 1.5)), fc_f64(c, 0.125))),
+            fc_keep(fc_setitem(state[1], 1, (fc_idx[]){FC_S(1, FC_NIL, 3)},
+                               fc_add(r, fc_f64(c, (double)t)))),
+            fc_keep(fc_setitem(state[2], 1, (fc_idx[]){FC_ARRAY_IDX(idx)}, fc_i64(c, t)))};
+        fc_scope_close(s); /* the scope's expressions read the old state */
+        cr_assert_eq(fc_assign(c, state, next, 3), FC_OK, "step %d: %s", t, fc_errmsg(c));
+        if (t == 0 || t == steps - 1) {
+            cr_assert_eq(fc_ctx_synchronize(c), FC_OK);
+            cr_assert_eq(fc_memory_stats_get(c, t == 0 ? &out->first : &out->last), FC_OK);
+        }
+    }
+    for (int i = 0; i < UPD_N; i++) out->a[i] = out->b[i] = NAN, out->c[i] = INT32_MIN;
+    cr_assert_eq(fc_to_host(state[0], out->a, sizeof out->a), FC_OK, "%s", fc_errmsg(c));
+    cr_assert_eq(fc_to_host(state[1], out->b, sizeof out->b), FC_OK, "%s", fc_errmsg(c));
+    cr_assert_eq(fc_to_host(state[2], out->c, sizeof out->c), FC_OK, "%s", fc_errmsg(c));
+    for (int q = 0; q < 3; q++) fc_release(state[q]);
+    fc_release(r);
+    fc_release(idx);
+    fc_ctx_destroy(c);
+    free(a0), free(b0), free(r0), free(c0), free(i0);
+}
+
+/* The same loop in plain C. */
+static void update_loop_in_c(int steps, update_run *out) {
+    fill_random(out->a, UPD_N, 21);
+    fill_random(out->b, UPD_N, 22);
+    float *r0 = malloc((UPD_N + 1) / 3 * sizeof *r0);
+    cr_assert_not_null(r0);
+    fill_random(r0, (UPD_N + 1) / 3, 23);
+    for (int i = 0; i < UPD_N; i++) out->c[i] = i % 1000 - 500;
+    for (int t = 0; t < steps; t++) {
+        for (int i = 0; i < UPD_N; i++) {
+            float v = out->a[i] > 0.5f ? -0.25f : out->a[i];
+            out->a[i] = v * 1.5f + 0.125f;
+        }
+        for (int i = 1; i < UPD_N; i += 3) out->b[i] = r0[(i - 1) / 3] + (float)t;
+        for (int i = 0; i < UPD_PUT; i++) out->c[((int64_t)i * 7919) % UPD_N] = t;
+    }
+    free(r0);
+}
+
+/* The loop on `backend`, checked bit for bit against plain C; the caller frees the run. */
+static update_run *update_loop_checked(fc_backend backend, int steps) {
+    update_run *got = malloc(sizeof *got), *want = malloc(sizeof *want);
+    cr_assert(got && want);
+    update_loop(backend, steps, got);
+    update_loop_in_c(steps, want);
+    for (int i = 0; i < UPD_N; i++) {
+        cr_assert(memcmp(&got->a[i], &want->a[i], 4) == 0 && memcmp(&got->b[i], &want->b[i], 4) == 0,
+                  "element %d: a %.9g b %.9g, expected %.9g %.9g", i, (double)got->a[i],
+                  (double)got->b[i], (double)want->a[i], (double)want->b[i]);
+        cr_assert_eq(got->c[i], want->c[i], "c[%d]", i);
+    }
+    free(want);
+    return got;
+}
+
+Test(runtime, assign_updates_loop_state_host) {
+    update_run *got = update_loop_checked(FC_BACKEND_HOST, 12);
+    cr_assert_eq(got->last.reused, 0, "the host backend computes a reference: no reuse");
+    free(got);
+}
+
+/* On the GPU every step writes its three results into the buffers of the values they replace
+ * (each old value dies with the evaluation), so after the first step, which makes the plan,
+ * the loop allocates nothing and holds the same memory. */
+Test(gpu, assign_reuses_the_buffers_of_replaced_values) {
+    NEED_GPU();
+    enum { STEPS = 40 };
+    update_run *got = update_loop_checked(FC_BACKEND_CUDA, STEPS);
+    cr_assert_eq(got->first.reused, 3, "step 0: %llu results reused a buffer",
+                 (unsigned long long)got->first.reused);
+    cr_assert_eq(got->last.reused, 3 * STEPS, "%llu results of %d reused a buffer",
+                 (unsigned long long)got->last.reused, 3 * STEPS);
+    cr_assert_eq(got->last.allocations, got->first.allocations,
+                 "%llu device allocations after step 0, %llu after %d steps",
+                 (unsigned long long)got->first.allocations,
+                 (unsigned long long)got->last.allocations, STEPS);
+    cr_assert_eq(got->last.in_use, got->first.in_use);
+    free(got);
+}
+
+/* An update that fails after its kernels ran (an index out of range, found by a device-side
+ * flag) may have written part of its result over the value it replaces: that value is gone
+ * then, and evaluating the update again fails cleanly instead of reading it. */
+Test(gpu, a_failed_update_never_reads_a_half_written_buffer) {
+    NEED_GPU();
+    fc_ctx *c = make_ctx(FC_BACKEND_CUDA, 0);
+    cr_assert_not_null(c);
+    int64_t bad[2] = {3, UPD_N + 5};
+    fc_array *x = fc_random_uniform(c, FC_F32, FC_SHAPE(UPD_N), 9);
+    cr_assert_eq(fc_eval(c, &x, 1), FC_OK, "%s", fc_errmsg(c));
+    fc_array *idx = fc_from_host(c, FC_I64, FC_SHAPE(2), bad);
+    fc_array *next = fc_setitem(x, 1, (fc_idx[]){FC_ARRAY_IDX(idx)}, fc_f64(c, 1.0));
+    fc_array *state = x;
+    cr_assert_eq(fc_assign(c, &state, &next, 1), FC_ERR_VALUE, "%s", fc_errmsg(c));
+    cr_assert_eq(state, next, "state holds the unevaluated update");
+    fc_status again = fc_eval(c, &state, 1);
+    cr_assert(again == FC_ERR_VALUE || again == FC_ERR_UNBOUND, "evaluated again: %s (%s)",
+              fc_strerror(again), fc_errmsg(c));
+    fc_release(state);
+    fc_release(idx);
+    fc_ctx_destroy(c);
+}
+
 /* ---- on the GPU ------------------------------------------------------------------------------ */
 
 Test(gpu, write_keeps_snapshots_and_detaches) {

@@ -59,7 +59,8 @@ enum {
     OPT_NO_PRELUDE = 1u << 12, /* --no-prelude */
     OPT_INPUT = 1u << 13,      /* --input NAME=FILE.npy (repeatable) */
     OPT_OUTPUT_DIR = 1u << 14, /* --output-dir DIR */
-    OPT_BENCH = 1u << 15,      /* --bench, --runs N, --warmup N, --json, --floor-bytes B */
+    OPT_BENCH = 1u << 15,      /* --bench, --runs N, --warmup N, --json, --floor-bytes B,
+                                  --time-build */
     OPT_KEY = 1u << 16         /* --key FILE (cache export / import: sign, check) */
 };
 
@@ -100,6 +101,7 @@ typedef struct cli_opts {
                               stays empty, so no placeholder graph shares nodes with theirs */
     int runs, warmup;     /* --bench: timed runs (default 15), warm-up runs (default 3) */
     uint64_t floor_bytes; /* --floor-bytes; 0: inputs + outputs */
+    bool time_build;      /* --time-build: the timed span starts before the outputs are built */
 } cli_opts;
 
 /* Parses a command's arguments (argv[0] is the first argument after the command name).

@@ -246,6 +246,9 @@ int cli_parse(const char *cmd, int argc, char **argv, unsigned allowed, cli_opts
             o->output_dir = v;
         } else if ((allowed & OPT_BENCH) && is_flag(a, "--bench")) {
             o->bench = true;
+        } else if ((allowed & OPT_BENCH) && is_flag(a, "--time-build")) {
+            o->time_build = true;
+            bench_only = "--time-build";
         } else if ((allowed & OPT_BENCH) && is_flag(a, "--json")) {
             o->json = true;
             bench_only = "--json";
