@@ -120,9 +120,23 @@ typedef struct arg_src {
 } arg_src;
 
 /* One launch of a plan. */
+/* A library step's own copy of what its call reads of the plan: the kernel's leaves and nodes
+ * as plain structs (op, dtype, shape, parameters; inputs among the copies, leaves without
+ * inputs, no values), so that the entry outlives the plan and is cached like any other. */
+typedef struct lib_copy {
+    fcp_kernel k;
+    int n;
+    fc_array *nodes;  /* the copies: leaves first, then the kernel's nodes */
+    fc_array **ptrs;  /* k.leaves, k.nodes and k.outs point into this */
+} lib_copy;
+
 typedef struct step {
-    const fcp_kernel *k;  /* library steps: the live plan's kernel (such plans are not cached) */
+    const fcp_kernel *k;  /* library steps: the live plan's kernel on the first run, then the
+                             copy's (copy.k) */
     bool lib;
+    bool on_host;         /* a library step that ran on the host (its fallback needs the plan's
+                             nodes: the entry is not cached) */
+    lib_copy copy;
     size_t mod;           /* index in cs->mods */
     fcx_launch lc;
     int nptr;
@@ -1076,8 +1090,12 @@ static void entry_free(fc_ctx *ctx, plan_entry *e) {
         if (e->graph) drv.GraphDestroy(e->graph);
     }
     for (int i = 0; i < e->nstep; i++) {
-        fcg_free(ctx, e->steps[i].ptr, (size_t)e->steps[i].nptr * sizeof(arg_src));
-        fcg_free(ctx, e->steps[i].param, e->steps[i].nparam * 8);
+        step *sp = &e->steps[i];
+        fcg_free(ctx, sp->ptr, (size_t)sp->nptr * sizeof(arg_src));
+        fcg_free(ctx, sp->param, sp->nparam * 8);
+        fcg_free(ctx, sp->copy.nodes, (size_t)sp->copy.n * sizeof *sp->copy.nodes);
+        fcg_free(ctx, sp->copy.ptrs,
+                 (size_t)(sp->copy.n + sp->copy.k.nout) * sizeof *sp->copy.ptrs);
     }
     fcg_free(ctx, e->steps, (size_t)e->nstep * sizeof *e->steps);
     fcg_free(ctx, e->leaf_pos, (size_t)e->nleaf * sizeof *e->leaf_pos);
@@ -1282,6 +1300,58 @@ static void refresh_scalars(plan_entry *e, fc_array *const *order) {
 
 /* Builds the runnable form of a compiled program (the driver's plan and binaries): modules
  * loaded, launches configured, argument blocks filled but for the pointers. */
+/* The index of node a among from[0..n), or -1. */
+static int copy_index(const fc_array *const *from, int n, const fc_array *a) {
+    for (int q = 0; q < n; q++)
+        if (from[q] == a) return q;
+    return -1;
+}
+
+/* The copy of library kernel k (see lib_copy). A kernel the copy cannot describe (more nodes
+ * than a call reads, a node with more inputs than fit inline, an input from outside the
+ * kernel) gets none (copy.n == 0), and its entry is not cached. */
+static fc_status lib_copy_make(fc_ctx *ctx, const fcp_kernel *k, lib_copy *c) {
+    memset(c, 0, sizeof *c);
+    enum { MAX_COPY = 16 };
+    const fc_array *from[MAX_COPY];
+    int n = k->nleaf + k->nnode;
+    if (n > MAX_COPY) return FC_OK;
+    for (int i = 0; i < n; i++) {
+        from[i] = i < k->nleaf ? k->leaves[i] : k->nodes[i - k->nleaf];
+        if (i >= k->nleaf && from[i]->nin > 3) return FC_OK;
+        for (int j = 0; i >= k->nleaf && j < from[i]->nin; j++)
+            if (copy_index(from, n, from[i]->in[j]) < 0) return FC_OK;
+    }
+    for (int o = 0; o < k->nout; o++)
+        if (copy_index(from, n, k->outs[o]) < 0) return FC_OK;
+    c->nodes = fcg_calloc(ctx, (size_t)n * sizeof *c->nodes);
+    c->ptrs = fcg_calloc(ctx, (size_t)(n + k->nout) * sizeof *c->ptrs);
+    if (!c->nodes || !c->ptrs) {
+        fcg_free(ctx, c->nodes, (size_t)n * sizeof *c->nodes);
+        fcg_free(ctx, c->ptrs, (size_t)(n + k->nout) * sizeof *c->ptrs);
+        memset(c, 0, sizeof *c);
+        return fcg_error(ctx, FC_ERR_NOMEM, "eval: out of memory");
+    }
+    c->n = n;
+    for (int i = 0; i < n; i++) {
+        fc_array *d = &c->nodes[i];
+        *d = *from[i];
+        d->refs = UINT32_MAX, d->host = NULL, d->host_bytes = 0, d->dev = 0, d->dev_bytes = 0;
+        d->errmsg = NULL, d->cons_next = NULL, d->all_prev = d->all_next = NULL;
+        d->in = d->in_inline;
+        if (i < k->nleaf) d->nin = 0; /* a leaf is read, never looked through */
+        for (int j = 0; j < d->nin; j++) d->in[j] = &c->nodes[copy_index(from, n, from[i]->in[j])];
+        c->ptrs[i] = d;
+    }
+    c->k = *k;
+    c->k.leaves = c->ptrs;
+    c->k.nodes = c->ptrs + k->nleaf;
+    c->k.outs = c->ptrs + n;
+    for (int o = 0; o < k->nout; o++) c->k.outs[o] = &c->nodes[copy_index(from, n, k->outs[o])];
+    c->k.nred = 0, c->k.reds = NULL;
+    return FC_OK;
+}
+
 /* Which leaf's buffer each requested array may take (fcp_donors), as leaf indices. */
 static fc_status find_donors(fc_ctx *ctx, plan_entry *e, const fcp_plan *p) {
     fc_array *small[16], **donor = small;
@@ -1327,7 +1397,7 @@ static fc_status entry_build(fc_ctx *ctx, const fck_result *r, const leaf_map *l
         if (k->kind == FCP_KERNEL_LIB) {
             sp->lib = true;
             sp->k = k;
-            e->cacheable = false;
+            if ((st = lib_copy_make(ctx, k, &sp->copy)) != FC_OK) break;
         } else {
             if ((st = load_kernel(ctx, &r->kernels[i], &sp->mod)) != FC_OK) break;
             size_t smem = fcx_dynamic_smem(k, src);
@@ -1465,7 +1535,7 @@ static fc_status lib_on_host(fc_ctx *ctx, const step *sp, fc_array *const *leave
     return st == FC_OK ? CU(ctx, StreamSynchronize(s)) : st;
 }
 
-static fc_status run_lib(fc_ctx *ctx, const step *sp, fc_array *const *leaves,
+static fc_status run_lib(fc_ctx *ctx, step *sp, fc_array *const *leaves,
                          const CUdeviceptr *bufs, CUstream s) {
     cuda_state *cs = ctx->be_state;
     const fcp_kernel *k = sp->k;
@@ -1475,8 +1545,12 @@ static fc_status run_lib(fc_ctx *ctx, const step *sp, fc_array *const *leaves,
     for (int i = 0; i < k->nleaf; i++) in[i] = arg_ptr(&sp->ptr[i], leaves, bufs);
     CUdeviceptr out = arg_ptr(&sp->ptr[k->nleaf], leaves, bufs);
     fc_status st = fcr_lib_run(ctx, &cs->lib, s, k, in, out);
-    if (st == FC_ERR_UNSUPPORTED) {
+    if (st == FC_ERR_UNSUPPORTED && k == &sp->copy.k) {
+        st = fcg_error(ctx, FC_ERR_BACKEND, "%s: a cached library call has no GPU path "
+                       "(fusec bug)", fcg_ops[k->outs[0]->op].pyname);
+    } else if (st == FC_ERR_UNSUPPORTED) {
         ctx->errmsg[0] = '\0';
+        sp->on_host = true;
         st = lib_on_host(ctx, sp, leaves, bufs, s);
     }
     if (in != small) fcg_free(ctx, in, (size_t)k->nleaf * sizeof *in);
@@ -1807,8 +1881,14 @@ static fc_status fcr_eval(fc_ctx *ctx, fc_array *const *arrays, int n, fc_stream
             e->uses = 1;
             e->last_use = ++cs->clock;
             st = run_entry(ctx, e, e->leaf_node, arrays, dies, sid);
-            /* Library steps point into the plan, and the host fallback needs the plan's nodes
-             * alive until it finishes: such entries run once and go. */
+            /* Library steps now read their copies of the plan's nodes; one that fell back to
+             * the host, or has no copy, needs the live plan: such entries run once and go. */
+            for (int i = 0; i < e->nstep && st == FC_OK; i++)
+                if (e->steps[i].lib) {
+                    step *sp = &e->steps[i];
+                    if (sp->on_host || !sp->copy.n) e->cacheable = false;
+                    sp->k = sp->copy.n ? &sp->copy.k : NULL;
+                }
             if (st == FC_OK && e->cacheable) {
                 fcg_free(ctx, e->leaf_node, (size_t)e->nleaf * sizeof *e->leaf_node);
                 e->leaf_node = NULL;

@@ -81,6 +81,8 @@ typedef struct prog_result {
 typedef struct chain_result {
     int nodes;
     bool graphs;
+    bool library;     /* the chain's first node is a matmul (a library call), x an 8x8 matrix */
+    int64_t elements;
     long iters;
     double per_eval_us, submit_us, build_us;
     char error[256];
@@ -264,24 +266,24 @@ done:
 
 /* k elementwise nodes on x: alternately * 1.0001 and + 0.5 (bench/peers.py times the same
  * chain in CuPy and PyTorch). The result belongs to the open scope. */
-static fc_array *chain(fc_ctx *ctx, fc_array *x, int k) {
-    fc_array *y = x;
+static fc_array *chain(fc_ctx *ctx, fc_array *x, int k, bool library) {
+    fc_array *y = library ? fc_matmul(x, x) : x;
     fc_array *mul = fc_f64(ctx, 1.0001), *add = fc_f64(ctx, 0.5);
-    for (int i = 0; i < k; i++) y = i % 2 == 0 ? fc_mul(y, mul) : fc_add(y, add);
+    for (int i = library; i < k; i++) y = i % 2 == 0 ? fc_mul(y, mul) : fc_add(y, add);
     return y;
 }
 
 /* Runs n iterations of: open a scope, build the chain, (if eval) fc_eval it, close the scope.
  * Then waits. *submit_s: time until the last iteration returned; *wall_s: until the GPU is
  * done. */
-static fc_status chain_loop(fc_ctx *ctx, fc_array *x, int k, long n, bool eval, double *submit_s,
-                            double *wall_s) {
+static fc_status chain_loop(fc_ctx *ctx, fc_array *x, int k, bool library, long n, bool eval,
+                            double *submit_s, double *wall_s) {
     fc_status st = FC_OK;
     double t0 = now_s();
     for (long i = 0; i < n && st == FC_OK; i++) {
         fc_scope *s = fc_scope_open(ctx);
         if (!s) return FC_ERR_NOMEM;
-        fc_array *y = chain(ctx, x, k);
+        fc_array *y = chain(ctx, x, k, library);
         st = eval ? fc_eval(ctx, &y, 1) : fc_array_status(y);
         fc_scope_close(s);
     }
@@ -293,10 +295,13 @@ static fc_status chain_loop(fc_ctx *ctx, fc_array *x, int k, long n, bool eval, 
     return st != FC_OK ? st : sync;
 }
 
+/* Chains of 1, 10 and 100 nodes with CUDA graphs on and off over `elements`; then, graphs on,
+ * a chain of 10 whose first node is a matmul of an 8x8 matrix (a library call: its plan is
+ * cached like a fused one) beside 10 elementwise nodes over the same matrix. */
 static void measure_chains(const options *o, const char *cache_dir, chain_result *res, int *nres) {
     *nres = 0;
-    for (int g = 0; g < 2; g++) {
-        bool graphs = g == 0;
+    for (int g = 0; g < 3; g++) {
+        bool graphs = g != 1, library_pass = g == 2;
         fc_ctx_options opts;
         memset(&opts, 0, sizeof opts);
         opts.backend = o->backend;
@@ -304,11 +309,13 @@ static void measure_chains(const options *o, const char *cache_dir, chain_result
         opts.cuda_graphs = graphs ? 1 : -1;
         fc_ctx *ctx = NULL;
         fc_status cst = fc_ctx_create(&ctx, &opts);
-        for (int c = 0; c < CHAIN_SIZES; c++) {
+        for (int c = 0; c < (library_pass ? 2 : CHAIN_SIZES); c++) {
             chain_result *r = &res[(*nres)++];
             memset(r, 0, sizeof *r);
-            r->nodes = chain_nodes[c];
+            r->nodes = library_pass ? 10 : chain_nodes[c];
             r->graphs = graphs;
+            r->library = library_pass && c == 0;
+            r->elements = library_pass ? 64 : o->elements;
             r->per_eval_us = r->submit_us = r->build_us = NAN;
             /* Fewer iterations for longer chains: building them costs more per iteration. */
             r->iters = o->iters * 10 / (r->nodes + 9);
@@ -317,17 +324,19 @@ static void measure_chains(const options *o, const char *cache_dir, chain_result
                 snprintf(r->error, sizeof r->error, "fc_ctx_create: %s", fc_strerror(cst));
                 continue;
             }
-            fc_array *x = random_input(ctx, FC_F32, FC_SHAPE(o->elements), 7);
+            fc_array *x = library_pass ? random_input(ctx, FC_F32, FC_SHAPE(8, 8), 7)
+                                       : random_input(ctx, FC_F32, FC_SHAPE(o->elements), 7);
             fc_status st = fc_array_status(x);
             if (st == FC_OK) st = fc_eval(ctx, &x, 1);
             /* Warm up: compile (or load) the kernel, fill the plan cache, capture a graph. */
-            if (st == FC_OK) st = chain_loop(ctx, x, r->nodes, 200, true, NULL, NULL);
+            if (st == FC_OK) st = chain_loop(ctx, x, r->nodes, r->library, 200, true, NULL, NULL);
             double sub[3], wall[3], build[3];
             for (int rep = 0; rep < 3 && st == FC_OK; rep++) {
                 double s1, w1;
-                st = chain_loop(ctx, x, r->nodes, r->iters, false, NULL, &w1);
+                st = chain_loop(ctx, x, r->nodes, r->library, r->iters, false, NULL, &w1);
                 build[rep] = w1 / (double)r->iters * 1e6;
-                if (st == FC_OK) st = chain_loop(ctx, x, r->nodes, r->iters, true, &s1, &w1);
+                if (st == FC_OK)
+                    st = chain_loop(ctx, x, r->nodes, r->library, r->iters, true, &s1, &w1);
                 sub[rep] = s1 / (double)r->iters * 1e6;
                 wall[rep] = w1 / (double)r->iters * 1e6;
             }
@@ -521,9 +530,10 @@ static int write_json(const char *path, const options *o, const fc_device_info *
     }
     fprintf(f, " ],\n \"overhead\": [\n");
     for (int i = 0; i < nc; i++) {
-        fprintf(f, "  {\"nodes\": %d, \"cuda_graphs\": %s, \"elements\": %" PRId64
+        fprintf(f, "  {\"nodes\": %d, \"library\": %s, \"cuda_graphs\": %s, \"elements\": %" PRId64
                    ", \"iters\": %ld, ",
-                c[i].nodes, c[i].graphs ? "true" : "false", o->elements, c[i].iters);
+                c[i].nodes, c[i].library ? "true" : "false", c[i].graphs ? "true" : "false",
+                c[i].elements, c[i].iters);
         json_field(f, "per_eval_us", c[i].per_eval_us, false);
         json_field(f, "submit_us", c[i].submit_us, false);
         json_field(f, "build_us", c[i].build_us, false);
@@ -541,8 +551,7 @@ static int write_json(const char *path, const options *o, const fc_device_info *
     return 0;
 }
 
-static void print_tables(const prog_result *r, int n, const chain_result *c, int nc,
-                         const options *o) {
+static void print_tables(const prog_result *r, int n, const chain_result *c, int nc) {
     printf("\nLatency per program (ms). extra = figure less the program's own run.\n");
     printf("%-22s %9s | %9s %9s | %9s %9s | %9s %9s %9s\n", "program", "gpu", "cold", "extra",
            "disk", "extra", "hit", "extra", "submit_us");
@@ -558,18 +567,28 @@ static void print_tables(const prog_result *r, int n, const chain_result *c, int
         if (r[i].warm_error[0]) printf("%-22s   disk: %s\n", "", r[i].warm_error);
     }
     if (nc == 0) return;
-    printf("\nHost overhead per evaluation of a cached chain of elementwise nodes, %" PRId64
-           " element(s)\n", o->elements);
-    printf("%6s %7s %8s %12s %12s %12s\n", "nodes", "graphs", "iters", "per_eval_us", "submit_us",
-           "build_us");
+    printf("\nHost overhead per evaluation of a cached chain of elementwise nodes (the first a "
+           "matmul where\nthe kind says so)\n");
+    printf("%6s %-7s %9s %7s %8s %12s %12s %12s\n", "nodes", "kind", "elements", "graphs",
+           "iters", "per_eval_us", "submit_us", "build_us");
     for (int i = 0; i < nc; i++) {
+        const char *kind = c[i].library ? "matmul" : "ew";
         if (c[i].error[0]) {
-            printf("%6d %7s FAILED: %s\n", c[i].nodes, c[i].graphs ? "on" : "off", c[i].error);
+            printf("%6d %-7s %9" PRId64 " %7s FAILED: %s\n", c[i].nodes, kind, c[i].elements,
+                   c[i].graphs ? "on" : "off", c[i].error);
             continue;
         }
-        printf("%6d %7s %8ld %12.2f %12.2f %12.2f\n", c[i].nodes, c[i].graphs ? "on" : "off",
-               c[i].iters, c[i].per_eval_us, c[i].submit_us, c[i].build_us);
+        printf("%6d %-7s %9" PRId64 " %7s %8ld %12.2f %12.2f %12.2f\n", c[i].nodes, kind,
+               c[i].elements, c[i].graphs ? "on" : "off", c[i].iters, c[i].per_eval_us,
+               c[i].submit_us, c[i].build_us);
     }
+    for (int i = 0; i + 1 < nc; i++)
+        if (c[i].library && !c[i].error[0] && !c[i + 1].error[0])
+            printf("a plan with a library call: %.2f us of host time per evaluation beyond "
+                   "building, %.2fx a fused plan of as many nodes (%.2f us)\n",
+                   c[i].per_eval_us - c[i].build_us,
+                   (c[i].per_eval_us - c[i].build_us) / (c[i + 1].per_eval_us - c[i + 1].build_us),
+                   c[i + 1].per_eval_us - c[i + 1].build_us);
 }
 
 /* ---- main -------------------------------------------------------------------------------- */
@@ -705,7 +724,7 @@ int main(int argc, char **argv) {
     }
 
     prog_result *res = calloc((size_t)o.nprograms + 1, sizeof *res);
-    chain_result chains[2 * CHAIN_SIZES];
+    chain_result chains[2 * CHAIN_SIZES + 2];
     int nchains = 0, rc = 0;
     if (!res) {
         fprintf(stderr, "latency: out of memory\n");
@@ -768,7 +787,7 @@ int main(int argc, char **argv) {
 
     printf("latency: %s, %s%s%s\n", backend == FC_BACKEND_CUDA ? "cuda" : "host",
            have_dev ? dev.name : "host", have_dev ? " " : "", have_dev ? dev.arch : "");
-    print_tables(res, o.nprograms, chains, nchains, &o);
+    print_tables(res, o.nprograms, chains, nchains);
     if (o.json_path &&
         write_json(o.json_path, &o, &dev, have_dev, backend, res, o.nprograms, chains, nchains) != 0)
         rc = 1;

@@ -512,6 +512,61 @@ Test(gpu, a_failed_update_never_reads_a_half_written_buffer) {
     fc_ctx_destroy(c);
 }
 
+/* ---- plans with library calls ----------------------------------------------------------------- */
+
+/* matmul with a fused epilogue, a sort and an FFT of fresh data each step, on the GPU and on
+ * the host: the GPU's plan (three library calls and their elementwise kernels) is made once
+ * and replayed (its library steps read the entry's copies of the plan's nodes). */
+Test(gpu, library_plans_are_cached_and_replayed) {
+    NEED_GPU();
+    enum { M = 48, K = 64, N = 32, V = 4096, STEPS = 6 };
+    fc_ctx *g = make_ctx(FC_BACKEND_CUDA, 0), *h = make_ctx(FC_BACKEND_HOST, 0);
+    cr_assert(g && h);
+    static float xs[M * K], ws[K * N], vs[V], got_y[M * N], want_y[M * N], got_s[V], want_s[V];
+    static float got_f[V], want_f[V];
+    fill_random(ws, K * N, 31);
+    fc_ctx *cs[2] = {g, h};
+    fc_array *x[2], *w[2], *v[2];
+    for (int q = 0; q < 2; q++) {
+        x[q] = fc_from_host(cs[q], FC_F32, FC_SHAPE(M, K), xs);
+        w[q] = fc_from_host(cs[q], FC_F32, FC_SHAPE(K, N), ws);
+        v[q] = fc_from_host(cs[q], FC_F32, FC_SHAPE(V), vs);
+    }
+    for (int t = 0; t < STEPS; t++) {
+        fill_random(xs, M * K, 100 + (unsigned)t);
+        fill_random(vs, V, 200 + (unsigned)t);
+        for (int q = 0; q < 2; q++) {
+            fc_ctx *c = cs[q];
+            cr_assert_eq(fc_write(x[q], xs, 0, M * K, NULL), FC_OK, "%s", fc_errmsg(c));
+            cr_assert_eq(fc_write(v[q], vs, 0, V, NULL), FC_OK, "%s", fc_errmsg(c));
+            fc_scope *s = fc_scope_open(c);
+            fc_array *out[3] = {
+                fc_maximum(fc_add(fc_matmul(x[q], w[q]), fc_f64(c, 0.5)), fc_f64(c, 0.0)),
+                fc_sort(fc_mul(v[q], fc_f64(c, 2.0)), -1),
+                fc_abs(fc_fft(fc_sub(v[q], fc_f64(c, 1.0)), 0))};
+            float *dst[3] = {q ? want_y : got_y, q ? want_s : got_s, q ? want_f : got_f};
+            size_t bytes[3] = {sizeof got_y, sizeof got_s, sizeof got_f};
+            cr_assert_eq(fc_eval(c, out, 3), FC_OK, "%s", fc_errmsg(c));
+            for (int o = 0; o < 3; o++) {
+                for (size_t i = 0; i < bytes[o] / 4; i++) dst[o][i] = NAN;
+                cr_assert_eq(fc_to_host(out[o], dst[o], bytes[o]), FC_OK, "%s", fc_errmsg(c));
+            }
+            fc_scope_close(s);
+        }
+        expect_close(got_y, want_y, M * N, 1e-5f);
+        cr_assert(memcmp(got_s, want_s, sizeof got_s) == 0, "step %d: sorts differ", t);
+        expect_close(got_f, want_f, V, 1e-4f);
+    }
+    size_t entries;
+    uint64_t replays;
+    fcr_plan_cache_stats(g, &entries, &replays);
+    cr_assert_eq(entries, 1, "%zu plans for one structure", entries);
+    cr_assert_eq(replays, STEPS - 1, "%llu replays", (unsigned long long)replays);
+    for (int q = 0; q < 2; q++) fc_release(x[q]), fc_release(w[q]), fc_release(v[q]);
+    fc_ctx_destroy(g);
+    fc_ctx_destroy(h);
+}
+
 /* ---- on the GPU ------------------------------------------------------------------------------ */
 
 Test(gpu, write_keeps_snapshots_and_detaches) {
