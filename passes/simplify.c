@@ -22,7 +22,9 @@
  *   - involutions: -(-x), conj(conj(x)), ~~x -> x; logical_not(logical_not(x)) -> x != 0;
  *   - cast chains: cast(cast(x, T1), T2) -> cast(x, T2) when x -> T1 is exact and T2 is
  *     inexact or x -> T2 is exact too; a cast to the input's own dtype disappears;
- *   - where with a constant condition -> the branch it picks.
+ *   - where with a constant condition -> the branch it picks;
+ *   - matmul the GEMM library cannot take (lower_matmul): integer and bool matmuls become
+ *     NumPy's loop as a reduction, mixed float operands are cast to the loop dtype.
  * A node that holds a value (fcg_has_value: on the host or in the backend) is a leaf: it is
  * neither rewritten nor looked through, since recomputing what it stores would cost more than
  * reading it. Rules that drop an operand
@@ -498,6 +500,54 @@ static fc_status settle(simp *s, fc_array *a, fc_array **out) {
     return FC_OK;
 }
 
+/* ---- matmul the library cannot take ------------------------------------------------------ */
+
+/* A matmul whose operands are not both of its loop dtype becomes one of casts (the GEMM
+ * library takes one dtype); an integer or bool matmul, which no GEMM library computes with
+ * NumPy's wraparound, becomes the reduction NumPy's loop is: sum over k of x[.., m, k] *
+ * y[.., k, n] cast to the result's dtype (the products wrap in the loop dtype and the sum
+ * wraps in int64 or uint64, which agree modulo the result's width), any(x & y) for bool. A
+ * plan runs that as one reduce kernel; the host reference computes matmul itself. *out is the
+ * replacement (owned), or NULL. */
+static fc_status lower_matmul(simp *s, fc_array *a, fc_array **out) {
+    *out = NULL;
+    fc_array *x = a->in[0], *y = a->in[1];
+    fc_dtype loop = (fc_dtype)a->loop_dtype;
+    bool reduce = is_intlike(loop);
+    if (!reduce && x->dtype == loop && y->dtype == loop) return FC_OK;
+    fc_ctx *ctx = s->ctx;
+    fc_scope *saved = ctx->scope, *scope; /* the caller's scope must not take these nodes */
+    ctx->scope = NULL;
+    if (!(scope = fc_scope_open(ctx))) {
+        ctx->scope = saved;
+        return FC_ERR_NOMEM;
+    }
+    fc_array *xc = fc_cast(x, loop), *yc = fc_cast(y, loop), *r;
+    if (!reduce) {
+        r = fc_matmul(xc, yc);
+    } else {
+        int64_t k = x->shape[x->ndim - 1];
+        /* [.., m, k, 1] against [.., 1, k, n] (a vector is a row on the left, a column on the
+         * right), reduced over k; the result takes the matmul's shape */
+        fc_array *xm = fc_expand_dims(x->ndim == 1 ? fc_reshape(xc, FC_SHAPE(1, k)) : xc, -1);
+        fc_array *ym = fc_expand_dims(y->ndim == 1 ? fc_reshape(yc, FC_SHAPE(k, 1)) : yc, -3);
+        fc_array *red = loop == FC_BOOL ? fc_any(fc_logical_and(xm, ym), FC_AXES(-2), false)
+                                        : fc_sum(fc_mul(xm, ym), FC_AXES(-2), false);
+        fc_shape shape = {a->ndim, {0}};
+        memcpy(shape.dim, a->shape, sizeof(int64_t) * (size_t)a->ndim);
+        r = fc_reshape(fc_cast(red, (fc_dtype)a->dtype), shape);
+    }
+    fc_status st = fc_array_status(r);
+    if (st == FC_OK) {
+        *out = r;
+        fcg_retain(r);
+        s->stats.rewrites++;
+    }
+    fc_scope_close(scope);
+    ctx->scope = saved;
+    return st;
+}
+
 /* ---- the pass --------------------------------------------------------------------------- */
 
 /* The simplified node of `a`, whose inputs are simplified in memo (indexed by their positions
@@ -526,6 +576,13 @@ static fc_status simplify_node(simp *s, fc_array *a, fc_array *const *memo,
         fcg_retain(a);
     if (in != small) fcg_free(s->ctx, in, bytes);
     if (!r) return FC_ERR_NOMEM;
+    if (r->op == FCG_OP_MATMUL) {
+        fc_array *lowered;
+        fc_status st = lower_matmul(s, r, &lowered);
+        if (st != FC_OK || lowered) fcg_release(r);
+        if (st != FC_OK) return st;
+        if (lowered) r = lowered;
+    }
     return settle(s, r, out);
 }
 

@@ -828,13 +828,54 @@ Test(simplify, rebuilt_users_and_views) {
     cr_assert_neq(s, r);
     s = simplified(m, "matmul of a concatenation");
     cr_assert_eq(op_of(s), FCG_OP_MATMUL);
-    cr_assert_eq(op_of(s->in[1]), FCG_OP_MUL);
+    cr_assert_eq(op_of(s->in[1]), FCG_OP_CAST, "the f16 operand is cast to the loop's f32");
+    cr_assert_eq(op_of(s->in[1]->in[0]), FCG_OP_MUL);
     /* a node of many inputs */
     fc_array *many[12];
     for (int k = 0; k < 12; k++) many[k] = fc_add(data(FC_I16, FC_SHAPE(k + 1)), fc_i64(ctx, 0));
     s = simplified(fc_concatenate(ctx, many, 12, 0), "concatenate of 12");
     cr_assert_eq(op_of(s), FCG_OP_CONCAT);
     for (int k = 0; k < 12; k++) cr_assert_eq(op_of(s->in[k]), FCG_OP_DATA);
+}
+
+/* Whether a MATMUL node is left anywhere in a's graph. */
+static bool has_matmul(const fc_array *a) {
+    if (a->op == FCG_OP_MATMUL) return true;
+    for (int i = 0; i < a->nin; i++)
+        if (has_matmul(a->in[i])) return true;
+    return false;
+}
+
+/* Integer and bool matmuls become NumPy's loop as a reduction (sum of products, any of ands),
+ * bit for bit what the reference computes, wraparound at the dtypes' extremes included; a
+ * float matmul of mixed operands gets casts to its loop dtype and stays a matmul. */
+Test(simplify, matmuls_the_library_cannot_take) {
+    static const struct {
+        fc_dtype a, b;
+        int64_t sa[4], sb[4];
+        int na, nb;
+    } cases[] = {
+        {FC_I8, FC_I8, {5, 7}, {7, 3}, 2, 2},      {FC_U8, FC_U8, {4, 9}, {9, 6}, 2, 2},
+        {FC_I64, FC_I64, {3, 5}, {5, 4}, 2, 2},    {FC_U64, FC_U64, {2, 6}, {6, 2}, 2, 2},
+        {FC_I8, FC_I16, {4, 5}, {5, 3}, 2, 2},     {FC_BOOL, FC_BOOL, {6, 4}, {4, 5}, 2, 2},
+        {FC_I32, FC_I32, {7}, {7, 3}, 1, 2},        {FC_I32, FC_I32, {2, 7}, {7}, 2, 1},
+        {FC_I16, FC_I16, {9}, {9}, 1, 1},           {FC_U16, FC_U16, {3, 4, 5}, {5, 2}, 3, 2},
+        {FC_I32, FC_BOOL, {2, 1, 3, 4}, {4, 2}, 4, 2}, {FC_I8, FC_I8, {3, 0}, {0, 2}, 2, 2},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        fc_shape sa = {cases[c].na, {0}}, sb = {cases[c].nb, {0}};
+        memcpy(sa.dim, cases[c].sa, sizeof cases[c].sa);
+        memcpy(sb.dim, cases[c].sb, sizeof cases[c].sb);
+        char what[64];
+        snprintf(what, sizeof what, "matmul %s x %s, case %zu", fc_dtype_name(cases[c].a),
+                 fc_dtype_name(cases[c].b), c);
+        fc_array *s = simplified(fc_matmul(data(cases[c].a, sa), data(cases[c].b, sb)), what);
+        cr_assert_not(has_matmul(s), "%s: a matmul is left", what);
+    }
+    fc_array *s = simplified(fc_matmul(data(FC_F32, FC_SHAPE(3, 4)), data(FC_F64, FC_SHAPE(4, 2))),
+                             "f32 @ f64");
+    cr_assert_eq(op_of(s), FCG_OP_MATMUL);
+    cr_assert_eq(op_of(s->in[0]), FCG_OP_CAST);
 }
 
 #define DEEP 10000
