@@ -6,20 +6,22 @@
  * Rows of up to a tile (256 threads x fcx_sort_items elements: 4096 elements of 4 bytes or
  * less, 2048 of 8, 1024 of 16) sort in one block each, every pass in shared memory, one
  * kernel. Longer rows sort with passes over the whole array, 8 bits a pass, least significant
- * first; each pass is three kernels: count each block's digits (fcs_upsweep), turn the counts
- * into starting places (fcs_scan, one block), move the elements there tile by tile, stably
- * (fcs_downsweep). Several long rows sort together: the key passes sort every element of the
- * array, then passes over the row number (each element carries its flat position) regroup the
- * rows, each still in sorted order, since every pass is stable. argsort carries the positions
- * and turns them into positions within the row at the end (fcs_finish); sort carries them only
- * for the row passes. The element itself, not its key, moves, so a sorted -0.0 or NaN keeps
- * its bits.
+ * first, onesweep style: one kernel zeroes the counters (fcs_zero), one reads the keys once
+ * and counts the digits of every key pass (fcs_hist), one turns the counts into each digit's
+ * start for every pass (fcs_scan), then each pass is one kernel (fcs_pass) that reads and
+ * writes every element once, its blocks taking tiles in order and learning how many elements
+ * of each digit the earlier tiles hold by a decoupled look-back. Several long rows sort
+ * together: the key passes sort every element of the array, then passes over the row number
+ * (each element carries its flat position) regroup the rows, each still in sorted order,
+ * since every pass is stable. argsort carries the positions and its last pass writes them as
+ * int64 positions within the row; sort carries them only for the row passes. The element
+ * itself, not its key, moves, so a sorted -0.0 or NaN keeps its bits.
  *
  * Why not CUB: its device-wide radix sort is host code (dispatch through the runtime API) that
  * NVRTC cannot compile, and linking a CUB-built library means nvcc in the build and a binary
  * per arch, against fusec's model (NVRTC for the context's GPU, cached by key, warmable for
- * GPUs the build host does not have). The block-level ranking CUB offers is the part written
- * here in a few dozen lines, with NumPy's order built into the digit function.
+ * GPUs the build host does not have). The onesweep design (Adinets and Merrill, 2022) is
+ * written here instead, in a few hundred lines, with NumPy's order built into the digit.
  *
  * Positions are 32-bit: an array of 2^32 elements or more is sorted on the host
  * (FC_ERR_UNSUPPORTED sends the call there, as for other library calls without a path).
@@ -35,9 +37,9 @@
 
 #define SORT_THREADS 256
 
-enum { F_UPSWEEP, F_SCAN, F_DOWNSWEEP, F_DOWNSWEEP_IDX, F_ROWS, F_FINISH, F_COUNT };
-static const char *const function_names[F_COUNT] = {
-    "fcs_upsweep", "fcs_scan", "fcs_downsweep", "fcs_downsweep_idx", "fcs_rows", "fcs_finish"};
+enum { F_ROWS, F_ZERO, F_HIST, F_SCAN, F_PASS, F_PASS_IDX, F_COUNT };
+static const char *const function_names[F_COUNT] = {"fcs_rows", "fcs_zero", "fcs_hist",
+                                                    "fcs_scan", "fcs_pass", "fcs_pass_idx"};
 
 typedef struct sort_module {
     CUmodule mod;
@@ -77,8 +79,8 @@ static fc_status module_for(fc_ctx *ctx, void **modules, fc_dtype t, sort_module
     fck_raw_binary_free(ctx, &bin);
     for (int f = 0; f < F_COUNT && st == FC_OK; f++)
         st = fcr_lib_function(ctx, mod, function_names[f], &m->fn[f]);
-    static const int tiled[] = {F_DOWNSWEEP, F_DOWNSWEEP_IDX, F_ROWS};
-    for (int i = 0; i < 3 && st == FC_OK; i++) {
+    static const int tiled[] = {F_ROWS, F_HIST, F_PASS, F_PASS_IDX};
+    for (int i = 0; i < 4 && st == FC_OK; i++) {
         int f = tiled[i];
         st = fcr_lib_prefer_shared(ctx, m->fn[f]);
         if (st == FC_OK) st = fcr_lib_occupancy(ctx, m->fn[f], SORT_THREADS, &m->per_sm[f]);
@@ -99,7 +101,8 @@ typedef struct pass {
     int part, shift;
 } pass;
 
-/* The passes for rows of dtype t, least significant first; rows > 1 adds the row passes. */
+/* The passes for rows of dtype t, least significant first (the key passes in the order of
+ * codegen/sort.cuh's FCS_KPASSES); rows > 1 adds the row passes. */
 static int passes_of(fc_dtype t, uint64_t rows, pass *p) {
     int n = 0, bits = fcx_sort_word_bits(t);
     if (fcx_sort_words(t) == 2)
@@ -124,6 +127,11 @@ static fc_status temp(fc_ctx *ctx, temps *tm, size_t bytes, CUstream s, CUdevice
     return FC_OK;
 }
 
+/* A look-back count has 30 bits, so a pass launch covers fewer than 2^30 elements: an array
+ * of more is sorted in portions of whole tiles, one launch each, each starting its digits
+ * where the last one left them. */
+#define PORTION_LIMIT ((1u << 30) - 1u)
+
 static fc_status sort_passes(fc_ctx *ctx, const sort_module *m, CUstream s, fc_dtype t,
                              bool arg, uint64_t total, uint32_t row_len, CUdeviceptr in,
                              CUdeviceptr out, temps *tm) {
@@ -137,52 +145,73 @@ static fc_status sort_passes(fc_ctx *ctx, const sort_module *m, CUstream s, fc_d
     while (nkey > 0 && ps[nkey - 1].part == 3) nkey--;
     const bool with_idx = arg || rows > 1;
     const size_t es = fc_dtype_size(t);
-    const uint64_t tile = (uint64_t)SORT_THREADS * (uint64_t)fcx_sort_items(t);
-    const uint64_t tiles = (total + tile - 1) / tile;
-    const int down = with_idx ? F_DOWNSWEEP_IDX : F_DOWNSWEEP;
-    uint64_t grid = (uint64_t)sms * (uint64_t)m->per_sm[down];
-    if (grid > tiles) grid = tiles;
-    const uint64_t chunk = (tiles + grid - 1) / grid * tile;
-    grid = (total + chunk - 1) / chunk;
-    uint32_t blocks = (uint32_t)grid;
-    CUdeviceptr counts = 0, totals, key[2] = {0, 0}, idx[2] = {0, 0};
-    fc_status st = temp(ctx, tm, (size_t)(256 * grid + 256) * 4, s, &counts);
-    totals = counts + 256 * grid * 4;
+    const uint64_t ptile = (uint64_t)SORT_THREADS * (uint64_t)fcx_sort_pass_items(t, with_idx);
+    const uint64_t tiles = (total + ptile - 1) / ptile;
+    const uint64_t portion = PORTION_LIMIT / ptile * ptile;
+    const uint64_t portions = (total + portion - 1) / portion;
+    /* Scratch, in words: the histogram's totals and the passes' ticket counters (zeroed
+     * first), each portion's digit starts for each pass, and two generations of look-back
+     * words, a pass using one while zeroing the other for the next. */
+    const uint64_t n_totals = (uint64_t)nkey * 256, n_tickets = (uint64_t)np * portions;
+    uint64_t n_bases = portions * (uint64_t)np * 256, n_status = tiles * 256;
+    CUdeviceptr scratch = 0, key[2] = {0, 0}, idx[2] = {0, 0};
+    fc_status st = temp(ctx, tm, (size_t)(n_totals + n_tickets + n_bases + 2 * n_status) * 4,
+                        s, &scratch);
+    CUdeviceptr totals = scratch, tickets = totals + n_totals * 4,
+                bases = tickets + n_tickets * 4;
+    CUdeviceptr status[2] = {bases + n_bases * 4, bases + (n_bases + n_status) * 4};
     /* sort: the last pass writes `out`, so the pass before it writes the temporary and so on
      * back; argsort's keys go back and forth between two temporaries (its last key pass
-     * writes none). */
+     * writes none), and its last pass writes int64 positions to `out`. Indices are written by
+     * every pass but the last. */
     if (st == FC_OK && (arg ? nkey > 1 : np > 1)) st = temp(ctx, tm, total * es, s, &key[0]);
     if (st == FC_OK && arg && nkey > 2) st = temp(ctx, tm, total * es, s, &key[1]);
-    if (st == FC_OK && with_idx) st = temp(ctx, tm, total * 4, s, &idx[0]);
-    if (st == FC_OK && with_idx && np > 1) st = temp(ctx, tm, total * 4, s, &idx[1]);
+    if (st == FC_OK && with_idx && np > 1) st = temp(ctx, tm, total * 4, s, &idx[0]);
+    if (st == FC_OK && with_idx && np > 2) st = temp(ctx, tm, total * 4, s, &idx[1]);
+
+    uint32_t zeroed = (uint32_t)(n_totals + n_tickets);
+    void *zero_args[] = {&scratch, &zeroed};
+    if (st == FC_OK)
+        st = fcr_lib_launch(ctx, m->fn[F_ZERO], (zeroed + SORT_THREADS - 1) / SORT_THREADS,
+                            SORT_THREADS, s, zero_args);
+    const uint64_t htile = (uint64_t)SORT_THREADS * (uint64_t)fcx_sort_items(t);
+    const uint64_t htiles = (total + htile - 1) / htile;
+    uint64_t hgrid = (uint64_t)sms * (uint64_t)m->per_sm[F_HIST];
+    if (hgrid > htiles) hgrid = htiles;
+    uint64_t hchunk = (htiles + hgrid - 1) / hgrid * htile;
+    hgrid = (total + hchunk - 1) / hchunk;
+    uint64_t n64 = total, rows64 = rows;
+    void *hist_args[] = {&in, &n64, &hchunk, &totals, &status[0], &n_status};
+    if (st == FC_OK)
+        st = fcr_lib_launch(ctx, m->fn[F_HIST], (unsigned)hgrid, SORT_THREADS, s, hist_args);
+    void *scan_args[] = {&totals, &bases, &rows64, &row_len};
+    if (st == FC_OK) st = fcr_lib_launch(ctx, m->fn[F_SCAN], (unsigned)np, SORT_THREADS, s,
+                                         scan_args);
+
+    const int f = with_idx ? F_PASS_IDX : F_PASS;
     CUdeviceptr kin = in, iin = 0;
     for (int p = 0; p < np && st == FC_OK; p++) {
-        CUdeviceptr iout = with_idx ? idx[p % 2] : 0;
+        const bool last = p == np - 1;
         CUdeviceptr kout = !arg ? ((np - 1 - p) % 2 == 0 ? out : key[0])
                                 : p + 1 < nkey ? key[p % 2] : 0;
+        CUdeviceptr iout = with_idx && !last ? idx[p % 2] : 0, pout = arg && last ? out : 0;
         int part = ps[p].part, shift = ps[p].shift;
-        uint64_t n64 = total;
-        uint32_t rl = row_len;
-        void *up[] = {&kin, &iin, &n64, &rl, &part, &shift, (void *)&chunk, &counts};
-        st = fcr_lib_launch(ctx, m->fn[F_UPSWEEP], (unsigned)grid, SORT_THREADS, s, up);
-        void *sc[] = {&counts, &totals, &blocks};
-        if (st == FC_OK) st = fcr_lib_launch(ctx, m->fn[F_SCAN], 256, SORT_THREADS, s, sc);
-        void *keys_only[] = {&kin, &kout, &n64, &part, &shift, (void *)&chunk, &counts, &totals};
-        void *pairs[] = {&kin, &iin, &kout, &iout, &n64, &rl, &part, &shift, (void *)&chunk,
-                         &counts, &totals};
-        if (st == FC_OK)
-            st = fcr_lib_launch(ctx, m->fn[down], (unsigned)grid, SORT_THREADS, s,
-                                with_idx ? pairs : keys_only);
+        for (uint64_t q = 0; q < portions && st == FC_OK; q++) {
+            uint32_t lo = (uint32_t)(q * portion);
+            uint32_t n = (uint32_t)(total - lo < portion ? total - lo : portion);
+            const uint64_t first_tile = lo / ptile;
+            CUdeviceptr b = bases + (q * np + (uint64_t)p) * 256 * 4;
+            CUdeviceptr b_next = q + 1 < portions ? b + (uint64_t)np * 256 * 4 : 0;
+            CUdeviceptr ticket = tickets + ((uint64_t)p * portions + q) * 4;
+            CUdeviceptr st_now = status[p % 2] + first_tile * 256 * 4;
+            CUdeviceptr st_next = last ? 0 : status[(p + 1) % 2] + first_tile * 256 * 4;
+            void *args[] = {&kin, &iin, &kout, &iout, &pout, &lo, &n, &row_len, &part,
+                            &shift, &b, &b_next, &ticket, &st_now, &st_next};
+            st = fcr_lib_launch(ctx, m->fn[f], (unsigned)((n + ptile - 1) / ptile),
+                                SORT_THREADS, s, args);
+        }
         kin = kout;
         iin = iout;
-    }
-    if (st == FC_OK && arg) {
-        uint64_t n64 = total;
-        uint32_t rl = row_len;
-        void *fin[] = {&iin, &out, &n64, &rl};
-        uint64_t fin_blocks = (total + SORT_THREADS - 1) / SORT_THREADS;
-        if (fin_blocks > (uint64_t)sms * 16) fin_blocks = (uint64_t)sms * 16;
-        st = fcr_lib_launch(ctx, m->fn[F_FINISH], (unsigned)fin_blocks, SORT_THREADS, s, fin);
     }
     return st;
 }

@@ -135,13 +135,16 @@ fc_status fcx_generate_named(fc_ctx *ctx, const fcp_kernel *k, const char *name,
                              bool with_prelude, fcx_kernel_src *out);
 void fcx_kernel_src_free(fc_ctx *ctx, fcx_kernel_src *s);
 
-/* The radix sort kernels (codegen/sort.cuh) for elements of dtype t: fcs_upsweep, fcs_scan,
- * fcs_downsweep, fcs_rows, fcs_finish, compiled as a raw module (backend/cuda_sort.c says
- * how they run). *out is fcg_malloc'd, strlen + 1 bytes. */
+/* The radix sort kernels (codegen/sort.cuh) for elements of dtype t: fcs_rows, fcs_zero,
+ * fcs_hist, fcs_scan, fcs_pass, fcs_pass_idx, compiled as a raw module (backend/cuda_sort.c
+ * says how they run). *out is fcg_malloc'd, strlen + 1 bytes. */
 fc_status fcx_sort_source(fc_ctx *ctx, fc_dtype t, char **out);
 /* Elements a thread holds in a tile of the sort kernels for dtype t (a tile is 256 of them):
  * rows of up to 256 * fcx_sort_items(t) elements sort in one block. */
 int fcx_sort_items(fc_dtype t);
+/* Elements a thread holds in a tile of a pass over the whole array: of a keys-only pass
+ * (fcs_pass), or with idx of one that moves indices too (fcs_pass_idx). */
+int fcx_sort_pass_items(fc_dtype t, bool idx);
 /* Words of an element (2 for complex) and bits of a word, for the passes. */
 int fcx_sort_words(fc_dtype t);
 int fcx_sort_word_bits(fc_dtype t);

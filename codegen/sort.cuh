@@ -7,7 +7,9 @@
  *   FCS_KIND        0 unsigned or bool, 1 signed integer, 2 IEEE float
  *   FCS_EXP, FCS_MAN (floats) the exponent and mantissa masks of a word
  *   FCS_NWORDS      1, or 2 for complex (real word, then imaginary word)
- *   FCS_ITEMS       elements a thread holds in a tile (a tile is 256 * FCS_ITEMS elements)
+ *   FCS_ITEMS       elements a thread holds in a tile of fcs_rows and fcs_hist
+ *   FCS_PITEMS      elements a thread holds in a tile of a keys-only pass (fcs_pass)
+ *   FCS_PITEMS_IDX  the same for a pass that moves indices too (fcs_pass_idx)
  * backend/cuda_sort.c launches them.
  *
  * The order is NumPy's: an element's key is a string of digits whose unsigned order is the
@@ -19,23 +21,30 @@
  * computed from the element at every pass, never stored.
  *
  * LSD radix sort, 8 bits a pass, each pass stable; ties keep their input order, so the sort
- * is stable. A pass over the whole array is three kernels: each block counts the digits of
- * its chunk (fcs_upsweep, counts[d][b]), one block a digit turns its row of counts into
- * offsets and a total (fcs_scan), and each block moves its chunk's elements to the digit's
- * start (the totals of smaller digits, summed by every block) plus its offset (fcs_downsweep). A pass has a "part" (0 the value or real word, 1 the imaginary word, 2 the complex
- * class, 3 the row: position / row_len) and a shift. Rows sorted by passes over the whole
- * array end with row passes, which regroup each row's elements in their sorted order.
+ * is stable. A pass has a "part" (0 the value or real word, 1 the imaginary word, 2 the
+ * complex class, 3 the row: position / row_len) and a shift. Rows of up to a tile sort in one
+ * block each (fcs_rows). Longer rows sort by passes over the whole array, onesweep style
+ * (Adinets and Merrill, 2022): one read of the keys counts the digits of every key pass
+ * (fcs_hist), one small kernel turns the counts into each digit's start (fcs_scan), then each
+ * pass is one kernel that reads and writes every element once (fcs_pass): its blocks take
+ * tiles in order from a ticket counter, rank each tile in shared memory, find how many
+ * elements of each digit the earlier tiles hold by a decoupled look-back over the tiles'
+ * published counts, and write the ranked tile out, each digit's run contiguous. Rows sorted
+ * by passes over the whole array end with row passes, which regroup each row's elements in
+ * their sorted order.
  *
- * Ranking a tile: warp w holds the tile's elements [w * 32 * FCS_ITEMS, (w + 1) * 32 * FCS_ITEMS),
- * round r of lane l element w * 32 * FCS_ITEMS + 32 r + l (so loads coalesce and the order is
- * (warp, round, lane)). Each warp ranks its own elements with a histogram of its own: per
- * round the lanes with one digit find each other (each ORs its bit into the warp's word for
- * the digit and reads the word back: faster than __match_any_sync, whose cost grows with the
- * number of distinct digits), the lowest of them reads and advances the warp's count of the
- * digit and clears the word, and each lane's rank is that count plus the peers below it. Then the warps' counts become offsets (thread d sums digit d over the
- * warps in order) and the digits' totals are scanned: an element's place is its digit's start
- * in the tile, plus the earlier warps' elements of the digit, plus its rank in its warp. Three
- * block barriers a tile, whatever FCS_ITEMS is.
+ * Ranking a tile: warp w holds the tile's elements [w * 32 * N, (w + 1) * 32 * N) (N elements
+ * a thread), round r of lane l element w * 32 * N + 32 r + l (so loads coalesce and the order
+ * is (warp, round, lane)). Each warp ranks its own elements with counts of its own: per round
+ * the lanes with one digit find each other through an atomic OR into the warp's word for the
+ * digit (CUB's "match by atomic or": a handful of instructions a round, where matching by a
+ * ballot a bit of the digit takes some forty and __match_any_sync grows with the number of
+ * distinct digits), and the highest of them advances the warp's count of the digit. Then
+ * thread d turns the warps' counts of digit d into the counts before each warp, the digits'
+ * totals are scanned, and each warp's count becomes the place of its first element of the
+ * digit in the ranked tile. A pass writes the ranked tile out from shared memory, so that
+ * consecutive threads write consecutive places of a digit's run; a keys-only pass keeps the
+ * ranked digits beside the elements rather than computing them again.
  */
 typedef unsigned int fcs_u32;
 typedef unsigned long long fcs_u64;
@@ -45,33 +54,42 @@ typedef FCS_WORD fcs_word;
 #define FCS_WARPS (FCS_THREADS / 32)
 #define FCS_TILE (FCS_THREADS * FCS_ITEMS)
 #define FCS_SIGN ((fcs_word)((fcs_word)1 << (FCS_BITS - 1)))
+#define FCS_ALL 0xffffffffu
+
+/* The key passes (every pass but the row passes), least significant first: for complex the
+ * imaginary words' digits, the real words', then the class; backend/cuda_sort.c's passes_of
+ * lists them in the same order. */
+#if FCS_NWORDS == 2
+#define FCS_KPASSES (2 * (FCS_BITS / 8) + 1)
+#else
+#define FCS_KPASSES (FCS_BITS / 8)
+#endif
 
 struct fcs_elem {
     fcs_word w[FCS_NWORDS];
 };
 
-/* A block's shared memory; IDX: elements carry their indices (argsort, row passes). */
-template <bool IDX> struct fcs_shared {
+/* A block's shared memory for tiles of TILE elements; IDX: elements carry their indices. */
+template <int TILE, bool IDX> struct fcs_shared {
     union {
         struct {
-            fcs_elem k[FCS_TILE];          /* the ranked tile */
-            fcs_u32 i[IDX ? FCS_TILE : 1]; /* its indices */
-        } tile;
+            fcs_elem k[TILE];          /* the ranked tile */
+            fcs_u32 i[IDX ? TILE : 1]; /* its indices */
+        } t;
         fcs_u32 match[FCS_WARPS][256]; /* while ranking: each warp's lanes holding each digit */
     } u;
-    unsigned char d[FCS_TILE];  /* the ranked tile's digits */
-    unsigned short wh[FCS_WARPS][256]; /* each warp's count of each digit, then the count
-                                          before it (at most a tile) */
-    fcs_u32 run[256];           /* each digit's count in the tile */
-    fcs_u32 tile_off[256];      /* where each digit's elements start in the ranked tile */
-    fcs_u32 base[256];          /* where the block's next element of each digit goes */
-    fcs_u32 delta[256];         /* base - tile_off: ranked element j of digit d goes to j + delta[d] */
+    unsigned short wh[FCS_WARPS][256]; /* each warp's count of each digit, then the place of
+                                          its first element of the digit (at most a tile) */
+    unsigned char d[IDX ? 1 : TILE];   /* a keys-only pass: the ranked tile's digits */
+    fcs_u32 delta[256];                /* a pass: ranked element j of digit d goes to
+                                          j + delta[d] */
     fcs_u32 wsum[FCS_WARPS];
+    fcs_u32 tile;                      /* a pass: the tile this block took */
 };
 
 #if FCS_KIND == 2
 static __device__ __forceinline__ bool fcs_isnan(fcs_word u) {
-    return (u & (fcs_word)FCS_EXP) == (fcs_word)FCS_EXP && (u & (fcs_word)FCS_MAN) != 0;
+    return (fcs_word)(u & (fcs_word)~FCS_SIGN) > (fcs_word)FCS_EXP;
 }
 #endif
 
@@ -82,33 +100,45 @@ static __device__ __forceinline__ fcs_word fcs_key(fcs_word u) {
 #elif FCS_KIND == 1
     return (fcs_word)(u ^ FCS_SIGN);
 #else
-    if (fcs_isnan(u)) return (fcs_word)~(fcs_word)0;
-    if (u == FCS_SIGN) u = 0; /* -0.0 sorts as 0.0 */
-    return (u & FCS_SIGN) ? (fcs_word)~u : (fcs_word)(u | FCS_SIGN);
+    /* selects, not branches: this runs for every element at every pass */
+    fcs_word k = (u & FCS_SIGN) ? (fcs_word)~u : (fcs_word)(u | FCS_SIGN);
+    k = (fcs_word)(u << 1) == 0 ? FCS_SIGN : k;         /* -0.0 sorts as 0.0 */
+    return fcs_isnan(u) ? (fcs_word)~(fcs_word)0 : k; /* every NaN last */
 #endif
 }
 
+/* The digit of an element (ROWS: part may be 3, the row of its index ix). */
+template <bool ROWS = false>
 static __device__ __forceinline__ fcs_u32 fcs_digit(const fcs_elem &e, fcs_u32 ix, int part,
                                                     int shift, fcs_u32 row_len) {
-    fcs_u64 v;
-    if (part == 3) {
-        v = ix / row_len;
-    } else {
+    if (ROWS && part == 3) return (ix / row_len >> shift) & 255u;
 #if FCS_NWORDS == 2
-        bool nr = fcs_isnan(e.w[0]), ni = fcs_isnan(e.w[1]);
-        if (part == 2) v = (nr ? 2u : 0u) | (ni ? 1u : 0u);
-        else if (part == 0) v = nr ? 0 : (fcs_u64)fcs_key(e.w[0]);
-        else v = ni ? 0 : (fcs_u64)fcs_key(e.w[1]);
+    const bool nr = fcs_isnan(e.w[0]), ni = fcs_isnan(e.w[1]);
+    fcs_word v;
+    if (part == 2) v = (fcs_word)((nr ? 2u : 0u) | (ni ? 1u : 0u));
+    else if (part == 0) v = nr ? (fcs_word)0 : fcs_key(e.w[0]);
+    else v = ni ? (fcs_word)0 : fcs_key(e.w[1]);
 #else
-        v = (fcs_u64)fcs_key(e.w[0]);
+    const fcs_word v = fcs_key(e.w[0]);
 #endif
-    }
     return (fcs_u32)(v >> shift) & 255u;
 }
 
-/* Where element r of this thread sits in the tile (warps hold runs of 32 * FCS_ITEMS). */
-static __device__ __forceinline__ int fcs_slot(int r) {
-    return (threadIdx.x >> 5) * (32 * FCS_ITEMS) + r * 32 + (threadIdx.x & 31);
+/* Key pass p's part and shift (see FCS_KPASSES). */
+static __device__ __forceinline__ int fcs_pass_part(int p) {
+#if FCS_NWORDS == 2
+    return p < FCS_BITS / 8 ? 1 : p < 2 * (FCS_BITS / 8) ? 0 : 2;
+#else
+    (void)p;
+    return 0;
+#endif
+}
+static __device__ __forceinline__ int fcs_pass_shift(int p) { return 8 * (p % (FCS_BITS / 8)); }
+
+/* Where element r of this thread sits in a tile of N elements a thread (warps hold runs of
+ * 32 * N). */
+template <int N> static __device__ __forceinline__ int fcs_slot(int r) {
+    return (threadIdx.x >> 5) * (32 * N) + r * 32 + (threadIdx.x & 31);
 }
 
 /* The exclusive prefix sum of v over the block's threads, in thread order (two barriers;
@@ -118,7 +148,7 @@ static __device__ __forceinline__ fcs_u32 fcs_block_scan(fcs_u32 *wsum, fcs_u32 
     fcs_u32 x = v;
 #pragma unroll
     for (int o = 1; o < 32; o <<= 1) {
-        fcs_u32 y = __shfl_up_sync(0xffffffffu, x, o);
+        fcs_u32 y = __shfl_up_sync(FCS_ALL, x, o);
         if (lane >= o) x += y;
     }
     if (lane == 31) wsum[w] = x;
@@ -129,35 +159,39 @@ static __device__ __forceinline__ fcs_u32 fcs_block_scan(fcs_u32 *wsum, fcs_u32 
     return before + x - v;
 }
 
-/* Ranks the tile's elements by their digits dg[r] (element r of this thread at fcs_slot(r);
- * 256 for a slot past the tile's end), stably: on return pos[r] is element r's place in the
- * ranked tile, s.run[d] counts digit d in the tile and s.tile_off[d] is where it starts. s.wh
- * must be 0 on entry; the caller clears it (fcs_clear) once every thread is done with it. */
-template <class S>
-static __device__ __forceinline__ void fcs_rank(S &s, const fcs_u32 (&dg)[FCS_ITEMS],
-                                                fcs_u32 (&pos)[FCS_ITEMS]) {
-    const int t = threadIdx.x, lane = t & 31, w = t >> 5;
-    const fcs_u32 below_mask = (1u << lane) - 1u;
+/* Ranks this warp's elements within the warp, stably. rk[r] holds element r's digit << 16
+ * (256 << 16 for no element); on return its low 16 bits count the warp's earlier elements of
+ * the digit, and cnt[d] (0 on entry) counts the warp's elements of digit d. Per round the lanes
+ * holding one digit find each other by each setting its bit in the warp's word for the digit
+ * (match, 0 on entry and on return) and reading the word back; the highest of them advances
+ * the digit's count and clears the word. */
+template <int N>
+static __device__ __forceinline__ void fcs_warp_rank(unsigned short *cnt, fcs_u32 *match,
+                                                     fcs_u32 (&rk)[N]) {
+    const fcs_u32 lane = threadIdx.x & 31, below = (1u << lane) - 1u;
 #pragma unroll
-    for (int r = 0; r < FCS_ITEMS; r++) {
-        fcs_u32 d = dg[r];
-        bool valid = d < 256u;
-        if (valid) atomicOr(&s.u.match[w][d], 1u << lane);
+    for (int r = 0; r < N; r++) {
+        const fcs_u32 d = rk[r] >> 16;
+        if (d < 256u) atomicOr(&match[d], 1u << lane);
         __syncwarp();
-        fcs_u32 peers = valid ? s.u.match[w][d] : 1u << lane;
-        __syncwarp();
-        int leader = __ffs(peers) - 1;
+        const fcs_u32 peers = d < 256u ? match[d] : 1u << lane;
+        __syncwarp(); /* every peer has read the word before it is cleared */
+        const fcs_u32 leader = 31 - __clz(peers);
         fcs_u32 before = 0;
-        if (valid && lane == leader) {
-            before = s.wh[w][d];
-            s.wh[w][d] = (unsigned short)(before + __popc(peers));
-            s.u.match[w][d] = 0;
+        if (lane == leader && d < 256u) {
+            before = cnt[d];
+            cnt[d] = (unsigned short)(before + __popc(peers));
+            match[d] = 0;
         }
-        before = __shfl_sync(0xffffffffu, before, leader);
-        pos[r] = before + __popc(peers & below_mask);
+        __syncwarp(); /* the count and the cleared word, before the next round */
+        rk[r] += __shfl_sync(FCS_ALL, before, leader) + __popc(peers & below);
     }
-    __syncthreads();
-    /* the warps' counts of digit t become the counts before each warp */
+}
+
+/* After every warp's fcs_warp_rank and a barrier: thread t's digit's count in the tile;
+ * the warps' counts of it become the counts before each warp. */
+template <class S> static __device__ __forceinline__ fcs_u32 fcs_tile_count(S &s) {
+    const int t = threadIdx.x;
     fcs_u32 c = 0;
 #pragma unroll
     for (int q = 0; q < FCS_WARPS; q++) {
@@ -165,167 +199,50 @@ static __device__ __forceinline__ void fcs_rank(S &s, const fcs_u32 (&dg)[FCS_IT
         s.wh[q][t] = (unsigned short)c;
         c += h;
     }
-    s.run[t] = c;
-    s.tile_off[t] = fcs_block_scan(s.wsum, c);
-    __syncthreads();
-#pragma unroll
-    for (int r = 0; r < FCS_ITEMS; r++)
-        if (dg[r] < 256u) pos[r] += s.tile_off[dg[r]] + s.wh[w][dg[r]];
+    return c;
 }
 
-/* Before a tile is ranked, once every thread is past its reads of the last one (the match
- * words share the ranked tile's memory): the warps' histograms and match words to 0. */
-template <class S> static __device__ __forceinline__ void fcs_clear(S &s) {
-#pragma unroll
-    for (int q = 0; q < FCS_WARPS; q++) {
-        s.wh[q][threadIdx.x] = 0;
-        s.u.match[q][threadIdx.x] = 0;
-    }
-}
-
-/* Pass, step 1: block b counts the digits of elements [b * chunk, (b + 1) * chunk) into
- * counts[d * gridDim.x + b]. ix == 0: an element's index is its position. */
-extern "C" __global__ void __launch_bounds__(FCS_THREADS, 4)
-fcs_upsweep(const fcs_elem *__restrict__ keys, const fcs_u32 *__restrict__ ix, fcs_u64 n,
-            fcs_u32 row_len, int part, int shift, fcs_u64 chunk, fcs_u32 *__restrict__ counts) {
-    __shared__ fcs_u32 hist[FCS_WARPS][256];
-    const int t = threadIdx.x, w = t >> 5;
-#pragma unroll
-    for (int q = 0; q < FCS_WARPS; q++) hist[q][t] = 0;
-    __syncthreads();
-    fcs_u64 lo = (fcs_u64)blockIdx.x * chunk, hi = lo + chunk < n ? lo + chunk : n;
-    for (fcs_u64 at = lo; at < hi; at += FCS_TILE) {
-        fcs_elem k[FCS_ITEMS];
-        fcs_u32 x[FCS_ITEMS];
-#pragma unroll
-        for (int r = 0; r < FCS_ITEMS; r++) { /* every load of the tile first */
-            fcs_u64 j = at + (fcs_u64)(r * FCS_THREADS + t);
-            if (j < hi) {
-                if (part != 3) k[r] = keys[j];
-                x[r] = ix ? ix[j] : (fcs_u32)j;
-            }
-        }
-#pragma unroll
-        for (int r = 0; r < FCS_ITEMS; r++)
-            if (at + (fcs_u64)(r * FCS_THREADS + t) < hi)
-                atomicAdd(&hist[w][fcs_digit(k[r], x[r], part, shift, row_len)], 1u);
-    }
-    __syncthreads();
-    fcs_u32 c = 0;
-#pragma unroll
-    for (int q = 0; q < FCS_WARPS; q++) c += hist[q][t];
-    counts[(fcs_u64)t * gridDim.x + blockIdx.x] = c;
-}
-
-/* Pass, step 2: block d turns counts[d][0..blocks) into exclusive prefix sums (where block b's
- * elements of digit d go among that digit's) and writes the digit's total to totals[d]. */
-extern "C" __global__ void __launch_bounds__(FCS_THREADS)
-fcs_scan(fcs_u32 *__restrict__ counts, fcs_u32 *__restrict__ totals, fcs_u32 blocks) {
-    __shared__ fcs_u32 wsum[FCS_WARPS];
-    fcs_u32 *row = counts + (fcs_u64)blockIdx.x * blocks;
-    fcs_u32 carry = 0;
-    for (fcs_u32 at = 0; at < blocks; at += FCS_THREADS) {
-        fcs_u32 j = at + threadIdx.x;
-        fcs_u32 c = j < blocks ? row[j] : 0u;
-        fcs_u32 before = fcs_block_scan(wsum, c);
-        if (j < blocks) row[j] = carry + before;
-        if (threadIdx.x == FCS_THREADS - 1) wsum[0] = before + c; /* the slice's total */
-        __syncthreads();
-        carry += wsum[0];
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) totals[blockIdx.x] = carry;
-}
-
-/* Pass, step 3: block b moves its chunk's elements (and indices, when IDX) to their places,
- * tile by tile in order. kout == 0: the keys are not written (argsort's last key pass); a row
- * pass without kout does not read them either. */
-template <bool IDX>
-static __device__ __forceinline__ void fcs_downsweep_tiles(
-    fcs_shared<IDX> &s, const fcs_elem *__restrict__ kin, const fcs_u32 *__restrict__ iin,
-    fcs_elem *__restrict__ kout, fcs_u32 *__restrict__ iout, fcs_u64 n, fcs_u32 row_len,
-    int part, int shift, fcs_u64 chunk, const fcs_u32 *__restrict__ counts,
-    const fcs_u32 *__restrict__ totals) {
+/* Then, given where the digit's run starts in the ranked tile: where each warp's first
+ * element of the digit goes. */
+template <class S> static __device__ __forceinline__ void fcs_tile_place(S &s, fcs_u32 start) {
     const int t = threadIdx.x;
-    fcs_u32 start = fcs_block_scan(s.wsum, totals[t]);
-    s.base[t] = start + counts[(fcs_u64)t * gridDim.x + blockIdx.x];
-    fcs_clear(s);
-    __syncthreads();
-    const bool keys_move = part != 3 || kout;
-    fcs_u64 lo = (fcs_u64)blockIdx.x * chunk, hi = lo + chunk < n ? lo + chunk : n;
-    for (fcs_u64 at = lo; at < hi; at += FCS_TILE) {
-        int m = hi - at < (fcs_u64)FCS_TILE ? (int)(hi - at) : FCS_TILE;
-        fcs_elem k[FCS_ITEMS];
-        fcs_u32 ix[IDX ? FCS_ITEMS : 1], pos[FCS_ITEMS], dg[FCS_ITEMS];
 #pragma unroll
-        for (int r = 0; r < FCS_ITEMS; r++) { /* every load of the tile first */
-            int j = fcs_slot(r);
-            fcs_u64 g = at + (fcs_u64)j;
-            if (j < m) {
-                if (keys_move) k[r] = kin[g];
-                if (IDX) ix[r] = iin ? iin[g] : (fcs_u32)g;
-            }
-        }
+    for (int q = 0; q < FCS_WARPS; q++) s.wh[q][t] = (unsigned short)(s.wh[q][t] + start);
+}
+
+/* An element's place in the ranked tile, from its fcs_warp_rank result. */
+static __device__ __forceinline__ fcs_u32 fcs_place(const unsigned short *first, fcs_u32 rk) {
+    return (rk & 0xffffu) + first[rk >> 16];
+}
+
+/* This warp's counts and match words to 0 (a warp ranks with its own alone). */
+template <class S> static __device__ __forceinline__ void fcs_clear_warp(S &s) {
+    const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
 #pragma unroll
-        for (int r = 0; r < FCS_ITEMS; r++)
-            dg[r] = fcs_slot(r) < m ? fcs_digit(k[r], IDX ? ix[r] : 0u, part, shift,
-                                                row_len)
-                                    : 256u;
-        fcs_rank(s, dg, pos);
-        s.delta[t] = s.base[t] - s.tile_off[t];
-#pragma unroll
-        for (int r = 0; r < FCS_ITEMS; r++)
-            if (dg[r] < 256u) {
-                if (keys_move) s.u.tile.k[pos[r]] = k[r];
-                if (IDX) s.u.tile.i[pos[r]] = ix[r];
-                s.d[pos[r]] = (unsigned char)dg[r];
-            }
-        __syncthreads();
-        for (int j = t; j < m; j += FCS_THREADS) {
-            fcs_u64 g = (fcs_u64)(fcs_u32)(s.delta[s.d[j]] + (fcs_u32)j);
-            if (kout) kout[g] = s.u.tile.k[j];
-            if (IDX) iout[g] = s.u.tile.i[j];
-        }
-        __syncthreads();
-        s.base[t] += s.run[t];
-        fcs_clear(s);
-        __syncthreads();
+    for (int q = 0; q < 256; q += 32) {
+        s.wh[w][q + lane] = 0;
+        s.u.match[w][q + lane] = 0;
     }
 }
 
-extern "C" __global__ void __launch_bounds__(FCS_THREADS, 4)
-fcs_downsweep(const fcs_elem *__restrict__ kin, fcs_elem *__restrict__ kout, fcs_u64 n,
-              int part, int shift, fcs_u64 chunk, const fcs_u32 *__restrict__ counts,
-              const fcs_u32 *__restrict__ totals) {
-    __shared__ fcs_shared<false> s;
-    fcs_downsweep_tiles<false>(s, kin, 0, kout, 0, n, 1u, part, shift, chunk, counts, totals);
-}
-
-extern "C" __global__ void __launch_bounds__(FCS_THREADS, 3)
-fcs_downsweep_idx(const fcs_elem *__restrict__ kin, const fcs_u32 *__restrict__ iin,
-                  fcs_elem *__restrict__ kout, fcs_u32 *__restrict__ iout, fcs_u64 n,
-                  fcs_u32 row_len, int part, int shift, fcs_u64 chunk,
-                  const fcs_u32 *__restrict__ counts, const fcs_u32 *__restrict__ totals) {
-    __shared__ fcs_shared<true> s;
-    fcs_downsweep_tiles<true>(s, kin, iin, kout, iout, n, row_len, part, shift, chunk, counts,
-                              totals);
-}
+/* ---- one block a row ---------------------------------------------------------------------- */
 
 /* Rows of at most a tile: block b sorts rows b, b + gridDim.x, ... through shared memory,
  * every pass, and writes the sorted elements (kout) or their int64 positions (iout). */
-extern "C" __global__ void __launch_bounds__(FCS_THREADS)
+extern "C" __global__ void __launch_bounds__(FCS_THREADS, 3)
 fcs_rows(const fcs_elem *__restrict__ kin, fcs_elem *__restrict__ kout,
          long long *__restrict__ iout, fcs_u64 rows, int row_len) {
-    __shared__ fcs_shared<true> s;
-    fcs_clear(s);
-    __syncthreads();
+    __shared__ fcs_shared<FCS_TILE, true> s;
+    const int w = threadIdx.x >> 5;
+    fcs_clear_warp(s);
+    __syncwarp();
     for (fcs_u64 row = blockIdx.x; row < rows; row += gridDim.x) {
         const fcs_elem *src = kin + row * (fcs_u64)row_len;
         fcs_elem k[FCS_ITEMS];
-        fcs_u32 ix[FCS_ITEMS], pos[FCS_ITEMS], dg[FCS_ITEMS];
+        fcs_u32 ix[FCS_ITEMS];
 #pragma unroll
         for (int r = 0; r < FCS_ITEMS; r++) {
-            int j = fcs_slot(r);
+            int j = fcs_slot<FCS_ITEMS>(r);
             if (j < row_len) k[r] = src[j];
             ix[r] = (fcs_u32)j;
         }
@@ -335,33 +252,39 @@ fcs_rows(const fcs_elem *__restrict__ kin, fcs_elem *__restrict__ kout,
             int part = FCS_NWORDS == 2 ? (p == 0 ? 1 : p == 1 ? 0 : 2) : 0;
             int bits = part == 2 ? 8 : FCS_BITS;
             for (int shift = 0; shift < bits; shift += 8) {
+                fcs_u32 rk[FCS_ITEMS];
 #pragma unroll
                 for (int r = 0; r < FCS_ITEMS; r++)
-                    dg[r] = fcs_slot(r) < row_len ? fcs_digit(k[r], 0u, part, shift, 1u) : 256u;
-                fcs_rank(s, dg, pos);
+                    rk[r] = (fcs_slot<FCS_ITEMS>(r) < row_len
+                                 ? fcs_digit(k[r], 0u, part, shift, 1u) : 256u) << 16;
+                fcs_warp_rank(s.wh[w], s.u.match[w], rk);
+                __syncthreads();
+                fcs_tile_place(s, fcs_block_scan(s.wsum, fcs_tile_count(s)));
+                __syncthreads();
 #pragma unroll
                 for (int r = 0; r < FCS_ITEMS; r++)
-                    if (dg[r] < 256u) {
-                        s.u.tile.k[pos[r]] = k[r];
-                        s.u.tile.i[pos[r]] = ix[r];
+                    if (fcs_slot<FCS_ITEMS>(r) < row_len) {
+                        fcs_u32 at = fcs_place(s.wh[w], rk[r]);
+                        s.u.t.k[at] = k[r];
+                        s.u.t.i[at] = ix[r];
                     }
                 __syncthreads();
 #pragma unroll
                 for (int r = 0; r < FCS_ITEMS; r++) {
-                    int j = fcs_slot(r);
+                    int j = fcs_slot<FCS_ITEMS>(r);
                     if (j < row_len) {
-                        k[r] = s.u.tile.k[j];
-                        ix[r] = s.u.tile.i[j];
+                        k[r] = s.u.t.k[j];
+                        ix[r] = s.u.t.i[j];
                     }
                 }
                 __syncthreads(); /* every read of the tile before the match words clear it */
-                fcs_clear(s);
-                __syncthreads();
+                fcs_clear_warp(s);
+                __syncwarp();
             }
         }
 #pragma unroll
         for (int r = 0; r < FCS_ITEMS; r++) {
-            int j = fcs_slot(r);
+            int j = fcs_slot<FCS_ITEMS>(r);
             if (j < row_len) {
                 if (kout) kout[row * (fcs_u64)row_len + j] = k[r];
                 else iout[row * (fcs_u64)row_len + j] = (long long)ix[r];
@@ -370,10 +293,207 @@ fcs_rows(const fcs_elem *__restrict__ kin, fcs_elem *__restrict__ kout,
     }
 }
 
-/* argsort's result from the sorted indices: each one's position within its row. */
-extern "C" __global__ void fcs_finish(const fcs_u32 *__restrict__ ix, long long *__restrict__ out,
-                                      fcs_u64 n, fcs_u32 row_len) {
-    for (fcs_u64 j = (fcs_u64)blockIdx.x * blockDim.x + threadIdx.x; j < n;
-         j += (fcs_u64)gridDim.x * blockDim.x)
-        out[j] = (long long)(ix[j] % row_len);
+/* ---- passes over the whole array ---------------------------------------------------------- */
+
+/* Counters zeroed before the histogram (its totals, the passes' ticket counters). */
+extern "C" __global__ void fcs_zero(fcs_u32 *__restrict__ p, fcs_u32 words) {
+    const fcs_u32 step = gridDim.x * blockDim.x;
+    for (fcs_u32 j = blockIdx.x * blockDim.x + threadIdx.x; j < words; j += step) p[j] = 0;
+}
+
+/* Copies of the histogram's counters, side by side: lane l counts into copy l % FCS_HPARTS, so
+ * two lanes share a bank only when their copies agree and their digits agree in the low bits
+ * (one table: whenever the digits agree modulo 32), which spreads a warp's shared atomics over
+ * the banks. As many copies as 32 KiB of counters hold. */
+#define FCS_HPARTS (FCS_KPASSES <= 4 ? 8 : FCS_KPASSES <= 8 ? 4 : FCS_KPASSES <= 16 ? 2 : 1)
+
+/* Counts the digits of the tile of elements [at, at + FCS_TILE) that lie below hi (FULL: all
+ * of them, so no element needs a test). */
+template <bool FULL>
+static __device__ __forceinline__ void fcs_hist_tile(fcs_u32 *h,
+                                                     const fcs_elem *__restrict__ keys,
+                                                     fcs_u64 at, fcs_u64 hi) {
+    const int t = threadIdx.x;
+    fcs_elem k[FCS_ITEMS];
+#pragma unroll
+    for (int r = 0; r < FCS_ITEMS; r++) { /* every load of the tile first */
+        fcs_u64 j = at + (fcs_u64)(r * FCS_THREADS + t);
+        if (FULL || j < hi) k[r] = keys[j];
+    }
+#pragma unroll
+    for (int r = 0; r < FCS_ITEMS; r++)
+        if (FULL || at + (fcs_u64)(r * FCS_THREADS + t) < hi) {
+#pragma unroll
+            for (int p = 0; p < FCS_KPASSES; p++) {
+                fcs_u32 d = fcs_digit(k[r], 0u, fcs_pass_part(p), fcs_pass_shift(p), 1u);
+                atomicAdd(&h[(p * 256 + d) * FCS_HPARTS], 1u);
+            }
+        }
+}
+
+/* Step 1: the digit counts of every key pass in one read of the keys. Block b counts
+ * elements [b * chunk, (b + 1) * chunk) in shared memory and adds its counts to totals[p][d]
+ * (zeroed by fcs_zero). The blocks also zero `zero` (the first pass's look-back words). */
+extern "C" __global__ void __launch_bounds__(FCS_THREADS)
+fcs_hist(const fcs_elem *__restrict__ keys, fcs_u64 n, fcs_u64 chunk,
+         fcs_u32 *__restrict__ totals, fcs_u32 *__restrict__ zero, fcs_u64 zero_words) {
+    __shared__ fcs_u32 h[FCS_KPASSES * 256 * FCS_HPARTS];
+    const int t = threadIdx.x;
+    for (int j = t; j < FCS_KPASSES * 256 * FCS_HPARTS; j += FCS_THREADS) h[j] = 0;
+    for (fcs_u64 j = (fcs_u64)blockIdx.x * FCS_THREADS + t; j < zero_words;
+         j += (fcs_u64)gridDim.x * FCS_THREADS)
+        zero[j] = 0;
+    __syncthreads();
+    fcs_u64 at = (fcs_u64)blockIdx.x * chunk, hi = at + chunk < n ? at + chunk : n;
+    fcs_u32 *copy = h + t % FCS_HPARTS;
+    for (; at + FCS_TILE <= hi; at += FCS_TILE) fcs_hist_tile<true>(copy, keys, at, hi);
+    if (at < hi) fcs_hist_tile<false>(copy, keys, at, hi);
+    __syncthreads();
+    for (int j = t; j < FCS_KPASSES * 256; j += FCS_THREADS) {
+        fcs_u32 c = 0;
+#pragma unroll
+        for (int q = 0; q < FCS_HPARTS; q++) c += h[j * FCS_HPARTS + q];
+        if (c) atomicAdd(&totals[j], c);
+    }
+}
+
+/* Step 2: block p turns pass p's digit counts into where each digit starts (bases[p][d]).
+ * A key pass's counts are the histogram's; a row pass's are known without one: row_len times
+ * the number of rows whose number has digit d. */
+extern "C" __global__ void __launch_bounds__(FCS_THREADS)
+fcs_scan(const fcs_u32 *__restrict__ totals, fcs_u32 *__restrict__ bases, fcs_u64 rows,
+         fcs_u32 row_len) {
+    __shared__ fcs_u32 wsum[FCS_WARPS];
+    const int p = blockIdx.x;
+    const fcs_u32 d = threadIdx.x;
+    fcs_u32 c;
+    if (p < FCS_KPASSES) {
+        c = totals[p * 256 + d];
+    } else {
+        /* rows [0, rows): whole periods of 256 runs of 2^s rows, one run a digit, then a part */
+        const int s = 8 * (p - FCS_KPASSES);
+        const fcs_u64 run = 1ull << s, period = run << 8, first = (fcs_u64)d << s;
+        const fcs_u64 rest = rows % period, tail = rest > first ? rest - first : 0;
+        c = (fcs_u32)((rows / period * run + (tail < run ? tail : run)) * row_len);
+    }
+    bases[p * 256 + d] = fcs_block_scan(wsum, c);
+}
+
+/* Step 3, one launch a pass (and portion): each block takes the next tile from *ticket, so a
+ * tile's block only ever waits on blocks that took their tiles before it and are running.
+ * The launch covers input elements [lo, lo + n), with n < 2^30, so that a count of the
+ * look-back fits in its word: status[tile][d] is 0 until the tile's block publishes
+ * FCS_AGG | (the tile's count of digit d), then FCS_INC | (the count in this and every earlier
+ * tile of the launch), flag and count in one word so that no fence orders them. Thread d
+ * walks back from the tile before, adding counts, until it meets an inclusive one. The place
+ * of an element is bases[d] (its digit's start, with the earlier launches' elements of the
+ * digit) plus the look-back's count plus its place among the tile's elements of the digit.
+ *
+ * Outputs: kout the elements (0: not written; a row pass then does not read them), iout their
+ * indices (IDX; 0: not written), pout their int64 positions in their rows (IDX; argsort's last
+ * pass). The block of the last tile writes bases_next (the next launch's bases; 0: none); every
+ * block zeroes its tile's words of status_next (the next pass's; 0: none). */
+#define FCS_AGG 0x40000000u
+#define FCS_INC 0x80000000u
+#define FCS_COUNT 0x3fffffffu
+
+#define FCS_PASS_PARAMS                                                                       \
+    const fcs_elem *__restrict__ kin, const fcs_u32 *__restrict__ iin,                        \
+        fcs_elem *__restrict__ kout, fcs_u32 *__restrict__ iout, long long *__restrict__ pout, \
+        fcs_u32 lo, fcs_u32 n, fcs_u32 row_len, int part, int shift,                           \
+        const fcs_u32 *__restrict__ bases, fcs_u32 *__restrict__ bases_next,                   \
+        fcs_u32 *__restrict__ ticket, fcs_u32 *status, fcs_u32 *__restrict__ status_next
+#define FCS_PASS_ARGS                                                                          \
+    kin, iin, kout, iout, pout, lo, n, row_len, part, shift, bases, bases_next, ticket, status, \
+        status_next
+
+template <bool IDX, int N = IDX ? FCS_PITEMS_IDX : FCS_PITEMS>
+static __device__ __forceinline__ void fcs_pass_tile(fcs_shared<FCS_THREADS * N, IDX> &s,
+                                                     FCS_PASS_PARAMS) {
+    constexpr int TILE = FCS_THREADS * N;
+    const int t = threadIdx.x, w = t >> 5;
+    fcs_clear_warp(s);
+    if (t == 0) s.tile = atomicAdd(ticket, 1u);
+    __syncthreads();
+    const fcs_u32 tile = s.tile, at = tile * TILE;
+    if (status_next) status_next[tile * 256 + t] = 0;
+    const int m = n - at < (fcs_u32)TILE ? (int)(n - at) : TILE;
+    /* a keys-only pass always moves and writes the keys (never a row pass) */
+    const bool keys_move = !IDX || part != 3 || kout;
+    fcs_elem k[N];
+    fcs_u32 ix[IDX ? N : 1], rk[N];
+#pragma unroll
+    for (int r = 0; r < N; r++) { /* every load of the tile first */
+        int j = fcs_slot<N>(r);
+        fcs_u32 g = lo + at + (fcs_u32)j;
+        if (j < m) {
+            if (keys_move) k[r] = kin[g];
+            if (IDX) ix[r] = iin ? iin[g] : g;
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < N; r++)
+        rk[r] = (fcs_slot<N>(r) < m
+                     ? fcs_digit<IDX>(k[r], IDX ? ix[r] : 0u, part, shift, row_len) : 256u)
+                << 16;
+    fcs_warp_rank(s.wh[w], s.u.match[w], rk);
+    __syncthreads();
+
+    /* thread t: digit t's count in the tile, published before anything else so that later
+     * tiles' look-backs wait as little as possible */
+    const fcs_u32 c = fcs_tile_count(s);
+    volatile fcs_u32 *mine = status + tile * 256 + t;
+    *mine = (tile ? FCS_AGG : FCS_INC) | c;
+    const fcs_u32 start = fcs_block_scan(s.wsum, c);
+    fcs_tile_place(s, start);
+    fcs_u32 before = 0;
+    if (tile) {
+        for (fcs_u32 prev = tile - 1;;) {
+            fcs_u32 v = ((volatile fcs_u32 *)status)[prev * 256 + t];
+            if (!(v & (FCS_AGG | FCS_INC))) continue; /* not published yet */
+            before += v & FCS_COUNT;
+            if (v & FCS_INC) break;
+            prev--;
+        }
+        *mine = FCS_INC | (before + c);
+    }
+    const fcs_u32 first = bases[t] + before; /* where the tile's first element of digit t goes */
+    if (bases_next && at + (fcs_u32)m == n) bases_next[t] = first + c;
+    s.delta[t] = first - start;
+    __syncthreads();
+
+#pragma unroll
+    for (int r = 0; r < N; r++)
+        if (fcs_slot<N>(r) < m) {
+            fcs_u32 p = fcs_place(s.wh[w], rk[r]);
+            if (keys_move) s.u.t.k[p] = k[r];
+            if (IDX) s.u.t.i[p] = ix[r];
+            else s.d[p] = (unsigned char)(rk[r] >> 16);
+        }
+    __syncthreads();
+    /* the ranked tile out: consecutive threads write consecutive places of a digit's run */
+#pragma unroll
+    for (int r = 0; r < N; r++) {
+        const int j = r * FCS_THREADS + t;
+        if (j < m) {
+            fcs_elem e = {};
+            if (keys_move) e = s.u.t.k[j];
+            const fcs_u32 x = IDX ? s.u.t.i[j] : 0u;
+            const fcs_u32 d = IDX ? fcs_digit<IDX>(e, x, part, shift, row_len) : s.d[j];
+            const fcs_u64 g = s.delta[d] + (fcs_u32)j;
+            if (!IDX || kout) kout[g] = e;
+            if (IDX && iout) iout[g] = x;
+            if (IDX && pout) pout[g] = (long long)(x < row_len ? x : x % row_len);
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(FCS_THREADS, 4) fcs_pass(FCS_PASS_PARAMS) {
+    __shared__ fcs_shared<FCS_THREADS * FCS_PITEMS, false> s;
+    fcs_pass_tile<false>(s, FCS_PASS_ARGS);
+}
+
+extern "C" __global__ void __launch_bounds__(FCS_THREADS, 3) fcs_pass_idx(FCS_PASS_PARAMS) {
+    __shared__ fcs_shared<FCS_THREADS * FCS_PITEMS_IDX, true> s;
+    fcs_pass_tile<true>(s, FCS_PASS_ARGS);
 }

@@ -1008,8 +1008,8 @@ static bool bytes_contain(const unsigned char *data, size_t size, const char *wh
 Test(codegen, sort_kernels_compile_for_each_key_kind) {
     fc_ctx *ctx = new_ctx();
     cr_assert_not_null(ctx);
-    static const char *const kernels[] = {"fcs_upsweep", "fcs_scan", "fcs_downsweep_idx",
-                                          "fcs_rows", "fcs_finish"};
+    static const char *const kernels[] = {"fcs_rows", "fcs_zero", "fcs_hist", "fcs_scan",
+                                          "fcs_pass", "fcs_pass_idx"};
     double ms = 0;
     /* One dtype of each kind of key (unsigned, signed, each float format, complex) and each
      * word size: the others differ from one of these only in constants (and the GPU tests

@@ -18,6 +18,7 @@
 #include <criterion/criterion.h>
 
 #include "fusec.h"
+#include "codegen.h"
 #include "graph.h"
 #include "test_util.h"
 #include "test_values.h"
@@ -509,10 +510,9 @@ static void *sort_data(fc_dtype t, size_t n) {
     return p;
 }
 
-/* sort and argsort of the same data on both backends agree bit for bit. */
-static void sort_case(fc_dtype t, fc_shape s, int axis) {
+/* sort and argsort of `data` (freed here) on both backends agree bit for bit. */
+static void sort_case_of(fc_dtype t, fc_shape s, int axis, void *data) {
     fc_scope *s1 = fc_scope_open(hc), *s2 = fc_scope_open(gc);
-    void *data = sort_data(t, tv_numel(s));
     fc_array *xh = fc_from_host(hc, t, s, data), *xg = fc_from_host(gc, t, s, data);
     free(data);
     char sh[96], what[200];
@@ -537,6 +537,33 @@ static void sort_case(fc_dtype t, fc_shape s, int axis) {
     fc_scope_close(s1);
 }
 
+static void sort_case(fc_dtype t, fc_shape s, int axis) {
+    sort_case_of(t, s, axis, sort_data(t, tv_numel(s)));
+}
+
+/* n elements of dtype t (an integer or real float type) in a pattern: 0 all equal, 1 sorted,
+ * 2 sorted backwards. */
+static void *sort_pattern(fc_dtype t, size_t n, int pattern) {
+    size_t es = fc_dtype_size(t);
+    unsigned char *p = malloc(n * es + 1);
+    cr_assert_not_null(p);
+    for (size_t i = 0; i < n; i++) {
+        double v = pattern == 0 ? 3.0 : pattern == 1 ? (double)i - (double)(n / 2)
+                                                     : (double)(n / 2) - (double)i;
+        unsigned char *q = p + i * es;
+        if (t == FC_F32) {
+            float f = (float)v;
+            memcpy(q, &f, 4);
+        } else if (t == FC_F64) {
+            memcpy(q, &v, 8);
+        } else {
+            int64_t k = (int64_t)v;
+            memcpy(q, &k, es); /* little-endian: the low bytes */
+        }
+    }
+    return p;
+}
+
 Test(gpu_lib, sort_and_argsort_match_the_host) {
     SKIP_WITHOUT_GPU("sort_and_argsort_match_the_host");
     rng_state = 11;
@@ -559,6 +586,63 @@ Test(gpu_lib, sort_and_argsort_match_the_host) {
     sort_case(FC_F32, FC_SHAPE(2, 4097), -1);
     sort_case(FC_C128, FC_SHAPE(4, 1025), -1);  /* past a 16-byte tile */
     sort_case(FC_F32, FC_SHAPE(6, 5), FC_AXIS_NONE);
+}
+
+/* The passes over the whole array: rows of one pass tile and one element more, for each
+ * element size; enough tiles that the look-back walks past many a tile still running; keys all
+ * equal, sorted and sorted backwards. */
+Test(gpu_lib, sort_passes_tiles_and_patterns) {
+    SKIP_WITHOUT_GPU("sort_passes_tiles_and_patterns");
+    rng_state = 13;
+    static const fc_dtype sizes[] = {FC_U8, FC_I16, FC_F32, FC_F64, FC_C128};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        fc_dtype t = sizes[i];
+        for (int idx = 0; idx < 2; idx++) { /* sort of one row: keys only; else indices too */
+            int64_t tile = 256 * (int64_t)fcx_sort_pass_items(t, idx);
+            sort_case(t, FC_SHAPE(tile), 0);
+            sort_case(t, FC_SHAPE(tile + 1), 0);
+            sort_case(t, FC_SHAPE(3, tile + 1), 1);
+        }
+    }
+    sort_case(FC_F32, FC_SHAPE((1 << 22) + 3), 0);
+    sort_case(FC_F64, FC_SHAPE(5, 300001), -1);
+    static const fc_dtype patterned[] = {FC_F32, FC_I64, FC_I32, FC_F64};
+    for (size_t i = 0; i < sizeof patterned / sizeof *patterned; i++)
+        for (int pattern = 0; pattern < 3; pattern++) {
+            fc_dtype t = patterned[i];
+            size_t n = ((size_t)1 << 20) + 7;
+            sort_case_of(t, FC_SHAPE((int64_t)n), 0, sort_pattern(t, n, pattern));
+            sort_case_of(t, FC_SHAPE(4, (int64_t)n / 4), 1, sort_pattern(t, n / 4 * 4, pattern));
+        }
+}
+
+/* More than 2^30 elements: the passes run in portions (a look-back count has 30 bits), each
+ * starting where the last left off. Checked without the host sort: the result is in order
+ * and holds as many of each value as the input. */
+Test(gpu_lib, sort_of_more_than_2_30_elements) {
+    SKIP_WITHOUT_GPU("sort_of_more_than_2_30_elements");
+    const size_t n = ((size_t)1 << 30) + 4097;
+    uint16_t *data = malloc(n * 2);
+    uint64_t *count = calloc(65536, sizeof *count);
+    cr_assert(data && count);
+    uint64_t r = 14;
+    for (size_t i = 0; i < n; i++) {
+        r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+        data[i] = (uint16_t)(r >> 48 < (1ull << 14) ? 1000 : r >> 48); /* one value common */
+        count[data[i]]++;
+    }
+    fc_scope *sc = fc_scope_open(gc);
+    fc_array *x = fc_from_host(gc, FC_U16, FC_SHAPE((int64_t)n), data);
+    fc_array *y = fc_sort(x, 0);
+    cr_assert_eq(fc_array_status(y), FC_OK, "%s", fc_array_errmsg(y));
+    cr_assert_eq(fc_read(y, data, 0, (int64_t)n), FC_OK, "%s", fc_errmsg(gc));
+    size_t bad = n;
+    for (size_t i = 0; i < n && bad == n; i++)
+        if ((i > 0 && data[i] < data[i - 1]) || count[data[i]]-- == 0) bad = i;
+    cr_expect(bad == n, "sort of %zu u16: element %zu out of order or not in the input", n, bad);
+    fc_scope_close(sc);
+    free(count);
+    free(data);
 }
 
 /* A sort inside a program: its input computed by a fused kernel, its result read by one. */
