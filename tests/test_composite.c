@@ -1,9 +1,10 @@
 /*
- * tests/test_composite.c - the composite functions (graph/composite.c) against NumPy 2.4, their
- * .fc spellings, their fusion, their errors and their memory behaviour.
+ * tests/test_composite.c - the composite functions (graph/composite.c, graph/contract.c)
+ * against NumPy 2.4, their .fc spellings, their fusion, their errors and their memory behaviour.
  *
- * The reference cases are tests/data/ops_composite.txt, written by tests/gen_composite.py in
- * tests/gen_reference.py's format (whose docstring describes it), with two additions: an op
+ * The reference cases are tests/data/ops_composite.txt and ops_contract.txt, written by
+ * tests/gen_composite.py and tests/gen_contract.py in tests/gen_reference.py's format (whose
+ * docstring describes it; gen_contract.py's names its ops' arguments), with two additions: an op
  * with several results (`o meshgrid N ...`, `o split N ...`, `o split_at N ...`) fills N
  * registers, and `o pick %K` repeats register K so the next `x` checks it. An `err` also
  * checks that the message names the function (not a primitive it is built from). Values are
@@ -75,6 +76,7 @@ static int build_multi(run *r, reff_tokens *t, const char *name, fc_array **regs
 
 typedef fc_array *(*reduce_fn)(fc_array *, fc_axes, bool);
 typedef fc_array *(*unary_fn)(fc_array *);
+typedef fc_array *(*binary_fn)(fc_array *, fc_array *);
 
 static fc_array *build_op(run *r, reff_tokens *t, const char *name, fc_array **regs, int nreg) {
     fc_ctx *ctx = r->ctx;
@@ -173,6 +175,41 @@ static fc_array *build_op(run *r, reff_tokens *t, const char *name, fc_array **r
         fc_array *a = reff_need_reg(t, regs, nreg), *b = reff_need_reg(t, regs, nreg);
         return name[0] == 'h' ? fc_heaviside(a, b) : fc_float_power(a, b);
     }
+    static const struct {
+        const char *name;
+        binary_fn fn;
+    } binary[] = {{"dot", fc_dot}, {"vdot", fc_vdot}, {"inner", fc_inner}, {"outer", fc_outer},
+                  {"kron", fc_kron}};
+    for (size_t i = 0; i < sizeof binary / sizeof *binary; i++)
+        if (strcmp(name, binary[i].name) == 0) {
+            fc_array *a = reff_need_reg(t, regs, nreg);
+            return binary[i].fn(a, reff_need_reg(t, regs, nreg));
+        }
+    if (strcmp(name, "tensordot") == 0 || strcmp(name, "tensordot_axes") == 0) {
+        fc_array *a = reff_need_reg(t, regs, nreg), *b = reff_need_reg(t, regs, nreg);
+        int n = (int)reff_need_int(t);
+        if (name[9] == '\0') return fc_tensordot(a, b, n);
+        int axes[2][FC_MAX_DIMS];
+        cr_assert(n >= 0 && n <= FC_MAX_DIMS);
+        for (int k = 0; k < 2; k++)
+            for (int i = 0; i < n; i++) axes[k][i] = (int)reff_need_int(t);
+        return fc_tensordot_axes(a, b, n, axes[0], axes[1]);
+    }
+    if (strcmp(name, "einsum") == 0) {
+        const char *subs = reff_need(t);
+        cr_assert_eq(subs[0], '=', "%s: einsum's subscripts follow '='", t->path);
+        char text[256];
+        snprintf(text, sizeof text, "%s", subs + 1);
+        int n = (int)reff_need_int(t);
+        fc_array *ops[MAX_REGS];
+        cr_assert(n >= 1 && n <= MAX_REGS);
+        for (int i = 0; i < n; i++) ops[i] = reff_need_reg(t, regs, nreg);
+        return fc_einsum(ctx, text, ops, n);
+    }
+    if (strcmp(name, "matrix_power") == 0) {
+        fc_array *a = reff_need_reg(t, regs, nreg);
+        return fc_matrix_power(a, reff_need_int(t));
+    }
     cr_assert_fail("%s: unknown op '%s'", t->path, name);
     return NULL;
 }
@@ -256,29 +293,43 @@ static void run_file(run *r, const char *file) {
     reff_close(&t);
 }
 
-static void run_reference(fc_backend backend) {
+static void run_reference(fc_backend backend, const char *file, int min_cases) {
     run r;
     memset(&r, 0, sizeof r);
     r.backend = backend;
-    run_file(&r, "ops_composite.txt");
-    cr_log_info("ops_composite.txt (%s): %d cases, %d checks, %d failures",
+    run_file(&r, file);
+    cr_log_info("%s (%s): %d cases, %d checks, %d failures", file,
                 backend == FC_BACKEND_HOST ? "host" : "cuda", r.rep.cases, r.rep.checks,
                 r.rep.failures);
-    cr_expect_geq(r.rep.cases, 380, "only %d cases", r.rep.cases);
+    cr_expect_geq(r.rep.cases, min_cases, "only %d cases", r.rep.cases);
     cr_assert_eq(r.rep.failures, 0, "%d of %d checks disagree with NumPy (first %d logged)",
                  r.rep.failures, r.rep.checks, REFF_MAX_REPORTS);
 }
 
-Test(composite, numpy_reference) { run_reference(FC_BACKEND_HOST); }
+Test(composite, numpy_reference) { run_reference(FC_BACKEND_HOST, "ops_composite.txt", 380); }
 
-/* The same cases through the GPU's kernels (fused composites included), where there is one. */
-Test(composite, numpy_reference_on_the_gpu) {
+/* The contractions (graph/contract.c): tests/gen_contract.py's cases. */
+Test(composite, contract_numpy_reference) {
+    run_reference(FC_BACKEND_HOST, "ops_contract.txt", 600);
+}
+
+static bool have_gpu(const char *test) {
     int n = 0;
-    if (fc_device_count(&n) != FC_OK || n == 0) {
-        fprintf(stderr, "composite: SKIPPED 1 test (no CUDA device): numpy_reference_on_the_gpu\n");
-        cr_skip_test("no CUDA device");
-    }
-    run_reference(FC_BACKEND_CUDA);
+    if (fc_device_count(&n) == FC_OK && n > 0) return true;
+    fprintf(stderr, "composite: SKIPPED 1 test (no CUDA device): %s\n", test);
+    return false;
+}
+
+/* The same cases through the GPU's kernels and cuBLAS (fused composites included), where
+ * there is one. */
+Test(composite, numpy_reference_on_the_gpu) {
+    if (!have_gpu("numpy_reference_on_the_gpu")) cr_skip_test("no CUDA device");
+    run_reference(FC_BACKEND_CUDA, "ops_composite.txt", 380);
+}
+
+Test(composite, contract_numpy_reference_on_the_gpu) {
+    if (!have_gpu("contract_numpy_reference_on_the_gpu")) cr_skip_test("no CUDA device");
+    run_reference(FC_BACKEND_CUDA, "ops_contract.txt", 600);
 }
 
 /* ---- .fc spellings: the parser builds the very nodes the C API does --------------------- */
