@@ -506,6 +506,54 @@ static fc_array *b_split_at(fc_ctx *c, fc_array *x, fc_array *v, fc_array *j) {
     fc_split_at(v, 2, (const int64_t[]){1, -1}, 0, out);
     return out[2];
 }
+static fc_array *b_dot(fc_ctx *c, fc_array *x, fc_array *v, fc_array *j) {
+    (void)c, (void)v;
+    return fc_dot(x, j);
+}
+static fc_array *b_vdot(fc_ctx *c, fc_array *x, fc_array *v, fc_array *j) {
+    (void)c, (void)v, (void)j;
+    return fc_vdot(x, x);
+}
+static fc_array *b_inner(fc_ctx *c, fc_array *x, fc_array *v, fc_array *j) {
+    (void)c, (void)x, (void)v;
+    return fc_inner(j, j);
+}
+static fc_array *b_outer(fc_ctx *c, fc_array *x, fc_array *v, fc_array *j) {
+    (void)c, (void)x;
+    return fc_outer(v, j);
+}
+static fc_array *b_kron(fc_ctx *c, fc_array *x, fc_array *v, fc_array *j) {
+    (void)c, (void)x;
+    return fc_kron(v, j);
+}
+static fc_array *b_tensordot2(fc_ctx *c, fc_array *x, fc_array *v, fc_array *j) {
+    (void)c, (void)v, (void)j;
+    return fc_tensordot(x, x, 2);
+}
+static fc_array *b_tensordot0(fc_ctx *c, fc_array *x, fc_array *v, fc_array *j) {
+    (void)c, (void)x, (void)j;
+    return fc_tensordot(v, v, 0);
+}
+static fc_array *b_tensordot_axes(fc_ctx *c, fc_array *x, fc_array *v, fc_array *j) {
+    (void)c, (void)v, (void)j;
+    return fc_tensordot_axes(x, x, 2, (const int[]){1, 0}, (const int[]){1, 0});
+}
+static fc_array *b_tensordot_pair(fc_ctx *c, fc_array *x, fc_array *v, fc_array *j) {
+    (void)c, (void)v;
+    return fc_tensordot_axes(x, j, 1, (const int[]){1}, (const int[]){0});
+}
+static fc_array *b_einsum(fc_ctx *c, fc_array *x, fc_array *v, fc_array *j) {
+    (void)v;
+    return fc_einsum(c, "ij,j->i", (fc_array *[]){x, j}, 2);
+}
+static fc_array *b_einsum3(fc_ctx *c, fc_array *x, fc_array *v, fc_array *j) {
+    (void)x, (void)v;
+    return fc_einsum(c, "i,i,i", (fc_array *[]){j, j, j}, 3);
+}
+static fc_array *b_matrix_power(fc_ctx *c, fc_array *x, fc_array *v, fc_array *j) {
+    (void)c, (void)x, (void)j;
+    return fc_matrix_power(fc_outer(v, v), 3);
+}
 
 static const fc_case fc_cases[] = {
     {"y = identity(3, dtype=f32)", b_identity},
@@ -554,6 +602,20 @@ static const fc_case fc_cases[] = {
     {"y = x.repeat(3, axis=-1)", b_repeat},
     {"y = x.diagonal(offset=1, axis1=1, axis2=0)", b_diagonal},
     {"y = x.trace(-1)", b_trace},
+    {"y = dot(x, j)", b_dot},
+    {"y = x.dot(j)", b_dot},
+    {"y = vdot(x, b=x)", b_vdot},
+    {"y = inner(j, j)", b_inner},
+    {"y = outer(v, j)", b_outer},
+    {"y = kron(v, j)", b_kron},
+    {"y = tensordot(x, x)", b_tensordot2},
+    {"y = linalg.tensordot(v, v, 0)", b_tensordot0},
+    {"y = tensordot(x, x, axes=([1, 0], [1, 0]))", b_tensordot_axes},
+    {"y = tensordot(x, j, axes=(1, 0))", b_tensordot_pair},
+    {"y = einsum(\"ij,j->i\", x, j)", b_einsum},
+    {"y = einsum(\"i,i,i\", j, j, j)", b_einsum3},
+    {"y = linalg.matrix_power(outer(v, v), 3)", b_matrix_power},
+    {"y = matrix_power(outer(v, v), n=3)", b_matrix_power},
 };
 
 Test(composite, fc_spellings_build_the_c_api_graph) {
@@ -606,6 +668,17 @@ Test(composite, fc_spelling_errors) {
         {"y = nan_to_num(x, posinf=x)", "posinf"},
         {"y = roll(x, [1, 2, 3], axis=[0, 1])", "shift"},
         {"y = (2.5).round()", "needs an array"},
+        {"y = einsum(x, x)", "must be a string"},
+        {"y = einsum(\"ij,jk\", x1=x, x3=x)", "x3 given without x2"},
+        {"y = einsum(\"ij->ii\", x)", "more than once"},
+        {"y = einsum(\"ij,jk\", x)", "name 2"},
+        {"y = tensordot(x, x, axes=[[0], [0], [1]])", "pair"},
+        {"y = tensordot(x, x, axes=([0, 1], [0]))", "shape-mismatch"},
+        {"y = tensordot(x, x, axes=1.5)", "axes"},
+        {"y = fft.dot(x, x)", "not a function of fft"},
+        {"y = dot(x, x)", "not aligned"},
+        {"y = matrix_power(x, 2)", "square"},
+        {"y = matrix_power(x, n=x)", "n must be an integer"},
     };
     for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
         char text[256];
