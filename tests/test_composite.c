@@ -758,7 +758,101 @@ Test(composite, composites_plan_one_kernel) {
     fc_ctx_destroy(ctx);
 }
 
+/* A contraction whose operands are laid out as its GEMM reads them is one library call and
+ * no copy: matmul reads them where they are, a transposed one through cuBLAS's flag. What
+ * sums nothing, or only batched inner products, is one fused kernel. */
+Test(composite, contractions_plan_one_kernel) {
+    fc_ctx *ctx = tu_host_ctx();
+    fc_scope *s = fc_scope_open(ctx);
+    fc_array *a = wl_input(ctx, 0, FC_F32, FC_SHAPE(64, 32));
+    fc_array *b = wl_input(ctx, 1, FC_F32, FC_SHAPE(32, 48));
+    fc_array *c = wl_input(ctx, 2, FC_F32, FC_SHAPE(48, 32));
+    fc_array *p = wl_input(ctx, 3, FC_F32, FC_SHAPE(8, 64, 32));
+    fc_array *q = wl_input(ctx, 4, FC_F32, FC_SHAPE(8, 32, 16));
+    fc_array *r = wl_input(ctx, 5, FC_F32, FC_SHAPE(8, 16, 32));
+    fc_array *v = wl_input(ctx, 6, FC_F32, FC_SHAPE(32));
+    const int lib = FCP_KERNEL_LIB;
+    expect_one_kernel(ctx, "dot", fc_dot(a, b), lib);
+    expect_one_kernel(ctx, "dot(matrix, vector)", fc_dot(a, v), lib);
+    expect_one_kernel(ctx, "inner", fc_inner(a, c), lib);
+    expect_one_kernel(ctx, "tensordot", fc_tensordot(a, b, 1), lib);
+    expect_one_kernel(ctx, "ij,jk->ik", fc_einsum(ctx, "ij,jk->ik", (fc_array *[]){a, b}, 2), lib);
+    expect_one_kernel(ctx, "ij,kj->ik", fc_einsum(ctx, "ij,kj->ik", (fc_array *[]){a, c}, 2), lib);
+    expect_one_kernel(ctx, "ji,jk->ik", fc_einsum(ctx, "ji,jk->ik", (fc_array *[]){b, b}, 2), lib);
+    expect_one_kernel(ctx, "bij,bjk->bik",
+                      fc_einsum(ctx, "bij,bjk->bik", (fc_array *[]){p, q}, 2), lib);
+    expect_one_kernel(ctx, "bij,bkj->bik",
+                      fc_einsum(ctx, "bij,bkj->bik", (fc_array *[]){p, r}, 2), lib);
+    expect_one_kernel(ctx, "outer", fc_outer(v, v), FCP_KERNEL_EW);
+    expect_one_kernel(ctx, "bij,bij->b", fc_einsum(ctx, "bij,bij->b", (fc_array *[]){p, p}, 2),
+                      FCP_KERNEL_REDUCE);
+    expect_one_kernel(ctx, "ij->", fc_einsum(ctx, "ij->", &a, 1), FCP_KERNEL_REDUCE);
+    fc_scope_close(s);
+    fc_ctx_destroy(ctx);
+}
+
 /* ---- the C API's edges ------------------------------------------------------------------ */
+
+/* The contractions' argument errors, which the NumPy cases cannot express. */
+Test(composite, contraction_arguments) {
+    fc_ctx *ctx = tu_host_ctx(), *other = tu_host_ctx();
+    fc_scope *s = fc_scope_open(ctx);
+    fc_array *x = fc_random_uniform(ctx, FC_F64, FC_SHAPE(3, 4), 1);
+    fc_array *y = fc_random_uniform(other, FC_F64, FC_SHAPE(4), 1);
+    static const struct {
+        const char *subs;
+        int n;
+        fc_status want;
+    } bad[] = {{"ij", 0, FC_ERR_VALUE}, {"ij", 65, FC_ERR_VALUE}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        fc_array *ops[65];
+        for (int k = 0; k < 65; k++) ops[k] = x;
+        fc_array *r = fc_einsum(ctx, bad[i].subs, ops, bad[i].n);
+        cr_expect_eq(fc_array_status(r), bad[i].want, "%s with %d operands: %s", bad[i].subs,
+                     bad[i].n, fc_array_errmsg(r));
+    }
+    cr_expect_null(fc_einsum(NULL, "ij", &x, 1));
+    cr_expect_eq(fc_array_status(fc_einsum(ctx, NULL, &x, 1)), FC_ERR_NULL);
+    cr_expect_eq(fc_array_status(fc_einsum(ctx, "ij", NULL, 1)), FC_ERR_NULL);
+    cr_expect_eq(fc_array_status(fc_einsum(ctx, "ij,j", (fc_array *[]){x, NULL}, 2)),
+                 FC_ERR_NULL);
+    cr_expect_eq(fc_array_status(fc_einsum(ctx, "ij,j", (fc_array *[]){x, y}, 2)),
+                 FC_ERR_CONTEXT);
+    cr_expect_eq(fc_array_status(fc_dot(x, y)), FC_ERR_CONTEXT);
+    /* spaces are ignored, as NumPy ignores them */
+    fc_array *want = fc_einsum(ctx, "ij,kj->ik", (fc_array *[]){x, x}, 2);
+    cr_expect_eq(fc_einsum(ctx, " i j , k j -> i k ", (fc_array *[]){x, x}, 2), want);
+    cr_expect_eq(fc_inner(x, x), want, "inner is the same graph");
+    /* 64 operands: NumPy's limit, contracted pairwise */
+    fc_array *ops[64];
+    char subs[200] = "";
+    for (int k = 0; k < 64; k++) {
+        ops[k] = fc_full(ctx, FC_F64, FC_SHAPE(2), 1.0 + (k == 5));
+        strcat(subs, k ? ",i" : "i");
+    }
+    strcat(subs, "->i");
+    double v[2];
+    cr_expect_eq(fc_read(fc_einsum(ctx, subs, ops, 64), v, 0, 2), FC_OK, "%s", fc_errmsg(ctx));
+    cr_expect(v[0] == 2.0 && v[1] == 2.0, "%g %g", v[0], v[1]);
+    /* intermediates beyond FC_MAX_DIMS in every order; a result of more dimensions */
+    fc_array *u = fc_ones(ctx, FC_F32, FC_SHAPE(1, 1, 1, 1, 1, 1, 1, 1));
+    fc_array *big = fc_einsum(ctx, "abcdefgh,abcdijkl,efghijkl->aei", (fc_array *[]){u, u, u},
+                              3);
+    cr_expect_eq(fc_array_status(big), FC_ERR_UNSUPPORTED, "%s", fc_array_errmsg(big));
+    fc_array *w = fc_ones(ctx, FC_F32, FC_SHAPE(1, 1, 1, 1, 1));
+    cr_expect_eq(fc_array_status(fc_einsum(ctx, "abcde,fghij", (fc_array *[]){w, w}, 2)),
+                 FC_ERR_SHAPE);
+    cr_expect_eq(fc_array_status(fc_tensordot(w, w, 0)), FC_ERR_SHAPE);
+    cr_expect_eq(fc_array_status(fc_tensordot_axes(x, x, 1, NULL, NULL)), FC_ERR_NULL);
+    cr_expect_eq(fc_array_status(fc_tensordot_axes(x, x, -1, NULL, NULL)), FC_ERR_INVALID);
+    cr_expect_eq(fc_array_status(fc_kron(w, w)), FC_ERR_UNSUPPORTED);
+    fc_array *m = fc_matrix_power(fc_eye(ctx, FC_F32, 3, 3, 0), -1);
+    cr_expect_eq(fc_array_status(m), FC_ERR_UNSUPPORTED);
+    cr_expect(strstr(fc_array_errmsg(m), "matrix_power") != NULL);
+    fc_scope_close(s);
+    fc_ctx_destroy(other);
+    fc_ctx_destroy(ctx);
+}
 
 Test(composite, multi_output_arguments) {
     fc_ctx *ctx = tu_host_ctx();
@@ -810,6 +904,21 @@ Test(composite, ownership_and_poison) {
     size_t live = ctx->live_nodes;
     fc_array *(*const unary[])(fc_array *) = {fc_deg2rad, fc_rad2deg, fc_sinc, fc_positive,
                                               fc_fabs};
+    fc_array *(*const binary[])(fc_array *, fc_array *) = {fc_dot, fc_vdot, fc_inner, fc_outer,
+                                                           fc_kron};
+    for (size_t i = 0; i < sizeof binary / sizeof *binary; i++) {
+        cr_expect_null(binary[i](NULL, NULL));
+        fc_array *p = binary[i](x, bad);
+        cr_expect_eq(p, bad, "a poisoned input is passed on");
+        fc_release(p);
+        p = binary[i](x, NULL);
+        cr_expect_eq(fc_array_status(p), FC_ERR_NULL);
+        fc_release(p);
+    }
+    fc_array *pe = fc_einsum(ctx, "ij,j", (fc_array *[]){x, bad}, 2);
+    cr_expect_eq(pe, bad, "einsum passes a poisoned operand on");
+    fc_release(pe);
+    cr_expect_eq(ctx->live_nodes, live, "%zu nodes left behind", ctx->live_nodes - live);
     for (size_t i = 0; i < sizeof unary / sizeof *unary; i++) {
         cr_expect_null(unary[i](NULL));
         fc_array *p = unary[i](bad);
@@ -828,7 +937,11 @@ Test(composite, ownership_and_poison) {
         fc_nanargmin(x, 1, false), fc_count_nonzero(x, FC_ALL, false),
         fc_logsumexp(x, FC_AXES(1), false), fc_allclose(x, x, 1e-5, 1e-8, true),
         fc_round(x, 3), fc_nan_to_num(x, 0, NULL, NULL), fc_heaviside(x, x),
-        fc_float_power(x, x), fc_identity(ctx, FC_F64, 4)};
+        fc_float_power(x, x), fc_identity(ctx, FC_F64, 4), fc_inner(x, x), fc_vdot(x, x),
+        fc_outer(x, x), fc_kron(x, x), fc_tensordot_axes(x, x, 1, (const int[]){0},
+                                                         (const int[]){0}),
+        fc_tensordot(x, x, 0), fc_einsum(ctx, "ij->j", &x, 1),
+        fc_einsum(ctx, "ij,ij,kj->k", (fc_array *[]){x, x, x}, 3)};
     for (size_t i = 0; i < sizeof made / sizeof *made; i++) {
         cr_expect_eq(fc_array_status(made[i]), FC_OK, "%zu: %s", i, fc_array_errmsg(made[i]));
         cr_expect_eq(made[i]->refs, 1, "result %zu has %u references", i, made[i]->refs);
@@ -843,6 +956,7 @@ Test(composite, ownership_and_poison) {
 
 /* Allocation failures anywhere inside the composites: FC_OK or FC_ERR_NOMEM, the same values
  * when it works, and nothing leaked. */
+#define FAULT_TERMS 10
 static fc_status fault_workload(fc_ctx *ctx, double *out) {
     fc_scope *s = fc_scope_open(ctx);
     if (!s) return FC_ERR_NOMEM;
@@ -866,17 +980,21 @@ static fc_status fault_workload(fc_ctx *ctx, double *out) {
         fc_cast(fc_count_nonzero(fc_isclose(x, fc_nan_to_num(x, 0, NULL, NULL), 1e-5, 0, true),
                                  FC_ALL, false), FC_F64),
         fc_sum(fc_diag(fc_repeat(fc_diagonal(x, 0, 0, 1), 2, 0), -1), FC_ALL, false),
+        fc_sum(fc_einsum(ctx, "ij,kj,k->i", (fc_array *[]){x, x, fc_arange(ctx, FC_F64, 0, 3, 1)},
+                         3), FC_ALL, false),
+        fc_sum(fc_kron(fc_outer(x, x), fc_tensordot(x, x, 2)), FC_ALL, false),
     };
-    fc_array *flat[8];
-    for (int i = 0; i < 8; i++) flat[i] = fc_reshape(fc_cast(terms[i], FC_F64), FC_SHAPE(1));
-    fc_array *acc = fc_concatenate(ctx, flat, 8, 0);
-    st = fc_read(acc, out, 0, 8);
+    fc_array *flat[FAULT_TERMS];
+    for (int i = 0; i < FAULT_TERMS; i++)
+        flat[i] = fc_reshape(fc_cast(terms[i], FC_F64), FC_SHAPE(1));
+    fc_array *acc = fc_concatenate(ctx, flat, FAULT_TERMS, 0);
+    st = fc_read(acc, out, 0, FAULT_TERMS);
     fc_scope_close(s);
     return st;
 }
 
 Test(composite, allocation_failures) {
-    double want[8], got[8];
+    double want[FAULT_TERMS], got[FAULT_TERMS];
     {
         fc_ctx *ctx = tu_host_ctx();
         cr_assert_eq(fault_workload(ctx, want), FC_OK, "%s", fc_errmsg(ctx));
@@ -900,7 +1018,7 @@ Test(composite, allocation_failures) {
         cr_assert_eq(ca.live, 0, "N=%ld: %ld blocks leaked", n, ca.live);
         cr_assert_eq(ca.size_mismatches, 0, "N=%ld: frees with the wrong size", n);
         if (st == FC_OK) {
-            for (int i = 0; i < 8; i++)
+            for (int i = 0; i < FAULT_TERMS; i++)
                 cr_assert(got[i] == want[i] || (isnan(got[i]) && isnan(want[i])),
                           "N=%ld: value %d is %g, not %g", n, i, got[i], want[i]);
             if (!ca.injected) break;
