@@ -142,11 +142,11 @@ static fc_array *matmul_operand(const term *t, const int64_t *ext, const int *B,
                                 const int *g1, int n1, const int *g2, int n2, bool right) {
     int want[FC_MAX_DIMS], n = 0;
     for (int i = 0; i < nb; i++) want[n++] = B[i];
-    int swapped[FC_MAX_DIMS];
-    memcpy(swapped, want, sizeof want);
     for (int i = 0; i < n1; i++) want[n++] = g1[i];
     for (int i = 0; i < n2; i++) want[n++] = g2[i];
     if (n1 == 1 && n2 == 1) {
+        int swapped[FC_MAX_DIMS];
+        memcpy(swapped, B, (size_t)nb * sizeof *B);
         swapped[nb] = g2[0];
         swapped[nb + 1] = g1[0];
         if (memcmp(swapped, t->lab, (size_t)n * sizeof *swapped) == 0) {
@@ -232,7 +232,7 @@ static term pair(const term *x, const term *y, labset keep, const int64_t *ext) 
     for (int i = 0; i < nn; i++) z.lab[z.n++] = N[i];
     sh.ndim = z.n;
     for (int d = 0; d < z.n; d++) sh.dim[d] = ext[z.lab[d]];
-    z.a = sh.ndim == p->ndim && memcmp(sh.dim, p->shape, (size_t)sh.ndim * 8) == 0
+    z.a = sh.ndim == p->ndim && memcmp(sh.dim, p->shape, (size_t)sh.ndim * sizeof *sh.dim) == 0
               ? p
               : fc_reshape(p, sh);
     return z;
@@ -405,7 +405,7 @@ fc_array *fc_tensordot(fc_array *a, fc_array *b, int axes) {
 
 /* Normalises tensordot's axes of one operand: in range, each once. */
 static bool pair_axes(fc_ctx *ctx, const fc_array *x, int n, const int *axes, int *out,
-                           fc_array **bad) {
+                      fc_array **bad) {
     char d[FCG_DESC_MAX];
     uint32_t seen = 0;
     for (int i = 0; i < n; i++) {

@@ -966,7 +966,8 @@ static fc_array *rd_contract(rd *r) {
         for (int d = 0; d < s.ndim; d++) {
             int64_t e = s.dim[d];
             int l = rd_below(r, nlet + 1);
-            bool ok = l < nlet && (own[l] >= 0 ? own[l] == e : ext[l] == e || ext[l] == 1 || e == 1);
+            bool ok = l < nlet &&
+                      (own[l] >= 0 ? own[l] == e : ext[l] == e || ext[l] == 1 || e == 1);
             if (!ok) l = nlet++;
             if (!ok || ext[l] == 1) ext[l] = e;
             own[l] = e;
