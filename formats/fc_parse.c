@@ -155,13 +155,16 @@ typedef enum fcf_fkind {
     FK_EXPAND, FK_SQUEEZE, FK_FLIP, FK_PAD, FK_CONCAT, FK_STACK, FK_MATMUL, FK_FILL, FK_FULL,
     FK_LIKE, FK_FULL_LIKE, FK_ARANGE, FK_LINSPACE, FK_EYE, FK_RANDOM, FK_COMPLEX, FK_FFT,
     FK_RAVEL, FK_COMPOSITE, FK_SCAN, FK_TAKE, FK_SCATTER, FK_FFTN, FK_FFTFREQ, FK_FFTSHIFT,
-    FK_SORT, FK_UNIQUE, FK_PERMUTE,
+    FK_SORT, FK_UNIQUE, FK_PERMUTE, FK_CONTRACT,
     FK_EW_KERNEL, FK_RED_KERNEL /* user kernel declarations: a binding's whole right side */
 } fcf_fkind;
 
 /* FK_RANDOM's op: which draw. Those with parameters take them first, then the shape. */
 enum { RD_RANDOM, RD_STANDARD_NORMAL, RD_INTEGERS, RD_UNIFORM, RD_NORMAL, RD_EXPONENTIAL,
        RD_BERNOULLI };
+
+/* FK_CONTRACT's op: which contraction of graph/contract.c (eval_contract). */
+enum { CT_DOT, CT_VDOT, CT_INNER, CT_OUTER, CT_KRON, CT_TENSORDOT, CT_EINSUM, CT_MATRIX_POWER };
 
 /* FK_COMPOSITE's op: which function of graph/composite.c (eval_composite). */
 enum {
@@ -241,6 +244,16 @@ static const fcf_func fcf_funcs[] = {
     {"concat", FK_CONCAT, 0, 2, 1, {"arrays", "axis"}},
     {"stack", FK_STACK, 0, 2, 1, {"arrays", "axis"}},
     {"matmul", FK_MATMUL, 0, 2, 2, {"x1", "x2"}},
+    /* contractions (graph/contract.c); einsum takes up to 7 operands here (any number in C) */
+    {"dot", FK_CONTRACT, CT_DOT, 2, 2, {"a", "b"}},
+    {"vdot", FK_CONTRACT, CT_VDOT, 2, 2, {"a", "b"}},
+    {"inner", FK_CONTRACT, CT_INNER, 2, 2, {"a", "b"}},
+    {"outer", FK_CONTRACT, CT_OUTER, 2, 2, {"a", "b"}},
+    {"kron", FK_CONTRACT, CT_KRON, 2, 2, {"a", "b"}},
+    {"tensordot", FK_CONTRACT, CT_TENSORDOT, 3, 2, {"a", "b", "axes"}},
+    {"einsum", FK_CONTRACT, CT_EINSUM, 8, 2,
+     {"subscripts", "x1", "x2", "x3", "x4", "x5", "x6", "x7"}},
+    {"matrix_power", FK_CONTRACT, CT_MATRIX_POWER, 2, 2, {"a", "n"}},
     {"take", FK_TAKE, 0, 3, 2, {"a", "indices", "axis", "mode"}},
     {"take_along_axis", FK_TAKE, 1, 3, 2, {"arr", "indices", "axis"}},
     {"searchsorted", FK_TAKE, 2, 3, 2, {"a", "v", "side"}},
@@ -443,6 +456,7 @@ static const fcf_method fcf_methods[] = {
     {"repeat", MK_METHOD, "repeat", {NULL}},
     {"diagonal", MK_METHOD, "diagonal", {NULL}},
     {"trace", MK_METHOD, "trace", {NULL}},
+    {"dot", MK_METHOD, "dot", {NULL}},
 };
 
 static bool method_is_attr(const fcf_method *m) {
@@ -1419,7 +1433,8 @@ static fcf_expr *parse_member(fcf_parser *p, fcf_expr *base) {
 
 /* NumPy's module prefixes: fft.rfft(x), random.normal(...), linalg.norm(x) name the function
  * after the dot. Each admits the functions of its module only (np.fft's, np.random's draws,
- * norm and matmul); the word is a prefix only where no variable of that name hides it. */
+ * linalg's norm, matmul, tensordot and matrix_power); the word is a prefix only where no
+ * variable of that name hides it. */
 static const char *const fcf_modules[] = {"fft", "random", "linalg"};
 
 static int module_of(const fcf_token *t) {
@@ -1435,7 +1450,9 @@ static bool module_admits(int module, const fcf_func *f) {
         return f->kind == FK_FFT || f->kind == FK_FFTN || f->kind == FK_FFTFREQ ||
                f->kind == FK_FFTSHIFT;
     case 1: return f->kind == FK_RANDOM || f->kind == FK_PERMUTE;
-    default: return f->kind == FK_NORM || f->kind == FK_MATMUL;
+    default:
+        return f->kind == FK_NORM || f->kind == FK_MATMUL ||
+               (f->kind == FK_CONTRACT && (f->op == CT_TENSORDOT || f->op == CT_MATRIX_POWER));
     }
 }
 
@@ -2619,6 +2636,79 @@ static fc_status array_list(fcf_builder *b, const fcf_expr *e, fc_array **arrays
 
 #define FCP_MAX_SECTIONS (1 << 16) /* split's results are values of the builder's arena */
 
+/* ---- contractions (graph/contract.c) ---------------------------------------------------- */
+
+/* tensordot's axes: an integer, or a pair whose items are each an axis or a list of axes. */
+static fc_status eval_tensordot(fcf_builder *b, const fcf_expr *e, const fcf_value *axes,
+                                fc_array *x, fc_array *y, fcf_value *out) {
+    const fcf_expr *pos = arg_pos(e, 2);
+    fc_status st;
+    if (axes->kind == V_NONE) return bcheck(b, e, fc_tensordot(x, y, 2), out);
+    if (axes->kind != V_LIST) {
+        int n;
+        if ((st = to_small_int(b, pos, axes, "axes", &n)) != FC_OK) return st;
+        return bcheck(b, e, fc_tensordot(x, y, n), out);
+    }
+    if (axes->list.n != 2)
+        return berr(b, pos, FC_ERR_INVALID, "tensordot: axes must be an integer or a pair of "
+                    "axis lists, found a list of %d", axes->list.n);
+    int ax[2][FC_MAX_DIMS], n[2];
+    for (int k = 0; k < 2; k++) {
+        const fcf_value *item = &axes->list.items[k];
+        bool list = item->kind == V_LIST;
+        n[k] = list ? item->list.n : 1;
+        if (n[k] > FC_MAX_DIMS)
+            return berr(b, pos, FC_ERR_AXIS, "tensordot: %d axes (at most %d)", n[k],
+                        FC_MAX_DIMS);
+        for (int i = 0; i < n[k]; i++)
+            if ((st = to_small_int(b, pos, list ? &item->list.items[i] : item, "axis",
+                                   &ax[k][i])) != FC_OK)
+                return st;
+    }
+    if (n[0] != n[1])
+        return berr(b, pos, FC_ERR_SHAPE, "tensordot: shape-mismatch for sum: %d axes of a, %d "
+                    "of b", n[0], n[1]);
+    return bcheck(b, e, fc_tensordot_axes(x, y, n[0], ax[0], ax[1]), out);
+}
+
+static fc_status eval_contract(fcf_builder *b, const fcf_expr *e, fcf_value *v,
+                               fcf_value *out) {
+    const fcf_func *fn = e->call.fn;
+    fc_status st;
+    for (int k = 0; k < e->call.n; k++)
+        if ((st = eval_arg(b, e, k, &v[k], V_NONE)) != FC_OK) return st;
+    if (e->call.method && (st = check_receiver(b, e, e->call.method, &v[0])) != FC_OK) return st;
+    if (fn->op == CT_EINSUM) {
+        if (v[0].kind != V_STR)
+            return berr(b, arg_pos(e, 0), FC_ERR_INVALID, "einsum: subscripts must be a string, "
+                        "found %s", vkind_name(&v[0]));
+        fc_array *ops[FCP_MAX_PARAMS];
+        int n = 0;
+        while (n + 1 < e->call.n && v[n + 1].kind != V_NONE) {
+            if ((st = to_array(b, arg_pos(e, n + 1), &v[n + 1], &ops[n])) != FC_OK) return st;
+            n++;
+        }
+        for (int k = n + 1; k < e->call.n; k++)
+            if (v[k].kind != V_NONE)
+                return berr(b, arg_pos(e, k), FC_ERR_INVALID, "einsum: x%d given without x%d",
+                            k, n + 1);
+        return bcheck(b, e, fc_einsum(b->ctx, v[0].s, ops, n), out);
+    }
+    fc_array *x, *y;
+    if ((st = to_array(b, arg_pos(e, 0), &v[0], &x)) != FC_OK) return st;
+    if (fn->op == CT_MATRIX_POWER) {
+        int64_t n = 0;
+        if ((st = to_int(b, arg_pos(e, 1), &v[1], "n", &n)) != FC_OK) return st;
+        return bcheck(b, e, fc_matrix_power(x, n), out);
+    }
+    if ((st = to_array(b, arg_pos(e, 1), &v[1], &y)) != FC_OK) return st;
+    if (fn->op == CT_TENSORDOT) return eval_tensordot(b, e, &v[2], x, y, out);
+    fc_array *(*const pair[])(fc_array *, fc_array *) = {
+        [CT_DOT] = fc_dot, [CT_VDOT] = fc_vdot, [CT_INNER] = fc_inner, [CT_OUTER] = fc_outer,
+        [CT_KRON] = fc_kron};
+    return bcheck(b, e, pair[fn->op](x, y), out);
+}
+
 static fc_status eval_composite(fcf_builder *b, const fcf_expr *e, fcf_value *v,
                                 fcf_value *out) {
     fc_ctx *ctx = b->ctx;
@@ -2966,6 +3056,7 @@ static fc_status eval_call(fcf_builder *b, const fcf_expr *e, fcf_value *out) {
     }
     switch (fn->kind) {
     case FK_COMPOSITE: return eval_composite(b, e, v, out);
+    case FK_CONTRACT: return eval_contract(b, e, v, out);
     case FK_EW_KERNEL:
     case FK_RED_KERNEL: return eval_kernel_decl(b, e, v, out);
     case FK_CAST: {

@@ -1121,6 +1121,70 @@ FC_API fc_array *fc_stack(fc_ctx *ctx, fc_array *const *arrays, int n, int axis)
 /** Matrix product as np.matmul (1-D and 2-D operands, and batches that broadcast); dtypes
  *  promote; accumulation is wide. */
 FC_API fc_array *fc_matmul(fc_array *a, fc_array *b);
+
+/* Contractions, as NumPy's. Composites (graph/contract.c): a pair of operands that shares an
+ * axis to sum is one fc_matmul (one cuBLAS batched GEMM on the GPU), its operands' axes
+ * grouped into [batch, M, K] x [batch, K, N] by views; what sums nothing is a broadcast
+ * multiply that fuses with its consumers. Operands are cast to the promotion of their dtypes
+ * (np.result_type; Python scalars count as the arrays np.asarray makes: int64, float64,
+ * complex128, bool), and the products accumulate in it, integers wrapping and bool giving
+ * any of the ands, as NumPy's loops do. Errors are poisoned arrays whose message names the
+ * function: FC_ERR_SHAPE where NumPy raises for shapes, FC_ERR_AXIS for a bad axis,
+ * FC_ERR_VALUE for a bad einsum subscripts string. */
+
+/** np.dot(a, b): for 1-d operands their inner product (0-d); a 0-d operand multiplies;
+ *  otherwise the sum over a's last axis and b's second-to-last (its only one when 1-d), with
+ *  shape a.shape[:-1] + b.shape[:-2] + b.shape[-1:]. FC_ERR_SHAPE when those extents differ
+ *  ("shapes ... not aligned"). */
+FC_API fc_array *fc_dot(fc_array *a, fc_array *b);
+/** np.vdot(a, b): the 0-d sum of conj(a) * b over both flattened (sizes must be equal,
+ *  else FC_ERR_SHAPE). */
+FC_API fc_array *fc_vdot(fc_array *a, fc_array *b);
+/** np.inner(a, b): the sum over the last axes of both (a 0-d operand multiplies), shape
+ *  a.shape[:-1] + b.shape[:-1]. */
+FC_API fc_array *fc_inner(fc_array *a, fc_array *b);
+/** np.outer(a, b): a flattened times b flattened, [a.size, b.size] (a broadcast multiply,
+ *  with np.multiply's dtype). */
+FC_API fc_array *fc_outer(fc_array *a, fc_array *b);
+/** np.tensordot(a, b, axes) with an integer: sums a's last `axes` axes against b's first
+ *  `axes` ones (none when axes <= 0, as NumPy: an outer product). The result holds a's other
+ *  axes, then b's. FC_ERR_AXIS when either has fewer axes, FC_ERR_SHAPE when paired extents
+ *  differ. */
+FC_API fc_array *fc_tensordot(fc_array *a, fc_array *b, int axes);
+/** np.tensordot(a, b, (axes_a, axes_b)): sums a's axis axes_a[i] against b's axes_b[i] for
+ *  i < n (negative axes count from the end). FC_ERR_AXIS for an axis out of range or repeated
+ *  in one list, FC_ERR_SHAPE when paired extents differ ("shape-mismatch for sum"),
+ *  FC_ERR_INVALID for n outside 0..FC_MAX_DIMS, FC_ERR_NULL for a NULL list with n > 0. */
+FC_API fc_array *fc_tensordot_axes(fc_array *a, fc_array *b, int n, const int *axes_a,
+                                   const int *axes_b);
+/** np.einsum(subscripts, *operands) over n operands (1 to 64): one comma-separated term of
+ *  letters per operand, then optionally "->" and the output's letters (spaces are ignored).
+ *  A letter repeated within a term takes that operand's diagonal; a letter missing from the
+ *  output is summed; "..." stands for an operand's dimensions that no letter names, which
+ *  broadcast against the other operands' (right-aligned). Without "->" the output is "..."
+ *  (when an ellipsis stands for any dimension) then the letters used once, in ASCII order
+ *  (capitals first), as NumPy's implicit mode. An extent of 1 broadcasts against a longer
+ *  one of the same letter, as in NumPy. Operands contract two at a time, the pair whose
+ *  result is smallest first; a result, or any intermediate, of more than FC_MAX_DIMS
+ *  dimensions is refused (FC_ERR_SHAPE for the result, FC_ERR_UNSUPPORTED when no order
+ *  keeps the intermediates within it).
+ *  @return the result, poisoned with FC_ERR_VALUE (a character that is not a letter, a '.'
+ *  outside "...", a malformed "->", more or fewer terms than operands, an output letter
+ *  that no input has or that repeats, no operands), FC_ERR_SHAPE (a term names more or fewer
+ *  dimensions than its operand has and no "..." takes the rest, extents of a letter that
+ *  differ, broadcast dimensions with no "..." in an explicit output), FC_ERR_NULL,
+ *  FC_ERR_CONTEXT, or a poisoned operand's status. */
+FC_API fc_array *fc_einsum(fc_ctx *ctx, const char *subscripts, fc_array *const *operands,
+                           int n);
+/** np.kron(a, b): the Kronecker product, both padded with leading axes to the larger rank
+ *  (a broadcast multiply and views, with np.multiply's dtype). At most 4 dimensions
+ *  (FC_ERR_UNSUPPORTED beyond: the product interleaves twice the rank). */
+FC_API fc_array *fc_kron(fc_array *a, fc_array *b);
+/** np.linalg.matrix_power(a, n) for n >= 0: the identity (broadcast over a's batch) for 0,
+ *  else products of matmuls by NumPy's binary decomposition. a has at least 2 dimensions and
+ *  square last two (else FC_ERR_SHAPE). A negative n needs an inverse fusec does not have:
+ *  FC_ERR_UNSUPPORTED. */
+FC_API fc_array *fc_matrix_power(fc_array *a, int64_t n);
 /** Discrete Fourier transform along `axis` (negative counts from the end), as np.fft.fft and
  *  np.fft.ifft with n=None and norm="backward": fc_ifft scales by 1 / n, rounded as NumPy
  *  rounds it (to f16 for an f16 input, f32 for f32 and c64). The result is complex with a's

@@ -942,6 +942,53 @@ static fc_array *rd_matmul(rd *r) {
     return fc_matmul(a, nd == 2 ? fc_transpose(a) : a);
 }
 
+/* A contraction (graph/contract.c): einsum over one or two pool arrays with random
+ * subscripts (a letter repeated in an operand takes a diagonal of equal extents; one shared
+ * with the other operand pairs axes of equal extent or of extent 1, which broadcasts; a
+ * random subset of the letters in a random order is the output, or none: the implicit one),
+ * or now and then dot, tensordot, outer or kron, whose refusals are discarded like any. */
+static fc_array *rd_contract(rd *r) {
+    fc_array *in[2] = {rd_pick(r), rd_pick(r)};
+    switch (rd_below(r, 8)) {
+    case 0: return fc_dot(in[0], in[1]);
+    case 1: return fc_tensordot(in[0], in[1], rd_range(r, 0, 2));
+    case 2: return rd_chance(r, 50) ? fc_outer(in[0], in[1]) : fc_kron(in[0], in[1]);
+    default: break;
+    }
+    int nops = rd_range(r, 1, 2), nlet = 0;
+    int64_t ext[2 * FC_MAX_DIMS];
+    char subs[3 * FC_MAX_DIMS + 8], *p = subs;
+    for (int k = 0; k < nops; k++) {
+        fc_shape s = fc_array_shape(in[k]);
+        int64_t own[2 * FC_MAX_DIMS]; /* this operand's extent of each letter; -1: not its */
+        for (int l = 0; l < 2 * FC_MAX_DIMS; l++) own[l] = -1;
+        if (k) *p++ = ',';
+        for (int d = 0; d < s.ndim; d++) {
+            int64_t e = s.dim[d];
+            int l = rd_below(r, nlet + 1);
+            bool ok = l < nlet &&
+                      (own[l] >= 0 ? own[l] == e : ext[l] == e || ext[l] == 1 || e == 1);
+            if (!ok) l = nlet++;
+            if (!ok || ext[l] == 1) ext[l] = e;
+            own[l] = e;
+            *p++ = (char)('a' + l);
+        }
+    }
+    if (rd_chance(r, 70)) {
+        int order[2 * FC_MAX_DIMS], n = 0;
+        for (int l = 0; l < nlet; l++)
+            if (rd_chance(r, 50) && n < FC_MAX_DIMS) order[n++] = l;
+        for (int i = n - 1; i > 0; i--) { /* Fisher-Yates */
+            int j = rd_below(r, i + 1), t = order[i];
+            order[i] = order[j], order[j] = t;
+        }
+        *p++ = '-', *p++ = '>';
+        for (int i = 0; i < n; i++) *p++ = (char)('a' + order[i]);
+    }
+    *p = '\0';
+    return fc_einsum(r->ctx, subs, in, nops);
+}
+
 /* fft or ifft along a random axis (a library call, like matmul; a real input is cast to
  * complex first, and an empty axis is refused, as NumPy refuses it); or a member of the
  * np.fft family (graph/fft.c's composites: n, norm, the real and n-dimensional transforms,
@@ -1009,7 +1056,7 @@ static fc_array *rd_step(rd *r) {
     if (c < 88) return o->views ? rd_view(r) : NULL;
     if (c < 94) return o->composites ? rd_composite(r) : NULL;
     if (c < 98) return o->sources ? rd_source(r) : NULL;
-    if (c < 99) return o->matmul ? rd_matmul(r) : NULL;
+    if (c < 99) return !o->matmul ? NULL : rd_chance(r, 50) ? rd_matmul(r) : rd_contract(r);
     return o->fft ? rd_fft(r) : o->matmul ? rd_matmul(r) : NULL;
 }
 

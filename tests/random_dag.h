@@ -33,7 +33,10 @@
  *     round, nan_to_num, heaviside, float_power, deg2rad, sinc, ...), whose graphs mix
  *     views, reductions and where-chains in ways hand-written ops rarely do;
  *   - optionally a matmul and an fft / ifft along one axis (library calls, so fusion must cut
- *     around them; fft of an empty axis is refused, as NumPy refuses it);
+ *     around them; fft of an empty axis is refused, as NumPy refuses it), and with matmul the
+ *     contractions built on it (graph/contract.c: einsum with random subscripts, with
+ *     diagonals, broadcasting letters, sums and transposed layouts; dot, tensordot, outer,
+ *     kron);
  *   - sorts (graph/sort.c, graph/sort_ops.c): sort, argsort, partition and argpartition along
  *     an axis or of the flattened array, unique, and the generator's permutation, shuffle and
  *     choice (library calls too; under gpu_safe, below, only where every backend breaks ties

@@ -1,9 +1,10 @@
 /*
- * tests/test_composite.c - the composite functions (graph/composite.c) against NumPy 2.4, their
- * .fc spellings, their fusion, their errors and their memory behaviour.
+ * tests/test_composite.c - the composite functions (graph/composite.c, graph/contract.c)
+ * against NumPy 2.4, their .fc spellings, their fusion, their errors and their memory behaviour.
  *
- * The reference cases are tests/data/ops_composite.txt, written by tests/gen_composite.py in
- * tests/gen_reference.py's format (whose docstring describes it), with two additions: an op
+ * The reference cases are tests/data/ops_composite.txt and ops_contract.txt, written by
+ * tests/gen_composite.py and tests/gen_contract.py in tests/gen_reference.py's format (whose
+ * docstring describes it; gen_contract.py's names its ops' arguments), with two additions: an op
  * with several results (`o meshgrid N ...`, `o split N ...`, `o split_at N ...`) fills N
  * registers, and `o pick %K` repeats register K so the next `x` checks it. An `err` also
  * checks that the message names the function (not a primitive it is built from). Values are
@@ -75,6 +76,7 @@ static int build_multi(run *r, reff_tokens *t, const char *name, fc_array **regs
 
 typedef fc_array *(*reduce_fn)(fc_array *, fc_axes, bool);
 typedef fc_array *(*unary_fn)(fc_array *);
+typedef fc_array *(*binary_fn)(fc_array *, fc_array *);
 
 static fc_array *build_op(run *r, reff_tokens *t, const char *name, fc_array **regs, int nreg) {
     fc_ctx *ctx = r->ctx;
@@ -173,6 +175,41 @@ static fc_array *build_op(run *r, reff_tokens *t, const char *name, fc_array **r
         fc_array *a = reff_need_reg(t, regs, nreg), *b = reff_need_reg(t, regs, nreg);
         return name[0] == 'h' ? fc_heaviside(a, b) : fc_float_power(a, b);
     }
+    static const struct {
+        const char *name;
+        binary_fn fn;
+    } binary[] = {{"dot", fc_dot}, {"vdot", fc_vdot}, {"inner", fc_inner}, {"outer", fc_outer},
+                  {"kron", fc_kron}};
+    for (size_t i = 0; i < sizeof binary / sizeof *binary; i++)
+        if (strcmp(name, binary[i].name) == 0) {
+            fc_array *a = reff_need_reg(t, regs, nreg);
+            return binary[i].fn(a, reff_need_reg(t, regs, nreg));
+        }
+    if (strcmp(name, "tensordot") == 0 || strcmp(name, "tensordot_axes") == 0) {
+        fc_array *a = reff_need_reg(t, regs, nreg), *b = reff_need_reg(t, regs, nreg);
+        int n = (int)reff_need_int(t);
+        if (name[9] == '\0') return fc_tensordot(a, b, n);
+        int axes[2][FC_MAX_DIMS];
+        cr_assert(n >= 0 && n <= FC_MAX_DIMS);
+        for (int k = 0; k < 2; k++)
+            for (int i = 0; i < n; i++) axes[k][i] = (int)reff_need_int(t);
+        return fc_tensordot_axes(a, b, n, axes[0], axes[1]);
+    }
+    if (strcmp(name, "einsum") == 0) {
+        const char *subs = reff_need(t);
+        cr_assert_eq(subs[0], '=', "%s: einsum's subscripts follow '='", t->path);
+        char text[256];
+        snprintf(text, sizeof text, "%s", subs + 1);
+        int n = (int)reff_need_int(t);
+        fc_array *ops[MAX_REGS];
+        cr_assert(n >= 1 && n <= MAX_REGS);
+        for (int i = 0; i < n; i++) ops[i] = reff_need_reg(t, regs, nreg);
+        return fc_einsum(ctx, text, ops, n);
+    }
+    if (strcmp(name, "matrix_power") == 0) {
+        fc_array *a = reff_need_reg(t, regs, nreg);
+        return fc_matrix_power(a, reff_need_int(t));
+    }
     cr_assert_fail("%s: unknown op '%s'", t->path, name);
     return NULL;
 }
@@ -256,29 +293,43 @@ static void run_file(run *r, const char *file) {
     reff_close(&t);
 }
 
-static void run_reference(fc_backend backend) {
+static void run_reference(fc_backend backend, const char *file, int min_cases) {
     run r;
     memset(&r, 0, sizeof r);
     r.backend = backend;
-    run_file(&r, "ops_composite.txt");
-    cr_log_info("ops_composite.txt (%s): %d cases, %d checks, %d failures",
+    run_file(&r, file);
+    cr_log_info("%s (%s): %d cases, %d checks, %d failures", file,
                 backend == FC_BACKEND_HOST ? "host" : "cuda", r.rep.cases, r.rep.checks,
                 r.rep.failures);
-    cr_expect_geq(r.rep.cases, 380, "only %d cases", r.rep.cases);
+    cr_expect_geq(r.rep.cases, min_cases, "only %d cases", r.rep.cases);
     cr_assert_eq(r.rep.failures, 0, "%d of %d checks disagree with NumPy (first %d logged)",
                  r.rep.failures, r.rep.checks, REFF_MAX_REPORTS);
 }
 
-Test(composite, numpy_reference) { run_reference(FC_BACKEND_HOST); }
+Test(composite, numpy_reference) { run_reference(FC_BACKEND_HOST, "ops_composite.txt", 380); }
 
-/* The same cases through the GPU's kernels (fused composites included), where there is one. */
-Test(composite, numpy_reference_on_the_gpu) {
+/* The contractions (graph/contract.c): tests/gen_contract.py's cases. */
+Test(composite, contract_numpy_reference) {
+    run_reference(FC_BACKEND_HOST, "ops_contract.txt", 600);
+}
+
+static bool have_gpu(const char *test) {
     int n = 0;
-    if (fc_device_count(&n) != FC_OK || n == 0) {
-        fprintf(stderr, "composite: SKIPPED 1 test (no CUDA device): numpy_reference_on_the_gpu\n");
-        cr_skip_test("no CUDA device");
-    }
-    run_reference(FC_BACKEND_CUDA);
+    if (fc_device_count(&n) == FC_OK && n > 0) return true;
+    fprintf(stderr, "composite: SKIPPED 1 test (no CUDA device): %s\n", test);
+    return false;
+}
+
+/* The same cases through the GPU's kernels and cuBLAS (fused composites included), where
+ * there is one. */
+Test(composite, numpy_reference_on_the_gpu) {
+    if (!have_gpu("numpy_reference_on_the_gpu")) cr_skip_test("no CUDA device");
+    run_reference(FC_BACKEND_CUDA, "ops_composite.txt", 380);
+}
+
+Test(composite, contract_numpy_reference_on_the_gpu) {
+    if (!have_gpu("contract_numpy_reference_on_the_gpu")) cr_skip_test("no CUDA device");
+    run_reference(FC_BACKEND_CUDA, "ops_contract.txt", 600);
 }
 
 /* ---- .fc spellings: the parser builds the very nodes the C API does --------------------- */
@@ -455,6 +506,54 @@ static fc_array *b_split_at(fc_ctx *c, fc_array *x, fc_array *v, fc_array *j) {
     fc_split_at(v, 2, (const int64_t[]){1, -1}, 0, out);
     return out[2];
 }
+static fc_array *b_dot(fc_ctx *c, fc_array *x, fc_array *v, fc_array *j) {
+    (void)c, (void)v;
+    return fc_dot(x, j);
+}
+static fc_array *b_vdot(fc_ctx *c, fc_array *x, fc_array *v, fc_array *j) {
+    (void)c, (void)v, (void)j;
+    return fc_vdot(x, x);
+}
+static fc_array *b_inner(fc_ctx *c, fc_array *x, fc_array *v, fc_array *j) {
+    (void)c, (void)x, (void)v;
+    return fc_inner(j, j);
+}
+static fc_array *b_outer(fc_ctx *c, fc_array *x, fc_array *v, fc_array *j) {
+    (void)c, (void)x;
+    return fc_outer(v, j);
+}
+static fc_array *b_kron(fc_ctx *c, fc_array *x, fc_array *v, fc_array *j) {
+    (void)c, (void)x;
+    return fc_kron(v, j);
+}
+static fc_array *b_tensordot2(fc_ctx *c, fc_array *x, fc_array *v, fc_array *j) {
+    (void)c, (void)v, (void)j;
+    return fc_tensordot(x, x, 2);
+}
+static fc_array *b_tensordot0(fc_ctx *c, fc_array *x, fc_array *v, fc_array *j) {
+    (void)c, (void)x, (void)j;
+    return fc_tensordot(v, v, 0);
+}
+static fc_array *b_tensordot_axes(fc_ctx *c, fc_array *x, fc_array *v, fc_array *j) {
+    (void)c, (void)v, (void)j;
+    return fc_tensordot_axes(x, x, 2, (const int[]){1, 0}, (const int[]){1, 0});
+}
+static fc_array *b_tensordot_pair(fc_ctx *c, fc_array *x, fc_array *v, fc_array *j) {
+    (void)c, (void)v;
+    return fc_tensordot_axes(x, j, 1, (const int[]){1}, (const int[]){0});
+}
+static fc_array *b_einsum(fc_ctx *c, fc_array *x, fc_array *v, fc_array *j) {
+    (void)v;
+    return fc_einsum(c, "ij,j->i", (fc_array *[]){x, j}, 2);
+}
+static fc_array *b_einsum3(fc_ctx *c, fc_array *x, fc_array *v, fc_array *j) {
+    (void)x, (void)v;
+    return fc_einsum(c, "i,i,i", (fc_array *[]){j, j, j}, 3);
+}
+static fc_array *b_matrix_power(fc_ctx *c, fc_array *x, fc_array *v, fc_array *j) {
+    (void)c, (void)x, (void)j;
+    return fc_matrix_power(fc_outer(v, v), 3);
+}
 
 static const fc_case fc_cases[] = {
     {"y = identity(3, dtype=f32)", b_identity},
@@ -503,6 +602,20 @@ static const fc_case fc_cases[] = {
     {"y = x.repeat(3, axis=-1)", b_repeat},
     {"y = x.diagonal(offset=1, axis1=1, axis2=0)", b_diagonal},
     {"y = x.trace(-1)", b_trace},
+    {"y = dot(x, j)", b_dot},
+    {"y = x.dot(j)", b_dot},
+    {"y = vdot(x, b=x)", b_vdot},
+    {"y = inner(j, j)", b_inner},
+    {"y = outer(v, j)", b_outer},
+    {"y = kron(v, j)", b_kron},
+    {"y = tensordot(x, x)", b_tensordot2},
+    {"y = linalg.tensordot(v, v, 0)", b_tensordot0},
+    {"y = tensordot(x, x, axes=([1, 0], [1, 0]))", b_tensordot_axes},
+    {"y = tensordot(x, j, axes=(1, 0))", b_tensordot_pair},
+    {"y = einsum(\"ij,j->i\", x, j)", b_einsum},
+    {"y = einsum(\"i,i,i\", j, j, j)", b_einsum3},
+    {"y = linalg.matrix_power(outer(v, v), 3)", b_matrix_power},
+    {"y = matrix_power(outer(v, v), n=3)", b_matrix_power},
 };
 
 Test(composite, fc_spellings_build_the_c_api_graph) {
@@ -555,6 +668,17 @@ Test(composite, fc_spelling_errors) {
         {"y = nan_to_num(x, posinf=x)", "posinf"},
         {"y = roll(x, [1, 2, 3], axis=[0, 1])", "shift"},
         {"y = (2.5).round()", "needs an array"},
+        {"y = einsum(x, x)", "must be a string"},
+        {"y = einsum(\"ij,jk\", x1=x, x3=x)", "x3 given without x2"},
+        {"y = einsum(\"ij->ii\", x)", "more than once"},
+        {"y = einsum(\"ij,jk\", x)", "name 2"},
+        {"y = tensordot(x, x, axes=[[0], [0], [1]])", "pair"},
+        {"y = tensordot(x, x, axes=([0, 1], [0]))", "shape-mismatch"},
+        {"y = tensordot(x, x, axes=1.5)", "axes"},
+        {"y = fft.dot(x, x)", "not a function of fft"},
+        {"y = dot(x, x)", "not aligned"},
+        {"y = matrix_power(x, 2)", "square"},
+        {"y = matrix_power(x, n=x)", "n must be an integer"},
     };
     for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
         char text[256];
@@ -634,7 +758,101 @@ Test(composite, composites_plan_one_kernel) {
     fc_ctx_destroy(ctx);
 }
 
+/* A contraction whose operands are laid out as its GEMM reads them is one library call and
+ * no copy: matmul reads them where they are, a transposed one through cuBLAS's flag. What
+ * sums nothing, or only batched inner products, is one fused kernel. */
+Test(composite, contractions_plan_one_kernel) {
+    fc_ctx *ctx = tu_host_ctx();
+    fc_scope *s = fc_scope_open(ctx);
+    fc_array *a = wl_input(ctx, 0, FC_F32, FC_SHAPE(64, 32));
+    fc_array *b = wl_input(ctx, 1, FC_F32, FC_SHAPE(32, 48));
+    fc_array *c = wl_input(ctx, 2, FC_F32, FC_SHAPE(48, 32));
+    fc_array *p = wl_input(ctx, 3, FC_F32, FC_SHAPE(8, 64, 32));
+    fc_array *q = wl_input(ctx, 4, FC_F32, FC_SHAPE(8, 32, 16));
+    fc_array *r = wl_input(ctx, 5, FC_F32, FC_SHAPE(8, 16, 32));
+    fc_array *v = wl_input(ctx, 6, FC_F32, FC_SHAPE(32));
+    const int lib = FCP_KERNEL_LIB;
+    expect_one_kernel(ctx, "dot", fc_dot(a, b), lib);
+    expect_one_kernel(ctx, "dot(matrix, vector)", fc_dot(a, v), lib);
+    expect_one_kernel(ctx, "inner", fc_inner(a, c), lib);
+    expect_one_kernel(ctx, "tensordot", fc_tensordot(a, b, 1), lib);
+    expect_one_kernel(ctx, "ij,jk->ik", fc_einsum(ctx, "ij,jk->ik", (fc_array *[]){a, b}, 2), lib);
+    expect_one_kernel(ctx, "ij,kj->ik", fc_einsum(ctx, "ij,kj->ik", (fc_array *[]){a, c}, 2), lib);
+    expect_one_kernel(ctx, "ji,jk->ik", fc_einsum(ctx, "ji,jk->ik", (fc_array *[]){b, b}, 2), lib);
+    expect_one_kernel(ctx, "bij,bjk->bik",
+                      fc_einsum(ctx, "bij,bjk->bik", (fc_array *[]){p, q}, 2), lib);
+    expect_one_kernel(ctx, "bij,bkj->bik",
+                      fc_einsum(ctx, "bij,bkj->bik", (fc_array *[]){p, r}, 2), lib);
+    expect_one_kernel(ctx, "outer", fc_outer(v, v), FCP_KERNEL_EW);
+    expect_one_kernel(ctx, "bij,bij->b", fc_einsum(ctx, "bij,bij->b", (fc_array *[]){p, p}, 2),
+                      FCP_KERNEL_REDUCE);
+    expect_one_kernel(ctx, "ij->", fc_einsum(ctx, "ij->", &a, 1), FCP_KERNEL_REDUCE);
+    fc_scope_close(s);
+    fc_ctx_destroy(ctx);
+}
+
 /* ---- the C API's edges ------------------------------------------------------------------ */
+
+/* The contractions' argument errors, which the NumPy cases cannot express. */
+Test(composite, contraction_arguments) {
+    fc_ctx *ctx = tu_host_ctx(), *other = tu_host_ctx();
+    fc_scope *s = fc_scope_open(ctx);
+    fc_array *x = fc_random_uniform(ctx, FC_F64, FC_SHAPE(3, 4), 1);
+    fc_array *y = fc_random_uniform(other, FC_F64, FC_SHAPE(4), 1);
+    static const struct {
+        const char *subs;
+        int n;
+        fc_status want;
+    } bad[] = {{"ij", 0, FC_ERR_VALUE}, {"ij", 65, FC_ERR_VALUE}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        fc_array *ops[65];
+        for (int k = 0; k < 65; k++) ops[k] = x;
+        fc_array *r = fc_einsum(ctx, bad[i].subs, ops, bad[i].n);
+        cr_expect_eq(fc_array_status(r), bad[i].want, "%s with %d operands: %s", bad[i].subs,
+                     bad[i].n, fc_array_errmsg(r));
+    }
+    cr_expect_null(fc_einsum(NULL, "ij", &x, 1));
+    cr_expect_eq(fc_array_status(fc_einsum(ctx, NULL, &x, 1)), FC_ERR_NULL);
+    cr_expect_eq(fc_array_status(fc_einsum(ctx, "ij", NULL, 1)), FC_ERR_NULL);
+    cr_expect_eq(fc_array_status(fc_einsum(ctx, "ij,j", (fc_array *[]){x, NULL}, 2)),
+                 FC_ERR_NULL);
+    cr_expect_eq(fc_array_status(fc_einsum(ctx, "ij,j", (fc_array *[]){x, y}, 2)),
+                 FC_ERR_CONTEXT);
+    cr_expect_eq(fc_array_status(fc_dot(x, y)), FC_ERR_CONTEXT);
+    /* spaces are ignored, as NumPy ignores them */
+    fc_array *want = fc_einsum(ctx, "ij,kj->ik", (fc_array *[]){x, x}, 2);
+    cr_expect_eq(fc_einsum(ctx, " i j , k j -> i k ", (fc_array *[]){x, x}, 2), want);
+    cr_expect_eq(fc_inner(x, x), want, "inner is the same graph");
+    /* 64 operands: NumPy's limit, contracted pairwise */
+    fc_array *ops[64];
+    char subs[200] = "";
+    for (int k = 0; k < 64; k++) {
+        ops[k] = fc_full(ctx, FC_F64, FC_SHAPE(2), 1.0 + (k == 5));
+        strcat(subs, k ? ",i" : "i");
+    }
+    strcat(subs, "->i");
+    double v[2];
+    cr_expect_eq(fc_read(fc_einsum(ctx, subs, ops, 64), v, 0, 2), FC_OK, "%s", fc_errmsg(ctx));
+    cr_expect(v[0] == 2.0 && v[1] == 2.0, "%g %g", v[0], v[1]);
+    /* intermediates beyond FC_MAX_DIMS in every order; a result of more dimensions */
+    fc_array *u = fc_ones(ctx, FC_F32, FC_SHAPE(1, 1, 1, 1, 1, 1, 1, 1));
+    fc_array *big = fc_einsum(ctx, "abcdefgh,abcdijkl,efghijkl->aei", (fc_array *[]){u, u, u},
+                              3);
+    cr_expect_eq(fc_array_status(big), FC_ERR_UNSUPPORTED, "%s", fc_array_errmsg(big));
+    fc_array *w = fc_ones(ctx, FC_F32, FC_SHAPE(1, 1, 1, 1, 1));
+    cr_expect_eq(fc_array_status(fc_einsum(ctx, "abcde,fghij", (fc_array *[]){w, w}, 2)),
+                 FC_ERR_SHAPE);
+    cr_expect_eq(fc_array_status(fc_tensordot(w, w, 0)), FC_ERR_SHAPE);
+    cr_expect_eq(fc_array_status(fc_tensordot_axes(x, x, 1, NULL, NULL)), FC_ERR_NULL);
+    cr_expect_eq(fc_array_status(fc_tensordot_axes(x, x, -1, NULL, NULL)), FC_ERR_INVALID);
+    cr_expect_eq(fc_array_status(fc_kron(w, w)), FC_ERR_UNSUPPORTED);
+    fc_array *m = fc_matrix_power(fc_eye(ctx, FC_F32, 3, 3, 0), -1);
+    cr_expect_eq(fc_array_status(m), FC_ERR_UNSUPPORTED);
+    cr_expect(strstr(fc_array_errmsg(m), "matrix_power") != NULL);
+    fc_scope_close(s);
+    fc_ctx_destroy(other);
+    fc_ctx_destroy(ctx);
+}
 
 Test(composite, multi_output_arguments) {
     fc_ctx *ctx = tu_host_ctx();
@@ -686,6 +904,21 @@ Test(composite, ownership_and_poison) {
     size_t live = ctx->live_nodes;
     fc_array *(*const unary[])(fc_array *) = {fc_deg2rad, fc_rad2deg, fc_sinc, fc_positive,
                                               fc_fabs};
+    fc_array *(*const binary[])(fc_array *, fc_array *) = {fc_dot, fc_vdot, fc_inner, fc_outer,
+                                                           fc_kron};
+    for (size_t i = 0; i < sizeof binary / sizeof *binary; i++) {
+        cr_expect_null(binary[i](NULL, NULL));
+        fc_array *p = binary[i](x, bad);
+        cr_expect_eq(p, bad, "a poisoned input is passed on");
+        fc_release(p);
+        p = binary[i](x, NULL);
+        cr_expect_eq(fc_array_status(p), FC_ERR_NULL);
+        fc_release(p);
+    }
+    fc_array *pe = fc_einsum(ctx, "ij,j", (fc_array *[]){x, bad}, 2);
+    cr_expect_eq(pe, bad, "einsum passes a poisoned operand on");
+    fc_release(pe);
+    cr_expect_eq(ctx->live_nodes, live, "%zu nodes left behind", ctx->live_nodes - live);
     for (size_t i = 0; i < sizeof unary / sizeof *unary; i++) {
         cr_expect_null(unary[i](NULL));
         fc_array *p = unary[i](bad);
@@ -704,7 +937,11 @@ Test(composite, ownership_and_poison) {
         fc_nanargmin(x, 1, false), fc_count_nonzero(x, FC_ALL, false),
         fc_logsumexp(x, FC_AXES(1), false), fc_allclose(x, x, 1e-5, 1e-8, true),
         fc_round(x, 3), fc_nan_to_num(x, 0, NULL, NULL), fc_heaviside(x, x),
-        fc_float_power(x, x), fc_identity(ctx, FC_F64, 4)};
+        fc_float_power(x, x), fc_identity(ctx, FC_F64, 4), fc_inner(x, x), fc_vdot(x, x),
+        fc_outer(x, x), fc_kron(x, x), fc_tensordot_axes(x, x, 1, (const int[]){0},
+                                                         (const int[]){0}),
+        fc_tensordot(x, x, 0), fc_einsum(ctx, "ij->j", &x, 1),
+        fc_einsum(ctx, "ij,ij,kj->k", (fc_array *[]){x, x, x}, 3)};
     for (size_t i = 0; i < sizeof made / sizeof *made; i++) {
         cr_expect_eq(fc_array_status(made[i]), FC_OK, "%zu: %s", i, fc_array_errmsg(made[i]));
         cr_expect_eq(made[i]->refs, 1, "result %zu has %u references", i, made[i]->refs);
@@ -719,6 +956,7 @@ Test(composite, ownership_and_poison) {
 
 /* Allocation failures anywhere inside the composites: FC_OK or FC_ERR_NOMEM, the same values
  * when it works, and nothing leaked. */
+#define FAULT_TERMS 10
 static fc_status fault_workload(fc_ctx *ctx, double *out) {
     fc_scope *s = fc_scope_open(ctx);
     if (!s) return FC_ERR_NOMEM;
@@ -742,17 +980,21 @@ static fc_status fault_workload(fc_ctx *ctx, double *out) {
         fc_cast(fc_count_nonzero(fc_isclose(x, fc_nan_to_num(x, 0, NULL, NULL), 1e-5, 0, true),
                                  FC_ALL, false), FC_F64),
         fc_sum(fc_diag(fc_repeat(fc_diagonal(x, 0, 0, 1), 2, 0), -1), FC_ALL, false),
+        fc_sum(fc_einsum(ctx, "ij,kj,k->i", (fc_array *[]){x, x, fc_arange(ctx, FC_F64, 0, 3, 1)},
+                         3), FC_ALL, false),
+        fc_sum(fc_kron(fc_outer(x, x), fc_tensordot(x, x, 2)), FC_ALL, false),
     };
-    fc_array *flat[8];
-    for (int i = 0; i < 8; i++) flat[i] = fc_reshape(fc_cast(terms[i], FC_F64), FC_SHAPE(1));
-    fc_array *acc = fc_concatenate(ctx, flat, 8, 0);
-    st = fc_read(acc, out, 0, 8);
+    fc_array *flat[FAULT_TERMS];
+    for (int i = 0; i < FAULT_TERMS; i++)
+        flat[i] = fc_reshape(fc_cast(terms[i], FC_F64), FC_SHAPE(1));
+    fc_array *acc = fc_concatenate(ctx, flat, FAULT_TERMS, 0);
+    st = fc_read(acc, out, 0, FAULT_TERMS);
     fc_scope_close(s);
     return st;
 }
 
 Test(composite, allocation_failures) {
-    double want[8], got[8];
+    double want[FAULT_TERMS], got[FAULT_TERMS];
     {
         fc_ctx *ctx = tu_host_ctx();
         cr_assert_eq(fault_workload(ctx, want), FC_OK, "%s", fc_errmsg(ctx));
@@ -776,7 +1018,7 @@ Test(composite, allocation_failures) {
         cr_assert_eq(ca.live, 0, "N=%ld: %ld blocks leaked", n, ca.live);
         cr_assert_eq(ca.size_mismatches, 0, "N=%ld: frees with the wrong size", n);
         if (st == FC_OK) {
-            for (int i = 0; i < 8; i++)
+            for (int i = 0; i < FAULT_TERMS; i++)
                 cr_assert(got[i] == want[i] || (isnan(got[i]) && isnan(want[i])),
                           "N=%ld: value %d is %g, not %g", n, i, got[i], want[i]);
             if (!ca.injected) break;

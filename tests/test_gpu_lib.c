@@ -1,6 +1,6 @@
 /*
  * tests/test_gpu_lib.c - library kernels on the GPU (matmul through cuBLAS, fft / ifft
- * through cuFFT) against the host reference backend.
+ * through cuFFT, and the contractions built on matmul) against the host reference backend.
  *
  * Each case builds the same program over the same random data in a host context and a CUDA
  * context, reads both results into buffers poisoned with 0xA5 bytes, and compares them.
@@ -325,6 +325,98 @@ Test(gpu_lib, matmul_host_fallbacks) {
     compare(fc_matmul(e1.h, e2.h), fc_matmul(e1.g, e2.g), TOL_MATMUL, 0, "M = 0");
     fc_scope_close(s2);
     fc_scope_close(s1);
+}
+
+/* ---- contractions (graph/contract.c) ---------------------------------------------------- */
+
+typedef struct einsum_case {
+    const char *subs;
+    int n;
+    fc_shape s[3];
+    int64_t k; /* the terms of a sum, for the tolerance (chains: their product, doubled) */
+} einsum_case;
+
+/* einsum, dot, tensordot, kron and matrix_power: their GEMMs through cuBLAS (transposed
+ * layouts through its flags, merged groups through stored copies), their fused multiplies and
+ * sums, and integer products (computed on the host by the CUDA backend) match the host. */
+Test(gpu_lib, contractions_match_the_host) {
+    SKIP_WITHOUT_GPU("contractions_match_the_host");
+    static const einsum_case cases[] = {
+        {"ij,jk->ik", 2, {FC_SHAPE(33, 17), FC_SHAPE(17, 29)}, 17},
+        {"ij,kj->ik", 2, {FC_SHAPE(33, 17), FC_SHAPE(29, 17)}, 17},
+        {"ji,jk->ik", 2, {FC_SHAPE(17, 33), FC_SHAPE(17, 29)}, 17},
+        {"ji,kj->ik", 2, {FC_SHAPE(17, 33), FC_SHAPE(29, 17)}, 17},
+        {"bij,bkj->bik", 2, {FC_SHAPE(4, 9, 17), FC_SHAPE(4, 11, 17)}, 17},
+        {"bij,jk->bik", 2, {FC_SHAPE(4, 9, 17), FC_SHAPE(17, 5)}, 17},
+        {"ijk,jkl->il", 2, {FC_SHAPE(6, 5, 7), FC_SHAPE(5, 7, 3)}, 35},
+        {"ijk,ljk->li", 2, {FC_SHAPE(6, 5, 7), FC_SHAPE(3, 5, 7)}, 35},
+        {"...ij,...jk->...ik", 2, {FC_SHAPE(2, 1, 5, 6), FC_SHAPE(3, 6, 4)}, 6},
+        {"bij,bij->b", 2, {FC_SHAPE(3, 5, 7), FC_SHAPE(3, 5, 7)}, 35},
+        {"i,j->ij", 2, {FC_SHAPE(7), FC_SHAPE(5)}, 1},
+        {"ii->i", 1, {FC_SHAPE(9, 9)}, 1},
+        {"ij->", 1, {FC_SHAPE(9, 13)}, 117},
+        {"i,ij,j->", 3, {FC_SHAPE(13), FC_SHAPE(13, 7), FC_SHAPE(7)}, 182},
+        {"ij,jk,kl->il", 3, {FC_SHAPE(5, 8), FC_SHAPE(8, 3), FC_SHAPE(3, 9)}, 48},
+        {"bn,anm,bm->ba", 3, {FC_SHAPE(2, 6), FC_SHAPE(3, 6, 5), FC_SHAPE(2, 5)}, 60},
+    };
+    rng_state = 5;
+    char what[256];
+    for (int di = 0; di < NFLOAT; di++) {
+        fc_dtype t = float_dtypes[di];
+        bool narrow = t == FC_F16 || t == FC_BF16;
+        for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+            /* a chain's intermediate may round to another f16 / bf16 neighbour, which the next
+             * product amplifies beyond a sum's tolerance (as matmul's chains above) */
+            if (narrow && cases[c].n > 2) continue;
+            fc_scope *s1 = fc_scope_open(hc), *s2 = fc_scope_open(gc);
+            fc_array *oh[3], *og[3];
+            for (int i = 0; i < cases[c].n; i++) {
+                pair x = input(t, cases[c].s[i]);
+                oh[i] = x.h, og[i] = x.g;
+            }
+            snprintf(what, sizeof what, "einsum(\"%s\") %s", cases[c].subs, fc_dtype_name(t));
+            compare(fc_einsum(hc, cases[c].subs, oh, cases[c].n),
+                    fc_einsum(gc, cases[c].subs, og, cases[c].n), TOL_MATMUL, cases[c].k, what);
+            fc_scope_close(s2);
+            fc_scope_close(s1);
+        }
+        fc_scope *s1 = fc_scope_open(hc), *s2 = fc_scope_open(gc);
+        pair a = input(t, FC_SHAPE(3, 8, 6)), b = input(t, FC_SHAPE(8, 6, 5));
+        snprintf(what, sizeof what, "dot %s", fc_dtype_name(t));
+        compare(fc_dot(a.h, b.h), fc_dot(a.g, b.g), TOL_MATMUL, 6, what);
+        snprintf(what, sizeof what, "tensordot axes ([2, 1], [1, 0]) %s", fc_dtype_name(t));
+        const int pa[2] = {2, 1}, pb[2] = {1, 0};
+        compare(fc_tensordot_axes(a.h, b.h, 2, pa, pb), fc_tensordot_axes(a.g, b.g, 2, pa, pb),
+                TOL_MATMUL, 48, what);
+        snprintf(what, sizeof what, "vdot %s", fc_dtype_name(t));
+        compare(fc_vdot(a.h, a.h), fc_vdot(a.g, a.g), TOL_MATMUL, 144, what);
+        pair m = input(t, FC_SHAPE(4, 5)), n = input(t, FC_SHAPE(3, 2));
+        snprintf(what, sizeof what, "kron %s", fc_dtype_name(t));
+        compare(fc_kron(m.h, n.h), fc_kron(m.g, n.g), TOL_MATMUL, 1, what);
+        if (!narrow) {
+            pair q = input(t, FC_SHAPE(2, 6, 6));
+            snprintf(what, sizeof what, "matrix_power 5 %s", fc_dtype_name(t));
+            compare(fc_mul(fc_matrix_power(q.h, 5), fc_f64(hc, 1.0 / 4096)),
+                    fc_mul(fc_matrix_power(q.g, 5), fc_f64(gc, 1.0 / 4096)), TOL_MATMUL,
+                    6 * 6 * 6 * 6 * 4, what);
+        }
+        fc_scope_close(s2);
+        fc_scope_close(s1);
+    }
+    /* integers and bool: cast to the promoted dtype, multiplied on the host, exactly */
+    static const fc_dtype exact[] = {FC_I8, FC_I32, FC_U16, FC_I64, FC_BOOL};
+    for (size_t i = 0; i < sizeof exact / sizeof *exact; i++) {
+        fc_scope *s1 = fc_scope_open(hc), *s2 = fc_scope_open(gc);
+        pair a = input(exact[i], FC_SHAPE(2, 5, 6)), b = input(exact[i], FC_SHAPE(7, 6));
+        snprintf(what, sizeof what, "einsum(\"bij,kj->bik\") %s", fc_dtype_name(exact[i]));
+        compare(fc_einsum(hc, "bij,kj->bik", (fc_array *[]){a.h, b.h}, 2),
+                fc_einsum(gc, "bij,kj->bik", (fc_array *[]){a.g, b.g}, 2), TOL_MATMUL, 6, what);
+        pair f = input(FC_F32, FC_SHAPE(6));
+        snprintf(what, sizeof what, "dot %s . f32", fc_dtype_name(exact[i]));
+        compare(fc_dot(a.h, f.h), fc_dot(a.g, f.g), TOL_MATMUL, 6, what);
+        fc_scope_close(s2);
+        fc_scope_close(s1);
+    }
 }
 
 /* ---- fft -------------------------------------------------------------------------------- */
