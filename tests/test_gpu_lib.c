@@ -306,9 +306,10 @@ Test(gpu_lib, matmul_transposed_operands) {
             }
 }
 
-/* What cuBLAS does not do runs on the host inside the CUDA backend, and still matches. */
-Test(gpu_lib, matmul_host_fallbacks) {
-    SKIP_WITHOUT_GPU("matmul_host_fallbacks");
+/* What cuBLAS does not take still matches: integer and bool matmuls (simplify makes them a
+ * reduction), mixed float operands (cast to the loop dtype first), K = 0 (the host). */
+Test(gpu_lib, matmul_beyond_cublas) {
+    SKIP_WITHOUT_GPU("matmul_beyond_cublas");
     rng_state = 3;
     fc_scope *s1 = fc_scope_open(hc), *s2 = fc_scope_open(gc);
     static const fc_dtype ints[] = {FC_I32, FC_I8, FC_U16, FC_I64, FC_BOOL};
