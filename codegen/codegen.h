@@ -103,10 +103,22 @@ typedef struct fcx_tuning {
 extern const fcx_tuning fcx_default_tuning;
 
 /* Elements of one tile of a scan with an accumulator of acc_bytes (the prelude's
- * FCX_SCAN_TILE_OF): a tile sits in shared memory, so wider accumulators take fewer. */
+ * FCX_SCAN_TILE_OF): wider accumulators take proportionally fewer. */
 static inline long long fcx_scan_tile(const fcx_tuning *t, size_t acc_bytes) {
     long long n = acc_bytes <= 4 ? t->scan_tile : t->scan_tile * 4 / (long long)acc_bytes;
     return n > 0 ? n : 1;
+}
+
+/* Bytes of a tiled scan's status words for ntiles tiles (the prelude's fcx_scan_publish):
+ * they follow the scratch's 16 bytes of counters and are zero between launches. */
+static inline size_t fcx_scan_status_bytes(size_t acc_bytes, long long ntiles) {
+    return (size_t)ntiles * (acc_bytes <= 4 ? 8 : acc_bytes <= 8 ? 16 : 4);
+}
+/* The whole scratch of a tiled scan: counters, status words and, for accumulators wider than
+ * 8 bytes, each tile's total and inclusive prefix. */
+static inline size_t fcx_scan_scratch_bytes(size_t acc_bytes, long long ntiles) {
+    if (acc_bytes <= 8) return 16 + fcx_scan_status_bytes(acc_bytes, ntiles);
+    return 16 + ((size_t)ntiles * 4 + 15) / 16 * 16 + 2 * (size_t)ntiles * acc_bytes;
 }
 
 /* The pieces a long reduction is split into (the prelude's fcx_split): items independent

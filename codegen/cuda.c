@@ -2060,8 +2060,10 @@ static int scan_input(gen *g, const char *flat, ix *idx) {
 
 /* Stores the scan's value `val` (a variable of the accumulator's dtype) at flat index `flat`,
  * then the epilogue's outputs at that element (fusion merged them in: they read the scan only
- * there, so its value is this one). idx: the element's index, or NULL to decode it here. */
-static void scan_emit(gen *g, int val, const char *flat, const ix *idx) {
+ * there, so its value is this one). idx: the element's index, or NULL to decode it here. A
+ * compaction (COMPRESS) instead stores the element's value (in[1]) at place val - 1 where
+ * the running count steps up from `prev`, the count before the element. */
+static void scan_emit(gen *g, int val, const char *flat, const ix *idx, const char *prev) {
     const fcp_kernel *k = g->k;
     const fc_array *r = scan_of(k);
     ix own;
@@ -2070,6 +2072,18 @@ static void scan_emit(gen *g, int val, const char *flat, const ix *idx) {
         decode(g, flat, "c", k->ndim, k->space, all, true, NULL);
         identity_index(g, &own, k->ndim, "c");
         idx = &own;
+    }
+    if (r->op == FCG_OP_COMPRESS) {
+        line(g, "if (v%d != %s) {", val, prev);
+        g->indent++;
+        scope_push(g);
+        int y = eval(g, r->in[1], idx);
+        y = convert(g, y, (fc_dtype)r->in[1]->dtype, (fc_dtype)r->dtype);
+        store(g, r, 0, y, str(g, "(idx_t)(v%d - 1)", val));
+        scope_pop(g);
+        g->indent--;
+        line(g, "}");
+        return;
     }
     int y = convert(g, val, acc_mean_dtype(r), (fc_dtype)r->dtype);
     store(g, r, 0, y, flat);
@@ -2084,10 +2098,12 @@ static void scan_step(gen *g, const char *acc, const char *flat) {
     scope_push(g);
     ix idx;
     int v = scan_input(g, flat, &idx);
+    int before = new_var(g);
+    line(g, "const fcx_ct_%s v%d = %s;", dt(acc_mean_dtype(r)), before, acc);
     line(g, "%s = %s;", acc, scan_combine(g, r, acc, str(g, "v%d", v)));
     int w = new_var(g);
     line(g, "const fcx_ct_%s v%d = %s;", dt(acc_mean_dtype(r)), w, acc);
-    scan_emit(g, w, flat, &idx);
+    scan_emit(g, w, flat, &idx, str(g, "v%d", before));
     scope_pop(g);
 }
 
@@ -2126,14 +2142,19 @@ static void gen_scan_lines(gen *g) {
     gen_scan_lines_body(g);
 }
 
-/* A tile: its elements (the prologue applied) are loaded into shared memory in coalesced
- * strides, each thread scans its own run of consecutive elements there, the warps' and the
- * threads' totals give each run its offset, and the tile's prefix comes from the look-back;
- * the running values go back to shared memory and out in coalesced strides with the
- * epilogue. The look-back takes the whole block: thread t reads the status of the t-th tile
- * before, the block finds the nearest one with its inclusive prefix published and combines
- * that with the totals of the tiles between, a window of blockDim tiles at a time. Each
- * global element is read once and written once. */
+/* A tile: each warp takes its own chunk of consecutive elements, loads them (the prologue
+ * applied) in coalesced strides, every load before any store to shared memory, and passes
+ * them through its part of shared memory so that each thread holds a run of consecutive
+ * elements in registers and scans it there; the warp's inclusive scan of its runs' totals
+ * (shuffles) gives each run its offset in the chunk. One barrier; then warp 0 scans the
+ * warps' totals, publishes the tile's total and finds the prefix of the tiles before it:
+ * lane l reads the status of the l-th tile before, the warp waits until each has at least its
+ * total, takes the nearest one with its inclusive prefix (a ballot) and combines it with the
+ * totals in between, a window of a warp's tiles at a time (decoupled look-back); it
+ * publishes the inclusive prefix and takes the block's next ticket. A second barrier; each
+ * warp then writes its running values back through its part of shared memory and out in
+ * coalesced strides with the epilogue. Two barriers a tile; each element is read once and
+ * written once. */
 static void gen_scan_tiles(gen *g) {
     const fcp_kernel *k = g->k;
     const fc_array *r = scan_of(k);
@@ -2147,45 +2168,40 @@ static void gen_scan_tiles(gen *g) {
     line(g, "return;");
     g->indent--;
     line(g, "}");
-    line(g, "const idx_t TS = FCX_SCAN_TILE_OF(sizeof(fcx_ct_%s));", A);
-    line(g, "__shared__ fcx_ct_%s s_val[FCX_SCAN_PAD(FCX_SCAN_TILE_OF(sizeof(fcx_ct_%s)))];", A, A);
+    line(g, "typedef fcx_ct_%s acc_t;", A);
+    line(g, "constexpr int NT = FCX_SCAN_THREADS;");
+    line(g, "constexpr int NW = (NT + FCX_WARP - 1) / FCX_WARP;");
+    line(g, "constexpr int IT = (int)((FCX_SCAN_TILE_OF(sizeof(acc_t)) + NT - 1) / NT);");
+    line(g, "constexpr int CH = FCX_WARP * IT; /* a warp's chunk */");
+    line(g, "constexpr long long TS = FCX_SCAN_TILE_OF(sizeof(acc_t)); /* <= NW * CH */");
+    line(g, "__shared__ acc_t s_val[FCX_SCAN_PAD(NW * CH)];");
+    line(g, "__shared__ acc_t s_tot[NW], s_exc[NW], s_prefix;");
+    line(g, "__shared__ long long s_next;");
+    line(g, "__shared__ bool s_last;");
     line(g, "const long long T = ((long long)L + TS - 1) / TS;");
     line(g, "const long long ntiles = (long long)O * T;");
-    /* scratch: ticket and exit counters, a status word per tile, then the tiles' totals and
-     * inclusive prefixes (fcx_launch_config sizes it the same way) */
+    /* scratch: ticket and exit counters, then the status words (fcx_launch_config sizes it
+     * with fcx_scan_scratch_bytes) */
     line(g, "unsigned *const cnt = (unsigned *)p.ptr[%d];", k->nleaf + k->nout);
-    line(g, "unsigned *const flag = cnt + 4;");
-    line(g, "fcx_ct_%s *const agg = (fcx_ct_%s *)((unsigned char *)cnt + "
-            "fcx_align16(16 + ntiles * 4));", A, A);
-    line(g, "fcx_ct_%s *const inc = agg + ntiles;", A);
-    line(g, "__shared__ long long s_tile;");
-    line(g, "__shared__ fcx_ct_%s s_warp[32], s_look[32];", A);
-    line(g, "__shared__ fcx_ct_%s s_prefix;", A);
-    line(g, "__shared__ int s_near[32];");
-    line(g, "__shared__ bool s_last;");
+    line(g, "unsigned char *const status = (unsigned char *)cnt + 16;");
     line(g, "const int lane = threadIdx.x %% FCX_WARP, warp = threadIdx.x / FCX_WARP;");
-    line(g, "const int nwarp = (blockDim.x + FCX_WARP - 1) / FCX_WARP;");
-    line(g, "const idx_t per = (TS + blockDim.x - 1) / blockDim.x;");
+    line(g, "const int c0w = warp * CH; /* the warp's chunk in the tile */");
     /* tiles in ticket order: a tile's predecessors were taken by blocks already running */
+    line(g, "if (threadIdx.x == 0) s_next = (long long)fcx_atomic_add(&cnt[0], 1u);");
+    line(g, "__syncthreads();");
     line(g, "for (;;) {");
     g->indent++;
-    line(g, "if (threadIdx.x == 0) s_tile = (long long)fcx_atomic_add(&cnt[0], 1u);");
-    line(g, "__syncthreads();");
-    line(g, "const long long tile = s_tile;");
+    line(g, "const long long tile = s_next;");
     line(g, "if (tile >= ntiles) break;");
-    line(g, "const idx_t row = (idx_t)(tile / T), l0 = (idx_t)(tile %% T) * TS;");
-    line(g, "const idx_t len = L - l0 < TS ? L - l0 : TS;");
-    /* load: the prologue's values, coalesced, UN a thread before any is stored
-     * (a store to shared memory would otherwise hold back the next load: the compiler cannot
-     * tell the generic input pointers from the shared array) */
-    line(g, "constexpr int UN = FCX_SCAN_UNROLL_OF(sizeof(fcx_ct_%s));", A);
-    line(g, "for (idx_t j0 = threadIdx.x; j0 < len; j0 += UN * blockDim.x) {");
-    g->indent++;
-    line(g, "fcx_ct_%s u[UN];", A);
+    line(g, "const idx_t row = (idx_t)(tile / T), l0 = (idx_t)(tile %% T * TS);");
+    line(g, "const idx_t len = L - l0 < (idx_t)TS ? L - l0 : (idx_t)TS;");
+    /* the warp's chunk, coalesced, every load before any store to shared memory (the
+     * compiler cannot tell the generic input pointers from the shared array) */
+    line(g, "acc_t u[IT];");
     line(g, "#pragma unroll");
-    line(g, "for (int k = 0; k < UN; k++) {");
+    line(g, "for (int k = 0; k < IT; k++) {");
     g->indent++;
-    line(g, "const idx_t j = j0 + k * blockDim.x;");
+    line(g, "const idx_t j = (idx_t)(c0w + k * FCX_WARP + lane);");
     line(g, "u[k] = %s;", id);
     line(g, "if (j < len) {");
     g->indent++;
@@ -2200,115 +2216,101 @@ static void gen_scan_tiles(gen *g) {
     g->indent--;
     line(g, "}");
     line(g, "#pragma unroll");
-    line(g, "for (int k = 0; k < UN; k++)");
-    line(g, "    if (j0 + k * blockDim.x < len) s_val[FCX_SCAN_PAD(j0 + k * blockDim.x)] = u[k];");
-    g->indent--;
-    line(g, "}");
-    line(g, "__syncthreads();");
-    /* the thread's run and its total */
-    line(g, "idx_t b = threadIdx.x * per, e = b + per;");
-    line(g, "if (b > len) b = len;");
-    line(g, "if (e > len) e = len;");
-    line(g, "fcx_ct_%s tot = %s;", A, id);
-    line(g, "for (idx_t l = b; l < e; l++) tot = %s;",
-         scan_combine(g, r, "tot", "s_val[FCX_SCAN_PAD(l)]"));
-    /* the warp's inclusive scan of the totals (lane l takes lane l - d), then exclusive */
-    line(g, "fcx_ct_%s x = tot;", A);
+    line(g, "for (int k = 0; k < IT; k++) s_val[FCX_SCAN_PAD(c0w + k * FCX_WARP + lane)] = u[k];");
+    line(g, "fcx_syncwarp();");
+    /* the thread's run, scanned in registers */
+    line(g, "#pragma unroll");
+    line(g, "for (int k = 0; k < IT; k++) u[k] = s_val[FCX_SCAN_PAD(c0w + lane * IT + k)];");
+    line(g, "#pragma unroll");
+    line(g, "for (int k = 1; k < IT; k++) u[k] = %s;", scan_combine(g, r, "u[k - 1]", "u[k]"));
+    /* the warp's inclusive scan of the runs' totals (lane l takes lane l - d), then exclusive */
+    line(g, "acc_t x = u[IT - 1];");
     line(g, "for (int d = 1; d < FCX_WARP; d <<= 1) {");
-    line(g, "    const fcx_ct_%s y = fcx_shfl_idx(x, lane >= d ? lane - d : lane);", A);
+    line(g, "    const acc_t y = fcx_shfl_idx(x, lane >= d ? lane - d : lane);");
     line(g, "    if (lane >= d) x = %s;", scan_combine(g, r, "y", "x"));
     line(g, "}");
-    line(g, "fcx_ct_%s xe = fcx_shfl_idx(x, lane > 0 ? lane - 1 : 0);", A);
+    line(g, "acc_t xe = fcx_shfl_idx(x, lane > 0 ? lane - 1 : 0);");
     line(g, "if (lane == 0) xe = %s;", id);
-    line(g, "if (lane == FCX_WARP - 1 || threadIdx.x == blockDim.x - 1) s_warp[warp] = x;");
+    line(g, "if (lane == FCX_WARP - 1) s_tot[warp] = x;");
     line(g, "__syncthreads();");
-    /* one thread: the warps' exclusive prefixes and the tile's total, published */
-    line(g, "fcx_ct_%s run = %s;", A, id);
-    line(g, "if (threadIdx.x == 0) {");
+    /* warp 0: the warps' exclusive prefixes, the tile's total published, the look-back, the
+     * next ticket */
+    line(g, "if (warp == 0) {");
     g->indent++;
-    line(g, "for (int w = 0; w < nwarp; w++) {");
-    line(g, "    const fcx_ct_%s t = s_warp[w];", A);
-    line(g, "    s_warp[w] = run;");
-    line(g, "    run = %s;", scan_combine(g, r, "run", "t"));
-    line(g, "}");
-    line(g, "s_prefix = %s;", id);
-    line(g, "if (tile %% T == 0) inc[tile] = run;");
-    line(g, "else agg[tile] = run;");
-    line(g, "fcx_fence();");
-    line(g, "fcx_flag_store(&flag[tile], tile %% T == 0 ? 2u : 1u);");
-    g->indent--;
-    line(g, "}");
-    /* the look-back, a window of blockDim tiles at a time (the block decides together, so
-     * every thread runs the same iterations) */
-    line(g, "if (tile %% T != 0) {");
-    g->indent++;
-    line(g, "const long long first = tile - tile %% T;");
-    line(g, "for (long long hi = tile - 1;; hi -= blockDim.x) {");
-    g->indent++;
-    line(g, "const long long q = hi - (long long)threadIdx.x;");
-    line(g, "unsigned f = 0u;");
-    line(g, "fcx_ct_%s y = %s;", A, id);
-    line(g, "if (q >= first) {");
-    line(g, "    while ((f = fcx_flag_load(&flag[q])) == 0u) {}");
-    line(g, "    fcx_fence();");
-    line(g, "    y = fcx_ldcg(f == 2u ? &inc[q] : &agg[q]);");
-    line(g, "}");
-    /* the nearest tile with its inclusive prefix: the smallest thread index with f == 2 */
-    line(g, "int nr = f == 2u ? (int)threadIdx.x : (int)blockDim.x;");
+    line(g, "const acc_t w = lane < NW ? s_tot[lane] : %s;", id);
+    line(g, "acc_t wi = w;");
     line(g, "for (int d = 1; d < FCX_WARP; d <<= 1) {");
-    line(g, "    const int o = fcx_shfl_down(nr, d);");
-    line(g, "    if (lane + d < FCX_WARP && o < nr) nr = o;");
+    line(g, "    const acc_t y = fcx_shfl_idx(wi, lane >= d ? lane - d : lane);");
+    line(g, "    if (lane >= d) wi = %s;", scan_combine(g, r, "y", "wi"));
     line(g, "}");
-    line(g, "if (lane == 0) s_near[warp] = nr;");
-    line(g, "__syncthreads();");
-    line(g, "int near = (int)blockDim.x;");
-    line(g, "for (int w = 0; w < nwarp; w++) near = s_near[w] < near ? s_near[w] : near;");
-    /* the window's tiles up to the nearest inclusive one; higher threads hold earlier tiles */
-    line(g, "if ((int)threadIdx.x > near) y = %s;", id);
+    line(g, "const acc_t total = fcx_shfl_idx(wi, NW - 1);");
+    line(g, "acc_t we = fcx_shfl_idx(wi, lane > 0 ? lane - 1 : 0);");
+    line(g, "if (lane == 0) we = %s;", id);
+    line(g, "if (lane < NW) s_exc[lane] = we;");
+    line(g, "const bool first = tile %% T == 0;");
+    line(g, "if (lane == 0) fcx_scan_publish(status, ntiles, tile, first ? 2u : 1u, total);");
+    line(g, "acc_t prefix = %s;", id);
+    line(g, "if (!first) {");
+    g->indent++;
+    line(g, "const long long lo = tile - tile %% T;");
+    line(g, "for (long long hi = tile - 1;; hi -= FCX_WARP) {");
+    g->indent++;
+    line(g, "const long long q = hi - lane;");
+    line(g, "acc_t y = %s;", id);
+    line(g, "unsigned f = 2u;");
+    line(g, "if (q >= lo)");
+    line(g, "    while ((f = fcx_scan_peek(status, ntiles, q, &y)) == 0u) {}");
+    /* the nearest tile with its inclusive prefix (the lowest lane), then every lane up to
+     * it combined, earlier tiles (higher lanes) first */
+    line(g, "const unsigned inc = fcx_ballot(f == 2u);");
+    line(g, "const int near = inc ? fcx_lowest_set(inc) : FCX_WARP;");
+    line(g, "if (lane > near) y = %s;", id);
     line(g, "for (int d = 1; d < FCX_WARP; d <<= 1) {");
-    line(g, "    const fcx_ct_%s o = fcx_shfl_down(y, d);", A);
+    line(g, "    const acc_t o = fcx_shfl_down(y, d);");
     line(g, "    if (lane + d < FCX_WARP) y = %s;", scan_combine(g, r, "o", "y"));
     line(g, "}");
-    line(g, "if (lane == 0) s_look[warp] = y;");
-    line(g, "__syncthreads();");
-    line(g, "if (threadIdx.x == 0) {");
-    line(g, "    fcx_ct_%s wsum = %s;", A, id);
-    line(g, "    for (int w = nwarp - 1; w >= 0; w--) wsum = %s;",
-         scan_combine(g, r, "wsum", "s_look[w]"));
-    line(g, "    s_prefix = %s;", scan_combine(g, r, "wsum", "s_prefix"));
-    line(g, "}");
-    line(g, "if (near < (int)blockDim.x) break;");
-    line(g, "__syncthreads();");
+    line(g, "prefix = %s;", scan_combine(g, r, "y", "prefix"));
+    line(g, "if (inc) break;");
     g->indent--;
     line(g, "}");
-    line(g, "if (threadIdx.x == 0) {");
-    line(g, "    inc[tile] = %s;", scan_combine(g, r, "s_prefix", "run"));
-    line(g, "    fcx_fence();");
-    line(g, "    fcx_flag_store(&flag[tile], FCX_SCAN_PUBLISH(tile));");
+    line(g, "if (lane == 0 && FCX_SCAN_PUBLISH(tile) == 2u)");
+    line(g, "    fcx_scan_publish(status, ntiles, tile, 2u, %s);",
+         scan_combine(g, r, "prefix", "total"));
+    g->indent--;
+    line(g, "}");
+    line(g, "if (lane == 0) {");
+    line(g, "    s_prefix = prefix;");
+    line(g, "    s_next = (long long)fcx_atomic_add(&cnt[0], 1u);");
     line(g, "}");
     g->indent--;
     line(g, "}");
     line(g, "__syncthreads();");
-    /* the running values from the thread's prefix, in place */
-    line(g, "fcx_ct_%s acc = %s;", A,
-         scan_combine(g, r, scan_combine(g, r, "s_prefix", "s_warp[warp]"), "xe"));
-    line(g, "for (idx_t l = b; l < e; l++) {");
-    line(g, "    acc = %s;", scan_combine(g, r, "acc", "s_val[FCX_SCAN_PAD(l)]"));
-    line(g, "    s_val[FCX_SCAN_PAD(l)] = acc;");
-    line(g, "}");
-    line(g, "__syncthreads();");
-    /* store, coalesced, with the epilogue */
-    line(g, "for (idx_t j = threadIdx.x; j < len; j += blockDim.x) {");
+    /* the running values from the run's prefix, back through the warp's shared memory */
+    line(g, "const acc_t base = %s;", scan_combine(g, r, "s_prefix", "s_exc[warp]"));
+    line(g, "const acc_t run = %s;", scan_combine(g, r, "base", "xe"));
+    line(g, "#pragma unroll");
+    line(g, "for (int k = 0; k < IT; k++) s_val[FCX_SCAN_PAD(c0w + lane * IT + k)] = %s;",
+         scan_combine(g, r, "run", "u[k]"));
+    line(g, "fcx_syncwarp();");
+    /* store, coalesced, with the epilogue (a compaction's count before the chunk is base) */
+    line(g, "#pragma unroll");
+    line(g, "for (int k = 0; k < IT; k++) {");
+    g->indent++;
+    line(g, "const int jc = k * FCX_WARP + lane;");
+    line(g, "const idx_t j = (idx_t)(c0w + jc);");
+    line(g, "if (j < len) {");
     g->indent++;
     scope_push(g);
     line(g, "const idx_t i = row * L + l0 + j;");
     int w = new_var(g);
-    line(g, "const fcx_ct_%s v%d = s_val[FCX_SCAN_PAD(j)];", A, w);
-    scan_emit(g, w, "i", NULL);
+    line(g, "const acc_t v%d = s_val[FCX_SCAN_PAD(j)];", w);
+    scan_emit(g, w, "i", NULL, "(jc > 0 ? s_val[FCX_SCAN_PAD(j - 1)] : base)");
     scope_pop(g);
     g->indent--;
     line(g, "}");
-    line(g, "__syncthreads();");
+    g->indent--;
+    line(g, "}");
+    line(g, "fcx_syncwarp(); /* the chunk's reads before the next tile's writes */");
     g->indent--;
     line(g, "}");
     /* the last block to leave the loop (every tile is done then, and every block has taken
@@ -2320,7 +2322,7 @@ static void gen_scan_tiles(gen *g) {
     line(g, "__syncthreads();");
     line(g, "if (s_last) {");
     line(g, "    fcx_fence();");
-    line(g, "    for (long long t = threadIdx.x; t < ntiles; t += blockDim.x) flag[t] = 0u;");
+    line(g, "    fcx_scan_clear<acc_t>(status, ntiles, threadIdx.x, NT);");
     line(g, "    if (threadIdx.x == 0) cnt[0] = cnt[1] = 0u;");
     line(g, "}");
 }
@@ -2735,7 +2737,7 @@ static bool needs_idx64(const fcp_kernel *k) {
 
 /* ---- launch geometry ---------------------------------------------------------------------- */
 
-const fcx_tuning fcx_default_tuning = {32, 1024, 8192, 1024, 64, 1048576, 8192, 64};
+const fcx_tuning fcx_default_tuning = {32, 1024, 8192, 1024, 64, 1048576, 4096, 64};
 
 /* Static plus dynamic shared memory a block may use without the kernel opting in to more. */
 #define SMEM_DEFAULT_LIMIT 49152
@@ -2805,6 +2807,18 @@ size_t fcx_dynamic_smem(const fcp_kernel *k, const fcx_kernel_src *src) {
     return b;
 }
 
+#ifndef FCX_SCAN_GRID
+#define FCX_SCAN_GRID 1
+#endif
+#ifndef FCX_GATHER_GRID
+#define FCX_GATHER_GRID 0
+#endif
+static bool kernel_gathers(const fcp_kernel *k) {
+    for (int i = 0; i < k->nnode; i++)
+        if (fcg_ops[k->nodes[i]->op].kind == FCG_KIND_GATHER) return true;
+    return false;
+}
+
 void fcx_launch_config_tuned(const fcp_kernel *k, const fcx_kernel_src *src, int sm_count,
                              int blocks_per_sm, const fcx_tuning *t, fcx_launch *out) {
     memset(out, 0, sizeof *out);
@@ -2822,15 +2836,15 @@ void fcx_launch_config_tuned(const fcp_kernel *k, const fcx_kernel_src *src, int
     long long items, S = 1, CH = 0, resident = sms * per;
     out->block = (unsigned)src->block;
     const fc_array *scan = k->kind == FCP_KERNEL_SCAN ? k->outs[0] : NULL;
-    if (src->strategy == FCX_STRATEGY_SCAN_TILES && scan->shape[scan->p.axis] >= t->scan_min_row) {
+    if (src->strategy == FCX_STRATEGY_SCAN_TILES && k->space[scan->p.axis] >= t->scan_min_row) {
         /* Blocks take tiles in order from a ticket counter, so a grid of any size works. */
         const fc_array *r = scan;
         long long L = k->space[r->p.axis];
         long long O = space_product(k, (uint32_t)((1ull << r->p.axis) - 1) & all);
         size_t acc = (size_t)ct_size(fcg_reduce_acc_dtype(r));
         long long tile = fcx_scan_tile(t, acc), ntiles = O * ((L + tile - 1) / tile);
-        out->scratch_bytes = align16(16 + (size_t)ntiles * 4) + 2 * (size_t)ntiles * acc;
-        long long most = sms * per * 16;
+        out->scratch_bytes = fcx_scan_scratch_bytes(acc, ntiles);
+        long long most = sms * per * FCX_SCAN_GRID;
         out->grid = (unsigned)(ntiles < most ? ntiles : most);
         return;
     }
@@ -2876,6 +2890,8 @@ void fcx_launch_config_tuned(const fcp_kernel *k, const fcx_kernel_src *src, int
      * hands out rows as blocks finish and no partial last wave of long-lived blocks trails. */
     if (src->strategy != FCX_STRATEGY_EW && src->strategy != FCX_STRATEGY_SCATTER && !scan)
         resident *= 16;
+    else if (src->strategy == FCX_STRATEGY_EW && FCX_GATHER_GRID > 1 && kernel_gathers(k))
+        resident *= FCX_GATHER_GRID;
     out->grid = (unsigned)(items < resident ? items : resident);
 }
 
@@ -2983,10 +2999,10 @@ fc_status fcx_generate_named(fc_ctx *ctx, const fcp_kernel *k, const char *name,
      * scratch buffer (NULL when a launch does not split). */
     bool splits = strategy != FCX_STRATEGY_EW && strategy != FCX_STRATEGY_SCATTER &&
                   k->kind == FCP_KERNEL_REDUCE;
-    if (strategy == FCX_STRATEGY_SCAN_TILES) { /* s_val, s_warp, s_look, s_prefix, s_near, ... */
+    if (strategy == FCX_STRATEGY_SCAN_TILES) { /* s_val, s_tot, s_exc, s_prefix, s_next, s_last */
         size_t acc = (size_t)ct_size(acc_mean_dtype(k->outs[0]));
         size_t tile = (size_t)fcx_scan_tile(&fcx_default_tuning, acc);
-        static_smem = (tile + tile / 32 + 65) * acc + 32 * 4 + 16;
+        static_smem = (tile + tile / 32 + 17) * acc + 16;
     }
     int nptr = k->nleaf + k->nout + (splits || strategy == FCX_STRATEGY_SCAN_TILES ? 1 : 0);
 

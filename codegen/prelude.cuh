@@ -1504,20 +1504,25 @@ template <class I> FCX_FN void fcx_split(long long items, long long len, long lo
 template <class I> FCX_FN I fcx_align16(I n) { return (n + 15) / 16 * 16; }
 
 /* Elements of one tile of a scan along contiguous rows whose accumulator has at most 4 bytes
- * (a block's share; codegen/cuda.c's fcx_tuning.scan_tile holds the same default). A tile
- * sits in shared memory, so wider accumulators take proportionally fewer (FCX_SCAN_TILE_OF,
- * as fcx_scan_tile in codegen.h). Tests make it small so that small shapes chain many tiles. */
+ * (a block's share; codegen/cuda.c's fcx_tuning.scan_tile holds the same default). A thread
+ * holds its run of a tile in registers (16 elements of 4 bytes) and the tile passes through
+ * shared memory (from coalesced order to runs), so wider accumulators take proportionally
+ * fewer (FCX_SCAN_TILE_OF, as fcx_scan_tile in codegen.h): a run of 16 doubles took 122
+ * registers. Tests make it small so that small shapes chain many tiles. */
 #ifndef FCX_SCAN_TILE
-#define FCX_SCAN_TILE 8192
+#define FCX_SCAN_TILE 4096
 #endif
 #define FCX_SCAN_TILE_OF(bytes) \
     ((bytes) <= 4 ? FCX_SCAN_TILE : (FCX_SCAN_TILE * 4 / (bytes) > 0 ? FCX_SCAN_TILE * 4 / (bytes) : 1))
+/* Threads of a scan tile's block (codegen/cuda.c's FCX_SCAN_BLOCK; the host emulation runs
+ * other block sizes): a thread's run of a tile is FCX_SCAN_TILE_OF / FCX_SCAN_THREADS
+ * elements, a compile-time count, so the run lives in registers. */
+#ifndef FCX_SCAN_THREADS
+#define FCX_SCAN_THREADS 256
+#endif
 /* A tile's element j in shared memory: one word of padding every 32 elements, so that a warp
  * whose threads each walk their own run of 2^k consecutive elements hits distinct banks. */
 #define FCX_SCAN_PAD(j) ((j) + (j) / 32)
-/* Elements a thread loads before it stores any to shared memory: with the default tile and
- * 256 threads, the whole tile is in flight at once (a block waits for memory once a tile). */
-#define FCX_SCAN_UNROLL_OF(bytes) ((bytes) <= 4 ? 32 : 128 / (bytes))
 /* Contiguous rows shorter than this scan a thread each (a tile would leave its block idle). */
 #ifndef FCX_SCAN_MIN_ROW
 #define FCX_SCAN_MIN_ROW 64
@@ -1528,6 +1533,112 @@ template <class I> FCX_FN I fcx_align16(I n) { return (n + 15) / 16 * 16; }
 #ifndef FCX_SCAN_PUBLISH
 #define FCX_SCAN_PUBLISH(tile) 2u
 #endif
+
+/* A scan tile's status (0 nothing yet, 1 the tile's total, 2 its inclusive prefix) and value,
+ * published for the look-back of later tiles of the same launch. An accumulator of up to 8
+ * bytes travels with its status in one naturally aligned word of 8 or 16 bytes, stored and
+ * loaded whole at L2 (an aligned vector access moves as one, which CUB's tile state also
+ * relies on), so a reader never sees a status without its value and no fence is needed.
+ * Wider accumulators store the value, then the status with release semantics; readers
+ * acquire the status, then load the value. The layout after the scratch's 16 bytes of
+ * counters: ntiles words of 8 (accumulators of at most 4 bytes) or 16 bytes; or ntiles
+ * 4-byte statuses, then (16-aligned) each tile's total and inclusive prefix. codegen.h's
+ * fcx_scan_scratch_bytes and fcx_scan_status_bytes say the same. */
+#ifdef FCX_HOST
+FCX_FN void fcx_st_relaxed64(unsigned long long *p, unsigned long long v) {
+    __atomic_store_n(p, v, __ATOMIC_SEQ_CST);
+}
+FCX_FN unsigned long long fcx_ld_relaxed64(const unsigned long long *p) {
+    return __atomic_load_n(p, __ATOMIC_SEQ_CST);
+}
+/* the emulator's blocks run one after another: the two halves need no single access */
+FCX_FN void fcx_st_relaxed128(unsigned long long *p, unsigned long long a, unsigned long long b) {
+    __atomic_store_n(p + 1, b, __ATOMIC_SEQ_CST);
+    __atomic_store_n(p, a, __ATOMIC_SEQ_CST);
+}
+FCX_FN void fcx_ld_relaxed128(const unsigned long long *p, unsigned long long *a,
+                              unsigned long long *b) {
+    *a = __atomic_load_n(p, __ATOMIC_SEQ_CST);
+    *b = __atomic_load_n(p + 1, __ATOMIC_SEQ_CST);
+}
+FCX_FN void fcx_st_release32(unsigned *p, unsigned v) { __atomic_store_n(p, v, __ATOMIC_SEQ_CST); }
+FCX_FN unsigned fcx_ld_acquire32(const unsigned *p) { return __atomic_load_n(p, __ATOMIC_SEQ_CST); }
+FCX_FN int fcx_lowest_set(unsigned m) { return __builtin_ctz(m); }
+#else
+FCX_FN void fcx_st_relaxed64(unsigned long long *p, unsigned long long v) {
+    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+FCX_FN unsigned long long fcx_ld_relaxed64(const unsigned long long *p) {
+    unsigned long long v;
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+FCX_FN void fcx_st_relaxed128(unsigned long long *p, unsigned long long a, unsigned long long b) {
+    asm volatile("st.relaxed.gpu.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(a), "l"(b) : "memory");
+}
+FCX_FN void fcx_ld_relaxed128(const unsigned long long *p, unsigned long long *a,
+                              unsigned long long *b) {
+    asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];" : "=l"(*a), "=l"(*b) : "l"(p) : "memory");
+}
+FCX_FN void fcx_st_release32(unsigned *p, unsigned v) {
+    asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+FCX_FN unsigned fcx_ld_acquire32(const unsigned *p) {
+    unsigned v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+FCX_FN int fcx_lowest_set(unsigned m) { return __ffs((int)m) - 1; }
+#endif
+template <class A> union fcx_scan_bits {
+    A v;
+    unsigned long long u;
+};
+template <class A> FCX_FN A *fcx_scan_values(unsigned char *st, long long ntiles) {
+    return (A *)(st + fcx_align16(ntiles * 4));
+}
+template <class A>
+FCX_FN void fcx_scan_publish(unsigned char *st, long long ntiles, long long tile, unsigned s, A v) {
+    if constexpr (sizeof(A) <= 8) {
+        fcx_scan_bits<A> b;
+        b.u = 0;
+        b.v = v;
+        if constexpr (sizeof(A) <= 4)
+            fcx_st_relaxed64((unsigned long long *)st + tile, (unsigned long long)s << 32 | b.u);
+        else
+            fcx_st_relaxed128((unsigned long long *)st + 2 * tile, s, b.u);
+    } else {
+        fcx_scan_values<A>(st, ntiles)[2 * tile + (s == 2u)] = v;
+        fcx_st_release32((unsigned *)st + tile, s);
+    }
+}
+/* Tile q's status; *v its value when the status is not 0. */
+template <class A>
+FCX_FN unsigned fcx_scan_peek(unsigned char *st, long long ntiles, long long q, A *v) {
+    if constexpr (sizeof(A) <= 8) {
+        fcx_scan_bits<A> b;
+        unsigned long long s;
+        if constexpr (sizeof(A) <= 4) {
+            const unsigned long long w = fcx_ld_relaxed64((const unsigned long long *)st + q);
+            s = w >> 32;
+            b.u = w & 0xFFFFFFFFull;
+        } else {
+            fcx_ld_relaxed128((const unsigned long long *)st + 2 * q, &s, &b.u);
+        }
+        *v = b.v;
+        return (unsigned)s;
+    } else {
+        const unsigned s = fcx_ld_acquire32((const unsigned *)st + q);
+        if (s) *v = fcx_ldcg(&fcx_scan_values<A>(st, ntiles)[2 * q + (s == 2u)]);
+        return s;
+    }
+}
+/* Zeroes every status (the scratch contract: the next launch finds them 0), thread t of nt. */
+template <class A> FCX_FN void fcx_scan_clear(unsigned char *st, long long ntiles, long long t,
+                                              long long nt) {
+    const long long words = sizeof(A) <= 4 ? ntiles : sizeof(A) <= 8 ? 2 * ntiles : (ntiles + 1) / 2;
+    for (long long i = t; i < words; i += nt) ((unsigned long long *)st)[i] = 0;
+}
 
 #ifndef FCX_HOST
 /* A value of any type moved between lanes word by word (every lane of the warp takes part). */
@@ -1561,9 +1672,10 @@ template <class T> FCX_FN T fcx_ldcg(const T *p) {
 }
 template <class U> FCX_FN unsigned fcx_atomic_add(U *p, unsigned v) { return atomicAdd(p, v); }
 template <int = 0> FCX_FN void fcx_fence() { __threadfence(); }
-/* A scan tile's status word, written and polled by other blocks of the same launch. */
-template <int = 0> FCX_FN unsigned fcx_flag_load(const unsigned *p) { return *(const volatile unsigned *)p; }
-template <int = 0> FCX_FN void fcx_flag_store(unsigned *p, unsigned v) { *(volatile unsigned *)p = v; }
+/* A vote of the warp's lanes: bit l set where lane l's p holds (every lane takes part). */
+template <int = 0> FCX_FN unsigned fcx_ballot(bool p) { return __ballot_sync(0xffffffffu, p); }
+/* The warp's lanes meet: shared memory one wrote is visible to the others. */
+template <int = 0> FCX_FN void fcx_syncwarp() { __syncwarp(); }
 /* Bytes of dynamic shared memory this launch has: a kernel that keeps rows on chip checks it
  * and reads global memory instead when the launch gave it too little. */
 template <int = 0> FCX_FN unsigned fcx_dsmem_size() {

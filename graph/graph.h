@@ -36,7 +36,8 @@ typedef enum fcg_kind {
     FCG_KIND_USER, /* a user's elementwise kernel (graph/user.c): elementwise, body from its
                       definition */
     FCG_KIND_SCAN, /* an inclusive scan along p.axis (cumsum): its descriptor's identity,
-                      combine and result rule, as a reduction's; same shape as its input */
+                      combine and result rule, as a reduction's; same shape as its input
+                      (COMPRESS: a running count, shape [count]) */
     FCG_KIND_GATHER, /* in[0] read at positions in[1] holds (take): elementwise over its own
                         shape, an indexed load of in[0] */
     FCG_KIND_SCATTER, /* in[0] with in[2]'s values combined in at positions in[1] holds
@@ -682,6 +683,9 @@ int fcg_idx_axes(const fc_idx *e);
  * (FC_ERR_INDEX). Evaluates the masks. The new arrays belong to the innermost open scope. */
 fc_status fcg_expand_masks(fc_ctx *ctx, const char *name, fc_array *a, int n, const fc_idx *idx,
                            fc_idx *out, int cap, int *nout);
+/* a[mask] for a mask of a's shape (the caller checks it): the selected elements in C order,
+ * 1-D, through one COMPRESS node. Evaluates the mask and its count. */
+fc_array *fcg_mask_select(fc_ctx *ctx, const char *name, fc_array *a, fc_array *mask);
 
 /* graph/creation.c: a draw (FCG_OP_RANDOM) of `mode` of stream `stream` of `seed`; integers in
  * [low, high). Checks the dtype for the mode and the bounds, naming `name` in errors. */

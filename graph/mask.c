@@ -4,13 +4,14 @@
  *
  * A mask's selection has a data-dependent size, so it is known when the mask's count is:
  * these calls evaluate the mask and its count_nonzero at construction (a synchronising
- * evaluation, as CuPy's boolean indexing is) and build the rest with that size. The positions
- * themselves are a compaction by ops fusec has: the running count of the mask (a scan) gives
- * each selected element its place, and a scatter writes the element's flat position there
- * (each place receives exactly one position, so the add into zeros is exact).
+ * evaluation, as CuPy's boolean indexing is) and build the rest with that size. The selection
+ * itself is one COMPRESS node (graph/ops.def): a scan kernel keeps the running count of the
+ * mask, which gives each selected element its place, and stores the element's value there
+ * (flatnonzero: its flat position, from arange), a single pass over the mask and the values.
  */
 #include "graph.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -34,6 +35,20 @@ static fc_status mask_count(fc_ctx *ctx, const char *name, fc_array *a, fc_array
     return FC_OK;
 }
 
+/* values[mask] of a mask evaluated by mask_count (1-D bool) and values of its length: one
+ * COMPRESS node, a scan kernel that keeps a running count of the mask and stores each
+ * selected value at its place. The mask is a value, so the kernel reads the same truth values
+ * the count came from and writes exactly count elements. */
+static fc_array *compress(fc_ctx *ctx, fc_array *mask, fc_array *values, int64_t count) {
+    fcg_params p;
+    memset(&p, 0, sizeof p);
+    fc_array *in[2] = {mask, values};
+    /* the running count in 32 bits where it fits: half the scan's shared memory and status */
+    fc_dtype loop = mask->shape[0] <= INT32_MAX ? FC_I32 : FC_I64;
+    return fcg_make(ctx, FCG_OP_COMPRESS, (fc_dtype)values->dtype, loop, false, 1, &count, 2, in,
+                    &p);
+}
+
 fc_array *fc_flatnonzero(fc_array *a) {
     fc_array *early;
     fc_ctx *ctx = fcg_begin("flatnonzero", 1, &a, &early);
@@ -43,15 +58,28 @@ fc_array *fc_flatnonzero(fc_array *a) {
     if (!s) return fcg_poison(ctx, FC_ERR_NOMEM, "flatnonzero: out of memory");
     fc_array *m = NULL, *r;
     fc_status st = mask_count(ctx, "flatnonzero", a, &m, &count);
-    if (st != FC_OK) {
+    if (st != FC_OK)
         r = fcg_poison_ctx(ctx, st);
-    } else if (count == 0) {
+    else if (count == 0)
         r = fc_zeros(ctx, FC_I64, FC_SHAPE(0));
-    } else {
-        fc_array *place = fc_where(m, fc_sub(fc_cumsum(m, 0), fc_i64(ctx, 1)), fc_i64(ctx, -1));
-        r = fc_scatter_add(fc_zeros(ctx, FC_I64, FC_SHAPE(count)), place,
-                           fc_arange(ctx, FC_I64, 0, (double)n, 1), 0, FC_TAKE_DROP);
-    }
+    else
+        r = compress(ctx, m, fc_arange(ctx, FC_I64, 0, (double)n, 1), count);
+    if (m) fcg_release(m);
+    return fcg_scope_return(ctx, s, r);
+}
+
+fc_array *fcg_mask_select(fc_ctx *ctx, const char *name, fc_array *a, fc_array *mask) {
+    int64_t count = 0, n = (int64_t)fcg_node_numel(a);
+    fc_scope *s = fc_scope_open(ctx);
+    if (!s) return fcg_poison(ctx, FC_ERR_NOMEM, "%s: out of memory", name);
+    fc_array *m = NULL, *r;
+    fc_status st = mask_count(ctx, name, mask, &m, &count);
+    if (st != FC_OK)
+        r = fcg_poison_ctx(ctx, st);
+    else if (count == 0)
+        r = fc_zeros(ctx, (fc_dtype)a->dtype, FC_SHAPE(0));
+    else
+        r = compress(ctx, m, fc_reshape(a, FC_SHAPE(n)), count);
     if (m) fcg_release(m);
     return fcg_scope_return(ctx, s, r);
 }

@@ -418,6 +418,10 @@ fc_array *fc_index(fc_array *a, int n, const fc_idx *idx) {
         for (int i = 0; i < n; i++)
             if (idx[i].kind == FC_IDX_ARRAY && idx[i].array && idx[i].array->status != FC_OK)
                 return fcg_poison_ctx(ctx, idx[i].array->status);
+        fc_array *m0 = n == 1 && idx[0].kind == FC_IDX_ARRAY ? idx[0].array : NULL;
+        if (m0 && m0->dtype == FC_BOOL && m0->ctx == ctx && m0->ndim > 0 && m0->ndim == a->ndim &&
+            memcmp(m0->shape, a->shape, sizeof(int64_t) * (size_t)a->ndim) == 0)
+            return fcg_mask_select(ctx, "index", a, m0); /* x[x > 0]: one compaction kernel */
         fc_scope *sc = fc_scope_open(ctx);
         if (!sc) return fcg_poison(ctx, FC_ERR_NOMEM, "index: out of memory");
         fc_idx ex[2 * FC_MAX_DIMS + 8];

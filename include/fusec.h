@@ -1021,7 +1021,7 @@ FC_API fc_array *fc_histogram_bin_edges(fc_array *x, int64_t bins, double lo, do
  *  flattened array (NaN counts as non-zero, as bool(nan) is True). Its size is a's count of
  *  non-zero elements, so this call evaluates a's truth values and their count (synchronising,
  *  as CuPy's boolean indexing does; a program input without data fails). The positions are a
- *  compaction: the mask's running count places each one, a scatter writes it. */
+ *  compaction: one kernel keeps the mask's running count, which places each one. */
 FC_API fc_array *fc_flatnonzero(fc_array *a);
 /** np.nonzero(a): a's coordinates of its non-zero elements, one int64 array per axis, into
  *  out[0 .. ndim-1] (new references, NULL on failure), in row-major order. A 0-d a is

@@ -808,7 +808,10 @@ static fc_status fuse(fc_ctx *ctx, fcp_plan *p) {
                                       : FCP_KERNEL_EW;
         if (k->kind == FCP_KERNEL_SCAN) k->rmask = 1u << r->p.axis;
         g->kind = (int)k->kind;
-        const fc_array *space = k->kind == FCP_KERNEL_SCATTER ? r->in[2] : r;
+        /* a scatter runs over its updates; a compaction over its mask, not its selection */
+        const fc_array *space = k->kind == FCP_KERNEL_SCATTER ? r->in[2]
+                                : r->op == FCG_OP_COMPRESS   ? r->in[0]
+                                                             : r;
         for (size_t j = 0; j < m && k->kind != FCP_KERNEL_EW && k->kind != FCP_KERNEL_LIB &&
                            k->kind != FCP_KERNEL_SCAN && k->kind != FCP_KERNEL_SCATTER;
              j++)
@@ -827,7 +830,9 @@ static fc_status fuse(fc_ctx *ctx, fcp_plan *p) {
     /* A scan kernel takes in the elementwise kernels over its space that read it at the
      * element it computes (its epilogue: `cumsum(x) / n` is one kernel). */
     for (size_t a = 0; a < ngroups; a++) {
-        if (proto[a].kind != FCP_KERNEL_SCAN) continue;
+        /* (a compaction stores at places of its own, not at the element it computes) */
+        if (proto[a].kind != FCP_KERNEL_SCAN || s.ord[groups[a].roots[0]]->op == FCG_OP_COMPRESS)
+            continue;
         for (size_t b = 0; b < ngroups; b++) {
             if (b == a || groups[b].dead || proto[b].kind != FCP_KERNEL_EW ||
                 proto[b].ndim != proto[a].ndim ||

@@ -676,6 +676,25 @@ static fc_status index_at(evaluator *ev, const fc_array *a, const char *src, int
     return FC_OK;
 }
 
+/* values[mask] (COMPRESS): the values where the 1-D bool mask holds, in order; the mask's
+ * count is the result's length (graph/mask.c evaluated it), checked here. */
+static fc_status eval_compress(evaluator *ev, const fc_array *a, const slot *mask,
+                               const slot *values, const slot *out) {
+    const size_t es = fc_dtype_size((fc_dtype)a->dtype);
+    const int64_t n = a->in[0]->shape[0], count = a->shape[0];
+    int64_t k = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (!*(const bool *)(mask->base + i * mask->strides[0])) continue;
+        if (k == count) break;
+        memcpy(out->base + (size_t)k * es, values->base + i * values->strides[0], es);
+        k++;
+    }
+    if (k != count)
+        return fcg_error(ev->ctx, FC_ERR_INVALID, "compress: the mask selects other than its "
+                         "%lld counted elements", (long long)count);
+    return FC_OK;
+}
+
 /* take: out[o, j.., c] = x[o, index(j..), c], the index adjusted by the mode (np.take's rules). */
 static fc_status eval_take(evaluator *ev, size_t idx) {
     slot *s = &ev->slots[idx];
@@ -870,6 +889,7 @@ static fc_status eval_node(evaluator *ev, size_t idx) {
         st = own_buffer(ev, idx);
         if (st != FC_OK) return st;
         const slot *x = input_slot(ev, a, 0);
+        if (a->op == FCG_OP_COMPRESS) return eval_compress(ev, a, x, input_slot(ev, a, 1), s);
         return fch_scan(ev->ctx, a, x->base, x->strides, s->base);
     }
     case FCG_KIND_USER: {

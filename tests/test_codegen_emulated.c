@@ -68,31 +68,39 @@ static const char SHIM[] =
     "#define __launch_bounds__(n)\n"
     "#define __shared__ static\n"
     "static inline void __syncthreads(void) { if (EMU_THREADS > 1) pthread_barrier_wait(&emu_barrier); }\n"
-    /* Warp shuffles: every thread of the block posts its value, a barrier, each reads its
-     * source lane's (its own when the source lies outside its warp), a barrier. The
-     * generated code shuffles with all threads of the block at once, as on the device. */
+    /* Warp shuffles and votes: every thread of the warp posts its value, the warp's barrier,
+     * each reads its source lane's (its own when the source lies outside its warp), the
+     * barrier again. Only the warp takes part, as on the device. */
     "static unsigned char emu_lanes[EMU_THREADS][16];\n"
+    "static pthread_barrier_t emu_warp_barrier[EMU_THREADS / FCX_WARP];\n"
+    "static inline void emu_warp_sync(void) {\n"
+    "    if (FCX_WARP > 1) pthread_barrier_wait(&emu_warp_barrier[threadIdx.x / FCX_WARP]);\n"
+    "}\n"
     "template <class T> static T emu_shfl(T v, unsigned src_lane) {\n"
     "    static_assert(sizeof(T) <= 16, \"shuffled value too big\");\n"
     "    memcpy(emu_lanes[threadIdx.x], &v, sizeof v);\n"
-    "    __syncthreads();\n"
+    "    emu_warp_sync();\n"
     "    const unsigned first = threadIdx.x / FCX_WARP * FCX_WARP;\n"
     "    T r = v;\n"
     "    if (src_lane < FCX_WARP) memcpy(&r, emu_lanes[first + src_lane], sizeof r);\n"
-    "    __syncthreads();\n"
+    "    emu_warp_sync();\n"
     "    return r;\n"
     "}\n"
     "template <class T> static T fcx_shfl_down(T v, int d) { return emu_shfl(v, threadIdx.x % FCX_WARP + (unsigned)d); }\n"
     "template <class T> static T fcx_shfl_idx(T v, int lane) { return emu_shfl(v, (unsigned)lane); }\n"
+    "template <int = 0> static unsigned fcx_ballot(bool p) {\n"
+    "    emu_lanes[threadIdx.x][0] = p;\n"
+    "    emu_warp_sync();\n"
+    "    const unsigned first = threadIdx.x / FCX_WARP * FCX_WARP;\n"
+    "    unsigned m = 0;\n"
+    "    for (unsigned l = 0; l < FCX_WARP; l++) m |= (unsigned)emu_lanes[first + l][0] << l;\n"
+    "    emu_warp_sync();\n"
+    "    return m;\n"
+    "}\n"
+    "template <int = 0> static void fcx_syncwarp() { emu_warp_sync(); }\n"
     "template <class T> static T fcx_ldcg(const T *p) { return *p; }\n"
     "template <class U> static unsigned fcx_atomic_add(U *p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }\n"
     "template <int = 0> static void fcx_fence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }\n"
-    "template <int = 0> static unsigned fcx_flag_load(const unsigned *p) {\n"
-    "    return __atomic_load_n(p, __ATOMIC_SEQ_CST);\n"
-    "}\n"
-    "template <int = 0> static void fcx_flag_store(unsigned *p, unsigned v) {\n"
-    "    __atomic_store_n(p, v, __ATOMIC_SEQ_CST);\n"
-    "}\n"
     "static unsigned char *emu_dsmem;\n"
     "static unsigned emu_dsmem_bytes;\n"
     "template <int = 0> static unsigned fcx_dsmem_size() { return emu_dsmem_bytes; }\n"
@@ -115,6 +123,8 @@ static const char SHIM[] =
     "        return 0;\n"
     "    }\n"
     "    if (pthread_barrier_init(&emu_barrier, 0, EMU_THREADS)) return -1;\n"
+    "    for (unsigned w = 0; w < EMU_THREADS / FCX_WARP; w++)\n"
+    "        if (pthread_barrier_init(&emu_warp_barrier[w], 0, FCX_WARP)) return -1;\n"
     "    int rc = 0;\n"
     "    for (unsigned b = 0; b < grid; b++) {\n"
     "        pthread_t th[EMU_THREADS];\n"
@@ -129,6 +139,7 @@ static const char SHIM[] =
     "        if (rc) break;\n"
     "    }\n"
     "    pthread_barrier_destroy(&emu_barrier);\n"
+    "    for (unsigned w = 0; w < EMU_THREADS / FCX_WARP; w++) pthread_barrier_destroy(&emu_warp_barrier[w]);\n"
     "    return rc;\n"
     "}\n";
 
@@ -203,8 +214,8 @@ static void set_open(emu_set *s, const char *tag, const emu_cfg *cfg) {
     cr_assert_not_null(s->cpp, "cannot write %s", s->cpp_path);
     cr_assert(cfg->threads % cfg->warp == 0 && cfg->threads / cfg->warp <= cfg->warp,
               "a block of %d threads in warps of %d", cfg->threads, cfg->warp);
-    fprintf(s->cpp, "#define FCX_HOST\n#define EMU_THREADS %d\n#define FCX_WARP %d\n", cfg->threads,
-            cfg->warp);
+    fprintf(s->cpp, "#define FCX_HOST\n#define EMU_THREADS %d\n#define FCX_WARP %d\n"
+                    "#define FCX_SCAN_THREADS %d\n", cfg->threads, cfg->warp, cfg->threads);
     /* tiles of a scan that leave only their total published: look-back over totals runs */
     fputs("#define FCX_SCAN_PUBLISH(tile) ((tile) % 3 == 2 ? 1u : 2u)\n", s->cpp);
     if (cfg->small_splits)
@@ -492,9 +503,11 @@ static char *run_program(emu_set *s, program *p) {
             const fc_array *r = kern->outs[0];
             long long L = kern->space[r->p.axis], O = 1;
             for (int d = 0; d < r->p.axis; d++) O *= kern->space[d];
-            long long ts = fcx_scan_tile(&s->tuning, (size_t)fc_dtype_size(fcg_reduce_acc_dtype(r)));
+            long long ts = fcx_scan_tile(&s->tuning,
+                                         (size_t)fc_dtype_size(fcg_reduce_acc_dtype(r)));
             long long tiles = O * ((L + ts - 1) / ts);
-            size_t status = 16 + (size_t)tiles * 4;
+            size_t acc = (size_t)fc_dtype_size(fcg_reduce_acc_dtype(r));
+            size_t status = 16 + fcx_scan_status_bytes(acc, tiles);
             for (size_t b = 0; b < status; b++)
                 cr_assert_eq(scratch[b], 0, "%s kernel %d: scan scratch byte %zu left %d", p->name,
                              k, b, scratch[b]);

@@ -425,6 +425,38 @@ Test(fusion, scans_take_their_prologue_and_epilogue) {
     fcp_plan_destroy(p);
 }
 
+/* x[mask] with a mask of x's shape, and flatnonzero: one compaction kernel (a scan over the
+ * mask that stores each selected value at its place), whose consumer is a kernel of its own
+ * (its elements are not the mask's: no epilogue, even where the sizes agree). */
+Test(fusion, a_mask_selection_is_one_compaction_kernel) {
+    static float data[8000];
+    for (int i = 0; i < 8000; i++) data[i] = (float)((i * 7919) % 1000) / 1000.0f;
+    fc_array *x = fc_from_host(ctx, FC_F32, FC_SHAPE(8, 1000), data); /* the count needs data */
+    fc_array *m = fc_greater(x, fc_f64(ctx, 0.5));
+    fc_idx e[1] = {FC_ARRAY_IDX(m)};
+    fc_array *sel = fc_index(fc_sin(x), 1, e);
+    cr_assert_eq(fc_array_status(sel), FC_OK, "%s", fc_errmsg(ctx));
+    fcp_plan *p = expect_kernels("sin(x)[x > 0.5]", (fc_array *[]){sel}, 1, 1, 1);
+    plan_assert(p, p->kernels[0].kind == FCP_KERNEL_SCAN && p->kernels[0].nout == 1 &&
+                       p->kernels[0].outs[0]->op == FCG_OP_COMPRESS &&
+                       p->kernels[0].ndim == 1 && p->kernels[0].space[0] == 8000,
+                "sin(x)[x > 0.5]", "kind %s, %d outputs",
+                fcp_kernel_kind_names[p->kernels[0].kind], p->kernels[0].nout);
+    fcp_plan_destroy(p);
+    fc_array *y = fc_add(sel, fc_f64(ctx, 1));
+    p = expect_kernels("sin(x)[x > 0.5] + 1", (fc_array *[]){y}, 1, 2, 2);
+    fcp_plan_destroy(p);
+    fc_array *all = fc_index(x, 1, (fc_idx[]){FC_ARRAY_IDX(fc_greater(x, fc_f64(ctx, -1)))});
+    p = expect_kernels("x[x > -1] * 2 (every element kept)",
+                       (fc_array *[]){fc_mul(all, fc_f64(ctx, 2))}, 1, 2, 2);
+    fcp_plan_destroy(p);
+    fc_array *nz = fc_flatnonzero(m);
+    p = expect_kernels("flatnonzero(x > 0.5)", (fc_array *[]){nz}, 1, 1, 1);
+    plan_assert(p, p->kernels[0].outs[0]->op == FCG_OP_COMPRESS, "flatnonzero(x > 0.5)",
+                "kind %s", fcp_kernel_kind_names[p->kernels[0].kind]);
+    fcp_plan_destroy(p);
+}
+
 /* A reduction of a reduction over different axes: two levels that cannot share a kernel. */
 Test(fusion, reduction_of_a_reduction_over_other_axes_two_kernels) {
     fc_array *x = wl_input(ctx, 0, FC_F32, FC_SHAPE(256, 128, 64));

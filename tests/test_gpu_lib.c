@@ -1,6 +1,7 @@
 /*
  * tests/test_gpu_lib.c - library kernels on the GPU (matmul through cuBLAS, fft / ifft
- * through cuFFT, and the contractions built on matmul) against the host reference backend.
+ * through cuFFT, the contractions built on matmul, the sorts) and the generated kernels whose
+ * tiles chain across blocks (scans, compactions) against the host reference backend.
  *
  * Each case builds the same program over the same random data in a host context and a CUDA
  * context, reads both results into buffers poisoned with 0xA5 bytes, and compares them.
@@ -752,4 +753,141 @@ Test(gpu_lib, sort_between_fused_kernels) {
     compare(ih, ig, TOL_MATMUL, 1, "take_along_axis(x, argsort(x, 0), 0)");
     fc_scope_close(s2);
     fc_scope_close(s1);
+}
+
+/* ---- scans and compactions (generated kernels whose tiles chain across blocks) ------------ */
+
+/* A scan of x (both contexts) along axis: integers and running max / min bit for bit; sums
+ * and products within the rounding of the result dtype plus the f64 accumulator's (the GPU
+ * adds in a tree, the host in order), relative to the running sum of magnitudes. */
+static void scan_case(int kind, fc_dtype t, fc_shape s, int axis) {
+    static const char *const names[] = {"cumsum", "cumprod", "cummax", "cummin"};
+    fc_array *(*const fns[])(fc_array *, int) = {fc_cumsum, fc_cumprod, fc_cummax, fc_cummin};
+    fc_scope *s1 = fc_scope_open(hc), *s2 = fc_scope_open(gc);
+    pair x = input(t, s);
+    char sh[96], what[200];
+    shape_text(sh, sizeof sh, s);
+    snprintf(what, sizeof what, "%s of %s %s axis %d", names[kind], fc_dtype_name(t), sh, axis);
+    fc_array *h = fns[kind](x.h, axis), *g = fns[kind](x.g, axis);
+    cr_assert_eq(fc_array_status(h), FC_OK, "%s (host): %s", what, fc_array_errmsg(h));
+    cr_assert_eq(fc_array_status(g), FC_OK, "%s (gpu): %s", what, fc_array_errmsg(g));
+    fc_dtype rt = fc_array_dtype(h);
+    size_t n = (size_t)fc_array_size(h), es = fc_dtype_size(rt), bad = 0;
+    unsigned char *hb = read_all(hc, h, what), *gb = read_all(gc, g, what);
+    if (!fcg_is_inexact(rt) || kind >= 2) {
+        for (size_t i = 0; i < n; i++) bad += memcmp(gb + i * es, hb + i * es, es) != 0;
+        cr_expect_eq(bad, 0, "%s: %zu of %zu elements differ", what, bad, n);
+    } else {
+        /* the running sums (products: values) of magnitudes bound the accumulator's error */
+        fc_array *mag = kind == 0 ? fc_cumsum(fc_cast(fc_abs(x.h), FC_F64), axis)
+                                  : fc_abs(fc_cast(h, fcg_is_complex(rt) ? FC_C128 : FC_F64));
+        unsigned char *mb = read_all(hc, mag, what);
+        int parts = fcg_is_complex(rt) ? 2 : 1;
+        double len = (double)(s.ndim ? s.dim[axis < 0 ? s.ndim - 1 : axis] : 1);
+        for (size_t i = 0; i < n; i++)
+            for (int q = 0; q < parts; q++) {
+                double gv = tv_value_at(gb, rt, i, q), hv = tv_value_at(hb, rt, i, q);
+                double m = tv_value_at(mb, FC_F64, i, 0);
+                double tol = 2 * eps_of(rt) * fabs(hv) + 4 * len * 0x1p-53 * m;
+                if (gv == hv || fabs(gv - hv) <= tol) continue;
+                if (!bad)
+                    cr_log_error("%s: element %zu%s: gpu %.17g, host %.17g (tolerance %.3g)",
+                                 what, i, q ? " (imag)" : "", gv, hv, tol);
+                bad++;
+            }
+        cr_expect_eq(bad, 0, "%s: %zu of %zu values differ", what, bad, n * (size_t)parts);
+        free(mb);
+    }
+    free(hb);
+    free(gb);
+    fc_scope_close(s2);
+    fc_scope_close(s1);
+}
+
+/* Every scan of every dtype along rows that one tile holds, that chain a few tiles (the tile
+ * is fcx_scan_tile elements: one more, exact multiples) and that chain thousands (the
+ * look-back walks past tiles still running), and along a strided axis (a thread per line). */
+Test(gpu_lib, scans_match_the_host) {
+    SKIP_WITHOUT_GPU("scans_match_the_host");
+    rng_state = 21;
+    for (int t = 0; t < FC_DTYPE_COUNT; t++) {
+        fc_dtype d = (fc_dtype)t;
+        for (int kind = 0; kind < 4; kind++) {
+            if (kind == 1) { /* products: short rows, before they overflow */
+                scan_case(kind, d, FC_SHAPE(100), 0);
+                scan_case(kind, d, FC_SHAPE(3, 70), 1);
+                continue;
+            }
+            scan_case(kind, d, FC_SHAPE(1), 0);
+            scan_case(kind, d, FC_SHAPE(63), 0);
+            scan_case(kind, d, FC_SHAPE(3, 4097), 1);
+            scan_case(kind, d, FC_SHAPE(5000, 3), 0);
+            scan_case(kind, d, FC_SHAPE(0, 5), 1);
+        }
+    }
+    const fc_dtype wide[] = {FC_F32, FC_F64, FC_I32, FC_I64, FC_C128, FC_BOOL, FC_U8};
+    for (size_t i = 0; i < sizeof wide / sizeof *wide; i++) {
+        fc_dtype d = wide[i];
+        /* sums accumulate in 8 bytes (f64, i64, u64), complex ones in 16 */
+        int64_t tile = fcx_scan_tile(&fcx_default_tuning, d == FC_C128 ? 16 : 8);
+        scan_case(0, d, FC_SHAPE(2, tile), 1);
+        scan_case(0, d, FC_SHAPE(2, 3 * tile + 1), 1);
+        scan_case(0, d, FC_SHAPE((1 << 22) + 3), 0);
+        scan_case(2, d, FC_SHAPE((1 << 21) + 5), 0);
+    }
+    scan_case(0, FC_F32, FC_SHAPE(16, 300000), 1);
+}
+
+/* x[mask] of a mask of x's shape (one compaction kernel) and flatnonzero, bit for bit: masks
+ * of every density, over one tile and thousands, every dtype of x. */
+static void compress_case(fc_dtype t, fc_shape s, double keep) {
+    fc_scope *s1 = fc_scope_open(hc), *s2 = fc_scope_open(gc);
+    pair x = input(t, s);
+    size_t n = tv_numel(s);
+    bool *m = malloc(n + 1);
+    cr_assert_not_null(m);
+    for (size_t i = 0; i < n; i++) m[i] = (urand() + 2) / 4 < keep;
+    fc_array *mh = fc_from_host(hc, FC_BOOL, s, m), *mg = fc_from_host(gc, FC_BOOL, s, m);
+    free(m);
+    char sh[96], what[200];
+    shape_text(sh, sizeof sh, s);
+    fc_idx eh[1] = {FC_ARRAY_IDX(mh)}, eg[1] = {FC_ARRAY_IDX(mg)};
+    for (int form = 0; form < 3; form++) {
+        fc_array *h = form == 0 ? fc_index(x.h, 1, eh)
+                      : form == 1 ? fc_flatnonzero(mh)
+                                  : fc_index(fc_mul(x.h, x.h), 1, eh);
+        fc_array *g = form == 0 ? fc_index(x.g, 1, eg)
+                      : form == 1 ? fc_flatnonzero(mg)
+                                  : fc_index(fc_mul(x.g, x.g), 1, eg);
+        snprintf(what, sizeof what, "%s of %s %s, %.3g kept",
+                 form == 0 ? "x[mask]" : form == 1 ? "flatnonzero(mask)" : "(x * x)[mask]",
+                 fc_dtype_name(t), sh, keep);
+        cr_assert_eq(fc_array_status(h), FC_OK, "%s (host): %s", what, fc_array_errmsg(h));
+        cr_assert_eq(fc_array_status(g), FC_OK, "%s (gpu): %s", what, fc_array_errmsg(g));
+        cr_assert_eq(fc_array_size(g), fc_array_size(h), "%s: sizes differ", what);
+        size_t k = (size_t)fc_array_size(h), es = fc_dtype_size(fc_array_dtype(h)), bad = k;
+        unsigned char *hb = read_all(hc, h, what), *gb = read_all(gc, g, what);
+        for (size_t i = 0; i < k && bad == k; i++)
+            if (memcmp(hb + i * es, gb + i * es, es) != 0) bad = i;
+        cr_expect(bad == k, "%s: element %zu of %zu differs from the host's", what, bad, k);
+        free(hb);
+        free(gb);
+    }
+    fc_scope_close(s2);
+    fc_scope_close(s1);
+}
+
+Test(gpu_lib, compactions_match_the_host) {
+    SKIP_WITHOUT_GPU("compactions_match_the_host");
+    rng_state = 23;
+    for (int t = 0; t < FC_DTYPE_COUNT; t++) {
+        compress_case((fc_dtype)t, FC_SHAPE(1000), 0.5);
+        compress_case((fc_dtype)t, FC_SHAPE(7, 3001), 0.3);
+    }
+    compress_case(FC_F32, FC_SHAPE((1 << 22) + 5), 0.5);
+    compress_case(FC_F32, FC_SHAPE(2048, 2049), 0.01);
+    compress_case(FC_F64, FC_SHAPE((1 << 21) + 1), 0.999);
+    compress_case(FC_C128, FC_SHAPE(1 << 20), 1.0);
+    compress_case(FC_I8, FC_SHAPE(1 << 20), 0.0); /* nothing selected: an empty result */
+    compress_case(FC_F32, FC_SHAPE(1), 1.0);
 }
