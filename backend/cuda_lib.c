@@ -881,14 +881,16 @@ static fc_status run_linalg(fc_ctx *ctx, lib_state *s, CUstream stream, const fc
     int64_t n = x->shape[nb], batch = 1;
     for (int d = 0; d < nb; d++) batch *= x->shape[d];
     int64_t k = a->op == FCG_OP_LINALG_SOLVE ? a->shape[a->ndim - 1] : n;
-    /* cuBLAS's transposes and packed copies take int extents */
-    if (!fits_int(n) || !fits_int(k) || !fits_int(n * (n + 1) / 2)) return FC_ERR_UNSUPPORTED;
+    bool slog = a->op == FCG_OP_LINALG_SLOGDET, chol = a->op == FCG_OP_LINALG_CHOLESKY;
+    /* cuBLAS's transposes, gathers and packed copies take int extents (beyond them: the
+     * host reference) */
+    if (!fits_int(n) || !fits_int(k) || (chol && !fits_int(n * (n + 1) / 2)))
+        return FC_ERR_UNSUPPORTED;
     fc_status st = solver_handle(ctx, s, stream);
     if (st != FC_OK) return st;
     size_t es = fc_dtype_size(t), mat = (size_t)(n * n) * es;
     solver_work w;
     memset(&w, 0, sizeof w);
-    bool slog = a->op == FCG_OP_LINALG_SLOGDET, chol = a->op == FCG_OP_LINALG_CHOLESKY;
     size_t dev_work = 0, host_work = 0;
     CUdeviceptr probe = in[0]; /* the size queries read no data */
     if (n > 0) {
