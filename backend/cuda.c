@@ -1962,6 +1962,24 @@ void fcr_lib_free(fc_ctx *ctx, CUdeviceptr p, size_t bytes, CUstream s) {
     if (p) pool_free(ctx, p, bytes, s);
 }
 
+fc_status fcr_lib_copy(fc_ctx *ctx, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s) {
+    return bytes ? CU(ctx, MemcpyDtoDAsync(dst, src, bytes, s)) : FC_OK;
+}
+
+fc_status fcr_lib_zero(fc_ctx *ctx, CUdeviceptr dst, size_t words, CUstream s) {
+    return words ? CU(ctx, MemsetD32Async(dst, 0, words, s)) : FC_OK;
+}
+
+fc_status fcr_lib_download(fc_ctx *ctx, void *dst, CUdeviceptr src, size_t bytes, CUstream s) {
+    fc_status st = bytes ? CU(ctx, MemcpyDtoHAsync(dst, src, bytes, s)) : FC_OK;
+    return st == FC_OK ? CU(ctx, StreamSynchronize(s)) : st;
+}
+
+fc_status fcr_lib_upload(fc_ctx *ctx, CUdeviceptr dst, const void *src, size_t bytes, CUstream s) {
+    fc_status st = bytes ? CU(ctx, MemcpyHtoDAsync(dst, src, bytes, s)) : FC_OK;
+    return st == FC_OK ? CU(ctx, StreamSynchronize(s)) : st; /* src may go once it returns */
+}
+
 fc_status fcr_lib_module(fc_ctx *ctx, const void *cubin, CUmodule *out) {
     return CU(ctx, ModuleLoadData(out, cubin));
 }

@@ -33,6 +33,7 @@
 
 #include <cublas_v2.h>
 #include <cufft.h>
+#include <cusolverDn.h>
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdio.h>
@@ -53,7 +54,35 @@ typedef struct blas_api {
     __typeof__(cublasZdscal_v2) *Zdscal;
     __typeof__(cublasScopy_v2) *Scopy;
     __typeof__(cublasGetStatusName) *GetStatusName;                       /* optional */
+    /* dense linear algebra's transposes, triangle copies and strided gathers, per dtype */
+    __typeof__(cublasSgeam) *Sgeam;
+    __typeof__(cublasDgeam) *Dgeam;
+    __typeof__(cublasCgeam) *Cgeam;
+    __typeof__(cublasZgeam) *Zgeam;
+    __typeof__(cublasStrttp) *Strttp;
+    __typeof__(cublasDtrttp) *Dtrttp;
+    __typeof__(cublasCtrttp) *Ctrttp;
+    __typeof__(cublasZtrttp) *Ztrttp;
+    __typeof__(cublasStpttr) *Stpttr;
+    __typeof__(cublasDtpttr) *Dtpttr;
+    __typeof__(cublasCtpttr) *Ctpttr;
+    __typeof__(cublasZtpttr) *Ztpttr;
+    __typeof__(cublasDcopy_v2) *Dcopy;
+    __typeof__(cublasZcopy_v2) *Zcopy;
 } blas_api;
+
+typedef struct solver_api {
+    __typeof__(cusolverDnCreate) *Create;
+    __typeof__(cusolverDnDestroy) *Destroy;
+    __typeof__(cusolverDnSetStream) *SetStream;
+    __typeof__(cusolverDnCreateParams) *CreateParams;
+    __typeof__(cusolverDnDestroyParams) *DestroyParams;
+    __typeof__(cusolverDnXgetrf_bufferSize) *Xgetrf_bufferSize;
+    __typeof__(cusolverDnXgetrf) *Xgetrf;
+    __typeof__(cusolverDnXgetrs) *Xgetrs;
+    __typeof__(cusolverDnXpotrf_bufferSize) *Xpotrf_bufferSize;
+    __typeof__(cusolverDnXpotrf) *Xpotrf;
+} solver_api;
 
 typedef struct fft_api {
     __typeof__(cufftCreate) *Create;
@@ -72,7 +101,8 @@ typedef struct library {
 
 static blas_api blas;
 static fft_api fft;
-static library blas_lib, fft_lib;
+static solver_api solver;
+static library blas_lib, fft_lib, solver_lib;
 
 /* A symbol to resolve: where its pointer goes, and its name ('?' first: optional). */
 typedef struct sym_entry {
@@ -135,6 +165,20 @@ static bool load_blas(void) {
         SYM(blas, Zdscal, "cublasZdscal_v2"),
         SYM(blas, Scopy, "cublasScopy_v2"),
         SYM(blas, GetStatusName, "?cublasGetStatusName"),
+        SYM(blas, Sgeam, "cublasSgeam"),
+        SYM(blas, Dgeam, "cublasDgeam"),
+        SYM(blas, Cgeam, "cublasCgeam"),
+        SYM(blas, Zgeam, "cublasZgeam"),
+        SYM(blas, Strttp, "cublasStrttp"),
+        SYM(blas, Dtrttp, "cublasDtrttp"),
+        SYM(blas, Ctrttp, "cublasCtrttp"),
+        SYM(blas, Ztrttp, "cublasZtrttp"),
+        SYM(blas, Stpttr, "cublasStpttr"),
+        SYM(blas, Dtpttr, "cublasDtpttr"),
+        SYM(blas, Ctpttr, "cublasCtpttr"),
+        SYM(blas, Ztpttr, "cublasZtpttr"),
+        SYM(blas, Dcopy, "cublasDcopy_v2"),
+        SYM(blas, Zcopy, "cublasZcopy_v2"),
     };
     return load_library(&blas_lib, "cuBLAS", names, 2, syms, (int)(sizeof syms / sizeof *syms));
 }
@@ -150,6 +194,25 @@ static bool load_fft(void) {
         SYM(fft, ExecZ2Z, "cufftExecZ2Z"),
     };
     return load_library(&fft_lib, "cuFFT", names, 2, syms, (int)(sizeof syms / sizeof *syms));
+}
+
+/* cuSOLVER's dense API: libcusolver.so.12 ships with CUDA 12 and 13 (its ABI kept the 12). */
+static bool load_solver(void) {
+    static const char *const names[] = {"libcusolver.so.12", "libcusolver.so.11"};
+    const sym_entry syms[] = {
+        SYM(solver, Create, "cusolverDnCreate"),
+        SYM(solver, Destroy, "cusolverDnDestroy"),
+        SYM(solver, SetStream, "cusolverDnSetStream"),
+        SYM(solver, CreateParams, "cusolverDnCreateParams"),
+        SYM(solver, DestroyParams, "cusolverDnDestroyParams"),
+        SYM(solver, Xgetrf_bufferSize, "cusolverDnXgetrf_bufferSize"),
+        SYM(solver, Xgetrf, "cusolverDnXgetrf"),
+        SYM(solver, Xgetrs, "cusolverDnXgetrs"),
+        SYM(solver, Xpotrf_bufferSize, "cusolverDnXpotrf_bufferSize"),
+        SYM(solver, Xpotrf, "cusolverDnXpotrf"),
+    };
+    return load_library(&solver_lib, "cuSOLVER", names, 2, syms,
+                        (int)(sizeof syms / sizeof *syms));
 }
 
 /* ---- errors ----------------------------------------------------------------------------- */
@@ -210,9 +273,34 @@ static fc_status fft_check(fc_ctx *ctx, cufftResult r, const char *call, const c
                      "%s failed: %s at %s:%d", call, fft_status_name(r), file, line);
 }
 
+static const char *solver_status_name(cusolverStatus_t r) {
+    switch (r) {
+    case CUSOLVER_STATUS_NOT_INITIALIZED: return "CUSOLVER_STATUS_NOT_INITIALIZED";
+    case CUSOLVER_STATUS_ALLOC_FAILED: return "CUSOLVER_STATUS_ALLOC_FAILED";
+    case CUSOLVER_STATUS_INVALID_VALUE: return "CUSOLVER_STATUS_INVALID_VALUE";
+    case CUSOLVER_STATUS_ARCH_MISMATCH: return "CUSOLVER_STATUS_ARCH_MISMATCH";
+    case CUSOLVER_STATUS_EXECUTION_FAILED: return "CUSOLVER_STATUS_EXECUTION_FAILED";
+    case CUSOLVER_STATUS_INTERNAL_ERROR: return "CUSOLVER_STATUS_INTERNAL_ERROR";
+    case CUSOLVER_STATUS_MATRIX_TYPE_NOT_SUPPORTED:
+        return "CUSOLVER_STATUS_MATRIX_TYPE_NOT_SUPPORTED";
+    case CUSOLVER_STATUS_NOT_SUPPORTED: return "CUSOLVER_STATUS_NOT_SUPPORTED";
+    case CUSOLVER_STATUS_INVALID_WORKSPACE: return "CUSOLVER_STATUS_INVALID_WORKSPACE";
+    default: return "CUSOLVER_STATUS_UNKNOWN";
+    }
+}
+
+static fc_status solver_check(fc_ctx *ctx, cusolverStatus_t r, const char *call,
+                              const char *file, int line) {
+    if (r == CUSOLVER_STATUS_SUCCESS) return FC_OK;
+    return fcg_error(ctx, r == CUSOLVER_STATUS_ALLOC_FAILED ? FC_ERR_NOMEM : FC_ERR_BACKEND,
+                     "%s failed: %s at %s:%d", call, solver_status_name(r), file, line);
+}
+
 /* BLAS(ctx, GemmEx, (args...)): calls cublasGemmEx and names it, with file:line, on failure. */
 #define BLAS(ctx, fn, args) blas_check((ctx), blas.fn args, "cublas" #fn, __FILE__, __LINE__)
 #define FFT(ctx, fn, args) fft_check((ctx), fft.fn args, "cufft" #fn, __FILE__, __LINE__)
+#define SOLVER(ctx, fn, args)                                                                    \
+    solver_check((ctx), solver.fn args, "cusolverDn" #fn, __FILE__, __LINE__)
 
 /* ---- the per-context state -------------------------------------------------------------- */
 
@@ -233,6 +321,8 @@ typedef struct lib_state {
     int nplans;
     uint64_t tick;
     void *sort; /* the sort kernels' modules (backend/cuda_sort.c) */
+    cusolverDnHandle_t solver; /* created on the first cuSOLVER call, with its params */
+    cusolverDnParams_t params;
 } lib_state;
 
 static fc_status get_state(fc_ctx *ctx, void **state, lib_state **out) {
@@ -267,6 +357,8 @@ void fcr_lib_release(fc_ctx *ctx, void *state) {
     if (!s) return;
     for (int i = 0; i < s->nplans; i++) fft.Destroy(s->plans[i].plan);
     if (s->blas) blas.Destroy(s->blas);
+    if (s->params) solver.DestroyParams(s->params);
+    if (s->solver) solver.Destroy(s->solver);
     fcr_sort_release(ctx, s->sort);
     fcg_free(ctx, s, sizeof *s);
 }
@@ -557,6 +649,322 @@ static fc_status run_fft(fc_ctx *ctx, lib_state *s, CUstream stream, const fc_ar
     return FC_OK;
 }
 
+/* ---- dense linear algebra (cuSOLVER) -------------------------------------------------- *
+ *
+ * Each matrix of the stack is one call of cuSOLVER's 64-bit generic API (Xgetrf, Xgetrs,
+ * Xpotrf: one code path for f32, f64, c64 and c128), in a loop over the batch on the plan's
+ * stream: simple and right for every size; the batched routines (getrfBatched, potrfBatched)
+ * fit stacks of small matrices and are left for the performance issue. cuSOLVER is
+ * column-major and the buffers are row-major, so a buffer read by cuSOLVER is the transpose
+ * of fusec's matrix:
+ *   solve    getrf factors A^T; getrs with CUBLAS_OP_T then solves (A^T)^T X = A X = B, with
+ *            B and X transposed by cuBLAS's geam into column-major order around it (a single
+ *            right-hand side needs no transpose: a vector is its own transpose);
+ *   slogdet  det(A^T) = det(A): getrf of A^T, then the diagonal (a strided copy) and the
+ *            pivots come down and the host forms sign and log|det| in double, as
+ *            ref/host_linalg.c does (NumPy's slogdet_from_factored_diagonal);
+ *   cholesky potrf with CUBLAS_FILL_MODE_UPPER reads the column-major upper triangle, which
+ *            is the row-major lower one (NumPy reads the lower triangle) and writes U with
+ *            conj(A) = U^H U, whose row-major reading U^T is L (A = L L^H); the other
+ *            triangle is cleared by copying L through packed storage (trttp, a zeroed
+ *            matrix, tpttr).
+ * The factorisations report a zero pivot or a non-positive leading minor in devInfo, one int
+ * per matrix; the evaluation reads them back when the stack is done (a wait, as CuPy's
+ * default check makes) and fails with FC_ERR_LINALG naming the first matrix at fault.
+ * Workspaces come from fcr_lib_alloc, so they are counted in the memory statistics. */
+
+static bool solver_types(fc_dtype t, cudaDataType *out) {
+    switch (t) {
+    case FC_F32: *out = CUDA_R_32F; return true;
+    case FC_F64: *out = CUDA_R_64F; return true;
+    case FC_C64: *out = CUDA_C_32F; return true;
+    case FC_C128: *out = CUDA_C_64F; return true;
+    default: return false;
+    }
+}
+
+/* The context's cuSOLVER handle (and cuBLAS's, for the transposes), on `stream`. */
+static fc_status solver_handle(fc_ctx *ctx, lib_state *s, CUstream stream) {
+    if (!load_solver()) return fcg_error(ctx, FC_ERR_BACKEND, "%s", solver_lib.error);
+    fc_status st = blas_handle(ctx, s, stream);
+    if (st != FC_OK) return st;
+    if (!s->solver) {
+        cusolverDnHandle_t h;
+        if ((st = SOLVER(ctx, Create, (&h))) != FC_OK) return st;
+        s->solver = h;
+    }
+    if (!s->params && (st = SOLVER(ctx, CreateParams, (&s->params))) != FC_OK) return st;
+    return SOLVER(ctx, SetStream, (s->solver, stream));
+}
+
+static void *dptr(CUdeviceptr p) { return (void *)(uintptr_t)p; }
+
+/* dst (row-major C x R) = the transpose of src (row-major R x C): column-major, src is C x R
+ * (leading dimension C) and geam writes its transpose, R x C (leading dimension R). */
+static fc_status transpose(fc_ctx *ctx, lib_state *s, fc_dtype t, int64_t r, int64_t c,
+                           CUdeviceptr src, CUdeviceptr dst) {
+    if (!fits_int(r) || !fits_int(c)) return FC_ERR_UNSUPPORTED;
+    cublasOperation_t T = CUBLAS_OP_T;
+    int m = (int)r, n = (int)c;
+    gemm_types g; /* one and zero of the dtype */
+    gemm_types_of(t, &g);
+    switch (t) {
+    case FC_F32:
+        return BLAS(ctx, Sgeam, (s->blas, T, T, m, n, &g.one.f, dptr(src), n, &g.zero.f,
+                                 dptr(src), n, dptr(dst), m));
+    case FC_F64:
+        return BLAS(ctx, Dgeam, (s->blas, T, T, m, n, &g.one.d, dptr(src), n, &g.zero.d,
+                                 dptr(src), n, dptr(dst), m));
+    case FC_C64:
+        return BLAS(ctx, Cgeam, (s->blas, T, T, m, n, &g.one.c, dptr(src), n, &g.zero.c,
+                                 dptr(src), n, dptr(dst), m));
+    default:
+        return BLAS(ctx, Zgeam, (s->blas, T, T, m, n, &g.one.z, dptr(src), n, &g.zero.z,
+                                 dptr(src), n, dptr(dst), m));
+    }
+}
+
+/* The column-major upper triangle of the n x n matrix at a to packed storage at ap, or back
+ * (to_packed false; the other triangle of a is left as it is). */
+static fc_status packed_copy(fc_ctx *ctx, lib_state *s, fc_dtype t, int n, CUdeviceptr a,
+                             CUdeviceptr ap, bool to_packed) {
+    cublasFillMode_t up = CUBLAS_FILL_MODE_UPPER;
+    switch (t) {
+    case FC_F32:
+        return to_packed ? BLAS(ctx, Strttp, (s->blas, up, n, dptr(a), n, dptr(ap)))
+                         : BLAS(ctx, Stpttr, (s->blas, up, n, dptr(ap), dptr(a), n));
+    case FC_F64:
+        return to_packed ? BLAS(ctx, Dtrttp, (s->blas, up, n, dptr(a), n, dptr(ap)))
+                         : BLAS(ctx, Dtpttr, (s->blas, up, n, dptr(ap), dptr(a), n));
+    case FC_C64:
+        return to_packed ? BLAS(ctx, Ctrttp, (s->blas, up, n, dptr(a), n, dptr(ap)))
+                         : BLAS(ctx, Ctpttr, (s->blas, up, n, dptr(ap), dptr(a), n));
+    default:
+        return to_packed ? BLAS(ctx, Ztrttp, (s->blas, up, n, dptr(a), n, dptr(ap)))
+                         : BLAS(ctx, Ztpttr, (s->blas, up, n, dptr(ap), dptr(a), n));
+    }
+}
+
+/* n elements of size es from src (stride incx elements) to dst, contiguous: a copy of 4-,
+ * 8- or 16-byte words, whatever they hold (the values are not computed with). */
+static fc_status gather(fc_ctx *ctx, lib_state *s, size_t es, int n, CUdeviceptr src, int incx,
+                        CUdeviceptr dst) {
+    if (es == 4) return BLAS(ctx, Scopy, (s->blas, n, dptr(src), incx, dptr(dst), 1));
+    if (es == 8) return BLAS(ctx, Dcopy, (s->blas, n, dptr(src), incx, dptr(dst), 1));
+    return BLAS(ctx, Zcopy, (s->blas, n, dptr(src), incx, dptr(dst), 1));
+}
+
+/* Device and host workspaces of the batch loop, released together. */
+typedef struct solver_work {
+    CUdeviceptr dev[4];
+    size_t dev_bytes[4];
+    void *host;
+    size_t host_bytes;
+} solver_work;
+
+static fc_status work_alloc(fc_ctx *ctx, solver_work *w, int i, size_t bytes, CUstream stream) {
+    w->dev_bytes[i] = bytes ? bytes : 16;
+    return fcr_lib_alloc(ctx, w->dev_bytes[i], stream, &w->dev[i]);
+}
+
+static void work_free(fc_ctx *ctx, solver_work *w, CUstream stream) {
+    for (int i = 0; i < 4; i++) fcr_lib_free(ctx, w->dev[i], w->dev_bytes[i], stream);
+    fcg_free(ctx, w->host, w->host_bytes);
+}
+
+/* The devInfo of each matrix, read back (a wait): the first positive one is NumPy's
+ * LinAlgError for this op, a negative one a bad argument (a fusec bug). */
+static fc_status check_infos(fc_ctx *ctx, const fc_array *a, CUdeviceptr info, int64_t batch,
+                             CUstream stream) {
+    size_t bytes = (size_t)batch * sizeof(int);
+    int *h = fcg_malloc(ctx, bytes);
+    if (!h) return fcg_error(ctx, FC_ERR_NOMEM, "%s: out of memory", fcg_ops[a->op].pyname);
+    fc_status st = fcr_lib_download(ctx, h, info, bytes, stream);
+    const fc_array *x = a->in[0];
+    const char *name = a->op == FCG_OP_LINALG_SOLVE && a->p.flag ? "inv" : fcg_ops[a->op].pyname;
+    for (int64_t b = 0; b < batch && st == FC_OK; b++) {
+        if (h[b] == 0) continue;
+        char d[FCG_DESC_MAX], where[160];
+        fcg_linalg_where(where, sizeof where, x, b);
+        if (h[b] < 0)
+            st = fcg_error(ctx, FC_ERR_BACKEND, "%s: cuSOLVER refused argument %d (fusec bug)",
+                           name, -h[b]);
+        else if (a->op == FCG_OP_LINALG_CHOLESKY)
+            st = fcg_error(ctx, FC_ERR_LINALG, "%s: Matrix is not positive definite: a %s%s has "
+                           "a leading minor of order %d that is not", name, fcg_desc(d, x),
+                           where, h[b]);
+        else
+            st = fcg_error(ctx, FC_ERR_LINALG, "%s: Singular matrix: a %s%s has a zero pivot "
+                           "in column %d", name, fcg_desc(d, x), where, h[b] - 1);
+    }
+    fcg_free(ctx, h, bytes);
+    return st;
+}
+
+/* One value of dtype t (re + i im) at p. */
+static void put_value(fc_dtype t, char *p, double re, double im) {
+    if (t == FC_F32 || t == FC_C64) {
+        float v[2] = {(float)re, (float)im};
+        memcpy(p, v, t == FC_F32 ? 4 : 8);
+    } else {
+        double v[2] = {re, im};
+        memcpy(p, v, t == FC_F64 ? 8 : 16);
+    }
+}
+
+/* One value of dtype t at p, as re + i im. */
+static void get_value(fc_dtype t, const char *p, double *re, double *im) {
+    *im = 0.0;
+    if (t == FC_F32 || t == FC_C64) {
+        float v[2] = {0.0f, 0.0f};
+        memcpy(v, p, t == FC_F32 ? 4 : 8);
+        *re = v[0], *im = v[1];
+    } else {
+        double v[2] = {0.0, 0.0};
+        memcpy(v, p, t == FC_F64 ? 8 : 16);
+        *re = v[0], *im = v[1];
+    }
+}
+
+/* sign and log|det| of each matrix from its LU's diagonal and pivots (1-based, cuSOLVER's),
+ * computed in double on the host and uploaded to out ([batch, 2] of dtype t). */
+static fc_status slogdet_finish(fc_ctx *ctx, fc_dtype t, int64_t n, int64_t batch,
+                                CUdeviceptr diag, CUdeviceptr piv, CUdeviceptr info,
+                                CUdeviceptr out, CUstream stream) {
+    size_t es = fc_dtype_size(t), nd = (size_t)(batch * n);
+    size_t bytes = nd * es + nd * sizeof(int64_t) + (size_t)batch * sizeof(int) +
+                   (size_t)batch * 2 * es;
+    char *h = fcg_malloc(ctx, bytes);
+    if (!h) return fcg_error(ctx, FC_ERR_NOMEM, "slogdet: out of memory");
+    char *hd = h, *hr = h + nd * es + nd * sizeof(int64_t) + (size_t)batch * sizeof(int);
+    int64_t *hp = (int64_t *)(h + nd * es);
+    int *hi = (int *)(hp + nd);
+    fc_status st = FC_OK;
+    if (n > 0) {
+        st = fcr_lib_download(ctx, hd, diag, nd * es, stream);
+        if (st == FC_OK) st = fcr_lib_download(ctx, hp, piv, nd * sizeof(int64_t), stream);
+        if (st == FC_OK) st = fcr_lib_download(ctx, hi, info, (size_t)batch * sizeof(int), stream);
+    }
+    for (int64_t b = 0; b < batch && st == FC_OK; b++) {
+        double sr = 1.0, si = 0.0, logdet = 0.0;
+        if (n > 0 && hi[b] > 0) { /* an exactly zero pivot: NumPy's (0, -inf) */
+            sr = 0.0, logdet = -INFINITY;
+        } else {
+            for (int64_t i = 0; i < n; i++) {
+                double re, im;
+                get_value(t, hd + (size_t)(b * n + i) * es, &re, &im);
+                double ad = hypot(re, im);
+                double pr = im == 0.0 ? (re < 0 ? -1.0 : 1.0) : re / ad;
+                double pi = im == 0.0 ? 0.0 : im / ad;
+                double nr = sr * pr - si * pi;
+                si = sr * pi + si * pr;
+                sr = nr;
+                if (hp[b * n + i] != i + 1) sr = -sr, si = -si;
+                logdet += log(ad);
+            }
+        }
+        put_value(t, hr + (size_t)(2 * b) * es, sr, si);
+        put_value(t, hr + (size_t)(2 * b + 1) * es, logdet, 0.0);
+    }
+    if (st == FC_OK) st = fcr_lib_upload(ctx, out, hr, (size_t)batch * 2 * es, stream);
+    fcg_free(ctx, h, bytes);
+    return st;
+}
+
+static fc_status run_linalg(fc_ctx *ctx, lib_state *s, CUstream stream, const fc_array *a,
+                            const CUdeviceptr *in, CUdeviceptr out) {
+    const fc_array *x = a->in[0];
+    fc_dtype t = (fc_dtype)a->dtype;
+    cudaDataType dt;
+    if (x->dtype != t || x->ndim < 2 || !solver_types(t, &dt)) return FC_ERR_UNSUPPORTED;
+    int nb = x->ndim - 2;
+    int64_t n = x->shape[nb], batch = 1;
+    for (int d = 0; d < nb; d++) batch *= x->shape[d];
+    int64_t k = a->op == FCG_OP_LINALG_SOLVE ? a->shape[a->ndim - 1] : n;
+    bool slog = a->op == FCG_OP_LINALG_SLOGDET, chol = a->op == FCG_OP_LINALG_CHOLESKY;
+    /* cuBLAS's transposes, gathers and packed copies take int extents (beyond them: the
+     * host reference) */
+    if (!fits_int(n) || !fits_int(k) || (chol && !fits_int(n * (n + 1) / 2)))
+        return FC_ERR_UNSUPPORTED;
+    fc_status st = solver_handle(ctx, s, stream);
+    if (st != FC_OK) return st;
+    size_t es = fc_dtype_size(t), mat = (size_t)(n * n) * es;
+    solver_work w;
+    memset(&w, 0, sizeof w);
+    size_t dev_work = 0, host_work = 0;
+    CUdeviceptr probe = in[0]; /* the size queries read no data */
+    if (n > 0) {
+        st = chol ? SOLVER(ctx, Xpotrf_bufferSize,
+                           (s->solver, s->params, CUBLAS_FILL_MODE_UPPER, n, dt, dptr(probe), n,
+                            dt, &dev_work, &host_work))
+                  : SOLVER(ctx, Xgetrf_bufferSize, (s->solver, s->params, n, n, dt, dptr(probe),
+                                                    n, dt, &dev_work, &host_work));
+    }
+    /* dev[0] the factorisation's workspace, dev[1] the infos (one per matrix, and getrs's),
+     * dev[2] pivots (slogdet: all of them) or cholesky's packed triangle, dev[3] the matrix
+     * being factorised (solve and slogdet; cholesky works in out) and solve's transposed
+     * right-hand sides or slogdet's diagonals */
+    if (st == FC_OK) st = work_alloc(ctx, &w, 0, dev_work, stream);
+    if (st == FC_OK) st = work_alloc(ctx, &w, 1, (size_t)(batch + 1) * sizeof(int), stream);
+    if (st == FC_OK)
+        st = work_alloc(ctx, &w, 2, chol ? (size_t)(n * (n + 1) / 2) * es
+                                         : (size_t)((slog ? batch : 1) * n) * sizeof(int64_t),
+                        stream);
+    if (st == FC_OK && !chol)
+        st = work_alloc(ctx, &w, 3, mat + (size_t)((slog ? batch : k) * n) * es, stream);
+    if (st == FC_OK && host_work && !(w.host = fcg_malloc(ctx, host_work)))
+        st = fcg_error(ctx, FC_ERR_NOMEM, "%s: out of memory", fcg_ops[a->op].pyname);
+    w.host_bytes = w.host ? host_work : 0;
+    if (st == FC_OK && n > 0) st = fcr_lib_zero(ctx, w.dev[1], (size_t)(batch + 1), stream);
+    CUdeviceptr info = w.dev[1], scratch_info = info + (CUdeviceptr)((size_t)batch * sizeof(int));
+    CUdeviceptr lu = w.dev[3], rhs = w.dev[3] + (CUdeviceptr)mat;
+    for (int64_t b = 0; b < batch && n > 0 && st == FC_OK; b++) {
+        CUdeviceptr src = in[0] + (CUdeviceptr)((size_t)b * mat);
+        CUdeviceptr ib = info + (CUdeviceptr)((size_t)b * sizeof(int));
+        if (chol) {
+            CUdeviceptr o = out + (CUdeviceptr)((size_t)b * mat);
+            st = fcr_lib_copy(ctx, o, src, mat, stream);
+            if (st == FC_OK)
+                st = SOLVER(ctx, Xpotrf, (s->solver, s->params, CUBLAS_FILL_MODE_UPPER, n, dt,
+                                          dptr(o), n, dt, dptr(w.dev[0]), dev_work, w.host,
+                                          host_work, dptr(ib)));
+            /* L's triangle through packed storage into a zeroed matrix */
+            if (st == FC_OK) st = packed_copy(ctx, s, t, (int)n, o, w.dev[2], true);
+            if (st == FC_OK) st = fcr_lib_zero(ctx, o, mat / 4, stream);
+            if (st == FC_OK) st = packed_copy(ctx, s, t, (int)n, o, w.dev[2], false);
+            continue;
+        }
+        CUdeviceptr piv = w.dev[2] + (CUdeviceptr)((size_t)(slog ? b * n : 0) * sizeof(int64_t));
+        st = fcr_lib_copy(ctx, lu, src, mat, stream);
+        if (st == FC_OK)
+            st = SOLVER(ctx, Xgetrf, (s->solver, s->params, n, n, dt, dptr(lu), n,
+                                      (int64_t *)dptr(piv), dt, dptr(w.dev[0]), dev_work, w.host,
+                                      host_work, dptr(ib)));
+        if (st == FC_OK && slog) {
+            st = gather(ctx, s, es, (int)n, lu, (int)n + 1,
+                        rhs + (CUdeviceptr)((size_t)(b * n) * es));
+            continue;
+        }
+        if (st != FC_OK || k == 0) continue;
+        CUdeviceptr bsrc = in[1] + (CUdeviceptr)((size_t)(b * n * k) * es);
+        CUdeviceptr o = out + (CUdeviceptr)((size_t)(b * n * k) * es);
+        CUdeviceptr xb = k == 1 ? o : rhs; /* column-major n x k */
+        st = k == 1 ? fcr_lib_copy(ctx, o, bsrc, (size_t)n * es, stream)
+                    : transpose(ctx, s, t, n, k, bsrc, rhs);
+        if (st == FC_OK)
+            st = SOLVER(ctx, Xgetrs, (s->solver, s->params, CUBLAS_OP_T, n, k, dt, dptr(lu), n,
+                                      (const int64_t *)dptr(piv), dt, dptr(xb), n,
+                                      dptr(scratch_info)));
+        if (st == FC_OK && k > 1) st = transpose(ctx, s, t, k, n, rhs, o);
+    }
+    if (st == FC_OK && slog)
+        st = slogdet_finish(ctx, t, n, batch, rhs, w.dev[2], info, out, stream);
+    else if (st == FC_OK && n > 0)
+        st = check_infos(ctx, a, info, batch, stream);
+    work_free(ctx, &w, stream);
+    return st;
+}
+
 /* ---- the entry point -------------------------------------------------------------------- */
 
 fc_status fcr_lib_run(fc_ctx *ctx, void **state, CUstream stream, const fcp_kernel *k,
@@ -583,8 +991,10 @@ fc_status fcr_lib_run(fc_ctx *ctx, void **state, CUstream stream, const fcp_kern
                              "(fusec bug)", fcg_ops[a->op].pyname, j);
         args[j] = in[l];
     }
+    bool linalg = a->op == FCG_OP_LINALG_SOLVE || a->op == FCG_OP_LINALG_SLOGDET ||
+                  a->op == FCG_OP_LINALG_CHOLESKY;
     if (a->op != FCG_OP_MATMUL && a->op != FCG_OP_FFT && a->op != FCG_OP_IFFT &&
-        a->op != FCG_OP_SORT && a->op != FCG_OP_ARGSORT)
+        a->op != FCG_OP_SORT && a->op != FCG_OP_ARGSORT && !linalg)
         return FC_ERR_UNSUPPORTED;
     if (fcg_node_numel(a) == 0) return FC_OK; /* nothing to write */
     lib_state *s = NULL;
@@ -593,5 +1003,6 @@ fc_status fcr_lib_run(fc_ctx *ctx, void **state, CUstream stream, const fcp_kern
     if (a->op == FCG_OP_SORT || a->op == FCG_OP_ARGSORT)
         return fcr_sort_run(ctx, &s->sort, stream, a, args[0], out);
     if (a->op == FCG_OP_MATMUL) return run_matmul(ctx, s, stream, a, args, trans, out);
+    if (linalg) return run_linalg(ctx, s, stream, a, args, out);
     return run_fft(ctx, s, stream, a, args[0], out);
 }

@@ -35,6 +35,13 @@ void fcr_sort_release(fc_ctx *ctx, void *modules);
  * driver table, and the device's arch and multiprocessor count. */
 fc_status fcr_lib_alloc(fc_ctx *ctx, size_t bytes, CUstream s, CUdeviceptr *out);
 void fcr_lib_free(fc_ctx *ctx, CUdeviceptr p, size_t bytes, CUstream s);
+/* Copies and fills on stream s: device to device (queued), zero `words` 4-byte words
+ * (queued), device to host and host to device (each waits for the stream, so the host
+ * buffer is complete, or free to go, on return). */
+fc_status fcr_lib_copy(fc_ctx *ctx, CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s);
+fc_status fcr_lib_zero(fc_ctx *ctx, CUdeviceptr dst, size_t words, CUstream s);
+fc_status fcr_lib_download(fc_ctx *ctx, void *dst, CUdeviceptr src, size_t bytes, CUstream s);
+fc_status fcr_lib_upload(fc_ctx *ctx, CUdeviceptr dst, const void *src, size_t bytes, CUstream s);
 fc_status fcr_lib_module(fc_ctx *ctx, const void *cubin, CUmodule *out);
 void fcr_lib_module_unload(fc_ctx *ctx, CUmodule m);
 fc_status fcr_lib_function(fc_ctx *ctx, CUmodule m, const char *name, CUfunction *out);

@@ -155,13 +155,16 @@ typedef enum fcf_fkind {
     FK_EXPAND, FK_SQUEEZE, FK_FLIP, FK_PAD, FK_CONCAT, FK_STACK, FK_MATMUL, FK_FILL, FK_FULL,
     FK_LIKE, FK_FULL_LIKE, FK_ARANGE, FK_LINSPACE, FK_EYE, FK_RANDOM, FK_COMPLEX, FK_FFT,
     FK_RAVEL, FK_COMPOSITE, FK_SCAN, FK_TAKE, FK_SCATTER, FK_FFTN, FK_FFTFREQ, FK_FFTSHIFT,
-    FK_SORT, FK_UNIQUE, FK_PERMUTE, FK_CONTRACT,
+    FK_SORT, FK_UNIQUE, FK_PERMUTE, FK_CONTRACT, FK_LINALG,
     FK_EW_KERNEL, FK_RED_KERNEL /* user kernel declarations: a binding's whole right side */
 } fcf_fkind;
 
 /* FK_RANDOM's op: which draw. Those with parameters take them first, then the shape. */
 enum { RD_RANDOM, RD_STANDARD_NORMAL, RD_INTEGERS, RD_UNIFORM, RD_NORMAL, RD_EXPONENTIAL,
        RD_BERNOULLI };
+
+/* FK_LINALG's op: which function of graph/linalg.c (eval_linalg). Written linalg.NAME only. */
+enum { LA_SOLVE, LA_INV, LA_DET, LA_SLOGDET, LA_SLOGDET_PACKED, LA_CHOLESKY };
 
 /* FK_CONTRACT's op: which contraction of graph/contract.c (eval_contract). */
 enum { CT_DOT, CT_VDOT, CT_INNER, CT_OUTER, CT_KRON, CT_TENSORDOT, CT_EINSUM, CT_MATRIX_POWER };
@@ -254,6 +257,14 @@ static const fcf_func fcf_funcs[] = {
     {"einsum", FK_CONTRACT, CT_EINSUM, 8, 2,
      {"subscripts", "x1", "x2", "x3", "x4", "x5", "x6", "x7"}},
     {"matrix_power", FK_CONTRACT, CT_MATRIX_POWER, 2, 2, {"a", "n"}},
+    /* np.linalg (graph/linalg.c), spelled linalg.NAME; slogdet gives the list [sign,
+     * logabsdet]; slogdet_packed is fusec's: the one node holding both (the printer's form) */
+    {"solve", FK_LINALG, LA_SOLVE, 2, 2, {"a", "b"}},
+    {"inv", FK_LINALG, LA_INV, 1, 1, {"a"}},
+    {"det", FK_LINALG, LA_DET, 1, 1, {"a"}},
+    {"slogdet", FK_LINALG, LA_SLOGDET, 1, 1, {"a"}},
+    {"slogdet_packed", FK_LINALG, LA_SLOGDET_PACKED, 1, 1, {"a"}},
+    {"cholesky", FK_LINALG, LA_CHOLESKY, 1, 1, {"a", "upper"}},
     {"take", FK_TAKE, 0, 3, 2, {"a", "indices", "axis", "mode"}},
     {"take_along_axis", FK_TAKE, 1, 3, 2, {"arr", "indices", "axis"}},
     {"searchsorted", FK_TAKE, 2, 3, 2, {"a", "v", "side"}},
@@ -1433,8 +1444,9 @@ static fcf_expr *parse_member(fcf_parser *p, fcf_expr *base) {
 
 /* NumPy's module prefixes: fft.rfft(x), random.normal(...), linalg.norm(x) name the function
  * after the dot. Each admits the functions of its module only (np.fft's, np.random's draws,
- * linalg's norm, matmul, tensordot and matrix_power); the word is a prefix only where no
- * variable of that name hides it. */
+ * linalg's norm, matmul, tensordot, matrix_power and graph/linalg.c's functions); the word
+ * is a prefix only where no variable of that name hides it. linalg's own functions (solve,
+ * inv, ...) are written with the prefix only, as NumPy has no np.solve. */
 static const char *const fcf_modules[] = {"fft", "random", "linalg"};
 
 static int module_of(const fcf_token *t) {
@@ -1451,7 +1463,7 @@ static bool module_admits(int module, const fcf_func *f) {
                f->kind == FK_FFTSHIFT;
     case 1: return f->kind == FK_RANDOM || f->kind == FK_PERMUTE;
     default:
-        return f->kind == FK_NORM || f->kind == FK_MATMUL ||
+        return f->kind == FK_NORM || f->kind == FK_MATMUL || f->kind == FK_LINALG ||
                (f->kind == FK_CONTRACT && (f->op == CT_TENSORDOT || f->op == CT_MATRIX_POWER));
     }
 }
@@ -1507,6 +1519,12 @@ static fcf_expr *parse_name(fcf_parser *p) {
         advance(p);
         if (nm && nm->kind == N_VAR && p->prog->vars[nm->index].kernel != VK_VALUE)
             return parse_kernel_call(p, t, nm->index);
+        const fcf_func *lf = func_lookup(t->text, t->len, &ew_op);
+        if (lf && lf->kind == FK_LINALG) {
+            perr_at(p, t->line, t->col, "'%.*s' is a function of linalg: write linalg.%.*s(...)",
+                    (int)t->len, t->text, (int)t->len, t->text);
+            return NULL;
+        }
         if (nm && nm->kind == N_VAR && !func_lookup(t->text, t->len, &ew_op) && ew_op < 0) {
             perr_at(p, t->line, t->col, "'%.*s' is not a function or a kernel: only names bound "
                     "to ElementwiseKernel(...) or ReductionKernel(...) can be called (line %d "
@@ -2636,6 +2654,36 @@ static fc_status array_list(fcf_builder *b, const fcf_expr *e, fc_array **arrays
 
 #define FCP_MAX_SECTIONS (1 << 16) /* split's results are values of the builder's arena */
 
+/* ---- linear algebra (graph/linalg.c) ---------------------------------------------------- */
+
+static fc_status eval_linalg(fcf_builder *b, const fcf_expr *e, fcf_value *v, fcf_value *out) {
+    const fcf_func *fn = e->call.fn;
+    fc_array *x, *y = NULL;
+    fc_status st;
+    if ((st = eval_array_arg(b, e, 0, &x)) != FC_OK) return st;
+    switch (fn->op) {
+    case LA_SOLVE:
+        if ((st = eval_array_arg(b, e, 1, &y)) != FC_OK) return st;
+        return bcheck(b, e, fc_linalg_solve(x, y), out);
+    case LA_INV: return bcheck(b, e, fc_linalg_inv(x), out);
+    case LA_DET: return bcheck(b, e, fc_linalg_det(x), out);
+    case LA_SLOGDET: {
+        fc_array *res[2] = {NULL, NULL};
+        st = fc_linalg_slogdet(x, &res[0], &res[1]);
+        return array_list(b, e, res, 2, st, out);
+    }
+    case LA_SLOGDET_PACKED: return bcheck(b, e, fcg_linalg_slogdet_packed(x), out);
+    default: {
+        bool upper = false;
+        if ((st = eval_arg(b, e, 1, &v[1], V_NONE)) != FC_OK) return st;
+        if (e->call.args[1] &&
+            (st = to_bool(b, arg_pos(e, 1), &v[1], "upper", &upper)) != FC_OK)
+            return st;
+        return bcheck(b, e, fc_linalg_cholesky(x, upper), out);
+    }
+    }
+}
+
 /* ---- contractions (graph/contract.c) ---------------------------------------------------- */
 
 /* tensordot's axes: an integer, or a pair whose items are each an axis or a list of axes. */
@@ -3057,6 +3105,7 @@ static fc_status eval_call(fcf_builder *b, const fcf_expr *e, fcf_value *out) {
     switch (fn->kind) {
     case FK_COMPOSITE: return eval_composite(b, e, v, out);
     case FK_CONTRACT: return eval_contract(b, e, v, out);
+    case FK_LINALG: return eval_linalg(b, e, v, out);
     case FK_EW_KERNEL:
     case FK_RED_KERNEL: return eval_kernel_decl(b, e, v, out);
     case FK_CAST: {

@@ -156,6 +156,8 @@ static bool is_leaf_input(const fc_array *a) {
  * the same cast (and ifft the same scale, which depends on the dtype before the cast). */
 static const fc_array *printed_input(const fc_array *a, int i) {
     const fc_array *x = a->in[i];
+    /* inv(a) is solve(a, identity): the text names a alone, the parser makes the identity */
+    if (a->op == FCG_OP_LINALG_SOLVE && a->p.flag) return a->in[0];
     if ((a->op != FCG_OP_FFT && a->op != FCG_OP_IFFT) || x->op != FCG_OP_CAST) return x;
     fc_dtype t = (fc_dtype)x->in[0]->dtype;
     if (x->in[0]->weak || fcg_fft_dtype(t) != (fc_dtype)a->dtype) return x;
@@ -409,6 +411,18 @@ static fc_status put_rhs(fcq_printer *pr, const fc_array *a) {
         buf_printf(b, "%s(", info->pyname);
         put_operand(pr, printed_input(a, 0), false);
         buf_printf(b, ", axis=%d)", (int)a->p.axis);
+        return FC_OK;
+    case FCG_OP_LINALG_SOLVE:
+    case FCG_OP_LINALG_SLOGDET:
+    case FCG_OP_LINALG_CHOLESKY: /* inputs of the node's own dtype and batch: linalg's calls
+                                    make the very node from them */
+        buf_printf(b, "linalg.%s(", a->p.flag ? "inv" : info->pyname);
+        put_operand(pr, a->in[0], false);
+        if (a->nin == 2 && !a->p.flag) {
+            buf_puts(b, ", ");
+            put_operand(pr, a->in[1], false);
+        }
+        buf_puts(b, ")");
         return FC_OK;
     case FCG_OP_RESHAPE:
     case FCG_OP_BROADCAST:

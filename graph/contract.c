@@ -736,24 +736,24 @@ fc_array *fc_matrix_power(fc_array *a, int64_t n) {
     if (a->shape[a->ndim - 2] != m)
         return fcg_poison(ctx, FC_ERR_SHAPE, "matrix_power: %s: the last 2 dimensions must be "
                           "square", fcg_desc(d, a));
-    if (n < 0)
-        return fcg_poison(ctx, FC_ERR_UNSUPPORTED, "matrix_power: negative power %lld needs a "
-                          "matrix inverse, which fusec does not have", (long long)n);
     fc_scope *scope = fc_scope_open(ctx);
     if (!scope) return fcg_poison(ctx, FC_ERR_NOMEM, "matrix_power: out of memory");
-    fc_array *x = a, *r = NULL;
-    if (n == 0) {
+    /* NumPy: a negative power is the power of the inverse (n == INT64_MIN: its magnitude
+     * still fits the unsigned loop below) */
+    fc_array *x = n < 0 ? fc_linalg_inv(a) : a, *r = NULL;
+    uint64_t un = n < 0 ? 0 - (uint64_t)n : (uint64_t)n;
+    if (un == 0) {
         fc_shape sh = fc_array_shape(a);
         r = fc_broadcast_to(fc_eye(ctx, (fc_dtype)a->dtype, m, m, 0), sh);
-    } else if (n <= 3) {
+    } else if (un <= 3) {
         /* NumPy's small powers, associated as it does */
         r = x;
-        for (int64_t i = 1; i < n; i++) r = fc_matmul(r, x);
+        for (uint64_t i = 1; i < un; i++) r = fc_matmul(r, x);
     } else {
         /* NumPy's binary decomposition: z runs through the squarings, each set bit of n
          * multiplies it into the result, in NumPy's order */
         fc_array *z = NULL;
-        for (uint64_t k = (uint64_t)n; k > 0; k >>= 1) {
+        for (uint64_t k = un; k > 0; k >>= 1) {
             z = z ? fc_matmul(z, z) : x;
             if (k & 1) r = r ? fc_matmul(r, z) : z;
         }

@@ -93,6 +93,8 @@ const char *fc_strerror(fc_status status) {
     case FC_ERR_UNBOUND: return "unbound program input or symbol";
     case FC_ERR_COMPILE: return "kernel compilation failed";
     case FC_ERR_NOT_CACHED: return "kernel not in the cache (FUSEC_REQUIRE_CACHED)";
+    case FC_ERR_LINALG: return "linear algebra error (singular or not positive definite "
+                               "matrix, not a square stack)";
     }
     return "unknown status";
 }

@@ -521,6 +521,12 @@ bool fcg_unit_reshape(const fc_array *a);
  * in place (x.T of a matrix, swapaxes(x, -1, -2) of a stack), else NULL: a matmul reads such an
  * operand as its source's buffer with cuBLAS's transpose flag instead of a copy. */
 fc_array *fcg_matrix_transpose_of(const fc_array *a);
+/* The LINALG_SLOGDET node of a ([..., 2]: sign, log|det|) that fc_linalg_slogdet and
+ * fc_linalg_det read through views (graph/linalg.c); the .fc printer's linalg.slogdet_packed. */
+fc_array *fcg_linalg_slogdet_packed(fc_array *a);
+/* " (matrix [i, j] of the stack)": where matrix b (row-major over the batch) of the stack x
+ * ([..., n, n]) is, for a linalg error message; "" when x is one matrix. Returns buf. */
+const char *fcg_linalg_where(char *buf, size_t size, const fc_array *x, int64_t b);
 /* "[4096, 1024]" into buf (at least 200 bytes); returns buf. */
 char *fcg_shape_str(char *buf, int ndim, const int64_t *shape);
 

@@ -101,7 +101,9 @@ typedef enum fc_status {
     FC_ERR_CONTEXT = -13,    /**< arrays of different contexts mixed, or a scope misuse */
     FC_ERR_UNBOUND = -14,    /**< a program input or dimension symbol has no value */
     FC_ERR_COMPILE = -15,    /**< NVRTC rejected a generated kernel (a fusec bug: report it) */
-    FC_ERR_NOT_CACHED = -16  /**< FUSEC_REQUIRE_CACHED is set and a kernel was not cached */
+    FC_ERR_NOT_CACHED = -16, /**< FUSEC_REQUIRE_CACHED is set and a kernel was not cached */
+    FC_ERR_LINALG = -17      /**< np.linalg.LinAlgError: a singular matrix, one that is not
+                                  positive definite, a stack that is not square or not 2-d */
 } fc_status;
 
 /** A short, static description of a status code. Never NULL. */
@@ -1180,11 +1182,54 @@ FC_API fc_array *fc_einsum(fc_ctx *ctx, const char *subscripts, fc_array *const 
  *  (a broadcast multiply and views, with np.multiply's dtype). At most 4 dimensions
  *  (FC_ERR_UNSUPPORTED beyond: the product interleaves twice the rank). */
 FC_API fc_array *fc_kron(fc_array *a, fc_array *b);
-/** np.linalg.matrix_power(a, n) for n >= 0: the identity (broadcast over a's batch) for 0,
- *  else products of matmuls by NumPy's binary decomposition. a has at least 2 dimensions and
- *  square last two (else FC_ERR_SHAPE). A negative n needs an inverse fusec does not have:
- *  FC_ERR_UNSUPPORTED. */
+/** np.linalg.matrix_power(a, n): the identity (broadcast over a's batch) for 0, else products
+ *  of matmuls by NumPy's binary decomposition; a negative n takes fc_linalg_inv(a) to the
+ *  power -n, as NumPy does (a singular a fails the evaluation with FC_ERR_LINALG). a has at
+ *  least 2 dimensions and square last two (else FC_ERR_SHAPE). */
 FC_API fc_array *fc_matrix_power(fc_array *a, int64_t n);
+
+/* Dense linear algebra, as np.linalg (NumPy 2). Every function works on stacks of matrices:
+ * the last two axes are the matrix, the leading ones a batch (solve broadcasts a's batch
+ * against b's). Dtypes as np.linalg's: f32, f64, c64 and c128 are computed in their own
+ * precision; bool and integers are computed in f64; f16 and bf16 are refused (FC_ERR_DTYPE:
+ * NumPy has no linalg loops for them); two operands compute in f32 / c64 only when both are
+ * single precision. On the GPU through cuSOLVER (loaded on first use like cuBLAS), on the
+ * host backend by fusec's own reference code (LU with partial pivoting, Cholesky), each
+ * computed in f64 / c128.
+ *
+ * Errors. NumPy's LinAlgError is FC_ERR_LINALG, whose message names the function, the shape
+ * and, for a batch, the first matrix at fault: an array of fewer than 2 dimensions or whose
+ * last two are not square (at construction, a poisoned array); a singular matrix for solve
+ * and inv, a matrix that is not positive definite for cholesky (found by the factorisation,
+ * so at evaluation: fc_eval / fc_read return FC_ERR_LINALG and no array gains a value; on the
+ * GPU the evaluation waits for the factorisation's status, as CuPy does). Shapes that do not
+ * fit (b's rows against a's) are FC_ERR_SHAPE, as NumPy's ValueError. A singular matrix is no
+ * error for det and slogdet: det is 0, slogdet gives sign 0 and logabsdet -inf. A matrix that
+ * is singular in exact arithmetic may be factorised into tiny non-zero pivots by rounding
+ * (then solve and inv give huge values, as NumPy's do); the error is raised for an exactly
+ * zero pivot, LAPACK's and cuSOLVER's rule. */
+
+/** np.linalg.solve(a, b): x with a @ x == b. a: [..., n, n]; b: [..., n, k] (a stack of
+ *  matrices whose batch broadcasts against a's), or [n] (one vector, NumPy 2's rule: only a
+ *  1-d b is a vector), giving [..., n, k] or [..., n]. */
+FC_API fc_array *fc_linalg_solve(fc_array *a, fc_array *b);
+/** np.linalg.inv(a): solve(a, identity) over a's batch. */
+FC_API fc_array *fc_linalg_inv(fc_array *a);
+/** np.linalg.det(a): sign * exp(logabsdet) of slogdet's, as NumPy computes it; a's batch
+ *  shape, a's (linalg) dtype. */
+FC_API fc_array *fc_linalg_det(fc_array *a);
+/** np.linalg.slogdet(a): the sign (a's linalg dtype; for complex a a number of modulus 1)
+ *  and the natural log of |det| (the real dtype), each of a's batch shape, from an LU
+ *  factorisation with partial pivoting. A 0 x 0 matrix gives 1 and 0.
+ *  @param sign, logabsdet receive new references (either may be NULL: not computed).
+ *  @return FC_OK; FC_ERR_NULL (a NULL: outputs untouched); otherwise the error, each output
+ *          then holding that poison (FC_ERR_LINALG, FC_ERR_DTYPE, a poisoned a's). */
+FC_API fc_status fc_linalg_slogdet(fc_array *a, fc_array **sign, fc_array **logabsdet);
+/** np.linalg.cholesky(a, upper=upper): L, lower triangular with a real positive diagonal,
+ *  with a == L @ L^H (only a's lower triangle is read, as NumPy's LAPACK call does), or its
+ *  conjugate transpose U (a == U^H @ U) when upper. FC_ERR_LINALG at evaluation when a matrix
+ *  is not positive definite. */
+FC_API fc_array *fc_linalg_cholesky(fc_array *a, bool upper);
 /** Discrete Fourier transform along `axis` (negative counts from the end), as np.fft.fft and
  *  np.fft.ifft with n=None and norm="backward": fc_ifft scales by 1 / n, rounded as NumPy
  *  rounds it (to f16 for an f16 input, f32 for f32 and c64). The result is complex with a's

@@ -181,6 +181,9 @@ static void put_params(line *l, const fc_array *a) {
     case FCG_OP_IFFT:
     case FCG_OP_SORT:
     case FCG_OP_ARGSORT: put(l, " axis=%d", (int)p->axis); break;
+    case FCG_OP_LINALG_SOLVE:
+        if (p->flag) put(l, " inv");
+        break;
     default: put_fields(l, a, used); break; /* an op without a spelling of its own here */
     }
 }

@@ -881,6 +881,19 @@ static fc_status eval_node(evaluator *ev, size_t idx) {
             const slot *x = input_slot(ev, a, 0);
             return fch_sort(ev->ctx, a, x->base, x->strides, s->base);
         }
+        if (a->op == FCG_OP_LINALG_SOLVE || a->op == FCG_OP_LINALG_SLOGDET ||
+            a->op == FCG_OP_LINALG_CHOLESKY) {
+            st = own_buffer(ev, idx);
+            if (st != FC_OK) return st;
+            const char *in[2] = {NULL, NULL};
+            int64_t str[2][FC_MAX_DIMS];
+            for (int j = 0; j < a->nin; j++) {
+                const slot *x = input_slot(ev, a, j);
+                in[j] = x->base;
+                memcpy(str[j], x->strides, sizeof str[j]);
+            }
+            return fch_linalg(ev->ctx, a, in, (const int64_t(*)[FC_MAX_DIMS])str, s->base);
+        }
         break;
     case FCG_KIND_GATHER:
         return a->op == FCG_OP_SEARCHSORTED ? eval_searchsorted(ev, idx) : eval_take(ev, idx);

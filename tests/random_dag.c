@@ -1024,6 +1024,41 @@ static fc_array *rd_fft(rd *r) {
     }
 }
 
+/* Dense linear algebra (graph/linalg.c) where the result is well defined on any input: a
+ * pool array x with a last axis of n (1 to 5) gives the bounded values y = x / (1 + |x|) (in
+ * the dtype np.linalg computes x in), and M = y y^T + (2n + 1) I (outer products over the
+ * last axis, a stack of them for a stack x): its diagonal dominates every row and column, so
+ * M is well conditioned and, read through its lower triangle, positive definite. Then
+ * solve(M, y as a vector or a column), inv, det, slogdet's sign or logabsdet, or cholesky
+ * (lower or upper). A non-finite x makes NaNs, which both backends carry alike. */
+static fc_array *rd_linalg(rd *r) {
+    fc_array *x = rd_pick(r);
+    int nd = fc_array_ndim(x);
+    fc_dtype t = fc_array_dtype(x);
+    if (nd == 0 || nd > 4 || fc_array_is_weak(x)) return NULL;
+    int64_t n = fc_array_shape(x).dim[nd - 1];
+    if (n < 1) return NULL;
+    t = t == FC_C64 || t == FC_C128 || t == FC_F32 || t == FC_F64 ? t
+        : t == FC_F16 || t == FC_BF16 ? FC_F32 : FC_F64;
+    fc_array *xc = fc_cast(x, t);
+    fc_array *y = fc_div(xc, fc_add(fc_abs(xc), fc_f64(r->ctx, 1.0)));
+    fc_array *m = fc_add(fc_mul(fc_expand_dims(y, -1), fc_expand_dims(y, -2)),
+                         fc_mul(fc_eye(r->ctx, t, n, n, 0), fc_f64(r->ctx, (double)(2 * n + 1))));
+    switch (rd_below(r, 6)) {
+    case 0: /* a 1-d y is a vector (NumPy 2's rule), or a column; a stack: columns */
+        return fc_linalg_solve(m, nd == 1 && rd_chance(r, 50) ? y : fc_expand_dims(y, -1));
+    case 1: return fc_linalg_inv(m);
+    case 2: return fc_linalg_det(m);
+    case 3: {
+        fc_array *parts[2] = {NULL, NULL};
+        bool logdet = rd_chance(r, 50);
+        fc_linalg_slogdet(m, logdet ? NULL : &parts[0], logdet ? &parts[1] : NULL);
+        return parts[logdet];
+    }
+    default: return fc_linalg_cholesky(m, rd_chance(r, 50));
+    }
+}
+
 /* ---- the build -------------------------------------------------------------------------- */
 
 void rdag_default_options(rdag_options *o) {
@@ -1056,7 +1091,11 @@ static fc_array *rd_step(rd *r) {
     if (c < 88) return o->views ? rd_view(r) : NULL;
     if (c < 94) return o->composites ? rd_composite(r) : NULL;
     if (c < 98) return o->sources ? rd_source(r) : NULL;
-    if (c < 99) return !o->matmul ? NULL : rd_chance(r, 50) ? rd_matmul(r) : rd_contract(r);
+    if (c < 99) {
+        if (!o->matmul) return NULL;
+        int k = rd_below(r, 4);
+        return k < 2 ? rd_matmul(r) : k == 2 ? rd_contract(r) : rd_linalg(r);
+    }
     return o->fft ? rd_fft(r) : o->matmul ? rd_matmul(r) : NULL;
 }
 

@@ -36,7 +36,9 @@
  *     around them; fft of an empty axis is refused, as NumPy refuses it), and with matmul the
  *     contractions built on it (graph/contract.c: einsum with random subscripts, with
  *     diagonals, broadcasting letters, sums and transposed layouts; dot, tensordot, outer,
- *     kron);
+ *     kron) and the dense linear algebra (graph/linalg.c: solve, inv, det, slogdet,
+ *     cholesky) of diagonally dominant matrices made from a pool array (well conditioned and
+ *     positive definite, so both backends agree and none fails);
  *   - sorts (graph/sort.c, graph/sort_ops.c): sort, argsort, partition and argpartition along
  *     an axis or of the flattened array, unique, and the generator's permutation, shuffle and
  *     choice (library calls too; under gpu_safe, below, only where every backend breaks ties

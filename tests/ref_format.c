@@ -140,7 +140,7 @@ fc_status reff_need_status(reff_tokens *t) {
     } table[] = {{"FC_ERR_DTYPE", FC_ERR_DTYPE}, {"FC_ERR_VALUE", FC_ERR_VALUE},
                  {"FC_ERR_SHAPE", FC_ERR_SHAPE}, {"FC_ERR_INVALID", FC_ERR_INVALID},
                  {"FC_ERR_AXIS", FC_ERR_AXIS}, {"FC_ERR_INDEX", FC_ERR_INDEX},
-                 {"FC_ERR_UNSUPPORTED", FC_ERR_UNSUPPORTED}};
+                 {"FC_ERR_UNSUPPORTED", FC_ERR_UNSUPPORTED}, {"FC_ERR_LINALG", FC_ERR_LINALG}};
     const char *s = reff_need(t);
     for (size_t i = 0; i < sizeof table / sizeof *table; i++)
         if (strcmp(s, table[i].name) == 0) return table[i].st;

@@ -57,6 +57,9 @@ static int build_multi(run *r, reff_tokens *t, const char *name, fc_array **regs
     } else if (strcmp(name, "split") == 0) {
         fc_array *a = reff_need_reg(t, regs, nreg);
         r->multi_status = fc_split(a, n, (int)reff_need_int(t), out);
+    } else if (strcmp(name, "slogdet") == 0) {
+        cr_assert_eq(n, 2);
+        r->multi_status = fc_linalg_slogdet(reff_need_reg(t, regs, nreg), &out[0], &out[1]);
     } else {
         fc_array *a = reff_need_reg(t, regs, nreg);
         int nidx = (int)reff_need_int(t);
@@ -210,6 +213,17 @@ static fc_array *build_op(run *r, reff_tokens *t, const char *name, fc_array **r
         fc_array *a = reff_need_reg(t, regs, nreg);
         return fc_matrix_power(a, reff_need_int(t));
     }
+    /* np.linalg (graph/linalg.c): tests/gen_linalg.py's cases */
+    if (strcmp(name, "solve") == 0) {
+        fc_array *a = reff_need_reg(t, regs, nreg);
+        return fc_linalg_solve(a, reff_need_reg(t, regs, nreg));
+    }
+    if (strcmp(name, "inv") == 0) return fc_linalg_inv(reff_need_reg(t, regs, nreg));
+    if (strcmp(name, "det") == 0) return fc_linalg_det(reff_need_reg(t, regs, nreg));
+    if (strcmp(name, "cholesky") == 0) {
+        fc_array *a = reff_need_reg(t, regs, nreg);
+        return fc_linalg_cholesky(a, reff_need_int(t) != 0);
+    }
     cr_assert_fail("%s: unknown op '%s'", t->path, name);
     return NULL;
 }
@@ -256,7 +270,7 @@ static void run_file(run *r, const char *file) {
                 const char *name = reff_need(&t);
                 r->rep.opname = name;
                 if (strcmp(name, "meshgrid") == 0 || strcmp(name, "split") == 0 ||
-                    strcmp(name, "split_at") == 0) {
+                    strcmp(name, "split_at") == 0 || strcmp(name, "slogdet") == 0) {
                     nreg += build_multi(r, &t, name, regs, nreg, regs + nreg);
                 } else {
                     cr_assert_lt(nreg, MAX_REGS);
@@ -270,6 +284,18 @@ static void run_file(run *r, const char *file) {
             } else if (strcmp(k, "x") == 0) {
                 cr_assert_gt(nreg, 0);
                 reff_check_value(&r->rep, &t, r->ctx, regs[nreg - 1], rtol, atol, true);
+            } else if (strcmp(k, "evalerr") == 0) {
+                /* it builds; the evaluation fails (a singular matrix), naming the function */
+                fc_status want = reff_need_status(&t);
+                fc_array *a = regs[nreg - 1];
+                fc_status got = fc_eval(r->ctx, &a, 1);
+                r->rep.checks++;
+                if (got != want)
+                    reff_fail(&r->rep, "evaluation status %s, expected %s (NumPy raises)",
+                              fc_strerror(got), fc_strerror(want));
+                else if (!names_op(fc_errmsg(r->ctx), r->rep.opname))
+                    reff_fail(&r->rep, "message '%s' does not name %s", fc_errmsg(r->ctx),
+                              r->rep.opname);
             } else if (strcmp(k, "err") == 0) {
                 fc_status want = reff_need_status(&t);
                 fc_array *a = regs[nreg - 1];
@@ -313,6 +339,10 @@ Test(composite, contract_numpy_reference) {
     run_reference(FC_BACKEND_HOST, "ops_contract.txt", 600);
 }
 
+/* np.linalg (graph/linalg.c): tests/gen_linalg.py's cases, singular and non-positive-definite
+ * matrices included. */
+Test(composite, linalg_numpy_reference) { run_reference(FC_BACKEND_HOST, "ops_linalg.txt", 170); }
+
 static bool have_gpu(const char *test) {
     int n = 0;
     if (fc_device_count(&n) == FC_OK && n > 0) return true;
@@ -330,6 +360,13 @@ Test(composite, numpy_reference_on_the_gpu) {
 Test(composite, contract_numpy_reference_on_the_gpu) {
     if (!have_gpu("contract_numpy_reference_on_the_gpu")) cr_skip_test("no CUDA device");
     run_reference(FC_BACKEND_CUDA, "ops_contract.txt", 600);
+}
+
+/* The linalg cases through cuSOLVER: values, and the singular / non-positive-definite
+ * matrices found on the device and reported by the evaluation. */
+Test(composite, linalg_numpy_reference_on_the_gpu) {
+    if (!have_gpu("linalg_numpy_reference_on_the_gpu")) cr_skip_test("no CUDA device");
+    run_reference(FC_BACKEND_CUDA, "ops_linalg.txt", 170);
 }
 
 /* ---- .fc spellings: the parser builds the very nodes the C API does --------------------- */
@@ -846,9 +883,13 @@ Test(composite, contraction_arguments) {
     cr_expect_eq(fc_array_status(fc_tensordot_axes(x, x, 1, NULL, NULL)), FC_ERR_NULL);
     cr_expect_eq(fc_array_status(fc_tensordot_axes(x, x, -1, NULL, NULL)), FC_ERR_INVALID);
     cr_expect_eq(fc_array_status(fc_kron(w, w)), FC_ERR_UNSUPPORTED);
-    fc_array *m = fc_matrix_power(fc_eye(ctx, FC_F32, 3, 3, 0), -1);
-    cr_expect_eq(fc_array_status(m), FC_ERR_UNSUPPORTED);
-    cr_expect(strstr(fc_array_errmsg(m), "matrix_power") != NULL);
+    /* a negative power is the power of the inverse (graph/linalg.c), as in NumPy */
+    float mv[4];
+    fc_array *m = fc_matrix_power(fc_mul(fc_eye(ctx, FC_F32, 2, 2, 0), fc_f64(ctx, 2.0)), -2);
+    cr_expect_eq(fc_array_dtype(m), FC_F32);
+    cr_expect_eq(fc_read(m, mv, 0, 4), FC_OK, "%s", fc_errmsg(ctx));
+    cr_expect(mv[0] == 0.25f && mv[1] == 0.0f && mv[2] == 0.0f && mv[3] == 0.25f, "%g %g %g %g",
+              mv[0], mv[1], mv[2], mv[3]);
     fc_scope_close(s);
     fc_ctx_destroy(other);
     fc_ctx_destroy(ctx);

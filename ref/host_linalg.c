@@ -1,0 +1,230 @@
+/*
+ * ref/host_linalg.c - the reference of the dense linear algebra ops (ops.def's LINALG_*):
+ * LU with partial pivoting (solve, slogdet) and Cholesky, on each matrix of a stack.
+ *
+ * Simple and exact rather than fast: every matrix is read into complex doubles (a real one
+ * keeps zero imaginary parts, which the arithmetic below never disturbs: its products and
+ * quotients by real numbers are the real operations), factorised as LAPACK's unblocked
+ * algorithms do (getf2's pivot is the first largest |re| + |im| of the column, potf2 stops at
+ * the first diagonal that is not positive), and written back in the node's dtype. The
+ * errors are NumPy's LinAlgError cases (FC_ERR_LINALG), found here at evaluation: an exactly
+ * zero pivot for solve and inv, a non-positive (or NaN) diagonal for cholesky.
+ */
+#include "graph.h"
+#include "host.h"
+
+#include <complex.h>
+#include <math.h>
+#include <string.h>
+
+typedef double complex cplx;
+
+/* |re| + |im|: LAPACK's pivot measure (izamax's dcabs1; |x| for real values). */
+static double cabs1(cplx z) { return fabs(creal(z)) + fabs(cimag(z)); }
+
+/* z / d, exact when both are real (C's complex division scales, which can round). */
+static cplx cdiv(cplx z, cplx d) {
+    if (cimag(d) == 0.0) return CMPLX(creal(z) / creal(d), cimag(z) / creal(d));
+    return z / d;
+}
+
+/* Reads the n x m matrix at src (byte strides rs, cs) into dst (row-major). */
+static void read_matrix(fc_dtype t, const char *src, int64_t rs, int64_t cs, int64_t n,
+                        int64_t m, cplx *dst, fch_wide_val *row) {
+    bool c = fcg_is_complex(t);
+    for (int64_t i = 0; i < n; i++) {
+        fch_read_wide(t, src + i * rs, cs, (size_t)m, row);
+        for (int64_t j = 0; j < m; j++)
+            dst[i * m + j] = c ? CMPLX(row[j].c[0], row[j].c[1]) : CMPLX(row[j].f, 0.0);
+    }
+}
+
+/* Writes count values of src to dst (contiguous, dtype t), through `row` (room for `room`
+ * wide values) a piece at a time. */
+static void write_values(fc_dtype t, const cplx *src, int64_t count, char *dst,
+                         fch_wide_val *row, int64_t room) {
+    bool c = fcg_is_complex(t);
+    size_t es = fc_dtype_size(t);
+    for (int64_t at = 0; at < count; at += room) {
+        int64_t len = count - at < room ? count - at : room;
+        for (int64_t j = 0; j < len; j++) {
+            cplx z = src[at + j];
+            if (c) {
+                row[j].c[0] = creal(z);
+                row[j].c[1] = cimag(z);
+            } else {
+                row[j].f = creal(z);
+            }
+        }
+        fch_write_wide(c ? FCH_W_C128 : FCH_W_F64, row, (size_t)len, t, dst + (size_t)at * es,
+                       (int64_t)es);
+    }
+}
+
+/* In-place LU of the n x n row-major lu with partial pivoting (getf2): piv[k] is the row
+ * swapped with row k. Returns 0, or 1 + the first column whose pivot is exactly zero (the
+ * factorisation goes on past it, as LAPACK's does). */
+static int64_t lu_factor(cplx *lu, int64_t n, int64_t *piv) {
+    int64_t info = 0;
+    for (int64_t k = 0; k < n; k++) {
+        int64_t p = k;
+        for (int64_t i = k + 1; i < n; i++)
+            if (cabs1(lu[i * n + k]) > cabs1(lu[p * n + k])) p = i;
+        piv[k] = p;
+        if (p != k)
+            for (int64_t j = 0; j < n; j++) {
+                cplx tmp = lu[k * n + j];
+                lu[k * n + j] = lu[p * n + j];
+                lu[p * n + j] = tmp;
+            }
+        cplx d = lu[k * n + k];
+        if (d == 0.0) {
+            if (!info) info = k + 1;
+            continue;
+        }
+        for (int64_t i = k + 1; i < n; i++) {
+            cplx l = cdiv(lu[i * n + k], d);
+            lu[i * n + k] = l;
+            for (int64_t j = k + 1; j < n; j++) lu[i * n + j] -= l * lu[k * n + j];
+        }
+    }
+    return info;
+}
+
+/* x (n x k, row-major) = A^-1 x from A's LU (getrs): the row swaps, then L and U. */
+static void lu_solve(const cplx *lu, const int64_t *piv, int64_t n, cplx *x, int64_t k) {
+    for (int64_t r = 0; r < n; r++)
+        if (piv[r] != r)
+            for (int64_t j = 0; j < k; j++) {
+                cplx tmp = x[r * k + j];
+                x[r * k + j] = x[piv[r] * k + j];
+                x[piv[r] * k + j] = tmp;
+            }
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t q = 0; q < i; q++)
+            for (int64_t j = 0; j < k; j++) x[i * k + j] -= lu[i * n + q] * x[q * k + j];
+    for (int64_t i = n - 1; i >= 0; i--) {
+        for (int64_t q = i + 1; q < n; q++)
+            for (int64_t j = 0; j < k; j++) x[i * k + j] -= lu[i * n + q] * x[q * k + j];
+        for (int64_t j = 0; j < k; j++) x[i * k + j] = cdiv(x[i * k + j], lu[i * n + i]);
+    }
+}
+
+/* sign and log|det| from an LU (NumPy's slogdet_from_factored_diagonal): the product of
+ * the pivots' phases times the permutation's sign, the sum of their logs. */
+static void lu_slogdet(const cplx *lu, const int64_t *piv, int64_t n, int64_t info, cplx *out) {
+    if (info) {
+        out[0] = 0.0;
+        out[1] = -INFINITY;
+        return;
+    }
+    cplx sign = 1.0;
+    double logdet = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        cplx d = lu[i * n + i];
+        double ad = cabs(d);
+        sign *= cimag(d) == 0.0 ? CMPLX(creal(d) < 0 ? -1.0 : 1.0, 0.0) : d / ad;
+        if (piv[i] != i) sign = -sign;
+        logdet += log(ad);
+    }
+    out[0] = sign;
+    out[1] = logdet;
+}
+
+/* In-place Cholesky of the lower triangle of the n x n row-major a (potf2, lower): L with
+ * a == L L^H, zeros written above the diagonal. Returns 0, or 1 + the first column whose
+ * diagonal is not positive (NaN included). */
+static int64_t cholesky(cplx *a, int64_t n) {
+    for (int64_t j = 0; j < n; j++) {
+        double d = creal(a[j * n + j]);
+        for (int64_t q = 0; q < j; q++) {
+            cplx l = a[j * n + q];
+            d -= creal(l) * creal(l) + cimag(l) * cimag(l);
+        }
+        if (!(d > 0.0)) return j + 1;
+        d = sqrt(d);
+        a[j * n + j] = d;
+        for (int64_t i = j + 1; i < n; i++) {
+            cplx s = a[i * n + j];
+            for (int64_t q = 0; q < j; q++) s -= a[i * n + q] * conj(a[j * n + q]);
+            a[i * n + j] = cdiv(s, d);
+        }
+        for (int64_t i = 0; i < j; i++) a[i * n + j] = 0.0;
+    }
+    return 0;
+}
+
+fc_status fch_linalg(fc_ctx *ctx, const fc_array *a, const char *const *in,
+                     const int64_t (*in_strides)[FC_MAX_DIMS], char *out) {
+    const fc_array *x = a->in[0];
+    fc_dtype t = (fc_dtype)a->dtype;
+    const char *name = a->op == FCG_OP_LINALG_SOLVE && a->p.flag ? "inv" : fcg_ops[a->op].pyname;
+    if (x->ndim < 2 || x->dtype != t || (t != FC_F32 && t != FC_F64 && t != FC_C64 && t != FC_C128))
+        return fcg_error(ctx, FC_ERR_UNSUPPORTED, "%s: bad node (fusec bug)", name);
+    int nb = x->ndim - 2;
+    int64_t n = x->shape[nb], k = a->op == FCG_OP_LINALG_SOLVE ? a->shape[a->ndim - 1] : n;
+    int64_t batch = 1;
+    for (int d = 0; d < nb; d++) batch *= x->shape[d];
+    int64_t per_out = a->op == FCG_OP_LINALG_SLOGDET ? 2 : n * k;
+    if (batch == 0 || per_out == 0) return FC_OK;
+    size_t es = fc_dtype_size(t);
+    /* room: the matrix, the right-hand sides, pivots and one row of wide values */
+    size_t cells = (size_t)(n * n) + (size_t)(n * k) + 2, rowlen = (size_t)(n > k ? n : k) + 2;
+    size_t bytes = cells * sizeof(cplx) + (size_t)n * sizeof(int64_t) + rowlen * sizeof(fch_wide_val);
+    char *work = fcg_malloc(ctx, bytes);
+    if (!work) return fcg_error(ctx, FC_ERR_NOMEM, "%s: out of memory", name);
+    cplx *m = (cplx *)work, *rhs = m + n * n;
+    int64_t *piv = (int64_t *)(rhs + n * k + 2);
+    fch_wide_val *row = (fch_wide_val *)(piv + n);
+    fc_status st = FC_OK;
+    int64_t idx[FC_MAX_DIMS] = {0};
+    for (int64_t b = 0; b < batch && st == FC_OK; b++) {
+        int64_t off[2] = {0, 0};
+        for (int d = 0; d < nb; d++)
+            for (int j = 0; j < a->nin; j++) off[j] += idx[d] * in_strides[j][d];
+        read_matrix(t, in[0] + off[0], in_strides[0][nb], in_strides[0][nb + 1], n, n, m, row);
+        char *dst = out + (size_t)(b * per_out) * es;
+        int64_t info;
+        char where[160];
+        switch ((fcg_op)a->op) {
+        case FCG_OP_LINALG_SOLVE:
+            read_matrix(t, in[1] + off[1], in_strides[1][nb], in_strides[1][nb + 1], n, k, rhs,
+                        row);
+            if ((info = lu_factor(m, n, piv)) != 0) {
+                char d[FCG_DESC_MAX];
+                st = fcg_error(ctx, FC_ERR_LINALG, "%s: Singular matrix: a %s%s has a zero "
+                               "pivot in column %lld", name, fcg_desc(d, x),
+                               fcg_linalg_where(where, sizeof where, x, b), (long long)info - 1);
+                break;
+            }
+            lu_solve(m, piv, n, rhs, k);
+            write_values(t, rhs, n * k, dst, row, (int64_t)rowlen);
+            break;
+        case FCG_OP_LINALG_SLOGDET:
+            info = lu_factor(m, n, piv);
+            lu_slogdet(m, piv, n, info, rhs);
+            write_values(t, rhs, 2, dst, row, (int64_t)rowlen);
+            break;
+        case FCG_OP_LINALG_CHOLESKY:
+            if ((info = cholesky(m, n)) != 0) {
+                char d[FCG_DESC_MAX];
+                st = fcg_error(ctx, FC_ERR_LINALG, "%s: Matrix is not positive definite: a "
+                               "%s%s has a leading minor of order %lld that is not", name,
+                               fcg_desc(d, x), fcg_linalg_where(where, sizeof where, x, b),
+                               (long long)info);
+                break;
+            }
+            write_values(t, m, n * n, dst, row, (int64_t)rowlen);
+            break;
+        default:
+            st = fcg_error(ctx, FC_ERR_UNSUPPORTED, "%s: not a linalg op (fusec bug)", name);
+            break;
+        }
+        for (int d = nb - 1; d >= 0; d--) {
+            if (++idx[d] < x->shape[d]) break;
+            idx[d] = 0;
+        }
+    }
+    fcg_free(ctx, work, bytes);
+    return st;
+}

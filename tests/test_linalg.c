@@ -1,0 +1,568 @@
+/*
+ * tests/test_linalg.c - dense linear algebra (graph/linalg.c, ref/host_linalg.c, cuSOLVER in
+ * backend/cuda_lib.c) beyond the NumPy reference cases (tests/data/ops_linalg.txt, replayed
+ * by tests/test_composite.c): invariants on the host, the errors' messages and their
+ * aftermath, the .fc spellings and the printer's round trip, and the GPU against the host.
+ *
+ * Matrices are built here from a fixed generator: well conditioned ones (random in [-1, 1)
+ * plus (n + 1) I: diagonally dominant), Hermitian positive definite ones (B B^H + n I),
+ * exactly singular ones (a repeated row) and indefinite ones. The GPU suite (gpu_linalg) runs
+ * every op, dtype and batch shape in a host and a CUDA context over the same data and
+ * compares within 256 n eps max(|host|, 1) (the host factorises in double, cuSOLVER in the
+ * dtype's precision; the matrices' condition numbers are below 10); it is skipped, visibly,
+ * where there is no GPU.
+ */
+#include <criterion/criterion.h>
+
+#include "fusec.h"
+#include "graph.h"
+#include "test_util.h"
+#include "test_values.h"
+
+#include <complex.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- data ------------------------------------------------------------------------------- */
+
+static uint64_t rng_state = 12345;
+
+static double urand(void) { /* [-1, 1) */
+    rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (double)(rng_state >> 11) * 0x1p-53 * 2.0 - 1.0;
+}
+
+typedef enum kind { WELL, SPD, SINGULAR, INDEFINITE, RANDOM } kind;
+
+/* count matrices n x n of `kind` (complex values in c[], row-major, one after another). */
+static double complex *matrices(kind k, int64_t count, int64_t n, bool cplx) {
+    double complex *m = calloc((size_t)(count * n * n + 1), sizeof *m);
+    double complex *b = calloc((size_t)(n * n + 1), sizeof *b);
+    cr_assert(m && b);
+    for (int64_t q = 0; q < count; q++) {
+        double complex *a = m + q * n * n;
+        for (int64_t i = 0; i < n * n; i++) b[i] = CMPLX(urand(), cplx ? urand() : 0.0);
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t j = 0; j < n; j++) {
+                double complex v = b[i * n + j];
+                if (k == SPD) {
+                    v = 0;
+                    for (int64_t l = 0; l < n; l++) v += b[i * n + l] * conj(b[j * n + l]);
+                    if (i == j) v += (double)n;
+                } else if (k == WELL || k == SINGULAR) {
+                    if (i == j) v += (double)(n + 1);
+                } else if (k == INDEFINITE) {
+                    v = i == j ? (i == n - 1 ? -1.0 : 2.0) : 0.0;
+                }
+                a[i * n + j] = v;
+            }
+        if (k == SINGULAR && n > 1) /* the last row repeats the first */
+            for (int64_t j = 0; j < n; j++) a[(n - 1) * n + j] = a[j];
+    }
+    free(b);
+    return m;
+}
+
+/* The values as an array of dtype t (shape s) in ctx. */
+static fc_array *upload(fc_ctx *ctx, const double complex *v, fc_dtype t, fc_shape s) {
+    size_t n = tv_numel(s), es = fc_dtype_size(t);
+    unsigned char *p = malloc(n * es + 1);
+    cr_assert_not_null(p);
+    for (size_t i = 0; i < n; i++) {
+        double re = creal(v[i]), im = cimag(v[i]);
+        unsigned char *q = p + i * es;
+        switch (t) {
+        case FC_F32: { float f = (float)re; memcpy(q, &f, 4); break; }
+        case FC_F64: memcpy(q, &re, 8); break;
+        case FC_C64: { float f[2] = {(float)re, (float)im}; memcpy(q, f, 8); break; }
+        case FC_C128: { double d[2] = {re, im}; memcpy(q, d, 16); break; }
+        default: { int64_t k = (int64_t)lround(re * 4); memcpy(q, &k, es); break; }
+        }
+    }
+    fc_array *a = fc_from_host(ctx, t, s, p);
+    free(p);
+    cr_assert_eq(fc_array_status(a), FC_OK, "%s", fc_errmsg(ctx));
+    return a;
+}
+
+static fc_shape stack(int nb, const int64_t *batch, int64_t r, int64_t c) {
+    fc_shape s = {.ndim = nb + 2};
+    for (int d = 0; d < nb; d++) s.dim[d] = batch[d];
+    s.dim[nb] = r;
+    s.dim[nb + 1] = c;
+    return s;
+}
+
+/* a's values as complex doubles (malloc'd), evaluated. */
+static double complex *values(fc_array *a, const char *what) {
+    size_t n = (size_t)fc_array_size(a);
+    fc_dtype t = fc_array_dtype(a);
+    unsigned char *buf = malloc(n * fc_dtype_size(t) + 1);
+    double complex *v = malloc((n + 1) * sizeof *v);
+    cr_assert(buf && v);
+    memset(buf, 0xA5, n * fc_dtype_size(t) + 1);
+    fc_status st = fc_read(a, buf, 0, (int64_t)n);
+    cr_assert_eq(st, FC_OK, "%s: %s: %s", what, fc_strerror(st), fc_errmsg(fc_array_ctx(a)));
+    for (size_t i = 0; i < n; i++)
+        v[i] = CMPLX(tv_value_at(buf, t, i, 0),
+                     fcg_is_complex(t) ? tv_value_at(buf, t, i, 1) : 0.0);
+    free(buf);
+    return v;
+}
+
+static double eps_of(fc_dtype t) { return t == FC_F32 || t == FC_C64 ? 0x1p-23 : 0x1p-52; }
+
+/* |x - y| <= tol max(|y|, 1) elementwise over n values; the count that are not. */
+static size_t mismatches(const double complex *x, const double complex *y, size_t n, double tol,
+                         const char *what) {
+    double big = 1.0;
+    for (size_t i = 0; i < n; i++)
+        if (isfinite(creal(y[i])) && isfinite(cimag(y[i]))) big = fmax(big, cabs(y[i]));
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        bool ok = true; /* part by part: NaN matches NaN, an infinity itself (an f32 det of a
+                           large matrix overflows on both sides) */
+        for (int q = 0; q < 2; q++) {
+            double xv = q ? cimag(x[i]) : creal(x[i]), yv = q ? cimag(y[i]) : creal(y[i]);
+            if (isnan(xv) || isnan(yv) || isinf(xv) || isinf(yv))
+                ok = ok && ((isnan(xv) && isnan(yv)) || xv == yv);
+            else
+                ok = ok && fabs(xv - yv) <= tol * big;
+        }
+        if (ok) continue;
+        if (!bad)
+            cr_log_error("%s: element %zu: %.10g%+.10gi, want %.10g%+.10gi (tolerance %.3g)",
+                         what, i, creal(x[i]), cimag(x[i]), creal(y[i]), cimag(y[i]), tol * big);
+        bad++;
+    }
+    return bad;
+}
+
+static const fc_dtype dtypes[] = {FC_F32, FC_F64, FC_C64, FC_C128};
+#define NDT 4
+
+/* ---- host: invariants -------------------------------------------------------------------- */
+
+/* solve's residual, inv's product with a, cholesky's L L^H and det against the product of
+ * eigen-free identities: det(a) det(inv(a)) == 1, slogdet's sign times exp(logdet) == det. */
+Test(linalg, invariants_on_the_host) {
+    fc_ctx *ctx = tu_host_ctx();
+    for (int di = 0; di < NDT; di++) {
+        fc_dtype t = dtypes[di];
+        bool c = fcg_is_complex(t);
+        double tol = 64 * 8 * eps_of(t);
+        fc_scope *s = fc_scope_open(ctx);
+        int64_t batch[2] = {2, 3}, n = 6;
+        double complex *wv = matrices(WELL, 6, n, c), *sv = matrices(SPD, 6, n, c);
+        fc_array *a = upload(ctx, wv, t, stack(2, batch, n, n));
+        fc_array *p = upload(ctx, sv, t, stack(2, batch, n, n));
+        fc_array *b = upload(ctx, wv, t, stack(2, batch, n, 2));
+        char what[64];
+        snprintf(what, sizeof what, "%s solve residual", fc_dtype_name(t));
+        double complex *r = values(fc_sub(fc_matmul(a, fc_linalg_solve(a, b)), b), what);
+        double complex *z = calloc(6 * (size_t)n * 2, sizeof *z);
+        cr_expect_eq(mismatches(r, z, 6 * (size_t)n * 2, tol, what), 0);
+        free(r);
+        snprintf(what, sizeof what, "%s inv(a) @ a", fc_dtype_name(t));
+        fc_array *eye = fc_broadcast_to(fc_eye(ctx, t, n, n, 0), fc_array_shape(a));
+        double complex *ia = values(fc_matmul(fc_linalg_inv(a), a), what);
+        double complex *ev = values(eye, what);
+        cr_expect_eq(mismatches(ia, ev, 6 * (size_t)(n * n), tol, what), 0);
+        free(ia);
+        /* cholesky: L L^H == p, L lower with a real positive diagonal; U^H U == p */
+        fc_array *l = fc_linalg_cholesky(p, false), *u = fc_linalg_cholesky(p, true);
+        fc_axes sw = FC_AXES(0, 1, 3, 2);
+        fc_array *lh = fc_permute(c ? fc_conj(l) : l, sw);
+        double complex *llh = values(fc_matmul(l, lh), what), *pv = values(p, what);
+        snprintf(what, sizeof what, "%s L L^H", fc_dtype_name(t));
+        cr_expect_eq(mismatches(llh, pv, 6 * (size_t)(n * n), tol, what), 0);
+        double complex *lv = values(l, what), *uv = values(u, what);
+        for (int64_t q = 0; q < 6; q++)
+            for (int64_t i = 0; i < n; i++)
+                for (int64_t j = 0; j < n; j++) {
+                    double complex x = lv[(q * n + i) * n + j];
+                    if (j > i) cr_expect(x == 0.0, "L[%lld][%lld] = %g", (long long)i,
+                                         (long long)j, creal(x));
+                    if (j == i) cr_expect(cimag(x) == 0.0 && creal(x) > 0.0);
+                    /* U is L's conjugate transpose */
+                    cr_expect(uv[(q * n + j) * n + i] == conj(x));
+                }
+        free(llh);
+        free(lv);
+        free(uv);
+        /* det(a) * det(inv(a)) == 1; sign * exp(logdet) == det */
+        snprintf(what, sizeof what, "%s det", fc_dtype_name(t));
+        double complex *dd = values(fc_mul(fc_linalg_det(a), fc_linalg_det(fc_linalg_inv(a))), what);
+        double complex ones[6] = {1, 1, 1, 1, 1, 1};
+        cr_expect_eq(mismatches(dd, ones, 6, tol, what), 0);
+        fc_array *sign, *logdet;
+        cr_assert_eq(fc_linalg_slogdet(a, &sign, &logdet), FC_OK);
+        cr_expect_eq(fc_array_dtype(sign), t);
+        cr_expect_eq(fc_array_dtype(logdet), c ? (t == FC_C64 ? FC_F32 : FC_F64) : t);
+        cr_expect_eq(fc_array_ndim(sign), 2);
+        double complex *d1 = values(fc_linalg_det(a), what);
+        double complex *d2 = values(fc_mul(sign, fc_exp(logdet)), what);
+        cr_expect_eq(mismatches(d2, d1, 6, 0, what), 0); /* the same computation */
+        double complex *sg = values(sign, what);
+        for (int q = 0; q < 6; q++) cr_expect(fabs(cabs(sg[q]) - 1.0) < tol, "|sign| %g", cabs(sg[q]));
+        free(d1);
+        free(d2);
+        free(sg);
+        free(dd);
+        free(z);
+        free(ev);
+        free(pv);
+        free(wv);
+        free(sv);
+        fc_scope_close(s);
+    }
+    cr_expect_eq(ctx->live_nodes, 0);
+    fc_ctx_destroy(ctx);
+}
+
+/* ---- errors ----------------------------------------------------------------------------- */
+
+/* A singular matrix in a stack: the evaluation fails with FC_ERR_LINALG naming the function
+ * and the matrix, no array gains a value, and the context goes on working (evaluating the
+ * same program over regular data works). */
+static void singular_in_a_stack(fc_ctx *ctx) {
+    fc_scope *s = fc_scope_open(ctx);
+    int64_t n = 4, batch[1] = {3};
+    double complex *v = matrices(WELL, 3, n, false), *sing = matrices(SINGULAR, 1, n, false);
+    memcpy(v + n * n, sing, sizeof *v * (size_t)(n * n)); /* matrix [1] is singular */
+    fc_array *a = upload(ctx, v, FC_F64, stack(1, batch, n, n));
+    fc_array *b = upload(ctx, v, FC_F64, stack(1, batch, n, 1));
+    struct {
+        fc_array *x;
+        const char *name;
+    } cases[] = {{fc_linalg_solve(a, b), "solve"}, {fc_linalg_inv(a), "inv"}};
+    for (int i = 0; i < 2; i++) {
+        fc_array *x = cases[i].x;
+        cr_assert_eq(fc_array_status(x), FC_OK);
+        double out[64];
+        fc_status st = fc_read(x, out, 0, 1);
+        cr_expect_eq(st, FC_ERR_LINALG, "%s: %s", cases[i].name, fc_strerror(st));
+        const char *msg = fc_errmsg(ctx);
+        cr_expect(strstr(msg, cases[i].name) && strstr(msg, "Singular matrix") &&
+                      strstr(msg, "matrix [1] of the stack") && strstr(msg, "[3, 4, 4]"),
+                  "message: %s", msg);
+        cr_expect_str_eq(fc_strerror(FC_ERR_LINALG),
+                         "linear algebra error (singular or not positive definite matrix, not "
+                         "a square stack)");
+    }
+    /* det of the same stack is no error: 0 for the singular matrix */
+    double d[3];
+    cr_expect_eq(fc_read(fc_linalg_det(a), d, 0, 3), FC_OK, "%s", fc_errmsg(ctx));
+    cr_expect(d[1] == 0.0 && d[0] != 0.0 && d[2] != 0.0, "%g %g %g", d[0], d[1], d[2]);
+    /* not positive definite, in a stack */
+    double complex *p = matrices(SPD, 2, n, true), *ind = matrices(INDEFINITE, 1, n, true);
+    memcpy(p + n * n, ind, sizeof *p * (size_t)(n * n));
+    fc_array *l = fc_linalg_cholesky(upload(ctx, p, FC_C64, stack(1, (int64_t[]){2}, n, n)), false);
+    double out[64];
+    cr_expect_eq(fc_read(l, out, 0, 1), FC_ERR_LINALG);
+    cr_expect(strstr(fc_errmsg(ctx), "cholesky: Matrix is not positive definite") &&
+                  strstr(fc_errmsg(ctx), "matrix [1] of the stack") &&
+                  strstr(fc_errmsg(ctx), "order 4"),
+              "message: %s", fc_errmsg(ctx));
+    /* the context still works: the regular matrices alone */
+    fc_array *ok = fc_linalg_solve(fcg_slice_axis(a, 0, 0, 1, 1), fcg_slice_axis(b, 0, 0, 1, 1));
+    cr_expect_eq(fc_read(ok, out, 0, 4), FC_OK, "%s", fc_errmsg(ctx));
+    free(v);
+    free(sing);
+    free(p);
+    free(ind);
+    fc_scope_close(s);
+}
+
+Test(linalg, errors_at_evaluation_on_the_host) {
+    fc_ctx *ctx = tu_host_ctx();
+    singular_in_a_stack(ctx);
+    cr_expect_eq(ctx->live_nodes, 0);
+    fc_ctx_destroy(ctx);
+}
+
+Test(linalg, errors_at_construction) {
+    fc_ctx *ctx = tu_host_ctx();
+    fc_scope *s = fc_scope_open(ctx);
+    fc_array *v = fc_ones(ctx, FC_F32, FC_SHAPE(3)), *r = fc_ones(ctx, FC_F32, FC_SHAPE(2, 3));
+    fc_array *h = fc_ones(ctx, FC_F16, FC_SHAPE(2, 2)), *m = fc_ones(ctx, FC_F32, FC_SHAPE(3, 3));
+    struct {
+        fc_array *x;
+        fc_status st;
+        const char *says;
+    } cases[] = {
+        {fc_linalg_inv(v), FC_ERR_LINALG, "inv: 1-dimensional array given"},
+        {fc_linalg_det(r), FC_ERR_LINALG, "det: last 2 dimensions of the array must be square"},
+        {fc_linalg_cholesky(r, true), FC_ERR_LINALG, "cholesky: last 2 dimensions"},
+        {fc_linalg_solve(r, v), FC_ERR_LINALG, "solve: last 2 dimensions"},
+        {fc_linalg_solve(m, fc_ones(ctx, FC_F32, FC_SHAPE(4))), FC_ERR_SHAPE, "solve: b [4]"},
+        {fc_linalg_solve(m, fc_ones(ctx, FC_F32, FC_SHAPE(2, 3, 3))), FC_OK, ""},
+        {fc_linalg_solve(fc_ones(ctx, FC_F32, FC_SHAPE(2, 3, 3)), fc_ones(ctx, FC_F32,
+                                                                          FC_SHAPE(3, 3, 1))),
+         FC_ERR_SHAPE, "do not broadcast"},
+        {fc_linalg_det(h), FC_ERR_DTYPE, "det: array type f16 is unsupported in linalg"},
+        {fc_linalg_solve(m, fc_f64(ctx, 1.0)), FC_ERR_SHAPE, "solve"},
+        {fc_linalg_inv(fc_linalg_inv(v)), FC_ERR_LINALG, "inv: 1-dimensional"}, /* poison on */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        cr_expect_eq(fc_array_status(cases[i].x), cases[i].st, "case %zu: %s", i,
+                     fc_array_errmsg(cases[i].x));
+        if (cases[i].st != FC_OK)
+            cr_expect(strstr(fc_array_errmsg(cases[i].x), cases[i].says), "case %zu: '%s'", i,
+                      fc_array_errmsg(cases[i].x));
+    }
+    /* slogdet: both outputs hold the poison; NULL outputs are skipped; NULL a */
+    fc_array *sign = NULL, *logdet = NULL;
+    cr_expect_eq(fc_linalg_slogdet(r, &sign, &logdet), FC_ERR_LINALG);
+    cr_expect_eq(fc_array_status(sign), FC_ERR_LINALG);
+    cr_expect_eq(fc_array_status(logdet), FC_ERR_LINALG);
+    cr_expect(strstr(fc_array_errmsg(logdet), "slogdet"));
+    cr_expect_eq(fc_linalg_slogdet(m, NULL, &logdet), FC_OK);
+    cr_expect_eq(fc_array_dtype(logdet), FC_F32);
+    cr_expect_eq(fc_linalg_slogdet(NULL, &sign, &logdet), FC_ERR_NULL);
+    /* dtypes: integers compute in f64, f32 with f64 in f64, c64 alone stays c64 */
+    cr_expect_eq(fc_array_dtype(fc_linalg_inv(fc_ones(ctx, FC_I8, FC_SHAPE(2, 2)))), FC_F64);
+    cr_expect_eq(fc_array_dtype(fc_linalg_solve(m, fc_ones(ctx, FC_F64, FC_SHAPE(3)))), FC_F64);
+    cr_expect_eq(fc_array_dtype(fc_linalg_det(fc_ones(ctx, FC_C64, FC_SHAPE(2, 2)))), FC_C64);
+    cr_expect_eq(fc_array_dtype(fc_linalg_solve(m, fc_ones(ctx, FC_C64, FC_SHAPE(3)))), FC_C64);
+    fc_scope_close(s);
+    cr_expect_eq(ctx->live_nodes, 0);
+    fc_ctx_destroy(ctx);
+}
+
+/* ---- .fc -------------------------------------------------------------------------------- */
+
+static fc_program *parse(fc_ctx *ctx, const char *text) {
+    fc_program *p = NULL;
+    cr_assert_eq(fc_program_parse(ctx, text, strlen(text), "t.fc", &p), FC_OK, "%s",
+                 fc_errmsg(ctx));
+    return p;
+}
+
+/* The .fc spellings build the very nodes of the C calls, and a printed program parses back
+ * to the same graph (structural hash), the packed slogdet and inv's identity included. */
+Test(linalg, fc_spellings_and_round_trip) {
+    fc_ctx *ctx = tu_host_ctx();
+    fc_scope *s = fc_scope_open(ctx);
+    const char *text = "a = input f32 [2, 4, 4]\n"
+                       "b = input f32 [4, 3]\n"
+                       "v = input i32 [4]\n"
+                       "x = linalg.solve(a, b)\n"
+                       "y = linalg.solve(a, v)\n"
+                       "i = linalg.inv(a)\n"
+                       "d = linalg.det(a)\n"
+                       "sign, logdet = linalg.slogdet(a)\n"
+                       "l = linalg.cholesky(a)\n"
+                       "u = linalg.cholesky(a, upper=True)\n"
+                       "p = linalg.matrix_power(a, -3)\n"
+                       "out x, y, i, d, sign, logdet, l, u, p\n";
+    fc_program *prog = parse(ctx, text);
+    fc_array *in[3] = {fc_zeros(ctx, FC_F32, FC_SHAPE(2, 4, 4)),
+                       fc_zeros(ctx, FC_F32, FC_SHAPE(4, 3)), fc_zeros(ctx, FC_I32, FC_SHAPE(4))};
+    fc_array *o[9];
+    cr_assert_eq(fc_program_build(prog, in, o), FC_OK, "%s", fc_errmsg(ctx));
+    fc_array *sign, *logdet;
+    cr_assert_eq(fc_linalg_slogdet(in[0], &sign, &logdet), FC_OK);
+    fc_array *c[9] = {fc_linalg_solve(in[0], in[1]), fc_linalg_solve(in[0], in[2]),
+                      fc_linalg_inv(in[0]), fc_linalg_det(in[0]), sign, logdet,
+                      fc_linalg_cholesky(in[0], false), fc_linalg_cholesky(in[0], true),
+                      fc_matrix_power(in[0], -3)};
+    for (int k = 0; k < 9; k++) cr_expect_eq(o[k], c[k], "output %d is not the C call's node", k);
+    cr_expect_eq(fc_array_dtype(o[1]), FC_F64);
+    cr_expect_eq(fc_array_ndim(o[1]), 2);
+    char *printed = NULL;
+    cr_assert_eq(fc_program_print(ctx, o, 9, NULL, &printed), FC_OK, "%s", fc_errmsg(ctx));
+    cr_expect(strstr(printed, "linalg.inv(") && strstr(printed, "linalg.slogdet_packed(") &&
+                  strstr(printed, "linalg.cholesky(") && strstr(printed, "linalg.solve("),
+              "%s", printed);
+    fc_program *back = parse(ctx, printed);
+    fc_array *o2[9];
+    cr_assert_eq(fc_program_build(back, NULL, o2), FC_OK, "%s\n%s", fc_errmsg(ctx), printed);
+    fc_hash h1, h2;
+    cr_assert_eq(fc_graph_hash(o, 9, &h1), FC_OK);
+    cr_assert_eq(fc_graph_hash(o2, 9, &h2), FC_OK);
+    cr_expect(h1.lo == h2.lo && h1.hi == h2.hi, "the printed program differs:\n%s", printed);
+    fc_free(ctx, printed);
+    fc_program_destroy(back);
+    fc_program_destroy(prog);
+    fc_scope_close(s);
+    fc_ctx_destroy(ctx);
+}
+
+Test(linalg, fc_errors) {
+    static const char bare[] = "a = input f32 [3, 3]\ny = solve(a, a)\nout y\n";
+    tu_check_bad_fc(bare, sizeof bare - 1, FC_ERR_PARSE, 2, 5, "write linalg.solve");
+    static const char odd[] = "a = input f32 [3, 2]\ny = linalg.inv(a)\nout y\n";
+    tu_check_bad_fc(odd, sizeof odd - 1, FC_ERR_LINALG, 2, 12, "must be square");
+    static const char kw[] = "a = input f32 [3, 3]\ny = linalg.cholesky(a, True)\nout y\n";
+    tu_check_bad_fc(kw, sizeof kw - 1, FC_ERR_PARSE, 2, 24, "at most 1 positional");
+    static const char many[] = "a = input f32 [3, 3]\ns, l, x = linalg.slogdet(a)\nout s\n";
+    tu_check_bad_fc(many, sizeof many - 1, FC_ERR_INVALID, 2, 18, "cannot unpack a list of 2 into 3");
+}
+
+/* ---- the GPU against the host ------------------------------------------------------------ */
+
+static fc_ctx *hc, *gc;
+
+static void gpu_setup(void) { tu_gpu_pair_open(&hc, &gc); }
+static void gpu_teardown(void) { tu_gpu_pair_close(&hc, &gc); }
+
+TestSuite(gpu_linalg, .init = gpu_setup, .fini = gpu_teardown);
+
+#define SKIP_WITHOUT_GPU(name)                                                                   \
+    do {                                                                                         \
+        if (!gc) {                                                                               \
+            fprintf(stderr, "gpu_linalg: SKIPPED 1 test (no CUDA device): %s\n", name);          \
+            cr_skip_test("no CUDA device: the GPU linalg test is skipped");                      \
+        }                                                                                        \
+    } while (0)
+
+typedef fc_array *(*build_fn)(fc_array *a, fc_array *b);
+
+static fc_array *b_solve(fc_array *a, fc_array *b) { return fc_linalg_solve(a, b); }
+static fc_array *b_inv(fc_array *a, fc_array *b) { (void)b; return fc_linalg_inv(a); }
+static fc_array *b_det(fc_array *a, fc_array *b) { (void)b; return fc_linalg_det(a); }
+static fc_array *b_sign(fc_array *a, fc_array *b) {
+    (void)b;
+    fc_array *s = NULL;
+    fc_linalg_slogdet(a, &s, NULL);
+    return s;
+}
+static fc_array *b_logdet(fc_array *a, fc_array *b) {
+    (void)b;
+    fc_array *l = NULL;
+    fc_linalg_slogdet(a, NULL, &l);
+    return l;
+}
+static fc_array *b_chol(fc_array *a, fc_array *b) { (void)b; return fc_linalg_cholesky(a, false); }
+static fc_array *b_chol_upper(fc_array *a, fc_array *b) {
+    (void)b;
+    return fc_linalg_cholesky(a, true);
+}
+/* fused neighbours: the operands computed by kernels, the result consumed by one */
+static fc_array *b_fused(fc_array *a, fc_array *b) {
+    fc_array *x = fc_linalg_solve(fc_mul(a, fc_f64(fc_array_ctx(a), 2.0)), fc_sin(b));
+    return fc_add(fc_mul(x, fc_f64(fc_array_ctx(a), 3.0)), fc_f64(fc_array_ctx(a), 1.0));
+}
+
+/* op(a, b) in both contexts over the same data; GPU within 256 n eps max(|host|, 1). */
+static void compare(build_fn op, kind k, fc_dtype t, int nb, const int64_t *batch, int64_t n,
+                    int64_t nrhs, bool vector, const char *what) {
+    int64_t count = 1;
+    for (int d = 0; d < nb; d++) count *= batch[d];
+    bool c = fcg_is_complex(t);
+    double complex *av = matrices(k, count, n, c), *bv = matrices(RANDOM, count, n, c);
+    fc_shape as = stack(nb, batch, n, n);
+    fc_shape bs = vector ? (fc_shape){.ndim = 1, .dim = {n}} : stack(nb, batch, n, nrhs);
+    fc_scope *sh = fc_scope_open(hc), *sg = fc_scope_open(gc);
+    fc_array *h = op(upload(hc, av, t, as), upload(hc, bv, t, bs));
+    fc_array *g = op(upload(gc, av, t, as), upload(gc, bv, t, bs));
+    cr_assert_eq(fc_array_status(h), FC_OK, "%s: %s", what, fc_array_errmsg(h));
+    cr_assert_eq(fc_array_dtype(g), fc_array_dtype(h));
+    double complex *hv = values(h, what), *gv = values(g, what);
+    size_t total = (size_t)fc_array_size(h);
+    double tol = 256 * (double)(n > 0 ? n : 1) * eps_of(t);
+    cr_expect_eq(mismatches(gv, hv, total, tol, what), 0, "%s: the GPU differs from the host",
+                 what);
+    free(hv);
+    free(gv);
+    free(av);
+    free(bv);
+    fc_scope_close(sg);
+    fc_scope_close(sh);
+}
+
+Test(gpu_linalg, every_op_dtype_and_batch) {
+    SKIP_WITHOUT_GPU("every_op_dtype_and_batch");
+    static const struct {
+        build_fn fn;
+        const char *name;
+        kind k;
+    } ops[] = {{b_solve, "solve", WELL},       {b_inv, "inv", WELL},
+               {b_det, "det", WELL},           {b_sign, "slogdet sign", WELL},
+               {b_logdet, "slogdet logdet", WELL}, {b_chol, "cholesky", SPD},
+               {b_chol_upper, "cholesky upper", SPD}, {b_det, "det singular", SINGULAR},
+               {b_sign, "slogdet sign singular", SINGULAR}, {b_fused, "fused solve", WELL}};
+    static const struct {
+        int nb;
+        int64_t batch[3], n, k;
+    } shapes[] = {{0, {0}, 1, 1},      {0, {0}, 5, 1},     {0, {0}, 5, 3},
+                  {1, {4}, 3, 2},      {2, {2, 3}, 4, 1},  {3, {2, 1, 2}, 6, 5},
+                  {0, {0}, 64, 7},     {1, {2}, 130, 3},   {0, {0}, 0, 2},
+                  {1, {0}, 3, 3},      {1, {3}, 0, 0}};
+    for (size_t o = 0; o < sizeof ops / sizeof *ops; o++)
+        for (int di = 0; di < NDT; di++)
+            for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+                char what[160];
+                snprintf(what, sizeof what, "%s %s n=%lld k=%lld nb=%d", ops[o].name,
+                         fc_dtype_name(dtypes[di]), (long long)shapes[si].n,
+                         (long long)shapes[si].k, shapes[si].nb);
+                compare(ops[o].fn, ops[o].k, dtypes[di], shapes[si].nb, shapes[si].batch,
+                        shapes[si].n, shapes[si].k, false, what);
+            }
+    /* a vector b, against one matrix and against a stack; integer inputs (f64) */
+    compare(b_solve, WELL, FC_C64, 0, NULL, 7, 1, true, "solve vector");
+    compare(b_solve, WELL, FC_F32, 2, (int64_t[]){3, 2}, 7, 1, true, "solve stacked vector");
+    compare(b_inv, WELL, FC_I32, 1, (int64_t[]){2}, 3, 1, false, "inv of integers");
+    compare(b_det, WELL, FC_I64, 0, NULL, 4, 1, false, "det of integers");
+}
+
+/* Singular and non-positive-definite matrices found by cuSOLVER on the device: the same
+ * errors and messages as the host's, and the context goes on. */
+Test(gpu_linalg, errors_on_the_gpu) {
+    SKIP_WITHOUT_GPU("errors_on_the_gpu");
+    singular_in_a_stack(gc);
+    /* the host's message and the GPU's agree */
+    int64_t n = 3;
+    double complex *sv = matrices(SINGULAR, 1, n, false);
+    for (int di = 0; di < NDT; di++) {
+        fc_array *h = fc_linalg_inv(upload(hc, sv, dtypes[di], FC_SHAPE(3, 3)));
+        fc_array *g = fc_linalg_inv(upload(gc, sv, dtypes[di], FC_SHAPE(3, 3)));
+        double out[32];
+        cr_expect_eq(fc_read(h, out, 0, 1), FC_ERR_LINALG);
+        cr_expect_eq(fc_read(g, out, 0, 1), FC_ERR_LINALG, "%s", fc_errmsg(gc));
+        cr_expect(strstr(fc_errmsg(gc), "inv: Singular matrix"), "%s", fc_errmsg(gc));
+        fc_release(h);
+        fc_release(g);
+    }
+    free(sv);
+}
+
+/* A cached plan with a solver call runs again over new data (the entry's copy of the nodes);
+ * the workspaces are freed: device memory in use returns to where it was. */
+Test(gpu_linalg, cached_plan_and_memory) {
+    SKIP_WITHOUT_GPU("cached_plan_and_memory");
+    int64_t n = 48;
+    fc_scope *s = fc_scope_open(gc);
+    double complex *v = matrices(WELL, 2, n, false);
+    fc_array *a = upload(gc, v, FC_F64, FC_SHAPE(n, n));
+    fc_array *ah = upload(hc, v, FC_F64, FC_SHAPE(n, n));
+    fc_memory_stats m0, m1;
+    cr_assert_eq(fc_memory_stats_get(gc, &m0), FC_OK);
+    for (int rep = 0; rep < 3; rep++) {
+        if (rep == 2) { /* new values into the same arrays: the plan replays */
+            double *w = malloc(sizeof(double) * (size_t)(n * n));
+            for (int64_t i = 0; i < n * n; i++) w[i] = creal(v[n * n + i]);
+            cr_assert_eq(fc_write(a, w, 0, n * n, NULL), FC_OK, "%s", fc_errmsg(gc));
+            cr_assert_eq(fc_write(ah, w, 0, n * n, NULL), FC_OK);
+            free(w);
+        }
+        fc_scope *inner = fc_scope_open(gc), *hs = fc_scope_open(hc);
+        fc_array *g = fc_add(fc_linalg_inv(a), fc_linalg_det(a));
+        fc_array *h = fc_add(fc_linalg_inv(ah), fc_linalg_det(ah));
+        double complex *gv = values(g, "cached"), *hv = values(h, "cached");
+        cr_expect_eq(mismatches(gv, hv, (size_t)(n * n), 256 * (double)n * 0x1p-52, "cached"), 0,
+                     "run %d", rep);
+        free(gv);
+        free(hv);
+        fc_scope_close(hs);
+        fc_scope_close(inner);
+    }
+    cr_assert_eq(fc_memory_stats_get(gc, &m1), FC_OK);
+    cr_expect_eq(m1.in_use, m0.in_use, "%zu bytes of workspace left in use",
+                 m1.in_use - m0.in_use);
+    free(v);
+    fc_scope_close(s);
+}
