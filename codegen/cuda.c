@@ -2807,6 +2807,9 @@ size_t fcx_dynamic_smem(const fcp_kernel *k, const fcx_kernel_src *src) {
     return b;
 }
 
+#ifndef FCX_SCAN_MIN_BLOCKS
+#define FCX_SCAN_MIN_BLOCKS 5
+#endif
 #ifndef FCX_SCAN_GRID
 #define FCX_SCAN_GRID 1
 #endif
@@ -3032,8 +3035,18 @@ fc_status fcx_generate_named(fc_ctx *ctx, const fcp_kernel *k, const char *name,
         fcg_sb_printf(&src, "struct fcx_params {\n    const void *ptr[%d];\n    long long i[%d];\n    "
                             "double f[%d];\n};\n",
                       nptr, g.nint ? g.nint : 1, g.nflt ? g.nflt : 1);
-        fcg_sb_printf(&src, "extern \"C\" __global__ void __launch_bounds__(%d) %s(const fcx_params p) {\n",
-                      block, name);
+        /* scan tiles with accumulators of up to 8 bytes: at most 48 registers (5 blocks a
+         * multiprocessor; 58 gave 4), more blocks in flight while warp 0 looks back */
+        int min_blocks = strategy == FCX_STRATEGY_SCAN_TILES &&
+                                 ct_size(acc_mean_dtype(k->outs[0])) <= 8
+                             ? FCX_SCAN_MIN_BLOCKS
+                             : 0;
+        if (min_blocks > 0)
+            fcg_sb_printf(&src, "extern \"C\" __global__ void __launch_bounds__(%d, %d) %s(const "
+                                "fcx_params p) {\n", block, min_blocks, name);
+        else
+            fcg_sb_printf(&src, "extern \"C\" __global__ void __launch_bounds__(%d) %s(const "
+                                "fcx_params p) {\n", block, name);
         if (g.xch_lane_bytes)
             fcg_sb_printf(&src, "    __shared__ fcx_t_c128 fcx_xchw[(%d * %s + 15) / 16]; /* 16-byte aligned */\n"
                                 "    unsigned char *const fcx_xch = (unsigned char *)fcx_xchw;\n",

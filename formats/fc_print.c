@@ -545,6 +545,13 @@ static fc_status put_rhs(fcq_printer *pr, const fc_array *a) {
         buf_puts(b, ")");
         return FC_OK;
     }
+    if (a->op == FCG_OP_COMPRESS) { /* values[mask], which builds it again */
+        put_operand(pr, a->in[1], true);
+        buf_puts(b, "[");
+        put_operand(pr, a->in[0], false);
+        buf_puts(b, "]");
+        return FC_OK;
+    }
     if (info->kind == FCG_KIND_SCAN) {
         buf_printf(b, "%s(", info->pyname);
         put_operand(pr, a->in[0], false);

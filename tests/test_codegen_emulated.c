@@ -65,7 +65,7 @@ static const char SHIM[] =
     "static fcx_dim3 blockDim = {EMU_THREADS, 1, 1}, gridDim = {1, 1, 1};\n"
     "static pthread_barrier_t emu_barrier;\n"
     "#define __global__\n"
-    "#define __launch_bounds__(n)\n"
+    "#define __launch_bounds__(...)\n"
     "#define __shared__ static\n"
     "static inline void __syncthreads(void) { if (EMU_THREADS > 1) pthread_barrier_wait(&emu_barrier); }\n"
     /* Warp shuffles and votes: every thread of the warp posts its value, the warp's barrier,
