@@ -657,17 +657,27 @@ static fc_status run_fft(fc_ctx *ctx, lib_state *s, CUstream stream, const fc_ar
  * fit stacks of small matrices and are left for the performance issue. cuSOLVER is
  * column-major and the buffers are row-major, so a buffer read by cuSOLVER is the transpose
  * of fusec's matrix:
- *   solve    getrf factors A^T; getrs with CUBLAS_OP_T then solves (A^T)^T X = A X = B, with
- *            B and X transposed by cuBLAS's geam into column-major order around it (a single
- *            right-hand side needs no transpose: a vector is its own transpose);
- *   slogdet  det(A^T) = det(A): getrf of A^T, then the diagonal (a strided copy) and the
- *            pivots come down and the host forms sign and log|det| in double, as
- *            ref/host_linalg.c does (NumPy's slogdet_from_factored_diagonal);
- *   cholesky potrf with CUBLAS_FILL_MODE_UPPER reads the column-major upper triangle, which
- *            is the row-major lower one (NumPy reads the lower triangle) and writes U with
- *            conj(A) = U^H U, whose row-major reading U^T is L (A = L L^H); the other
- *            triangle is cleared by copying L through packed storage (trttp, a zeroed
- *            matrix, tpttr).
+ *   solve    getrf factors A itself, transposed by cuBLAS's geam into a column-major copy,
+ *            as NumPy copies A into Fortran order: LU with partial pivoting of A^T chooses
+ *            other pivots and multipliers, so it misses the exactly zero pivot that LAPACK
+ *            meets in a singular A (in [[1,2,3],[2,4,6],[1,0,1]] LU of A eliminates with 1/2,
+ *            LU of A^T with 1/3 and 2/3, which are not exact in binary). getrs with
+ *            CUBLAS_OP_N then solves A X = B, with B and X transposed by geam into
+ *            column-major order around it (a single right-hand side needs no transpose: a
+ *            vector is its own transpose). The O(n^2) copies are small beside the O(n^3)
+ *            factorisation;
+ *   slogdet  getrf of A, transposed as for solve (a singular A gives (0, -inf) only so),
+ *            then the diagonal (a strided copy) and the pivots come down and the host forms
+ *            sign and log|det| in double, as ref/host_linalg.c does (NumPy's
+ *            slogdet_from_factored_diagonal);
+ *   cholesky potrf of the buffer as it is, no copy: Cholesky chooses no pivots, and the
+ *            column-major reading of a Hermitian A is A^T = conj(A) (A itself when real),
+ *            whose factorisation is the mirror image of A's, meeting the same leading minors
+ *            (round to nearest is symmetric in sign). CUBLAS_FILL_MODE_UPPER reads the
+ *            column-major upper triangle, which is the row-major lower one (NumPy reads the
+ *            lower triangle) and writes U with conj(A) = U^H U, whose row-major reading U^T
+ *            is L (A = L L^H); the other triangle is cleared by copying L through packed
+ *            storage (trttp, a zeroed matrix, tpttr).
  * The factorisations report a zero pivot or a non-positive leading minor in devInfo, one int
  * per matrix; the evaluation reads them back when the stack is done (a wait, as CuPy's
  * default check makes) and fails with FC_ERR_LINALG naming the first matrix at fault.
@@ -762,9 +772,15 @@ typedef struct solver_work {
     size_t host_bytes;
 } solver_work;
 
+/* Slot i is set only on success: work_free frees what was allocated and nothing else. */
 static fc_status work_alloc(fc_ctx *ctx, solver_work *w, int i, size_t bytes, CUstream stream) {
-    w->dev_bytes[i] = bytes ? bytes : 16;
-    return fcr_lib_alloc(ctx, w->dev_bytes[i], stream, &w->dev[i]);
+    size_t size = bytes ? bytes : 16;
+    CUdeviceptr p = 0;
+    fc_status st = fcr_lib_alloc(ctx, size, stream, &p);
+    if (st != FC_OK) return st;
+    w->dev[i] = p;
+    w->dev_bytes[i] = size;
+    return FC_OK;
 }
 
 static void work_free(fc_ctx *ctx, solver_work *w, CUstream stream) {
@@ -901,9 +917,9 @@ static fc_status run_linalg(fc_ctx *ctx, lib_state *s, CUstream stream, const fc
                                                     n, dt, &dev_work, &host_work));
     }
     /* dev[0] the factorisation's workspace, dev[1] the infos (one per matrix, and getrs's),
-     * dev[2] pivots (slogdet: all of them) or cholesky's packed triangle, dev[3] the matrix
-     * being factorised (solve and slogdet; cholesky works in out) and solve's transposed
-     * right-hand sides or slogdet's diagonals */
+     * dev[2] pivots (slogdet: all of them) or cholesky's packed triangle, dev[3] A
+     * transposed into column-major order to be factorised (solve and slogdet; cholesky
+     * works in out) and solve's transposed right-hand sides or slogdet's diagonals */
     if (st == FC_OK) st = work_alloc(ctx, &w, 0, dev_work, stream);
     if (st == FC_OK) st = work_alloc(ctx, &w, 1, (size_t)(batch + 1) * sizeof(int), stream);
     if (st == FC_OK)
@@ -935,7 +951,7 @@ static fc_status run_linalg(fc_ctx *ctx, lib_state *s, CUstream stream, const fc
             continue;
         }
         CUdeviceptr piv = w.dev[2] + (CUdeviceptr)((size_t)(slog ? b * n : 0) * sizeof(int64_t));
-        st = fcr_lib_copy(ctx, lu, src, mat, stream);
+        st = transpose(ctx, s, t, n, n, src, lu); /* A in column-major order: factor A itself */
         if (st == FC_OK)
             st = SOLVER(ctx, Xgetrf, (s->solver, s->params, n, n, dt, dptr(lu), n,
                                       (int64_t *)dptr(piv), dt, dptr(w.dev[0]), dev_work, w.host,
@@ -952,7 +968,7 @@ static fc_status run_linalg(fc_ctx *ctx, lib_state *s, CUstream stream, const fc
         st = k == 1 ? fcr_lib_copy(ctx, o, bsrc, (size_t)n * es, stream)
                     : transpose(ctx, s, t, n, k, bsrc, rhs);
         if (st == FC_OK)
-            st = SOLVER(ctx, Xgetrs, (s->solver, s->params, CUBLAS_OP_T, n, k, dt, dptr(lu), n,
+            st = SOLVER(ctx, Xgetrs, (s->solver, s->params, CUBLAS_OP_N, n, k, dt, dptr(lu), n,
                                       (const int64_t *)dptr(piv), dt, dptr(xb), n,
                                       dptr(scratch_info)));
         if (st == FC_OK && k > 1) st = transpose(ctx, s, t, k, n, rhs, o);

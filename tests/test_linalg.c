@@ -6,7 +6,7 @@
  *
  * Matrices are built here from a fixed generator: well conditioned ones (random in [-1, 1)
  * plus (n + 1) I: diagonally dominant), Hermitian positive definite ones (B B^H + n I),
- * exactly singular ones (a repeated row) and indefinite ones. The GPU suite (gpu_linalg) runs
+ * exactly singular ones (a zero row) and indefinite ones. The GPU suite (gpu_linalg) runs
  * every op, dtype and batch shape in a host and a CUDA context over the same data and
  * compares within 256 n eps max(|host|, 1) (the host factorises in double, cuSOLVER in the
  * dtype's precision; the matrices' condition numbers are below 10); it is skipped, visibly,
@@ -58,8 +58,12 @@ static double complex *matrices(kind k, int64_t count, int64_t n, bool cplx) {
                 }
                 a[i * n + j] = v;
             }
-        if (k == SINGULAR && n > 1) /* the last row repeats the first */
-            for (int64_t j = 0; j < n; j++) a[(n - 1) * n + j] = a[j];
+        /* The last row zero: every LU with partial pivoting meets an exactly zero pivot, as
+         * NumPy's does. A repeated row meets it only where the multiplier p / p comes out
+         * exactly 1, which a complex p (C's division) or a reciprocal p * (1 / p) (LAPACK's
+         * scaling; 49 * (1 / 49) < 1) need not give: host and GPU would disagree on noise. */
+        if (k == SINGULAR)
+            for (int64_t j = 0; j < n; j++) a[(n - 1) * n + j] = 0.0;
     }
     free(b);
     return m;
@@ -510,13 +514,15 @@ Test(gpu_linalg, every_op_dtype_and_batch) {
 }
 
 /* Singular and non-positive-definite matrices found by cuSOLVER on the device: the same
- * errors and messages as the host's, and the context goes on. */
+ * errors and messages as the host's, and the context goes on. The 3 x 3 is
+ * tests/gen_linalg.py's: LU of A meets an exactly zero pivot (it eliminates with 1/2), LU of
+ * A^T does not (1/3, 2/3), so a factorisation of the row-major buffer as it lies (A^T) would
+ * evaluate it. */
 Test(gpu_linalg, errors_on_the_gpu) {
     SKIP_WITHOUT_GPU("errors_on_the_gpu");
     singular_in_a_stack(gc);
     /* the host's message and the GPU's agree */
-    int64_t n = 3;
-    double complex *sv = matrices(SINGULAR, 1, n, false);
+    static const double complex sv[9] = {1, 2, 3, 2, 4, 6, 1, 0, 1};
     for (int di = 0; di < NDT; di++) {
         fc_array *h = fc_linalg_inv(upload(hc, sv, dtypes[di], FC_SHAPE(3, 3)));
         fc_array *g = fc_linalg_inv(upload(gc, sv, dtypes[di], FC_SHAPE(3, 3)));
@@ -527,11 +533,11 @@ Test(gpu_linalg, errors_on_the_gpu) {
         fc_release(h);
         fc_release(g);
     }
-    free(sv);
 }
 
 /* A cached plan with a solver call runs again over new data (the entry's copy of the nodes);
- * the workspaces are freed: device memory in use returns to where it was. */
+ * the workspaces are freed: evaluations after the first leave device memory in use where the
+ * first left it (the first also uploads a, which fc_from_host leaves on the host). */
 Test(gpu_linalg, cached_plan_and_memory) {
     SKIP_WITHOUT_GPU("cached_plan_and_memory");
     int64_t n = 48;
@@ -540,7 +546,6 @@ Test(gpu_linalg, cached_plan_and_memory) {
     fc_array *a = upload(gc, v, FC_F64, FC_SHAPE(n, n));
     fc_array *ah = upload(hc, v, FC_F64, FC_SHAPE(n, n));
     fc_memory_stats m0, m1;
-    cr_assert_eq(fc_memory_stats_get(gc, &m0), FC_OK);
     for (int rep = 0; rep < 3; rep++) {
         if (rep == 2) { /* new values into the same arrays: the plan replays */
             double *w = malloc(sizeof(double) * (size_t)(n * n));
@@ -559,10 +564,11 @@ Test(gpu_linalg, cached_plan_and_memory) {
         free(hv);
         fc_scope_close(hs);
         fc_scope_close(inner);
+        cr_assert_eq(fc_memory_stats_get(gc, rep ? &m1 : &m0), FC_OK);
+        if (rep)
+            cr_expect_leq(m1.in_use, m0.in_use, "run %d: %zu bytes of workspace left in use",
+                          rep, m1.in_use - m0.in_use);
     }
-    cr_assert_eq(fc_memory_stats_get(gc, &m1), FC_OK);
-    cr_expect_eq(m1.in_use, m0.in_use, "%zu bytes of workspace left in use",
-                 m1.in_use - m0.in_use);
     free(v);
     fc_scope_close(s);
 }
