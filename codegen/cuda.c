@@ -2810,12 +2810,11 @@ size_t fcx_dynamic_smem(const fcp_kernel *k, const fcx_kernel_src *src) {
 #ifndef FCX_SCAN_MIN_BLOCKS
 #define FCX_SCAN_MIN_BLOCKS 5
 #endif
-#ifndef FCX_SCAN_GRID
-#define FCX_SCAN_GRID 1
-#endif
-#ifndef FCX_GATHER_GRID
-#define FCX_GATHER_GRID 0
-#endif
+static bool kernel_draws(const fcp_kernel *k) {
+    for (int i = 0; i < k->nnode; i++)
+        if (k->nodes[i]->op == FCG_OP_RANDOM) return true;
+    return false;
+}
 static bool kernel_gathers(const fcp_kernel *k) {
     for (int i = 0; i < k->nnode; i++)
         if (fcg_ops[k->nodes[i]->op].kind == FCG_KIND_GATHER) return true;
@@ -2847,7 +2846,7 @@ void fcx_launch_config_tuned(const fcp_kernel *k, const fcx_kernel_src *src, int
         size_t acc = (size_t)ct_size(fcg_reduce_acc_dtype(r));
         long long tile = fcx_scan_tile(t, acc), ntiles = O * ((L + tile - 1) / tile);
         out->scratch_bytes = fcx_scan_scratch_bytes(acc, ntiles);
-        long long most = sms * per * FCX_SCAN_GRID;
+        long long most = sms * per; /* persistent blocks (16 resident grids ran 5% slower) */
         out->grid = (unsigned)(ntiles < most ? ntiles : most);
         return;
     }
@@ -2893,8 +2892,9 @@ void fcx_launch_config_tuned(const fcp_kernel *k, const fcx_kernel_src *src, int
      * hands out rows as blocks finish and no partial last wave of long-lived blocks trails. */
     if (src->strategy != FCX_STRATEGY_EW && src->strategy != FCX_STRATEGY_SCATTER && !scan)
         resident *= 16;
-    else if (src->strategy == FCX_STRATEGY_EW && FCX_GATHER_GRID > 1 && kernel_gathers(k))
-        resident *= FCX_GATHER_GRID;
+    else if (src->strategy == FCX_STRATEGY_EW && kernel_gathers(k))
+        resident = items; /* a thread an element: the scheduler keeps more gathers in flight */
+    if (resident > 0x7fffffffLL) resident = 0x7fffffffLL; /* the grid-stride covers the rest */
     out->grid = (unsigned)(items < resident ? items : resident);
 }
 
@@ -3041,6 +3041,10 @@ fc_status fcx_generate_named(fc_ctx *ctx, const fcp_kernel *k, const char *name,
                                  ct_size(acc_mean_dtype(k->outs[0])) <= 8
                              ? FCX_SCAN_MIN_BLOCKS
                              : 0;
+        /* elementwise kernels that draw random numbers are compute-bound (Philox and
+         * Box-Muller): every warp a multiprocessor holds (32 registers; the f32 normal's
+         * kernel took 40 without the bound, 31 with it, no spills) */
+        if (strategy == FCX_STRATEGY_EW && kernel_draws(k)) min_blocks = 2048 / block;
         if (min_blocks > 0)
             fcg_sb_printf(&src, "extern \"C\" __global__ void __launch_bounds__(%d, %d) %s(const "
                                 "fcx_params p) {\n", block, min_blocks, name);

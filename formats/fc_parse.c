@@ -681,7 +681,8 @@ static bool ew_callable(int op) {
 /* A user reduction kernel's row is not a function: programs call it through its
  * declaration. */
 static bool reduce_func_callable(const fcf_func *f) {
-    return fcg_ops[f->op].red.combine != FCG_COMBINE_USER;
+    /* (a compaction is spelled x[mask]; np.compress's signature is not a scan's) */
+    return fcg_ops[f->op].red.combine != FCG_COMBINE_USER && f->op != FCG_OP_COMPRESS;
 }
 
 static const fcf_func *func_lookup(const char *s, size_t n, int *ew_op) {
