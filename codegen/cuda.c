@@ -2810,11 +2810,6 @@ size_t fcx_dynamic_smem(const fcp_kernel *k, const fcx_kernel_src *src) {
 #ifndef FCX_SCAN_MIN_BLOCKS
 #define FCX_SCAN_MIN_BLOCKS 5
 #endif
-static bool kernel_draws(const fcp_kernel *k) {
-    for (int i = 0; i < k->nnode; i++)
-        if (k->nodes[i]->op == FCG_OP_RANDOM) return true;
-    return false;
-}
 static bool kernel_gathers(const fcp_kernel *k) {
     for (int i = 0; i < k->nnode; i++)
         if (fcg_ops[k->nodes[i]->op].kind == FCG_KIND_GATHER) return true;
@@ -3041,10 +3036,7 @@ fc_status fcx_generate_named(fc_ctx *ctx, const fcp_kernel *k, const char *name,
                                  ct_size(acc_mean_dtype(k->outs[0])) <= 8
                              ? FCX_SCAN_MIN_BLOCKS
                              : 0;
-        /* elementwise kernels that draw random numbers are compute-bound (Philox and
-         * Box-Muller): every warp a multiprocessor holds (32 registers; the f32 normal's
-         * kernel took 40 without the bound, 31 with it, no spills) */
-        if (strategy == FCX_STRATEGY_EW && kernel_draws(k)) min_blocks = 2048 / block;
+
         if (min_blocks > 0)
             fcg_sb_printf(&src, "extern \"C\" __global__ void __launch_bounds__(%d, %d) %s(const "
                                 "fcx_params p) {\n", block, min_blocks, name);
