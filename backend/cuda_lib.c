@@ -82,6 +82,19 @@ typedef struct solver_api {
     __typeof__(cusolverDnXgetrs) *Xgetrs;
     __typeof__(cusolverDnXpotrf_bufferSize) *Xpotrf_bufferSize;
     __typeof__(cusolverDnXpotrf) *Xpotrf;
+    __typeof__(cusolverDnXgeqrf_bufferSize) *Xgeqrf_bufferSize;
+    __typeof__(cusolverDnXgeqrf) *Xgeqrf;
+    __typeof__(cusolverDnXsyevd_bufferSize) *Xsyevd_bufferSize;
+    __typeof__(cusolverDnXsyevd) *Xsyevd;
+    /* Q from geqrf's reflections: the generic API has no orgqr, so one per dtype */
+    __typeof__(cusolverDnSorgqr_bufferSize) *Sorgqr_bufferSize;
+    __typeof__(cusolverDnDorgqr_bufferSize) *Dorgqr_bufferSize;
+    __typeof__(cusolverDnCungqr_bufferSize) *Cungqr_bufferSize;
+    __typeof__(cusolverDnZungqr_bufferSize) *Zungqr_bufferSize;
+    __typeof__(cusolverDnSorgqr) *Sorgqr;
+    __typeof__(cusolverDnDorgqr) *Dorgqr;
+    __typeof__(cusolverDnCungqr) *Cungqr;
+    __typeof__(cusolverDnZungqr) *Zungqr;
 } solver_api;
 
 typedef struct fft_api {
@@ -210,6 +223,18 @@ static bool load_solver(void) {
         SYM(solver, Xgetrs, "cusolverDnXgetrs"),
         SYM(solver, Xpotrf_bufferSize, "cusolverDnXpotrf_bufferSize"),
         SYM(solver, Xpotrf, "cusolverDnXpotrf"),
+        SYM(solver, Xgeqrf_bufferSize, "cusolverDnXgeqrf_bufferSize"),
+        SYM(solver, Xgeqrf, "cusolverDnXgeqrf"),
+        SYM(solver, Xsyevd_bufferSize, "cusolverDnXsyevd_bufferSize"),
+        SYM(solver, Xsyevd, "cusolverDnXsyevd"),
+        SYM(solver, Sorgqr_bufferSize, "cusolverDnSorgqr_bufferSize"),
+        SYM(solver, Dorgqr_bufferSize, "cusolverDnDorgqr_bufferSize"),
+        SYM(solver, Cungqr_bufferSize, "cusolverDnCungqr_bufferSize"),
+        SYM(solver, Zungqr_bufferSize, "cusolverDnZungqr_bufferSize"),
+        SYM(solver, Sorgqr, "cusolverDnSorgqr"),
+        SYM(solver, Dorgqr, "cusolverDnDorgqr"),
+        SYM(solver, Cungqr, "cusolverDnCungqr"),
+        SYM(solver, Zungqr, "cusolverDnZungqr"),
     };
     return load_library(&solver_lib, "cuSOLVER", names, 2, syms,
                         (int)(sizeof syms / sizeof *syms));
@@ -709,59 +734,64 @@ static fc_status solver_handle(fc_ctx *ctx, lib_state *s, CUstream stream) {
 
 static void *dptr(CUdeviceptr p) { return (void *)(uintptr_t)p; }
 
+/* C = op(A) by cuBLAS's geam (beta 0), column-major: C is m x n with leading dimension ldc,
+ * A m x n (CUBLAS_OP_N) or n x m (a transposing op) with leading dimension lda. */
+static fc_status geam(fc_ctx *ctx, lib_state *s, fc_dtype t, cublasOperation_t op, int m, int n,
+                      CUdeviceptr a, int lda, CUdeviceptr c, int ldc) {
+    gemm_types g; /* one and zero of the dtype */
+    gemm_types_of(t, &g);
+    switch (t) {
+    case FC_F32:
+        return BLAS(ctx, Sgeam, (s->blas, op, op, m, n, &g.one.f, dptr(a), lda, &g.zero.f,
+                                 dptr(a), lda, dptr(c), ldc));
+    case FC_F64:
+        return BLAS(ctx, Dgeam, (s->blas, op, op, m, n, &g.one.d, dptr(a), lda, &g.zero.d,
+                                 dptr(a), lda, dptr(c), ldc));
+    case FC_C64:
+        return BLAS(ctx, Cgeam, (s->blas, op, op, m, n, &g.one.c, dptr(a), lda, &g.zero.c,
+                                 dptr(a), lda, dptr(c), ldc));
+    default:
+        return BLAS(ctx, Zgeam, (s->blas, op, op, m, n, &g.one.z, dptr(a), lda, &g.zero.z,
+                                 dptr(a), lda, dptr(c), ldc));
+    }
+}
+
 /* dst (row-major C x R) = the transpose of src (row-major R x C): column-major, src is C x R
  * (leading dimension C) and geam writes its transpose, R x C (leading dimension R). */
 static fc_status transpose(fc_ctx *ctx, lib_state *s, fc_dtype t, int64_t r, int64_t c,
                            CUdeviceptr src, CUdeviceptr dst) {
     if (!fits_int(r) || !fits_int(c)) return FC_ERR_UNSUPPORTED;
-    cublasOperation_t T = CUBLAS_OP_T;
-    int m = (int)r, n = (int)c;
-    gemm_types g; /* one and zero of the dtype */
-    gemm_types_of(t, &g);
-    switch (t) {
-    case FC_F32:
-        return BLAS(ctx, Sgeam, (s->blas, T, T, m, n, &g.one.f, dptr(src), n, &g.zero.f,
-                                 dptr(src), n, dptr(dst), m));
-    case FC_F64:
-        return BLAS(ctx, Dgeam, (s->blas, T, T, m, n, &g.one.d, dptr(src), n, &g.zero.d,
-                                 dptr(src), n, dptr(dst), m));
-    case FC_C64:
-        return BLAS(ctx, Cgeam, (s->blas, T, T, m, n, &g.one.c, dptr(src), n, &g.zero.c,
-                                 dptr(src), n, dptr(dst), m));
-    default:
-        return BLAS(ctx, Zgeam, (s->blas, T, T, m, n, &g.one.z, dptr(src), n, &g.zero.z,
-                                 dptr(src), n, dptr(dst), m));
-    }
+    return geam(ctx, s, t, CUBLAS_OP_T, (int)r, (int)c, src, (int)c, dst, (int)r);
 }
 
-/* The column-major upper triangle of the n x n matrix at a to packed storage at ap, or back
- * (to_packed false; the other triangle of a is left as it is). */
+/* The column-major upper triangle of the n x n matrix at a (leading dimension lda) to packed
+ * storage at ap, or back (to_packed false; the other triangle of a is left as it is). */
 static fc_status packed_copy(fc_ctx *ctx, lib_state *s, fc_dtype t, int n, CUdeviceptr a,
-                             CUdeviceptr ap, bool to_packed) {
+                             int lda, CUdeviceptr ap, bool to_packed) {
     cublasFillMode_t up = CUBLAS_FILL_MODE_UPPER;
     switch (t) {
     case FC_F32:
-        return to_packed ? BLAS(ctx, Strttp, (s->blas, up, n, dptr(a), n, dptr(ap)))
-                         : BLAS(ctx, Stpttr, (s->blas, up, n, dptr(ap), dptr(a), n));
+        return to_packed ? BLAS(ctx, Strttp, (s->blas, up, n, dptr(a), lda, dptr(ap)))
+                         : BLAS(ctx, Stpttr, (s->blas, up, n, dptr(ap), dptr(a), lda));
     case FC_F64:
-        return to_packed ? BLAS(ctx, Dtrttp, (s->blas, up, n, dptr(a), n, dptr(ap)))
-                         : BLAS(ctx, Dtpttr, (s->blas, up, n, dptr(ap), dptr(a), n));
+        return to_packed ? BLAS(ctx, Dtrttp, (s->blas, up, n, dptr(a), lda, dptr(ap)))
+                         : BLAS(ctx, Dtpttr, (s->blas, up, n, dptr(ap), dptr(a), lda));
     case FC_C64:
-        return to_packed ? BLAS(ctx, Ctrttp, (s->blas, up, n, dptr(a), n, dptr(ap)))
-                         : BLAS(ctx, Ctpttr, (s->blas, up, n, dptr(ap), dptr(a), n));
+        return to_packed ? BLAS(ctx, Ctrttp, (s->blas, up, n, dptr(a), lda, dptr(ap)))
+                         : BLAS(ctx, Ctpttr, (s->blas, up, n, dptr(ap), dptr(a), lda));
     default:
-        return to_packed ? BLAS(ctx, Ztrttp, (s->blas, up, n, dptr(a), n, dptr(ap)))
-                         : BLAS(ctx, Ztpttr, (s->blas, up, n, dptr(ap), dptr(a), n));
+        return to_packed ? BLAS(ctx, Ztrttp, (s->blas, up, n, dptr(a), lda, dptr(ap)))
+                         : BLAS(ctx, Ztpttr, (s->blas, up, n, dptr(ap), dptr(a), lda));
     }
 }
 
-/* n elements of size es from src (stride incx elements) to dst, contiguous: a copy of 4-,
+/* n elements of size es from src (stride incx elements) to dst (stride incy): a copy of 4-,
  * 8- or 16-byte words, whatever they hold (the values are not computed with). */
-static fc_status gather(fc_ctx *ctx, lib_state *s, size_t es, int n, CUdeviceptr src, int incx,
-                        CUdeviceptr dst) {
-    if (es == 4) return BLAS(ctx, Scopy, (s->blas, n, dptr(src), incx, dptr(dst), 1));
-    if (es == 8) return BLAS(ctx, Dcopy, (s->blas, n, dptr(src), incx, dptr(dst), 1));
-    return BLAS(ctx, Zcopy, (s->blas, n, dptr(src), incx, dptr(dst), 1));
+static fc_status strided_copy(fc_ctx *ctx, lib_state *s, size_t es, int n, CUdeviceptr src,
+                              int incx, CUdeviceptr dst, int incy) {
+    if (es == 4) return BLAS(ctx, Scopy, (s->blas, n, dptr(src), incx, dptr(dst), incy));
+    if (es == 8) return BLAS(ctx, Dcopy, (s->blas, n, dptr(src), incx, dptr(dst), incy));
+    return BLAS(ctx, Zcopy, (s->blas, n, dptr(src), incx, dptr(dst), incy));
 }
 
 /* Device and host workspaces of the batch loop, released together. */
@@ -789,22 +819,27 @@ static void work_free(fc_ctx *ctx, solver_work *w, CUstream stream) {
 }
 
 /* The devInfo of each matrix, read back (a wait): the first positive one is NumPy's
- * LinAlgError for this op, a negative one a bad argument (a fusec bug). */
-static fc_status check_infos(fc_ctx *ctx, const fc_array *a, CUdeviceptr info, int64_t batch,
-                             CUstream stream) {
-    size_t bytes = (size_t)batch * sizeof(int);
+ * LinAlgError for this op, a negative one a bad argument (a fusec bug). count infos, of
+ * count / batch calls for each matrix (info i is matrix i % batch's). */
+static fc_status check_infos(fc_ctx *ctx, const fc_array *a, CUdeviceptr info, int64_t count,
+                             int64_t batch, CUstream stream) {
+    size_t bytes = (size_t)count * sizeof(int);
     int *h = fcg_malloc(ctx, bytes);
     if (!h) return fcg_error(ctx, FC_ERR_NOMEM, "%s: out of memory", fcg_ops[a->op].pyname);
     fc_status st = fcr_lib_download(ctx, h, info, bytes, stream);
     const fc_array *x = a->in[0];
     const char *name = a->op == FCG_OP_LINALG_SOLVE && a->p.flag ? "inv" : fcg_ops[a->op].pyname;
-    for (int64_t b = 0; b < batch && st == FC_OK; b++) {
+    for (int64_t b = 0; b < count && st == FC_OK; b++) {
         if (h[b] == 0) continue;
         char d[FCG_DESC_MAX], where[160];
-        fcg_linalg_where(where, sizeof where, x, b);
-        if (h[b] < 0)
+        fcg_linalg_where(where, sizeof where, x, b % batch);
+        if (h[b] < 0 || a->op == FCG_OP_LINALG_QR) /* QR has no failure of its own */
             st = fcg_error(ctx, FC_ERR_BACKEND, "%s: cuSOLVER refused argument %d (fusec bug)",
-                           name, -h[b]);
+                           name, h[b] < 0 ? -h[b] : h[b]);
+        else if (a->op == FCG_OP_LINALG_EIGH || a->op == FCG_OP_LINALG_EIGVALSH)
+            st = fcg_error(ctx, FC_ERR_LINALG, "%s: Eigenvalues did not converge: a %s%s has %d "
+                           "off-diagonal elements of its tridiagonal form left", name,
+                           fcg_desc(d, x), where, h[b]);
         else if (a->op == FCG_OP_LINALG_CHOLESKY)
             st = fcg_error(ctx, FC_ERR_LINALG, "%s: Matrix is not positive definite: a %s%s has "
                            "a leading minor of order %d that is not", name, fcg_desc(d, x),
@@ -887,8 +922,208 @@ static fc_status slogdet_finish(fc_ctx *ctx, fc_dtype t, int64_t n, int64_t batc
     return st;
 }
 
+/* orgqr / ungqr's workspace (elements of t) for Q (m x c) from k reflections at a (leading
+ * dimension m) with scalars tau. */
+static fc_status orgqr_size(fc_ctx *ctx, lib_state *s, fc_dtype t, int m, int c, int k,
+                            CUdeviceptr a, CUdeviceptr tau, int *lwork) {
+    switch (t) {
+    case FC_F32:
+        return SOLVER(ctx, Sorgqr_bufferSize, (s->solver, m, c, k, dptr(a), m, dptr(tau), lwork));
+    case FC_F64:
+        return SOLVER(ctx, Dorgqr_bufferSize, (s->solver, m, c, k, dptr(a), m, dptr(tau), lwork));
+    case FC_C64:
+        return SOLVER(ctx, Cungqr_bufferSize, (s->solver, m, c, k, dptr(a), m, dptr(tau), lwork));
+    default:
+        return SOLVER(ctx, Zungqr_bufferSize, (s->solver, m, c, k, dptr(a), m, dptr(tau), lwork));
+    }
+}
+
+/* Q (m x c, column-major, leading dimension m) in place of the k reflections at a. */
+static fc_status orgqr(fc_ctx *ctx, lib_state *s, fc_dtype t, int m, int c, int k,
+                       CUdeviceptr a, CUdeviceptr tau, CUdeviceptr work, int lwork,
+                       CUdeviceptr info) {
+    switch (t) {
+    case FC_F32:
+        return SOLVER(ctx, Sorgqr, (s->solver, m, c, k, dptr(a), m, dptr(tau), dptr(work), lwork,
+                                    dptr(info)));
+    case FC_F64:
+        return SOLVER(ctx, Dorgqr, (s->solver, m, c, k, dptr(a), m, dptr(tau), dptr(work), lwork,
+                                    dptr(info)));
+    case FC_C64:
+        return SOLVER(ctx, Cungqr, (s->solver, m, c, k, dptr(a), m, dptr(tau), dptr(work), lwork,
+                                    dptr(info)));
+    default:
+        return SOLVER(ctx, Zungqr, (s->solver, m, c, k, dptr(a), m, dptr(tau), dptr(work), lwork,
+                                    dptr(info)));
+    }
+}
+
+/* qr's complete Q of an m x 0 stack: the identity in every matrix (uploaded: no reflection to
+ * form it from, and an m x 0 geqrf is a corner not worth cuSOLVER's). */
+static fc_status qr_identity(fc_ctx *ctx, fc_dtype t, int64_t m, int64_t batch, CUdeviceptr out,
+                             CUstream stream) {
+    size_t es = fc_dtype_size(t), bytes = (size_t)(m * m) * es;
+    char *h = fcg_calloc(ctx, bytes);
+    if (!h) return fcg_error(ctx, FC_ERR_NOMEM, "qr: out of memory");
+    for (int64_t i = 0; i < m; i++) put_value(t, h + (size_t)(i * m + i) * es, 1.0, 0.0);
+    fc_status st = FC_OK;
+    for (int64_t b = 0; b < batch && st == FC_OK; b++)
+        st = fcr_lib_upload(ctx, out + (CUdeviceptr)((size_t)b * bytes), h, bytes, stream);
+    fcg_free(ctx, h, bytes);
+    return st;
+}
+
+/* np.linalg.qr (LINALG_QR: Q beside R, ops.def), a matrix at a time: A transposed into
+ * column-major order (geqrf must factor A itself, not the A^T that the row-major buffer
+ * reads as), Xgeqrf, R's triangle through packed storage into a zeroed k x n matrix (geqrf
+ * leaves its reflections below the diagonal) with the columns right of it copied, orgqr or
+ * ungqr forming Q in place of the reflections, and both transposed by geam into the output
+ * (row-major, pitch c + n). */
+static fc_status run_qr(fc_ctx *ctx, lib_state *s, CUstream stream, const fc_array *a,
+                        CUdeviceptr in, CUdeviceptr out) {
+    const fc_array *x = a->in[0];
+    fc_dtype t = (fc_dtype)a->dtype;
+    cudaDataType dt;
+    if (x->dtype != t || x->ndim < 2 || !solver_types(t, &dt)) return FC_ERR_UNSUPPORTED;
+    int nb = x->ndim - 2;
+    int64_t m = x->shape[nb], n = x->shape[nb + 1], k = m < n ? m : n, batch = 1;
+    for (int d = 0; d < nb; d++) batch *= x->shape[d];
+    int64_t rows = a->shape[a->ndim - 2], width = a->shape[a->ndim - 1], c = width - n;
+    int64_t wcols = c > n ? c : n; /* orgqr of a complete Q writes m columns */
+    /* cuBLAS's and orgqr's int extents (beyond them: the host reference) */
+    if (!fits_int(m) || !fits_int(width) || !fits_int(m * wcols) || !fits_int(k * n))
+        return FC_ERR_UNSUPPORTED;
+    if (k == 0) return qr_identity(ctx, t, m, batch, out, stream); /* complete, n == 0 */
+    fc_status st = solver_handle(ctx, s, stream);
+    if (st != FC_OK) return st;
+    size_t es = fc_dtype_size(t), per_out = (size_t)(rows * width) * es;
+    size_t tau_bytes = (size_t)k * es, packed = (size_t)(k * (k + 1) / 2) * es;
+    size_t r_bytes = (size_t)(k * n) * es;
+    solver_work w;
+    memset(&w, 0, sizeof w);
+    size_t dev_work = 0, host_work = 0;
+    int lwork = 0;
+    CUdeviceptr probe = in; /* the size queries read no data */
+    st = SOLVER(ctx, Xgeqrf_bufferSize, (s->solver, s->params, m, n, dt, dptr(probe), m, dt,
+                                         dptr(probe), dt, &dev_work, &host_work));
+    if (st == FC_OK && c > 0)
+        st = orgqr_size(ctx, s, t, (int)m, (int)c, (int)k, probe, probe, &lwork);
+    if ((size_t)lwork * es > dev_work) dev_work = (size_t)lwork * es;
+    /* dev[0] the workspace (geqrf's or orgqr's), dev[1] the infos (geqrf's for each matrix,
+     * then orgqr's), dev[2] tau, R's packed triangle and R (k x n, column-major), dev[3] A
+     * in column-major order (m x wcols), where orgqr forms Q */
+    if (st == FC_OK) st = work_alloc(ctx, &w, 0, dev_work, stream);
+    if (st == FC_OK) st = work_alloc(ctx, &w, 1, (size_t)(2 * batch) * sizeof(int), stream);
+    if (st == FC_OK) st = work_alloc(ctx, &w, 2, tau_bytes + packed + r_bytes, stream);
+    if (st == FC_OK) st = work_alloc(ctx, &w, 3, (size_t)(m * wcols) * es, stream);
+    if (st == FC_OK && host_work && !(w.host = fcg_malloc(ctx, host_work)))
+        st = fcg_error(ctx, FC_ERR_NOMEM, "qr: out of memory");
+    w.host_bytes = w.host ? host_work : 0;
+    if (st == FC_OK) st = fcr_lib_zero(ctx, w.dev[1], (size_t)(2 * batch), stream);
+    /* R's rows below k (complete mode, m > n) are zeros */
+    if (st == FC_OK) st = fcr_lib_zero(ctx, out, (size_t)batch * per_out / 4, stream);
+    CUdeviceptr tau = w.dev[2], ap = tau + (CUdeviceptr)tau_bytes, rk = ap + (CUdeviceptr)packed;
+    CUdeviceptr ws = w.dev[3];
+    int im = (int)m, in_ = (int)n, ik = (int)k, ic = (int)c, iw = (int)width;
+    for (int64_t b = 0; b < batch && st == FC_OK; b++) {
+        CUdeviceptr src = in + (CUdeviceptr)((size_t)(b * m * n) * es);
+        CUdeviceptr o = out + (CUdeviceptr)((size_t)b * per_out);
+        CUdeviceptr info = w.dev[1] + (CUdeviceptr)((size_t)b * sizeof(int));
+        st = transpose(ctx, s, t, m, n, src, ws);
+        if (st == FC_OK)
+            st = SOLVER(ctx, Xgeqrf, (s->solver, s->params, m, n, dt, dptr(ws), m, dt, dptr(tau),
+                                      dt, dptr(w.dev[0]), dev_work, w.host, host_work,
+                                      dptr(info)));
+        if (st == FC_OK) st = fcr_lib_zero(ctx, rk, r_bytes / 4, stream);
+        if (st == FC_OK) st = packed_copy(ctx, s, t, ik, ws, im, ap, true);
+        if (st == FC_OK) st = packed_copy(ctx, s, t, ik, rk, ik, ap, false);
+        if (st == FC_OK && n > k)
+            st = geam(ctx, s, t, CUBLAS_OP_N, ik, in_ - ik, ws + (CUdeviceptr)((size_t)(k * m) * es),
+                      im, rk + (CUdeviceptr)((size_t)(k * k) * es), ik);
+        /* out's R part read column-major is R^T (n x k, leading dimension width) */
+        if (st == FC_OK)
+            st = geam(ctx, s, t, CUBLAS_OP_T, in_, ik, rk, ik, o + (CUdeviceptr)((size_t)c * es),
+                      iw);
+        if (st != FC_OK || c == 0) continue;
+        st = orgqr(ctx, s, t, im, ic, ik, ws, tau, w.dev[0], lwork,
+                   w.dev[1] + (CUdeviceptr)((size_t)(batch + b) * sizeof(int)));
+        if (st == FC_OK) st = geam(ctx, s, t, CUBLAS_OP_T, ic, im, ws, im, o, iw);
+    }
+    if (st == FC_OK) st = check_infos(ctx, a, w.dev[1], 2 * batch, batch, stream);
+    work_free(ctx, &w, stream);
+    return st;
+}
+
+/* np.linalg.eigh and eigvalsh (LINALG_EIGH: eigenvalues above eigenvectors; LINALG_EIGVALSH),
+ * a matrix at a time by Xsyevd on a copy. The row-major buffer of a Hermitian A reads
+ * column-major as A^T = conj(A): NumPy's lower triangle is the column-major upper one, and
+ * conj(A) has A's eigenvalues with eigenvectors conj(v). So UPLO "L" is
+ * CUBLAS_FILL_MODE_UPPER (and "U" LOWER), and the column-major eigenvectors Vc = conj(V)
+ * become the row-major V by geam's conjugate transpose (V^T = Vc^H; a plain transpose for
+ * real dtypes). The eigenvalues (real) go straight into the output, except for complex eigh,
+ * whose row 0 is complex: they are copied into its real parts (stride 2 of the real type)
+ * after the output is zeroed. */
+static fc_status run_eigh(fc_ctx *ctx, lib_state *s, CUstream stream, const fc_array *a,
+                          CUdeviceptr in, CUdeviceptr out) {
+    const fc_array *x = a->in[0];
+    fc_dtype t = (fc_dtype)x->dtype, rt = fcg_real_dtype(t);
+    bool vectors = a->op == FCG_OP_LINALG_EIGH, cplx = fcg_is_complex(t);
+    cudaDataType dt, wt;
+    if ((fc_dtype)a->dtype != (vectors ? t : rt) || x->ndim < 2 || !solver_types(t, &dt) ||
+        !solver_types(rt, &wt))
+        return FC_ERR_UNSUPPORTED;
+    int nb = x->ndim - 2;
+    int64_t n = x->shape[nb], batch = 1;
+    for (int d = 0; d < nb; d++) batch *= x->shape[d];
+    if (!fits_int(n)) return FC_ERR_UNSUPPORTED;
+    fc_status st = solver_handle(ctx, s, stream);
+    if (st != FC_OK) return st;
+    size_t es = fc_dtype_size(t), res = fc_dtype_size(rt), mat = (size_t)(n * n) * es;
+    size_t per_out = vectors ? (size_t)(n + 1) * (size_t)n * es : (size_t)n * res;
+    cusolverEigMode_t jobz = vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
+    cublasFillMode_t uplo = a->p.flag & 1 ? CUBLAS_FILL_MODE_LOWER : CUBLAS_FILL_MODE_UPPER;
+    solver_work w;
+    memset(&w, 0, sizeof w);
+    size_t dev_work = 0, host_work = 0;
+    CUdeviceptr probe = in; /* the size query reads no data */
+    st = SOLVER(ctx, Xsyevd_bufferSize, (s->solver, s->params, jobz, uplo, n, dt, dptr(probe), n,
+                                         wt, dptr(probe), dt, &dev_work, &host_work));
+    /* dev[0] the workspace, dev[1] the infos, dev[2] complex eigh's eigenvalues, dev[3] the
+     * copy of A that syevd overwrites with the eigenvectors */
+    if (st == FC_OK) st = work_alloc(ctx, &w, 0, dev_work, stream);
+    if (st == FC_OK) st = work_alloc(ctx, &w, 1, (size_t)batch * sizeof(int), stream);
+    if (st == FC_OK && vectors && cplx) st = work_alloc(ctx, &w, 2, (size_t)n * res, stream);
+    if (st == FC_OK) st = work_alloc(ctx, &w, 3, mat, stream);
+    if (st == FC_OK && host_work && !(w.host = fcg_malloc(ctx, host_work)))
+        st = fcg_error(ctx, FC_ERR_NOMEM, "%s: out of memory", fcg_ops[a->op].pyname);
+    w.host_bytes = w.host ? host_work : 0;
+    if (st == FC_OK) st = fcr_lib_zero(ctx, w.dev[1], (size_t)batch, stream);
+    if (st == FC_OK && vectors && cplx)
+        st = fcr_lib_zero(ctx, out, (size_t)batch * per_out / 4, stream);
+    for (int64_t b = 0; b < batch && st == FC_OK; b++) {
+        CUdeviceptr o = out + (CUdeviceptr)((size_t)b * per_out);
+        CUdeviceptr vals = vectors && cplx ? w.dev[2] : o;
+        st = fcr_lib_copy(ctx, w.dev[3], in + (CUdeviceptr)((size_t)b * mat), mat, stream);
+        if (st == FC_OK)
+            st = SOLVER(ctx, Xsyevd, (s->solver, s->params, jobz, uplo, n, dt, dptr(w.dev[3]), n,
+                                      wt, dptr(vals), dt, dptr(w.dev[0]), dev_work, w.host,
+                                      host_work, dptr(w.dev[1] + (CUdeviceptr)((size_t)b * sizeof(int)))));
+        if (st != FC_OK || !vectors) continue;
+        if (cplx) st = strided_copy(ctx, s, res, (int)n, vals, 1, o, 2);
+        if (st == FC_OK)
+            st = geam(ctx, s, t, cplx ? CUBLAS_OP_C : CUBLAS_OP_T, (int)n, (int)n, w.dev[3],
+                      (int)n, o + (CUdeviceptr)((size_t)n * es), (int)n);
+    }
+    if (st == FC_OK) st = check_infos(ctx, a, w.dev[1], batch, batch, stream);
+    work_free(ctx, &w, stream);
+    return st;
+}
+
 static fc_status run_linalg(fc_ctx *ctx, lib_state *s, CUstream stream, const fc_array *a,
                             const CUdeviceptr *in, CUdeviceptr out) {
+    if (a->op == FCG_OP_LINALG_QR) return run_qr(ctx, s, stream, a, in[0], out);
+    if (a->op == FCG_OP_LINALG_EIGH || a->op == FCG_OP_LINALG_EIGVALSH)
+        return run_eigh(ctx, s, stream, a, in[0], out);
     const fc_array *x = a->in[0];
     fc_dtype t = (fc_dtype)a->dtype;
     cudaDataType dt;
@@ -945,9 +1180,9 @@ static fc_status run_linalg(fc_ctx *ctx, lib_state *s, CUstream stream, const fc
                                           dptr(o), n, dt, dptr(w.dev[0]), dev_work, w.host,
                                           host_work, dptr(ib)));
             /* L's triangle through packed storage into a zeroed matrix */
-            if (st == FC_OK) st = packed_copy(ctx, s, t, (int)n, o, w.dev[2], true);
+            if (st == FC_OK) st = packed_copy(ctx, s, t, (int)n, o, (int)n, w.dev[2], true);
             if (st == FC_OK) st = fcr_lib_zero(ctx, o, mat / 4, stream);
-            if (st == FC_OK) st = packed_copy(ctx, s, t, (int)n, o, w.dev[2], false);
+            if (st == FC_OK) st = packed_copy(ctx, s, t, (int)n, o, (int)n, w.dev[2], false);
             continue;
         }
         CUdeviceptr piv = w.dev[2] + (CUdeviceptr)((size_t)(slog ? b * n : 0) * sizeof(int64_t));
@@ -957,8 +1192,8 @@ static fc_status run_linalg(fc_ctx *ctx, lib_state *s, CUstream stream, const fc
                                       (int64_t *)dptr(piv), dt, dptr(w.dev[0]), dev_work, w.host,
                                       host_work, dptr(ib)));
         if (st == FC_OK && slog) {
-            st = gather(ctx, s, es, (int)n, lu, (int)n + 1,
-                        rhs + (CUdeviceptr)((size_t)(b * n) * es));
+            st = strided_copy(ctx, s, es, (int)n, lu, (int)n + 1,
+                              rhs + (CUdeviceptr)((size_t)(b * n) * es), 1);
             continue;
         }
         if (st != FC_OK || k == 0) continue;
@@ -976,7 +1211,7 @@ static fc_status run_linalg(fc_ctx *ctx, lib_state *s, CUstream stream, const fc
     if (st == FC_OK && slog)
         st = slogdet_finish(ctx, t, n, batch, rhs, w.dev[2], info, out, stream);
     else if (st == FC_OK && n > 0)
-        st = check_infos(ctx, a, info, batch, stream);
+        st = check_infos(ctx, a, info, batch, batch, stream);
     work_free(ctx, &w, stream);
     return st;
 }
@@ -1007,8 +1242,7 @@ fc_status fcr_lib_run(fc_ctx *ctx, void **state, CUstream stream, const fcp_kern
                              "(fusec bug)", fcg_ops[a->op].pyname, j);
         args[j] = in[l];
     }
-    bool linalg = a->op == FCG_OP_LINALG_SOLVE || a->op == FCG_OP_LINALG_SLOGDET ||
-                  a->op == FCG_OP_LINALG_CHOLESKY;
+    bool linalg = fcg_op_is_linalg(a->op);
     if (a->op != FCG_OP_MATMUL && a->op != FCG_OP_FFT && a->op != FCG_OP_IFFT &&
         a->op != FCG_OP_SORT && a->op != FCG_OP_ARGSORT && !linalg)
         return FC_ERR_UNSUPPORTED;

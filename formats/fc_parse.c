@@ -164,7 +164,8 @@ enum { RD_RANDOM, RD_STANDARD_NORMAL, RD_INTEGERS, RD_UNIFORM, RD_NORMAL, RD_EXP
        RD_BERNOULLI };
 
 /* FK_LINALG's op: which function of graph/linalg.c (eval_linalg). Written linalg.NAME only. */
-enum { LA_SOLVE, LA_INV, LA_DET, LA_SLOGDET, LA_SLOGDET_PACKED, LA_CHOLESKY };
+enum { LA_SOLVE, LA_INV, LA_DET, LA_SLOGDET, LA_SLOGDET_PACKED, LA_CHOLESKY, LA_QR,
+       LA_QR_PACKED, LA_EIGH, LA_EIGH_PACKED, LA_EIGVALSH };
 
 /* FK_CONTRACT's op: which contraction of graph/contract.c (eval_contract). */
 enum { CT_DOT, CT_VDOT, CT_INNER, CT_OUTER, CT_KRON, CT_TENSORDOT, CT_EINSUM, CT_MATRIX_POWER };
@@ -265,6 +266,13 @@ static const fcf_func fcf_funcs[] = {
     {"slogdet", FK_LINALG, LA_SLOGDET, 1, 1, {"a"}},
     {"slogdet_packed", FK_LINALG, LA_SLOGDET_PACKED, 1, 1, {"a"}},
     {"cholesky", FK_LINALG, LA_CHOLESKY, 1, 1, {"a", "upper"}},
+    /* qr gives [q, r] (mode "r": r alone), eigh [w, v]; the _packed forms are the nodes
+     * holding both (the printer's) */
+    {"qr", FK_LINALG, LA_QR, 2, 1, {"a", "mode"}},
+    {"qr_packed", FK_LINALG, LA_QR_PACKED, 2, 1, {"a", "mode"}},
+    {"eigh", FK_LINALG, LA_EIGH, 2, 1, {"a", "UPLO"}},
+    {"eigh_packed", FK_LINALG, LA_EIGH_PACKED, 2, 1, {"a", "UPLO"}},
+    {"eigvalsh", FK_LINALG, LA_EIGVALSH, 2, 1, {"a", "UPLO"}},
     {"take", FK_TAKE, 0, 3, 2, {"a", "indices", "axis", "mode"}},
     {"take_along_axis", FK_TAKE, 1, 3, 2, {"arr", "indices", "axis"}},
     {"searchsorted", FK_TAKE, 2, 3, 2, {"a", "v", "side"}},
@@ -2674,6 +2682,41 @@ static fc_status eval_linalg(fcf_builder *b, const fcf_expr *e, fcf_value *v, fc
         return array_list(b, e, res, 2, st, out);
     }
     case LA_SLOGDET_PACKED: return bcheck(b, e, fcg_linalg_slogdet_packed(x), out);
+    case LA_QR:
+    case LA_QR_PACKED: {
+        int mode = FC_QR_REDUCED;
+        if ((st = eval_arg(b, e, 1, &v[1], V_NONE)) != FC_OK) return st;
+        if (v[1].kind != V_NONE) {
+            mode = -1;
+            for (int k = 0; k < 3; k++)
+                if (v[1].kind == V_STR && strcmp(v[1].s, fcg_qr_mode_names[k]) == 0) mode = k;
+            if (mode < 0)
+                return berr(b, arg_pos(e, 1), FC_ERR_INVALID,
+                            "qr mode must be \"reduced\", \"complete\" or \"r\"");
+        }
+        if (fn->op == LA_QR_PACKED) return bcheck(b, e, fcg_linalg_qr_packed(x, mode), out);
+        fc_array *res[2] = {NULL, NULL};
+        st = fc_linalg_qr(x, (fc_qr_mode)mode, &res[0], &res[1]);
+        if (mode == FC_QR_R) return bcheck(b, e, res[1], out);
+        return array_list(b, e, res, 2, st, out);
+    }
+    case LA_EIGH:
+    case LA_EIGH_PACKED:
+    case LA_EIGVALSH: {
+        bool upper = false;
+        if ((st = eval_arg(b, e, 1, &v[1], V_NONE)) != FC_OK) return st;
+        if (v[1].kind != V_NONE) {
+            bool lower = v[1].kind == V_STR && strcmp(v[1].s, "L") == 0;
+            upper = v[1].kind == V_STR && strcmp(v[1].s, "U") == 0;
+            if (!lower && !upper)
+                return berr(b, arg_pos(e, 1), FC_ERR_INVALID, "UPLO must be \"L\" or \"U\"");
+        }
+        if (fn->op == LA_EIGVALSH) return bcheck(b, e, fc_linalg_eigvalsh(x, upper), out);
+        if (fn->op == LA_EIGH_PACKED) return bcheck(b, e, fcg_linalg_eigh_packed(x, upper), out);
+        fc_array *res[2] = {NULL, NULL};
+        st = fc_linalg_eigh(x, upper, &res[0], &res[1]);
+        return array_list(b, e, res, 2, st, out);
+    }
     default: {
         bool upper = false;
         if ((st = eval_arg(b, e, 1, &v[1], V_NONE)) != FC_OK) return st;

@@ -424,6 +424,18 @@ static fc_status put_rhs(fcq_printer *pr, const fc_array *a) {
         }
         buf_puts(b, ")");
         return FC_OK;
+    case FCG_OP_LINALG_QR: /* linalg.qr_packed(a, mode=...) and linalg.eigh_packed(a, UPLO=...)
+                              make the very packed nodes that qr's and eigh's views read */
+        buf_printf(b, "linalg.%s(", info->pyname);
+        put_operand(pr, a->in[0], false);
+        buf_printf(b, ", mode=\"%s\")", fcg_qr_mode_names[a->p.flag < 3 ? a->p.flag : 0]);
+        return FC_OK;
+    case FCG_OP_LINALG_EIGH:
+    case FCG_OP_LINALG_EIGVALSH:
+        buf_printf(b, "linalg.%s(", info->pyname);
+        put_operand(pr, a->in[0], false);
+        buf_printf(b, ", UPLO=\"%s\")", a->p.flag & 1 ? "U" : "L");
+        return FC_OK;
     case FCG_OP_RESHAPE:
     case FCG_OP_BROADCAST:
         buf_printf(b, "%s(", info->pyname);

@@ -527,6 +527,21 @@ fc_array *fcg_linalg_slogdet_packed(fc_array *a);
 /* " (matrix [i, j] of the stack)": where matrix b (row-major over the batch) of the stack x
  * ([..., n, n]) is, for a linalg error message; "" when x is one matrix. Returns buf. */
 const char *fcg_linalg_where(char *buf, size_t size, const fc_array *x, int64_t b);
+/* The LINALG_QR node of a (fc_qr_mode `mode`: [..., rows, c + n] holding Q and R) and the
+ * LINALG_EIGH node ([..., n + 1, n]: eigenvalues, then eigenvectors) that fc_linalg_qr and
+ * fc_linalg_eigh read through views; the .fc printer's linalg.qr_packed and
+ * linalg.eigh_packed. */
+fc_array *fcg_linalg_qr_packed(fc_array *a, int mode);
+/* NumPy's names of the fc_qr_mode values, in order: "reduced", "complete", "r". */
+extern const char *const fcg_qr_mode_names[3];
+fc_array *fcg_linalg_eigh_packed(fc_array *a, bool upper);
+/* Whether op is one of the dense linear algebra ops (ops.def's LINALG_*): library calls of
+ * ref/host_linalg.c and backend/cuda_lib.c's cuSOLVER path. */
+static inline bool fcg_op_is_linalg(int op) {
+    return op == FCG_OP_LINALG_SOLVE || op == FCG_OP_LINALG_SLOGDET ||
+           op == FCG_OP_LINALG_CHOLESKY || op == FCG_OP_LINALG_QR || op == FCG_OP_LINALG_EIGH ||
+           op == FCG_OP_LINALG_EIGVALSH;
+}
 /* "[4096, 1024]" into buf (at least 200 bytes); returns buf. */
 char *fcg_shape_str(char *buf, int ndim, const int64_t *shape);
 

@@ -1,13 +1,18 @@
 /*
- * graph/linalg.c - dense linear algebra, as np.linalg: solve, inv, det, slogdet, cholesky.
+ * graph/linalg.c - dense linear algebra, as np.linalg: solve, inv, det, slogdet, cholesky, qr,
+ * eigh, eigvalsh.
  *
- * Three library ops carry the work (ops.def: LINALG_SOLVE, LINALG_SLOGDET, LINALG_CHOLESKY);
- * everything else is built around them from views and elementwise ops, which fuse with the
- * kernels on either side of the call:
+ * Six library ops carry the work (ops.def: LINALG_SOLVE, LINALG_SLOGDET, LINALG_CHOLESKY,
+ * LINALG_QR, LINALG_EIGH, LINALG_EIGVALSH); everything else is built around them from views
+ * and elementwise ops, which fuse with the kernels on either side of the call:
  *   inv(a)      solve(a, identity broadcast over a's batch), as NumPy's inv calls gesv
  *   slogdet(a)  one node giving [..., 2] (sign, log|det|): two views of it
  *   det(a)      sign * exp(logabsdet), as NumPy computes it (umath_linalg's det)
  *   cholesky(a, upper=True)  the conjugate transpose of the lower factor
+ *   qr(a)       one node giving [..., rows, c + n] (Q beside R): two views of it, so that Q and
+ *               R come from one factorisation
+ *   eigh(a)     one node giving [..., n + 1, n] (eigenvalues above the eigenvectors): two
+ *               views, the eigenvalues' real part for complex dtypes
  * A library op's inputs already have the op's dtype and the same batch shape (cast and
  * broadcast here), so the backends see dense stacks of equal matrices and nothing else.
  *
@@ -41,12 +46,20 @@ static bool linalg_dtype(fc_ctx *ctx, const char *name, int n, fc_array *const *
     return true;
 }
 
-/* NumPy's _assert_stacked_2d and _assert_stacked_square, as FC_ERR_LINALG poisons. */
-static fc_array *not_square(fc_ctx *ctx, const char *name, const fc_array *a) {
+/* NumPy's _assert_stacked_2d, as an FC_ERR_LINALG poison. */
+static fc_array *not_2d(fc_ctx *ctx, const char *name, const fc_array *a) {
     char d[FCG_DESC_MAX];
     if (a->ndim < 2)
         return fcg_poison(ctx, FC_ERR_LINALG, "%s: %d-dimensional array given (%s). Array must "
                           "be at least two-dimensional", name, a->ndim, fcg_desc(d, a));
+    return NULL;
+}
+
+/* NumPy's _assert_stacked_2d and _assert_stacked_square, as FC_ERR_LINALG poisons. */
+static fc_array *not_square(fc_ctx *ctx, const char *name, const fc_array *a) {
+    char d[FCG_DESC_MAX];
+    fc_array *early = not_2d(ctx, name, a);
+    if (early) return early;
     if (a->shape[a->ndim - 1] != a->shape[a->ndim - 2])
         return fcg_poison(ctx, FC_ERR_LINALG, "%s: last 2 dimensions of the array must be "
                           "square (%s)", name, fcg_desc(d, a));
@@ -178,20 +191,31 @@ static fc_status multi_return(fc_ctx *ctx, fc_scope *s, int n, fc_array **const 
     return st;
 }
 
+/* The start of a function with several results: a scope for building them, or NULL after
+ * giving every non-NULL outs[i] an out-of-memory poison naming `name` (*status its status). */
+static fc_scope *multi_begin(fc_ctx *ctx, const char *name, int n, fc_array **const *outs,
+                             fc_status *status) {
+    fc_scope *s = fc_scope_open(ctx);
+    if (s) return s;
+    fc_array *p = fcg_poison(ctx, FC_ERR_NOMEM, "%s: out of memory", name);
+    bool given = false;
+    for (int i = 0; i < n; i++) {
+        if (!outs[i]) continue;
+        if (given) fcg_retain(p); /* one reference for each output */
+        *outs[i] = given ? fcg_ret(ctx, p) : p;
+        given = true;
+    }
+    *status = p->status;
+    return NULL;
+}
+
 fc_status fc_linalg_slogdet(fc_array *a, fc_array **sign, fc_array **logabsdet) {
     fc_array **const outs[2] = {sign, logabsdet};
     if (!a) return FC_ERR_NULL;
     fc_ctx *ctx = a->ctx;
-    fc_scope *s = fc_scope_open(ctx);
-    if (!s) {
-        fc_array *p = fcg_poison(ctx, FC_ERR_NOMEM, "slogdet: out of memory");
-        if (sign) *sign = p;
-        if (logabsdet) {
-            if (sign) fcg_retain(p);
-            *logabsdet = sign ? fcg_ret(ctx, p) : p;
-        }
-        return p->status;
-    }
+    fc_status st;
+    fc_scope *s = multi_begin(ctx, "slogdet", 2, outs, &st);
+    if (!s) return st;
     fc_array *early;
     fcg_begin("slogdet", 1, &a, &early);
     fc_array *pair = early ? early : slogdet_node(ctx, "slogdet", a);
@@ -233,6 +257,111 @@ fc_array *fc_linalg_cholesky(fc_array *a, bool upper) {
         if (fcg_is_complex(t)) l = fc_conj(l);
     }
     return fcg_scope_return(ctx, scope, l);
+}
+
+const char *const fcg_qr_mode_names[3] = {"reduced", "complete", "r"};
+
+/* The LINALG_QR node of a in `mode` (fc_qr_mode), or a poison. */
+static fc_array *qr_node(fc_ctx *ctx, fc_array *a, int mode) {
+    if (mode < FC_QR_REDUCED || mode > FC_QR_R)
+        return fcg_poison(ctx, FC_ERR_INVALID, "qr: unknown mode %d: reduced (%d), complete "
+                          "(%d) or r (%d)", mode, FC_QR_REDUCED, FC_QR_COMPLETE, FC_QR_R);
+    fc_array *early = not_2d(ctx, "qr", a);
+    if (early) return early;
+    fc_dtype t;
+    if (!linalg_dtype(ctx, "qr", 1, &a, &t)) return fcg_poison_ctx(ctx, FC_ERR_DTYPE);
+    int nb = a->ndim - 2;
+    int64_t m = a->shape[nb], n = a->shape[nb + 1], k = m < n ? m : n;
+    /* rows and Q's columns: R alone (k rows) in mode r; Q m x k or m x m beside R */
+    int64_t rows = mode == FC_QR_R ? k : m;
+    int64_t c = mode == FC_QR_R ? 0 : mode == FC_QR_COMPLETE ? m : k;
+    fc_scope *scope = fc_scope_open(ctx);
+    if (!scope) return fcg_poison(ctx, FC_ERR_NOMEM, "qr: out of memory");
+    fc_array *x = fc_cast(a, t);
+    fc_array *r = lib_node(ctx, FCG_OP_LINALG_QR, t, with_core(nb, a->shape, 2, (int64_t[]){rows, c + n}),
+                           1, &x, (uint8_t)mode);
+    return fcg_scope_return(ctx, scope, r);
+}
+
+fc_array *fcg_linalg_qr_packed(fc_array *a, int mode) {
+    fc_array *early;
+    fc_ctx *ctx = fcg_begin("qr", 1, &a, &early);
+    if (!ctx || early) return early;
+    return qr_node(ctx, a, mode);
+}
+
+fc_status fc_linalg_qr(fc_array *a, fc_qr_mode mode, fc_array **q, fc_array **r) {
+    if (mode == FC_QR_R && q) *q = NULL; /* NumPy gives R alone */
+    fc_array **const outs[2] = {mode == FC_QR_R ? NULL : q, r};
+    if (!a) return FC_ERR_NULL;
+    fc_ctx *ctx = a->ctx;
+    fc_status st;
+    fc_scope *s = multi_begin(ctx, "qr", 2, outs, &st);
+    if (!s) return st;
+    fc_array *early;
+    fcg_begin("qr", 1, &a, &early);
+    fc_array *pack = early ? early : qr_node(ctx, a, (int)mode);
+    if (pack->status != FC_OK) return multi_return(ctx, s, 2, outs, NULL, pack);
+    if (mode == FC_QR_R) return multi_return(ctx, s, 2, outs, (fc_array *[]){NULL, pack}, NULL);
+    int nd = pack->ndim;
+    int64_t m = a->shape[a->ndim - 2], n = a->shape[a->ndim - 1], k = m < n ? m : n;
+    int64_t c = pack->shape[nd - 1] - n, rr = mode == FC_QR_COMPLETE ? m : k;
+    fc_array *res[2] = {fcg_slice_axis(pack, nd - 1, 0, c, 1),
+                        fcg_slice_axis(fcg_slice_axis(pack, nd - 2, 0, rr, 1), nd - 1, c, c + n, 1)};
+    return multi_return(ctx, s, 2, outs, res, NULL);
+}
+
+/* The LINALG_EIGH node of a (vectors) or its LINALG_EIGVALSH node, or a poison naming
+ * `name`. */
+static fc_array *eigh_node(fc_ctx *ctx, const char *name, fc_array *a, bool upper, bool vectors) {
+    fc_array *early = not_square(ctx, name, a);
+    if (early) return early;
+    fc_dtype t;
+    if (!linalg_dtype(ctx, name, 1, &a, &t)) return fcg_poison_ctx(ctx, FC_ERR_DTYPE);
+    int nb = a->ndim - 2;
+    int64_t n = a->shape[nb];
+    fc_scope *scope = fc_scope_open(ctx);
+    if (!scope) return fcg_poison(ctx, FC_ERR_NOMEM, "%s: out of memory", name);
+    fc_array *x = fc_cast(a, t);
+    fc_array *r = vectors ? lib_node(ctx, FCG_OP_LINALG_EIGH, t,
+                                     with_core(nb, a->shape, 2, (int64_t[]){n + 1, n}), 1, &x, upper)
+                          : lib_node(ctx, FCG_OP_LINALG_EIGVALSH, fcg_real_dtype(t),
+                                     with_core(nb, a->shape, 1, &n), 1, &x, upper);
+    return fcg_scope_return(ctx, scope, r);
+}
+
+fc_array *fcg_linalg_eigh_packed(fc_array *a, bool upper) {
+    fc_array *early;
+    fc_ctx *ctx = fcg_begin("eigh", 1, &a, &early);
+    if (!ctx || early) return early;
+    return eigh_node(ctx, "eigh", a, upper, true);
+}
+
+fc_array *fc_linalg_eigvalsh(fc_array *a, bool upper) {
+    fc_array *early;
+    fc_ctx *ctx = fcg_begin("eigvalsh", 1, &a, &early);
+    if (!ctx || early) return early;
+    return eigh_node(ctx, "eigvalsh", a, upper, false);
+}
+
+fc_status fc_linalg_eigh(fc_array *a, bool upper, fc_array **w, fc_array **v) {
+    fc_array **const outs[2] = {w, v};
+    if (!a) return FC_ERR_NULL;
+    fc_ctx *ctx = a->ctx;
+    fc_status st;
+    fc_scope *s = multi_begin(ctx, "eigh", 2, outs, &st);
+    if (!s) return st;
+    fc_array *early;
+    fcg_begin("eigh", 1, &a, &early);
+    fc_array *pack = early ? early : eigh_node(ctx, "eigh", a, upper, true);
+    if (pack->status != FC_OK) return multi_return(ctx, s, 2, outs, NULL, pack);
+    int nd = pack->ndim;
+    int64_t n = pack->shape[nd - 1];
+    fc_array *vals = fc_reshape(fcg_slice_axis(pack, nd - 2, 0, 1, 1),
+                                with_core(nd - 2, pack->shape, 1, &n));
+    fc_array *res[2] = {fcg_is_complex((fc_dtype)pack->dtype) ? fc_real(vals) : vals,
+                        fcg_slice_axis(pack, nd - 2, 1, n + 1, 1)};
+    return multi_return(ctx, s, 2, outs, res, NULL);
 }
 
 const char *fcg_linalg_where(char *buf, size_t size, const fc_array *x, int64_t b) {

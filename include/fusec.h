@@ -1194,8 +1194,8 @@ FC_API fc_array *fc_matrix_power(fc_array *a, int64_t n);
  * precision; bool and integers are computed in f64; f16 and bf16 are refused (FC_ERR_DTYPE:
  * NumPy has no linalg loops for them); two operands compute in f32 / c64 only when both are
  * single precision. On the GPU through cuSOLVER (loaded on first use like cuBLAS), on the
- * host backend by fusec's own reference code (LU with partial pivoting, Cholesky), each
- * computed in f64 / c128.
+ * host backend by fusec's own reference code (LU with partial pivoting, Cholesky, Householder
+ * QR, Jacobi's eigenvalue iteration), each computed in f64 / c128.
  *
  * Errors. NumPy's LinAlgError is FC_ERR_LINALG, whose message names the function, the shape
  * and, for a batch, the first matrix at fault: an array of fewer than 2 dimensions or whose
@@ -1230,6 +1230,36 @@ FC_API fc_status fc_linalg_slogdet(fc_array *a, fc_array **sign, fc_array **loga
  *  conjugate transpose U (a == U^H @ U) when upper. FC_ERR_LINALG at evaluation when a matrix
  *  is not positive definite. */
 FC_API fc_array *fc_linalg_cholesky(fc_array *a, bool upper);
+/** np.linalg.qr's modes. */
+typedef enum fc_qr_mode {
+    FC_QR_REDUCED = 0,  /**< "reduced": Q [..., m, k], R [..., k, n], k = min(m, n) */
+    FC_QR_COMPLETE = 1, /**< "complete": Q [..., m, m] (unitary), R [..., m, n] */
+    FC_QR_R = 2         /**< "r": R [..., k, n] alone */
+} fc_qr_mode;
+/** np.linalg.qr(a, mode): a == Q @ R for a [..., m, n] (any m, n: a need not be square), Q
+ *  with orthonormal columns, R upper triangular (zeros below the diagonal), by Householder
+ *  reflections as LAPACK's geqrf and orgqr/ungqr: R's diagonal is real (its signs, like Q's
+ *  columns', are the reflections' and need not be NumPy's where a is rank deficient). An
+ *  empty a gives empty factors (complete: Q the identity).
+ *  @param q, r receive new references (either may be NULL: not computed); in FC_QR_R mode
+ *         *q, where given, is set to NULL (NumPy returns R alone).
+ *  @return FC_OK; FC_ERR_NULL (a NULL: outputs untouched); otherwise the error, each output
+ *          then holding that poison (FC_ERR_LINALG: fewer than 2 dimensions; FC_ERR_INVALID:
+ *          an unknown mode; FC_ERR_DTYPE). */
+FC_API fc_status fc_linalg_qr(fc_array *a, fc_qr_mode mode, fc_array **q, fc_array **r);
+/** np.linalg.eigh(a, UPLO): the eigenvalues w [..., n] (real dtype: f32 for f32 and c64,
+ *  ascending) and eigenvectors v [..., n, n] (a's linalg dtype, as columns: a @ v == v *
+ *  w[..., None, :], v^H v == I; each column only up to a sign or phase, and any orthonormal
+ *  basis of a repeated eigenvalue's space) of the Hermitian matrices a [..., n, n], read from
+ *  their lower triangle, or the upper one when upper (NumPy's UPLO="U"); the diagonal's
+ *  imaginary parts are ignored. FC_ERR_LINALG at construction for a stack that is not
+ *  square, at evaluation if the eigenvalue iteration does not converge.
+ *  @param w, v receive new references (either may be NULL: not computed).
+ *  @return as fc_linalg_slogdet's. */
+FC_API fc_status fc_linalg_eigh(fc_array *a, bool upper, fc_array **w, fc_array **v);
+/** np.linalg.eigvalsh(a, UPLO): fc_linalg_eigh's eigenvalues alone (no eigenvectors are
+ *  computed). */
+FC_API fc_array *fc_linalg_eigvalsh(fc_array *a, bool upper);
 /** Discrete Fourier transform along `axis` (negative counts from the end), as np.fft.fft and
  *  np.fft.ifft with n=None and norm="backward": fc_ifft scales by 1 / n, rounded as NumPy
  *  rounds it (to f16 for an f16 input, f32 for f32 and c64). The result is complex with a's

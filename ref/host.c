@@ -881,8 +881,7 @@ static fc_status eval_node(evaluator *ev, size_t idx) {
             const slot *x = input_slot(ev, a, 0);
             return fch_sort(ev->ctx, a, x->base, x->strides, s->base);
         }
-        if (a->op == FCG_OP_LINALG_SOLVE || a->op == FCG_OP_LINALG_SLOGDET ||
-            a->op == FCG_OP_LINALG_CHOLESKY) {
+        if (fcg_op_is_linalg(a->op)) {
             st = own_buffer(ev, idx);
             if (st != FC_OK) return st;
             const char *in[2] = {NULL, NULL};

@@ -111,9 +111,9 @@ fc_status fch_fft(fc_ctx *ctx, const fc_array *a, const char *in, const int64_t 
 fc_status fch_sort(fc_ctx *ctx, const fc_array *a, const char *in, const int64_t *in_strides,
                    char *out);
 
-/* The dense linear algebra ops (LINALG_SOLVE, LINALG_SLOGDET, LINALG_CHOLESKY) of node `a`
- * over its inputs (base pointers and byte strides), into out (contiguous, a->dtype); a
- * singular or non-positive-definite matrix is FC_ERR_LINALG (ref/host_linalg.c). */
+/* The dense linear algebra ops (ops.def's LINALG_*: fcg_op_is_linalg) of node `a` over its
+ * inputs (base pointers and byte strides), into out (contiguous, a->dtype); a singular or
+ * non-positive-definite matrix is FC_ERR_LINALG (ref/host_linalg.c). */
 fc_status fch_linalg(fc_ctx *ctx, const fc_array *a, const char *const *in,
                      const int64_t (*in_strides)[FC_MAX_DIMS], char *out);
 

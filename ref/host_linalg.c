@@ -1,12 +1,15 @@
 /*
  * ref/host_linalg.c - the reference of the dense linear algebra ops (ops.def's LINALG_*):
- * LU with partial pivoting (solve, slogdet) and Cholesky, on each matrix of a stack.
+ * LU with partial pivoting (solve, slogdet), Cholesky, Householder QR and Jacobi's eigenvalue
+ * iteration for Hermitian matrices (eigh, eigvalsh), on each matrix of a stack.
  *
  * Simple and exact rather than fast: every matrix is read into complex doubles (a real one
  * keeps zero imaginary parts, which the arithmetic below never disturbs: its products and
  * quotients by real numbers are the real operations), factorised as LAPACK's unblocked
  * algorithms do (getf2's pivot is the first largest |re| + |im| of the column, potf2 stops at
- * the first diagonal that is not positive), and written back in the node's dtype. The
+ * the first diagonal that is not positive; QR is geqr2's and org2r's reflections, with
+ * LAPACK's signs, so that R's diagonal is real; eigh is cyclic Jacobi, which is simple and
+ * accurate to the last bits rather than fast), and written back in the node's dtype. The
  * errors are NumPy's LinAlgError cases (FC_ERR_LINALG), found here at evaluation: an exactly
  * zero pivot for solve and inv, a non-positive (or NaN) diagonal for cholesky.
  */
@@ -154,13 +157,202 @@ static int64_t cholesky(cplx *a, int64_t n) {
     return 0;
 }
 
+/* Householder QR of the m x n row-major a in place (geqr2): R in the upper triangle, each
+ * reflection H_j = I - tau[j] v v^H's vector below the diagonal (v[j] = 1 implied), with
+ * LAPACK's larfg choices: beta = -sign(Re alpha) |(alpha, x)|, so R's diagonal is real, and
+ * tau = 0 (no reflection) where the column below the diagonal is zero and alpha is real. */
+static void qr_factor(cplx *a, int64_t m, int64_t n, cplx *tau) {
+    int64_t k = m < n ? m : n;
+    for (int64_t j = 0; j < k; j++) {
+        cplx alpha = a[j * n + j];
+        double xnorm = 0.0;
+        for (int64_t i = j + 1; i < m; i++) xnorm = hypot(xnorm, cabs(a[i * n + j]));
+        if (xnorm == 0.0 && cimag(alpha) == 0.0) {
+            tau[j] = 0.0;
+            continue;
+        }
+        double beta = -copysign(hypot(cabs(alpha), xnorm), creal(alpha));
+        tau[j] = CMPLX((beta - creal(alpha)) / beta, -cimag(alpha) / beta);
+        cplx scale = 1.0 / (alpha - beta);
+        for (int64_t i = j + 1; i < m; i++) a[i * n + j] *= scale;
+        a[j * n + j] = beta;
+        /* H_j^H (geqr2 applies the conjugate scalar) to the columns on the right */
+        for (int64_t c = j + 1; c < n; c++) {
+            cplx d = a[j * n + c];
+            for (int64_t i = j + 1; i < m; i++) d += conj(a[i * n + j]) * a[i * n + c];
+            d *= conj(tau[j]);
+            a[j * n + c] -= d;
+            for (int64_t i = j + 1; i < m; i++) a[i * n + c] -= a[i * n + j] * d;
+        }
+    }
+}
+
+/* q (m x c, row-major) = the first c columns of H_0 H_1 ... H_{k-1} from qr_factor's
+ * reflections in a (m x n): org2r, the last reflection applied first to the identity. */
+static void qr_form_q(const cplx *a, int64_t m, int64_t n, const cplx *tau, int64_t k, cplx *q,
+                      int64_t c) {
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < c; j++) q[i * c + j] = i == j ? 1.0 : 0.0;
+    for (int64_t j = k - 1; j >= 0; j--) {
+        if (tau[j] == 0.0) continue;
+        for (int64_t col = 0; col < c; col++) {
+            cplx d = q[j * c + col];
+            for (int64_t i = j + 1; i < m; i++) d += conj(a[i * n + j]) * q[i * c + col];
+            d *= tau[j];
+            q[j * c + col] -= d;
+            for (int64_t i = j + 1; i < m; i++) q[i * c + col] -= a[i * n + j] * d;
+        }
+    }
+}
+
+/* The eigenvalues (w, ascending) and eigenvectors (v's columns, row-major n x n, in w's order)
+ * of the Hermitian h (n x n, both triangles set, real diagonal), which is destroyed: cyclic
+ * Jacobi. Each rotation U = diag(1, conj(e)) R in the (p, q) plane, e the phase of h[p][q]
+ * and R the real rotation of the resulting real 2 x 2 block (Numerical Recipes' jacobi),
+ * zeroes h[p][q]; an element negligible beside both diagonals (adding it changes neither) is
+ * set to zero without one. Sweeps end when one leaves nothing to rotate (quadratic
+ * convergence: a handful of sweeps). A non-finite h gives NaN, as there is nothing to
+ * iterate on. order: room for n indices. */
+static void jacobi_eigh(cplx *h, int64_t n, cplx *v, double *w, int64_t *order) {
+    bool finite = true;
+    for (int64_t i = 0; i < n * n; i++)
+        finite = finite && isfinite(creal(h[i])) && isfinite(cimag(h[i]));
+    for (int64_t i = 0; i < n * n; i++) v[i] = finite ? (i % (n + 1) == 0 ? 1.0 : 0.0) : NAN;
+    for (int64_t i = 0; i < n; i++) w[i] = finite ? creal(h[i * n + i]) : NAN;
+    for (int sweep = 0; finite && sweep < 100; sweep++) {
+        bool rotated = false;
+        for (int64_t p = 0; p < n; p++)
+            for (int64_t q = p + 1; q < n; q++) {
+                cplx hpq = h[p * n + q];
+                double g = cabs(hpq), app = creal(h[p * n + p]), aqq = creal(h[q * n + q]);
+                if (g == 0.0) continue;
+                if (fabs(app) + g == fabs(app) && fabs(aqq) + g == fabs(aqq)) {
+                    h[p * n + q] = h[q * n + p] = 0.0;
+                    continue;
+                }
+                rotated = true;
+                double theta = (aqq - app) / (2.0 * g), t;
+                if (fabs(theta) > 1e150) t = 0.5 / theta; /* theta^2 would overflow */
+                else t = copysign(1.0, theta) / (fabs(theta) + sqrt(1.0 + theta * theta));
+                double cs = 1.0 / sqrt(1.0 + t * t), sn = t * cs;
+                cplx e = hpq / g, ce = conj(e);
+                /* h U and v U (columns p, q), then U^H h (rows p, q) */
+                for (int64_t r = 0; r < n; r++) {
+                    cplx *hr = h + r * n, *vr = v + r * n;
+                    cplx x = hr[p], y = hr[q];
+                    hr[p] = cs * x - sn * ce * y;
+                    hr[q] = sn * x + cs * ce * y;
+                    x = vr[p], y = vr[q];
+                    vr[p] = cs * x - sn * ce * y;
+                    vr[q] = sn * x + cs * ce * y;
+                }
+                for (int64_t col = 0; col < n; col++) {
+                    cplx x = h[p * n + col], y = h[q * n + col];
+                    h[p * n + col] = cs * x - sn * e * y;
+                    h[q * n + col] = sn * x + cs * e * y;
+                }
+                h[p * n + q] = h[q * n + p] = 0.0;
+                h[p * n + p] = creal(h[p * n + p]);
+                h[q * n + q] = creal(h[q * n + q]);
+            }
+        if (!rotated) break;
+    }
+    /* ascending (insertion sort: stable, and n^2 beside the iteration's n^3) */
+    for (int64_t i = 0; i < n; i++) {
+        int64_t j = i;
+        double x = finite ? creal(h[i * n + i]) : NAN;
+        for (; j > 0 && w[j - 1] > x; j--) {
+            w[j] = w[j - 1];
+            order[j] = order[j - 1];
+        }
+        w[j] = x;
+        order[j] = i;
+    }
+}
+
+/* The batch offset (bytes) of matrix b (row-major over x's batch) in an input whose strides
+ * are `strides`. */
+static int64_t batch_offset(const fc_array *x, int64_t b, const int64_t *strides) {
+    int64_t off = 0;
+    for (int d = x->ndim - 3; d >= 0; d--) {
+        off += (b % x->shape[d]) * strides[d];
+        b /= x->shape[d];
+    }
+    return off;
+}
+
+/* qr, eigh and eigvalsh of every matrix of the stack in[0] into out (see ops.def). */
+static fc_status decompose(fc_ctx *ctx, const fc_array *a, const char *in,
+                           const int64_t *strides, char *out) {
+    const fc_array *x = a->in[0];
+    fc_dtype t = (fc_dtype)x->dtype, ot = (fc_dtype)a->dtype;
+    const char *name = fcg_ops[a->op].pyname;
+    int nb = x->ndim - 2;
+    int64_t m = x->shape[nb], n = x->shape[nb + 1], k = m < n ? m : n, batch = 1;
+    for (int d = 0; d < nb; d++) batch *= x->shape[d];
+    bool qr = a->op == FCG_OP_LINALG_QR, vals_only = a->op == FCG_OP_LINALG_EIGVALSH;
+    int64_t rows = vals_only ? 1 : a->shape[a->ndim - 2];
+    int64_t width = vals_only ? n : a->shape[a->ndim - 1], per_out = rows * width;
+    if (batch == 0 || per_out == 0) return FC_OK;
+    int64_t c = qr ? width - n : 0; /* Q's columns */
+    /* room: the matrix, the eigenvectors or Q, the packed result, tau or w (as doubles:
+     * fewer than n cells), the order, one row of wide values */
+    size_t cells = (size_t)(m * n) + (size_t)(qr ? m * c : n * n) + (size_t)per_out + (size_t)n;
+    size_t rowlen = (size_t)(width > n ? width : n) + 2;
+    size_t bytes = (cells + 1) * sizeof(cplx) + (size_t)n * sizeof(int64_t) +
+                   rowlen * sizeof(fch_wide_val);
+    char *work = fcg_malloc(ctx, bytes);
+    if (!work) return fcg_error(ctx, FC_ERR_NOMEM, "%s: out of memory", name);
+    cplx *mat = (cplx *)work, *vec = mat + m * n, *res = vec + (qr ? m * c : n * n);
+    cplx *tau = res + per_out;
+    double *w = (double *)tau;
+    int64_t *order = (int64_t *)(tau + n + 1);
+    fch_wide_val *row = (fch_wide_val *)(order + n);
+    size_t es = fc_dtype_size(ot);
+    for (int64_t b = 0; b < batch; b++) {
+        read_matrix(t, in + batch_offset(x, b, strides), strides[nb], strides[nb + 1], m, n, mat,
+                    row);
+        if (qr) {
+            qr_factor(mat, m, n, tau);
+            qr_form_q(mat, m, n, tau, k, vec, c);
+            /* Q beside R (rows k.. of R, and R below its diagonal, zero) */
+            for (int64_t i = 0; i < rows; i++)
+                for (int64_t j = 0; j < width; j++)
+                    res[i * width + j] = j < c ? vec[i * c + j]
+                                         : i < k && j - c >= i ? mat[i * n + j - c] : 0.0;
+        } else {
+            /* the Hermitian matrix of the triangle read (NumPy's UPLO), real diagonal */
+            bool upper = a->p.flag & 1;
+            for (int64_t i = 0; i < n; i++)
+                for (int64_t j = 0; j <= i; j++) {
+                    cplx z = upper ? conj(mat[j * n + i]) : mat[i * n + j];
+                    if (i == j) z = creal(z);
+                    mat[i * n + j] = z;
+                    mat[j * n + i] = conj(z);
+                }
+            jacobi_eigh(mat, n, vec, w, order);
+            for (int64_t j = 0; j < n; j++) res[j] = w[j];
+            for (int64_t i = 0; !vals_only && i < n; i++)
+                for (int64_t j = 0; j < n; j++) res[(i + 1) * n + j] = vec[i * n + order[j]];
+        }
+        write_values(ot, res, per_out, out + (size_t)(b * per_out) * es, row, (int64_t)rowlen);
+    }
+    fcg_free(ctx, work, bytes);
+    return FC_OK;
+}
+
 fc_status fch_linalg(fc_ctx *ctx, const fc_array *a, const char *const *in,
                      const int64_t (*in_strides)[FC_MAX_DIMS], char *out) {
     const fc_array *x = a->in[0];
-    fc_dtype t = (fc_dtype)a->dtype;
+    fc_dtype t = (fc_dtype)x->dtype;
     const char *name = a->op == FCG_OP_LINALG_SOLVE && a->p.flag ? "inv" : fcg_ops[a->op].pyname;
-    if (x->ndim < 2 || x->dtype != t || (t != FC_F32 && t != FC_F64 && t != FC_C64 && t != FC_C128))
+    bool decomposition = a->op == FCG_OP_LINALG_QR || a->op == FCG_OP_LINALG_EIGH ||
+                         a->op == FCG_OP_LINALG_EIGVALSH;
+    fc_dtype want = a->op == FCG_OP_LINALG_EIGVALSH ? fcg_real_dtype(t) : t;
+    if (x->ndim < 2 || a->dtype != want ||
+        (t != FC_F32 && t != FC_F64 && t != FC_C64 && t != FC_C128))
         return fcg_error(ctx, FC_ERR_UNSUPPORTED, "%s: bad node (fusec bug)", name);
+    if (decomposition) return decompose(ctx, a, in[0], in_strides[0], out);
     int nb = x->ndim - 2;
     int64_t n = x->shape[nb], k = a->op == FCG_OP_LINALG_SOLVE ? a->shape[a->ndim - 1] : n;
     int64_t batch = 1;
@@ -177,11 +369,9 @@ fc_status fch_linalg(fc_ctx *ctx, const fc_array *a, const char *const *in,
     int64_t *piv = (int64_t *)(rhs + n * k + 2);
     fch_wide_val *row = (fch_wide_val *)(piv + n);
     fc_status st = FC_OK;
-    int64_t idx[FC_MAX_DIMS] = {0};
     for (int64_t b = 0; b < batch && st == FC_OK; b++) {
-        int64_t off[2] = {0, 0};
-        for (int d = 0; d < nb; d++)
-            for (int j = 0; j < a->nin; j++) off[j] += idx[d] * in_strides[j][d];
+        int64_t off[2] = {batch_offset(x, b, in_strides[0]),
+                          a->nin > 1 ? batch_offset(x, b, in_strides[1]) : 0};
         read_matrix(t, in[0] + off[0], in_strides[0][nb], in_strides[0][nb + 1], n, n, m, row);
         char *dst = out + (size_t)(b * per_out) * es;
         int64_t info;
@@ -219,10 +409,6 @@ fc_status fch_linalg(fc_ctx *ctx, const fc_array *a, const char *const *in,
         default:
             st = fcg_error(ctx, FC_ERR_UNSUPPORTED, "%s: not a linalg op (fusec bug)", name);
             break;
-        }
-        for (int d = nb - 1; d >= 0; d--) {
-            if (++idx[d] < x->shape[d]) break;
-            idx[d] = 0;
         }
     }
     fcg_free(ctx, work, bytes);

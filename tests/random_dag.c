@@ -1029,8 +1029,9 @@ static fc_array *rd_fft(rd *r) {
  * the dtype np.linalg computes x in), and M = y y^T + (2n + 1) I (outer products over the
  * last axis, a stack of them for a stack x): its diagonal dominates every row and column, so
  * M is well conditioned and, read through its lower triangle, positive definite. Then
- * solve(M, y as a vector or a column), inv, det, slogdet's sign or logabsdet, or cholesky
- * (lower or upper). A non-finite x makes NaNs, which both backends carry alike. */
+ * solve(M, y as a vector or a column), inv, det, slogdet's sign or logabsdet, cholesky
+ * (lower or upper), or what qr and eigh give that is unique (below). A non-finite x makes
+ * NaNs, which both backends carry alike through the factorisations with pivots. */
 static fc_array *rd_linalg(rd *r) {
     fc_array *x = rd_pick(r);
     int nd = fc_array_ndim(x);
@@ -1044,7 +1045,32 @@ static fc_array *rd_linalg(rd *r) {
     fc_array *y = fc_div(xc, fc_add(fc_abs(xc), fc_f64(r->ctx, 1.0)));
     fc_array *m = fc_add(fc_mul(fc_expand_dims(y, -1), fc_expand_dims(y, -2)),
                          fc_mul(fc_eye(r->ctx, t, n, n, 0), fc_f64(r->ctx, (double)(2 * n + 1))));
-    switch (rd_below(r, 6)) {
+    switch (rd_below(r, 10)) {
+    case 6:
+    case 8: /* qr: its factors' signs are LAPACK's choice, so what is compared is a product
+             * that does not depend on them (M itself from Q R, or R^H R == M^H M); no NaN:
+             * where one lands in a blocked factorisation is the library's business */
+    case 7:
+    case 9: { /* eigh: the eigenvalues, or V diag(w) V^H (the Hermitian matrix of M's lower
+               * or upper triangle: unique where V's columns are not) */
+        fc_array *mf = fc_nan_to_num(m, 0.0, NULL, NULL);
+        fc_axes sw = {.n = fc_array_ndim(mf)};
+        for (int d = 0; d < sw.n; d++) sw.axis[d] = d;
+        sw.axis[sw.n - 1] = sw.n - 2;
+        sw.axis[sw.n - 2] = sw.n - 1;
+        fc_array *p = NULL, *q = NULL;
+        if (rd_chance(r, 50)) {
+            bool upper = rd_chance(r, 50);
+            if (rd_chance(r, 30)) return fc_linalg_eigvalsh(mf, upper);
+            fc_linalg_eigh(mf, upper, &p, &q);
+            if (rd_chance(r, 30)) return p;
+            return fc_matmul(fc_mul(q, fc_expand_dims(p, -2)), fc_conj(fc_permute(q, sw)));
+        }
+        int mode = rd_below(r, 3);
+        fc_linalg_qr(mf, (fc_qr_mode)mode, &p, &q);
+        if (mode != FC_QR_R && rd_chance(r, 50)) return fc_matmul(p, q);
+        return fc_matmul(fc_conj(fc_permute(q, sw)), q);
+    }
     case 0: /* a 1-d y is a vector (NumPy 2's rule), or a column; a stack: columns */
         return fc_linalg_solve(m, nd == 1 && rd_chance(r, 50) ? y : fc_expand_dims(y, -1));
     case 1: return fc_linalg_inv(m);
@@ -1093,8 +1119,8 @@ static fc_array *rd_step(rd *r) {
     if (c < 98) return o->sources ? rd_source(r) : NULL;
     if (c < 99) {
         if (!o->matmul) return NULL;
-        int k = rd_below(r, 4);
-        return k < 2 ? rd_matmul(r) : k == 2 ? rd_contract(r) : rd_linalg(r);
+        int k = rd_below(r, 2); /* linalg has 9 functions to draw from */
+        return k == 0 ? (rd_chance(r, 50) ? rd_matmul(r) : rd_contract(r)) : rd_linalg(r);
     }
     return o->fft ? rd_fft(r) : o->matmul ? rd_matmul(r) : NULL;
 }

@@ -345,6 +345,24 @@ static fc_program *parse(fc_ctx *ctx, const char *text) {
     return p;
 }
 
+/* Prints the n outputs o, checks that the text holds every string of `says` (NULL-ended),
+ * and that it parses back to the same graph (structural hash). */
+static void round_trip(fc_ctx *ctx, fc_array **o, int n, const char *const *says) {
+    char *printed = NULL;
+    cr_assert_eq(fc_program_print(ctx, o, n, NULL, &printed), FC_OK, "%s", fc_errmsg(ctx));
+    for (int i = 0; says[i]; i++) cr_expect(strstr(printed, says[i]), "no %s in\n%s", says[i], printed);
+    fc_program *back = parse(ctx, printed);
+    fc_array *o2[16];
+    cr_assert_leq(n, 16);
+    cr_assert_eq(fc_program_build(back, NULL, o2), FC_OK, "%s\n%s", fc_errmsg(ctx), printed);
+    fc_hash h1, h2;
+    cr_assert_eq(fc_graph_hash(o, n, &h1), FC_OK);
+    cr_assert_eq(fc_graph_hash(o2, n, &h2), FC_OK);
+    cr_expect(h1.lo == h2.lo && h1.hi == h2.hi, "the printed program differs:\n%s", printed);
+    fc_free(ctx, printed);
+    fc_program_destroy(back);
+}
+
 /* The .fc spellings build the very nodes of the C calls, and a printed program parses back
  * to the same graph (structural hash), the packed slogdet and inv's identity included. */
 Test(linalg, fc_spellings_and_round_trip) {
@@ -376,20 +394,8 @@ Test(linalg, fc_spellings_and_round_trip) {
     for (int k = 0; k < 9; k++) cr_expect_eq(o[k], c[k], "output %d is not the C call's node", k);
     cr_expect_eq(fc_array_dtype(o[1]), FC_F64);
     cr_expect_eq(fc_array_ndim(o[1]), 2);
-    char *printed = NULL;
-    cr_assert_eq(fc_program_print(ctx, o, 9, NULL, &printed), FC_OK, "%s", fc_errmsg(ctx));
-    cr_expect(strstr(printed, "linalg.inv(") && strstr(printed, "linalg.slogdet_packed(") &&
-                  strstr(printed, "linalg.cholesky(") && strstr(printed, "linalg.solve("),
-              "%s", printed);
-    fc_program *back = parse(ctx, printed);
-    fc_array *o2[9];
-    cr_assert_eq(fc_program_build(back, NULL, o2), FC_OK, "%s\n%s", fc_errmsg(ctx), printed);
-    fc_hash h1, h2;
-    cr_assert_eq(fc_graph_hash(o, 9, &h1), FC_OK);
-    cr_assert_eq(fc_graph_hash(o2, 9, &h2), FC_OK);
-    cr_expect(h1.lo == h2.lo && h1.hi == h2.hi, "the printed program differs:\n%s", printed);
-    fc_free(ctx, printed);
-    fc_program_destroy(back);
+    round_trip(ctx, o, 9, (const char *const[]){"linalg.inv(", "linalg.slogdet_packed(",
+                                                 "linalg.cholesky(", "linalg.solve(", NULL});
     fc_program_destroy(prog);
     fc_scope_close(s);
     fc_ctx_destroy(ctx);
@@ -571,4 +577,299 @@ Test(gpu_linalg, cached_plan_and_memory) {
     }
     free(v);
     fc_scope_close(s);
+}
+
+/* ---- qr, eigh, eigvalsh: invariants (their factors' signs and phases are not unique) ---- */
+
+/* x (count matrices r x c) times y (count matrices c x d): xy (malloc'd); y^H when yh. */
+static double complex *mat_mul(const double complex *x, const double complex *y, int64_t count,
+                               int64_t r, int64_t c, int64_t d, bool xh) {
+    double complex *z = calloc((size_t)(count * r * d + 1), sizeof *z);
+    cr_assert_not_null(z);
+    for (int64_t q = 0; q < count; q++)
+        for (int64_t i = 0; i < r; i++)
+            for (int64_t j = 0; j < d; j++) {
+                double complex s = 0;
+                for (int64_t l = 0; l < c; l++)
+                    s += (xh ? conj(x[q * r * c + l * r + i]) : x[q * r * c + i * c + l]) *
+                         y[q * c * d + l * d + j];
+                z[q * r * d + i * d + j] = s;
+            }
+    return z;
+}
+
+/* Checks a == q r, q^H q == I, r upper triangular with a real diagonal (q: m x qc, r: rr x n,
+ * count matrices). */
+static void check_qr(const double complex *a, const double complex *q, const double complex *r,
+                     int64_t count, int64_t m, int64_t n, int64_t qc, int64_t rr, double tol,
+                     const char *what) {
+    int64_t kk = qc < rr ? qc : rr; /* r's rows that q multiplies */
+    double complex *rk = calloc((size_t)(count * qc * n + 1), sizeof *rk);
+    cr_assert_not_null(rk);
+    for (int64_t b = 0; b < count; b++)
+        for (int64_t i = 0; i < kk; i++)
+            for (int64_t j = 0; j < n; j++) rk[(b * qc + i) * n + j] = r[(b * rr + i) * n + j];
+    double complex *qr = mat_mul(q, rk, count, m, qc, n, false);
+    double complex *qhq = mat_mul(q, q, count, qc, m, qc, true);
+    double complex *eye = calloc((size_t)(count * qc * qc + 1), sizeof *eye);
+    cr_assert_not_null(eye);
+    for (int64_t b = 0; b < count; b++)
+        for (int64_t i = 0; i < qc; i++) eye[(b * qc + i) * qc + i] = 1.0;
+    char w2[200];
+    snprintf(w2, sizeof w2, "%s: q r == a", what);
+    cr_expect_eq(mismatches(qr, a, (size_t)(count * m * n), tol, w2), 0, "%s", w2);
+    snprintf(w2, sizeof w2, "%s: q^H q == I", what);
+    cr_expect_eq(mismatches(qhq, eye, (size_t)(count * qc * qc), tol, w2), 0, "%s", w2);
+    for (int64_t b = 0; b < count; b++)
+        for (int64_t i = 0; i < rr; i++)
+            for (int64_t j = 0; j <= i && j < n; j++) {
+                double complex x = r[(b * rr + i) * n + j];
+                cr_expect(j == i ? cimag(x) == 0.0 : x == 0.0, "%s: r[%lld][%lld] = %g%+gi", what,
+                          (long long)i, (long long)j, creal(x), cimag(x));
+            }
+    free(rk);
+    free(qr);
+    free(qhq);
+    free(eye);
+}
+
+/* Checks h v == v diag(w), v^H v == I, w ascending, for the Hermitian matrices of a's lower
+ * (or upper) triangle (count matrices n x n). */
+static void check_eigh(const double complex *a, const double complex *w, const double complex *v,
+                       int64_t count, int64_t n, bool upper, double tol, const char *what) {
+    double complex *h = malloc((size_t)(count * n * n + 1) * sizeof *h);
+    double complex *vw = malloc((size_t)(count * n * n + 1) * sizeof *vw);
+    double complex *eye = calloc((size_t)(count * n * n + 1), sizeof *eye);
+    cr_assert(h && vw && eye);
+    for (int64_t b = 0; b < count; b++)
+        for (int64_t i = 0; i < n; i++) {
+            eye[(b * n + i) * n + i] = 1.0;
+            for (int64_t j = 0; j < n; j++) {
+                const double complex *ab = a + b * n * n;
+                bool lower_el = i > j;
+                double complex x = i == j ? creal(ab[i * n + i])
+                                   : lower_el != upper ? ab[i * n + j] : conj(ab[j * n + i]);
+                h[(b * n + i) * n + j] = x;
+                vw[(b * n + i) * n + j] = v[(b * n + i) * n + j] * w[b * n + j];
+                if (j > 0 && i == 0)
+                    cr_expect(creal(w[b * n + j - 1]) <= creal(w[b * n + j]), "%s: w not ascending",
+                              what);
+            }
+        }
+    double complex *hv = mat_mul(h, v, count, n, n, n, false), *vhv = mat_mul(v, v, count, n, n, n, true);
+    char w2[200];
+    snprintf(w2, sizeof w2, "%s: h v == v diag(w)", what);
+    cr_expect_eq(mismatches(hv, vw, (size_t)(count * n * n), tol, w2), 0, "%s", w2);
+    snprintf(w2, sizeof w2, "%s: v^H v == I", what);
+    cr_expect_eq(mismatches(vhv, eye, (size_t)(count * n * n), tol, w2), 0, "%s", w2);
+    free(h);
+    free(vw);
+    free(eye);
+    free(hv);
+    free(vhv);
+}
+
+static const struct {
+    int nb;
+    int64_t batch[2], m, n;
+} qr_shapes[] = {{0, {0}, 4, 4},  {1, {3}, 5, 3}, {2, {2, 2}, 3, 5}, {0, {0}, 1, 1},
+                 {0, {0}, 6, 1},  {1, {2}, 0, 3}, {1, {2}, 3, 0},    {1, {0}, 3, 3}};
+
+/* qr in every mode, eigh (both triangles) and eigvalsh of a stack in ctx, checked by their
+ * invariants; the host's own Q, R, w and V in *_out (NULL: not kept). */
+static void qr_eigh_invariants(fc_ctx *ctx, fc_dtype t, double tol) {
+    bool c = fcg_is_complex(t);
+    for (size_t si = 0; si < sizeof qr_shapes / sizeof *qr_shapes; si++) {
+        int64_t m = qr_shapes[si].m, n = qr_shapes[si].n, k = m < n ? m : n, count = 1;
+        for (int d = 0; d < qr_shapes[si].nb; d++) count *= qr_shapes[si].batch[d];
+        fc_scope *s = fc_scope_open(ctx);
+        int64_t big = m > n ? m : n;
+        double complex *av = matrices(RANDOM, count, big, c);
+        /* the first m x n of each big x big matrix */
+        for (int64_t b = 0; b < count; b++)
+            for (int64_t i = 0; i < m; i++)
+                for (int64_t j = 0; j < n; j++) av[(b * m + i) * n + j] = av[(b * big + i) * big + j];
+        fc_array *a = upload(ctx, av, t, stack(qr_shapes[si].nb, qr_shapes[si].batch, m, n));
+        for (int mode = 0; mode < 3; mode++) {
+            char what[160];
+            snprintf(what, sizeof what, "qr %s %s %lldx%lld batch %lld", fcg_qr_mode_names[mode],
+                     fc_dtype_name(t), (long long)m, (long long)n, (long long)count);
+            fc_array *q = NULL, *r = NULL;
+            cr_assert_eq(fc_linalg_qr(a, (fc_qr_mode)mode, &q, &r), FC_OK, "%s: %s", what,
+                         fc_errmsg(ctx));
+            int64_t qc = mode == FC_QR_COMPLETE ? m : k, rr = mode == FC_QR_COMPLETE ? m : k;
+            fc_shape rs = fc_array_shape(r);
+            cr_expect(rs.dim[rs.ndim - 2] == rr && rs.dim[rs.ndim - 1] == n, "%s: r's shape", what);
+            cr_expect_eq(fc_array_dtype(r), t);
+            if (mode == FC_QR_R) {
+                cr_expect_null(q, "%s: q in mode r", what);
+                fc_array *q2 = NULL, *r2 = NULL;
+                cr_assert_eq(fc_linalg_qr(a, FC_QR_REDUCED, &q2, &r2), FC_OK);
+                double complex *rv = values(r, what), *r2v = values(r2, what);
+                cr_expect_eq(mismatches(rv, r2v, (size_t)(count * k * n), 0, what), 0);
+                free(rv);
+                free(r2v);
+                continue;
+            }
+            fc_shape qs = fc_array_shape(q);
+            cr_expect(qs.dim[qs.ndim - 2] == m && qs.dim[qs.ndim - 1] == qc, "%s: q's shape", what);
+            double complex *qv = values(q, what), *rv = values(r, what);
+            check_qr(av, qv, rv, count, m, n, qc, rr, tol, what);
+            free(qv);
+            free(rv);
+        }
+        if (m == n)
+            for (int upper = 0; upper < 2; upper++) {
+                char what[160];
+                snprintf(what, sizeof what, "eigh%s %s n=%lld batch %lld", upper ? " U" : "",
+                         fc_dtype_name(t), (long long)n, (long long)count);
+                fc_array *w = NULL, *v = NULL;
+                cr_assert_eq(fc_linalg_eigh(a, upper, &w, &v), FC_OK, "%s", fc_errmsg(ctx));
+                cr_expect_eq(fc_array_dtype(w), fcg_real_dtype(t));
+                cr_expect_eq(fc_array_dtype(v), t);
+                double complex *wv = values(w, what), *vv = values(v, what);
+                check_eigh(av, wv, vv, count, n, upper, tol, what);
+                double complex *ev = values(fc_linalg_eigvalsh(a, upper), what);
+                cr_expect_eq(mismatches(ev, wv, (size_t)(count * n), tol, what), 0,
+                             "%s: eigvalsh", what);
+                free(wv);
+                free(vv);
+                free(ev);
+            }
+        free(av);
+        fc_scope_close(s);
+    }
+}
+
+Test(linalg, qr_and_eigh_invariants_on_the_host) {
+    fc_ctx *ctx = tu_host_ctx();
+    for (int di = 0; di < NDT; di++) qr_eigh_invariants(ctx, dtypes[di], 64 * 8 * eps_of(dtypes[di]));
+    /* integers compute in f64; a known spectrum: [[2, 1], [1, 2]] has 1 and 3 */
+    fc_array *w = fc_linalg_eigvalsh(fc_from_host(ctx, FC_I32, FC_SHAPE(2, 2),
+                                                  (int32_t[]){2, 1, 1, 2}), false);
+    cr_expect_eq(fc_array_dtype(w), FC_F64);
+    double wv[2];
+    cr_expect_eq(fc_read(w, wv, 0, 2), FC_OK);
+    cr_expect(fabs(wv[0] - 1.0) < 1e-15 && fabs(wv[1] - 3.0) < 1e-15, "%g %g", wv[0], wv[1]);
+    /* errors: qr of a vector, eigh of a non-square stack, an unknown mode, f16 */
+    fc_array *q = NULL, *r = NULL, *v = NULL;
+    cr_expect_eq(fc_linalg_qr(fc_ones(ctx, FC_F32, FC_SHAPE(3)), FC_QR_REDUCED, &q, &r),
+                 FC_ERR_LINALG);
+    cr_expect(strstr(fc_array_errmsg(r), "qr: 1-dimensional"), "%s", fc_array_errmsg(r));
+    cr_expect_eq(fc_linalg_qr(fc_ones(ctx, FC_F32, FC_SHAPE(2, 3)), (fc_qr_mode)7, &q, &r),
+                 FC_ERR_INVALID);
+    cr_expect_eq(fc_linalg_eigh(fc_ones(ctx, FC_F32, FC_SHAPE(2, 3)), false, &w, &v),
+                 FC_ERR_LINALG);
+    cr_expect(strstr(fc_array_errmsg(v), "eigh: last 2 dimensions"), "%s", fc_array_errmsg(v));
+    cr_expect_eq(fc_array_status(fc_linalg_eigvalsh(fc_ones(ctx, FC_F16, FC_SHAPE(2, 2)), true)),
+                 FC_ERR_DTYPE);
+    cr_expect_eq(fc_linalg_eigh(NULL, false, &w, &v), FC_ERR_NULL);
+    cr_expect_eq(fc_linalg_qr(NULL, FC_QR_R, &q, &r), FC_ERR_NULL);
+    cr_expect_null(q);
+    fc_ctx_destroy(ctx);
+}
+
+/* The .fc spellings of qr, eigh and eigvalsh build the C calls' nodes, and the printed
+ * program (linalg.qr_packed, linalg.eigh_packed) parses back to the same graph. */
+Test(linalg, qr_eigh_fc_spellings_and_round_trip) {
+    fc_ctx *ctx = tu_host_ctx();
+    fc_scope *s = fc_scope_open(ctx);
+    const char *text = "a = input c64 [2, 4, 3]\n"
+                       "h = input f64 [3, 3]\n"
+                       "q, r = linalg.qr(a)\n"
+                       "qc, rc = linalg.qr(a, mode=\"complete\")\n"
+                       "ro = linalg.qr(a, \"r\")\n"
+                       "w, v = linalg.eigh(h)\n"
+                       "wu, vu = linalg.eigh(h, UPLO=\"U\")\n"
+                       "e = linalg.eigvalsh(h, \"U\")\n"
+                       "out q, r, qc, rc, ro, w, v, wu, vu, e\n";
+    fc_program *prog = parse(ctx, text);
+    fc_array *in[2] = {fc_zeros(ctx, FC_C64, FC_SHAPE(2, 4, 3)), fc_zeros(ctx, FC_F64, FC_SHAPE(3, 3))};
+    fc_array *o[10], *c[10];
+    cr_assert_eq(fc_program_build(prog, in, o), FC_OK, "%s", fc_errmsg(ctx));
+    cr_assert_eq(fc_linalg_qr(in[0], FC_QR_REDUCED, &c[0], &c[1]), FC_OK);
+    cr_assert_eq(fc_linalg_qr(in[0], FC_QR_COMPLETE, &c[2], &c[3]), FC_OK);
+    cr_assert_eq(fc_linalg_qr(in[0], FC_QR_R, NULL, &c[4]), FC_OK);
+    cr_assert_eq(fc_linalg_eigh(in[1], false, &c[5], &c[6]), FC_OK);
+    cr_assert_eq(fc_linalg_eigh(in[1], true, &c[7], &c[8]), FC_OK);
+    c[9] = fc_linalg_eigvalsh(in[1], true);
+    for (int k = 0; k < 10; k++) cr_expect_eq(o[k], c[k], "output %d is not the C call's node", k);
+    round_trip(ctx, o, 10, (const char *const[]){"linalg.qr_packed(", "mode=\"complete\"",
+                                                  "linalg.eigh_packed(", "UPLO=\"U\"",
+                                                  "linalg.eigvalsh(", NULL});
+    fc_program_destroy(prog);
+    static const char bad_mode[] = "a = input f32 [3, 3]\nq, r = linalg.qr(a, mode=\"raw\")\nout q\n";
+    tu_check_bad_fc(bad_mode, sizeof bad_mode - 1, FC_ERR_INVALID, 2, 26, "qr mode must be");
+    static const char bad_uplo[] = "a = input f32 [3, 3]\nw = linalg.eigvalsh(a, \"X\")\nout w\n";
+    tu_check_bad_fc(bad_uplo, sizeof bad_uplo - 1, FC_ERR_INVALID, 2, 24, "UPLO must be");
+    fc_scope_close(s);
+    fc_ctx_destroy(ctx);
+}
+
+/* The GPU's qr, eigh and eigvalsh by the same invariants, every dtype, batches, empty stacks
+ * and n up to 130; eigenvalues against the host's (they are unique). */
+Test(gpu_linalg, qr_and_eigh_against_the_host) {
+    SKIP_WITHOUT_GPU("qr_and_eigh_against_the_host");
+    for (int di = 0; di < NDT; di++) {
+        fc_dtype t = dtypes[di];
+        qr_eigh_invariants(gc, t, 256 * 8 * eps_of(t));
+        bool c = fcg_is_complex(t);
+        static const int64_t sizes[][3] = {{2, 130, 130}, {1, 130, 70}, {3, 40, 97}, {1, 64, 64}};
+        for (size_t si = 0; si < 4; si++) {
+            int64_t count = sizes[si][0], m = sizes[si][1], n = sizes[si][2], k = m < n ? m : n;
+            int64_t big = m > n ? m : n;
+            double complex *av = matrices(SPD, count, big, c);
+            for (int64_t b = 0; b < count; b++)
+                for (int64_t i = 0; i < m; i++)
+                    for (int64_t j = 0; j < n; j++)
+                        av[(b * m + i) * n + j] = av[(b * big + i) * big + j];
+            fc_scope *sg = fc_scope_open(gc), *sh = fc_scope_open(hc);
+            fc_shape sh_ = stack(1, &count, m, n);
+            fc_array *ag = upload(gc, av, t, sh_), *ah = upload(hc, av, t, sh_);
+            char what[160];
+            snprintf(what, sizeof what, "gpu qr %s %lldx%lld", fc_dtype_name(t), (long long)m,
+                     (long long)n);
+            double tol = 256 * (double)big * eps_of(t);
+            for (int mode = 0; mode < 2; mode++) {
+                fc_array *q = NULL, *r = NULL;
+                cr_assert_eq(fc_linalg_qr(ag, (fc_qr_mode)mode, &q, &r), FC_OK);
+                double complex *qv = values(q, what), *rv = values(r, what);
+                int64_t qc = mode ? m : k;
+                check_qr(av, qv, rv, count, m, n, qc, qc, tol, what);
+                /* |R|'s diagonal is unique for a full-rank a (SPD blocks: full rank) */
+                fc_array *rh = NULL;
+                cr_assert_eq(fc_linalg_qr(ah, FC_QR_R, NULL, &rh), FC_OK);
+                double complex *rhv = values(rh, what);
+                for (int64_t b = 0; b < count; b++)
+                    for (int64_t i = 0; i < k; i++) {
+                        double g = cabs(rv[(b * qc + i) * n + i]), h = cabs(rhv[(b * k + i) * n + i]);
+                        cr_expect(fabs(g - h) <= tol * fmax(h, 1.0), "%s: |R[%lld][%lld]| %g, host %g",
+                                  what, (long long)i, (long long)i, g, h);
+                    }
+                free(qv);
+                free(rv);
+                free(rhv);
+            }
+            if (m == n) {
+                snprintf(what, sizeof what, "gpu eigh %s n=%lld", fc_dtype_name(t), (long long)n);
+                for (int upper = 0; upper < 2; upper++) {
+                    fc_array *w = NULL, *v = NULL;
+                    cr_assert_eq(fc_linalg_eigh(ag, upper, &w, &v), FC_OK);
+                    double complex *wv = values(w, what), *vv = values(v, what);
+                    check_eigh(av, wv, vv, count, n, upper, tol, what);
+                    double complex *wh = values(fc_linalg_eigvalsh(ah, upper), what);
+                    double complex *wg = values(fc_linalg_eigvalsh(ag, upper), what);
+                    cr_expect_eq(mismatches(wv, wh, (size_t)(count * n), tol, what), 0, "%s", what);
+                    cr_expect_eq(mismatches(wg, wh, (size_t)(count * n), tol, what), 0, "%s", what);
+                    free(wv);
+                    free(vv);
+                    free(wh);
+                    free(wg);
+                }
+            }
+            free(av);
+            fc_scope_close(sh);
+            fc_scope_close(sg);
+        }
+    }
 }
