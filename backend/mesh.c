@@ -788,12 +788,13 @@ static int follow_inputs(lower *lw, const fc_array *g) {
                 int d = default_layout(x, lw->m);
                 if (l == LAY_FREE && d >= 0 && fcg_node_numel(x) > best_size) {
                     int k = d + g->ndim - x->ndim;
-                    if (x->shape[d] == g->shape[k]) best = k, best_size = fcg_node_numel(x);
+                    if (k >= 0 && k < g->ndim && x->shape[d] == g->shape[k])
+                        best = k, best_size = fcg_node_numel(x);
                 }
             }
             if (l >= 0 && (pass == 1 || layout_of(lw, x) != LAY_FREE)) {
                 int k = l + (g->ndim - x->ndim);
-                if (x->shape[l] == g->shape[k]) return k;
+                if (k >= 0 && k < g->ndim && x->shape[l] == g->shape[k]) return k;
             }
         }
     if (all_free) return LAY_FREE;
@@ -831,6 +832,13 @@ static fc_status decide(lower *lw, const fc_array *g, int *lay, int *req, bool *
     if (kind == FCG_KIND_SCATTER) { /* any element may be written: every shard holds it all */
         *lay = LAY_REPL;
         req[0] = req[1] = req[2] = LAY_REPL;
+        return FC_OK;
+    }
+    /* a compaction (its places depend on every element before) and dense linear algebra
+     * (each matrix whole): every shard computes it all from whole inputs */
+    if (g->op == FCG_OP_COMPRESS || fcg_op_is_linalg(g->op)) {
+        *lay = LAY_REPL;
+        for (int j = 0; j < g->nin; j++) req[j] = LAY_REPL;
         return FC_OK;
     }
     if (g->op == FCG_OP_MATMUL) {
