@@ -20,6 +20,15 @@
 #include <math.h>
 #include <string.h>
 
+/* re + im i, parts kept as given (re + im * I would turn an infinite part into NaNs, and
+ * CMPLX is not in every C library: glibc defines it for GCC alone) */
+static inline double complex complex_of(double re, double im) {
+    double parts[2] = {re, im};
+    double complex z;
+    memcpy(&z, parts, sizeof z);
+    return z;
+}
+
 typedef double complex cplx;
 
 /* |re| + |im|: LAPACK's pivot measure (izamax's dcabs1; |x| for real values). */
@@ -27,7 +36,7 @@ static double cabs1(cplx z) { return fabs(creal(z)) + fabs(cimag(z)); }
 
 /* z / d, exact when both are real (C's complex division scales, which can round). */
 static cplx cdiv(cplx z, cplx d) {
-    if (cimag(d) == 0.0) return CMPLX(creal(z) / creal(d), cimag(z) / creal(d));
+    if (cimag(d) == 0.0) return complex_of(creal(z) / creal(d), cimag(z) / creal(d));
     return z / d;
 }
 
@@ -38,7 +47,7 @@ static void read_matrix(fc_dtype t, const char *src, int64_t rs, int64_t cs, int
     for (int64_t i = 0; i < n; i++) {
         fch_read_wide(t, src + i * rs, cs, (size_t)m, row);
         for (int64_t j = 0; j < m; j++)
-            dst[i * m + j] = c ? CMPLX(row[j].c[0], row[j].c[1]) : CMPLX(row[j].f, 0.0);
+            dst[i * m + j] = c ? complex_of(row[j].c[0], row[j].c[1]) : complex_of(row[j].f, 0.0);
     }
 }
 
@@ -126,7 +135,7 @@ static void lu_slogdet(const cplx *lu, const int64_t *piv, int64_t n, int64_t in
     for (int64_t i = 0; i < n; i++) {
         cplx d = lu[i * n + i];
         double ad = cabs(d);
-        sign *= cimag(d) == 0.0 ? CMPLX(creal(d) < 0 ? -1.0 : 1.0, 0.0) : d / ad;
+        sign *= cimag(d) == 0.0 ? complex_of(creal(d) < 0 ? -1.0 : 1.0, 0.0) : d / ad;
         if (piv[i] != i) sign = -sign;
         logdet += log(ad);
     }
@@ -172,7 +181,7 @@ static void qr_factor(cplx *a, int64_t m, int64_t n, cplx *tau) {
             continue;
         }
         double beta = -copysign(hypot(cabs(alpha), xnorm), creal(alpha));
-        tau[j] = CMPLX((beta - creal(alpha)) / beta, -cimag(alpha) / beta);
+        tau[j] = complex_of((beta - creal(alpha)) / beta, -cimag(alpha) / beta);
         cplx scale = 1.0 / (alpha - beta);
         for (int64_t i = j + 1; i < m; i++) a[i * n + j] *= scale;
         a[j * n + j] = beta;

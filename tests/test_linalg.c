@@ -25,6 +25,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* re + im i, parts kept as given (re + im * I would turn an infinite part into NaNs, and
+ * CMPLX is not in every C library: glibc defines it for GCC alone) */
+static inline double complex complex_of(double re, double im) {
+    double parts[2] = {re, im};
+    double complex z;
+    memcpy(&z, parts, sizeof z);
+    return z;
+}
+
 /* ---- data ------------------------------------------------------------------------------- */
 
 static uint64_t rng_state = 12345;
@@ -43,7 +52,7 @@ static double complex *matrices(kind k, int64_t count, int64_t n, bool cplx) {
     cr_assert(m && b);
     for (int64_t q = 0; q < count; q++) {
         double complex *a = m + q * n * n;
-        for (int64_t i = 0; i < n * n; i++) b[i] = CMPLX(urand(), cplx ? urand() : 0.0);
+        for (int64_t i = 0; i < n * n; i++) b[i] = complex_of(urand(), cplx ? urand() : 0.0);
         for (int64_t i = 0; i < n; i++)
             for (int64_t j = 0; j < n; j++) {
                 double complex v = b[i * n + j];
@@ -110,7 +119,7 @@ static double complex *values(fc_array *a, const char *what) {
     fc_status st = fc_read(a, buf, 0, (int64_t)n);
     cr_assert_eq(st, FC_OK, "%s: %s: %s", what, fc_strerror(st), fc_errmsg(fc_array_ctx(a)));
     for (size_t i = 0; i < n; i++)
-        v[i] = CMPLX(tv_value_at(buf, t, i, 0),
+        v[i] = complex_of(tv_value_at(buf, t, i, 0),
                      fcg_is_complex(t) ? tv_value_at(buf, t, i, 1) : 0.0);
     free(buf);
     return v;
