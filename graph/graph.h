@@ -563,6 +563,17 @@ fc_array *fcg_ret(fc_ctx *ctx, fc_array *a);
  * (releasing the temporaries) and hands r to the caller's scope, as fcg_ret does (the
  * out-of-memory poison when r is NULL or cannot be kept). */
 fc_array *fcg_scope_return(fc_ctx *ctx, fc_scope *scope, fc_array *r);
+/* Functions with several results (fc_unique, fc_linalg_qr, ...; at most FCG_MULTI_MAX).
+ * fcg_multi_begin opens the scope they are built in, or, out of memory, gives every non-NULL
+ * outs[i] (a reference to) one poison naming `name`, sets *status and returns NULL.
+ * fcg_multi_return ends such a function: each non-NULL outs[i] receives a new reference to
+ * res[i] (to `poison` instead when one is given) in the caller's scope, as fcg_ret does; it
+ * returns poison's status, else the first result's error, else FC_OK. */
+#define FCG_MULTI_MAX 4
+fc_scope *fcg_multi_begin(fc_ctx *ctx, const char *name, int n, fc_array **const *outs,
+                          fc_status *status);
+fc_status fcg_multi_return(fc_ctx *ctx, fc_scope *s, int n, fc_array **const *outs,
+                           fc_array *const *res, fc_array *poison);
 /* "[3, 4] (f32)": a's shape and dtype for a message, into buf (FCG_DESC_MAX bytes). */
 #define FCG_DESC_MAX 240
 const char *fcg_desc(char *buf, const fc_array *a);

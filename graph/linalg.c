@@ -173,55 +173,19 @@ static fc_array *slogdet_part(fc_array *pair, int i) {
     return i == 1 && fcg_is_complex((fc_dtype)pair->dtype) ? fc_real(v) : v;
 }
 
-/* The end of a function with several results built inside scope s: each non-NULL outs[i]
- * receives a new reference to res[i] (all of them to `poison` when one is given), handed to
- * the caller's scope as fcg_ret does. Returns the first result's error, or FC_OK. */
-static fc_status multi_return(fc_ctx *ctx, fc_scope *s, int n, fc_array **const *outs,
-                              fc_array *const *res, fc_array *poison) {
-    fc_array *kept[4] = {NULL, NULL, NULL, NULL};
-    for (int i = 0; i < n; i++)
-        if (outs[i]) kept[i] = fc_keep(poison ? poison : res[i]);
-    fc_scope_close(s);
-    fc_status st = poison ? poison->status : FC_OK;
-    for (int i = 0; i < n; i++) {
-        if (!outs[i]) continue;
-        *outs[i] = fcg_ret(ctx, kept[i] ? kept[i] : &ctx->oom);
-        if (st == FC_OK) st = (*outs[i])->status;
-    }
-    return st;
-}
-
-/* The start of a function with several results: a scope for building them, or NULL after
- * giving every non-NULL outs[i] an out-of-memory poison naming `name` (*status its status). */
-static fc_scope *multi_begin(fc_ctx *ctx, const char *name, int n, fc_array **const *outs,
-                             fc_status *status) {
-    fc_scope *s = fc_scope_open(ctx);
-    if (s) return s;
-    fc_array *p = fcg_poison(ctx, FC_ERR_NOMEM, "%s: out of memory", name);
-    bool given = false;
-    for (int i = 0; i < n; i++) {
-        if (!outs[i]) continue;
-        if (given) fcg_retain(p); /* one reference for each output */
-        *outs[i] = given ? fcg_ret(ctx, p) : p;
-        given = true;
-    }
-    *status = p->status;
-    return NULL;
-}
-
 fc_status fc_linalg_slogdet(fc_array *a, fc_array **sign, fc_array **logabsdet) {
     fc_array **const outs[2] = {sign, logabsdet};
     if (!a) return FC_ERR_NULL;
     fc_ctx *ctx = a->ctx;
     fc_status st;
-    fc_scope *s = multi_begin(ctx, "slogdet", 2, outs, &st);
+    fc_scope *s = fcg_multi_begin(ctx, "slogdet", 2, outs, &st);
     if (!s) return st;
     fc_array *early;
     fcg_begin("slogdet", 1, &a, &early);
     fc_array *pair = early ? early : slogdet_node(ctx, "slogdet", a);
-    if (pair->status != FC_OK) return multi_return(ctx, s, 2, outs, NULL, pair);
+    if (pair->status != FC_OK) return fcg_multi_return(ctx, s, 2, outs, NULL, pair);
     fc_array *res[2] = {slogdet_part(pair, 0), slogdet_part(pair, 1)};
-    return multi_return(ctx, s, 2, outs, res, NULL);
+    return fcg_multi_return(ctx, s, 2, outs, res, NULL);
 }
 
 fc_array *fc_linalg_det(fc_array *a) {
@@ -296,19 +260,20 @@ fc_status fc_linalg_qr(fc_array *a, fc_qr_mode mode, fc_array **q, fc_array **r)
     if (!a) return FC_ERR_NULL;
     fc_ctx *ctx = a->ctx;
     fc_status st;
-    fc_scope *s = multi_begin(ctx, "qr", 2, outs, &st);
+    fc_scope *s = fcg_multi_begin(ctx, "qr", 2, outs, &st);
     if (!s) return st;
     fc_array *early;
     fcg_begin("qr", 1, &a, &early);
     fc_array *pack = early ? early : qr_node(ctx, a, (int)mode);
-    if (pack->status != FC_OK) return multi_return(ctx, s, 2, outs, NULL, pack);
-    if (mode == FC_QR_R) return multi_return(ctx, s, 2, outs, (fc_array *[]){NULL, pack}, NULL);
+    if (pack->status != FC_OK) return fcg_multi_return(ctx, s, 2, outs, NULL, pack);
+    if (mode == FC_QR_R)
+        return fcg_multi_return(ctx, s, 2, outs, (fc_array *[]){NULL, pack}, NULL);
     int nd = pack->ndim;
     int64_t m = a->shape[a->ndim - 2], n = a->shape[a->ndim - 1], k = m < n ? m : n;
     int64_t c = pack->shape[nd - 1] - n, rr = mode == FC_QR_COMPLETE ? m : k;
     fc_array *res[2] = {fcg_slice_axis(pack, nd - 1, 0, c, 1),
                         fcg_slice_axis(fcg_slice_axis(pack, nd - 2, 0, rr, 1), nd - 1, c, c + n, 1)};
-    return multi_return(ctx, s, 2, outs, res, NULL);
+    return fcg_multi_return(ctx, s, 2, outs, res, NULL);
 }
 
 /* The LINALG_EIGH node of a (vectors) or its LINALG_EIGVALSH node, or a poison naming
@@ -349,19 +314,19 @@ fc_status fc_linalg_eigh(fc_array *a, bool upper, fc_array **w, fc_array **v) {
     if (!a) return FC_ERR_NULL;
     fc_ctx *ctx = a->ctx;
     fc_status st;
-    fc_scope *s = multi_begin(ctx, "eigh", 2, outs, &st);
+    fc_scope *s = fcg_multi_begin(ctx, "eigh", 2, outs, &st);
     if (!s) return st;
     fc_array *early;
     fcg_begin("eigh", 1, &a, &early);
     fc_array *pack = early ? early : eigh_node(ctx, "eigh", a, upper, true);
-    if (pack->status != FC_OK) return multi_return(ctx, s, 2, outs, NULL, pack);
+    if (pack->status != FC_OK) return fcg_multi_return(ctx, s, 2, outs, NULL, pack);
     int nd = pack->ndim;
     int64_t n = pack->shape[nd - 1];
     fc_array *vals = fc_reshape(fcg_slice_axis(pack, nd - 2, 0, 1, 1),
                                 with_core(nd - 2, pack->shape, 1, &n));
     fc_array *res[2] = {fcg_is_complex((fc_dtype)pack->dtype) ? fc_real(vals) : vals,
                         fcg_slice_axis(pack, nd - 2, 1, n + 1, 1)};
-    return multi_return(ctx, s, 2, outs, res, NULL);
+    return fcg_multi_return(ctx, s, 2, outs, res, NULL);
 }
 
 const char *fcg_linalg_where(char *buf, size_t size, const fc_array *x, int64_t b) {

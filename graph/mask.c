@@ -49,39 +49,36 @@ static fc_array *compress(fc_ctx *ctx, fc_array *mask, fc_array *values, int64_t
                     &p);
 }
 
-fc_array *fc_flatnonzero(fc_array *a) {
-    fc_array *early;
-    fc_ctx *ctx = fcg_begin("flatnonzero", 1, &a, &early);
-    if (!ctx || early) return early;
-    int64_t count = 0, n = (int64_t)fcg_node_numel(a);
+/* The elements of `values` (of mask_of's shape; NULL: the flat positions, int64) where
+ * mask_of is true, in row-major order: its mask and count evaluated, then one COMPRESS. */
+static fc_array *select_by_mask(fc_ctx *ctx, const char *name, fc_array *mask_of,
+                                fc_array *values) {
+    int64_t count = 0, n = (int64_t)fcg_node_numel(mask_of);
     fc_scope *s = fc_scope_open(ctx);
-    if (!s) return fcg_poison(ctx, FC_ERR_NOMEM, "flatnonzero: out of memory");
+    if (!s) return fcg_poison(ctx, FC_ERR_NOMEM, "%s: out of memory", name);
     fc_array *m = NULL, *r;
-    fc_status st = mask_count(ctx, "flatnonzero", a, &m, &count);
+    fc_dtype t = values ? (fc_dtype)values->dtype : FC_I64;
+    fc_status st = mask_count(ctx, name, mask_of, &m, &count);
     if (st != FC_OK)
         r = fcg_poison_ctx(ctx, st);
     else if (count == 0)
-        r = fc_zeros(ctx, FC_I64, FC_SHAPE(0));
+        r = fc_zeros(ctx, t, FC_SHAPE(0));
     else
-        r = compress(ctx, m, fc_arange(ctx, FC_I64, 0, (double)n, 1), count);
+        r = compress(ctx, m, values ? fc_reshape(values, FC_SHAPE(n))
+                                    : fc_arange(ctx, FC_I64, 0, (double)n, 1), count);
     if (m) fcg_release(m);
     return fcg_scope_return(ctx, s, r);
 }
 
+fc_array *fc_flatnonzero(fc_array *a) {
+    fc_array *early;
+    fc_ctx *ctx = fcg_begin("flatnonzero", 1, &a, &early);
+    if (!ctx || early) return early;
+    return select_by_mask(ctx, "flatnonzero", a, NULL);
+}
+
 fc_array *fcg_mask_select(fc_ctx *ctx, const char *name, fc_array *a, fc_array *mask) {
-    int64_t count = 0, n = (int64_t)fcg_node_numel(a);
-    fc_scope *s = fc_scope_open(ctx);
-    if (!s) return fcg_poison(ctx, FC_ERR_NOMEM, "%s: out of memory", name);
-    fc_array *m = NULL, *r;
-    fc_status st = mask_count(ctx, name, mask, &m, &count);
-    if (st != FC_OK)
-        r = fcg_poison_ctx(ctx, st);
-    else if (count == 0)
-        r = fc_zeros(ctx, (fc_dtype)a->dtype, FC_SHAPE(0));
-    else
-        r = compress(ctx, m, fc_reshape(a, FC_SHAPE(n)), count);
-    if (m) fcg_release(m);
-    return fcg_scope_return(ctx, s, r);
+    return select_by_mask(ctx, name, mask, a);
 }
 
 /* The coordinates along axis d of the flat positions p in an array of shape `shape`. */

@@ -194,6 +194,37 @@ fc_array *fcg_scope_return(fc_ctx *ctx, fc_scope *scope, fc_array *r) {
     return fcg_ret(ctx, kept);
 }
 
+fc_scope *fcg_multi_begin(fc_ctx *ctx, const char *name, int n, fc_array **const *outs,
+                          fc_status *status) {
+    fc_scope *s = fc_scope_open(ctx);
+    if (s) return s;
+    fc_array *p = fcg_poison(ctx, FC_ERR_NOMEM, "%s: out of memory", name);
+    bool given = false;
+    for (int i = 0; i < n; i++) {
+        if (!outs[i]) continue;
+        if (given) fcg_retain(p); /* one reference for each output */
+        *outs[i] = given ? fcg_ret(ctx, p) : p;
+        given = true;
+    }
+    *status = p->status;
+    return NULL;
+}
+
+fc_status fcg_multi_return(fc_ctx *ctx, fc_scope *s, int n, fc_array **const *outs,
+                           fc_array *const *res, fc_array *poison) {
+    fc_array *kept[FCG_MULTI_MAX] = {NULL};
+    for (int i = 0; i < n && i < FCG_MULTI_MAX; i++)
+        if (outs[i]) kept[i] = fc_keep(poison ? poison : res[i]);
+    fc_scope_close(s);
+    fc_status st = poison ? poison->status : FC_OK;
+    for (int i = 0; i < n && i < FCG_MULTI_MAX; i++) {
+        if (!outs[i]) continue;
+        *outs[i] = fcg_ret(ctx, kept[i] ? kept[i] : &ctx->oom);
+        if (st == FC_OK) st = (*outs[i])->status;
+    }
+    return st;
+}
+
 bool fcg_shape_too_large(int ndim, const int64_t *shape, fc_dtype dtype) {
     uint64_t bytes = (uint64_t)fc_dtype_size(dtype);
     for (int i = 0; i < ndim; i++) {

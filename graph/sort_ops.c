@@ -67,45 +67,19 @@ fc_array *fc_argpartition(fc_array *a, int64_t kth, int axis) {
 
 /* ---- unique ----------------------------------------------------------------------------- */
 
-/* Hands the results built in the private scope s to the caller: each requested output gets a
- * new reference to its array, or to r's poison when r is poisoned. */
-static fc_status unique_return(fc_ctx *ctx, fc_scope *s, fc_array **const *outs,
-                               fc_array *const *res, fc_array *poison) {
-    fc_array *kept[4] = {NULL, NULL, NULL, NULL};
-    for (int i = 0; i < 4; i++)
-        if (outs[i]) kept[i] = fc_keep(poison ? poison : res[i]);
-    fc_scope_close(s);
-    fc_status st = FC_OK;
-    for (int i = 0; i < 4; i++) {
-        if (!outs[i]) continue;
-        *outs[i] = fcg_ret(ctx, kept[i] ? kept[i] : &ctx->oom);
-        if (st == FC_OK) st = (*outs[i])->status;
-    }
-    return st;
-}
-
 fc_status fc_unique(fc_array *a, fc_array **values, fc_array **index, fc_array **inverse,
                     fc_array **counts) {
     fc_array **const outs[4] = {values, index, inverse, counts};
     if (!a) return FC_ERR_NULL;
     fc_ctx *ctx = a->ctx;
-    fc_scope *s = fc_scope_open(ctx);
-    if (!s) { /* every requested output gets (a reference to) one poison */
-        fc_array *p = nomem(ctx, "unique");
-        bool given = false;
-        for (int i = 0; i < 4; i++) {
-            if (!outs[i]) continue;
-            if (given) fcg_retain(p);
-            *outs[i] = given ? fcg_ret(ctx, p) : p;
-            given = true;
-        }
-        return p->status;
-    }
+    fc_status st0;
+    fc_scope *s = fcg_multi_begin(ctx, "unique", 4, outs, &st0);
+    if (!s) return st0;
     fc_array *early;
     fcg_begin("unique", 1, &a, &early);
-    if (early) return unique_return(ctx, s, outs, NULL, early);
+    if (early) return fcg_multi_return(ctx, s, 4, outs, NULL, early);
     if (a->weak)
-        return unique_return(ctx, s, outs, NULL,
+        return fcg_multi_return(ctx, s, 4, outs, NULL,
                              fcg_poison(ctx, FC_ERR_DTYPE, "unique: a Python scalar has no "
                                         "dtype to collect values of (make it an array first)"));
     fc_dtype t = (fc_dtype)a->dtype;
@@ -117,7 +91,7 @@ fc_status fc_unique(fc_array *a, fc_array **values, fc_array **index, fc_array *
         res[1] = fc_zeros(ctx, FC_I64, FC_SHAPE(0));
         res[2] = fc_zeros(ctx, FC_I64, shape);
         res[3] = res[1];
-        return unique_return(ctx, s, outs, res, NULL);
+        return fcg_multi_return(ctx, s, 4, outs, res, NULL);
     }
     /* The stable sort's positions (so index gives each value's first occurrence) and values,
      * and where a run of equal values starts: where an element differs from the previous one
@@ -143,7 +117,7 @@ fc_status fc_unique(fc_array *a, fc_array **values, fc_array **index, fc_array *
     if (st != FC_OK) {
         char why[FCG_ERRMSG_MAX / 2];
         snprintf(why, sizeof why, "%s", fc_errmsg(ctx));
-        return unique_return(ctx, s, outs, NULL,
+        return fcg_multi_return(ctx, s, 4, outs, NULL,
                              fcg_poison(ctx, st, "unique: the number of distinct values depends "
                                         "on the data, which could not be evaluated (%s)", why));
     }
@@ -164,7 +138,7 @@ fc_status fc_unique(fc_array *a, fc_array **values, fc_array **index, fc_array *
     fc_array *bad = NULL;
     for (int i = 0; i < 4 && !bad; i++)
         if (res[i]->status != FC_OK) bad = res[i];
-    return unique_return(ctx, s, outs, res, bad);
+    return fcg_multi_return(ctx, s, 4, outs, res, bad);
 }
 
 /* ---- random permutations and choices ---------------------------------------------------- */
