@@ -3,8 +3,9 @@
 
 Runs each bench/fc/wNN_*.fc program (W1-W13), issue 11's bench/fc/i11_*.fc (a scan, random
 draws, a gather by random indices and a scatter into random bins, the indices written to the
-temporary directory as .npy) and the size sweep of W1 and W6 (bench/fc/sweep/*_n.fc with --set n=...) through the
-fusec CLI, one process each, and collects their JSON objects into one file. A run that fails or
+temporary directory as .npy), issue 12's library calls bench/fc/i12_*.fc (solve and
+cholesky of well-conditioned matrices written as .npy; svd from bench/fc-next until it parses)
+and the size sweep of W1 and W6 (bench/fc/sweep/*_n.fc with --set n=...) through the fusec CLI, one process each, and collects their JSON objects into one file. A run that fails or
 times out gives an entry with "error" (its exit code and the tail of its stderr); the others go
 on.
 
@@ -57,7 +58,31 @@ WORKLOADS = [
     # sorts; floor: the keys read once and the result written once
     ("I11_sort", "i11_sort.fc", []),
     ("I11_argsort", "i11_argsort.fc", []),
+    # issue 12: library calls (cuSOLVER, cuFFT, cuBLAS). Each floor is the CLI's default, the
+    # inputs read once and the outputs written once; solve, svd, cholesky and the matmul are
+    # compute-bound, so FLOPS below gives their GFLOP/s as well (bench/libdirect times the
+    # bare library calls of the same rows, the 2% target's reference)
+    ("I12_solve", "i12_solve.fc", ["--input", "a={solve_a}", "--input", "b={solve_b}"]),
+    # linalg.svd is being written: until it parses, its program waits in bench/fc-next (the
+    # tests build every bench/fc program) and this row is an error entry (exit 2, the parse
+    # error), as any failing run is
+    ("I12_svd", os.path.join(HERE, "fc-next", "i12_svd.fc"), []),
+    ("I12_cholesky", "i12_cholesky.fc", ["--input", "a={spd_a}"]),
+    ("I12_rfft", "i12_rfft.fc", []),
+    ("I12_fft2", "i12_fft2.fc", []),
+    ("I12_matmul_bias_relu", "i12_matmul_bias_relu.fc", []),
 ]
+
+# Nominal floating-point operations of the compute-bound rows (the conventional LAPACK / BLAS
+# counts; svd's is Golub and Van Loan's for U, S and V of a square matrix, 21 n^3): the entry
+# gets "flops" and "gflops" = flops / median time. The same counts are in peers.py and
+# bench/libdirect.c.
+FLOPS = {
+    "I12_solve": 2 * 4096**3 // 3 + 2 * 4096**2,  # getrf + getrs of one right-hand side
+    "I12_svd": 21 * 1024**3,
+    "I12_cholesky": 8192**3 // 3,
+    "I12_matmul_bias_relu": 2 * 4096**3 + 2 * 4096**2,  # the product, the bias, the relu
+}
 
 
 def take_indices(directory):
@@ -77,7 +102,45 @@ def scatter_bins(directory):
     return path
 
 
-INPUT_FILES = {"{take_indices}": take_indices, "{scatter_bins}": scatter_bins}
+def solve_files(directory):
+    """I12_solve's A and b as .npy (NumPy, seed 13): A f32 4096 x 4096 uniform in [0, 1) plus
+    4096 on the diagonal (strictly diagonally dominant: well conditioned), b f32 4096 uniform
+    in [0, 1), the same generator's next draws. Returns both paths."""
+    pa = os.path.join(directory, "i12_solve_a.npy")
+    pb = os.path.join(directory, "i12_solve_b.npy")
+    if not (os.path.exists(pa) and os.path.exists(pb)):
+        import numpy as np
+        rng = np.random.default_rng(13)
+        a = rng.random((4096, 4096), dtype=np.float32)
+        a[np.diag_indices(4096)] += np.float32(4096)
+        np.save(pa, a)
+        np.save(pb, rng.random(4096, dtype=np.float32))
+    return pa, pb
+
+def solve_a(directory):
+    return solve_files(directory)[0]
+
+def solve_b(directory):
+    return solve_files(directory)[1]
+
+def spd_a(directory):
+    """I12_cholesky's A: f64 8192 x 8192, (R + R^T) / 2 + 8192 I with R uniform in [0, 1):
+    symmetric, strictly diagonally dominant with a positive diagonal, so SPD (NumPy, seed 14;
+    512 MiB)."""
+    path = os.path.join(directory, "i12_cholesky_a.npy")
+    if not os.path.exists(path):
+        import numpy as np
+        n = 8192
+        a = np.random.default_rng(14).random((n, n))
+        a += a.T
+        a *= 0.5
+        a[np.diag_indices(n)] += n
+        np.save(path, a)
+    return path
+
+
+INPUT_FILES = {"{take_indices}": take_indices, "{scatter_bins}": scatter_bins,
+               "{solve_a}": solve_a, "{solve_b}": solve_b, "{spd_a}": spd_a}
 
 # Sweep programs: id -> (program, elements -> value of n)
 SWEEP = [
@@ -163,8 +226,8 @@ def main(argv=None):
             try:
                 where = maker(tempfile.gettempdir())
             except Exception as e:  # no NumPy: the row reports why
-                res["workloads"][wid] = {"id": wid, "result": None, "error": "indices: %s" % e}
-                res["errors"].append("%s: indices: %s" % (wid, e))
+                res["workloads"][wid] = {"id": wid, "result": None, "error": "inputs: %s" % e}
+                res["errors"].append("%s: inputs: %s" % (wid, e))
                 made = False
                 break
             extra = [a.replace(key, where) for a in extra]
@@ -174,6 +237,10 @@ def main(argv=None):
         timeout = args.timeout_w12 if wid.startswith("W12") else args.timeout
         obj, err, secs = run_one(cmd, timeout)
         entry = {"id": wid, "command": " ".join(cmd), "wall_s": secs, "result": obj, "error": err}
+        if wid in FLOPS:
+            entry["flops"] = FLOPS[wid]
+            if obj and obj.get("median_ms"):
+                entry["gflops"] = FLOPS[wid] / (obj["median_ms"] * 1e-3) / 1e9
         res["workloads"][wid] = entry
         if err:
             res["errors"].append("%s: %s" % (wid, err))
@@ -182,7 +249,8 @@ def main(argv=None):
             log("%-11s %9.3f ms  %7.0f GB/s  %5s%% of floor  (%d kernel(s), peak %s B, io %s B)"
                 % (wid, obj.get("median_ms") or 0, obj.get("gbps") or 0,
                    "%.0f" % obj["floor_pct"] if obj.get("floor_pct") is not None else "-",
-                   obj.get("kernels") or 0, obj.get("peak_bytes"), obj.get("io_bytes")))
+                   obj.get("kernels") or 0, obj.get("peak_bytes"), obj.get("io_bytes"))
+                + ("  %.0f GFLOP/s" % entry["gflops"] if "gflops" in entry else ""))
         write()
 
     if not args.no_sweep:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/peers.py - the benchmark workloads W1-W12 and I11 in fusec's peers, side by side.
+"""bench/peers.py - the benchmark workloads W1-W12, I11 and I12 in fusec's peers, side by side.
 
 Runs every workload of bench/fc/ in CuPy, cupy.fuse, PyTorch eager and
 torch.compile (mode default) in one process on one GPU, and in the same run measures:
@@ -245,9 +245,11 @@ def dtype_name(out):
 
 
 class Workload:
-    def __init__(self, wid, desc, make, compare=True):
+    def __init__(self, wid, desc, make, compare=True, flops=None):
         self.id = wid
         self.desc = desc
+        # the nominal floating-point operations at --scale 1, for GFLOP/s (compute-bound rows)
+        self.flops = flops
         # make(scale) -> (inputs dict, {peer: builder}, floor bytes or None); builder() -> the
         # zero-argument callable that is timed.
         self.make = make
@@ -788,6 +790,168 @@ def make_i11_argsort(scale):
     return {"x": x}, {"cupy": lambda: (lambda: cp.argsort(x)), "torch": torch_fn}, 12 * n
 
 
+# ---- issue 12: library calls (cuSOLVER, cuFFT, cuSPARSE, cuBLAS) ---------------------------
+# GFLOP/s for the compute-bound ones from Workload.flops (the nominal counts of
+# bench/fusec_runs.py's FLOPS and bench/libdirect.c); no byte floor for those. torch.compile
+# only where it can change something (the matmul's epilogue): the others are one library call.
+
+
+def cube_side(n, scale):
+    """A matrix side n divided for --scale as the matmul of W12 is (a cube root), at least 64."""
+    return max(64, n // int(round(scale ** (1 / 3))))
+
+
+def eye_like(n, a):
+    """n x n identity in a's library and dtype."""
+    if cp is not None and isinstance(a, cp.ndarray):
+        return cp.eye(n, dtype=a.dtype)
+    return torch.eye(n, dtype=a.dtype, device="cuda")
+
+
+def make_i12_solve(scale):
+    n = cube_side(4096, scale)
+    # uniform [0, 1) plus n on the diagonal: strictly diagonally dominant, well conditioned;
+    # one right-hand side as a vector (NumPy 2: a 1-d b), as the .fc program has it
+    a = rand((n, n))
+    a = a + n * eye_like(n, a)
+    b = rand(n)
+
+    def torch_fn():
+        ta, tb = to_torch(a), to_torch(b)
+        return lambda: torch.linalg.solve(ta, tb)
+
+    return ({"a": a, "b": b}, {"cupy": lambda: (lambda: cp.linalg.solve(a, b)),
+                               "torch": torch_fn}, None)
+
+
+def make_i12_svd(scale):
+    n = cube_side(1024, scale)
+    a = rand((n, n))
+
+    # U, S and V^T all computed (full_matrices, NumPy's default: the same for a square a); the
+    # singular values alone are returned, and compared (U and V are unique only up to signs)
+    def torch_fn():
+        ta = to_torch(a)
+        return lambda: torch.linalg.svd(ta)[1]
+
+    def torch_gesvd():
+        # torch's default CUDA driver is gesvdj (Jacobi) with a gesvd fallback; this is gesvd,
+        # what CuPy and bench/libdirect call
+        ta = to_torch(a)
+        return lambda: torch.linalg.svd(ta, driver="gesvd")[1]
+
+    return ({"a": a}, {"cupy": lambda: (lambda: cp.linalg.svd(a)[1]), "torch": torch_fn,
+                       "torch_gesvd": torch_gesvd}, None)
+
+
+def make_i12_cholesky(scale):
+    n = cube_side(8192, scale)
+    r = rand((n, n), "float64")
+    # symmetric, strictly diagonally dominant, positive diagonal: SPD
+    a = (r + r.T) * 0.5 + n * eye_like(n, r)
+    r = None
+
+    def torch_fn():
+        ta = to_torch(a)
+        return lambda: torch.linalg.cholesky(ta)
+
+    return ({"a": a}, {"cupy": lambda: (lambda: cp.linalg.cholesky(a)), "torch": torch_fn},
+            None)
+
+
+def make_i12_rfft(scale):
+    n = max(1024, (1 << 26) // scale)
+    x = rand(n)
+
+    def torch_fn():
+        tx = to_torch(x)
+        return lambda: torch.fft.rfft(tx)
+
+    # floor: x read once, the n // 2 + 1 c64 values written once
+    return ({"x": x}, {"cupy": lambda: (lambda: cp.fft.rfft(x)), "torch": torch_fn},
+            4 * n + 8 * (n // 2 + 1))
+
+
+def make_i12_fft2(scale):
+    side = max(64, 8192 // int(math.sqrt(scale)))
+    x = rand((side, side), "complex64")
+
+    def torch_fn():
+        tx = to_torch(x)
+        return lambda: torch.fft.fft2(tx)
+
+    # floor: x read once, the spectrum written once
+    return ({"x": x}, {"cupy": lambda: (lambda: cp.fft.fft2(x)), "torch": torch_fn},
+            16 * side * side)
+
+
+def make_i12_matmul_bias_relu(scale):
+    n = cube_side(4096, scale)
+    a, b, bias = rand((n, n)), rand((n, n)), rand(n)
+
+    # CuPy eager: the product, then a kernel for + bias and one for the maximum
+    def cupy_fn():
+        return lambda: cp.maximum(a @ b + bias, 0)
+
+    def torch_fn():
+        ta, tb, tbias = to_torch(a), to_torch(b), to_torch(bias)
+        return lambda: torch.relu(torch.addmm(tbias, ta, tb))
+
+    def compile_fn():
+        ta, tb, tbias = to_torch(a), to_torch(b), to_torch(bias)
+        f = torch_compile(lambda x, y, z: torch.relu(x @ y + z))
+        return lambda: f(ta, tb, tbias)
+
+    return ({"a": a, "b": b, "bias": bias},
+            {"cupy": cupy_fn, "torch": torch_fn, "torch_compile": compile_fn}, None)
+
+
+def make_i12_spmv(scale):
+    """y = A @ x, A a random n x n CSR (n = 2^24) of 8n non-zeros: each non-zero's row and
+    column uniform and independent (about 8 a row, Poisson), sorted by row then column,
+    f32 values uniform in [0, 1), int32 row offsets and column indices; x f32 uniform."""
+    n = max(1024, (1 << 24) // scale)
+    nnz = 8 * n
+    if cp is not None:
+        rs = cp.random.RandomState(15)
+        key = rs.randint(0, n, nnz, dtype=cp.int64) * n + rs.randint(0, n, nnz, dtype=cp.int64)
+        key.sort()
+        rows = (key // n).astype(cp.int32)
+        cols = (key % n).astype(cp.int32)
+        key = None
+        indptr = cp.zeros(n + 1, dtype=cp.int32)
+        indptr[1:] = cp.cumsum(cp.bincount(rows, minlength=n)).astype(cp.int32)
+    else:
+        g = torch.Generator(device="cuda").manual_seed(15)
+        key = (torch.randint(0, n, (nnz,), device="cuda", generator=g) * n
+               + torch.randint(0, n, (nnz,), device="cuda", generator=g))
+        key = torch.sort(key)[0]
+        rows = (key // n).to(torch.int32)
+        cols = (key % n).to(torch.int32)
+        key = None
+        indptr = torch.zeros(n + 1, dtype=torch.int32, device="cuda")
+        indptr[1:] = torch.cumsum(torch.bincount(rows, minlength=n), 0).to(torch.int32)
+    rows = None
+    vals, x = rand(nnz), rand(n)
+
+    def cupy_fn():
+        from cupyx.scipy import sparse
+
+        m = sparse.csr_matrix((vals, cols, indptr), shape=(n, n))
+        return lambda: m @ x
+
+    def torch_fn():
+        m = torch.sparse_csr_tensor(to_torch(indptr), to_torch(cols), to_torch(vals),
+                                    size=(n, n))
+        tx = to_torch(x)
+        return lambda: torch.mv(m, tx)
+
+    # floor: values and column indices once, row offsets once, x once (its random gathers hit
+    # the L2 mostly: x is 64 MiB), y written once
+    return ({"vals": vals, "cols": cols, "indptr": indptr, "x": x},
+            {"cupy": cupy_fn, "torch": torch_fn}, 8 * nnz + 4 * (n + 1) + 8 * n)
+
+
 WORKLOADS = [
     Workload("W1", "tanh(sin(x) + 0.1*x), f32 2^26", make_w1),
     Workload("W2", "x**2 + 2*y, f32 2^26", make_w2),
@@ -811,10 +975,23 @@ WORKLOADS = [
              make_i11_scatter_add),
     Workload("I11_sort", "sort of f32 2^26", make_i11_sort),
     Workload("I11_argsort", "argsort of f32 2^24", make_i11_argsort),
+    # issue 12: library calls
+    Workload("I12_solve", "linalg.solve, f32 4096 x 4096, one right-hand side",
+             make_i12_solve, flops=2 * 4096**3 // 3 + 2 * 4096**2),
+    Workload("I12_svd", "linalg.svd (U, S, V^T), f32 1024 x 1024", make_i12_svd,
+             flops=21 * 1024**3),
+    Workload("I12_cholesky", "linalg.cholesky, f64 8192 x 8192", make_i12_cholesky,
+             flops=8192**3 // 3),
+    Workload("I12_rfft", "rfft, f32 2^26", make_i12_rfft),
+    Workload("I12_fft2", "fft2, c64 8192 x 8192", make_i12_fft2),
+    Workload("I12_matmul_bias_relu", "relu(a @ b + bias), f32 4096^3",
+             make_i12_matmul_bias_relu, flops=2 * 4096**3 + 2 * 4096**2),
+    Workload("I12_spmv", "CSR SpMV, 2^24 x 2^24, 2^27 random non-zeros, f32, int32 indices",
+             make_i12_spmv, flops=2 * (1 << 27)),
 ]
 
 LIB_OF = {"cupy": "cupy", "cupy_fuse": "cupy", "cupy_op": "cupy", "cupy_expr": "cupy",
-          "torch": "torch", "torch_compile": "torch", "torch_op": "torch"}
+          "torch": "torch", "torch_compile": "torch", "torch_op": "torch", "torch_gesvd": "torch"}
 
 
 class Run:
@@ -908,6 +1085,8 @@ def bench_workloads(run, res):
             free_memory()
             continue
         entry["floor_bytes"] = floor_bytes
+        if w.flops and args.scale == 1:
+            entry["flops"] = w.flops
         entry["input_bytes"] = sum(int(getattr(a, "nbytes", 0)) for a in inputs.values())
         ref = None
         for peer, builder in impls.items():
@@ -918,6 +1097,8 @@ def bench_workloads(run, res):
                                  args.runs, ref)
             if cell["median_ms"] is not None and floor_bytes:
                 cell["gbps"] = floor_bytes / (cell["median_ms"] * 1e-3) / 1e9
+            if cell["median_ms"] is not None and entry.get("flops"):
+                cell["gflops"] = entry["flops"] / (cell["median_ms"] * 1e-3) / 1e9
             entry["peers"][peer] = cell
             if ref is None and out is not None and w.compare:
                 ref = out  # the first peer that ran is the reference for the others
@@ -937,7 +1118,9 @@ def bench_workloads(run, res):
                 log("  %-14s %9s ms  min %s  max %s%s  %s%s" % (
                     peer, fmt_ms(cell["median_ms"]), fmt_ms(cell["min_ms"]),
                     fmt_ms(cell["max_ms"]),
-                    "  %.0f GB/s" % cell["gbps"] if "gbps" in cell else "", cell.get("dtype"),
+                    "  %.0f GB/s" % cell["gbps"] if "gbps" in cell else
+                    "  %.0f GFLOP/s" % cell["gflops"] if "gflops" in cell else "",
+                    cell.get("dtype"),
                     extra))
         ref = None
         inputs = impls = None
@@ -1205,7 +1388,9 @@ def main(argv=None):
     ap.add_argument("--runs", type=int, default=15, help="timed runs per cell (default 15)")
     ap.add_argument("--warmup", type=int, default=3, help="warm-up calls per cell (default 3)")
     ap.add_argument("--only", help="comma-separated workload ids (W1,...,W11,W12_matmul,"
-                                   "W12_fft,I11_cumsum,I11_normal,I11_compress,I11_take,I11_scatter_add,I11_sort,I11_argsort; W12 and I11 select all "
+                                   "W12_fft,I11_cumsum,I11_normal,I11_compress,I11_take,I11_scatter_add,I11_sort,I11_argsort,"
+                                   "I12_solve,I12_svd,I12_cholesky,I12_rfft,I12_fft2,"
+                                   "I12_matmul_bias_relu,I12_spmv; W12, I11 and I12 select all "
                                    "theirs)")
     ap.add_argument("--peers", help="comma-separated peers (%s; default all)" % ",".join(PEERS))
     ap.add_argument("--scale", type=int, default=1,

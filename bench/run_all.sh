@@ -11,15 +11,19 @@
 #   latency.json  bench/latency: cold compile, warm disk cache, cache hits, host overhead
 #   peers.json    bench/peers.py: CuPy, cupy.fuse, PyTorch, torch.compile; copy bandwidth,
 #                 dispatch overhead, CuPy's first call, the sweep
+#   libdirect.json  bench/libdirect: issue 12's rows with the libraries called directly (its
+#                 table with fusec's and the peers' times, bench/i12_summary.py, in the log)
 #   RESULTS.md    bench/report.py's tables (copy the block into bench/RESULTS.md)
 #   sweep.png     bench/plot.py's plot (text in run_all.log if matplotlib is missing)
 #   env.txt       nvidia-smi, versions, the commit
 #   run_all.log   everything printed
 # A step that fails is logged and the next one runs; the exit status is that of the last
 # failure (0 if none). Knobs (environment): BENCH_RUNS (15), BENCH_WARMUP (3), BENCH_SKIP
-# (comma list of fusec,latency,peers,report), FUSEC_RUNS_ARGS, LATENCY_ARGS, PEERS_ARGS (extra
-# arguments), PEERS_DEADLINE_S (360: peers.py skips what is left after it), FUSEC_BIN and
-# LATENCY_BIN (instead of DIR/bin/...).
+# (comma list of fusec,latency,peers,libdirect,report), FUSEC_RUNS_ARGS, LATENCY_ARGS,
+# PEERS_ARGS, LIBDIRECT_ARGS (extra arguments), PEERS_DEADLINE_S (360: peers.py skips what is
+# left after it), FUSEC_BIN, LATENCY_BIN and LIBDIRECT_BIN (instead of DIR/bin/...). A
+# libdirect that is missing or cannot load is built from bench/libdirect.c with the GPU host's
+# toolkit ($CUDA_HOME, default /usr/local/cuda). bench/run_i12.sh runs issue 12's rows alone.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
@@ -32,11 +36,13 @@ CARRY=${FUSEC_CARRY:-gpu-bench}
 case $CARRY in /*) ;; *) CARRY=$ROOT/$CARRY ;; esac
 FUSEC=${FUSEC_BIN:-$CARRY/bin/fusec}
 LATENCY=${LATENCY_BIN:-$CARRY/bin/latency}
+LIBDIRECT=${LIBDIRECT_BIN:-$CARRY/bin/libdirect}
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 RUNS=${BENCH_RUNS:-15}
 WARMUP=${BENCH_WARMUP:-3}
 SKIP=",${BENCH_SKIP:-},"
 PY=${PYTHON:-python3}
-export LD_LIBRARY_PATH=$CARRY/libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export LD_LIBRARY_PATH=$CARRY/libs:$CUDA_HOME/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PYTHONUNBUFFERED=1
 # The CLI runs share one kernel cache in a fresh directory (each workload's first process
 # compiles; its warm-up runs absorb that). bench/latency makes its own empty one.
@@ -98,6 +104,21 @@ if ! skip peers; then
   # shellcheck disable=SC2086
   timeout 900 $PY bench/peers.py --json "$RESULTS/peers.json" --runs "$RUNS" --warmup "$WARMUP" \
     --deadline-s "${PEERS_DEADLINE_S:-360}" ${PEERS_ARGS:-} || failed peers.py $?
+fi
+
+if ! skip libdirect; then
+  step "bench/libdirect: issue 12's rows with the libraries called directly"
+  if ! { [[ -x $LIBDIRECT ]] && ! ldd "$LIBDIRECT" 2>&1 | grep -q 'not found'; }; then
+    echo "run_all.sh: no loadable $LIBDIRECT; building bench/libdirect.c with $CUDA_HOME"
+    LIBDIRECT=$(mktemp /tmp/libdirect-XXXXXX)
+    ${CC:-cc} -std=c11 -O2 -Wall -Wextra -isystem "$CUDA_HOME/include" bench/libdirect.c \
+      -o "$LIBDIRECT" -L"$CUDA_HOME/lib64" -lcudart -lcusolver -lcufft -lcusparse -lcublasLt ||
+      failed "building libdirect" $?
+  fi
+  # shellcheck disable=SC2086
+  timeout 300 "$LIBDIRECT" --json "$RESULTS/libdirect.json" --runs "$RUNS" --warmup "$WARMUP" \
+    ${LIBDIRECT_ARGS:-} || failed libdirect $?
+  $PY bench/i12_summary.py --dir "$RESULTS" || failed i12_summary.py $?
 fi
 
 if ! skip report; then
