@@ -20,12 +20,11 @@
  * (mixed-dtype or integer matmuls) and empty inner dimensions have no library path here:
  * FC_ERR_UNSUPPORTED sends them to the host reference.
  *
- * The FFTs are complex-to-complex (graph/fft.c casts real inputs) along one axis of a dense
- * array: contiguous lines are one batched plan; an inner axis uses cuFFT's advanced layout
- * (a stride and a distance), with a loop over whichever of the outer or inner extent is
- * smaller. Plans are cached per context by layout and type (a plan serves both directions).
- * ifft's 1/n (NumPy's "backward" norm) is one scaling pass over the output with cuBLAS's
- * real-scalar scal, the same extra pass that CuPy makes.
+ * The FFTs are graph/fft.c's FFTN nodes: cuFFT's own complex, real-to-complex and
+ * complex-to-real transforms over a run of up to three adjacent axes of a dense array, one
+ * plan (run_fft says how the layout maps). Plans are cached per context by layout and type
+ * (a complex plan serves both directions). They are unscaled: NumPy's norm factor is an
+ * elementwise multiplication that fuses into the kernel after the call.
  */
 #include "graph.h"
 
@@ -50,9 +49,6 @@ typedef struct blas_api {
     __typeof__(cublasGemmStridedBatchedEx) *GemmStridedBatchedEx;
     __typeof__(cublasGemmEx_64) *GemmEx_64;                               /* optional */
     __typeof__(cublasGemmStridedBatchedEx_64) *GemmStridedBatchedEx_64;   /* optional */
-    __typeof__(cublasCsscal_v2) *Csscal;
-    __typeof__(cublasZdscal_v2) *Zdscal;
-    __typeof__(cublasScopy_v2) *Scopy;
     __typeof__(cublasGetStatusName) *GetStatusName;                       /* optional */
     /* dense linear algebra's transposes, triangle copies and strided gathers, per dtype */
     __typeof__(cublasSgeam) *Sgeam;
@@ -67,6 +63,7 @@ typedef struct blas_api {
     __typeof__(cublasDtpttr) *Dtpttr;
     __typeof__(cublasCtpttr) *Ctpttr;
     __typeof__(cublasZtpttr) *Ztpttr;
+    __typeof__(cublasScopy_v2) *Scopy;
     __typeof__(cublasDcopy_v2) *Dcopy;
     __typeof__(cublasZcopy_v2) *Zcopy;
 } blas_api;
@@ -104,6 +101,10 @@ typedef struct fft_api {
     __typeof__(cufftMakePlanMany64) *MakePlanMany64;
     __typeof__(cufftExecC2C) *ExecC2C;
     __typeof__(cufftExecZ2Z) *ExecZ2Z;
+    __typeof__(cufftExecR2C) *ExecR2C;
+    __typeof__(cufftExecD2Z) *ExecD2Z;
+    __typeof__(cufftExecC2R) *ExecC2R;
+    __typeof__(cufftExecZ2D) *ExecZ2D;
 } fft_api;
 
 typedef struct library {
@@ -174,9 +175,6 @@ static bool load_blas(void) {
         SYM(blas, GemmStridedBatchedEx, "cublasGemmStridedBatchedEx"),
         SYM(blas, GemmEx_64, "?cublasGemmEx_64"),
         SYM(blas, GemmStridedBatchedEx_64, "?cublasGemmStridedBatchedEx_64"),
-        SYM(blas, Csscal, "cublasCsscal_v2"),
-        SYM(blas, Zdscal, "cublasZdscal_v2"),
-        SYM(blas, Scopy, "cublasScopy_v2"),
         SYM(blas, GetStatusName, "?cublasGetStatusName"),
         SYM(blas, Sgeam, "cublasSgeam"),
         SYM(blas, Dgeam, "cublasDgeam"),
@@ -190,6 +188,7 @@ static bool load_blas(void) {
         SYM(blas, Dtpttr, "cublasDtpttr"),
         SYM(blas, Ctpttr, "cublasCtpttr"),
         SYM(blas, Ztpttr, "cublasZtpttr"),
+        SYM(blas, Scopy, "cublasScopy_v2"),
         SYM(blas, Dcopy, "cublasDcopy_v2"),
         SYM(blas, Zcopy, "cublasZcopy_v2"),
     };
@@ -205,6 +204,10 @@ static bool load_fft(void) {
         SYM(fft, MakePlanMany64, "cufftMakePlanMany64"),
         SYM(fft, ExecC2C, "cufftExecC2C"),
         SYM(fft, ExecZ2Z, "cufftExecZ2Z"),
+        SYM(fft, ExecR2C, "cufftExecR2C"),
+        SYM(fft, ExecD2Z, "cufftExecD2Z"),
+        SYM(fft, ExecC2R, "cufftExecC2R"),
+        SYM(fft, ExecZ2D, "cufftExecZ2D"),
     };
     return load_library(&fft_lib, "cuFFT", names, 2, syms, (int)(sizeof syms / sizeof *syms));
 }
@@ -333,9 +336,17 @@ static fc_status solver_check(fc_ctx *ctx, cusolverStatus_t r, const char *call,
  * only a few are kept (least recently used goes first). */
 #define FCR_LIB_MAX_PLANS 8
 
-typedef struct fft_plan {
-    long long n, stride, dist, batch;
+/* A plan's layout (cufftMakePlanMany64's arguments): element k of line b of the input at
+ * b * idist + k * istride (k the row-major position in inembed), the output likewise. */
+typedef struct fft_layout {
+    int rank;
+    long long n[FCG_FFTN_MAX_RANK], inembed[FCG_FFTN_MAX_RANK], onembed[FCG_FFTN_MAX_RANK];
+    long long istride, idist, ostride, odist, batch;
     cufftType type;
+} fft_layout;
+
+typedef struct fft_plan {
+    fft_layout layout;
     cufftHandle plan;
     uint64_t used; /* the state's tick at its last use */
 } fft_plan;
@@ -557,13 +568,11 @@ static fc_status run_matmul(fc_ctx *ctx, lib_state *s, CUstream stream, const fc
 /* ---- FFT -------------------------------------------------------------------------------- */
 
 /* The cached plan for this layout, made on a miss. */
-static fc_status get_plan(fc_ctx *ctx, lib_state *s, long long n, long long stride,
-                          long long dist, long long batch, cufftType type, cufftHandle *out) {
+static fc_status get_plan(fc_ctx *ctx, lib_state *s, const fft_layout *l, cufftHandle *out) {
     s->tick++;
     for (int i = 0; i < s->nplans; i++) {
         fft_plan *p = &s->plans[i];
-        if (p->n == n && p->stride == stride && p->dist == dist && p->batch == batch &&
-            p->type == type) {
+        if (memcmp(&p->layout, l, sizeof *l) == 0) {
             p->used = s->tick;
             *out = p->plan;
             return FC_OK;
@@ -572,11 +581,13 @@ static fc_status get_plan(fc_ctx *ctx, lib_state *s, long long n, long long stri
     cufftHandle h;
     fc_status st = FFT(ctx, Create, (&h));
     if (st != FC_OK) return st;
-    long long nn = n, embed = n;
+    long long n[FCG_FFTN_MAX_RANK], in[FCG_FFTN_MAX_RANK], on[FCG_FFTN_MAX_RANK];
+    memcpy(n, l->n, sizeof n);
+    memcpy(in, l->inembed, sizeof in);
+    memcpy(on, l->onembed, sizeof on);
     size_t work = 0;
-    /* advanced layout (embed given): element k of line b at b * dist + k * stride */
-    st = FFT(ctx, MakePlanMany64, (h, 1, &nn, &embed, stride, dist, &embed, stride, dist, type,
-                                   batch, &work));
+    st = FFT(ctx, MakePlanMany64, (h, l->rank, n, in, l->istride, l->idist, on, l->ostride,
+                                   l->odist, l->type, l->batch, &work));
     if (st != FC_OK) {
         fft.Destroy(h);
         return st;
@@ -590,88 +601,88 @@ static fc_status get_plan(fc_ctx *ctx, lib_state *s, long long n, long long stri
     } else {
         s->nplans++;
     }
-    s->plans[slot] = (fft_plan){n, stride, dist, batch, type, h, s->tick};
+    s->plans[slot] = (fft_plan){*l, h, s->tick};
     *out = h;
     return FC_OK;
 }
 
-/* n elements of 4-byte words from src to dst (cuBLAS's copy, in int-sized pieces). */
-static fc_status copy_words(fc_ctx *ctx, lib_state *s, CUdeviceptr src, CUdeviceptr dst,
-                            int64_t n) {
-    for (int64_t at = 0; at < n; at += 1 << 30) {
-        int m = (int)(n - at < (1 << 30) ? n - at : (1 << 30));
-        fc_status st = BLAS(ctx, Scopy, (s->blas, m, (const float *)(uintptr_t)(src + 4 * at), 1,
-                                         (float *)(uintptr_t)(dst + 4 * at), 1));
-        if (st != FC_OK) return st;
-    }
-    return FC_OK;
-}
-
-/* Multiplies n complex values at p by the real `scale`, in place. */
-static fc_status scale_complex(fc_ctx *ctx, lib_state *s, fc_dtype t, CUdeviceptr p, int64_t n,
-                               double scale) {
-    size_t es = fc_dtype_size(t);
-    for (int64_t at = 0; at < n; at += 1 << 30) {
-        int m = (int)(n - at < (1 << 30) ? n - at : (1 << 30));
-        CUdeviceptr q = p + (CUdeviceptr)((size_t)at * es);
-        fc_status st;
-        if (t == FC_C64) {
-            float f = (float)scale;
-            st = BLAS(ctx, Csscal, (s->blas, m, &f, (cuComplex *)(uintptr_t)q, 1));
-        } else {
-            st = BLAS(ctx, Zdscal, (s->blas, m, &scale, (cuDoubleComplex *)(uintptr_t)q, 1));
-        }
-        if (st != FC_OK) return st;
-    }
-    return FC_OK;
-}
-
+/* One FFTN node (graph/fft.c: an unscaled transform over a run of adjacent axes p.axes, whose
+ * last is p.axis) of the dense input at `in` into `out`. The run is the plan's rank and its
+ * axes the plan's n (the real extents: C2R's output's, R2C's input's); the axes before it
+ * (outer) and after it (inner) are the batch. With no inner axes the batch is one stride-1
+ * plan over the outer lines; otherwise the lines step by inner elements, and the batch is
+ * either inner lines one element apart, repeated in a loop over outer, or outer lines a whole
+ * block apart, in a loop over inner: whichever loop is shorter. C2R overwrites its input (cuFFT
+ * does, out of place too), so it reads a copy. */
 static fc_status run_fft(fc_ctx *ctx, lib_state *s, CUstream stream, const fc_array *a,
                          CUdeviceptr in, CUdeviceptr out) {
-    fc_dtype t = (fc_dtype)a->dtype;
-    if (a->in[0]->dtype != t || !fcg_is_complex(t)) return FC_ERR_UNSUPPORTED;
-    bool inverse = a->op == FCG_OP_IFFT;
-    int axis = a->p.axis;
-    int64_t n = a->shape[axis], outer = 1, inner = 1;
-    for (int d = 0; d < axis; d++) outer *= a->shape[d];
-    for (int d = axis + 1; d < a->ndim; d++) inner *= a->shape[d];
-    int64_t total = outer * n * inner;
-    size_t es = fc_dtype_size(t);
-    /* cuBLAS first: ifft scales with it, and a length-1 transform is a copy */
-    fc_status st = blas_handle(ctx, s, stream);
-    if (st != FC_OK) return st;
-    if (n == 1) return copy_words(ctx, s, in, out, total * (int64_t)(es / 4));
+    const fc_array *x = a->in[0];
+    fc_dtype t = (fc_dtype)a->dtype, xt = (fc_dtype)x->dtype;
+    fcg_fft_kind kind = (fcg_fft_kind)a->p.flag;
+    int last = a->p.axis, first = last;
+    while (first > 0 && (a->p.axes >> (first - 1) & 1)) first--;
+    int rank = last - first + 1;
+    bool dbl = t == FC_C128 || t == FC_F64;
+    if (a->op != FCG_OP_FFTN || kind > FCG_FFT_C2R || rank > FCG_FFTN_MAX_RANK ||
+        a->p.axes != ((2u << last) - (1u << first)) || (dbl ? xt != FC_C128 && xt != FC_F64
+                                                            : xt != FC_C64 && xt != FC_F32))
+        return fcg_error(ctx, FC_ERR_BACKEND, "%s: bad node (fusec bug)", fcg_ops[a->op].pyname);
     if (!load_fft()) return fcg_error(ctx, FC_ERR_BACKEND, "%s", fft_lib.error);
-    cufftType type = t == FC_C64 ? CUFFT_C2C : CUFFT_Z2Z;
-    /* Layout: lines of n at stride `stride`, `batch` of them `dist` apart per call, calls
-     * `step` elements apart. */
-    long long stride, dist, batch;
-    int64_t calls, step;
+    fft_layout l;
+    memset(&l, 0, sizeof l);
+    l.rank = rank;
+    int64_t iblock = 1, oblock = 1, outer = 1, inner = 1;
+    for (int d = 0; d < first; d++) outer *= a->shape[d];
+    for (int d = last + 1; d < a->ndim; d++) inner *= a->shape[d];
+    for (int i = 0; i < rank; i++) {
+        int d = first + i;
+        l.n[i] = kind == FCG_FFT_C2R ? a->shape[d] : x->shape[d];
+        l.inembed[i] = x->shape[d];
+        l.onembed[i] = a->shape[d];
+        iblock *= x->shape[d];
+        oblock *= a->shape[d];
+    }
+    static const cufftType types[2][4] = {{CUFFT_C2C, CUFFT_C2C, CUFFT_R2C, CUFFT_C2R},
+                                          {CUFFT_Z2Z, CUFFT_Z2Z, CUFFT_D2Z, CUFFT_Z2D}};
+    l.type = types[dbl][kind];
+    int64_t calls, istep, ostep;
     if (inner == 1) {
-        stride = 1, dist = n, batch = outer, calls = 1, step = 0;
+        l.istride = l.ostride = 1, l.idist = iblock, l.odist = oblock, l.batch = outer;
+        calls = 1, istep = ostep = 0;
     } else if (outer <= inner) {
-        stride = inner, dist = 1, batch = inner, calls = outer, step = n * inner;
+        l.istride = l.ostride = inner, l.idist = l.odist = 1, l.batch = inner;
+        calls = outer, istep = iblock * inner, ostep = oblock * inner;
     } else {
-        stride = inner, dist = n * inner, batch = outer, calls = inner, step = 1;
+        l.istride = l.ostride = inner, l.idist = iblock * inner, l.odist = oblock * inner;
+        l.batch = outer, calls = inner, istep = ostep = 1;
     }
     cufftHandle plan;
-    if ((st = get_plan(ctx, s, n, stride, dist, batch, type, &plan)) != FC_OK) return st;
-    if ((st = FFT(ctx, SetStream, (plan, stream))) != FC_OK) return st;
-    int dir = inverse ? CUFFT_INVERSE : CUFFT_FORWARD;
-    for (int64_t c = 0; c < calls; c++) {
-        CUdeviceptr src = in + (CUdeviceptr)((size_t)(c * step) * es);
-        CUdeviceptr dst = out + (CUdeviceptr)((size_t)(c * step) * es);
-        /* out of place: cuFFT leaves a complex-to-complex transform's input as it was */
-        if (t == FC_C64)
-            st = FFT(ctx, ExecC2C, (plan, (cufftComplex *)(uintptr_t)src,
-                                    (cufftComplex *)(uintptr_t)dst, dir));
-        else
-            st = FFT(ctx, ExecZ2Z, (plan, (cufftDoubleComplex *)(uintptr_t)src,
-                                    (cufftDoubleComplex *)(uintptr_t)dst, dir));
-        if (st != FC_OK) return st;
+    fc_status st = get_plan(ctx, s, &l, &plan);
+    if (st == FC_OK) st = FFT(ctx, SetStream, (plan, stream));
+    if (st != FC_OK) return st;
+    size_t ies = fc_dtype_size(xt), oes = fc_dtype_size(t);
+    CUdeviceptr src = in, copy = 0;
+    size_t copy_bytes = fcg_node_numel(x) * ies;
+    if (kind == FCG_FFT_C2R) {
+        if ((st = fcr_lib_alloc(ctx, copy_bytes, stream, &copy)) != FC_OK) return st;
+        st = fcr_lib_copy(ctx, copy, in, copy_bytes, stream);
+        src = copy;
     }
-    if (inverse) return scale_complex(ctx, s, t, out, total, a->p.re); /* NumPy's 1 / n */
-    return FC_OK;
+    int dir = kind == FCG_FFT_C2C_INVERSE ? CUFFT_INVERSE : CUFFT_FORWARD;
+    for (int64_t c = 0; c < calls && st == FC_OK; c++) {
+        void *i = (void *)(uintptr_t)(src + (CUdeviceptr)((size_t)(c * istep) * ies));
+        void *o = (void *)(uintptr_t)(out + (CUdeviceptr)((size_t)(c * ostep) * oes));
+        switch (l.type) {
+        case CUFFT_C2C: st = FFT(ctx, ExecC2C, (plan, i, o, dir)); break;
+        case CUFFT_Z2Z: st = FFT(ctx, ExecZ2Z, (plan, i, o, dir)); break;
+        case CUFFT_R2C: st = FFT(ctx, ExecR2C, (plan, i, o)); break;
+        case CUFFT_D2Z: st = FFT(ctx, ExecD2Z, (plan, i, o)); break;
+        case CUFFT_C2R: st = FFT(ctx, ExecC2R, (plan, i, o)); break;
+        default: st = FFT(ctx, ExecZ2D, (plan, i, o)); break;
+        }
+    }
+    if (copy) fcr_lib_free(ctx, copy, copy_bytes, stream);
+    return st;
 }
 
 /* ---- dense linear algebra (cuSOLVER) -------------------------------------------------- *
@@ -1243,7 +1254,7 @@ fc_status fcr_lib_run(fc_ctx *ctx, void **state, CUstream stream, const fcp_kern
         args[j] = in[l];
     }
     bool linalg = fcg_op_is_linalg(a->op);
-    if (a->op != FCG_OP_MATMUL && a->op != FCG_OP_FFT && a->op != FCG_OP_IFFT &&
+    if (a->op != FCG_OP_MATMUL && a->op != FCG_OP_FFTN &&
         a->op != FCG_OP_SORT && a->op != FCG_OP_ARGSORT && !linalg)
         return FC_ERR_UNSUPPORTED;
     if (fcg_node_numel(a) == 0) return FC_OK; /* nothing to write */

@@ -626,9 +626,8 @@ static bool keeps_axis(const fc_array *g, int k) {
     case FCG_OP_SLICE:
         return g->p.a[k] == 0 && g->p.b[k] == 1 && g->shape[k] == g->in[0]->shape[k];
     case FCG_OP_PAD: return g->p.a[k] == 0 && g->p.b[k] == 0;
+    case FCG_OP_FFTN: return !(g->p.axes >> k & 1);
     case FCG_OP_CONCAT:
-    case FCG_OP_FFT:
-    case FCG_OP_IFFT:
     case FCG_OP_SORT:
     case FCG_OP_ARGSORT:
     case FCG_OP_CUMSUM:
@@ -668,8 +667,7 @@ static bool plan_inputs(const fc_array *g, int lay, int *req) {
     case FCG_OP_SLICE:
     case FCG_OP_PAD:
     case FCG_OP_CONCAT:
-    case FCG_OP_FFT:
-    case FCG_OP_IFFT:
+    case FCG_OP_FFTN:
     case FCG_OP_SORT:
     case FCG_OP_ARGSORT:
     case FCG_OP_CUMSUM: /* scans: local where split along another axis, else gathered */
@@ -909,8 +907,7 @@ static fc_status decide(lower *lw, const fc_array *g, int *lay, int *req, bool *
         break;
     case FCG_OP_SLICE:
     case FCG_OP_PAD:
-    case FCG_OP_FFT:
-    case FCG_OP_IFFT:
+    case FCG_OP_FFTN:
     case FCG_OP_SORT:
     case FCG_OP_ARGSORT:
     case FCG_OP_CUMSUM:

@@ -151,18 +151,11 @@ static bool is_leaf_input(const fc_array *a) {
     return a->op == FCG_OP_DATA || a->op == FCG_OP_INPUT;
 }
 
-/* The node written as input i of a. An FFT's real input reaches it through the cast that
- * fc_fft / fc_ifft insert: the text names the uncast input, from which the parser inserts
- * the same cast (and ifft the same scale, which depends on the dtype before the cast). */
+/* The node written as input i of a: inv(a) is solve(a, identity), and its text names a
+ * alone (the parser makes the identity). */
 static const fc_array *printed_input(const fc_array *a, int i) {
-    const fc_array *x = a->in[i];
-    /* inv(a) is solve(a, identity): the text names a alone, the parser makes the identity */
     if (a->op == FCG_OP_LINALG_SOLVE && a->p.flag) return a->in[0];
-    if ((a->op != FCG_OP_FFT && a->op != FCG_OP_IFFT) || x->op != FCG_OP_CAST) return x;
-    fc_dtype t = (fc_dtype)x->in[0]->dtype;
-    if (x->in[0]->weak || fcg_fft_dtype(t) != (fc_dtype)a->dtype) return x;
-    if (a->op == FCG_OP_IFFT && fcg_ifft_scale(t, a->shape[a->p.axis]) != a->p.re) return x;
-    return x->in[0];
+    return a->in[i];
 }
 
 /* ---- node names ------------------------------------------------------------------------- */
@@ -406,12 +399,29 @@ static fc_status put_rhs(fcq_printer *pr, const fc_array *a) {
         put_operand(pr, a->in[0], false);
         buf_printf(b, ", axis=%d)", (int)a->p.axis);
         return FC_OK;
-    case FCG_OP_FFT:
-    case FCG_OP_IFFT:
-        buf_printf(b, "%s(", info->pyname);
-        put_operand(pr, printed_input(a, 0), false);
-        buf_printf(b, ", axis=%d)", (int)a->p.axis);
+    case FCG_OP_FFTN: { /* np.fft's n-d calls whose norm leaves the transform unscaled and
+                           whose s (irfftn's) resizes nothing build this very node */
+        static const char *const fn[] = {"fftn", "ifftn", "rfftn", "irfftn"};
+        const fc_array *x = a->in[0];
+        int kind = a->p.flag < 4 ? a->p.flag : 0;
+        buf_printf(b, "%s(", fn[kind]);
+        put_operand(pr, x, false);
+        if (kind == FCG_FFT_C2R) {
+            buf_puts(b, ", s=[");
+            bool first = true;
+            for (int d = 0; d < a->ndim; d++)
+                if (a->p.axes >> d & 1) {
+                    buf_printf(b, first ? "%lld" : ", %lld", (long long)a->shape[d]);
+                    first = false;
+                }
+            buf_puts(b, "]");
+        }
+        buf_puts(b, ", axes=");
+        put_axes_list(pr, a->p.axes, a->ndim);
+        if (kind == FCG_FFT_C2C_INVERSE || kind == FCG_FFT_C2R) buf_puts(b, ", norm=\"forward\"");
+        buf_puts(b, ")");
         return FC_OK;
+    }
     case FCG_OP_LINALG_SOLVE:
     case FCG_OP_LINALG_SLOGDET:
     case FCG_OP_LINALG_CHOLESKY: /* inputs of the node's own dtype and batch: linalg's calls

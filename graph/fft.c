@@ -1,27 +1,41 @@
 /*
- * graph/fft.c - the discrete Fourier transform ops (library calls): fc_fft, fc_ifft.
+ * graph/fft.c - the discrete Fourier transforms: np.fft's functions, built from one library
+ * node (FFTN, cuFFT on the GPU) and views and elementwise ops around it.
  *
- * np.fft.fft / np.fft.ifft with n = None and norm = "backward" along one axis. The node's
- * input is always complex of the result's dtype: NumPy 2 computes a float16 or float32 input
- * in complex64 and every other real or integer input in complex128, so a real input becomes a
- * CAST node first. The cast then fuses into whatever kernel produces the input, and the
- * library call (cuFFT on the GPU) is a plain complex-to-complex transform.
- *
- * ifft's 1/n is NumPy's too, rounded as NumPy rounds it: in the input's real dtype (f16 for an
- * f16 input, f32 for f32 and c64, f64 otherwise). It depends on the dtype before the cast, so
- * the node keeps it (p.re), and the printer writes the uncast input where the cast is the one
- * fc_ifft would insert.
+ * The node is an unscaled transform over a run of up to three adjacent axes, of one of
+ * cuFFT's four kinds: complex forward and inverse, real-to-complex (R2C) and complex-to-real
+ * (C2R). Its input is complex of the result's dtype, or real for R2C: NumPy 2 computes a
+ * float16 or float32 input in complex64 and every other real or integer input in complex128,
+ * so an input of another dtype becomes a CAST node first, which fuses into whatever kernel
+ * produces it. So the real transforms are cuFFT's own (half the work and traffic of a complex
+ * transform of the same data), a 2-D or 3-D transform is one plan, and nothing is built
+ * around the call that a kernel beside it cannot absorb:
+ *   - n (crop or zero-pad an axis first) is a view of the input;
+ *   - norm's factor (1/sqrt(n) or 1/n, as NumPy computes it: in result_type(a.real, 1.0),
+ *     so rounded to f16 for an f16 input, f32 for f32 and c64, f64 otherwise) is a
+ *     multiplication after the transform, one per axis as NumPy's loop over axes applies them
+ *     (NumPy's pocketfft scales inside; the two differ by a rounding);
+ *   - irfft reads n/2 + 1 points and ignores the imaginary parts of the first and, for an
+ *     even n, the last, as pocketfft's c2r does (the node's contract; the host reference
+ *     builds the Hermitian spectrum, cuFFT's C2R assumes it);
+ *   - hfft is irfft of conj(a) with norm's direction swapped, ihfft conj(rfft) likewise.
+ * fftn and its kin transform every axis of one adjacent run in one node; axes named twice
+ * (NumPy transforms such an axis twice) go one axis at a time, as NumPy's loop does.
  */
 #include "graph.h"
 
+#include <math.h>
 #include <string.h>
 
-fc_dtype fcg_fft_dtype(fc_dtype t) {
+/* The complex dtype an input of dtype t is transformed in (NumPy 2: c64 for f16, bf16, f32 and
+ * c64, else c128). */
+static fc_dtype fft_dtype(fc_dtype t) {
     return t == FC_F16 || t == FC_BF16 || t == FC_F32 || t == FC_C64 ? FC_C64 : FC_C128;
 }
 
-double fcg_ifft_scale(fc_dtype t, int64_t n) {
-    /* NumPy 2: fct = reciprocal(n, dtype=result_type(a.real.dtype, 1.0)), with n converted to
+/* 1 / n for an input of dtype t, as NumPy rounds it. */
+static double fft_reciprocal(fc_dtype t, int64_t n) {
+    /* NumPy 2: fct = reciprocal(n, dtype=result_type(a.real, 1.0)), with n converted to
      * that dtype first; half's reciprocal is computed in float and rounded. bf16 follows its
      * f16 twin (ml_dtypes has no reciprocal loop). */
     switch (t) {
@@ -35,87 +49,66 @@ double fcg_ifft_scale(fc_dtype t, int64_t n) {
     }
 }
 
-static fc_array *fft_node(fcg_op op, fc_array *a, int axis) {
-    const char *name = fcg_ops[op].pyname;
-    fc_array *early;
-    fc_ctx *ctx = fcg_begin(name, 1, &a, &early);
-    if (!ctx || early) return early;
-    char sh[200];
-    if (axis < -a->ndim || axis >= a->ndim)
-        return fcg_poison(ctx, FC_ERR_AXIS, "%s: axis %d is out of bounds for an array of "
-                          "dimension %d (%s %s)", name, axis, a->ndim,
-                          fcg_shape_str(sh, a->ndim, a->shape), fc_dtype_name((fc_dtype)a->dtype));
-    if (axis < 0) axis += a->ndim;
-    if (a->shape[axis] < 1)
-        return fcg_poison(ctx, FC_ERR_SHAPE, "%s: invalid number of data points (0) along axis "
-                          "%d of %s (%s)", name, axis, fcg_shape_str(sh, a->ndim, a->shape),
-                          fc_dtype_name((fc_dtype)a->dtype));
-    fc_dtype t = (fc_dtype)a->dtype, r = fcg_fft_dtype(t);
+/* The real dtype of the transform of an input of dtype t (NumPy's result_type(t.real, 1.0)
+ * for its scale factors): f32 for f16, bf16, f32 and c64, f64 otherwise. */
+static fc_dtype fft_real_dtype(fc_dtype t) { return fft_dtype(t) == FC_C64 ? FC_F32 : FC_F64; }
+
+/* The FFTN node of x over the adjacent axes of `axes`, `axis` the last of them; n: C2R's
+ * output points along axis. x is dense-shaped as the transform reads it: complex of the
+ * result's dtype, real of its real dtype for R2C (the callers cast). */
+static fc_array *transform(fc_ctx *ctx, fc_array *x, fcg_fft_kind kind, uint32_t axes, int axis,
+                           int64_t n) {
     fcg_params p;
     memset(&p, 0, sizeof p);
+    p.flag = (uint8_t)kind;
+    p.axes = axes;
     p.axis = axis;
-    if (op == FCG_OP_IFFT) p.re = fcg_ifft_scale(t, a->shape[axis]);
-    /* The cast is ours alone (no scope takes it); the node holds its own reference. A cast to
-     * the array's own dtype is the array itself. */
-    fc_scope *saved = ctx->scope;
-    ctx->scope = NULL;
-    fc_array *x = fc_cast(a, r);
-    ctx->scope = saved;
-    if (x->status != FC_OK) return fcg_ret(ctx, x);
-    /* fcg_make checks the size too: a real input widens to complex. */
-    fc_array *node = fcg_make(ctx, op, r, r, false, a->ndim, a->shape, 1, &x, &p);
-    fcg_release(x);
-    return node;
+    fc_dtype t = (fc_dtype)x->dtype;
+    int64_t shape[FC_MAX_DIMS];
+    memcpy(shape, x->shape, sizeof shape);
+    if (kind == FCG_FFT_R2C) {
+        t = t == FC_F32 ? FC_C64 : FC_C128;
+        shape[axis] = x->shape[axis] / 2 + 1;
+    } else if (kind == FCG_FFT_C2R) {
+        t = t == FC_C64 ? FC_F32 : FC_F64;
+        shape[axis] = n;
+    }
+    return fcg_make(ctx, FCG_OP_FFTN, t, t, false, x->ndim, shape, 1, &x, &p);
 }
 
-fc_array *fc_fft(fc_array *a, int axis) { return fft_node(FCG_OP_FFT, a, axis); }
-
-fc_array *fc_ifft(fc_array *a, int axis) { return fft_node(FCG_OP_IFFT, a, axis); }
-
-/* ---- the np.fft family, composed of the two transforms ---------------------------------- *
- *
- * n (crop or zero-pad an axis first), norm, the real transforms, the n-dimensional ones, the
- * frequencies and the shifts, as NumPy 2's numpy/fft defines them, built from fc_fft /
- * fc_ifft and views and elementwise ops, so that the pre- and post-processing fuse with the
- * kernels around the library call. The real transforms use the complex one: rfft is fft's
- * first n/2 + 1 outputs, irfft is the real part of ifft of the Hermitian spectrum the input
- * stands for (a[0..n/2] then conj(a[(n-1)/2..1])), which ignores the imaginary parts of a[0]
- * and, for an even n, a[n/2], as pocketfft's c2r does. Scale factors are NumPy's:
- * 1/sqrt(n) or 1/n rounded to the transform's real dtype, applied as a multiplication after
- * the transform (NumPy's pocketfft applies it inside; the two differ by a rounding). */
+/* y times norm's factor for one axis of len points, of a transform whose input had dtype st,
+ * in the forward (inverse false) or inverse direction. */
+static fc_array *fft_scale(fc_array *y, fc_dtype st, int64_t len, fc_fft_norm norm,
+                           bool inverse) {
+    bool scaled = inverse ? norm != FC_FFT_FORWARD : norm != FC_FFT_BACKWARD;
+    if (!scaled || len < 1) return y;
+    /* 1/sqrt(n) (ortho) or 1/n, rounded as NumPy rounds fct */
+    double f;
+    if (norm != FC_FFT_ORTHO) {
+        f = fft_reciprocal(st, len);
+    } else if (st == FC_F16 || st == FC_BF16) {
+        bool h = st == FC_F16;
+        float v = (float)len;
+        v = h ? fcg_f16_to_f32(fcg_f32_to_f16(v)) : fcg_bf16_to_f32(fcg_f32_to_bf16(v));
+        v = sqrtf(v);
+        v = h ? fcg_f16_to_f32(fcg_f32_to_f16(v)) : fcg_bf16_to_f32(fcg_f32_to_bf16(v));
+        v = 1.0f / v;
+        f = h ? fcg_f16_to_f32(fcg_f32_to_f16(v)) : fcg_bf16_to_f32(fcg_f32_to_bf16(v));
+    } else {
+        f = fft_real_dtype(st) == FC_F32 ? 1.0f / sqrtf((float)len) : 1.0 / sqrt((double)len);
+    }
+    return fc_mul(y, fc_full(y->ctx, fft_real_dtype(st), FC_SCALAR, f));
+}
 
 /* a cropped or zero-padded at the end of `axis` (normalised) to n points. */
 static fc_array *fft_resize(fc_array *a, int axis, int64_t n) {
     int64_t len = a->shape[axis];
     if (n < len) return fcg_slice_axis(a, axis, 0, n, 1);
-    if (n == len) return fc_reshape(a, fc_array_shape(a)); /* a itself, as a new reference */
+    if (n == len) return a;
     int64_t w[FC_MAX_DIMS][2];
     memset(w, 0, sizeof w);
     w[axis][1] = n - len;
     return fc_pad(a, a->ndim, (const int64_t(*)[2])w, FC_PAD_CONSTANT, 0.0);
-}
-
-/* The real dtype of the transform of an input of dtype t (NumPy's result_type(t.real, 1.0)
- * for its scale factors): f32 for f16, bf16, f32 and c64, f64 otherwise. */
-static fc_dtype fft_real_dtype(fc_dtype t) { return fcg_fft_dtype(t) == FC_C64 ? FC_F32 : FC_F64; }
-
-/* 1/sqrt(n) (ortho) or 1/n (the scaled direction of forward / backward) for an input of dtype
- * t, as NumPy computes fct: in result_type(t.real, 1.0), so rounded to f16 for an f16 input
- * (sqrt and reciprocal each; bf16 follows its f16 twin, as fcg_ifft_scale), f32 for f32 and
- * c64, f64 otherwise. */
-static double fft_factor(fc_dtype t, int64_t n, bool root) {
-    if (!root) return fcg_ifft_scale(t, n);
-    if (t == FC_F16 || t == FC_BF16) {
-        bool h = t == FC_F16;
-        float v = (float)n;
-        v = h ? fcg_f16_to_f32(fcg_f32_to_f16(v)) : fcg_bf16_to_f32(fcg_f32_to_bf16(v));
-        v = sqrtf(v);
-        v = h ? fcg_f16_to_f32(fcg_f32_to_f16(v)) : fcg_bf16_to_f32(fcg_f32_to_bf16(v));
-        v = 1.0f / v;
-        return h ? fcg_f16_to_f32(fcg_f32_to_f16(v)) : fcg_bf16_to_f32(fcg_f32_to_bf16(v));
-    }
-    if (fft_real_dtype(t) == FC_F32) return 1.0f / sqrtf((float)n);
-    return 1.0 / sqrt((double)n);
 }
 
 static fc_array *fft_bad(fc_ctx *ctx, const char *name, const fc_array *a, int axis, int64_t n,
@@ -135,27 +128,82 @@ static fc_array *fft_bad(fc_ctx *ctx, const char *name, const fc_array *a, int a
     return NULL;
 }
 
-/* fft or ifft of `a` resized to n (0: its length) along axis ax, normalised by norm with the
- * factor NumPy computes for an input of dtype st (irfft's is its caller's input, not the
- * spectrum it built). An unscaled inverse is conj(fft(conj(x))): the conjugations fuse into
- * the kernels on either side of the call, and the one scaling is NumPy's single
- * multiplication by its factor. */
-static fc_array *fft_1d(fc_array *a, int64_t n, int ax, fc_fft_norm norm, bool inverse,
-                        fc_dtype st) {
-    int64_t len = n ? n : a->shape[ax];
-    fc_array *x = n ? fft_resize(a, ax, n) : a;
-    bool scaled = inverse ? norm != FC_FFT_FORWARD : norm != FC_FFT_BACKWARD;
-    if (inverse && norm == FC_FFT_BACKWARD && st == (fc_dtype)a->dtype) return fc_ifft(x, ax);
-    fc_array *y = inverse ? fc_conj(fc_fft(fc_conj(x), ax)) : fc_fft(x, ax);
-    if (!scaled || len < 1) return y;
-    return fc_mul(y, fc_full(a->ctx, fft_real_dtype(st), FC_SCALAR,
-                             fft_factor(st, len, norm == FC_FFT_ORTHO)));
-}
-
 static fc_fft_norm fft_swap(fc_fft_norm norm) {
     return norm == FC_FFT_BACKWARD ? FC_FFT_FORWARD
            : norm == FC_FFT_FORWARD ? FC_FFT_BACKWARD
                                     : norm;
+}
+
+/* The complex transforms of x over the axes of mask, in runs of adjacent axes of at most
+ * FCG_FFTN_MAX_RANK, one node each. */
+static fc_array *complex_runs(fc_ctx *ctx, fc_array *x, uint32_t mask, bool inverse) {
+    for (int d = 0; d < FC_MAX_DIMS && mask; d++) {
+        if (!(mask >> d & 1)) continue;
+        uint32_t run = 0;
+        int last = d;
+        while (last < FC_MAX_DIMS && (mask >> last & 1) && last - d < FCG_FFTN_MAX_RANK)
+            run |= 1u << last++;
+        x = transform(ctx, x, inverse ? FCG_FFT_C2C_INVERSE : FCG_FFT_C2C_FORWARD, run, last - 1,
+                      0);
+        mask &= ~run;
+        d = last - 1;
+    }
+    return x;
+}
+
+/* The run of R2C / C2R: the real axis r and the adjacent axes of mask (the complex ones) below
+ * it, at most FCG_FFTN_MAX_RANK in all (cuFFT halves a multi-dimensional plan's last axis). */
+static uint32_t real_run(uint32_t mask, int r) {
+    uint32_t run = 1u << r;
+    for (int d = r - 1; d >= 0 && d > r - FCG_FFTN_MAX_RANK && (mask >> d & 1); d--) run |= 1u << d;
+    return run;
+}
+
+/* The n-dimensional transforms: kind 0 fftn, 1 ifftn, 2 rfftn, 3 irfftn, 4 hfft, 5 ihfft (the
+ * 1-d members reach here with one axis). ax[0..nax) are the axes (normalised, distinct) and
+ * len[] their points (irfftn and hfft: the output's points along the last). The transforms'
+ * order is NumPy's: fftn / ifftn from the last axis to the first, rfftn its real axis (the
+ * last) first, irfftn and hfft it last; each axis's factor is computed for the dtype of the
+ * array NumPy transforms it in (the input's for the first, its complex dtype after). */
+static fc_array *transform_axes(fc_ctx *ctx, int kind, fc_array *a, int nax, const int *ax,
+                                const int64_t *len, fc_fft_norm norm) {
+    fc_dtype t0 = (fc_dtype)a->dtype, ct = fft_dtype(t0);
+    int r = ax[nax - 1];
+    bool to_real = kind == 3 || kind == 4, from_real = kind == 2 || kind == 5;
+    fc_array *x = kind == 4 ? fc_conj(a) : a;
+    /* the axes to transform: a transform of one point is the identity (x + 0j for R2C, the
+     * real part for C2R), which no library call need make */
+    uint32_t mask = 0;
+    int64_t real_len = len[nax - 1];
+    for (int i = 0; i < nax; i++) {
+        x = fft_resize(x, ax[i], to_real && ax[i] == r ? len[i] / 2 + 1 : len[i]);
+        if (len[i] > 1 && !((from_real || to_real) && ax[i] == r)) mask |= 1u << ax[i];
+    }
+    fc_array *y;
+    if (from_real && real_len > 1) {
+        uint32_t run = real_run(mask, r);
+        y = transform(ctx, fc_cast(x, fft_real_dtype(t0)), FCG_FFT_R2C, run, r, 0);
+        y = complex_runs(ctx, y, mask & ~run, false);
+    } else if (to_real && real_len > 1) {
+        uint32_t run = real_run(mask, r);
+        y = complex_runs(ctx, fc_cast(x, ct), mask & ~run, true);
+        y = transform(ctx, y, FCG_FFT_C2R, run, r, real_len);
+    } else {
+        y = complex_runs(ctx, fc_cast(x, ct), mask, kind == 1 || to_real);
+        if (to_real) y = fc_real(y);
+    }
+    fc_fft_norm n2 = kind >= 4 ? fft_swap(norm) : norm;
+    bool inverse = kind == 1 || to_real;
+    for (int i = 0; i < nax; i++) {
+        /* the axis NumPy transforms first sees the input's dtype */
+        bool first = to_real ? (nax == 1 || i == 0) : i == nax - 1;
+        y = fft_scale(y, first ? t0 : ct, len[i], n2, inverse);
+    }
+    if (kind == 5) y = fc_conj(y);
+    /* a real output is result_type(a.real, 1.0) of the last transform's input: f16 stays f16
+     * (computed wider) where that input is the caller's */
+    if (to_real && nax == 1 && (t0 == FC_F16 || t0 == FC_BF16)) y = fc_cast(y, t0);
+    return y;
 }
 
 /* One of the 1-d members: kind 0 fft, 1 ifft, 2 rfft, 3 irfft, 4 hfft, 5 ihfft. */
@@ -178,35 +226,15 @@ static fc_array *fft_family(const char *name, int kind, fc_array *a, int64_t n, 
                           "specified", name, (long long)out_n);
     fc_scope *scope = fc_scope_open(ctx);
     if (!scope) return fcg_poison(ctx, FC_ERR_NOMEM, "%s: out of memory", name);
-    fc_array *r;
-    switch (kind) {
-    case 0: r = fft_1d(a, n, ax, norm, false, (fc_dtype)a->dtype); break;
-    case 1: r = fft_1d(a, n, ax, norm, true, (fc_dtype)a->dtype); break;
-    case 2: case 5: { /* rfft: the first n/2 + 1 outputs; ihfft: conj(rfft), norm swapped */
-        fc_array *f = fft_1d(a, n, ax, kind == 5 ? fft_swap(norm) : norm, false,
-                             (fc_dtype)a->dtype);
-        r = fcg_slice_axis(f, ax, 0, out_n / 2 + 1, 1);
-        if (kind == 5) r = fc_conj(r);
-        break;
-    }
-    default: { /* irfft, hfft (irfft of conj(a), norm swapped) */
-        fc_dtype ct = fcg_fft_dtype((fc_dtype)a->dtype);
-        fc_array *h = fft_resize(fc_cast(kind == 4 ? fc_conj(a) : a, ct), ax, out_n / 2 + 1);
-        int64_t back = (out_n - 1) / 2; /* a[back], ..., a[1], conjugated */
-        fc_array *full = h;
-        if (back > 0) {
-            fc_array *parts[2] = {h, fc_conj(fcg_slice_axis(h, ax, back, 0, -1))};
-            full = fc_concatenate(ctx, parts, 2, ax);
-        }
-        r = fc_real(fft_1d(full, 0, ax, kind == 4 ? fft_swap(norm) : norm, true,
-                           (fc_dtype)a->dtype));
-        /* NumPy's real output is result_type(a.real, 1.0): f16 stays f16 (computed wider) */
-        fc_dtype t = (fc_dtype)a->dtype;
-        if (t == FC_F16 || t == FC_BF16) r = fc_cast(r, t);
-        break;
-    }
-    }
+    fc_array *r = transform_axes(ctx, kind, a, 1, &ax, &out_n, norm);
     return fcg_scope_return(ctx, scope, r);
+}
+
+/* np.fft.fft / ifft along one axis, n = None, norm = "backward". */
+fc_array *fc_fft(fc_array *a, int axis) { return fft_family("fft", 0, a, 0, axis, FC_FFT_BACKWARD); }
+
+fc_array *fc_ifft(fc_array *a, int axis) {
+    return fft_family("ifft", 1, a, 0, axis, FC_FFT_BACKWARD);
 }
 
 fc_array *fc_fft_n(fc_array *a, int64_t n, int axis, fc_fft_norm norm) {
@@ -230,8 +258,7 @@ fc_array *fc_ihfft(fc_array *a, int64_t n, int axis, fc_fft_norm norm) {
 
 /* fftn and its kin: kind 0 fftn, 1 ifftn, 2 rfftn, 3 irfftn. NumPy's _cook_nd_args: axes
  * FC_ALL means the last len(s) axes (every axis when s is NULL); s NULL means the axes'
- * lengths (irfftn: 2 (m - 1) for the last). The complex transforms run from the last axis
- * to the first; rfftn does its real axis (the last) first, irfftn last. */
+ * lengths (irfftn: 2 (m - 1) for the last). */
 static fc_array *fftn_family(const char *name, int kind, fc_array *a, int ns, const int64_t *s,
                              fc_axes axes, fc_fft_norm norm) {
     fc_array *early;
@@ -240,6 +267,9 @@ static fc_array *fftn_family(const char *name, int kind, fc_array *a, int ns, co
     if (ns < 0 || ns > FC_MAX_DIMS || (ns > 0 && !s))
         return fcg_poison(ctx, ns > 0 && !s ? FC_ERR_NULL : FC_ERR_INVALID,
                           "%s: %d extents in s%s", name, ns, ns > 0 && !s ? ", s NULL" : "");
+    if ((unsigned)norm > FC_FFT_FORWARD)
+        return fcg_poison(ctx, FC_ERR_VALUE, "%s: invalid norm %d (backward, ortho or forward)",
+                          name, (int)norm);
     int ax[FC_MAX_DIMS], nax;
     if (axes.n < 0) {
         nax = ns ? ns : a->ndim;
@@ -259,20 +289,30 @@ static fc_array *fftn_family(const char *name, int kind, fc_array *a, int ns, co
             ax[i] = axes.axis[i] < 0 ? axes.axis[i] + a->ndim : axes.axis[i];
         }
     }
+    if (kind == 2 && fcg_is_complex((fc_dtype)a->dtype))
+        return fcg_poison(ctx, FC_ERR_DTYPE, "%s: the input must be real, not %s", name,
+                          fc_dtype_name((fc_dtype)a->dtype));
     if ((kind == 2 || kind == 3) && nax == 0)
         return fcg_poison(ctx, FC_ERR_VALUE, "%s: at least one axis is needed", name);
     int64_t len[FC_MAX_DIMS];
+    uint32_t seen = 0;
+    bool repeated = false;
     for (int i = 0; i < nax; i++) {
         len[i] = ns ? s[i] : a->shape[ax[i]];
         if (!ns && kind == 3 && i == nax - 1) len[i] = 2 * (a->shape[ax[i]] - 1);
         if (len[i] < 1)
             return fcg_poison(ctx, FC_ERR_VALUE, "%s: invalid number of FFT data points (%lld) "
                               "specified", name, (long long)len[i]);
+        repeated |= (seen >> ax[i] & 1) != 0;
+        seen |= 1u << ax[i];
     }
+    if (nax == 0) return fcg_ret(ctx, a); /* NumPy: no axis, no transform */
     fc_scope *scope = fc_scope_open(ctx);
     if (!scope) return fcg_poison(ctx, FC_ERR_NOMEM, "%s: out of memory", name);
     fc_array *r = a;
-    if (kind == 0 || kind == 1) {
+    if (!repeated) {
+        r = transform_axes(ctx, kind, a, nax, ax, len, norm);
+    } else if (kind == 0 || kind == 1) { /* NumPy's loop, one axis at a time */
         for (int i = nax - 1; i >= 0; i--) r = fft_family(name, kind, r, len[i], ax[i], norm);
     } else if (kind == 2) {
         r = fft_family(name, 2, r, len[nax - 1], ax[nax - 1], norm);

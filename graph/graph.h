@@ -334,7 +334,9 @@ extern const fcg_ternary_fn fcg_ternary_api[FCG_OP_COUNT];
  *   RESHAPE    nothing: the node's shape is the target
  *   PAD        a[d] = before, b[d] = after, mode (fc_pad_mode), re = constant value
  *   CONCAT     axis
- *   FFT, IFFT  axis (normalised: 0 <= axis < ndim); IFFT: re = the scale (fcg_ifft_scale)
+ *   FFT, IFFT  retired (ops.def): no builder makes them
+ *   FFTN       flag = the kind (fcg_fft_kind), axes = the transformed axes (adjacent, at most
+ *              three), axis = the last of them (the real axis of R2C and C2R)
  *   CUMSUM ..  axis (normalised)
  *   TAKE       axis of in[0] (normalised) that in[1]'s values index, mode (fc_take_mode); the
  *              result's shape is in[0]'s with that axis replaced by in[1]'s shape
@@ -669,11 +671,11 @@ fc_status fcg_ew_types(fc_ctx *ctx, fcg_op op, int nin, fc_array *const *in, fc_
  * Python integer operand (fix->use) and whether a comparison is settled (fix->settled). */
 void fcg_weak_ints(fcg_op op, int nin, fc_array *const *in, fc_dtype loop, fcg_weak_fix *fix);
 
-/* graph/fft.c: the complex dtype fc_fft computes an input of dtype t in (NumPy 2: c64 for
- * f16, bf16, f32 and c64, else c128), and the factor fc_ifft scales a length-n transform of
- * such an input by (1 / n as NumPy rounds it, in t's real dtype). */
-fc_dtype fcg_fft_dtype(fc_dtype t);
-double fcg_ifft_scale(fc_dtype t, int64_t n);
+/* An FFTN node's kind (p.flag): what cuFFT calls C2C forward and inverse, R2C and C2R. */
+typedef enum fcg_fft_kind {
+    FCG_FFT_C2C_FORWARD, FCG_FFT_C2C_INVERSE, FCG_FFT_R2C, FCG_FFT_C2R
+} fcg_fft_kind;
+#define FCG_FFTN_MAX_RANK 3 /* axes of one FFTN node: cuFFT's plans transform up to three */
 
 /* IEEE binary16 and bfloat16 <-> f32, round to nearest even, NaN kept. */
 float fcg_f16_to_f32(uint16_t h);

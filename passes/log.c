@@ -176,9 +176,13 @@ static void put_params(line *l, const fc_array *a) {
         if (p->mode == FC_PAD_CONSTANT) put(l, " value=%.17g", p->re);
         break;
     }
+    case FCG_OP_FFTN: {
+        static const char *const kinds[] = {"c2c", "c2c_inverse", "r2c", "c2r"};
+        put(l, " %s", kinds[p->flag < 4 ? p->flag : 0]);
+        put_axes(l, p->axes);
+        break;
+    }
     case FCG_OP_CONCAT:
-    case FCG_OP_FFT:
-    case FCG_OP_IFFT:
     case FCG_OP_SORT:
     case FCG_OP_ARGSORT: put(l, " axis=%d", (int)p->axis); break;
     case FCG_OP_LINALG_SOLVE:

@@ -869,7 +869,7 @@ static fc_status eval_node(evaluator *ev, size_t idx) {
             memcpy(str[1], y->strides, sizeof str[1]);
             return fch_matmul(ev->ctx, a, in, (const int64_t(*)[FC_MAX_DIMS])str, s->base);
         }
-        if (a->op == FCG_OP_FFT || a->op == FCG_OP_IFFT) {
+        if (a->op == FCG_OP_FFTN) {
             st = own_buffer(ev, idx);
             if (st != FC_OK) return st;
             const slot *x = input_slot(ev, a, 0);

@@ -98,12 +98,12 @@ fc_status fch_reduce(fc_ctx *ctx, const fc_array *a, const char *in, const int64
 /* np.matmul of node `a` over its two inputs (base pointers and byte strides). */
 fc_status fch_matmul(fc_ctx *ctx, const fc_array *a, const char *const *in,
                      const int64_t (*in_strides)[FC_MAX_DIMS], char *out);
-/* np.fft.fft / ifft of node `a` (FFT or IFFT) over its input (base pointer and byte strides),
- * into out (contiguous, a->dtype) (ref/host_fft.c). */
 /* An inclusive scan (cumsum, cumprod, cummax, cummin) of the input at in (strides in bytes)
  * into out, contiguous in a's dtype. */
 fc_status fch_scan(fc_ctx *ctx, const fc_array *a, const char *in, const int64_t *in_strides,
                    char *out);
+/* The transform of FFTN node `a` over its input (base pointer and byte strides),
+ * into out (contiguous, a->dtype) (ref/host_fft.c). */
 fc_status fch_fft(fc_ctx *ctx, const fc_array *a, const char *in, const int64_t *in_strides,
                   char *out);
 /* np.sort / np.argsort (SORT or ARGSORT) of the rows of the input's last axis (base pointer

@@ -1,9 +1,9 @@
 /*
  * ref/host_fft.c - the discrete Fourier transform of the host reference backend.
  *
- * np.fft.fft / np.fft.ifft (n = None, norm = "backward") along one axis: every line along the
- * axis is gathered into double-precision complex values, transformed, and written to the
- * output's dtype. A power-of-two length is an iterative radix-2 transform; any other length
+ * The FFTN node (graph/fft.c builds every np.fft function from it): every line along a
+ * transformed axis is gathered into double-precision complex values and transformed in
+ * place, and the result is rounded once to the output's dtype. A power-of-two length is an iterative radix-2 transform; any other length
  * goes through Bluestein's algorithm (a chirp turns it into a circular convolution of
  * power-of-two length), so every length costs O(n log n) and keeps the radix-2 accuracy:
  * errors of a few ulps of double times log2(n), relative to the line's norm. Twiddles and
@@ -13,7 +13,8 @@
  * Short lines of any other length (up to FFT_DIRECT_MAX) are a direct DFT in long double
  * instead: exact where the result is (fft of ones gives n and zeros, as NumPy's does).
  *
- * The inverse is conj(fft(conj(x))) times the node's scale, NumPy's 1 / n (graph/fft.c).
+ * The inverse is conj(fft(conj(x))), unscaled: NumPy's factor is a multiplication after the
+ * node (graph/fft.c).
  */
 #include "host.h"
 
@@ -215,59 +216,137 @@ static void to_complex(fch_wide k, cval *x, int64_t n) {
     }
 }
 
-fc_status fch_fft(fc_ctx *ctx, const fc_array *a, const char *in, const int64_t *in_strides,
-                  char *out) {
-    const fc_array *x = a->in[0];
-    bool inverse = a->op == FCG_OP_IFFT;
-    int axis = a->p.axis;
-    fc_dtype src = (fc_dtype)x->dtype, dst = (fc_dtype)a->dtype;
-    if (!fcg_is_complex(dst) || axis < 0 || axis >= a->ndim)
-        return fcg_error(ctx, FC_ERR_UNSUPPORTED, "%s: bad node (dtype %s, axis %d; fusec bug)",
-                         fcg_ops[a->op].pyname, fc_dtype_name(dst), axis);
-    if (fcg_node_numel(a) == 0) return FC_OK;
-    int64_t n = a->shape[axis];
+/* Every line of the dense complex array w (shape, ndim) along axis d, transformed in place
+ * (inverse: unscaled, conj(fft(conj(x)))). line: room for shape[d] values. */
+static fc_status transform_lines(fc_ctx *ctx, cval *w, int ndim, const int64_t *shape, int d,
+                                 bool inverse, cval *line) {
+    int64_t n = shape[d], inner = 1, outer = 1;
+    for (int k = 0; k < d; k++) outer *= shape[k];
+    for (int k = d + 1; k < ndim; k++) inner *= shape[k];
     fft_plan p;
     fc_status st = plan_init(&p, ctx, n);
     if (st != FC_OK) return st;
-    size_t line_bytes = (size_t)n * sizeof(cval);
-    cval *line = fcg_malloc(ctx, line_bytes);
-    if (!line) {
-        plan_free(&p);
-        return fcg_error(ctx, FC_ERR_NOMEM, "%s: out of memory", fcg_ops[a->op].pyname);
-    }
-    /* Output strides (contiguous row-major), in bytes. */
-    int64_t ostr[FC_MAX_DIMS];
-    fch_contig_strides(a->ndim, a->shape, fc_dtype_size(dst), ostr);
-    fch_wide wk = fch_wide_of(src);
-    double scale = a->p.re; /* IFFT: 1 / n as NumPy rounds it (graph/fft.c) */
-    int64_t idx[FC_MAX_DIMS] = {0};
-    for (;;) {
-        int64_t ioff = 0, ooff = 0;
-        for (int d = 0; d < a->ndim; d++) {
-            ioff += idx[d] * in_strides[d];
-            ooff += idx[d] * ostr[d];
-        }
-        fch_read_wide(src, in + ioff, in_strides[axis], (size_t)n, line);
-        to_complex(wk, line, n);
-        if (inverse)
-            for (int64_t i = 0; i < n; i++) line[i].c[1] = -line[i].c[1];
-        transform(&p, line);
-        if (inverse)
-            for (int64_t i = 0; i < n; i++) {
-                line[i].c[0] *= scale;
-                line[i].c[1] *= -scale;
+    double sign = inverse ? -1.0 : 1.0;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            cval *base = w + o * n * inner + i;
+            for (int64_t k = 0; k < n; k++) {
+                line[k].c[0] = base[k * inner].c[0];
+                line[k].c[1] = sign * base[k * inner].c[1];
             }
-        fch_write_wide(FCH_W_C128, line, (size_t)n, dst, out + ooff, ostr[axis]);
-        /* next line: every index but the axis's, row-major */
-        int d = a->ndim - 1;
-        for (; d >= 0; d--) {
-            if (d == axis) continue;
-            if (++idx[d] < a->shape[d]) break;
-            idx[d] = 0;
+            transform(&p, line);
+            for (int64_t k = 0; k < n; k++) {
+                base[k * inner].c[0] = line[k].c[0];
+                base[k * inner].c[1] = sign * line[k].c[1];
+            }
         }
-        if (d < 0) break;
-    }
-    fcg_free(ctx, line, line_bytes);
     plan_free(&p);
     return FC_OK;
+}
+
+/* The byte offset of the line through idx (its entry along d ignored) in an array of byte
+ * strides str; advances idx to the next line (row-major, d skipped); false after the last. */
+static int64_t line_offset(int ndim, const int64_t *idx, const int64_t *str) {
+    int64_t off = 0;
+    for (int k = 0; k < ndim; k++) off += idx[k] * str[k];
+    return off;
+}
+static bool next_line(int ndim, const int64_t *shape, int d, int64_t *idx) {
+    for (int k = ndim - 1; k >= 0; k--) {
+        if (k == d) continue;
+        if (++idx[k] < shape[k]) return true;
+        idx[k] = 0;
+    }
+    return false;
+}
+
+/* An FFTN node (graph/fft.c says what each kind computes), in double-precision complex
+ * scratch of the transformed shape: the input's lines along the real axis (R2C: transformed,
+ * n/2 + 1 kept) or along its last axis come in, the complex axes transform in place, and the
+ * lines go out (C2R: each line's Hermitian spectrum transformed, its real part kept). */
+fc_status fch_fft(fc_ctx *ctx, const fc_array *a, const char *in, const int64_t *in_strides,
+                  char *out) {
+    const fc_array *x = a->in[0];
+    fcg_fft_kind kind = (fcg_fft_kind)a->p.flag;
+    int r = a->p.axis, nd = a->ndim;
+    fc_dtype src = (fc_dtype)x->dtype, dst = (fc_dtype)a->dtype;
+    if (a->op != FCG_OP_FFTN || kind > FCG_FFT_C2R || r < 0 || r >= nd ||
+        !(a->p.axes >> r & 1) || (a->p.axes >> nd) != 0)
+        return fcg_error(ctx, FC_ERR_UNSUPPORTED, "%s: bad node (kind %d, axes %#x, axis %d; "
+                         "fusec bug)", fcg_ops[a->op].pyname, (int)kind, a->p.axes, r);
+    if (fcg_node_numel(a) == 0) return FC_OK;
+    /* the scratch's shape: complex of the output's, or C2R's input's */
+    const int64_t *ws = kind == FCG_FFT_C2R ? x->shape : a->shape;
+    int64_t total = fcg_numel(nd, ws), longest = a->shape[r] > x->shape[r] ? a->shape[r]
+                                                                          : x->shape[r];
+    for (int k = 0; k < nd; k++) longest = ws[k] > longest ? ws[k] : longest;
+    size_t w_bytes = (size_t)total * sizeof(cval), line_bytes = (size_t)longest * sizeof(cval);
+    cval *w = fcg_malloc(ctx, w_bytes), *line = fcg_malloc(ctx, line_bytes);
+    fc_status st = FC_OK;
+    if (!w || !line) {
+        st = fcg_error(ctx, FC_ERR_NOMEM, "%s: out of memory", fcg_ops[a->op].pyname);
+        goto done;
+    }
+    int64_t wstr[FC_MAX_DIMS], ostr[FC_MAX_DIMS], idx[FC_MAX_DIMS] = {0};
+    fch_contig_strides(nd, ws, sizeof(cval), wstr);
+    fch_contig_strides(nd, a->shape, fc_dtype_size(dst), ostr);
+    /* in: lines along r (R2C transforms each as it comes) or along the last axis */
+    int ld = kind == FCG_FFT_R2C ? r : nd - 1;
+    int64_t n_in = x->shape[ld];
+    fch_wide wk = fch_wide_of(src);
+    fft_plan p;
+    if (kind == FCG_FFT_R2C && (st = plan_init(&p, ctx, n_in)) != FC_OK) goto done;
+    do {
+        fch_read_wide(src, in + line_offset(nd, idx, in_strides), in_strides[ld], (size_t)n_in,
+                      line);
+        to_complex(wk, line, n_in);
+        if (kind == FCG_FFT_R2C) transform(&p, line);
+        cval *dstw = (cval *)((char *)w + line_offset(nd, idx, wstr));
+        int64_t step = wstr[ld] / (int64_t)sizeof(cval);
+        for (int64_t k = 0; k < ws[ld]; k++) dstw[k * step] = line[k];
+    } while (next_line(nd, x->shape, ld, idx));
+    if (kind == FCG_FFT_R2C) plan_free(&p);
+    /* the complex axes */
+    bool inverse = kind == FCG_FFT_C2C_INVERSE || kind == FCG_FFT_C2R;
+    for (int d = 0; d < nd && st == FC_OK; d++)
+        if ((a->p.axes >> d & 1) && (d != r || kind == FCG_FFT_C2C_FORWARD ||
+                                     kind == FCG_FFT_C2C_INVERSE))
+            st = transform_lines(ctx, w, nd, ws, d, inverse, line);
+    if (st != FC_OK) goto done;
+    memset(idx, 0, sizeof idx);
+    if (kind != FCG_FFT_C2R) {
+        do {
+            const cval *srcw = (const cval *)((char *)w + line_offset(nd, idx, wstr));
+            int64_t step = wstr[nd - 1] / (int64_t)sizeof(cval);
+            for (int64_t k = 0; k < ws[nd - 1]; k++) line[k] = srcw[k * step];
+            fch_write_wide(FCH_W_C128, line, (size_t)ws[nd - 1], dst,
+                           out + line_offset(nd, idx, ostr), ostr[nd - 1]);
+        } while (next_line(nd, ws, nd - 1, idx));
+        goto done;
+    }
+    /* C2R along r: a[0..m) and the mirror conj(a[n - k]) for k > m - 1; the imaginary parts
+     * of a[0] and, for an even n, a[n/2] count for nothing (their share of a real line) */
+    int64_t n = a->shape[r], m = x->shape[r];
+    if ((st = plan_init(&p, ctx, n)) != FC_OK) goto done;
+    do {
+        const cval *srcw = (const cval *)((char *)w + line_offset(nd, idx, wstr));
+        int64_t step = wstr[r] / (int64_t)sizeof(cval);
+        for (int64_t k = 0; k < n; k++) {
+            int64_t j = k < m ? k : n - k;
+            cval v = srcw[j * step]; /* j < m: n - k <= n - m < m for k >= m */
+            if (k == 0 || 2 * k == n) v.c[1] = 0.0;
+            else if (k >= m) v.c[1] = -v.c[1];
+            /* inverse, unscaled: conj(fft(conj(line))) */
+            line[k].c[0] = v.c[0];
+            line[k].c[1] = -v.c[1];
+        }
+        transform(&p, line); /* the real part, .f: conj changes none of it */
+        fch_write_wide(FCH_W_F64, line, (size_t)n, dst, out + line_offset(nd, idx, ostr),
+                       ostr[r]);
+    } while (next_line(nd, x->shape, r, idx));
+    plan_free(&p);
+done:
+    if (w) fcg_free(ctx, w, w_bytes);
+    if (line) fcg_free(ctx, line, line_bytes);
+    return st;
 }

@@ -122,8 +122,8 @@ def gen_table():
         error(op, "c64", (4, 3), -3, "FC_ERR_AXIS")
         error(op, "f64", (), 0, "FC_ERR_AXIS")
         error(op, "f64", (), -1, "FC_ERR_AXIS")
-        error(op, "c128", (3, 0), 1, "FC_ERR_SHAPE")
-        error(op, "f32", (0,), 0, "FC_ERR_SHAPE")
+        error(op, "c128", (3, 0), 1, "FC_ERR_VALUE")
+        error(op, "f32", (0,), 0, "FC_ERR_VALUE")
     gr.write_table("fft_numpy.txt", lines, "tests/gen_fft.py")
 
 

@@ -532,13 +532,18 @@ Test(fft, fc_programs_parse_and_print) {
     fc_program_destroy(prog);
     cr_expect_eq(fc_array_dtype(outs[0]), FC_C64);
     cr_expect_eq(fc_array_dtype(outs[1]), FC_C128);
-    cr_expect_eq(outs[0]->op, FCG_OP_IFFT);
-    cr_expect_eq(outs[0]->p.axis, 0);
-    cr_expect_eq(outs[1]->op, FCG_OP_FFT);
-    cr_expect_eq(outs[1]->p.axis, 0);
+    /* ifft: the unscaled inverse transform, then NumPy's 1/n */
+    cr_expect_eq(outs[0]->op, FCG_OP_MUL);
+    const fc_array *inv = outs[0]->in[0];
+    cr_expect_eq(inv->op, FCG_OP_FFTN);
+    cr_expect_eq(inv->p.flag, FCG_FFT_C2C_INVERSE);
+    cr_expect_eq(inv->p.axes, 1u);
+    cr_expect_eq(outs[1]->op, FCG_OP_FFTN);
+    cr_expect_eq(outs[1]->p.flag, FCG_FFT_C2C_FORWARD);
+    cr_expect_eq(outs[1]->p.axes, 1u);
     char *printed = NULL;
     cr_assert_eq(fc_program_print(ctx, outs, 2, NULL, &printed), FC_OK, "%s", fc_errmsg(ctx));
-    cr_expect(strstr(printed, "ifft(") && strstr(printed, "fft(") && strstr(printed, "axis=1"),
+    cr_expect(strstr(printed, "ifftn(") && strstr(printed, " fftn(") && strstr(printed, "axes=[1]"),
               "printed:\n%s", printed);
     fc_program *again = NULL;
     cr_assert_eq(fc_program_parse(ctx, printed, strlen(printed), "printed.fc", &again), FC_OK,

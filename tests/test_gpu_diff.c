@@ -466,7 +466,7 @@ static fc_array *magnitude(fc_array *x) {
 static double *sum_bound(fc_ctx *hc, const rp_node *p, fc_array *const *ins, size_t count) {
     bool red = p->op == FCG_OP_SUM || p->op == FCG_OP_MEAN || p->op == FCG_OP_VAR ||
                p->op == FCG_OP_STD;
-    bool mm = p->op == FCG_OP_MATMUL, fft = p->op == FCG_OP_FFT || p->op == FCG_OP_IFFT;
+    bool mm = p->op == FCG_OP_MATMUL, fft = p->op == FCG_OP_FFTN;
     bool scan = p->op == FCG_OP_CUMSUM;
     if (!(red || mm || fft || scan) || !fcg_is_inexact(p->dtype) || count == 0) return NULL;
     fc_dtype lt = fcg_is_inexact(p->loop) ? p->loop : p->dtype;
@@ -494,13 +494,19 @@ static double *sum_bound(fc_ctx *hc, const rp_node *p, fc_array *const *ins, siz
     } else if (mm) {
         n = xs.ndim ? (double)xs.dim[xs.ndim - 1] : 1;
         m = fc_matmul(magnitude(x), magnitude(ins[1]));
-    } else {
-        n = (double)xs.dim[p->p.axis];
+    } else { /* over every transformed axis; C2R's line counts its mirror image too */
+        fc_axes ax;
+        memset(&ax, 0, sizeof ax);
+        for (int d = 0; d < xs.ndim; d++)
+            if (p->p.axes & (1u << d)) {
+                ax.axis[ax.n++] = d;
+                n *= (double)(p->shape[d] > xs.dim[d] ? p->shape[d] : xs.dim[d]);
+            }
         fc_shape s;
         s.ndim = p->ndim;
         memcpy(s.dim, p->shape, sizeof s.dim);
-        m = fc_broadcast_to(fc_sum(magnitude(x), FC_AXES(p->p.axis), true), s);
-        per = (n + 2) * (p->op == FCG_OP_IFFT ? p->p.re : 1);
+        m = fc_broadcast_to(fc_sum(magnitude(x), ax, true), s);
+        per = (n + 2) * (p->p.flag == FCG_FFT_C2R ? 2 : 1);
     }
     double *b = malloc(count * sizeof *b);
     if (!b || fc_array_size(m) != (int64_t)count || fc_eval(hc, &m, 1) != FC_OK ||
@@ -848,7 +854,7 @@ static int replay(fc_ctx *oc, uint64_t seed, unsigned char *const *first, const 
     for (int i = 0; i < n; i++) {
         rp_node *p = &nodes[i];
         if (p->weak) continue;
-        if ((p->op == FCG_OP_FFT || p->op == FCG_OP_IFFT) && prog_tol->rtol > 0 && p->nin == 1 &&
+        if (p->op == FCG_OP_FFTN && prog_tol->rtol > 0 && p->nin == 1 &&
             p->in[0] >= 0) {
             const rp_node *q = &nodes[p->in[0]];
             if (q->gv && has_nonfinite(q->gv, q->dtype, fcg_numel(q->ndim, q->shape))) {
