@@ -128,6 +128,9 @@ typedef struct lib_copy {
     int n;
     fc_array *nodes;  /* the copies: leaves first, then the kernel's nodes */
     fc_array **ptrs;  /* k.leaves, k.nodes and k.outs point into this */
+    fc_array **ins;   /* the inputs of copies with more than fit inline (a sparse product's
+                         four) */
+    int nins;
 } lib_copy;
 
 typedef struct step {
@@ -1096,6 +1099,7 @@ static void entry_free(fc_ctx *ctx, plan_entry *e) {
         fcg_free(ctx, sp->copy.nodes, (size_t)sp->copy.n * sizeof *sp->copy.nodes);
         fcg_free(ctx, sp->copy.ptrs,
                  (size_t)(sp->copy.n + sp->copy.k.nout) * sizeof *sp->copy.ptrs);
+        fcg_free(ctx, sp->copy.ins, (size_t)sp->copy.nins * sizeof *sp->copy.ins);
     }
     fcg_free(ctx, e->steps, (size_t)e->nstep * sizeof *e->steps);
     fcg_free(ctx, e->leaf_pos, (size_t)e->nleaf * sizeof *e->leaf_pos);
@@ -1308,17 +1312,17 @@ static int copy_index(const fc_array *const *from, int n, const fc_array *a) {
 }
 
 /* The copy of library kernel k (see lib_copy). A kernel the copy cannot describe (more nodes
- * than a call reads, a node with more inputs than fit inline, an input from outside the
- * kernel) gets none (copy.n == 0), and its entry is not cached. */
+ * than a call reads, an input from outside the kernel) gets none (copy.n == 0), and its
+ * entry is not cached. */
 static fc_status lib_copy_make(fc_ctx *ctx, const fcp_kernel *k, lib_copy *c) {
     memset(c, 0, sizeof *c);
     enum { MAX_COPY = 16 };
     const fc_array *from[MAX_COPY];
-    int n = k->nleaf + k->nnode;
+    int n = k->nleaf + k->nnode, nins = 0;
     if (n > MAX_COPY) return FC_OK;
     for (int i = 0; i < n; i++) {
         from[i] = i < k->nleaf ? k->leaves[i] : k->nodes[i - k->nleaf];
-        if (i >= k->nleaf && from[i]->nin > 3) return FC_OK;
+        if (i >= k->nleaf && from[i]->nin > 3) nins += from[i]->nin;
         for (int j = 0; i >= k->nleaf && j < from[i]->nin; j++)
             if (copy_index(from, n, from[i]->in[j]) < 0) return FC_OK;
     }
@@ -1326,13 +1330,17 @@ static fc_status lib_copy_make(fc_ctx *ctx, const fcp_kernel *k, lib_copy *c) {
         if (copy_index(from, n, k->outs[o]) < 0) return FC_OK;
     c->nodes = fcg_calloc(ctx, (size_t)n * sizeof *c->nodes);
     c->ptrs = fcg_calloc(ctx, (size_t)(n + k->nout) * sizeof *c->ptrs);
-    if (!c->nodes || !c->ptrs) {
+    c->ins = nins ? fcg_calloc(ctx, (size_t)nins * sizeof *c->ins) : NULL;
+    if (!c->nodes || !c->ptrs || (nins && !c->ins)) {
         fcg_free(ctx, c->nodes, (size_t)n * sizeof *c->nodes);
         fcg_free(ctx, c->ptrs, (size_t)(n + k->nout) * sizeof *c->ptrs);
+        fcg_free(ctx, c->ins, (size_t)nins * sizeof *c->ins);
         memset(c, 0, sizeof *c);
         return fcg_error(ctx, FC_ERR_NOMEM, "eval: out of memory");
     }
     c->n = n;
+    c->nins = nins;
+    int used = 0;
     for (int i = 0; i < n; i++) {
         fc_array *d = &c->nodes[i];
         *d = *from[i];
@@ -1340,6 +1348,10 @@ static fc_status lib_copy_make(fc_ctx *ctx, const fcp_kernel *k, lib_copy *c) {
         d->errmsg = NULL, d->cons_next = NULL, d->all_prev = d->all_next = NULL;
         d->in = d->in_inline;
         if (i < k->nleaf) d->nin = 0; /* a leaf is read, never looked through */
+        if (d->nin > 3) {
+            d->in = c->ins + used;
+            used += d->nin;
+        }
         for (int j = 0; j < d->nin; j++) d->in[j] = &c->nodes[copy_index(from, n, from[i]->in[j])];
         c->ptrs[i] = d;
     }

@@ -25,6 +25,14 @@
  * plan (run_fft says how the layout maps). Plans are cached per context by layout and type
  * (a complex plan serves both directions). They are unscaled: NumPy's norm factor is an
  * elementwise multiplication that fuses into the kernel after the call.
+ *
+ * A sparse matrix times a dense operand (CSR_MATMUL) is one call of cuSPARSE's generic API:
+ * SpMV for a vector, SpMM for a row-major matrix (B and C as they lie, ld = their width),
+ * the CSR descriptor made over the node's buffers as they are (int32 or int64 indices, one
+ * type for both arrays, zero base), alpha 1 and beta 0 in the value type, which is also the
+ * compute type. The constructors (graph/sparse.c) have checked the indices; cuSPARSE trusts
+ * them. Descriptors are made and destroyed per call (they are host structs), the workspace
+ * comes from the pool.
  */
 #include "graph.h"
 
@@ -33,6 +41,7 @@
 #include <cublas_v2.h>
 #include <cufft.h>
 #include <cusolverDn.h>
+#include <cusparse.h>
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdio.h>
@@ -94,6 +103,23 @@ typedef struct solver_api {
     __typeof__(cusolverDnZungqr) *Zungqr;
 } solver_api;
 
+typedef struct sparse_api {
+    __typeof__(cusparseCreate) *Create;
+    __typeof__(cusparseDestroy) *Destroy;
+    __typeof__(cusparseSetStream) *SetStream;
+    __typeof__(cusparseGetErrorName) *GetErrorName;
+    __typeof__(cusparseCreateCsr) *CreateCsr;
+    __typeof__(cusparseDestroySpMat) *DestroySpMat;
+    __typeof__(cusparseCreateDnVec) *CreateDnVec;
+    __typeof__(cusparseDestroyDnVec) *DestroyDnVec;
+    __typeof__(cusparseCreateDnMat) *CreateDnMat;
+    __typeof__(cusparseDestroyDnMat) *DestroyDnMat;
+    __typeof__(cusparseSpMV_bufferSize) *SpMV_bufferSize;
+    __typeof__(cusparseSpMV) *SpMV;
+    __typeof__(cusparseSpMM_bufferSize) *SpMM_bufferSize;
+    __typeof__(cusparseSpMM) *SpMM;
+} sparse_api;
+
 typedef struct fft_api {
     __typeof__(cufftCreate) *Create;
     __typeof__(cufftDestroy) *Destroy;
@@ -116,7 +142,8 @@ typedef struct library {
 static blas_api blas;
 static fft_api fft;
 static solver_api solver;
-static library blas_lib, fft_lib, solver_lib;
+static sparse_api sparse;
+static library blas_lib, fft_lib, solver_lib, sparse_lib;
 
 /* A symbol to resolve: where its pointer goes, and its name ('?' first: optional). */
 typedef struct sym_entry {
@@ -243,6 +270,29 @@ static bool load_solver(void) {
                         (int)(sizeof syms / sizeof *syms));
 }
 
+/* cuSPARSE's generic API (libcusparse.so.12 ships with CUDA 12 and 13). */
+static bool load_sparse(void) {
+    static const char *const names[] = {"libcusparse.so.12", "libcusparse.so.11"};
+    const sym_entry syms[] = {
+        SYM(sparse, Create, "cusparseCreate"),
+        SYM(sparse, Destroy, "cusparseDestroy"),
+        SYM(sparse, SetStream, "cusparseSetStream"),
+        SYM(sparse, GetErrorName, "cusparseGetErrorName"),
+        SYM(sparse, CreateCsr, "cusparseCreateCsr"),
+        SYM(sparse, DestroySpMat, "cusparseDestroySpMat"),
+        SYM(sparse, CreateDnVec, "cusparseCreateDnVec"),
+        SYM(sparse, DestroyDnVec, "cusparseDestroyDnVec"),
+        SYM(sparse, CreateDnMat, "cusparseCreateDnMat"),
+        SYM(sparse, DestroyDnMat, "cusparseDestroyDnMat"),
+        SYM(sparse, SpMV_bufferSize, "cusparseSpMV_bufferSize"),
+        SYM(sparse, SpMV, "cusparseSpMV"),
+        SYM(sparse, SpMM_bufferSize, "cusparseSpMM_bufferSize"),
+        SYM(sparse, SpMM, "cusparseSpMM"),
+    };
+    return load_library(&sparse_lib, "cuSPARSE", names, 2, syms,
+                        (int)(sizeof syms / sizeof *syms));
+}
+
 /* ---- errors ----------------------------------------------------------------------------- */
 
 static const char *blas_status_name(cublasStatus_t r) {
@@ -287,18 +337,24 @@ static const char *fft_status_name(cufftResult r) {
     }
 }
 
+/* A library call that failed, named with its status and place: out of memory or a backend
+ * error. */
+static fc_status lib_failed(fc_ctx *ctx, bool nomem, const char *status, const char *call,
+                            const char *file, int line) {
+    return fcg_error(ctx, nomem ? FC_ERR_NOMEM : FC_ERR_BACKEND, "%s failed: %s at %s:%d", call,
+                     status, file, line);
+}
+
 static fc_status blas_check(fc_ctx *ctx, cublasStatus_t r, const char *call, const char *file,
                             int line) {
     if (r == CUBLAS_STATUS_SUCCESS) return FC_OK;
-    return fcg_error(ctx, r == CUBLAS_STATUS_ALLOC_FAILED ? FC_ERR_NOMEM : FC_ERR_BACKEND,
-                     "%s failed: %s at %s:%d", call, blas_status_name(r), file, line);
+    return lib_failed(ctx, r == CUBLAS_STATUS_ALLOC_FAILED, blas_status_name(r), call, file, line);
 }
 
 static fc_status fft_check(fc_ctx *ctx, cufftResult r, const char *call, const char *file,
                            int line) {
     if (r == CUFFT_SUCCESS) return FC_OK;
-    return fcg_error(ctx, r == CUFFT_ALLOC_FAILED ? FC_ERR_NOMEM : FC_ERR_BACKEND,
-                     "%s failed: %s at %s:%d", call, fft_status_name(r), file, line);
+    return lib_failed(ctx, r == CUFFT_ALLOC_FAILED, fft_status_name(r), call, file, line);
 }
 
 static const char *solver_status_name(cusolverStatus_t r) {
@@ -320,8 +376,21 @@ static const char *solver_status_name(cusolverStatus_t r) {
 static fc_status solver_check(fc_ctx *ctx, cusolverStatus_t r, const char *call,
                               const char *file, int line) {
     if (r == CUSOLVER_STATUS_SUCCESS) return FC_OK;
-    return fcg_error(ctx, r == CUSOLVER_STATUS_ALLOC_FAILED ? FC_ERR_NOMEM : FC_ERR_BACKEND,
-                     "%s failed: %s at %s:%d", call, solver_status_name(r), file, line);
+    return lib_failed(ctx, r == CUSOLVER_STATUS_ALLOC_FAILED, solver_status_name(r), call, file,
+                      line);
+}
+
+/* cuSPARSE names its statuses itself (cusparseGetErrorName, in every version loaded). */
+static const char *sparse_status_name(cusparseStatus_t r) {
+    const char *s = sparse.GetErrorName(r);
+    return s ? s : "CUSPARSE_STATUS_UNKNOWN";
+}
+
+static fc_status sparse_check(fc_ctx *ctx, cusparseStatus_t r, const char *call,
+                              const char *file, int line) {
+    if (r == CUSPARSE_STATUS_SUCCESS) return FC_OK;
+    return lib_failed(ctx, r == CUSPARSE_STATUS_ALLOC_FAILED, sparse_status_name(r), call, file,
+                      line);
 }
 
 /* BLAS(ctx, GemmEx, (args...)): calls cublasGemmEx and names it, with file:line, on failure. */
@@ -329,6 +398,8 @@ static fc_status solver_check(fc_ctx *ctx, cusolverStatus_t r, const char *call,
 #define FFT(ctx, fn, args) fft_check((ctx), fft.fn args, "cufft" #fn, __FILE__, __LINE__)
 #define SOLVER(ctx, fn, args)                                                                    \
     solver_check((ctx), solver.fn args, "cusolverDn" #fn, __FILE__, __LINE__)
+#define SPARSE(ctx, fn, args)                                                                    \
+    sparse_check((ctx), sparse.fn args, "cusparse" #fn, __FILE__, __LINE__)
 
 /* ---- the per-context state -------------------------------------------------------------- */
 
@@ -359,6 +430,7 @@ typedef struct lib_state {
     void *sort; /* the sort kernels' modules (backend/cuda_sort.c) */
     cusolverDnHandle_t solver; /* created on the first cuSOLVER call, with its params */
     cusolverDnParams_t params;
+    cusparseHandle_t sparse; /* created on the first cuSPARSE call */
 } lib_state;
 
 static fc_status get_state(fc_ctx *ctx, void **state, lib_state **out) {
@@ -395,6 +467,7 @@ void fcr_lib_release(fc_ctx *ctx, void *state) {
     if (s->blas) blas.Destroy(s->blas);
     if (s->params) solver.DestroyParams(s->params);
     if (s->solver) solver.Destroy(s->solver);
+    if (s->sparse) sparse.Destroy(s->sparse);
     fcr_sort_release(ctx, s->sort);
     fcg_free(ctx, s, sizeof *s);
 }
@@ -1227,18 +1300,93 @@ static fc_status run_linalg(fc_ctx *ctx, lib_state *s, CUstream stream, const fc
     return st;
 }
 
+/* ---- sparse products -------------------------------------------------------------------- */
+
+/* The context's cuSPARSE handle, on `stream`. */
+static fc_status sparse_handle(fc_ctx *ctx, lib_state *s, CUstream stream) {
+    if (!load_sparse()) return fcg_error(ctx, FC_ERR_BACKEND, "%s", sparse_lib.error);
+    fc_status st;
+    if (!s->sparse) {
+        cusparseHandle_t h;
+        if ((st = SPARSE(ctx, Create, (&h))) != FC_OK) return st;
+        s->sparse = h;
+    }
+    return SPARSE(ctx, SetStream, (s->sparse, stream));
+}
+
+/* scipy.sparse's csr_matrix @ x (CSR_MATMUL: in[0] indptr, in[1] indices, in[2] data, in[3]
+ * x; see the file's comment). A matrix with no stored values gives zeros without a call. */
+static fc_status run_csr_matmul(fc_ctx *ctx, lib_state *s, CUstream stream, const fc_array *a,
+                                const CUdeviceptr *in, CUdeviceptr out) {
+    const fc_array *ptr = a->in[0], *idx = a->in[1], *data = a->in[2], *x = a->in[3];
+    fc_dtype t = (fc_dtype)a->dtype;
+    cudaDataType dt;
+    gemm_types g; /* one and zero of the value type */
+    if (data->dtype != t || x->dtype != t || idx->dtype != ptr->dtype ||
+        (idx->dtype != FC_I32 && idx->dtype != FC_I64) || !solver_types(t, &dt) ||
+        !gemm_types_of(t, &g))
+        return FC_ERR_UNSUPPORTED;
+    cusparseIndexType_t itype = idx->dtype == FC_I32 ? CUSPARSE_INDEX_32I : CUSPARSE_INDEX_64I;
+    bool vector = x->ndim == 1;
+    int64_t m = ptr->shape[0] - 1, nnz = idx->shape[0], n = x->shape[0];
+    int64_t k = vector ? 1 : x->shape[1];
+    size_t es = fc_dtype_size(t);
+    if (nnz == 0) return fcr_lib_zero(ctx, out, (size_t)(m * k) * es / 4, stream);
+    fc_status st = sparse_handle(ctx, s, stream);
+    if (st != FC_OK) return st;
+    cusparseSpMatDescr_t ma = NULL;
+    cusparseDnVecDescr_t vx = NULL, vy = NULL;
+    cusparseDnMatDescr_t mb = NULL, mc = NULL;
+    CUdeviceptr work = 0;
+    size_t work_bytes = 0;
+    const cusparseOperation_t op = CUSPARSE_OPERATION_NON_TRANSPOSE;
+    st = SPARSE(ctx, CreateCsr, (&ma, m, n, nnz, dptr(in[0]), dptr(in[1]), dptr(in[2]), itype,
+                                 itype, CUSPARSE_INDEX_BASE_ZERO, dt));
+    if (st == FC_OK && vector) {
+        st = SPARSE(ctx, CreateDnVec, (&vx, n, dptr(in[3]), dt));
+        if (st == FC_OK) st = SPARSE(ctx, CreateDnVec, (&vy, m, dptr(out), dt));
+        if (st == FC_OK)
+            st = SPARSE(ctx, SpMV_bufferSize, (s->sparse, op, &g.one, ma, vx, &g.zero, vy, dt,
+                                               CUSPARSE_SPMV_ALG_DEFAULT, &work_bytes));
+    } else if (st == FC_OK) {
+        st = SPARSE(ctx, CreateDnMat, (&mb, n, k, k, dptr(in[3]), dt, CUSPARSE_ORDER_ROW));
+        if (st == FC_OK) st = SPARSE(ctx, CreateDnMat, (&mc, m, k, k, dptr(out), dt, CUSPARSE_ORDER_ROW));
+        if (st == FC_OK)
+            st = SPARSE(ctx, SpMM_bufferSize, (s->sparse, op, op, &g.one, ma, mb, &g.zero, mc, dt,
+                                               CUSPARSE_SPMM_ALG_DEFAULT, &work_bytes));
+    }
+    if (st == FC_OK) {
+        work_bytes = work_bytes ? work_bytes : 16;
+        st = fcr_lib_alloc(ctx, work_bytes, stream, &work);
+        if (st != FC_OK) work_bytes = 0;
+    }
+    if (st == FC_OK && vector)
+        st = SPARSE(ctx, SpMV, (s->sparse, op, &g.one, ma, vx, &g.zero, vy, dt,
+                                CUSPARSE_SPMV_ALG_DEFAULT, dptr(work)));
+    else if (st == FC_OK)
+        st = SPARSE(ctx, SpMM, (s->sparse, op, op, &g.one, ma, mb, &g.zero, mc, dt,
+                                CUSPARSE_SPMM_ALG_DEFAULT, dptr(work)));
+    if (work_bytes) fcr_lib_free(ctx, work, work_bytes, stream); /* stream-ordered */
+    if (mc) sparse.DestroyDnMat(mc);
+    if (mb) sparse.DestroyDnMat(mb);
+    if (vy) sparse.DestroyDnVec(vy);
+    if (vx) sparse.DestroyDnVec(vx);
+    if (ma) sparse.DestroySpMat(ma);
+    return st;
+}
+
 /* ---- the entry point -------------------------------------------------------------------- */
 
 fc_status fcr_lib_run(fc_ctx *ctx, void **state, CUstream stream, const fcp_kernel *k,
                       const CUdeviceptr *in, CUdeviceptr out) {
-    if (k->kind != FCP_KERNEL_LIB || k->nout != 1 || k->outs[0]->nin > 2)
+    if (k->kind != FCP_KERNEL_LIB || k->nout != 1 || k->outs[0]->nin > 4)
         return fcg_error(ctx, FC_ERR_BACKEND, "library call: not a library kernel (fusec bug)");
     const fc_array *a = k->outs[0];
     /* Leaves are the distinct buffers in order of first use: matmul(x, x) has one. A matmul
      * operand that transposes a matrix (fcg_matrix_transpose_of) and was not stored is read
      * from its source's buffer with the transpose flag (fusion stored the source). */
-    CUdeviceptr args[2] = {0, 0};
-    bool trans[2] = {false, false};
+    CUdeviceptr args[4] = {0, 0, 0, 0};
+    bool trans[4] = {false, false, false, false};
     for (int j = 0; j < a->nin; j++) {
         int l = 0;
         while (l < k->nleaf && k->leaves[l] != a->in[j]) l++;
@@ -1254,8 +1402,8 @@ fc_status fcr_lib_run(fc_ctx *ctx, void **state, CUstream stream, const fcp_kern
         args[j] = in[l];
     }
     bool linalg = fcg_op_is_linalg(a->op);
-    if (a->op != FCG_OP_MATMUL && a->op != FCG_OP_FFTN &&
-        a->op != FCG_OP_SORT && a->op != FCG_OP_ARGSORT && !linalg)
+    if (a->op != FCG_OP_MATMUL && a->op != FCG_OP_FFTN && a->op != FCG_OP_SORT &&
+        a->op != FCG_OP_ARGSORT && a->op != FCG_OP_CSR_MATMUL && !linalg)
         return FC_ERR_UNSUPPORTED;
     if (fcg_node_numel(a) == 0) return FC_OK; /* nothing to write */
     lib_state *s = NULL;
@@ -1265,5 +1413,6 @@ fc_status fcr_lib_run(fc_ctx *ctx, void **state, CUstream stream, const fcp_kern
         return fcr_sort_run(ctx, &s->sort, stream, a, args[0], out);
     if (a->op == FCG_OP_MATMUL) return run_matmul(ctx, s, stream, a, args, trans, out);
     if (linalg) return run_linalg(ctx, s, stream, a, args, out);
+    if (a->op == FCG_OP_CSR_MATMUL) return run_csr_matmul(ctx, s, stream, a, args, out);
     return run_fft(ctx, s, stream, a, args[0], out);
 }

@@ -155,7 +155,7 @@ typedef enum fcf_fkind {
     FK_EXPAND, FK_SQUEEZE, FK_FLIP, FK_PAD, FK_CONCAT, FK_STACK, FK_MATMUL, FK_FILL, FK_FULL,
     FK_LIKE, FK_FULL_LIKE, FK_ARANGE, FK_LINSPACE, FK_EYE, FK_RANDOM, FK_COMPLEX, FK_FFT,
     FK_RAVEL, FK_COMPOSITE, FK_SCAN, FK_TAKE, FK_SCATTER, FK_FFTN, FK_FFTFREQ, FK_FFTSHIFT,
-    FK_SORT, FK_UNIQUE, FK_PERMUTE, FK_CONTRACT, FK_LINALG,
+    FK_SORT, FK_UNIQUE, FK_PERMUTE, FK_CONTRACT, FK_LINALG, FK_SPARSE,
     FK_EW_KERNEL, FK_RED_KERNEL /* user kernel declarations: a binding's whole right side */
 } fcf_fkind;
 
@@ -273,6 +273,9 @@ static const fcf_func fcf_funcs[] = {
     {"eigh", FK_LINALG, LA_EIGH, 2, 1, {"a", "UPLO"}},
     {"eigh_packed", FK_LINALG, LA_EIGH_PACKED, 2, 1, {"a", "UPLO"}},
     {"eigvalsh", FK_LINALG, LA_EIGVALSH, 2, 1, {"a", "UPLO"}},
+    /* sparse.csr_matmul(indptr, indices, data, x): the CSR product node itself, as the
+     * printer writes it (graph/sparse.c's fcg_csr_matmul: the arrays used as they are) */
+    {"csr_matmul", FK_SPARSE, 0, 4, 4, {"indptr", "indices", "data", "x"}},
     {"take", FK_TAKE, 0, 3, 2, {"a", "indices", "axis", "mode"}},
     {"take_along_axis", FK_TAKE, 1, 3, 2, {"arr", "indices", "axis"}},
     {"searchsorted", FK_TAKE, 2, 3, 2, {"a", "v", "side"}},
@@ -1452,11 +1455,11 @@ static fcf_expr *parse_member(fcf_parser *p, fcf_expr *base) {
 }
 
 /* NumPy's module prefixes: fft.rfft(x), random.normal(...), linalg.norm(x) name the function
- * after the dot. Each admits the functions of its module only (np.fft's, np.random's draws,
+ * after the dot (and sparse.csr_matmul, the printer's form of a sparse product). Each admits the functions of its module only (np.fft's, np.random's draws,
  * linalg's norm, matmul, tensordot, matrix_power and graph/linalg.c's functions); the word
  * is a prefix only where no variable of that name hides it. linalg's own functions (solve,
  * inv, ...) are written with the prefix only, as NumPy has no np.solve. */
-static const char *const fcf_modules[] = {"fft", "random", "linalg"};
+static const char *const fcf_modules[] = {"fft", "random", "linalg", "sparse"};
 
 static int module_of(const fcf_token *t) {
     for (int i = 0; i < (int)FCF_COUNT(fcf_modules); i++)
@@ -1471,6 +1474,7 @@ static bool module_admits(int module, const fcf_func *f) {
         return f->kind == FK_FFT || f->kind == FK_FFTN || f->kind == FK_FFTFREQ ||
                f->kind == FK_FFTSHIFT;
     case 1: return f->kind == FK_RANDOM || f->kind == FK_PERMUTE;
+    case 3: return f->kind == FK_SPARSE;
     default:
         return f->kind == FK_NORM || f->kind == FK_MATMUL || f->kind == FK_LINALG ||
                (f->kind == FK_CONTRACT && (f->op == CT_TENSORDOT || f->op == CT_MATRIX_POWER));
@@ -1529,9 +1533,10 @@ static fcf_expr *parse_name(fcf_parser *p) {
         if (nm && nm->kind == N_VAR && p->prog->vars[nm->index].kernel != VK_VALUE)
             return parse_kernel_call(p, t, nm->index);
         const fcf_func *lf = func_lookup(t->text, t->len, &ew_op);
-        if (lf && lf->kind == FK_LINALG) {
-            perr_at(p, t->line, t->col, "'%.*s' is a function of linalg: write linalg.%.*s(...)",
-                    (int)t->len, t->text, (int)t->len, t->text);
+        if (lf && (lf->kind == FK_LINALG || lf->kind == FK_SPARSE)) {
+            const char *mod = lf->kind == FK_LINALG ? "linalg" : "sparse";
+            perr_at(p, t->line, t->col, "'%.*s' is a function of %s: write %s.%.*s(...)",
+                    (int)t->len, t->text, mod, mod, (int)t->len, t->text);
             return NULL;
         }
         if (nm && nm->kind == N_VAR && !func_lookup(t->text, t->len, &ew_op) && ew_op < 0) {
@@ -3150,6 +3155,12 @@ static fc_status eval_call(fcf_builder *b, const fcf_expr *e, fcf_value *out) {
     case FK_COMPOSITE: return eval_composite(b, e, v, out);
     case FK_CONTRACT: return eval_contract(b, e, v, out);
     case FK_LINALG: return eval_linalg(b, e, v, out);
+    case FK_SPARSE: {
+        fc_array *a[4];
+        for (int i = 0; i < 4; i++)
+            if ((st = eval_array_arg(b, e, i, &a[i])) != FC_OK) return st;
+        return bcheck(b, e, fcg_csr_matmul(a[0], a[1], a[2], a[3]), out);
+    }
     case FK_EW_KERNEL:
     case FK_RED_KERNEL: return eval_kernel_decl(b, e, v, out);
     case FK_CAST: {

@@ -327,6 +327,16 @@ static int64_t arange_count(double start, double stop, double step) {
     return c > 0 ? (int64_t)c : 0;
 }
 
+/* prefix name(in[0], ..., in[nin - 1]): a call of every input in order. */
+static void put_call(fcq_printer *pr, const char *prefix, const char *name, const fc_array *a) {
+    buf_printf(&pr->out, "%s%s(", prefix, name);
+    for (int i = 0; i < a->nin; i++) {
+        if (i) buf_puts(&pr->out, ", ");
+        put_operand(pr, a->in[i], false);
+    }
+    buf_puts(&pr->out, ")");
+}
+
 static fc_status put_rhs(fcq_printer *pr, const fc_array *a) {
     fcq_buf *b = &pr->out;
     const fcg_op_info *info = &fcg_ops[a->op];
@@ -446,6 +456,9 @@ static fc_status put_rhs(fcq_printer *pr, const fc_array *a) {
         put_operand(pr, a->in[0], false);
         buf_printf(b, ", UPLO=\"%s\")", a->p.flag & 1 ? "U" : "L");
         return FC_OK;
+    case FCG_OP_CSR_MATMUL: /* sparse.csr_matmul(indptr, indices, data, x) makes the node */
+        put_call(pr, "sparse.", info->pyname, a);
+        return FC_OK;
     case FCG_OP_RESHAPE:
     case FCG_OP_BROADCAST:
         buf_printf(b, "%s(", info->pyname);
@@ -527,12 +540,7 @@ static fc_status put_rhs(fcq_printer *pr, const fc_array *a) {
             put_operand(pr, a->in[0], true);
             return FC_OK;
         }
-        buf_printf(b, "%s(", info->pyname);
-        for (int i = 0; i < a->nin; i++) {
-            if (i) buf_puts(b, ", ");
-            put_operand(pr, a->in[i], false);
-        }
-        buf_puts(b, ")");
+        put_call(pr, "", info->pyname, a);
         return FC_OK;
     }
     if (a->op == FCG_OP_SEARCHSORTED) {

@@ -100,6 +100,9 @@ static bool small_enough(fc_ctx *ctx, fc_array *const *outs, int n) {
         if (a->op == FCG_OP_MATMUL && a->nin == 2 && a->in[0]->ndim > 0)
             cost = e * (uint64_t)a->in[0]->shape[a->in[0]->ndim - 1];
         if (a->op == FCG_OP_FFTN) cost = e * 160; /* Bluestein, direct */
+        if (a->op == FCG_OP_CSR_MATMUL) /* its checks, then each stored value times x's row */
+            cost = e + elements(a->in[0]) +
+                   elements(a->in[1]) * (uint64_t)(a->ndim == 2 ? a->shape[1] + 1 : 2);
         if (fcg_op_is_linalg(a->op) && a->in[0]->ndim >= 2) {
             /* a factorisation and its solves: n^3 + n^2 k per matrix of the stack (qr's
              * m n min(m, n) + Q's m^2 k is within its input's m n times its width); the

@@ -544,6 +544,12 @@ static inline bool fcg_op_is_linalg(int op) {
            op == FCG_OP_LINALG_CHOLESKY || op == FCG_OP_LINALG_QR || op == FCG_OP_LINALG_EIGH ||
            op == FCG_OP_LINALG_EIGVALSH;
 }
+/* The CSR_MATMUL node (ops.def) of the CSR matrix (indptr [m + 1], indices [nnz], data
+ * [nnz]) times x ([n] or [n, k], data's dtype), its arrays used as they are: dtypes and shapes
+ * are checked (poisons naming csr_matmul), index values are not (fc_sparse_csr and
+ * fc_sparse_coo check them; the host reference checks them again). fc_sparse_matmul and the
+ * .fc printer's sparse.csr_matmul build it (graph/sparse.c). */
+fc_array *fcg_csr_matmul(fc_array *indptr, fc_array *indices, fc_array *data, fc_array *x);
 /* "[4096, 1024]" into buf (at least 200 bytes); returns buf. */
 char *fcg_shape_str(char *buf, int ndim, const int64_t *shape);
 

@@ -204,6 +204,7 @@ const fcg_unary_fn fcg_unary_api[FCG_OP_COUNT] = {
 #define T_LIB_N(nin) T_LIB##nin
 #define T_LIB1 SKIP
 #define T_LIB2 ENTRY
+#define T_LIB4 SKIP /* csr_matmul: graph/sparse.c's */
 const fcg_binary_fn fcg_binary_api[FCG_OP_COUNT] = {
 #include "ops.def"
 };

@@ -1564,6 +1564,120 @@ FC_API fc_array *fc_fabs(fc_array *a);
 FC_API fc_array *fc_float_power(fc_array *a, fc_array *b);
 
 /* ---------------------------------------------------------------------------------------- */
+/* Sparse matrices, as scipy.sparse's csr_matrix and coo_matrix                             */
+/* ---------------------------------------------------------------------------------------- */
+
+/* A sparse matrix is a value made of ordinary arrays, as in SciPy: CSR holds data (the nnz
+ * stored values), indices (their column indices) and indptr (m + 1 row pointers: row i's
+ * values are data[indptr[i]:indptr[i + 1]]); COO holds data, row and col (each of nnz). It is
+ * 2-d; its values are f32, f64, c64 or c128 and its indices int32 or int64 (one dtype for
+ * all of them). Since its parts are fc_arrays, a sparse matrix is lazy like any array: the
+ * conversions below are composites of existing ops (argsort, take, searchsorted, cumsum,
+ * scatter_add, compaction), so they fuse and run on the GPU with no kernel of their own;
+ * only the product with a dense operand is a library call (cuSPARSE's SpMV / SpMM on the GPU).
+ *
+ * Ownership is the arrays': a function returning an fc_sparse returns new references to each
+ * of its non-NULL arrays, owned by the innermost open scope, else by the caller, who drops
+ * them with fc_sparse_release (or keeps them past a scope with fc_sparse_keep). The struct is
+ * passed by value and its fields are read-only: read them (data, indices, ...) to evaluate
+ * or download the parts as arrays.
+ *
+ * Errors are values, as arrays' are: a function that fails, or that is given a poisoned
+ * matrix, returns a poisoned matrix (its data the poisoned array, the other fields NULL),
+ * whose message names the function, the shapes and the dtypes; fc_sparse_status tells.
+ * Shapes and dtypes are checked when a matrix is built (FC_ERR_SHAPE, FC_ERR_DTYPE); index
+ * values are checked when it is evaluated, as fusec's gathers check theirs: an index out of
+ * range, a negative one, or row pointers that do not start at 0, fall, or end elsewhere than
+ * nnz fail the evaluation of anything computed from the matrix with FC_ERR_VALUE.
+ *
+ * The number of stored values is known without evaluating (the length of data), except where
+ * it depends on values: from_dense (the non-zeros), COO to CSR (duplicates merge) and
+ * addition (entries that cancel are dropped, as SciPy's) evaluate what decides it, as
+ * fc_flatnonzero does (a synchronising evaluation; a program input without data fails). */
+
+typedef enum fc_sparse_format {
+    FC_SPARSE_CSR = 0, /**< compressed sparse rows: data, indices, indptr */
+    FC_SPARSE_COO = 1  /**< coordinates: data, row, col */
+} fc_sparse_format;
+
+typedef struct fc_sparse {
+    fc_sparse_format format;
+    int64_t shape[2]; /**< m, n */
+    fc_array *data;    /**< [nnz] values */
+    fc_array *indices; /**< CSR: [nnz] column indices (NULL for COO) */
+    fc_array *indptr;  /**< CSR: [m + 1] row pointers (NULL for COO) */
+    fc_array *row;     /**< COO: [nnz] row indices (NULL for CSR) */
+    fc_array *col;     /**< COO: [nnz] column indices (NULL for CSR) */
+} fc_sparse;
+
+/** scipy.sparse.csr_matrix((data, indices, indptr), shape=(m, n)): the arrays as they are (1-d;
+ *  data of a value dtype; indices and indptr int32 or int64, converted to int64 when they
+ *  differ), with indptr of length m + 1 and indices of data's length (else FC_ERR_SHAPE). The
+ *  values are checked at evaluation (above). Duplicate and unsorted column indices are
+ *  allowed, as in SciPy (tocsr of a COO matrix and fc_sparse_add give the canonical form).
+ *  The arrays are borrowed: the result holds its own references. */
+FC_API fc_sparse fc_sparse_csr(fc_array *data, fc_array *indices, fc_array *indptr, int64_t m,
+                               int64_t n);
+/** scipy.sparse.coo_matrix((data, (row, col)), shape=(m, n)): 1-d arrays of one length
+ *  (duplicates allowed: they add up wherever the matrix is used). */
+FC_API fc_sparse fc_sparse_coo(fc_array *data, fc_array *row, fc_array *col, int64_t m,
+                               int64_t n);
+/** csr_matrix(dense) / coo_matrix(dense) of a 2-d array of a value dtype: its non-zero
+ *  elements (NaN counts) in row-major order, explicit zeros dropped, as SciPy. Indices are
+ *  int32 when m, n and nnz fit in it, else int64 (SciPy's rule). Evaluates the truth values
+ *  of dense (see above). */
+FC_API fc_sparse fc_sparse_from_dense(fc_array *dense, fc_sparse_format format);
+/** A.tocsr(): a CSR matrix is itself (new references); a COO matrix becomes canonical CSR,
+ *  as SciPy's: sorted by row, then column, duplicates summed (in their stored order on the
+ *  host backend; on the GPU in an unspecified order, as fc_scatter_add's), explicit zeros and
+ *  sums that are zero kept. Evaluates which entries are distinct (see above). */
+FC_API fc_sparse fc_sparse_tocsr(fc_sparse a);
+/** A.tocoo(): a CSR matrix's entries as COO, in stored order, duplicates kept (no
+ *  evaluation); a COO matrix is itself. */
+FC_API fc_sparse fc_sparse_tocoo(fc_sparse a);
+/** A.toarray() (and todense()): the dense m x n array of a's dtype, duplicates summed. */
+FC_API fc_array *fc_sparse_todense(fc_sparse a);
+/** A.T: the n x m transpose, in a's format. COO swaps row and col; CSR is the CSR of the
+ *  transpose (a stable sort of the column indices: sorted indices when a's are, duplicates
+ *  kept). No evaluation. */
+FC_API fc_sparse fc_sparse_transpose(fc_sparse a);
+/** scalar * A: every stored value times a 0-d array (a Python scalar such as fc_f64(ctx, 2)
+ *  is weak, as in NumPy), in the promoted dtype; the structure is kept (SciPy keeps explicit
+ *  zeros). FC_ERR_SHAPE for a scalar that is not 0-d, FC_ERR_DTYPE for a result dtype that
+ *  is not a value dtype. */
+FC_API fc_sparse fc_sparse_multiply(fc_sparse a, fc_array *scalar);
+/** A + B of equal shapes (else FC_ERR_SHAPE), in either format: canonical CSR (sorted,
+ *  duplicates summed) of the promoted dtype without the entries whose sum is zero, as
+ *  SciPy's csr + csr. Indices: int64 when either operand's are. */
+FC_API fc_sparse fc_sparse_add(fc_sparse a, fc_sparse b);
+/** A @ x: x dense, [n] (a vector: the result is [m]) or [n, k] (the result [m, k]), in the
+ *  promoted dtype of A and x (integers and bool promote as NumPy's, so always f32, f64, c64
+ *  or c128). FC_ERR_SHAPE when x has another rank or its first extent is not A's n
+ *  ("dimension mismatch"). One cuSPARSE SpMV (vector) or SpMM (matrix, row-major) on the
+ *  GPU; a COO matrix is first sorted into CSR (duplicates kept, no evaluation). Accumulates
+ *  in the result dtype on the GPU, in double on the host. */
+FC_API fc_array *fc_sparse_matmul(fc_sparse a, fc_array *x);
+
+/** FC_OK, or the error of a's first poisoned array (FC_ERR_NULL for a matrix with no data). */
+FC_API fc_status fc_sparse_status(fc_sparse a);
+/** The message of a's poison ("" when healthy). */
+FC_API const char *fc_sparse_errmsg(fc_sparse a);
+/** The number of stored values (duplicates and explicit zeros included), or -1 if poisoned. */
+FC_API int64_t fc_sparse_nnz(fc_sparse a);
+/** (m, n); FC_SHAPE() if poisoned. */
+FC_API fc_shape fc_sparse_shape(fc_sparse a);
+/** The dtype of the values (FC_DTYPE_COUNT if poisoned). */
+FC_API fc_dtype fc_sparse_dtype(fc_sparse a);
+/** The dtype of the indices, int32 or int64 (FC_DTYPE_COUNT if poisoned). */
+FC_API fc_dtype fc_sparse_index_dtype(fc_sparse a);
+/** Evaluates every array of a together (fc_eval). */
+FC_API fc_status fc_sparse_eval(fc_sparse a);
+/** New references to a's arrays that no scope owns (fc_keep of each). */
+FC_API fc_sparse fc_sparse_keep(fc_sparse a);
+/** Drops the caller's references to a's arrays (fc_release of each non-NULL one). */
+FC_API void fc_sparse_release(fc_sparse a);
+
+/* ---------------------------------------------------------------------------------------- */
 /* Graph identity                                                                           */
 /* ---------------------------------------------------------------------------------------- */
 

@@ -881,16 +881,18 @@ static fc_status eval_node(evaluator *ev, size_t idx) {
             const slot *x = input_slot(ev, a, 0);
             return fch_sort(ev->ctx, a, x->base, x->strides, s->base);
         }
-        if (fcg_op_is_linalg(a->op)) {
+        if (fcg_op_is_linalg(a->op) || a->op == FCG_OP_CSR_MATMUL) {
             st = own_buffer(ev, idx);
             if (st != FC_OK) return st;
-            const char *in[2] = {NULL, NULL};
-            int64_t str[2][FC_MAX_DIMS];
-            for (int j = 0; j < a->nin; j++) {
+            const char *in[4] = {NULL, NULL, NULL, NULL};
+            int64_t str[4][FC_MAX_DIMS];
+            for (int j = 0; j < a->nin && j < 4; j++) {
                 const slot *x = input_slot(ev, a, j);
                 in[j] = x->base;
                 memcpy(str[j], x->strides, sizeof str[j]);
             }
+            if (a->op == FCG_OP_CSR_MATMUL)
+                return fch_csr_matmul(ev->ctx, a, in, (const int64_t(*)[FC_MAX_DIMS])str, s->base);
             return fch_linalg(ev->ctx, a, in, (const int64_t(*)[FC_MAX_DIMS])str, s->base);
         }
         break;

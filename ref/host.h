@@ -117,4 +117,11 @@ fc_status fch_sort(fc_ctx *ctx, const fc_array *a, const char *in, const int64_t
 fc_status fch_linalg(fc_ctx *ctx, const fc_array *a, const char *const *in,
                      const int64_t (*in_strides)[FC_MAX_DIMS], char *out);
 
+/* A CSR matrix times a dense vector or matrix (CSR_MATMUL, ops.def) over in[0..3] (indptr,
+ * indices, data, x: base pointers and byte strides), into out (contiguous, a->dtype), summed
+ * in double (complex double) and rounded once; indptr and indices that break their rules are
+ * FC_ERR_VALUE (ref/host_sparse.c). */
+fc_status fch_csr_matmul(fc_ctx *ctx, const fc_array *a, const char *const *in,
+                         const int64_t (*in_strides)[FC_MAX_DIMS], char *out);
+
 #endif /* FUSEC_HOST_H */

@@ -1024,6 +1024,34 @@ static fc_array *rd_fft(rd *r) {
     }
 }
 
+/* A sparse product (graph/sparse.c): a random COO matrix (duplicates likely, empty rows,
+ * int32 or int64 indices, perhaps no values) times a pool array made a vector or a matrix of
+ * a value dtype, through fc_sparse_matmul (a COO matrix is sorted into CSR first) or after
+ * the lazy conversions (transpose twice, to COO and back). Nothing is evaluated to build it. */
+static fc_array *rd_sparse(rd *r) {
+    fc_array *x = rd_pick(r);
+    int nd = fc_array_ndim(x);
+    fc_dtype t = fc_array_dtype(x);
+    if (fc_array_is_weak(x)) return NULL;
+    t = t == FC_C64 || t == FC_C128 || t == FC_F32 || t == FC_F64 ? t
+        : t == FC_F16 || t == FC_BF16 ? FC_F32 : FC_F64;
+    if (nd != 1 && nd != 2) x = fc_reshape(x, FC_SHAPE(fc_array_size(x)));
+    x = fc_cast(x, t);
+    int64_t n = fc_array_shape(x).dim[0], m = 1 + rd_below(r, 5);
+    int64_t nnz = n ? rd_below(r, 9) : 0;
+    fc_dtype it = rd_chance(r, 50) ? FC_I32 : FC_I64;
+    fc_rng g = fc_rng_init(rd_next(r));
+    fc_array *row = nnz ? fc_rng_integers(r->ctx, &g, 0, m, it, FC_SHAPE(nnz))
+                        : fc_zeros(r->ctx, it, FC_SHAPE(0));
+    fc_array *col = nnz ? fc_rng_integers(r->ctx, &g, 0, n, it, FC_SHAPE(nnz))
+                        : fc_zeros(r->ctx, it, FC_SHAPE(0));
+    fc_sparse a = fc_sparse_coo(fc_rng_standard_normal(r->ctx, &g, t, FC_SHAPE(nnz)), row, col,
+                                m, n);
+    if (rd_chance(r, 50))
+        a = fc_sparse_transpose(fc_sparse_tocoo(fc_sparse_transpose(a)));
+    return fc_sparse_matmul(a, x);
+}
+
 /* Dense linear algebra (graph/linalg.c) where the result is well defined on any input: a
  * pool array x with a last axis of n (1 to 5) gives the bounded values y = x / (1 + |x|) (in
  * the dtype np.linalg computes x in), and M = y y^T + (2n + 1) I (outer products over the
@@ -1120,6 +1148,7 @@ static fc_array *rd_step(rd *r) {
     if (c < 99) {
         if (!o->matmul) return NULL;
         int k = rd_below(r, 2); /* linalg has 9 functions to draw from */
+        if (k == 0 && rd_chance(r, 15)) return rd_sparse(r);
         return k == 0 ? (rd_chance(r, 50) ? rd_matmul(r) : rd_contract(r)) : rd_linalg(r);
     }
     return o->fft ? rd_fft(r) : o->matmul ? rd_matmul(r) : NULL;

@@ -38,7 +38,8 @@
  *     diagonals, broadcasting letters, sums and transposed layouts; dot, tensordot, outer,
  *     kron) and the dense linear algebra (graph/linalg.c: solve, inv, det, slogdet,
  *     cholesky) of diagonally dominant matrices made from a pool array (well conditioned and
- *     positive definite, so both backends agree and none fails);
+ *     positive definite, so both backends agree and none fails), and sparse products
+ *     (graph/sparse.c: a random COO matrix, int32 or int64 indices, times a pool array);
  *   - sorts (graph/sort.c, graph/sort_ops.c): sort, argsort, partition and argpartition along
  *     an axis or of the flattened array, unique, and the generator's permutation, shuffle and
  *     choice (library calls too; under gpu_safe, below, only where every backend breaks ties

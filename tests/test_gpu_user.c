@@ -36,13 +36,7 @@ static void teardown(void) { tu_gpu_pair_close(&hc, &gc); }
 
 TestSuite(gpu_user, .init = setup, .fini = teardown);
 
-#define SKIP_WITHOUT_GPU(name)                                                                   \
-    do {                                                                                         \
-        if (!gc) {                                                                               \
-            fprintf(stderr, "gpu_user: SKIPPED 1 test (no CUDA device): %s\n", name);            \
-            cr_skip_test("no CUDA device");                                                      \
-        }                                                                                        \
-    } while (0)
+#define SKIP_WITHOUT_GPU(name) TU_SKIP_WITHOUT_GPU(gc, "gpu_user", name)
 
 /* ---- data and comparison ---------------------------------------------------------------- */
 

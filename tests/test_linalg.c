@@ -430,13 +430,7 @@ static void gpu_teardown(void) { tu_gpu_pair_close(&hc, &gc); }
 
 TestSuite(gpu_linalg, .init = gpu_setup, .fini = gpu_teardown);
 
-#define SKIP_WITHOUT_GPU(name)                                                                   \
-    do {                                                                                         \
-        if (!gc) {                                                                               \
-            fprintf(stderr, "gpu_linalg: SKIPPED 1 test (no CUDA device): %s\n", name);          \
-            cr_skip_test("no CUDA device: the GPU linalg test is skipped");                      \
-        }                                                                                        \
-    } while (0)
+#define SKIP_WITHOUT_GPU(name) TU_SKIP_WITHOUT_GPU(gc, "gpu_linalg", name)
 
 typedef fc_array *(*build_fn)(fc_array *a, fc_array *b);
 

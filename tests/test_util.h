@@ -59,6 +59,16 @@ static inline void tu_gpu_pair_open(fc_ctx **host, fc_ctx **gpu) {
     cr_assert_eq(fc_ctx_create(gpu, &o), FC_OK, "the CUDA context");
 }
 
+/* Skips a GPU test where the pair has no GPU, visibly: a line on stderr names the suite and
+ * the test, so a run without a GPU says how many it skipped. */
+#define TU_SKIP_WITHOUT_GPU(gpu, suite, name)                                                   \
+    do {                                                                                         \
+        if (!(gpu)) {                                                                            \
+            fprintf(stderr, "%s: SKIPPED 1 test (no CUDA device): %s\n", suite, name);          \
+            cr_skip_test("no CUDA device: the %s test is skipped", suite);                      \
+        }                                                                                        \
+    } while (0)
+
 static inline void tu_gpu_pair_close(fc_ctx **host, fc_ctx **gpu) {
     if (*gpu) fc_ctx_destroy(*gpu);
     if (*host) fc_ctx_destroy(*host);
