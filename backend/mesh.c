@@ -834,9 +834,10 @@ static fc_status decide(lower *lw, const fc_array *g, int *lay, int *req, bool *
         req[0] = req[1] = req[2] = LAY_REPL;
         return FC_OK;
     }
-    /* a compaction (its places depend on every element before) and dense linear algebra
-     * (each matrix whole): every shard computes it all from whole inputs */
-    if (g->op == FCG_OP_COMPRESS || fcg_op_is_linalg(g->op)) {
+    /* a compaction (its places depend on every element before), dense linear algebra
+     * (each matrix whole) and a stencil (each output reads a window, across any split):
+     * every shard computes it all from whole inputs */
+    if (g->op == FCG_OP_COMPRESS || fcg_op_is_linalg(g->op) || g->op == FCG_OP_STENCIL2D) {
         *lay = LAY_REPL;
         for (int j = 0; j < g->nin; j++) req[j] = LAY_REPL;
         return FC_OK;

@@ -100,6 +100,10 @@ static bool small_enough(fc_ctx *ctx, fc_array *const *outs, int n) {
         if (a->op == FCG_OP_MATMUL && a->nin == 2 && a->in[0]->ndim > 0)
             cost = e * (uint64_t)a->in[0]->shape[a->in[0]->ndim - 1];
         if (a->op == FCG_OP_FFT || a->op == FCG_OP_IFFT) cost = e * 160; /* Bluestein, direct */
+        if (a->op == FCG_OP_STENCIL2D) { /* a multiply-add per weight per output */
+            uint64_t k = elements(a->in[1]);
+            cost = k && e > UINT64_MAX / 4 / k ? UINT64_MAX / 4 : e * k + elements(a->in[0]);
+        }
         if (fcg_op_is_linalg(a->op) && a->in[0]->ndim >= 2) {
             /* a factorisation and its solves: n^3 + n^2 k per matrix of the stack (qr's
              * m n min(m, n) + Q's m^2 k is within its input's m n times its width); the
