@@ -3,7 +3,7 @@
 
 Runs each bench/fc/wNN_*.fc program (W1-W13), issue 11's bench/fc/i11_*.fc (a scan, random
 draws, a gather by random indices and a scatter into random bins, the indices written to the
-temporary directory as .npy) and the size sweep of W1 and W6 (bench/fc/sweep/*_n.fc with --set n=...) through the
+temporary directory as .npy), issue 12's bench/fc/i12_*.fc (convolve2d, stencil and FFT) and the size sweep of W1 and W6 (bench/fc/sweep/*_n.fc with --set n=...) through the
 fusec CLI, one process each, and collects their JSON objects into one file. A run that fails or
 times out gives an entry with "error" (its exit code and the tail of its stderr); the others go
 on.
@@ -57,6 +57,9 @@ WORKLOADS = [
     # sorts; floor: the keys read once and the result written once
     ("I11_sort", "i11_sort.fc", []),
     ("I11_argsort", "i11_argsort.fc", []),
+    # issue 12: convolution; floor: x and k read once, the result written once
+    ("I12_convolve2d_3x3", "i12_convolve2d_3x3.fc", []),
+    ("I12_convolve2d_31x31", "i12_convolve2d_31x31.fc", []),
 ]
 
 
