@@ -1,6 +1,7 @@
 /*
  * backend/cuda_lib.c - library kernels on the CUDA backend: matmul through cuBLAS, the FFTs
- * through cuFFT, sorts through fusec's own radix sort kernels (backend/cuda_sort.c).
+ * through cuFFT, sorts through fusec's own radix sort kernels (backend/cuda_sort.c), the
+ * direct convolution through fusec's stencil kernel (backend/cuda_stencil.c).
  *
  * Neither library is linked: libcublas and libcufft are loaded with dlopen on first use (like
  * libcuda), so a binary starts where they are missing and a program that uses neither never
@@ -428,6 +429,7 @@ typedef struct lib_state {
     int nplans;
     uint64_t tick;
     void *sort; /* the sort kernels' modules (backend/cuda_sort.c) */
+    void *stencil; /* the stencil kernels' modules (backend/cuda_stencil.c) */
     cusolverDnHandle_t solver; /* created on the first cuSOLVER call, with its params */
     cusolverDnParams_t params;
     cusparseHandle_t sparse; /* created on the first cuSPARSE call */
@@ -469,6 +471,7 @@ void fcr_lib_release(fc_ctx *ctx, void *state) {
     if (s->solver) solver.Destroy(s->solver);
     if (s->sparse) sparse.Destroy(s->sparse);
     fcr_sort_release(ctx, s->sort);
+    fcr_stencil_release(ctx, s->stencil);
     fcg_free(ctx, s, sizeof *s);
 }
 
@@ -1403,12 +1406,15 @@ fc_status fcr_lib_run(fc_ctx *ctx, void **state, CUstream stream, const fcp_kern
     }
     bool linalg = fcg_op_is_linalg(a->op);
     if (a->op != FCG_OP_MATMUL && a->op != FCG_OP_FFTN && a->op != FCG_OP_SORT &&
-        a->op != FCG_OP_ARGSORT && a->op != FCG_OP_CSR_MATMUL && !linalg)
+        a->op != FCG_OP_ARGSORT && a->op != FCG_OP_CSR_MATMUL && a->op != FCG_OP_STENCIL2D &&
+        !linalg)
         return FC_ERR_UNSUPPORTED;
     if (fcg_node_numel(a) == 0) return FC_OK; /* nothing to write */
     lib_state *s = NULL;
     fc_status st = get_state(ctx, state, &s);
     if (st != FC_OK) return st;
+    if (a->op == FCG_OP_STENCIL2D)
+        return fcr_stencil_run(ctx, &s->stencil, stream, a, args[0], args[1], out);
     if (a->op == FCG_OP_SORT || a->op == FCG_OP_ARGSORT)
         return fcr_sort_run(ctx, &s->sort, stream, a, args[0], out);
     if (a->op == FCG_OP_MATMUL) return run_matmul(ctx, s, stream, a, args, trans, out);

@@ -30,6 +30,14 @@ fc_status fcr_sort_run(fc_ctx *ctx, void **modules, CUstream stream, const fc_ar
                        CUdeviceptr in, CUdeviceptr out);
 void fcr_sort_release(fc_ctx *ctx, void *modules);
 
+/* The STENCIL2D node `a` of the dense input at x and weights at w into `out`, through the
+ * stencil kernel generated for it (backend/cuda_stencil.c); *modules is the context's table
+ * of loaded stencil modules (fcr_stencil_release frees it). FC_ERR_UNSUPPORTED for an empty
+ * kernel (the host's zeros are uploaded). */
+fc_status fcr_stencil_run(fc_ctx *ctx, void **modules, CUstream stream, const fc_array *a,
+                          CUdeviceptr x, CUdeviceptr w, CUdeviceptr out);
+void fcr_stencil_release(fc_ctx *ctx, void *modules);
+
 /* What the CUDA backend (backend/cuda.c) lends the library kernels: stream-ordered device
  * memory counted in the context's statistics and limit, modules and launches through its
  * driver table, and the device's arch and multiprocessor count. */

@@ -833,9 +833,10 @@ static fc_status decide(lower *lw, const fc_array *g, int *lay, int *req, bool *
         return FC_OK;
     }
     /* a compaction (its places depend on every element before), dense linear algebra (each
-     * matrix whole) and a sparse product (any row may name any column): every shard computes
-     * it all from whole inputs */
-    if (g->op == FCG_OP_COMPRESS || fcg_op_is_linalg(g->op) || g->op == FCG_OP_CSR_MATMUL) {
+     * matrix whole), a sparse product (any row may name any column) and a stencil (each output
+     * reads a window, across any split): every shard computes it all from whole inputs */
+    if (g->op == FCG_OP_COMPRESS || fcg_op_is_linalg(g->op) || g->op == FCG_OP_CSR_MATMUL ||
+        g->op == FCG_OP_STENCIL2D) {
         *lay = LAY_REPL;
         for (int j = 0; j < g->nin; j++) req[j] = LAY_REPL;
         return FC_OK;

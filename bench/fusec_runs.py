@@ -4,9 +4,10 @@
 Runs each bench/fc/wNN_*.fc program (W1-W13), issue 11's bench/fc/i11_*.fc (a scan, random
 draws, a gather by random indices and a scatter into random bins, the indices written to the
 temporary directory as .npy), issue 12's library calls bench/fc/i12_*.fc (solve and
-cholesky of well-conditioned matrices written as .npy; svd from bench/fc-next until it parses)
-and the size sweep of W1 and W6 (bench/fc/sweep/*_n.fc with --set n=...) through the fusec CLI, one process each, and collects their JSON objects into one file. A run that fails or
-times out gives an entry with "error" (its exit code and the tail of its stderr); the others go
+cholesky of well-conditioned matrices written as .npy; svd from bench/fc-next until it parses;
+convolve2d, stencil and FFT) and the size sweep of W1 and W6 (bench/fc/sweep/*_n.fc with
+--set n=...) through the fusec CLI, one process each, and collects their JSON objects into one
+file. A run that fails or times out gives an entry with "error" (its exit code and the tail of its stderr); the others go
 on.
 
     python3 bench/fusec_runs.py --fusec PATH/fusec --json fusec.json [--runs 15] ...
@@ -71,6 +72,9 @@ WORKLOADS = [
     ("I12_rfft", "i12_rfft.fc", []),
     ("I12_fft2", "i12_fft2.fc", []),
     ("I12_matmul_bias_relu", "i12_matmul_bias_relu.fc", []),
+    # issue 12: convolution; floor: x and k read once, the result written once
+    ("I12_convolve2d_3x3", "i12_convolve2d_3x3.fc", []),
+    ("I12_convolve2d_31x31", "i12_convolve2d_31x31.fc", []),
 ]
 
 # Nominal floating-point operations of the compute-bound rows (the conventional LAPACK / BLAS

@@ -952,6 +952,35 @@ def make_i12_spmv(scale):
             {"cupy": cupy_fn, "torch": torch_fn}, 8 * nnz + 4 * (n + 1) + 8 * n)
 
 
+def make_i12_convolve2d(kside):
+    def make(scale):
+        side = max(64, 4096 // int(math.sqrt(scale)))
+        x, k = rand((side, side)), rand((kside, kside))
+
+        def cupy_fn():
+            from cupyx.scipy import signal
+
+            return lambda: signal.convolve2d(x, k, mode="same",
+                                             boundary="symm" if kside == 3 else "fill")
+
+        def torch_fn():
+            # conv2d correlates: the kernel flipped; 'same' of an odd kernel pads k // 2 a side,
+            # with the edge repeated for symm (a symmetric pad of 1 is 'replicate')
+            tx, tk = to_torch(x), to_torch(k)
+            w = torch.flip(tk, (0, 1))[None, None]
+            p = kside // 2
+            if kside == 3:
+                return lambda: F.conv2d(F.pad(tx[None, None], (p, p, p, p), mode="replicate"),
+                                        w)[0, 0]
+            return lambda: F.conv2d(tx[None, None], w, padding=p)[0, 0]
+
+        # floor: x and k read once, the result written once
+        return ({"x": x, "k": k}, {"cupy": cupy_fn, "torch": torch_fn},
+                4 * (2 * side * side + kside * kside))
+
+    return make
+
+
 WORKLOADS = [
     Workload("W1", "tanh(sin(x) + 0.1*x), f32 2^26", make_w1),
     Workload("W2", "x**2 + 2*y, f32 2^26", make_w2),
@@ -988,6 +1017,11 @@ WORKLOADS = [
              make_i12_matmul_bias_relu, flops=2 * 4096**3 + 2 * 4096**2),
     Workload("I12_spmv", "CSR SpMV, 2^24 x 2^24, 2^27 random non-zeros, f32, int32 indices",
              make_i12_spmv, flops=2 * (1 << 27)),
+    # issue 12: convolution (the stencil kernel; the FFT)
+    Workload("I12_convolve2d_3x3", "convolve2d 3x3 same symm, f32 4096x4096",
+             make_i12_convolve2d(3)),
+    Workload("I12_convolve2d_31x31", "convolve2d 31x31 same fill, f32 4096x4096",
+             make_i12_convolve2d(31)),
 ]
 
 LIB_OF = {"cupy": "cupy", "cupy_fuse": "cupy", "cupy_op": "cupy", "cupy_expr": "cupy",

@@ -161,6 +161,31 @@ int fcx_sort_pass_items(fc_dtype t, bool idx);
 int fcx_sort_words(fc_dtype t);
 int fcx_sort_word_bits(fc_dtype t);
 
+/* The STENCIL2D kernel (codegen/stencil.c): what is baked into its source, and the tile
+ * geometry fcx_stencil_plan chooses for it. */
+#define FCX_STENCIL_THREADS 256 /* a block: 32 x 8 threads */
+typedef struct fcx_stencil {
+    fc_dtype dtype;
+    int64_t kh, kw, oy, ox; /* the weights' extent (both > 0) and the origin */
+    int boundary;           /* fc_conv_boundary */
+    bool wide;              /* 64-bit index arithmetic */
+    bool tiled;             /* the input tile and its halo in shared memory */
+    bool unrolled;          /* small kernel: unrolled loops, rows slide in registers */
+    int ry, rx;             /* a thread's outputs: ry rows by rx columns 32 apart */
+} fcx_stencil;
+/* Fills s for a STENCIL2D node of dtype t with weights [kh, kw] (both > 0), origin
+ * (oy, ox), boundary, input [h, w] and output [oh, ow]: the extents only choose the index
+ * width (a coarse size class), never the source otherwise. */
+void fcx_stencil_plan(fcx_stencil *s, fc_dtype t, int64_t kh, int64_t kw, int64_t oy,
+                      int64_t ox, int boundary, int64_t h, int64_t w, int64_t oh, int64_t ow);
+/* The work units of an [oh, ow] output (the kernel's `tiles` argument; blocks take them
+ * grid-stride) and the tiles of a row of them (`tiles_x`). */
+uint64_t fcx_stencil_tiles(const fcx_stencil *s, int64_t oh, int64_t ow, uint64_t *tiles_x);
+/* The kernel's source, its entry point `name`(x, w, out, h, w, oh, ow, tiles_x, tiles,
+ * fill_re, fill_im), 256 threads a block, no dynamic shared memory. *out is fcg_malloc'd
+ * (fcg_strfree). Deterministic: the same s gives the same bytes. */
+fc_status fcx_stencil_source(fc_ctx *ctx, const fcx_stencil *s, const char *name, char **out);
+
 /* The device prelude every kernel starts with (codegen/prelude.cuh, embedded at build). */
 extern const char fcx_prelude_source[];
 extern const size_t fcx_prelude_size;

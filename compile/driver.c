@@ -224,16 +224,15 @@ static fc_status failed(impl *r, fc_status st, fck_stage stage, int kernel) {
     return st;
 }
 
-/* A sort (a library call of fusec's own kernels, backend/cuda_sort.c) has no kernel in the
- * plan, but its module is a binary like any other: a batch build (`fusec warm`) compiles or
+/* A sort or a direct convolution (library calls of fusec's own kernels, backend/cuda_sort.c
+ * and cuda_stencil.c) has no kernel in the plan, but its module is a binary like any other: a batch build (`fusec warm`) compiles or
  * finds it for each arch, so that a cache warmed for a GPU holds everything a program of
  * sorts needs there. The runtime does not come here: backend/cuda_sort.c loads the module
  * on first use and keeps it, and a plan with a library call is compiled again at every
- * evaluation, so this would hash the module's source each time. */
-static fc_status sort_module(impl *r, fc_dtype t) {
+ * evaluation, so this would hash the module's source each time. raw_module compiles one
+ * source (src, owned; st the status of making it) for every arch asked. */
+static fc_status raw_module(impl *r, fc_status st, char *src) {
     fck_result *pub = &r->pub;
-    char *src = NULL;
-    fc_status st = fcx_sort_source(pub->ctx, t, &src);
     for (int a = 0; a < pub->narch && st == FC_OK; a++) {
         fck_raw_binary bin;
         st = fck_raw_compile(pub->ctx, src, NULL, 0, NULL, 0, r->opt.archs[a], &bin);
@@ -244,8 +243,29 @@ static fc_status sort_module(impl *r, fc_dtype t) {
         }
         fck_raw_binary_free(pub->ctx, &bin);
     }
-    if (src) fcg_free(pub->ctx, src, strlen(src) + 1);
+    if (src) fcg_strfree(pub->ctx, src);
     return st;
+}
+
+static fc_status sort_module(impl *r, fc_dtype t) {
+    char *src = NULL;
+    fc_status st = fcx_sort_source(r->pub.ctx, t, &src);
+    return raw_module(r, st, src);
+}
+
+/* The stencil kernel of a STENCIL2D node (backend/cuda_stencil.c generates the same source
+ * from the same node); none for an empty kernel or output, which launch nothing. */
+static fc_status stencil_module(impl *r, const fc_array *a) {
+    const fc_array *w = a->in[1];
+    if (w->shape[0] == 0 || w->shape[1] == 0 || a->shape[0] == 0 || a->shape[1] == 0)
+        return FC_OK;
+    fcx_stencil key;
+    fcx_stencil_plan(&key, (fc_dtype)a->dtype, w->shape[0], w->shape[1], a->p.a[0], a->p.a[1],
+                     a->p.mode, a->in[0]->shape[0], a->in[0]->shape[1], a->shape[0],
+                     a->shape[1]);
+    char *src = NULL;
+    fc_status st = fcx_stencil_source(r->pub.ctx, &key, "fcv_stencil", &src);
+    return raw_module(r, st, src);
 }
 
 fc_status fck_add(fck_result *pub, fc_array *const *arrays, int n) {
@@ -268,9 +288,12 @@ fc_status fck_add(fck_result *pub, fc_array *const *arrays, int n) {
         const fcp_kernel *pk = &plan->kernels[i];
         bool lib = pk->kind == FCP_KERNEL_LIB;
         const fc_array *lo = lib ? pk->outs[0] : NULL;
-        if (lo && (lo->op == FCG_OP_SORT || lo->op == FCG_OP_ARGSORT) &&
-            o->batch && o->stage >= FCK_BINARY &&
-            (st = sort_module(r, (fc_dtype)lo->in[0]->dtype)) != FC_OK) {
+        bool raw = lo && o->batch && o->stage >= FCK_BINARY;
+        if (raw && (lo->op == FCG_OP_SORT || lo->op == FCG_OP_ARGSORT))
+            st = sort_module(r, (fc_dtype)lo->in[0]->dtype);
+        else if (raw && lo->op == FCG_OP_STENCIL2D)
+            st = stencil_module(r, lo);
+        if (st != FC_OK) {
             failed(r, st, FCK_BINARY, i);
             break;
         }

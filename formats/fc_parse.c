@@ -155,7 +155,7 @@ typedef enum fcf_fkind {
     FK_EXPAND, FK_SQUEEZE, FK_FLIP, FK_PAD, FK_CONCAT, FK_STACK, FK_MATMUL, FK_FILL, FK_FULL,
     FK_LIKE, FK_FULL_LIKE, FK_ARANGE, FK_LINSPACE, FK_EYE, FK_RANDOM, FK_COMPLEX, FK_FFT,
     FK_RAVEL, FK_COMPOSITE, FK_SCAN, FK_TAKE, FK_SCATTER, FK_FFTN, FK_FFTFREQ, FK_FFTSHIFT,
-    FK_SORT, FK_UNIQUE, FK_PERMUTE, FK_CONTRACT, FK_LINALG, FK_SPARSE,
+    FK_SORT, FK_UNIQUE, FK_PERMUTE, FK_CONTRACT, FK_LINALG, FK_SPARSE, FK_CONV,
     FK_EW_KERNEL, FK_RED_KERNEL /* user kernel declarations: a binding's whole right side */
 } fcf_fkind;
 
@@ -166,6 +166,10 @@ enum { RD_RANDOM, RD_STANDARD_NORMAL, RD_INTEGERS, RD_UNIFORM, RD_NORMAL, RD_EXP
 /* FK_LINALG's op: which function of graph/linalg.c (eval_linalg). Written linalg.NAME only. */
 enum { LA_SOLVE, LA_INV, LA_DET, LA_SLOGDET, LA_SLOGDET_PACKED, LA_CHOLESKY, LA_QR,
        LA_QR_PACKED, LA_EIGH, LA_EIGH_PACKED, LA_EIGVALSH };
+
+/* FK_CONV's op (eval_conv): np.convolve and np.correlate; scipy.signal's convolve2d and
+ * correlate2d and fusec's stencil2d node (the printer's form), written signal.NAME only. */
+enum { CV_CONVOLVE, CV_CORRELATE, CV_CONVOLVE2D, CV_CORRELATE2D, CV_STENCIL2D };
 
 /* FK_CONTRACT's op: which contraction of graph/contract.c (eval_contract). */
 enum { CT_DOT, CT_VDOT, CT_INNER, CT_OUTER, CT_KRON, CT_TENSORDOT, CT_EINSUM, CT_MATRIX_POWER };
@@ -276,6 +280,17 @@ static const fcf_func fcf_funcs[] = {
     /* sparse.csr_matmul(indptr, indices, data, x): the CSR product node itself, as the
      * printer writes it (graph/sparse.c's fcg_csr_matmul: the arrays used as they are) */
     {"csr_matmul", FK_SPARSE, 0, 4, 4, {"indptr", "indices", "data", "x"}},
+    /* convolution (graph/convolve.c): np.convolve / np.correlate, and scipy.signal's (written
+     * signal.NAME) convolve2d / correlate2d with fusec's method keyword; signal.stencil2d is
+     * the library node they build for the direct method (the printer's form) */
+    {"convolve", FK_CONV, CV_CONVOLVE, 3, 2, {"a", "v", "mode", "method"}},
+    {"correlate", FK_CONV, CV_CORRELATE, 3, 2, {"a", "v", "mode", "method"}},
+    {"convolve2d", FK_CONV, CV_CONVOLVE2D, 5, 2,
+     {"in1", "in2", "mode", "boundary", "fillvalue", "method"}},
+    {"correlate2d", FK_CONV, CV_CORRELATE2D, 5, 2,
+     {"in1", "in2", "mode", "boundary", "fillvalue", "method"}},
+    {"stencil2d", FK_CONV, CV_STENCIL2D, 6, 4,
+     {"x", "w", "shape", "origin", "boundary", "fillvalue"}},
     {"take", FK_TAKE, 0, 3, 2, {"a", "indices", "axis", "mode"}},
     {"take_along_axis", FK_TAKE, 1, 3, 2, {"arr", "indices", "axis"}},
     {"searchsorted", FK_TAKE, 2, 3, 2, {"a", "v", "side"}},
@@ -408,6 +423,12 @@ static const char *const fcf_fft_norms[] = {"backward", "ortho", "forward"};
 /* np.sort's kinds: every one gives fusec's stable order; np.partition's one kind */
 static const char *const fcf_sort_kinds[] = {"quicksort", "mergesort", "heapsort", "stable"};
 static const char *const fcf_partition_kinds[] = {"introselect"};
+/* convolve's modes, convolve2d's boundaries (SciPy's spellings, with their aliases, in
+ * fc_conv_boundary's order by twos) and the methods */
+static const char *const fcf_conv_modes[] = {"full", "same", "valid"};
+static const char *const fcf_conv_boundaries[] = {"fill", "pad", "wrap", "circular", "symm",
+                                                  "symmetric"};
+static const char *const fcf_conv_methods[] = {"auto", "direct", "fft"};
 
 /* Reserved words. Each spelling maps to what it means; parse_name dispatches on the meaning. */
 typedef enum fcf_kw { KW_TRUE, KW_FALSE, KW_NONE, KW_INF, KW_NAN, KW_INPUT, KW_OUT } fcf_kw;
@@ -757,17 +778,25 @@ void fcf_names(fcf_name_fn visit, void *user) {
     }
     for (size_t i = 0; i < FCF_COUNT(fcf_ew_aliases); i++)
         visit(user, FCF_FUNCTION, fcf_ew_aliases[i].alias, fcf_ew_aliases[i].pyname);
-    for (size_t i = 0; i < FCF_COUNT(fcf_pad_modes); i++)
-        visit(user, FCF_STRING, fcf_pad_modes[i], "pad");
-    for (size_t i = 0; i < FCF_COUNT(fcf_take_modes); i++)
-        visit(user, FCF_STRING, fcf_take_modes[i], "take");
-    for (size_t i = 0; i < FCF_COUNT(fcf_scatter_modes); i++)
-        visit(user, FCF_STRING, fcf_scatter_modes[i], "scatter_add");
-    for (size_t i = 0; i < FCF_COUNT(fcf_fft_norms); i++) visit(user, FCF_STRING, fcf_fft_norms[i], "fft");
-    for (size_t i = 0; i < FCF_COUNT(fcf_sort_kinds); i++)
-        visit(user, FCF_STRING, fcf_sort_kinds[i], "sort");
-    for (size_t i = 0; i < FCF_COUNT(fcf_partition_kinds); i++)
-        visit(user, FCF_STRING, fcf_partition_kinds[i], "partition");
+    /* every string value a function accepts, with the function that takes it */
+    static const struct {
+        const char *const *names;
+        size_t n;
+        const char *owner;
+    } strings[] = {
+        {fcf_pad_modes, FCF_COUNT(fcf_pad_modes), "pad"},
+        {fcf_take_modes, FCF_COUNT(fcf_take_modes), "take"},
+        {fcf_scatter_modes, FCF_COUNT(fcf_scatter_modes), "scatter_add"},
+        {fcf_fft_norms, FCF_COUNT(fcf_fft_norms), "fft"},
+        {fcf_sort_kinds, FCF_COUNT(fcf_sort_kinds), "sort"},
+        {fcf_partition_kinds, FCF_COUNT(fcf_partition_kinds), "partition"},
+        {fcf_conv_modes, FCF_COUNT(fcf_conv_modes), "convolve"},
+        {fcf_conv_boundaries, FCF_COUNT(fcf_conv_boundaries), "convolve2d"},
+        {fcf_conv_methods, FCF_COUNT(fcf_conv_methods), "method"},
+    };
+    for (size_t k = 0; k < FCF_COUNT(strings); k++)
+        for (size_t i = 0; i < strings[k].n; i++)
+            visit(user, FCF_STRING, strings[k].names[i], strings[k].owner);
     for (size_t i = 0; i < FCF_COUNT(fcf_methods); i++) {
         const fcf_method *m = &fcf_methods[i];
         if (method_is_attr(m)) {
@@ -1459,7 +1488,7 @@ static fcf_expr *parse_member(fcf_parser *p, fcf_expr *base) {
  * linalg's norm, matmul, tensordot, matrix_power and graph/linalg.c's functions); the word
  * is a prefix only where no variable of that name hides it. linalg's own functions (solve,
  * inv, ...) are written with the prefix only, as NumPy has no np.solve. */
-static const char *const fcf_modules[] = {"fft", "random", "linalg", "sparse"};
+static const char *const fcf_modules[] = {"fft", "random", "linalg", "sparse", "signal"};
 
 static int module_of(const fcf_token *t) {
     for (int i = 0; i < (int)FCF_COUNT(fcf_modules); i++)
@@ -1475,6 +1504,7 @@ static bool module_admits(int module, const fcf_func *f) {
                f->kind == FK_FFTSHIFT;
     case 1: return f->kind == FK_RANDOM || f->kind == FK_PERMUTE;
     case 3: return f->kind == FK_SPARSE;
+    case 4: return f->kind == FK_CONV && f->op >= CV_CONVOLVE2D;
     default:
         return f->kind == FK_NORM || f->kind == FK_MATMUL || f->kind == FK_LINALG ||
                (f->kind == FK_CONTRACT && (f->op == CT_TENSORDOT || f->op == CT_MATRIX_POWER));
@@ -1533,8 +1563,9 @@ static fcf_expr *parse_name(fcf_parser *p) {
         if (nm && nm->kind == N_VAR && p->prog->vars[nm->index].kernel != VK_VALUE)
             return parse_kernel_call(p, t, nm->index);
         const fcf_func *lf = func_lookup(t->text, t->len, &ew_op);
-        if (lf && (lf->kind == FK_LINALG || lf->kind == FK_SPARSE)) {
-            const char *mod = lf->kind == FK_LINALG ? "linalg" : "sparse";
+        bool sig = lf && lf->kind == FK_CONV && lf->op >= CV_CONVOLVE2D;
+        if (lf && (lf->kind == FK_LINALG || lf->kind == FK_SPARSE || sig)) {
+            const char *mod = sig ? "signal" : lf->kind == FK_LINALG ? "linalg" : "sparse";
             perr_at(p, t->line, t->col, "'%.*s' is a function of %s: write %s.%.*s(...)",
                     (int)t->len, t->text, mod, mod, (int)t->len, t->text);
             return NULL;
@@ -2668,6 +2699,98 @@ static fc_status array_list(fcf_builder *b, const fcf_expr *e, fc_array **arrays
 
 #define FCP_MAX_SECTIONS (1 << 16) /* split's results are values of the builder's arena */
 
+/* ---- convolution (graph/convolve.c) ----------------------------------------------------- */
+
+/* Argument k as one of the strings of names (n of them, fold of them to a value: SciPy's
+ * aliases share one), or dflt when it is absent. */
+static fc_status to_choice(fcf_builder *b, const fcf_expr *e, int k, fcf_value *v,
+                           const char *what, const char *const *names, int n, int fold,
+                           int dflt, int *out) {
+    fc_status st = eval_arg(b, e, k, v, V_NONE);
+    if (st != FC_OK) return st;
+    *out = dflt;
+    if (v->kind == V_NONE) return FC_OK;
+    for (int i = 0; i < n && v->kind == V_STR; i++)
+        if (strcmp(v->s, names[i]) == 0) {
+            *out = i / fold;
+            return FC_OK;
+        }
+    char list[200];
+    size_t len = 0;
+    for (int i = 0; i < n; i++) {
+        int w = snprintf(list + len, sizeof list - len, "%s\"%s\"", i ? ", " : "", names[i]);
+        if (w > 0 && len + (size_t)w < sizeof list) len += (size_t)w;
+    }
+    return berr(b, arg_pos(e, k), FC_ERR_VALUE, "%s must be one of %s, found %s", what, list,
+                v->kind == V_STR ? v->s : vkind_name(v));
+}
+
+/* fillvalue: a number or a complex one */
+static fc_status to_fill(fcf_builder *b, const fcf_expr *e, int k, fcf_value *v, double *re,
+                         double *im) {
+    fc_status st = eval_arg(b, e, k, v, V_NONE);
+    *re = *im = 0;
+    if (st != FC_OK || v->kind == V_NONE) return st;
+    if (v->kind == V_COMPLEX) {
+        *re = v->c[0];
+        *im = v->c[1];
+        return FC_OK;
+    }
+    return to_double(b, arg_pos(e, k), v, "fillvalue", re);
+}
+
+/* An [a, b] pair of integers (stencil2d's shape and origin). */
+static fc_status to_pair(fcf_builder *b, const fcf_expr *e, int k, fcf_value *v,
+                         const char *what, int64_t *out) {
+    fc_status st = eval_arg(b, e, k, v, V_NONE);
+    int n = 0;
+    if (st == FC_OK) st = to_int_list(b, arg_pos(e, k), v, what, 2, out, &n);
+    if (st == FC_OK && n != 2)
+        st = berr(b, arg_pos(e, k), FC_ERR_INVALID, "%s must have 2 entries, found %d", what, n);
+    return st;
+}
+
+static fc_status eval_conv(fcf_builder *b, const fcf_expr *e, fcf_value *v, fcf_value *out) {
+    const int op = e->call.fn->op;
+    fc_array *x, *y;
+    fc_status st;
+    if ((st = eval_array_arg(b, e, 0, &x)) != FC_OK) return st;
+    if ((st = eval_array_arg(b, e, 1, &y)) != FC_OK) return st;
+    int mode, boundary, method;
+    double re, im;
+    if (op == CV_STENCIL2D) {
+        int64_t shape[2], origin[2];
+        if ((st = to_pair(b, e, 2, &v[2], "shape", shape)) != FC_OK ||
+            (st = to_pair(b, e, 3, &v[3], "origin", origin)) != FC_OK ||
+            (st = to_choice(b, e, 4, &v[4], "boundary", fcf_conv_boundaries, 6, 2,
+                            FC_CONV_FILL, &boundary)) != FC_OK ||
+            (st = to_fill(b, e, 5, &v[5], &re, &im)) != FC_OK)
+            return st;
+        return bcheck(b, e, fcg_stencil2d(x, y, shape[0], shape[1], origin[0], origin[1],
+                                          boundary, re, im), out);
+    }
+    bool two_d = op == CV_CONVOLVE2D || op == CV_CORRELATE2D;
+    int k_method = two_d ? 5 : 3;
+    if ((st = to_choice(b, e, 2, &v[2], "mode", fcf_conv_modes, 3, 1,
+                        op == CV_CORRELATE ? FC_CONV_VALID : FC_CONV_FULL, &mode)) != FC_OK ||
+        (st = to_choice(b, e, k_method, &v[k_method], "method", fcf_conv_methods, 3, 1,
+                        FC_CONV_AUTO, &method)) != FC_OK)
+        return st;
+    if (!two_d) {
+        fc_array *(*f)(fc_array *, fc_array *, fc_conv_mode, fc_conv_method) =
+            op == CV_CONVOLVE ? fc_convolve : fc_correlate;
+        return bcheck(b, e, f(x, y, (fc_conv_mode)mode, (fc_conv_method)method), out);
+    }
+    if ((st = to_choice(b, e, 3, &v[3], "boundary", fcf_conv_boundaries, 6, 2, FC_CONV_FILL,
+                        &boundary)) != FC_OK ||
+        (st = to_fill(b, e, 4, &v[4], &re, &im)) != FC_OK)
+        return st;
+    fc_array *(*f2)(fc_array *, fc_array *, fc_conv_mode, fc_conv_boundary, double, double,
+                    fc_conv_method) = op == CV_CONVOLVE2D ? fc_convolve2d : fc_correlate2d;
+    return bcheck(b, e, f2(x, y, (fc_conv_mode)mode, (fc_conv_boundary)boundary, re, im,
+                           (fc_conv_method)method), out);
+}
+
 /* ---- linear algebra (graph/linalg.c) ---------------------------------------------------- */
 
 static fc_status eval_linalg(fcf_builder *b, const fcf_expr *e, fcf_value *v, fcf_value *out) {
@@ -3161,6 +3284,7 @@ static fc_status eval_call(fcf_builder *b, const fcf_expr *e, fcf_value *out) {
             if ((st = eval_array_arg(b, e, i, &a[i])) != FC_OK) return st;
         return bcheck(b, e, fcg_csr_matmul(a[0], a[1], a[2], a[3]), out);
     }
+    case FK_CONV: return eval_conv(b, e, v, out);
     case FK_EW_KERNEL:
     case FK_RED_KERNEL: return eval_kernel_decl(b, e, v, out);
     case FK_CAST: {

@@ -450,6 +450,28 @@ static fc_status put_rhs(fcq_printer *pr, const fc_array *a) {
         put_operand(pr, a->in[0], false);
         buf_printf(b, ", mode=\"%s\")", fcg_qr_mode_names[a->p.flag < 3 ? a->p.flag : 0]);
         return FC_OK;
+    case FCG_OP_STENCIL2D: /* the node itself: convolve2d and its kin build it from views */
+        buf_puts(b, "signal.stencil2d(");
+        put_operand(pr, a->in[0], false);
+        buf_puts(b, ", ");
+        put_operand(pr, a->in[1], false);
+        buf_puts(b, ", ");
+        buf_shape(b, 2, a->shape);
+        buf_puts(b, ", ");
+        buf_shape(b, 2, a->p.a);
+        buf_printf(b, ", boundary=\"%s\"", fcg_conv_boundary_names[a->p.mode < 3 ? a->p.mode : 0]);
+        if (a->p.im != 0.0 || signbit(a->p.im)) {
+            buf_puts(b, ", fillvalue=complex(");
+            buf_double(b, a->p.re);
+            buf_puts(b, ", ");
+            buf_double(b, a->p.im);
+            buf_puts(b, ")");
+        } else if (a->p.re != 0.0 || signbit(a->p.re)) {
+            buf_puts(b, ", fillvalue=");
+            buf_double(b, a->p.re);
+        }
+        buf_puts(b, ")");
+        return FC_OK;
     case FCG_OP_LINALG_EIGH:
     case FCG_OP_LINALG_EIGVALSH:
         buf_printf(b, "linalg.%s(", info->pyname);

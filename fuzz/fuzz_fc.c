@@ -103,6 +103,10 @@ static bool small_enough(fc_ctx *ctx, fc_array *const *outs, int n) {
         if (a->op == FCG_OP_CSR_MATMUL) /* its checks, then each stored value times x's row */
             cost = e + elements(a->in[0]) +
                    elements(a->in[1]) * (uint64_t)(a->ndim == 2 ? a->shape[1] + 1 : 2);
+        if (a->op == FCG_OP_STENCIL2D) { /* a multiply-add per weight per output */
+            uint64_t k = elements(a->in[1]);
+            cost = k && e > UINT64_MAX / 4 / k ? UINT64_MAX / 4 : e * k + elements(a->in[0]);
+        }
         if (fcg_op_is_linalg(a->op) && a->in[0]->ndim >= 2) {
             /* a factorisation and its solves: n^3 + n^2 k per matrix of the stack (qr's
              * m n min(m, n) + Q's m^2 k is within its input's m n times its width); the

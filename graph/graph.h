@@ -550,6 +550,28 @@ static inline bool fcg_op_is_linalg(int op) {
  * fc_sparse_coo check them; the host reference checks them again). fc_sparse_matmul and the
  * .fc printer's sparse.csr_matmul build it (graph/sparse.c). */
 fc_array *fcg_csr_matmul(fc_array *indptr, fc_array *indices, fc_array *data, fc_array *x);
+
+/* ---- convolution (graph/convolve.c) ----------------------------------------------------- */
+
+/* SciPy's names of fc_conv_mode, fc_conv_boundary and fc_conv_method values, in enum order. */
+extern const char *const fcg_conv_mode_names[3];
+extern const char *const fcg_conv_boundary_names[3];
+extern const char *const fcg_conv_method_names[3];
+/* The STENCIL2D node (ops.def says what it computes) of x [H, W] and weights w [KH, KW]:
+ * shape [oh, ow], origin (oy, ox), boundary, fill value (converted to the dtype already). x
+ * and w must have one of its dtypes (every integer, f32, f64, c64, c128) and the same one.
+ * The printer's form signal.stencil2d(...) parses back to it. */
+fc_array *fcg_stencil2d(fc_array *x, fc_array *w, int64_t oh, int64_t ow, int64_t oy,
+                        int64_t ox, int boundary, double fill_re, double fill_im);
+/* The op table's two-input constructor for the STENCIL2D row (graph/ops.c's tables take
+ * fc_<cname> for every binary library row): the full correlation of x with w, zero fill.
+ * Internal (not exported). */
+fc_array *fc_stencil2d(fc_array *x, fc_array *w);
+/* Whether method auto computes a convolution of an [oh, ow] result with a [kh, kw] kernel in
+ * dtype t through the FFT (docs/ARCHITECTURE.md, "Convolution"). */
+bool fcg_conv_prefers_fft(fc_dtype t, int64_t oh, int64_t ow, int64_t kh, int64_t kw);
+/* The smallest n' >= n whose factors are 2, 3, 5 and 7 (an FFT length cuFFT does fast). */
+int64_t fcg_fft_fast_len(int64_t n);
 /* "[4096, 1024]" into buf (at least 200 bytes); returns buf. */
 char *fcg_shape_str(char *buf, int ndim, const int64_t *shape);
 

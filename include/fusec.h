@@ -1308,6 +1308,52 @@ FC_API fc_array *fc_rfftfreq(fc_ctx *ctx, int64_t n, double d);
 FC_API fc_array *fc_fftshift(fc_array *a, fc_axes axes);
 FC_API fc_array *fc_ifftshift(fc_array *a, fc_axes axes);
 
+/** Convolution and correlation: np.convolve / np.correlate (1-d) and scipy.signal's
+ *  convolve2d / correlate2d (2-d), with SciPy's mode and boundary names. The output's size:
+ *  full (every overlap), same (the first input's size, centred on the full result as NumPy
+ *  and SciPy centre it, which differs between convolve2d and correlate2d for even kernels)
+ *  or valid (only complete overlaps). */
+typedef enum fc_conv_mode { FC_CONV_FULL, FC_CONV_SAME, FC_CONV_VALID } fc_conv_mode;
+/** How convolve2d / correlate2d extend in1 past its edges: fill with fillvalue, wrap
+ *  (circular), symm (reflected with the edge repeated: d c b a | a b c d | d c b a). */
+typedef enum fc_conv_boundary { FC_CONV_FILL, FC_CONV_WRAP, FC_CONV_SYMM } fc_conv_boundary;
+/** How a convolution is computed (scipy.signal.convolve's `method`): direct (fusec's stencil
+ *  kernel: one kernel, the input tile and its halo loaded once per block), fft (rfft2 of the
+ *  zero-padded operands, their product, irfft2 and a crop, composed of fusec's FFT ops so the
+ *  product and the crop fuse), or auto: direct for integer dtypes (exact) and for small
+ *  kernels, fft when the kernel's multiply-adds per output exceed the FFT's cost
+ *  (docs/ARCHITECTURE.md gives the rule). */
+typedef enum fc_conv_method { FC_CONV_AUTO, FC_CONV_DIRECT, FC_CONV_FFT } fc_conv_method;
+/** np.convolve(a, v, mode): 1-d arrays (a 0-d one counts as one element, as NumPy's
+ *  ndmin=1); the longer one slides, as in NumPy. Dtypes promote (np.result_type; a Python
+ *  scalar counts as its default dtype, as NumPy's asarray makes it); integers wrap as
+ *  NumPy's loops do, bool is the OR of ANDs, f16 accumulates in f32. fc_convolve(a, v,
+ *  FC_CONV_FULL, FC_CONV_AUTO) is NumPy's default.
+ *  @return as poisoned arrays: FC_ERR_SHAPE (more than one dimension), FC_ERR_VALUE (an
+ *  empty input; a bad mode or method). */
+FC_API fc_array *fc_convolve(fc_array *a, fc_array *v, fc_conv_mode mode, fc_conv_method method);
+/** np.correlate(a, v, mode) (NumPy's default mode is FC_CONV_VALID): c[k] = sum over n of
+ *  a[n + k] * conj(v[n]), in NumPy's order when v is the longer. Dtypes as fc_convolve's.
+ *  @return as fc_convolve's; a 0-d input is FC_ERR_SHAPE too, as in NumPy. */
+FC_API fc_array *fc_correlate(fc_array *a, fc_array *v, fc_conv_mode mode, fc_conv_method method);
+/** scipy.signal.convolve2d(in1, in2, mode, boundary, fillvalue) and correlate2d (in2 flipped
+ *  for convolve2d, conjugated for correlate2d; in valid mode the inputs swap when in2 is the
+ *  larger, and correlate2d's result is then reversed, as SciPy does). fillvalue is
+ *  fill_re + i fill_im, converted to the result's dtype as SciPy converts it (FC_ERR_VALUE
+ *  when it does not fit: an imaginary part for a real dtype, out of an integer's range).
+ *  Dtypes: SciPy's (the inputs promote; every integer dtype, f32, f64, c64 and c128;
+ *  integers wrap); bool, f16 and bf16 are FC_ERR_DTYPE. `method` as fc_conv_method says
+ *  (SciPy's convolve2d has none: it is always direct).
+ *  @return as poisoned arrays: FC_ERR_SHAPE (inputs not both 2-d; valid mode where neither
+ *  input is at least as large as the other in every dimension; a negative full size),
+ *  FC_ERR_VALUE (a bad mode, boundary or method; wrap or symm of an empty in1), FC_ERR_DTYPE. */
+FC_API fc_array *fc_convolve2d(fc_array *in1, fc_array *in2, fc_conv_mode mode,
+                               fc_conv_boundary boundary, double fill_re, double fill_im,
+                               fc_conv_method method);
+FC_API fc_array *fc_correlate2d(fc_array *in1, fc_array *in2, fc_conv_mode mode,
+                                fc_conv_boundary boundary, double fill_re, double fill_im,
+                                fc_conv_method method);
+
 /* ---------------------------------------------------------------------------------------- */
 /* User kernels, as CuPy's ElementwiseKernel and ReductionKernel. A call is a node of the lazy */
 /* graph like any op: it fuses with the ops around it into one generated kernel, and its     */

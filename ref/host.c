@@ -881,7 +881,7 @@ static fc_status eval_node(evaluator *ev, size_t idx) {
             const slot *x = input_slot(ev, a, 0);
             return fch_sort(ev->ctx, a, x->base, x->strides, s->base);
         }
-        if (fcg_op_is_linalg(a->op) || a->op == FCG_OP_CSR_MATMUL) {
+        if (fcg_op_is_linalg(a->op) || a->op == FCG_OP_CSR_MATMUL || a->op == FCG_OP_STENCIL2D) {
             st = own_buffer(ev, idx);
             if (st != FC_OK) return st;
             const char *in[4] = {NULL, NULL, NULL, NULL};
@@ -891,9 +891,10 @@ static fc_status eval_node(evaluator *ev, size_t idx) {
                 in[j] = x->base;
                 memcpy(str[j], x->strides, sizeof str[j]);
             }
-            if (a->op == FCG_OP_CSR_MATMUL)
-                return fch_csr_matmul(ev->ctx, a, in, (const int64_t(*)[FC_MAX_DIMS])str, s->base);
-            return fch_linalg(ev->ctx, a, in, (const int64_t(*)[FC_MAX_DIMS])str, s->base);
+            const int64_t(*cstr)[FC_MAX_DIMS] = (const int64_t(*)[FC_MAX_DIMS])str;
+            if (a->op == FCG_OP_CSR_MATMUL) return fch_csr_matmul(ev->ctx, a, in, cstr, s->base);
+            if (a->op == FCG_OP_STENCIL2D) return fch_stencil2d(ev->ctx, a, in, cstr, s->base);
+            return fch_linalg(ev->ctx, a, in, cstr, s->base);
         }
         break;
     case FCG_KIND_GATHER:

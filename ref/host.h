@@ -123,5 +123,10 @@ fc_status fch_linalg(fc_ctx *ctx, const fc_array *a, const char *const *in,
  * FC_ERR_VALUE (ref/host_sparse.c). */
 fc_status fch_csr_matmul(fc_ctx *ctx, const fc_array *a, const char *const *in,
                          const int64_t (*in_strides)[FC_MAX_DIMS], char *out);
+/* The STENCIL2D node `a` (a correlation with an origin and a boundary: ops.def) over its
+ * input and weights (base pointers and byte strides), into out (contiguous, a->dtype), in
+ * wide accumulators (ref/host_conv.c). */
+fc_status fch_stencil2d(fc_ctx *ctx, const fc_array *a, const char *const *in,
+                        const int64_t (*in_strides)[FC_MAX_DIMS], char *out);
 
 #endif /* FUSEC_HOST_H */

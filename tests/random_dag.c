@@ -1052,6 +1052,35 @@ static fc_array *rd_sparse(rd *r) {
     return fc_sparse_matmul(a, x);
 }
 
+/* Convolution (graph/convolve.c): a 2-d pool array convolved or correlated with a corner of
+ * itself (at most 3 x 3, so valid mode always fits) in a random mode and boundary, direct or
+ * auto (the FFT only for inexact dtypes: the host's transform and cuFFT round differently,
+ * which an integer result would not forgive); a 1-d one with its first two or three
+ * elements (np.convolve / np.correlate). Refusals (bool or f16 for convolve2d) are discarded
+ * like any. */
+static fc_array *rd_convolve(rd *r) {
+    fc_array *x = rd_pick(r);
+    int nd = fc_array_ndim(x);
+    if (fc_array_is_weak(x) || nd < 1 || nd > 2) return NULL;
+    fc_shape sh = fc_array_shape(x);
+    bool inexact = fcg_is_inexact(fc_array_dtype(x));
+    fc_conv_mode mode = (fc_conv_mode)rd_below(r, 3);
+    fc_conv_method method = inexact && rd_chance(r, 30) ? FC_CONV_FFT
+                            : rd_chance(r, 50) ? FC_CONV_DIRECT : FC_CONV_AUTO;
+    bool corr = rd_chance(r, 50);
+    if (nd == 1) {
+        if (sh.dim[0] < 1) return NULL;
+        fc_array *v = fcg_slice_axis(x, 0, 0, sh.dim[0] < 3 ? sh.dim[0] : rd_range(r, 2, 3), 1);
+        return corr ? fc_correlate(x, v, mode, method) : fc_convolve(x, v, mode, method);
+    }
+    fc_array *w = fcg_slice_axis(x, 0, 0, sh.dim[0] < 3 ? sh.dim[0] : rd_range(r, 1, 3), 1);
+    w = fcg_slice_axis(w, 1, 0, sh.dim[1] < 3 ? sh.dim[1] : rd_range(r, 1, 3), 1);
+    fc_conv_boundary b = sh.dim[0] && sh.dim[1] ? (fc_conv_boundary)rd_below(r, 3) : FC_CONV_FILL;
+    double fill = rd_chance(r, 50) ? 0.0 : 2.0;
+    return corr ? fc_correlate2d(x, w, mode, b, fill, 0, method)
+                : fc_convolve2d(x, w, mode, b, fill, 0, method);
+}
+
 /* Dense linear algebra (graph/linalg.c) where the result is well defined on any input: a
  * pool array x with a last axis of n (1 to 5) gives the bounded values y = x / (1 + |x|) (in
  * the dtype np.linalg computes x in), and M = y y^T + (2n + 1) I (outer products over the
@@ -1151,6 +1180,7 @@ static fc_array *rd_step(rd *r) {
         if (k == 0 && rd_chance(r, 15)) return rd_sparse(r);
         return k == 0 ? (rd_chance(r, 50) ? rd_matmul(r) : rd_contract(r)) : rd_linalg(r);
     }
+    if (o->fft && rd_chance(r, 25)) return rd_convolve(r);
     return o->fft ? rd_fft(r) : o->matmul ? rd_matmul(r) : NULL;
 }
 

@@ -1040,3 +1040,41 @@ Test(codegen, sort_kernels_compile_for_each_key_kind) {
             "%.0f ms of NVRTC\n", (int)(sizeof dts / sizeof *dts), ms);
     fc_ctx_destroy(ctx);
 }
+
+/* The stencil kernel (codegen/stencil.c) compiles with NVRTC in each of its variants (tiled
+ * and unrolled, tiled with loops, untiled; 32- and 64-bit indices; each boundary) and dtype
+ * class, with the options raw modules get, and the cubin holds its entry point. */
+Test(codegen, stencil_kernels_compile) {
+    fc_ctx *ctx = new_ctx();
+    cr_assert_not_null(ctx);
+    static const struct {
+        fc_dtype t;
+        int64_t kh, kw, n;
+        int boundary;
+    } cases[] = {{FC_F32, 3, 3, 4096, FC_CONV_FILL}, {FC_F32, 31, 31, 4096, FC_CONV_SYMM},
+                 {FC_F64, 100, 100, 300, FC_CONV_WRAP}, {FC_C64, 5, 4, 64, FC_CONV_SYMM},
+                 {FC_C128, 2, 2, 64, FC_CONV_FILL},    {FC_I8, 3, 3, 64, FC_CONV_WRAP},
+                 {FC_U64, 4, 1, 64, FC_CONV_FILL},     {FC_F32, 3, 3, 50000, FC_CONV_WRAP}};
+    double ms = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        fcx_stencil s;
+        int64_t n = cases[i].n;
+        fcx_stencil_plan(&s, cases[i].t, cases[i].kh, cases[i].kw, cases[i].kh / 2,
+                         cases[i].kw / 2, cases[i].boundary, n, n, n, n);
+        char *src = NULL;
+        cr_assert_eq(fcx_stencil_source(ctx, &s, "fcv_stencil", &src), FC_OK, "%s",
+                     fc_errmsg(ctx));
+        fcn_cubin c;
+        double t0 = now_ms();
+        fc_status st = fcn_compile(ctx, src, "stencil.cu", ARCHS[1], FCN_RAW, NULL, 0, &c);
+        ms += now_ms() - t0;
+        cr_assert_eq(st, FC_OK, "stencil case %zu: %s", i, c.message ? c.message : fc_errmsg(ctx));
+        check_cubin(&c, ARCHS[1]);
+        cr_expect(bytes_contain(c.data, c.size, "fcv_stencil"), "case %zu: no entry point", i);
+        fcn_cubin_free(ctx, &c);
+        fcg_strfree(ctx, src);
+    }
+    fprintf(stderr, "codegen: %d stencil kernels (sm_90): %.0f ms of NVRTC\n",
+            (int)(sizeof cases / sizeof *cases), ms);
+    fc_ctx_destroy(ctx);
+}

@@ -724,6 +724,151 @@ Test(emulated, variance_batches_of_equal_values) {
     set_run_and_close(&s);
 }
 
+/* ---- the stencil kernel (codegen/stencil.c) --------------------------------------------- */
+
+/* One STENCIL2D configuration: the node's dtype and shapes, origin and boundary, and whether
+ * to force 64-bit indices (which only huge arrays would choose). */
+typedef struct stencil_case {
+    fc_dtype t;
+    int64_t h, w, kh, kw, oy, ox, oh, ow;
+    int boundary;
+    double fre, fim;
+    bool wide;
+} stencil_case;
+
+/* n values of dtype t, never zero: small integers, floats in [-2, 2]. */
+static void *stencil_data(fc_dtype t, size_t n, uint64_t seed) {
+    size_t es = fc_dtype_size(t);
+    unsigned char *b = malloc(n * es + 1);
+    cr_assert_not_null(b);
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (size_t i = 0; i < n * (fcg_is_complex(t) ? 2 : 1); i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        int v = (int)(x % 9) - 4;
+        if (v == 0) v = 3;
+        double f = v * 0.4375 + (double)(x >> 40 & 255) / 1024.0;
+        switch (t) {
+        case FC_F32: ((float *)b)[i] = (float)f; break;
+        case FC_C64: ((float *)b)[i] = (float)f; break;
+        case FC_F64: case FC_C128: ((double *)b)[i] = f; break;
+        case FC_I8: case FC_U8: ((int8_t *)b)[i] = (int8_t)v; break;
+        case FC_I16: case FC_U16: ((int16_t *)b)[i] = (int16_t)(v * 91); break;
+        case FC_I32: case FC_U32: ((int32_t *)b)[i] = v * 70001; break;
+        default: ((int64_t *)b)[i] = (int64_t)v * 3000000017ll; break;
+        }
+    }
+    return b;
+}
+
+/* Generates every case's kernel into one translation unit, runs each on the host shim (256
+ * threads a block, a grid of at most 3 blocks so that blocks take several tiles), and
+ * compares with the host reference backend's STENCIL2D. */
+Test(emulated, stencil_kernels) {
+    static const stencil_case cases[] = {
+        /* dtype, h, w, kh, kw, oy, ox, oh, ow, boundary, fill, wide */
+        {FC_F32, 37, 70, 3, 3, 1, 1, 37, 70, FC_CONV_SYMM, 0, 0, false},   /* same, tiles */
+        {FC_F32, 37, 70, 3, 3, 2, 2, 39, 72, FC_CONV_FILL, 1.5, 0, false}, /* full, fill */
+        {FC_F64, 20, 30, 5, 6, 0, 0, 16, 25, FC_CONV_WRAP, 0, 0, false},   /* valid */
+        {FC_F64, 9, 13, 2, 4, 1, 3, 10, 16, FC_CONV_FILL, -2.25, 0, false},
+        {FC_C64, 3, 4, 7, 9, 6, 8, 9, 12, FC_CONV_WRAP, 0, 0, false},      /* kernel > input */
+        {FC_C128, 3, 4, 7, 9, 3, 4, 3, 4, FC_CONV_SYMM, 0, 0, false},
+        {FC_C128, 6, 5, 2, 2, 1, 1, 7, 6, FC_CONV_FILL, 0.5, -1.25, false},
+        {FC_I8, 33, 65, 3, 3, 1, 1, 33, 65, FC_CONV_WRAP, 0, 0, false},    /* wraps in i8 */
+        {FC_U16, 10, 12, 4, 3, 3, 2, 13, 14, FC_CONV_FILL, 7, 0, false},
+        {FC_I32, 12, 40, 3, 5, 2, 1, 12, 40, FC_CONV_SYMM, 0, 0, false},
+        {FC_I64, 8, 9, 2, 3, 0, 0, 7, 7, FC_CONV_FILL, 0, 0, false},
+        {FC_U64, 8, 9, 3, 2, 2, 1, 10, 10, FC_CONV_FILL, 5, 0, false},
+        {FC_F32, 5, 5, 1, 1, 0, 0, 5, 5, FC_CONV_FILL, 0, 0, false},      /* 1x1 */
+        {FC_F32, 1, 200, 1, 15, 0, 7, 1, 200, FC_CONV_FILL, 0, 0, false}, /* np.convolve */
+        {FC_F32, 30, 40, 12, 12, 6, 5, 30, 40, FC_CONV_SYMM, 0, 0, false}, /* not unrolled */
+        {FC_F64, 120, 110, 100, 100, 0, 0, 21, 11, FC_CONV_FILL, 0, 0, false}, /* untiled */
+        {FC_C128, 3, 50, 2, 1200, 1, 1199, 4, 1249, FC_CONV_SYMM, 0, 0, false}, /* untiled */
+        {FC_F32, 37, 70, 3, 3, 1, 1, 37, 70, FC_CONV_WRAP, 0, 0, true},    /* 64-bit indices */
+        {FC_F64, 20, 30, 40, 3, 39, 1, 59, 30, FC_CONV_SYMM, 0, 0, true},
+    };
+    enum { N = sizeof cases / sizeof *cases };
+    emu_set s;
+    set_open(&s, "stencil", &(emu_cfg){FCX_STENCIL_THREADS, 32, 3, false, false, false});
+    int tiled = 0, untiled = 0, unrolled = 0;
+    fcx_stencil plans[N];
+    for (int c = 0; c < N; c++) {
+        const stencil_case *k = &cases[c];
+        fcx_stencil_plan(&plans[c], k->t, k->kh, k->kw, k->oy, k->ox, k->boundary, k->h, k->w,
+                         k->oh, k->ow);
+        if (k->wide) plans[c].wide = true;
+        tiled += plans[c].tiled;
+        untiled += !plans[c].tiled;
+        unrolled += plans[c].unrolled;
+        char name[32], *src = NULL;
+        snprintf(name, sizeof name, "st%d", c);
+        cr_assert_eq(fcx_stencil_source(s.ctx, &plans[c], name, &src), FC_OK);
+        fputs(src, s.cpp);
+        fcg_strfree(s.ctx, src);
+        fprintf(s.cpp,
+                "struct emu_sa%d { const void *x, *w; void *out; long long i[6]; double f[2]; };\n"
+                "static void emu_stramp%d(const void *q) {\n"
+                "    const emu_sa%d *a = (const emu_sa%d *)q;\n"
+                "    %s(a->x, a->w, a->out, a->i[0], a->i[1], a->i[2], a->i[3], a->i[4], a->i[5],\n"
+                "       a->f[0], a->f[1]);\n}\n"
+                "extern \"C\" int emu_%s(const void *x, const void *w, void *out, const long long *i,\n"
+                "                        const double *f, unsigned grid) {\n"
+                "    emu_sa%d a = {x, w, out, {i[0], i[1], i[2], i[3], i[4], i[5]}, {f[0], f[1]}};\n"
+                "    return emu_launch(emu_stramp%d, &a, grid, 0, 0);\n}\n",
+                c, c, c, c, name, name, c, c);
+    }
+    cr_assert(tiled >= 10 && untiled >= 2 && unrolled >= 8, "the cases cover every variant");
+    set_build(&s);
+    typedef int (*stencil_fn)(const void *, const void *, void *, const long long *,
+                              const double *, unsigned);
+    for (int c = 0; c < N; c++) {
+        const stencil_case *k = &cases[c];
+        size_t es = fc_dtype_size(k->t), nout = (size_t)(k->oh * k->ow);
+        void *xv = stencil_data(k->t, (size_t)(k->h * k->w), 2 * (uint64_t)c + 1);
+        void *wv = stencil_data(k->t, (size_t)(k->kh * k->kw), 2 * (uint64_t)c + 2);
+        fc_scope *sc = fc_scope_open(s.ctx);
+        fc_array *ref = fcg_stencil2d(fc_from_host(s.ctx, k->t, FC_SHAPE(k->h, k->w), xv),
+                                      fc_from_host(s.ctx, k->t, FC_SHAPE(k->kh, k->kw), wv),
+                                      k->oh, k->ow, k->oy, k->ox, k->boundary, k->fre, k->fim);
+        /* the fill as the node holds it, converted to the dtype (read before the evaluation
+         * makes the node a value) */
+        cr_assert_eq(fc_array_status(ref), FC_OK, "case %d: %s", c, fc_array_errmsg(ref));
+        double flts[2] = {ref->p.re, ref->p.im};
+        unsigned char *want = malloc(nout * es + 1), *got = malloc(nout * es + CANARY);
+        cr_assert_eq(fc_read(ref, want, 0, (int64_t)nout), FC_OK, "case %d: %s", c,
+                     fc_errmsg(s.ctx));
+        memset(got, 0xA5, nout * es + CANARY);
+        uint64_t tiles_x, tiles = fcx_stencil_tiles(&plans[c], k->oh, k->ow, &tiles_x);
+        long long ints[6] = {k->h, k->w, k->oh, k->ow, (long long)tiles_x, (long long)tiles};
+        char fname[32];
+        snprintf(fname, sizeof fname, "emu_st%d", c);
+        stencil_fn fn = (stencil_fn)(uintptr_t)dlsym(s.so, fname);
+        cr_assert_not_null(fn, "%s", fname);
+        cr_assert_eq(fn(xv, wv, got, ints, flts, tiles < 3 ? (unsigned)tiles : 3u), 0);
+        for (size_t i = 0; i < nout; i++) {
+            bool ok;
+            if (!fcg_is_inexact(k->t)) {
+                ok = integral_equal(k->t, got, want, (int64_t)i);
+            } else {
+                double gr, gi, wr, wi;
+                element(k->t, got, (int64_t)i, &gr, &gi);
+                element(k->t, want, (int64_t)i, &wr, &wi);
+                ok = close_enough(k->t, gr, wr) && close_enough(k->t, gi, wi);
+            }
+            cr_assert(ok, "stencil case %d (%s %lldx%lld kernel, boundary %d): element %zu "
+                      "differs from the host", c, fc_dtype_name(k->t), (long long)k->kh,
+                      (long long)k->kw, k->boundary, i);
+        }
+        for (size_t i = 0; i < CANARY; i++)
+            cr_assert_eq(got[nout * es + i], 0xA5, "case %d wrote past its output", c);
+        free(want);
+        free(got);
+        free(xv);
+        free(wv);
+        fc_scope_close(sc);
+    }
+    set_close(&s);
+}
+
 /* Random draws bit for bit: the vector step's fcx_rand_*_span (a Philox block once for the
  * elements that share it) and the scalar tail and scalar draws give the host's values, every
  * draw kind and dtype, about 3.5 million elements in all; f32 normals dominate (graph.h's and

@@ -224,6 +224,22 @@ static fc_array *build_op(run *r, reff_tokens *t, const char *name, fc_array **r
         fc_array *a = reff_need_reg(t, regs, nreg);
         return fc_linalg_cholesky(a, reff_need_int(t) != 0);
     }
+    /* convolution (graph/convolve.c): tests/gen_convolve.py's cases */
+    if (strcmp(name, "convolve") == 0 || strcmp(name, "correlate") == 0) {
+        fc_array *a = reff_need_reg(t, regs, nreg), *v = reff_need_reg(t, regs, nreg);
+        fc_conv_mode mode = (fc_conv_mode)reff_need_int(t);
+        fc_conv_method method = (fc_conv_method)reff_need_int(t);
+        return name[2] == 'n' ? fc_convolve(a, v, mode, method) : fc_correlate(a, v, mode, method);
+    }
+    if (strcmp(name, "convolve2d") == 0 || strcmp(name, "correlate2d") == 0) {
+        fc_array *a = reff_need_reg(t, regs, nreg), *b = reff_need_reg(t, regs, nreg);
+        fc_conv_mode mode = (fc_conv_mode)reff_need_int(t);
+        fc_conv_boundary boundary = (fc_conv_boundary)reff_need_int(t);
+        double re = reff_need_hexdouble(t), im = reff_need_hexdouble(t);
+        fc_conv_method method = (fc_conv_method)reff_need_int(t);
+        return name[2] == 'n' ? fc_convolve2d(a, b, mode, boundary, re, im, method)
+                              : fc_correlate2d(a, b, mode, boundary, re, im, method);
+    }
     cr_assert_fail("%s: unknown op '%s'", t->path, name);
     return NULL;
 }
@@ -367,6 +383,49 @@ Test(composite, contract_numpy_reference_on_the_gpu) {
 Test(composite, linalg_numpy_reference_on_the_gpu) {
     if (!have_gpu("linalg_numpy_reference_on_the_gpu")) cr_skip_test("no CUDA device");
     run_reference(FC_BACKEND_CUDA, "ops_linalg.txt", 170);
+}
+
+/* np.convolve / np.correlate and scipy.signal.convolve2d / correlate2d (graph/convolve.c):
+ * tests/gen_convolve.py's cases, each under the methods auto, direct and fft; on the GPU the
+ * direct method is fusec's stencil kernel. */
+Test(composite, convolve_numpy_reference) {
+    run_reference(FC_BACKEND_HOST, "ops_convolve.txt", 1100);
+}
+
+Test(composite, convolve_numpy_reference_on_the_gpu) {
+    if (!have_gpu("convolve_numpy_reference_on_the_gpu")) cr_skip_test("no CUDA device");
+    run_reference(FC_BACKEND_CUDA, "ops_convolve.txt", 1100);
+}
+
+/* method auto: the stencil for small kernels and integers, the FFT for large float kernels
+ * (docs/ARCHITECTURE.md's rule), as the graph shows; NULL arguments are errors, not crashes. */
+Test(composite, convolve_method_choice) {
+    cr_expect(!fcg_conv_prefers_fft(FC_F32, 4096, 4096, 3, 3));
+    cr_expect(!fcg_conv_prefers_fft(FC_F32, 4096, 4096, 15, 15));
+    cr_expect(fcg_conv_prefers_fft(FC_F32, 4096, 4096, 31, 31));
+    cr_expect(!fcg_conv_prefers_fft(FC_I32, 4096, 4096, 31, 31));
+    cr_expect(fcg_conv_prefers_fft(FC_C128, 1, 1000000, 1, 1000));
+    cr_expect_eq(fcg_fft_fast_len(4111), 4116);
+    cr_expect_eq(fcg_fft_fast_len(1), 1);
+    fc_ctx *ctx = tu_host_ctx();
+    fc_scope *s = fc_scope_open(ctx);
+    fc_array *x = fc_zeros(ctx, FC_F32, FC_SHAPE(256, 256));
+    fc_array *small = fc_convolve2d(x, fc_zeros(ctx, FC_F32, FC_SHAPE(3, 3)), FC_CONV_SAME,
+                                    FC_CONV_SYMM, 0, 0, FC_CONV_AUTO);
+    fc_array *large = fc_convolve2d(x, fc_zeros(ctx, FC_F32, FC_SHAPE(31, 31)), FC_CONV_SAME,
+                                    FC_CONV_FILL, 0, 0, FC_CONV_AUTO);
+    fc_array *ints = fc_convolve2d(fc_cast(x, FC_I32), fc_zeros(ctx, FC_I32, FC_SHAPE(31, 31)),
+                                   FC_CONV_SAME, FC_CONV_FILL, 0, 0, FC_CONV_AUTO);
+    cr_expect_eq(fc_array_status(small), FC_OK);
+    cr_expect_eq(small->op, FCG_OP_STENCIL2D, "3x3: the stencil");
+    cr_expect_neq(large->op, FCG_OP_STENCIL2D, "31x31: the FFT");
+    cr_expect_eq(ints->op, FCG_OP_STENCIL2D, "integers: the stencil");
+    cr_expect_eq(fc_array_status(fc_convolve2d(NULL, x, FC_CONV_FULL, FC_CONV_FILL, 0, 0,
+                                               FC_CONV_AUTO)), FC_ERR_NULL);
+    cr_expect_eq(fc_array_status(fc_correlate(x, NULL, FC_CONV_FULL, FC_CONV_AUTO)), FC_ERR_NULL);
+    cr_expect_null(fc_convolve(NULL, NULL, FC_CONV_FULL, FC_CONV_AUTO));
+    fc_scope_close(s);
+    fc_ctx_destroy(ctx);
 }
 
 /* ---- .fc spellings: the parser builds the very nodes the C API does --------------------- */
@@ -592,7 +651,36 @@ static fc_array *b_matrix_power(fc_ctx *c, fc_array *x, fc_array *v, fc_array *j
     return fc_matrix_power(fc_outer(v, v), 3);
 }
 
+static fc_array *b_convolve(fc_ctx *c, fc_array *x, fc_array *v, fc_array *j) {
+    (void)c, (void)x;
+    return fc_convolve(v, j, FC_CONV_FULL, FC_CONV_AUTO);
+}
+static fc_array *b_correlate_fft(fc_ctx *c, fc_array *x, fc_array *v, fc_array *j) {
+    (void)c, (void)x;
+    return fc_correlate(v, j, FC_CONV_SAME, FC_CONV_FFT);
+}
+static fc_array *b_convolve2d(fc_ctx *c, fc_array *x, fc_array *v, fc_array *j) {
+    (void)c, (void)v, (void)j;
+    return fc_convolve2d(x, x, FC_CONV_SAME, FC_CONV_SYMM, 0, 0, FC_CONV_AUTO);
+}
+static fc_array *b_correlate2d(fc_ctx *c, fc_array *x, fc_array *v, fc_array *j) {
+    (void)c, (void)j;
+    return fc_correlate2d(x, fc_reshape(v, FC_SHAPE(1, 5)), FC_CONV_FULL, FC_CONV_WRAP, 1.5, 0,
+                          FC_CONV_DIRECT);
+}
+static fc_array *b_stencil2d(fc_ctx *c, fc_array *x, fc_array *v, fc_array *j) {
+    (void)c, (void)v, (void)j;
+    return fcg_stencil2d(x, x, 2, 3, 1, 2, FC_CONV_SYMM, 0.5, 0);
+}
+
 static const fc_case fc_cases[] = {
+    {"y = convolve(v, j)", b_convolve},
+    {"y = correlate(v, j, mode=\"same\", method=\"fft\")", b_correlate_fft},
+    {"y = signal.convolve2d(x, x, mode=\"same\", boundary=\"symm\")", b_convolve2d},
+    {"y = signal.correlate2d(x, reshape(v, [1, 5]), \"full\", \"circular\", 1.5, method=\"direct\")",
+     b_correlate2d},
+    {"y = signal.stencil2d(x, x, [2, 3], [1, 2], boundary=\"symmetric\", fillvalue=0.5)",
+     b_stencil2d},
     {"y = identity(3, dtype=f32)", b_identity},
     {"y = tile(x, [2, 1])", b_tile},
     {"y = repeat(x, 3, axis=-1)", b_repeat},

@@ -236,6 +236,12 @@ static void check_accepted(void *user, fcf_name_kind kind, const char *name, con
         else if (strcmp(owner, "sort") == 0 || strcmp(owner, "partition") == 0)
             snprintf(text, sizeof text, X_DECL "y = %s(x, %skind=\"%s\")\nout y\n", owner,
                      owner[0] == 'p' ? "1, " : "", name);
+        else if (strcmp(owner, "convolve") == 0)
+            snprintf(text, sizeof text, X_DECL "y = convolve(x[0], x[1], mode=\"%s\")\nout y\n",
+                     name);
+        else if (strcmp(owner, "convolve2d") == 0 || strcmp(owner, "method") == 0)
+            snprintf(text, sizeof text, X_DECL "y = signal.convolve2d(x, x, %s=\"%s\")\nout y\n",
+                     owner[0] == 'm' ? "method" : "boundary", name);
         else
             snprintf(text, sizeof text, X_DECL "y = %s(x, norm=\"%s\")\nout y\n", owner, name);
         cr_assert_eq(parse_build(ctx, text, msg, sizeof msg), FC_OK, "\"%s\" (%s): %s", name,

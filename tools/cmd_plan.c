@@ -510,6 +510,11 @@ static int explain_one(fc_ctx *ctx, const cli_program *p, void *user) {
                 printf("a library call to fusec's radix sort kernels (one cached module for "
                        "%s elements, built by warm and on first use)\n",
                        fc_dtype_name((fc_dtype)o->in[0]->dtype));
+            else if (o->op == FCG_OP_STENCIL2D)
+                printf("a library call to fusec's stencil kernel (one cached module for %s, "
+                       "a %lldx%lld kernel and its boundary, built by warm and on first use)\n",
+                       fc_dtype_name((fc_dtype)o->dtype), (long long)o->in[1]->shape[0],
+                       (long long)o->in[1]->shape[1]);
             else
                 printf("a library call, nothing to compile\n");
             continue;
