@@ -1335,6 +1335,9 @@ static fc_status run_csr_matmul(fc_ctx *ctx, lib_state *s, CUstream stream, cons
     int64_t k = vector ? 1 : x->shape[1];
     size_t es = fc_dtype_size(t);
     if (nnz == 0) return fcr_lib_zero(ctx, out, (size_t)(m * k) * es / 4, stream);
+    /* cuSPARSE refuses more stored values than the matrix has places (duplicates a COO
+     * product keeps, the GPU's first run found): the host reference adds them */
+    if (n == 0 || nnz / n > m || (nnz / n == m && nnz % n)) return FC_ERR_UNSUPPORTED;
     fc_status st = sparse_handle(ctx, s, stream);
     if (st != FC_OK) return st;
     cusparseSpMatDescr_t ma = NULL;
