@@ -93,6 +93,8 @@ typedef struct solver_api {
     __typeof__(cusolverDnXgeqrf) *Xgeqrf;
     __typeof__(cusolverDnXsyevd_bufferSize) *Xsyevd_bufferSize;
     __typeof__(cusolverDnXsyevd) *Xsyevd;
+    __typeof__(cusolverDnXgesvd_bufferSize) *Xgesvd_bufferSize;
+    __typeof__(cusolverDnXgesvd) *Xgesvd;
     /* Q from geqrf's reflections: the generic API has no orgqr, so one per dtype */
     __typeof__(cusolverDnSorgqr_bufferSize) *Sorgqr_bufferSize;
     __typeof__(cusolverDnDorgqr_bufferSize) *Dorgqr_bufferSize;
@@ -258,6 +260,8 @@ static bool load_solver(void) {
         SYM(solver, Xgeqrf, "cusolverDnXgeqrf"),
         SYM(solver, Xsyevd_bufferSize, "cusolverDnXsyevd_bufferSize"),
         SYM(solver, Xsyevd, "cusolverDnXsyevd"),
+        SYM(solver, Xgesvd_bufferSize, "cusolverDnXgesvd_bufferSize"),
+        SYM(solver, Xgesvd, "cusolverDnXgesvd"),
         SYM(solver, Sorgqr_bufferSize, "cusolverDnSorgqr_bufferSize"),
         SYM(solver, Dorgqr_bufferSize, "cusolverDnDorgqr_bufferSize"),
         SYM(solver, Cungqr_bufferSize, "cusolverDnCungqr_bufferSize"),
@@ -912,10 +916,10 @@ static fc_status check_infos(fc_ctx *ctx, const fc_array *a, CUdeviceptr info, i
                              int64_t batch, CUstream stream) {
     size_t bytes = (size_t)count * sizeof(int);
     int *h = fcg_malloc(ctx, bytes);
-    if (!h) return fcg_error(ctx, FC_ERR_NOMEM, "%s: out of memory", fcg_ops[a->op].pyname);
+    if (!h) return fcg_error(ctx, FC_ERR_NOMEM, "%s: out of memory", fcg_linalg_name(a));
     fc_status st = fcr_lib_download(ctx, h, info, bytes, stream);
     const fc_array *x = a->in[0];
-    const char *name = a->op == FCG_OP_LINALG_SOLVE && a->p.flag ? "inv" : fcg_ops[a->op].pyname;
+    const char *name = fcg_linalg_name(a);
     for (int64_t b = 0; b < count && st == FC_OK; b++) {
         if (h[b] == 0) continue;
         char d[FCG_DESC_MAX], where[160];
@@ -927,6 +931,10 @@ static fc_status check_infos(fc_ctx *ctx, const fc_array *a, CUdeviceptr info, i
             st = fcg_error(ctx, FC_ERR_LINALG, "%s: Eigenvalues did not converge: a %s%s has %d "
                            "off-diagonal elements of its tridiagonal form left", name,
                            fcg_desc(d, x), where, h[b]);
+        else if (a->op == FCG_OP_LINALG_SVD || a->op == FCG_OP_LINALG_SVDVALS)
+            st = fcg_error(ctx, FC_ERR_LINALG, "%s: SVD did not converge: a %s%s has %d "
+                           "superdiagonals of its bidiagonal form left", name, fcg_desc(d, x),
+                           where, h[b]);
         else if (a->op == FCG_OP_LINALG_CHOLESKY)
             st = fcg_error(ctx, FC_ERR_LINALG, "%s: Matrix is not positive definite: a %s%s has "
                            "a leading minor of order %d that is not", name, fcg_desc(d, x),
@@ -1045,14 +1053,19 @@ static fc_status orgqr(fc_ctx *ctx, lib_state *s, fc_dtype t, int m, int c, int 
     }
 }
 
-/* qr's complete Q of an m x 0 stack: the identity in every matrix (uploaded: no reflection to
- * form it from, and an m x 0 geqrf is a corner not worth cuSOLVER's). */
-static fc_status qr_identity(fc_ctx *ctx, fc_dtype t, int64_t m, int64_t batch, CUdeviceptr out,
-                             CUstream stream) {
-    size_t es = fc_dtype_size(t), bytes = (size_t)(m * m) * es;
+/* Every matrix of out (batch of them, rows x width of dtype t) set to zeros with the identity
+ * of order `size` from row r0, column 0: the factors of empty matrices (qr's complete Q of an
+ * m x 0 stack, svd's U or Vh beside no singular value), uploaded: no factorisation forms
+ * them, and an empty one is a corner not worth cuSOLVER's. */
+static fc_status upload_identity(fc_ctx *ctx, const fc_array *a, int64_t rows, int64_t width,
+                                 int64_t r0, int64_t size, int64_t batch, CUdeviceptr out,
+                                 CUstream stream) {
+    fc_dtype t = (fc_dtype)a->dtype;
+    size_t es = fc_dtype_size(t), bytes = (size_t)(rows * width) * es;
     char *h = fcg_calloc(ctx, bytes);
-    if (!h) return fcg_error(ctx, FC_ERR_NOMEM, "qr: out of memory");
-    for (int64_t i = 0; i < m; i++) put_value(t, h + (size_t)(i * m + i) * es, 1.0, 0.0);
+    if (!h) return fcg_error(ctx, FC_ERR_NOMEM, "%s: out of memory", fcg_linalg_name(a));
+    for (int64_t i = 0; i < size; i++)
+        put_value(t, h + (size_t)((r0 + i) * width + i) * es, 1.0, 0.0);
     fc_status st = FC_OK;
     for (int64_t b = 0; b < batch && st == FC_OK; b++)
         st = fcr_lib_upload(ctx, out + (CUdeviceptr)((size_t)b * bytes), h, bytes, stream);
@@ -1080,7 +1093,8 @@ static fc_status run_qr(fc_ctx *ctx, lib_state *s, CUstream stream, const fc_arr
     /* cuBLAS's and orgqr's int extents (beyond them: the host reference) */
     if (!fits_int(m) || !fits_int(width) || !fits_int(m * wcols) || !fits_int(k * n))
         return FC_ERR_UNSUPPORTED;
-    if (k == 0) return qr_identity(ctx, t, m, batch, out, stream); /* complete, n == 0 */
+    if (k == 0) /* complete, n == 0 */
+        return upload_identity(ctx, a, m, m, 0, m, batch, out, stream);
     fc_status st = solver_handle(ctx, s, stream);
     if (st != FC_OK) return st;
     size_t es = fc_dtype_size(t), per_out = (size_t)(rows * width) * es;
@@ -1206,8 +1220,129 @@ static fc_status run_eigh(fc_ctx *ctx, lib_state *s, CUstream stream, const fc_a
     return st;
 }
 
+/* After svd's loop: the infos, then the singular values (batch * k of the real type rt at
+ * svals), read back. A positive info (gesvd's QR iteration left superdiagonals) or a singular
+ * value that is not finite (what gesvd makes of a NaN or infinite entry, where NumPy raises
+ * and the host reference does) is NumPy's "SVD did not converge", FC_ERR_LINALG. */
+static fc_status svd_check(fc_ctx *ctx, const fc_array *a, CUdeviceptr info, CUdeviceptr svals,
+                           int64_t batch, int64_t k, fc_dtype rt, CUstream stream) {
+    fc_status st = check_infos(ctx, a, info, batch, batch, stream);
+    size_t res = fc_dtype_size(rt), bytes = (size_t)(batch * k) * res;
+    if (st != FC_OK || bytes == 0) return st;
+    char *h = fcg_malloc(ctx, bytes);
+    if (!h) return fcg_error(ctx, FC_ERR_NOMEM, "svd: out of memory");
+    st = fcr_lib_download(ctx, h, svals, bytes, stream);
+    for (int64_t i = 0; i < batch * k && st == FC_OK; i++) {
+        double re, im;
+        get_value(rt, h + (size_t)i * res, &re, &im);
+        if (isfinite(re)) continue;
+        char d[FCG_DESC_MAX], where[160];
+        st = fcg_error(ctx, FC_ERR_LINALG, "%s: SVD did not converge: a %s%s has a NaN or "
+                       "infinite entry (its singular values are not finite)", fcg_linalg_name(a),
+                       fcg_desc(d, a->in[0]), fcg_linalg_where(where, sizeof where, a->in[0], i / k));
+    }
+    fcg_free(ctx, h, bytes);
+    return st;
+}
+
+/* np.linalg.svd and svdvals (LINALG_SVD: S, U and Vh in one, ops.def; LINALG_SVDVALS), a
+ * matrix at a time by Xgesvd: Householder bidiagonalisation and implicit QR iteration,
+ * LAPACK's gesvd with its accuracy and a convergence status in devInfo. (gesvdj, Jacobi, has
+ * no 64-bit generic entry point and stops at a tolerance and sweep count of its own; gesvdp,
+ * through the polar decomposition, gives an error estimate rather than a status and loses
+ * accuracy in the small singular values that lstsq, pinv and matrix_rank decide ranks by.)
+ * gesvd takes m >= n only, and the row-major buffer of A reads column-major as A^T:
+ *   m >= n: A is transposed into column-major order by geam (gesvd destroys its input, so
+ *     it works on a copy in any case), gesvd writes U (m x uc) and VT = Vh (n x n) into
+ *     column-major workspaces, and geam transposes each into its row-major slot of out;
+ *   m < n: a copy of the buffer is A^T (n x m, n > m), whose A^T = U' S V'^H gives
+ *     A = conj(V') S U'^T: U = conj(V'), whose row-major slot read column-major (leading
+ *     dimension w, the packed rows' pitch) is U^T = V'^H, gesvd's VT, and Vh = U'^T, whose
+ *     slot reads as U': gesvd writes both straight into out, with no transpose.
+ * The singular values (real) go to a workspace [batch, k], then into row 0 (the real parts,
+ * a stride-2 copy, for complex dtypes; out is zeroed first, so imaginary parts and padding
+ * are zeros) or straight into svdvals' output; svd_check reads them back with the infos. An
+ * empty matrix (k = 0) gets its identities uploaded. */
+static fc_status run_svd(fc_ctx *ctx, lib_state *s, CUstream stream, const fc_array *a,
+                         CUdeviceptr in, CUdeviceptr out) {
+    const fc_array *x = a->in[0];
+    fc_dtype t = (fc_dtype)x->dtype, rt = fcg_real_dtype(t);
+    bool vectors = a->op == FCG_OP_LINALG_SVD, full = vectors && (a->p.flag & 1);
+    cudaDataType dt, st_;
+    if ((fc_dtype)a->dtype != (vectors ? t : rt) || x->ndim < 2 || !solver_types(t, &dt) ||
+        !solver_types(rt, &st_))
+        return FC_ERR_UNSUPPORTED;
+    int nb = x->ndim - 2;
+    int64_t m = x->shape[nb], n = x->shape[nb + 1], k = m < n ? m : n, batch = 1;
+    for (int d = 0; d < nb; d++) batch *= x->shape[d];
+    int64_t uc = full ? m : k, vr = full ? n : k;
+    int64_t rows = vectors ? a->shape[a->ndim - 2] : 1, w = vectors ? a->shape[a->ndim - 1] : k;
+    if (k == 0) /* no singular value: zeros, and full_matrices' identity where a side has room */
+        return upload_identity(ctx, a, rows, w, 1, m > 0 ? uc : vr, batch, out, stream);
+    /* geam's and the strided copies' int extents (beyond them: the host reference) */
+    if (!fits_int(m) || !fits_int(n) || !fits_int(w) || !fits_int(uc * m))
+        return FC_ERR_UNSUPPORTED;
+    fc_status st = solver_handle(ctx, s, stream);
+    if (st != FC_OK) return st;
+    bool tall = m >= n;
+    int64_t r = tall ? m : n, c = tall ? n : m; /* gesvd's matrix, r x c with r >= c */
+    size_t es = fc_dtype_size(t), res = fc_dtype_size(rt);
+    size_t per_out = (size_t)(rows * w) * (vectors ? es : res), mat = (size_t)(m * n) * es;
+    size_t u_bytes = vectors && tall ? (size_t)(m * uc) * es : 0;
+    size_t v_bytes = vectors && tall ? (size_t)(n * n) * es : 0;
+    signed char job = !vectors ? 'N' : full ? 'A' : 'S';
+    /* gesvd's U and VT, and their leading dimensions: workspaces (m >= n) or out's slots
+     * (svdvals: none, 'N', with the leading dimensions of its matrix) */
+    int64_t ldu = tall || !vectors ? r : w, ldvt = tall || !vectors ? c : w;
+    solver_work wk;
+    memset(&wk, 0, sizeof wk);
+    size_t dev_work = 0, host_work = 0;
+    CUdeviceptr probe = in; /* the size query reads no data */
+    st = SOLVER(ctx, Xgesvd_bufferSize, (s->solver, s->params, job, job, r, c, dt, dptr(probe),
+                                         r, st_, dptr(probe), dt, dptr(probe), ldu, dt,
+                                         dptr(probe), ldvt, dt, &dev_work, &host_work));
+    /* dev[0] the workspace, dev[1] the infos, dev[2] the singular values [batch, k], dev[3]
+     * gesvd's copy of the matrix, then (m >= n) U's and VT's column-major workspaces */
+    if (st == FC_OK) st = work_alloc(ctx, &wk, 0, dev_work, stream);
+    if (st == FC_OK) st = work_alloc(ctx, &wk, 1, (size_t)batch * sizeof(int), stream);
+    if (st == FC_OK) st = work_alloc(ctx, &wk, 2, (size_t)(batch * k) * res, stream);
+    if (st == FC_OK) st = work_alloc(ctx, &wk, 3, mat + u_bytes + v_bytes, stream);
+    if (st == FC_OK && host_work && !(wk.host = fcg_malloc(ctx, host_work)))
+        st = fcg_error(ctx, FC_ERR_NOMEM, "%s: out of memory", fcg_linalg_name(a));
+    wk.host_bytes = wk.host ? host_work : 0;
+    if (st == FC_OK) st = fcr_lib_zero(ctx, wk.dev[1], (size_t)batch, stream);
+    if (st == FC_OK && vectors) st = fcr_lib_zero(ctx, out, (size_t)batch * per_out / 4, stream);
+    CUdeviceptr bm = wk.dev[3], uw = bm + (CUdeviceptr)mat, vw = uw + (CUdeviceptr)u_bytes;
+    for (int64_t b = 0; b < batch && st == FC_OK; b++) {
+        CUdeviceptr src = in + (CUdeviceptr)((size_t)b * mat);
+        CUdeviceptr o = out + (CUdeviceptr)((size_t)b * per_out);
+        CUdeviceptr sv = wk.dev[2] + (CUdeviceptr)((size_t)(b * k) * res);
+        CUdeviceptr ou = o + (CUdeviceptr)((size_t)w * es); /* U's slot, row 1 */
+        CUdeviceptr ovh = ou + (CUdeviceptr)((size_t)(m * w) * es); /* Vh's, row 1 + m */
+        CUdeviceptr gu = tall ? uw : ovh, gvt = tall ? vw : ou;
+        st = tall ? transpose(ctx, s, t, m, n, src, bm) : fcr_lib_copy(ctx, bm, src, mat, stream);
+        if (st == FC_OK)
+            st = SOLVER(ctx, Xgesvd, (s->solver, s->params, job, job, r, c, dt, dptr(bm), r, st_,
+                                      dptr(sv), dt, dptr(gu), ldu, dt, dptr(gvt), ldvt, dt,
+                                      dptr(wk.dev[0]), dev_work, wk.host, host_work,
+                                      dptr(wk.dev[1] + (CUdeviceptr)((size_t)b * sizeof(int)))));
+        if (st == FC_OK)
+            st = strided_copy(ctx, s, res, (int)k, sv, 1, o, vectors && fcg_is_complex(t) ? 2 : 1);
+        if (st != FC_OK || !vectors || !tall) continue;
+        /* out's U slot read column-major is U^T (uc x m), its Vh slot Vh^T (n x n) */
+        st = geam(ctx, s, t, CUBLAS_OP_T, (int)uc, (int)m, uw, (int)m, ou, (int)w);
+        if (st == FC_OK)
+            st = geam(ctx, s, t, CUBLAS_OP_T, (int)n, (int)n, vw, (int)n, ovh, (int)w);
+    }
+    if (st == FC_OK) st = svd_check(ctx, a, wk.dev[1], wk.dev[2], batch, k, rt, stream);
+    work_free(ctx, &wk, stream);
+    return st;
+}
+
 static fc_status run_linalg(fc_ctx *ctx, lib_state *s, CUstream stream, const fc_array *a,
                             const CUdeviceptr *in, CUdeviceptr out) {
+    if (a->op == FCG_OP_LINALG_SVD || a->op == FCG_OP_LINALG_SVDVALS)
+        return run_svd(ctx, s, stream, a, in[0], out);
     if (a->op == FCG_OP_LINALG_QR) return run_qr(ctx, s, stream, a, in[0], out);
     if (a->op == FCG_OP_LINALG_EIGH || a->op == FCG_OP_LINALG_EIGVALSH)
         return run_eigh(ctx, s, stream, a, in[0], out);

@@ -165,7 +165,8 @@ enum { RD_RANDOM, RD_STANDARD_NORMAL, RD_INTEGERS, RD_UNIFORM, RD_NORMAL, RD_EXP
 
 /* FK_LINALG's op: which function of graph/linalg.c (eval_linalg). Written linalg.NAME only. */
 enum { LA_SOLVE, LA_INV, LA_DET, LA_SLOGDET, LA_SLOGDET_PACKED, LA_CHOLESKY, LA_QR,
-       LA_QR_PACKED, LA_EIGH, LA_EIGH_PACKED, LA_EIGVALSH };
+       LA_QR_PACKED, LA_EIGH, LA_EIGH_PACKED, LA_EIGVALSH, LA_SVD, LA_SVD_PACKED, LA_SVDVALS,
+       LA_LSTSQ, LA_PINV, LA_MATRIX_RANK };
 
 /* FK_CONV's op (eval_conv): np.convolve and np.correlate; scipy.signal's convolve2d and
  * correlate2d and fusec's stencil2d node (the printer's form), written signal.NAME only. */
@@ -291,6 +292,15 @@ static const fcf_func fcf_funcs[] = {
      {"in1", "in2", "mode", "boundary", "fillvalue", "method"}},
     {"stencil2d", FK_CONV, CV_STENCIL2D, 6, 4,
      {"x", "w", "shape", "origin", "boundary", "fillvalue"}},
+    /* svd gives [u, s, vh] (compute_uv=False: s alone), lstsq [x, residuals, rank, s];
+     * svd_packed is the node holding U, S and Vh (the printer's); pinv's and matrix_rank's
+     * rtol is keyword-only, as NumPy's */
+    {"svd", FK_LINALG, LA_SVD, 3, 1, {"a", "full_matrices", "compute_uv"}},
+    {"svd_packed", FK_LINALG, LA_SVD_PACKED, 2, 1, {"a", "full_matrices"}},
+    {"svdvals", FK_LINALG, LA_SVDVALS, 1, 1, {"x"}},
+    {"lstsq", FK_LINALG, LA_LSTSQ, 3, 2, {"a", "b", "rcond"}},
+    {"pinv", FK_LINALG, LA_PINV, 3, 1, {"a", "rcond", "hermitian", "rtol"}},
+    {"matrix_rank", FK_LINALG, LA_MATRIX_RANK, 3, 1, {"A", "tol", "hermitian", "rtol"}},
     {"take", FK_TAKE, 0, 3, 2, {"a", "indices", "axis", "mode"}},
     {"take_along_axis", FK_TAKE, 1, 3, 2, {"arr", "indices", "axis"}},
     {"searchsorted", FK_TAKE, 2, 3, 2, {"a", "v", "side"}},
@@ -2793,6 +2803,71 @@ static fc_status eval_conv(fcf_builder *b, const fcf_expr *e, fcf_value *v, fcf_
 
 /* ---- linear algebra (graph/linalg.c) ---------------------------------------------------- */
 
+/* The optional bool argument i (absent: dflt). */
+static fc_status bool_arg(fcf_builder *b, const fcf_expr *e, fcf_value *v, int i,
+                          const char *what, bool dflt, bool *out) {
+    fc_status st = eval_arg(b, e, i, &v[i], V_NONE);
+    *out = dflt;
+    if (st == FC_OK && e->call.args[i]) st = to_bool(b, arg_pos(e, i), &v[i], what, out);
+    return st;
+}
+
+/* The optional number argument i: *has false where it is absent or None. */
+static fc_status number_arg(fcf_builder *b, const fcf_expr *e, fcf_value *v, int i,
+                            const char *what, bool *has, double *out) {
+    fc_status st = eval_arg(b, e, i, &v[i], V_NONE);
+    *has = st == FC_OK && v[i].kind != V_NONE;
+    if (*has) st = to_double(b, arg_pos(e, i), &v[i], what, out);
+    return st;
+}
+
+/* linalg.svd(a, full_matrices=True, compute_uv=True): [u, s, vh], or s; svd_packed; svdvals */
+static fc_status eval_svd(fcf_builder *b, const fcf_expr *e, fcf_value *v, fc_array *x,
+                          fcf_value *out) {
+    const fcf_func *fn = e->call.fn;
+    bool full = true, uv = true;
+    fc_status st = FC_OK;
+    if (fn->op == LA_SVDVALS) return bcheck(b, e, fc_linalg_svdvals(x), out);
+    if ((st = bool_arg(b, e, v, 1, "full_matrices", true, &full)) != FC_OK) return st;
+    if (fn->op == LA_SVD_PACKED) return bcheck(b, e, fcg_linalg_svd_packed(x, full), out);
+    if ((st = bool_arg(b, e, v, 2, "compute_uv", true, &uv)) != FC_OK) return st;
+    fc_array *res[3] = {NULL, NULL, NULL};
+    st = fc_linalg_svd(x, full, uv, &res[0], &res[1], &res[2]);
+    if (!uv) return bcheck(b, e, res[1], out);
+    return array_list(b, e, res, 3, st, out);
+}
+
+/* linalg.lstsq(a, b, rcond=None): [x, residuals, rank, s]; linalg.pinv(a, rcond=None,
+ * hermitian=False, rtol=None); linalg.matrix_rank(A, tol=None, hermitian=False, rtol=None).
+ * pinv's rtol is its rcond by NumPy's newer name (None there: the default 1e-15). */
+static fc_status eval_rank_based(fcf_builder *b, const fcf_expr *e, fcf_value *v, fc_array *x,
+                                 fcf_value *out) {
+    const fcf_func *fn = e->call.fn;
+    fc_status st;
+    if (fn->op == LA_LSTSQ) {
+        fc_array *y, *res[4] = {NULL, NULL, NULL, NULL};
+        bool has = false;
+        double rcond = 0.0;
+        if ((st = eval_array_arg(b, e, 1, &y)) != FC_OK) return st;
+        if ((st = number_arg(b, e, v, 2, "rcond", &has, &rcond)) != FC_OK) return st;
+        st = fc_linalg_lstsq(x, y, has ? &rcond : NULL, &res[0], &res[1], &res[2], &res[3]);
+        return array_list(b, e, res, 4, st, out);
+    }
+    bool has_tol = false, has_rtol = false, hermitian = false;
+    double tol = 0.0, rtol = 0.0;
+    const char *what = fn->op == LA_PINV ? "rcond" : "tol";
+    if ((st = number_arg(b, e, v, 1, what, &has_tol, &tol)) != FC_OK) return st;
+    if ((st = bool_arg(b, e, v, 2, "hermitian", false, &hermitian)) != FC_OK) return st;
+    if ((st = number_arg(b, e, v, 3, "rtol", &has_rtol, &rtol)) != FC_OK) return st;
+    if (fn->op == LA_MATRIX_RANK)
+        return bcheck(b, e, fc_linalg_matrix_rank(x, has_tol ? &tol : NULL,
+                                                  has_rtol ? &rtol : NULL, hermitian), out);
+    if (has_tol && has_rtol)
+        return berr(b, arg_pos(e, 3), FC_ERR_INVALID, "`rtol` and `rcond` can't be both set");
+    return bcheck(b, e, fc_linalg_pinv(x, has_tol ? &tol : has_rtol ? &rtol : NULL, hermitian),
+                  out);
+}
+
 static fc_status eval_linalg(fcf_builder *b, const fcf_expr *e, fcf_value *v, fcf_value *out) {
     const fcf_func *fn = e->call.fn;
     fc_array *x, *y = NULL;
@@ -2845,12 +2920,15 @@ static fc_status eval_linalg(fcf_builder *b, const fcf_expr *e, fcf_value *v, fc
         st = fc_linalg_eigh(x, upper, &res[0], &res[1]);
         return array_list(b, e, res, 2, st, out);
     }
+    case LA_SVD:
+    case LA_SVD_PACKED:
+    case LA_SVDVALS: return eval_svd(b, e, v, x, out);
+    case LA_LSTSQ:
+    case LA_PINV:
+    case LA_MATRIX_RANK: return eval_rank_based(b, e, v, x, out);
     default: {
         bool upper = false;
-        if ((st = eval_arg(b, e, 1, &v[1], V_NONE)) != FC_OK) return st;
-        if (e->call.args[1] &&
-            (st = to_bool(b, arg_pos(e, 1), &v[1], "upper", &upper)) != FC_OK)
-            return st;
+        if ((st = bool_arg(b, e, v, 1, "upper", false, &upper)) != FC_OK) return st;
         return bcheck(b, e, fc_linalg_cholesky(x, upper), out);
     }
     }

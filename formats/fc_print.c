@@ -481,6 +481,14 @@ static fc_status put_rhs(fcq_printer *pr, const fc_array *a) {
     case FCG_OP_CSR_MATMUL: /* sparse.csr_matmul(indptr, indices, data, x) makes the node */
         put_call(pr, "sparse.", info->pyname, a);
         return FC_OK;
+    case FCG_OP_LINALG_SVD: /* linalg.svd_packed(a, full_matrices=...): svd's views read it */
+    case FCG_OP_LINALG_SVDVALS:
+        buf_printf(b, "linalg.%s(", info->pyname);
+        put_operand(pr, a->in[0], false);
+        if (a->op == FCG_OP_LINALG_SVD)
+            buf_printf(b, ", full_matrices=%s", a->p.flag & 1 ? "True" : "False");
+        buf_puts(b, ")");
+        return FC_OK;
     case FCG_OP_RESHAPE:
     case FCG_OP_BROADCAST:
         buf_printf(b, "%s(", info->pyname);

@@ -110,10 +110,12 @@ static bool small_enough(fc_ctx *ctx, fc_array *const *outs, int n) {
         if (fcg_op_is_linalg(a->op) && a->in[0]->ndim >= 2) {
             /* a factorisation and its solves: n^3 + n^2 k per matrix of the stack (qr's
              * m n min(m, n) + Q's m^2 k is within its input's m n times its width); the
-             * host's Jacobi eigh makes a few sweeps of 3 n^3 complex operations each */
+             * host's Jacobi eigh and svd make a few sweeps of 3 n^3 complex operations each */
             uint64_t m = (uint64_t)a->in[0]->shape[a->in[0]->ndim - 1];
             cost = elements(a->in[0]) * (m + 1) + e * (m + 1);
-            if (a->op == FCG_OP_LINALG_EIGH || a->op == FCG_OP_LINALG_EIGVALSH) cost *= 32;
+            if (a->op == FCG_OP_LINALG_EIGH || a->op == FCG_OP_LINALG_EIGVALSH ||
+                a->op == FCG_OP_LINALG_SVD || a->op == FCG_OP_LINALG_SVDVALS)
+                cost *= 32;
         }
         ok = e <= FZ_MAX_NODE && cost <= FZ_MAX_WORK && (work += cost) <= FZ_MAX_WORK;
     }

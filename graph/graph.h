@@ -537,12 +537,21 @@ fc_array *fcg_linalg_qr_packed(fc_array *a, int mode);
 /* NumPy's names of the fc_qr_mode values, in order: "reduced", "complete", "r". */
 extern const char *const fcg_qr_mode_names[3];
 fc_array *fcg_linalg_eigh_packed(fc_array *a, bool upper);
+/* The LINALG_SVD node of a ([..., 1 + m + vr, w]: S, then U, then Vh) that fc_linalg_svd reads
+ * through views; the .fc printer's linalg.svd_packed. */
+fc_array *fcg_linalg_svd_packed(fc_array *a, bool full_matrices);
 /* Whether op is one of the dense linear algebra ops (ops.def's LINALG_*): library calls of
  * ref/host_linalg.c and backend/cuda_lib.c's cuSOLVER path. */
 static inline bool fcg_op_is_linalg(int op) {
     return op == FCG_OP_LINALG_SOLVE || op == FCG_OP_LINALG_SLOGDET ||
            op == FCG_OP_LINALG_CHOLESKY || op == FCG_OP_LINALG_QR || op == FCG_OP_LINALG_EIGH ||
-           op == FCG_OP_LINALG_EIGVALSH;
+           op == FCG_OP_LINALG_EIGVALSH || op == FCG_OP_LINALG_SVD || op == FCG_OP_LINALG_SVDVALS;
+}
+/* The np.linalg function a linalg node is named by in errors: inv for LINALG_SOLVE's inv
+ * flag, svd for LINALG_SVD (whose pyname is the printer's svd_packed), else the pyname. */
+static inline const char *fcg_linalg_name(const fc_array *a) {
+    if (a->op == FCG_OP_LINALG_SOLVE && a->p.flag) return "inv";
+    return a->op == FCG_OP_LINALG_SVD ? "svd" : fcg_ops[a->op].pyname;
 }
 /* The CSR_MATMUL node (ops.def) of the CSR matrix (indptr [m + 1], indices [nnz], data
  * [nnz]) times x ([n] or [n, k], data's dtype), its arrays used as they are: dtypes and shapes
@@ -594,14 +603,16 @@ fc_array *fcg_ret(fc_ctx *ctx, fc_array *a);
  * out-of-memory poison when r is NULL or cannot be kept). */
 fc_array *fcg_scope_return(fc_ctx *ctx, fc_scope *scope, fc_array *r);
 /* Functions with several results (fc_unique, fc_linalg_qr, ...; at most FCG_MULTI_MAX).
- * fcg_multi_begin opens the scope they are built in, or, out of memory, gives every non-NULL
- * outs[i] (a reference to) one poison naming `name`, sets *status and returns NULL.
+ * fcg_multi_begin checks their nin inputs: a NULL one sets *status to FC_ERR_NULL and returns
+ * NULL, the outputs untouched. Then it opens the scope they are built in, or, out of memory,
+ * gives every non-NULL outs[i] (a reference to) one poison naming `name`, sets *status and
+ * returns NULL; and sets *early to fcg_begin's poison for a bad input (NULL where none is).
  * fcg_multi_return ends such a function: each non-NULL outs[i] receives a new reference to
  * res[i] (to `poison` instead when one is given) in the caller's scope, as fcg_ret does; it
  * returns poison's status, else the first result's error, else FC_OK. */
 #define FCG_MULTI_MAX 4
-fc_scope *fcg_multi_begin(fc_ctx *ctx, const char *name, int n, fc_array **const *outs,
-                          fc_status *status);
+fc_scope *fcg_multi_begin(const char *name, int nin, fc_array *const *in, int n,
+                          fc_array **const *outs, fc_status *status, fc_array **early);
 fc_status fcg_multi_return(fc_ctx *ctx, fc_scope *s, int n, fc_array **const *outs,
                            fc_array *const *res, fc_array *poison);
 /* "[3, 4] (f32)": a's shape and dtype for a message, into buf (FCG_DESC_MAX bytes). */

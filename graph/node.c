@@ -194,10 +194,19 @@ fc_array *fcg_scope_return(fc_ctx *ctx, fc_scope *scope, fc_array *r) {
     return fcg_ret(ctx, kept);
 }
 
-fc_scope *fcg_multi_begin(fc_ctx *ctx, const char *name, int n, fc_array **const *outs,
-                          fc_status *status) {
+fc_scope *fcg_multi_begin(const char *name, int nin, fc_array *const *in, int n,
+                          fc_array **const *outs, fc_status *status, fc_array **early) {
+    for (int i = 0; i < nin; i++)
+        if (!in[i]) {
+            *status = FC_ERR_NULL;
+            return NULL;
+        }
+    fc_ctx *ctx = in[0]->ctx;
     fc_scope *s = fc_scope_open(ctx);
-    if (s) return s;
+    if (s) {
+        fcg_begin(name, nin, in, early);
+        return s;
+    }
     fc_array *p = fcg_poison(ctx, FC_ERR_NOMEM, "%s: out of memory", name);
     bool given = false;
     for (int i = 0; i < n; i++) {

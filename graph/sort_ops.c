@@ -70,13 +70,11 @@ fc_array *fc_argpartition(fc_array *a, int64_t kth, int axis) {
 fc_status fc_unique(fc_array *a, fc_array **values, fc_array **index, fc_array **inverse,
                     fc_array **counts) {
     fc_array **const outs[4] = {values, index, inverse, counts};
-    if (!a) return FC_ERR_NULL;
-    fc_ctx *ctx = a->ctx;
     fc_status st0;
-    fc_scope *s = fcg_multi_begin(ctx, "unique", 4, outs, &st0);
-    if (!s) return st0;
     fc_array *early;
-    fcg_begin("unique", 1, &a, &early);
+    fc_scope *s = fcg_multi_begin("unique", 1, &a, 4, outs, &st0, &early);
+    if (!s) return st0;
+    fc_ctx *ctx = a->ctx;
     if (early) return fcg_multi_return(ctx, s, 4, outs, NULL, early);
     if (a->weak)
         return fcg_multi_return(ctx, s, 4, outs, NULL,

@@ -1190,12 +1190,14 @@ FC_API fc_array *fc_matrix_power(fc_array *a, int64_t n);
 
 /* Dense linear algebra, as np.linalg (NumPy 2). Every function works on stacks of matrices:
  * the last two axes are the matrix, the leading ones a batch (solve broadcasts a's batch
- * against b's). Dtypes as np.linalg's: f32, f64, c64 and c128 are computed in their own
- * precision; bool and integers are computed in f64; f16 and bf16 are refused (FC_ERR_DTYPE:
- * NumPy has no linalg loops for them); two operands compute in f32 / c64 only when both are
- * single precision. On the GPU through cuSOLVER (loaded on first use like cuBLAS), on the
- * host backend by fusec's own reference code (LU with partial pivoting, Cholesky, Householder
- * QR, Jacobi's eigenvalue iteration), each computed in f64 / c128.
+ * against b's; lstsq, as NumPy's, takes one matrix). Dtypes as np.linalg's: f32, f64, c64 and
+ * c128 are computed in their own precision (lstsq, pinv and matrix_rank in double, as NumPy:
+ * their rank thresholds are double precision's); bool and integers are computed in f64; f16
+ * and bf16 are refused (FC_ERR_DTYPE: NumPy has no linalg loops for them); two operands
+ * compute in f32 / c64 only when both are single precision. On the GPU through cuSOLVER
+ * (loaded on first use like cuBLAS), on the host backend by fusec's own reference code (LU
+ * with partial pivoting, Cholesky, Householder QR, Jacobi's eigenvalue iteration, one-sided
+ * Jacobi SVD), each computed in f64 / c128.
  *
  * Errors. NumPy's LinAlgError is FC_ERR_LINALG, whose message names the function, the shape
  * and, for a batch, the first matrix at fault: an array of fewer than 2 dimensions or whose
@@ -1260,6 +1262,71 @@ FC_API fc_status fc_linalg_eigh(fc_array *a, bool upper, fc_array **w, fc_array 
 /** np.linalg.eigvalsh(a, UPLO): fc_linalg_eigh's eigenvalues alone (no eigenvectors are
  *  computed). */
 FC_API fc_array *fc_linalg_eigvalsh(fc_array *a, bool upper);
+/** np.linalg.svd(a, full_matrices, compute_uv): a == U @ (S[..., None, :] * Vh) (over the
+ *  first k = min(m, n) columns of U and rows of Vh) for a [..., m, n] (any m, n), with U
+ *  [..., m, m] and Vh [..., n, n] unitary when full_matrices, else U [..., m, k] and Vh
+ *  [..., k, n] with orthonormal columns and rows; S [..., k] real (f32 for f32 and c64),
+ *  non-negative and descending; U and Vh of a's linalg dtype. Each singular vector is unique
+ *  only up to a sign or phase (U's column i and Vh's row i together), a repeated singular
+ *  value's only up to a basis of its space, and full U's and Vh's extra columns and rows any
+ *  orthonormal completion. An empty a gives empty factors (full: identities where a side has
+ *  room). On the GPU through cuSOLVER's gesvd (bidiagonalisation and QR iteration, LAPACK's
+ *  accuracy), on the host by one-sided Jacobi. FC_ERR_LINALG at evaluation when the iteration
+ *  does not converge, and for a matrix with a NaN or infinite entry (NumPy's "SVD did not
+ *  converge"). hermitian=True is not offered (fc_linalg_eigh is its factorisation).
+ *  @param u, s, vh receive new references (any may be NULL: not computed); when compute_uv is
+ *         false *u and *vh, where given, are set to NULL (NumPy returns S alone).
+ *  @return FC_OK; FC_ERR_NULL (a NULL: outputs untouched); otherwise the error, each output
+ *          then holding that poison (FC_ERR_LINALG: fewer than 2 dimensions; FC_ERR_DTYPE). */
+FC_API fc_status fc_linalg_svd(fc_array *a, bool full_matrices, bool compute_uv, fc_array **u,
+                               fc_array **s, fc_array **vh);
+/** np.linalg.svdvals(a): fc_linalg_svd's S alone (compute_uv=False; no vectors are
+ *  computed). */
+FC_API fc_array *fc_linalg_svdvals(fc_array *a);
+/** np.linalg.lstsq(a, b, rcond) (NumPy 2): the minimum-norm x minimising |b - a x| for one
+ *  matrix a [M, N] and b [M, K] or [M] (no stacks, as NumPy: FC_ERR_LINALG), through a's
+ *  reduced svd: x = Vh^H ((U^H b) / s) over the singular values s > rcond * max(s), the
+ *  others discarded as LAPACK's gelsd does. rcond NULL is NumPy 2's default, eps * max(M, N);
+ *  a negative one is eps. As NumPy, the factorisation is computed in double precision (f64 /
+ *  c128: the thresholds are double precision's) and x cast to a's linalg dtype.
+ *  @param x receives [N, K] or [N] (a's and b's linalg dtype; zeros when M or N is 0);
+ *  @param residuals the squared 2-norms of b - a x's columns, [K] (of b [M]: [1]), real, where
+ *         NumPy gives them: when rank == N and M > N; otherwise [0]. Their shape depends on
+ *         the rank, so when residuals is requested and M > N > 0 (and K > 0) the call
+ *         evaluates a's factorisation and rank (a synchronising evaluation, like a boolean
+ *         mask's count; the evaluated factorisation is reused by x, rank and s); M <= N, N == 0
+ *         or K == 0 need none. A failure of that evaluation (FC_ERR_LINALG: no convergence)
+ *         is then the call's error;
+ *  @param rank a 0-d i32 array (NumPy's int32), the number of singular values kept;
+ *  @param s a's singular values [min(M, N)], descending, of the real dtype.
+ *         Each output may be NULL (not computed).
+ *  @return FC_OK; FC_ERR_NULL (a or b NULL: outputs untouched); otherwise the error, each
+ *          output then holding that poison (FC_ERR_LINALG: a not 2-d, b not 1-d or 2-d, or
+ *          rows that differ, NumPy's "Incompatible dimensions"; FC_ERR_DTYPE; FC_ERR_VALUE: a
+ *          NaN rcond). */
+FC_API fc_status fc_linalg_lstsq(fc_array *a, fc_array *b, const double *rcond, fc_array **x,
+                                 fc_array **residuals, fc_array **rank, fc_array **s);
+/** np.linalg.pinv(a, rcond, hermitian): the Moore-Penrose pseudo-inverse [..., n, m] of the
+ *  stack a [..., m, n], Vh^H diag(1 / s) U^H over the singular values s > rcond * max(s)
+ *  (the others give 0), computed in double precision as NumPy does and cast to a's linalg
+ *  dtype. rcond NULL is NumPy's default, 1e-15 (NumPy's rtol=None is rcond = max(m, n) *
+ *  eps). hermitian: a is Hermitian (its lower triangle is read), factorised by
+ *  fc_linalg_eigh (s = |w|). An empty a gives an empty result of a's own dtype, as NumPy's.
+ *  @return the result, poisoned with FC_ERR_LINALG (fewer than 2 dimensions; hermitian and
+ *  not square), FC_ERR_DTYPE, FC_ERR_VALUE (a NaN rcond), or a poisoned a's status; no
+ *  convergence fails the evaluation (FC_ERR_LINALG). */
+FC_API fc_array *fc_linalg_pinv(fc_array *a, const double *rcond, bool hermitian);
+/** np.linalg.matrix_rank(a, tol, hermitian, rtol=rtol): the number of singular values above
+ *  the tolerance, an i64 array of a's batch shape: tol (absolute) where given, else rtol times
+ *  the largest singular value, rtol NULL being NumPy's default max(m, n) * eps of S's real
+ *  dtype (f32's for f32 and c64 input). S is computed in double precision and cast to the
+ *  real dtype, as NumPy's svd does; tol and rtol compare in f64 (NumPy's arrays). hermitian:
+ *  S = |eigvalsh(a)|. An a of fewer than 2 dimensions gives 1 if any element is non-zero,
+ *  else 0 (a 0-d i64); an empty matrix's rank is 0.
+ *  @return the result, poisoned with FC_ERR_VALUE (both tol and rtol given), FC_ERR_LINALG
+ *  (hermitian and not square), FC_ERR_DTYPE, or a poisoned a's status. */
+FC_API fc_array *fc_linalg_matrix_rank(fc_array *a, const double *tol, const double *rtol,
+                                       bool hermitian);
 /** Discrete Fourier transform along `axis` (negative counts from the end), as np.fft.fft and
  *  np.fft.ifft with n=None and norm="backward": fc_ifft scales by 1 / n, rounded as NumPy
  *  rounds it (to f16 for an f16 input, f32 for f32 and c64). The result is complex with a's

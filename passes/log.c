@@ -191,6 +191,7 @@ static void put_params(line *l, const fc_array *a) {
     case FCG_OP_LINALG_QR: put(l, " mode=%s", fcg_qr_mode_names[p->flag < 3 ? p->flag : 0]); break;
     case FCG_OP_LINALG_EIGH:
     case FCG_OP_LINALG_EIGVALSH: put(l, " UPLO=%s", p->flag & 1 ? "U" : "L"); break;
+    case FCG_OP_LINALG_SVD: put(l, " full_matrices=%s", p->flag & 1 ? "True" : "False"); break;
     default: put_fields(l, a, used); break; /* an op without a spelling of its own here */
     }
 }

@@ -1,7 +1,8 @@
 /*
  * ref/host_linalg.c - the reference of the dense linear algebra ops (ops.def's LINALG_*):
- * LU with partial pivoting (solve, slogdet), Cholesky, Householder QR and Jacobi's eigenvalue
- * iteration for Hermitian matrices (eigh, eigvalsh), on each matrix of a stack.
+ * LU with partial pivoting (solve, slogdet), Cholesky, Householder QR, Jacobi's eigenvalue
+ * iteration for Hermitian matrices (eigh, eigvalsh) and one-sided Jacobi for the SVD (svd,
+ * svdvals), on each matrix of a stack.
  *
  * Simple and exact rather than fast: every matrix is read into complex doubles (a real one
  * keeps zero imaginary parts, which the arithmetic below never disturbs: its products and
@@ -11,12 +12,14 @@
  * LAPACK's signs, so that R's diagonal is real; eigh is cyclic Jacobi, which is simple and
  * accurate to the last bits rather than fast), and written back in the node's dtype. The
  * errors are NumPy's LinAlgError cases (FC_ERR_LINALG), found here at evaluation: an exactly
- * zero pivot for solve and inv, a non-positive (or NaN) diagonal for cholesky.
+ * zero pivot for solve and inv, a non-positive (or NaN) diagonal for cholesky, an SVD that
+ * does not converge (or a NaN or infinite entry: NumPy raises for NaN) for svd.
  */
 #include "graph.h"
 #include "host.h"
 
 #include <complex.h>
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -279,6 +282,53 @@ static void jacobi_eigh(cplx *h, int64_t n, cplx *v, double *w, int64_t *order) 
     }
 }
 
+/* One-sided Jacobi SVD (Hestenes) of the R x C matrix b (R >= C) held column by column
+ * (column j at b + j R): plane rotations of column pairs until every pair is orthogonal to
+ * within tol (|b_p^H b_q| <= tol |b_p| |b_q|); v (C x C, column by column) accumulates them,
+ * so that the columns of b end as U diag(s) and b_in = b_out v^H. Each rotation is the
+ * Jacobi rotation of the pair's Gram matrix [[|b_p|^2, g], [conj(g), |b_q|^2]] (jacobi_eigh's,
+ * its phase e = g / |g| taken out first). Simple and accurate to the last bits on every
+ * singular value, relative to the largest (Demmel and Veselic); O(R C^2) a sweep, a handful of
+ * sweeps. Returns false when `sweeps` do not converge. */
+static bool jacobi_svd(cplx *b, int64_t r, int64_t c, cplx *v, int sweeps) {
+    double tol = DBL_EPSILON * (double)(r > 1 ? r : 1);
+    for (int64_t i = 0; i < c * c; i++) v[i] = i % (c + 1) == 0 ? 1.0 : 0.0;
+    for (int sweep = 0; sweep < sweeps; sweep++) {
+        bool rotated = false;
+        for (int64_t p = 0; p < c; p++)
+            for (int64_t q = p + 1; q < c; q++) {
+                cplx *bp = b + p * r, *bq = b + q * r, gamma = 0.0;
+                double alpha = 0.0, beta = 0.0;
+                for (int64_t i = 0; i < r; i++) {
+                    alpha += creal(bp[i]) * creal(bp[i]) + cimag(bp[i]) * cimag(bp[i]);
+                    beta += creal(bq[i]) * creal(bq[i]) + cimag(bq[i]) * cimag(bq[i]);
+                    gamma += conj(bp[i]) * bq[i];
+                }
+                double g = cabs(gamma);
+                if (g == 0.0 || g <= tol * sqrt(alpha) * sqrt(beta)) continue;
+                rotated = true;
+                double theta = (beta - alpha) / (2.0 * g), t;
+                if (fabs(theta) > 1e150) t = 0.5 / theta; /* theta^2 would overflow */
+                else t = copysign(1.0, theta) / (fabs(theta) + sqrt(1.0 + theta * theta));
+                double cs = 1.0 / sqrt(1.0 + t * t), sn = t * cs;
+                cplx ce = conj(gamma / g);
+                for (int64_t i = 0; i < r; i++) {
+                    cplx x = bp[i], y = bq[i];
+                    bp[i] = cs * x - sn * ce * y;
+                    bq[i] = sn * x + cs * ce * y;
+                }
+                cplx *vp = v + p * c, *vq = v + q * c;
+                for (int64_t i = 0; i < c; i++) {
+                    cplx x = vp[i], y = vq[i];
+                    vp[i] = cs * x - sn * ce * y;
+                    vq[i] = sn * x + cs * ce * y;
+                }
+            }
+        if (!rotated) return true;
+    }
+    return false;
+}
+
 /* The batch offset (bytes) of matrix b (row-major over x's batch) in an input whose strides
  * are `strides`. */
 static int64_t batch_offset(const fc_array *x, int64_t b, const int64_t *strides) {
@@ -288,6 +338,119 @@ static int64_t batch_offset(const fc_array *x, int64_t b, const int64_t *strides
         b /= x->shape[d];
     }
     return off;
+}
+
+/* svd and svdvals of every matrix of the stack in[0] into out (ops.def's LINALG_SVD and
+ * LINALG_SVDVALS). Each m x n matrix A is factorised as B = A (m >= n) or B = A^H (m < n),
+ * R x C with R >= C: B = U_B diag(s) V_B^H by jacobi_svd on B scaled by a power of two (so
+ * that sums of squares neither overflow nor lose the small columns; exact), then
+ * U = U_B, Vh = V_B^H, or U = V_B, Vh = U_B^H. U_B's columns of zero singular values, and
+ * full_matrices' extra ones, complete the others to an orthonormal basis: the trailing
+ * columns of the Householder Q (qr_factor, qr_form_q) of the columns already known. */
+static fc_status svd_decompose(fc_ctx *ctx, const fc_array *a, const char *in,
+                               const int64_t *strides, char *out) {
+    const fc_array *x = a->in[0];
+    fc_dtype t = (fc_dtype)x->dtype, ot = (fc_dtype)a->dtype;
+    bool vectors = a->op == FCG_OP_LINALG_SVD, full = vectors && (a->p.flag & 1);
+    int nb = x->ndim - 2;
+    int64_t m = x->shape[nb], n = x->shape[nb + 1], batch = 1;
+    for (int d = 0; d < nb; d++) batch *= x->shape[d];
+    bool tall = m >= n;
+    int64_t r = tall ? m : n, c = tall ? n : m, ucb = full ? r : c; /* B is r x c, U_B r x ucb */
+    int64_t rows = vectors ? a->shape[a->ndim - 2] : 1, width = vectors ? a->shape[a->ndim - 1] : c;
+    int64_t per_out = rows * width;
+    if (batch == 0 || per_out == 0) return FC_OK;
+    /* room: A, B, V_B, U_B, the known columns and the completing Q (r x ucb), tau, the
+     * packed result; s, the order; one row of wide values */
+    size_t cells = (size_t)(m * n) * 2 + (size_t)(c * c) + (size_t)(r * ucb) * 3 + (size_t)c +
+                   (size_t)per_out + 1;
+    size_t rowlen = (size_t)(width > n ? width : n) + 2;
+    size_t bytes = cells * sizeof(cplx) + (size_t)c * (sizeof(double) + sizeof(int64_t)) +
+                   rowlen * sizeof(fch_wide_val);
+    char *work = fcg_malloc(ctx, bytes);
+    if (!work) return fcg_error(ctx, FC_ERR_NOMEM, "svd: out of memory");
+    cplx *mat = (cplx *)work, *bm = mat + m * n, *vb = bm + m * n, *ub = vb + c * c;
+    cplx *known = ub + r * ucb, *q = known + r * ucb, *tau = q + r * ucb, *res = tau + c;
+    double *sv = (double *)(res + per_out + 1);
+    int64_t *order = (int64_t *)(sv + c);
+    fch_wide_val *row = (fch_wide_val *)(order + c);
+    size_t es = fc_dtype_size(ot);
+    fc_status st = FC_OK;
+    for (int64_t bi = 0; bi < batch && st == FC_OK; bi++) {
+        char d[FCG_DESC_MAX], where[160];
+        read_matrix(t, in + batch_offset(x, bi, strides), strides[nb], strides[nb + 1], m, n, mat,
+                    row);
+        /* B column by column, scaled by 2^-e so that its largest entry is below 1 */
+        double big = 0.0;
+        bool finite = true;
+        for (int64_t i = 0; i < m * n; i++) {
+            finite = finite && isfinite(creal(mat[i])) && isfinite(cimag(mat[i]));
+            big = fmax(big, cabs(mat[i]));
+        }
+        if (!finite) {
+            st = fcg_error(ctx, FC_ERR_LINALG, "svd: SVD did not converge: a %s%s has a NaN or "
+                           "infinite entry", fcg_desc(d, x),
+                           fcg_linalg_where(where, sizeof where, x, bi));
+            break;
+        }
+        int e = 0;
+        if (big > 0.0) frexp(big, &e);
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                cplx z = complex_of(ldexp(creal(mat[i * n + j]), -e), ldexp(cimag(mat[i * n + j]), -e));
+                if (tall) bm[j * m + i] = z;
+                else bm[i * n + j] = conj(z); /* column i of A^H is row i of A, conjugated */
+            }
+        if (!jacobi_svd(bm, r, c, vb, 64)) {
+            st = fcg_error(ctx, FC_ERR_LINALG, "svd: SVD did not converge: a %s%s is not "
+                           "diagonalised after 64 sweeps", fcg_desc(d, x),
+                           fcg_linalg_where(where, sizeof where, x, bi));
+            break;
+        }
+        /* the singular values (column norms, by hypot: no overflow or underflow), descending
+         * (insertion sort: stable, and c^2 beside the iteration's r c^2) */
+        int64_t known_cols = 0;
+        for (int64_t j = 0; j < c; j++) {
+            double h = 0.0;
+            for (int64_t i = 0; i < r; i++) h = hypot(h, cabs(bm[j * r + i]));
+            int64_t p = j;
+            for (; p > 0 && sv[p - 1] < h; p--) {
+                sv[p] = sv[p - 1];
+                order[p] = order[p - 1];
+            }
+            sv[p] = h;
+            order[p] = j;
+            known_cols += h > 0.0;
+        }
+        for (int64_t i = 0; i < per_out; i++) res[i] = 0.0;
+        for (int64_t j = 0; j < c; j++) res[j] = ldexp(sv[j], e);
+        if (vectors) {
+            /* U_B: the normalised columns, then the completion of the first known_cols */
+            for (int64_t j = 0; j < known_cols; j++)
+                for (int64_t i = 0; i < r; i++) {
+                    cplx z = bm[order[j] * r + i] / sv[j];
+                    ub[i * ucb + j] = z;
+                    known[i * known_cols + j] = z;
+                }
+            if (known_cols < ucb) {
+                qr_factor(known, r, known_cols, tau);
+                qr_form_q(known, r, known_cols, tau, known_cols, q, ucb);
+                for (int64_t i = 0; i < r; i++)
+                    for (int64_t j = known_cols; j < ucb; j++) ub[i * ucb + j] = q[i * ucb + j];
+            }
+            cplx *u = res + width, *vh = res + (1 + m) * width;
+            int64_t uc = tall ? ucb : c, vr = tall ? c : ucb;
+            for (int64_t i = 0; i < m; i++)
+                for (int64_t j = 0; j < uc; j++)
+                    u[i * width + j] = tall ? ub[i * ucb + j] : vb[order[j] * c + i];
+            for (int64_t j = 0; j < vr; j++)
+                for (int64_t i = 0; i < n; i++)
+                    vh[j * width + i] = conj(tall ? vb[order[j] * c + i] : ub[i * ucb + j]);
+        }
+        write_values(ot, res, per_out, out + (size_t)(bi * per_out) * es, row, (int64_t)rowlen);
+    }
+    fcg_free(ctx, work, bytes);
+    return st;
 }
 
 /* qr, eigh and eigvalsh of every matrix of the stack in[0] into out (see ops.def). */
@@ -354,13 +517,16 @@ fc_status fch_linalg(fc_ctx *ctx, const fc_array *a, const char *const *in,
                      const int64_t (*in_strides)[FC_MAX_DIMS], char *out) {
     const fc_array *x = a->in[0];
     fc_dtype t = (fc_dtype)x->dtype;
-    const char *name = a->op == FCG_OP_LINALG_SOLVE && a->p.flag ? "inv" : fcg_ops[a->op].pyname;
+    const char *name = fcg_linalg_name(a);
     bool decomposition = a->op == FCG_OP_LINALG_QR || a->op == FCG_OP_LINALG_EIGH ||
                          a->op == FCG_OP_LINALG_EIGVALSH;
-    fc_dtype want = a->op == FCG_OP_LINALG_EIGVALSH ? fcg_real_dtype(t) : t;
+    fc_dtype want = a->op == FCG_OP_LINALG_EIGVALSH || a->op == FCG_OP_LINALG_SVDVALS
+                        ? fcg_real_dtype(t) : t;
     if (x->ndim < 2 || a->dtype != want ||
         (t != FC_F32 && t != FC_F64 && t != FC_C64 && t != FC_C128))
         return fcg_error(ctx, FC_ERR_UNSUPPORTED, "%s: bad node (fusec bug)", name);
+    if (a->op == FCG_OP_LINALG_SVD || a->op == FCG_OP_LINALG_SVDVALS)
+        return svd_decompose(ctx, a, in[0], in_strides[0], out);
     if (decomposition) return decompose(ctx, a, in[0], in_strides[0], out);
     int nb = x->ndim - 2;
     int64_t n = x->shape[nb], k = a->op == FCG_OP_LINALG_SOLVE ? a->shape[a->ndim - 1] : n;

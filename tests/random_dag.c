@@ -1081,13 +1081,19 @@ static fc_array *rd_convolve(rd *r) {
                 : fc_convolve2d(x, w, mode, b, fill, 0, method);
 }
 
+/* y y^T + (2n + 1) I of the bounded y (last axis n, dtype t): diagonally dominant. */
+static fc_array *rd_dominant(rd *r, fc_array *y, fc_dtype t, int64_t n) {
+    return fc_add(fc_mul(fc_expand_dims(y, -1), fc_expand_dims(y, -2)),
+                  fc_mul(fc_eye(r->ctx, t, n, n, 0), fc_f64(r->ctx, (double)(2 * n + 1))));
+}
+
 /* Dense linear algebra (graph/linalg.c) where the result is well defined on any input: a
  * pool array x with a last axis of n (1 to 5) gives the bounded values y = x / (1 + |x|) (in
  * the dtype np.linalg computes x in), and M = y y^T + (2n + 1) I (outer products over the
  * last axis, a stack of them for a stack x): its diagonal dominates every row and column, so
  * M is well conditioned and, read through its lower triangle, positive definite. Then
  * solve(M, y as a vector or a column), inv, det, slogdet's sign or logabsdet, cholesky
- * (lower or upper), or what qr and eigh give that is unique (below). A non-finite x makes
+ * (lower or upper), or what qr, eigh and svd give that is unique (below). A non-finite x makes
  * NaNs, which both backends carry alike through the factorisations with pivots. */
 static fc_array *rd_linalg(rd *r) {
     fc_array *x = rd_pick(r);
@@ -1100,13 +1106,33 @@ static fc_array *rd_linalg(rd *r) {
         : t == FC_F16 || t == FC_BF16 ? FC_F32 : FC_F64;
     fc_array *xc = fc_cast(x, t);
     fc_array *y = fc_div(xc, fc_add(fc_abs(xc), fc_f64(r->ctx, 1.0)));
-    fc_array *m = fc_add(fc_mul(fc_expand_dims(y, -1), fc_expand_dims(y, -2)),
-                         fc_mul(fc_eye(r->ctx, t, n, n, 0), fc_f64(r->ctx, (double)(2 * n + 1))));
-    switch (rd_below(r, 10)) {
+    fc_array *m = rd_dominant(r, y, t, n);
+    switch (rd_below(r, 12)) {
+    case 10:
+    case 11: { /* svd and what is built on it: the singular values, U diag(S) Vh (M itself,
+                * whatever the vectors' signs), pinv (M's inverse), matrix_rank (n) or lstsq's
+                * x (the solution); no NaN: svd refuses one (as NumPy) */
+        fc_array *mf = fc_nan_to_num(m, 0.0, NULL, NULL), *u = NULL, *s = NULL, *vh = NULL;
+        switch (rd_below(r, 5)) {
+        case 0: return fc_linalg_svdvals(mf);
+        case 1:
+            fc_linalg_svd(mf, rd_chance(r, 50), true, &u, &s, &vh); /* square: full is reduced */
+            return fc_matmul(fc_mul(u, fc_expand_dims(s, -2)), vh);
+        case 2: return fc_linalg_pinv(mf, NULL, rd_chance(r, 30));
+        case 3: return fc_linalg_matrix_rank(mf, NULL, NULL, false);
+        default: { /* one matrix: the stack's blocks one above the other (a tall matrix) */
+            fc_array *sol = NULL, *a = fc_reshape(mf, FC_SHAPE(-1, n));
+            fc_linalg_lstsq(a, fc_ones(r->ctx, t, FC_SHAPE(fc_array_shape(a).dim[0])), NULL, &sol,
+                            NULL, NULL, NULL);
+            return sol;
+        }
+        }
+    }
     case 6:
     case 8: /* qr: its factors' signs are LAPACK's choice, so what is compared is a product
              * that does not depend on them (M itself from Q R, or R^H R == M^H M); no NaN:
              * where one lands in a blocked factorisation is the library's business */
+    case 5:
     case 7:
     case 9: { /* eigh: the eigenvalues, or V diag(w) V^H (the Hermitian matrix of M's lower
                * or upper triangle: unique where V's columns are not) */
@@ -1118,7 +1144,7 @@ static fc_array *rd_linalg(rd *r) {
         fc_array *p = NULL, *q = NULL;
         if (rd_chance(r, 50)) {
             bool upper = rd_chance(r, 50);
-            if (rd_chance(r, 30)) return fc_linalg_eigvalsh(mf, upper);
+            if (rd_chance(r, 50)) return fc_linalg_eigvalsh(mf, upper);
             fc_linalg_eigh(mf, upper, &p, &q);
             if (rd_chance(r, 30)) return p;
             return fc_matmul(fc_mul(q, fc_expand_dims(p, -2)), fc_conj(fc_permute(q, sw)));
@@ -1138,7 +1164,11 @@ static fc_array *rd_linalg(rd *r) {
         fc_linalg_slogdet(m, logdet ? NULL : &parts[0], logdet ? &parts[1] : NULL);
         return parts[logdet];
     }
-    default: return fc_linalg_cholesky(m, rd_chance(r, 50));
+    default: { /* no NaN (a NaN diagonal is not positive: an error, NumPy's, on either side):
+                * M of y's numbers, NaNs zeroed, positive definite */
+        fc_array *m0 = rd_dominant(r, fc_nan_to_num(y, 0.0, NULL, NULL), t, n);
+        return fc_linalg_cholesky(m0, rd_chance(r, 50));
+    }
     }
 }
 
@@ -1171,12 +1201,12 @@ static fc_array *rd_step(rd *r) {
     if (c < 56) return rd_cast(r);
     if (c < 66) return o->reductions ? rd_reduce(r) : NULL;
     if (c < 69) return o->reductions ? rd_arg(r) : NULL;
-    if (c < 88) return o->views ? rd_view(r) : NULL;
-    if (c < 94) return o->composites ? rd_composite(r) : NULL;
-    if (c < 98) return o->sources ? rd_source(r) : NULL;
+    if (c < 87) return o->views ? rd_view(r) : NULL;
+    if (c < 93) return o->composites ? rd_composite(r) : NULL;
+    if (c < 97) return o->sources ? rd_source(r) : NULL;
     if (c < 99) {
         if (!o->matmul) return NULL;
-        int k = rd_below(r, 2); /* linalg has 9 functions to draw from */
+        int k = rd_below(r, 4); /* linalg has 14 functions to draw from */
         if (k == 0 && rd_chance(r, 15)) return rd_sparse(r);
         return k == 0 ? (rd_chance(r, 50) ? rd_matmul(r) : rd_contract(r)) : rd_linalg(r);
     }

@@ -44,6 +44,23 @@ static int need_axis(reff_tokens *t) {
     return strcmp(s, "none") == 0 ? FC_AXIS_NONE : atoi(s);
 }
 
+/* An optional number: "none" (NULL) or a double's bits in hex, stored in *v. */
+static const double *need_opt_double(reff_tokens *t, double *v) {
+    const char *s = reff_need(t);
+    if (strcmp(s, "none") == 0) return NULL;
+    *v = reff_hex_double(strtoull(s, NULL, 16));
+    return v;
+}
+
+/* The ops of the reference files with several results. */
+static bool is_multi(const char *name) {
+    static const char *const names[] = {"meshgrid", "split", "split_at", "slogdet", "svd",
+                                        "lstsq", "qr", "eigh"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (strcmp(name, names[i]) == 0) return true;
+    return false;
+}
+
 /* An op with several results: fills out[0..n) and returns n. */
 static int build_multi(run *r, reff_tokens *t, const char *name, fc_array **regs, int nreg,
                        fc_array **out) {
@@ -60,6 +77,25 @@ static int build_multi(run *r, reff_tokens *t, const char *name, fc_array **regs
     } else if (strcmp(name, "slogdet") == 0) {
         cr_assert_eq(n, 2);
         r->multi_status = fc_linalg_slogdet(reff_need_reg(t, regs, nreg), &out[0], &out[1]);
+    } else if (strcmp(name, "svd") == 0) { /* o svd 3 %A FULL: U, S, Vh */
+        cr_assert_eq(n, 3);
+        fc_array *a = reff_need_reg(t, regs, nreg);
+        bool full = reff_need_int(t) != 0;
+        r->multi_status = fc_linalg_svd(a, full, true, &out[0], &out[1], &out[2]);
+    } else if (strcmp(name, "lstsq") == 0) { /* o lstsq 4 %A %B RCOND: x, residuals, rank, s */
+        cr_assert_eq(n, 4);
+        fc_array *a = reff_need_reg(t, regs, nreg), *b = reff_need_reg(t, regs, nreg);
+        double v;
+        const double *rcond = need_opt_double(t, &v);
+        r->multi_status = fc_linalg_lstsq(a, b, rcond, &out[0], &out[1], &out[2], &out[3]);
+    } else if (strcmp(name, "qr") == 0) { /* o qr 2 %A MODE (reduced or complete): Q, R */
+        cr_assert_eq(n, 2);
+        fc_array *a = reff_need_reg(t, regs, nreg);
+        r->multi_status = fc_linalg_qr(a, (fc_qr_mode)reff_need_int(t), &out[0], &out[1]);
+    } else if (strcmp(name, "eigh") == 0) { /* o eigh 2 %A UPPER: w, v */
+        cr_assert_eq(n, 2);
+        fc_array *a = reff_need_reg(t, regs, nreg);
+        r->multi_status = fc_linalg_eigh(a, reff_need_int(t) != 0, &out[0], &out[1]);
     } else {
         fc_array *a = reff_need_reg(t, regs, nreg);
         int nidx = (int)reff_need_int(t);
@@ -240,6 +276,55 @@ static fc_array *build_op(run *r, reff_tokens *t, const char *name, fc_array **r
         return name[2] == 'n' ? fc_convolve2d(a, b, mode, boundary, re, im, method)
                               : fc_correlate2d(a, b, mode, boundary, re, im, method);
     }
+    if (strcmp(name, "qr_r") == 0) { /* qr's mode "r": R alone */
+        fc_array *r_ = NULL;
+        fc_linalg_qr(reff_need_reg(t, regs, nreg), FC_QR_R, NULL, &r_);
+        return r_;
+    }
+    if (strcmp(name, "eigvalsh") == 0) {
+        fc_array *a = reff_need_reg(t, regs, nreg);
+        return fc_linalg_eigvalsh(a, reff_need_int(t) != 0);
+    }
+    if (strcmp(name, "svdvals") == 0) return fc_linalg_svdvals(reff_need_reg(t, regs, nreg));
+    if (strcmp(name, "pinv") == 0) { /* o pinv %A RCOND HERMITIAN */
+        fc_array *a = reff_need_reg(t, regs, nreg);
+        double v;
+        const double *rcond = need_opt_double(t, &v);
+        return fc_linalg_pinv(a, rcond, reff_need_int(t) != 0);
+    }
+    if (strcmp(name, "matrix_rank") == 0) { /* o matrix_rank %A TOL RTOL HERMITIAN */
+        fc_array *a = reff_need_reg(t, regs, nreg);
+        double v[2];
+        const double *tol = need_opt_double(t, &v[0]), *rtol = need_opt_double(t, &v[1]);
+        return fc_linalg_matrix_rank(a, tol, rtol, reff_need_int(t) != 0);
+    }
+    /* what a factorisation's checks compute from its factors (tests/gen_linalg.py): |x|, a
+     * product, a stack's conjugate transpose, a slice along one axis */
+    if (strcmp(name, "absolute") == 0) return fc_abs(reff_need_reg(t, regs, nreg));
+    if (strcmp(name, "matmul") == 0 || strcmp(name, "mul") == 0) {
+        fc_array *a = reff_need_reg(t, regs, nreg), *b = reff_need_reg(t, regs, nreg);
+        return name[1] == 'a' ? fc_matmul(a, b) : fc_mul(a, b);
+    }
+    if (strcmp(name, "adjoint") == 0) {
+        fc_array *a = reff_need_reg(t, regs, nreg);
+        int nd = fc_array_ndim(a);
+        cr_assert_geq(nd, 2);
+        fc_axes perm = {.n = nd};
+        for (int d = 0; d < nd; d++) perm.axis[d] = d;
+        perm.axis[nd - 1] = nd - 2;
+        perm.axis[nd - 2] = nd - 1;
+        return fc_conj(fc_permute(a, perm));
+    }
+    if (strcmp(name, "expand_dims") == 0) {
+        fc_array *a = reff_need_reg(t, regs, nreg);
+        return fc_expand_dims(a, (int)reff_need_int(t));
+    }
+    if (strcmp(name, "slice_axis") == 0) { /* o slice_axis %A AXIS START STOP */
+        fc_array *a = reff_need_reg(t, regs, nreg);
+        int axis = (int)reff_need_int(t);
+        int64_t start = reff_need_int(t), stop = reff_need_int(t);
+        return fcg_slice_axis(a, axis < 0 ? fc_array_ndim(a) + axis : axis, start, stop, 1);
+    }
     cr_assert_fail("%s: unknown op '%s'", t->path, name);
     return NULL;
 }
@@ -285,8 +370,7 @@ static void run_file(run *r, const char *file) {
             } else if (strcmp(k, "o") == 0) {
                 const char *name = reff_need(&t);
                 r->rep.opname = name;
-                if (strcmp(name, "meshgrid") == 0 || strcmp(name, "split") == 0 ||
-                    strcmp(name, "split_at") == 0 || strcmp(name, "slogdet") == 0) {
+                if (is_multi(name)) {
                     nreg += build_multi(r, &t, name, regs, nreg, regs + nreg);
                 } else {
                     cr_assert_lt(nreg, MAX_REGS);
@@ -357,7 +441,7 @@ Test(composite, contract_numpy_reference) {
 
 /* np.linalg (graph/linalg.c): tests/gen_linalg.py's cases, singular and non-positive-definite
  * matrices included. */
-Test(composite, linalg_numpy_reference) { run_reference(FC_BACKEND_HOST, "ops_linalg.txt", 170); }
+Test(composite, linalg_numpy_reference) { run_reference(FC_BACKEND_HOST, "ops_linalg.txt", 630); }
 
 static bool have_gpu(const char *test) {
     int n = 0;
@@ -382,7 +466,7 @@ Test(composite, contract_numpy_reference_on_the_gpu) {
  * matrices found on the device and reported by the evaluation. */
 Test(composite, linalg_numpy_reference_on_the_gpu) {
     if (!have_gpu("linalg_numpy_reference_on_the_gpu")) cr_skip_test("no CUDA device");
-    run_reference(FC_BACKEND_CUDA, "ops_linalg.txt", 170);
+    run_reference(FC_BACKEND_CUDA, "ops_linalg.txt", 630);
 }
 
 /* np.convolve / np.correlate and scipy.signal.convolve2d / correlate2d (graph/convolve.c):

@@ -125,6 +125,12 @@ static double complex *values(fc_array *a, const char *what) {
     return v;
 }
 
+/* Destroys a host context whose scopes are all closed: no node may outlive them. */
+static void destroy_checked(fc_ctx *ctx) {
+    cr_expect_eq(ctx->live_nodes, 0, "%zu nodes outlived their scopes", ctx->live_nodes);
+    fc_ctx_destroy(ctx);
+}
+
 static double eps_of(fc_dtype t) { return t == FC_F32 || t == FC_C64 ? 0x1p-23 : 0x1p-52; }
 
 /* |x - y| <= tol max(|y|, 1) elementwise over n values; the count that are not. */
@@ -231,8 +237,7 @@ Test(linalg, invariants_on_the_host) {
         free(sv);
         fc_scope_close(s);
     }
-    cr_expect_eq(ctx->live_nodes, 0);
-    fc_ctx_destroy(ctx);
+    destroy_checked(ctx);
 }
 
 /* ---- errors ----------------------------------------------------------------------------- */
@@ -292,8 +297,7 @@ static void singular_in_a_stack(fc_ctx *ctx) {
 Test(linalg, errors_at_evaluation_on_the_host) {
     fc_ctx *ctx = tu_host_ctx();
     singular_in_a_stack(ctx);
-    cr_expect_eq(ctx->live_nodes, 0);
-    fc_ctx_destroy(ctx);
+    destroy_checked(ctx);
 }
 
 Test(linalg, errors_at_construction) {
@@ -341,8 +345,7 @@ Test(linalg, errors_at_construction) {
     cr_expect_eq(fc_array_dtype(fc_linalg_det(fc_ones(ctx, FC_C64, FC_SHAPE(2, 2)))), FC_C64);
     cr_expect_eq(fc_array_dtype(fc_linalg_solve(m, fc_ones(ctx, FC_C64, FC_SHAPE(3)))), FC_C64);
     fc_scope_close(s);
-    cr_expect_eq(ctx->live_nodes, 0);
-    fc_ctx_destroy(ctx);
+    destroy_checked(ctx);
 }
 
 /* ---- .fc -------------------------------------------------------------------------------- */
@@ -372,6 +375,33 @@ static void round_trip(fc_ctx *ctx, fc_array **o, int n, const char *const *says
     fc_program_destroy(back);
 }
 
+/* The program `text` built over the inputs in: each of its n outputs is the node c of the
+ * C call, and the printed program holds every string of `says` and parses back to the same
+ * graph. */
+static void spelled(fc_ctx *ctx, const char *text, fc_array **in, fc_array **c, int n,
+                    const char *const *says) {
+    fc_program *prog = parse(ctx, text);
+    fc_array *o[16];
+    cr_assert_leq(n, 16);
+    cr_assert_eq(fc_program_build(prog, in, o), FC_OK, "%s", fc_errmsg(ctx));
+    for (int k = 0; k < n; k++) cr_expect_eq(o[k], c[k], "output %d is not the C call's node", k);
+    round_trip(ctx, o, n, says);
+    fc_program_destroy(prog);
+}
+
+/* Programs that fail to build: each with its status, line, column and message. */
+typedef struct bad_fc {
+    const char *text;
+    fc_status st;
+    int line, col;
+    const char *says;
+} bad_fc;
+
+static void check_bad_fcs(const bad_fc *b, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        tu_check_bad_fc(b[i].text, strlen(b[i].text), b[i].st, b[i].line, b[i].col, b[i].says);
+}
+
 /* The .fc spellings build the very nodes of the C calls, and a printed program parses back
  * to the same graph (structural hash), the packed slogdet and inv's identity included. */
 Test(linalg, fc_spellings_and_round_trip) {
@@ -389,36 +419,46 @@ Test(linalg, fc_spellings_and_round_trip) {
                        "u = linalg.cholesky(a, upper=True)\n"
                        "p = linalg.matrix_power(a, -3)\n"
                        "out x, y, i, d, sign, logdet, l, u, p\n";
-    fc_program *prog = parse(ctx, text);
     fc_array *in[3] = {fc_zeros(ctx, FC_F32, FC_SHAPE(2, 4, 4)),
                        fc_zeros(ctx, FC_F32, FC_SHAPE(4, 3)), fc_zeros(ctx, FC_I32, FC_SHAPE(4))};
-    fc_array *o[9];
-    cr_assert_eq(fc_program_build(prog, in, o), FC_OK, "%s", fc_errmsg(ctx));
     fc_array *sign, *logdet;
     cr_assert_eq(fc_linalg_slogdet(in[0], &sign, &logdet), FC_OK);
     fc_array *c[9] = {fc_linalg_solve(in[0], in[1]), fc_linalg_solve(in[0], in[2]),
                       fc_linalg_inv(in[0]), fc_linalg_det(in[0]), sign, logdet,
                       fc_linalg_cholesky(in[0], false), fc_linalg_cholesky(in[0], true),
                       fc_matrix_power(in[0], -3)};
-    for (int k = 0; k < 9; k++) cr_expect_eq(o[k], c[k], "output %d is not the C call's node", k);
-    cr_expect_eq(fc_array_dtype(o[1]), FC_F64);
-    cr_expect_eq(fc_array_ndim(o[1]), 2);
-    round_trip(ctx, o, 9, (const char *const[]){"linalg.inv(", "linalg.slogdet_packed(",
-                                                 "linalg.cholesky(", "linalg.solve(", NULL});
-    fc_program_destroy(prog);
+    cr_expect_eq(fc_array_dtype(c[1]), FC_F64);
+    cr_expect_eq(fc_array_ndim(c[1]), 2);
+    spelled(ctx, text, in, c, 9, (const char *const[]){"linalg.inv(", "linalg.slogdet_packed(",
+                                                        "linalg.cholesky(", "linalg.solve(", NULL});
     fc_scope_close(s);
     fc_ctx_destroy(ctx);
 }
 
 Test(linalg, fc_errors) {
-    static const char bare[] = "a = input f32 [3, 3]\ny = solve(a, a)\nout y\n";
-    tu_check_bad_fc(bare, sizeof bare - 1, FC_ERR_PARSE, 2, 5, "write linalg.solve");
-    static const char odd[] = "a = input f32 [3, 2]\ny = linalg.inv(a)\nout y\n";
-    tu_check_bad_fc(odd, sizeof odd - 1, FC_ERR_LINALG, 2, 12, "must be square");
-    static const char kw[] = "a = input f32 [3, 3]\ny = linalg.cholesky(a, True)\nout y\n";
-    tu_check_bad_fc(kw, sizeof kw - 1, FC_ERR_PARSE, 2, 24, "at most 1 positional");
-    static const char many[] = "a = input f32 [3, 3]\ns, l, x = linalg.slogdet(a)\nout s\n";
-    tu_check_bad_fc(many, sizeof many - 1, FC_ERR_INVALID, 2, 18, "cannot unpack a list of 2 into 3");
+    static const bad_fc bad[] = {
+        {"a = input f32 [3, 3]\ny = solve(a, a)\nout y\n", FC_ERR_PARSE, 2, 5,
+         "write linalg.solve"},
+        {"a = input f32 [3, 2]\ny = linalg.inv(a)\nout y\n", FC_ERR_LINALG, 2, 12,
+         "must be square"},
+        {"a = input f32 [3, 3]\ny = linalg.cholesky(a, True)\nout y\n", FC_ERR_PARSE, 2, 24,
+         "at most 1 positional"},
+        {"a = input f32 [3, 3]\ns, l, x = linalg.slogdet(a)\nout s\n", FC_ERR_INVALID, 2, 18,
+         "cannot unpack a list of 2 into 3"},
+        {"a = input f32 [3, 3]\nq, r = linalg.qr(a, mode=\"raw\")\nout q\n", FC_ERR_INVALID, 2,
+         26, "qr mode must be"},
+        {"a = input f32 [3, 3]\nw = linalg.eigvalsh(a, \"X\")\nout w\n", FC_ERR_INVALID, 2, 24,
+         "UPLO must be"},
+        {"a = input f32 [3, 3]\nu, s, v = linalg.svd(a, 2)\nout u\n", FC_ERR_INVALID, 2, 25,
+         "full_matrices must be"},
+        {"a = input f32 [3, 3]\np = linalg.pinv(a, 0.1, rtol=0.1)\nout p\n", FC_ERR_INVALID, 2,
+         30, "can't be both set"},
+        {"a = input f32 [3, 3]\nu, s = linalg.svd(a)\nout u\n", FC_ERR_INVALID, 2, 15,
+         "cannot unpack a list of 3 into 2"},
+        {"a = input f32 [2, 3, 3]\nx, r, k, s = linalg.lstsq(a, a)\nout x\n", FC_ERR_LINALG, 2,
+         21, "3-dimensional array given"},
+    };
+    check_bad_fcs(bad, sizeof bad / sizeof *bad);
 }
 
 /* ---- the GPU against the host ------------------------------------------------------------ */
@@ -772,9 +812,10 @@ Test(linalg, qr_and_eigh_invariants_on_the_host) {
     fc_ctx_destroy(ctx);
 }
 
-/* The .fc spellings of qr, eigh and eigvalsh build the C calls' nodes, and the printed
- * program (linalg.qr_packed, linalg.eigh_packed) parses back to the same graph. */
-Test(linalg, qr_eigh_fc_spellings_and_round_trip) {
+/* The .fc spellings of qr, eigh, eigvalsh, svd, svdvals, lstsq, pinv and matrix_rank build
+ * the C calls' nodes, and the printed programs (linalg.qr_packed, linalg.eigh_packed,
+ * linalg.svd_packed) parse back to the same graphs. */
+Test(linalg, qr_eigh_svd_fc_spellings_and_round_trip) {
     fc_ctx *ctx = tu_host_ctx();
     fc_scope *s = fc_scope_open(ctx);
     const char *text = "a = input c64 [2, 4, 3]\n"
@@ -786,25 +827,49 @@ Test(linalg, qr_eigh_fc_spellings_and_round_trip) {
                        "wu, vu = linalg.eigh(h, UPLO=\"U\")\n"
                        "e = linalg.eigvalsh(h, \"U\")\n"
                        "out q, r, qc, rc, ro, w, v, wu, vu, e\n";
-    fc_program *prog = parse(ctx, text);
     fc_array *in[2] = {fc_zeros(ctx, FC_C64, FC_SHAPE(2, 4, 3)), fc_zeros(ctx, FC_F64, FC_SHAPE(3, 3))};
-    fc_array *o[10], *c[10];
-    cr_assert_eq(fc_program_build(prog, in, o), FC_OK, "%s", fc_errmsg(ctx));
+    fc_array *c[10];
     cr_assert_eq(fc_linalg_qr(in[0], FC_QR_REDUCED, &c[0], &c[1]), FC_OK);
     cr_assert_eq(fc_linalg_qr(in[0], FC_QR_COMPLETE, &c[2], &c[3]), FC_OK);
     cr_assert_eq(fc_linalg_qr(in[0], FC_QR_R, NULL, &c[4]), FC_OK);
     cr_assert_eq(fc_linalg_eigh(in[1], false, &c[5], &c[6]), FC_OK);
     cr_assert_eq(fc_linalg_eigh(in[1], true, &c[7], &c[8]), FC_OK);
     c[9] = fc_linalg_eigvalsh(in[1], true);
-    for (int k = 0; k < 10; k++) cr_expect_eq(o[k], c[k], "output %d is not the C call's node", k);
-    round_trip(ctx, o, 10, (const char *const[]){"linalg.qr_packed(", "mode=\"complete\"",
-                                                  "linalg.eigh_packed(", "UPLO=\"U\"",
-                                                  "linalg.eigvalsh(", NULL});
-    fc_program_destroy(prog);
-    static const char bad_mode[] = "a = input f32 [3, 3]\nq, r = linalg.qr(a, mode=\"raw\")\nout q\n";
-    tu_check_bad_fc(bad_mode, sizeof bad_mode - 1, FC_ERR_INVALID, 2, 26, "qr mode must be");
-    static const char bad_uplo[] = "a = input f32 [3, 3]\nw = linalg.eigvalsh(a, \"X\")\nout w\n";
-    tu_check_bad_fc(bad_uplo, sizeof bad_uplo - 1, FC_ERR_INVALID, 2, 24, "UPLO must be");
+    spelled(ctx, text, in, c, 10, (const char *const[]){"linalg.qr_packed(", "mode=\"complete\"",
+                                                         "linalg.eigh_packed(", "UPLO=\"U\"",
+                                                         "linalg.eigvalsh(", NULL});
+    /* svd, svdvals, lstsq, pinv and matrix_rank (linalg.svd_packed) */
+    const char *svd_text = "a = input c64 [2, 4, 3]\n"
+                       "w = input f64 [3, 5]\n"
+                       "y = input f64 [3]\n"
+                       "u, s, vh = linalg.svd(a)\n"
+                       "ur, sr, vr = linalg.svd(a, full_matrices=False)\n"
+                       "so = linalg.svd(a, compute_uv=False)\n"
+                       "sv = linalg.svdvals(a)\n"
+                       "x, res, rank, sl = linalg.lstsq(w, y, rcond=1e-3)\n"
+                       "p = linalg.pinv(a)\n"
+                       "ph = linalg.pinv(w, 0.5, hermitian=False)\n"
+                       "pr = linalg.pinv(a, rtol=1e-6)\n"
+                       "r = linalg.matrix_rank(a)\n"
+                       "rt = linalg.matrix_rank(w, tol=0.25)\n"
+                       "rr = linalg.matrix_rank(w, rtol=0.125)\n"
+                       "out u, s, vh, ur, sr, vr, so, sv, x, res, rank, sl, p, ph, pr, r\n";
+    fc_array *in2[3] = {fc_zeros(ctx, FC_C64, FC_SHAPE(2, 4, 3)), fc_zeros(ctx, FC_F64, FC_SHAPE(3, 5)),
+                       fc_zeros(ctx, FC_F64, FC_SHAPE(3))};
+    fc_array *c2[16];
+    double rc = 1e-3, half = 0.5, rt = 1e-6;
+    cr_assert_eq(fc_linalg_svd(in2[0], true, true, &c2[0], &c2[1], &c2[2]), FC_OK);
+    cr_assert_eq(fc_linalg_svd(in2[0], false, true, &c2[3], &c2[4], &c2[5]), FC_OK);
+    cr_assert_eq(fc_linalg_svd(in2[0], true, false, NULL, &c2[6], NULL), FC_OK);
+    c2[7] = fc_linalg_svdvals(in2[0]);
+    cr_assert_eq(fc_linalg_lstsq(in2[1], in2[2], &rc, &c2[8], &c2[9], &c2[10], &c2[11]), FC_OK);
+    c2[12] = fc_linalg_pinv(in2[0], NULL, false);
+    c2[13] = fc_linalg_pinv(in2[1], &half, false);
+    c2[14] = fc_linalg_pinv(in2[0], &rt, false);
+    c2[15] = fc_linalg_matrix_rank(in2[0], NULL, NULL, false);
+    cr_expect_eq(c2[6], c2[7], "svd(compute_uv=False) is svdvals");
+    spelled(ctx, svd_text, in2, c2, 16, (const char *const[]){"linalg.svd_packed(", "full_matrices=False",
+                                                         "linalg.svdvals(", NULL});
     fc_scope_close(s);
     fc_ctx_destroy(ctx);
 }
@@ -875,4 +940,409 @@ Test(gpu_linalg, qr_and_eigh_against_the_host) {
             fc_scope_close(sg);
         }
     }
+}
+
+/* ---- svd, lstsq, pinv, matrix_rank ------------------------------------------------------ */
+
+/* count matrices r x c of random values with the columns from `rank` on zero (r >= c) or the
+ * rows (r < c): a rank-deficient stack whose zero singular values are exact. */
+static double complex *deficient(int64_t count, int64_t r, int64_t c, int64_t rank, bool cplx) {
+    int64_t big = r > c ? r : c;
+    double complex *v = matrices(RANDOM, count, big, cplx);
+    for (int64_t b = 0; b < count; b++)
+        for (int64_t i = 0; i < r; i++)
+            for (int64_t j = 0; j < c; j++)
+                v[(b * r + i) * c + j] = (r >= c ? j >= rank : i >= rank) ? 0.0
+                                                                          : v[(b * big + i) * big + j];
+    return v;
+}
+
+/* Checks a == U[:, :k] diag(s) Vh[:k], U^H U == I, Vh Vh^H == I, s real, non-negative and
+ * descending (count matrices m x n; U m x uc, Vh vr x n). */
+static void check_svd(const double complex *a, const double complex *u, const double complex *s,
+                      const double complex *vh, int64_t count, int64_t m, int64_t n, int64_t uc,
+                      int64_t vr, double tol, const char *what) {
+    int64_t k = m < n ? m : n;
+    double complex *us = calloc((size_t)(count * m * k + 1), sizeof *us);
+    double complex *vk = calloc((size_t)(count * k * n + 1), sizeof *vk);
+    double complex *v = calloc((size_t)(count * n * vr + 1), sizeof *v); /* Vh^H */
+    cr_assert(us && vk && v);
+    for (int64_t b = 0; b < count; b++) {
+        for (int64_t j = 0; j < k; j++) {
+            double complex sj = s[b * k + j];
+            cr_expect(cimag(sj) == 0.0 && creal(sj) >= 0.0 &&
+                          (j == 0 || creal(s[b * k + j - 1]) >= creal(sj)),
+                      "%s: s[%lld] = %g%+gi", what, (long long)j, creal(sj), cimag(sj));
+            for (int64_t i = 0; i < m; i++) us[(b * m + i) * k + j] = u[(b * m + i) * uc + j] * sj;
+            for (int64_t i = 0; i < n; i++) vk[(b * k + j) * n + i] = vh[(b * vr + j) * n + i];
+        }
+        for (int64_t j = 0; j < vr; j++)
+            for (int64_t i = 0; i < n; i++) v[(b * n + i) * vr + j] = conj(vh[(b * vr + j) * n + i]);
+    }
+    double complex *rec = mat_mul(us, vk, count, m, k, n, false);
+    double complex *uhu = mat_mul(u, u, count, uc, m, uc, true);
+    double complex *vvh = mat_mul(v, v, count, vr, n, vr, true);
+    int64_t big = uc > vr ? uc : vr;
+    double complex *eye = calloc((size_t)(count * big * big + 1), sizeof *eye);
+    cr_assert_not_null(eye);
+    char w2[200];
+    snprintf(w2, sizeof w2, "%s: u diag(s) vh == a", what);
+    cr_expect_eq(mismatches(rec, a, (size_t)(count * m * n), tol, w2), 0, "%s", w2);
+    for (int pass = 0; pass < 2; pass++) {
+        int64_t sz = pass ? vr : uc;
+        memset(eye, 0, (size_t)(count * big * big + 1) * sizeof *eye);
+        for (int64_t b = 0; b < count; b++)
+            for (int64_t i = 0; i < sz; i++) eye[(b * sz + i) * sz + i] = 1.0;
+        snprintf(w2, sizeof w2, "%s: %s == I", what, pass ? "vh vh^H" : "u^H u");
+        cr_expect_eq(mismatches(pass ? vvh : uhu, eye, (size_t)(count * sz * sz), tol, w2), 0,
+                     "%s", w2);
+    }
+    free(us);
+    free(vk);
+    free(v);
+    free(rec);
+    free(uhu);
+    free(vvh);
+    free(eye);
+}
+
+static const struct {
+    int nb;
+    int64_t batch[2], m, n, rank; /* rank < min(m, n): deficient() */
+} svd_shapes[] = {{0, {0}, 4, 4, 4},  {1, {3}, 5, 3, 3}, {2, {2, 2}, 3, 5, 3}, {0, {0}, 1, 1, 1},
+                  {0, {0}, 6, 1, 1},  {0, {0}, 1, 6, 1}, {1, {2}, 6, 4, 2},    {1, {2}, 3, 6, 1},
+                  {0, {0}, 5, 5, 0},  {1, {2}, 0, 3, 0}, {1, {2}, 3, 0, 0},    {1, {0}, 3, 3, 3}};
+
+/* svd (full and reduced) and svdvals of stacks in ctx, checked by their invariants; compute_uv
+ * false gives S alone. */
+static void svd_invariants(fc_ctx *ctx, fc_dtype t, double tol) {
+    bool c = fcg_is_complex(t);
+    fc_dtype rt = fcg_real_dtype(t);
+    for (size_t si = 0; si < sizeof svd_shapes / sizeof *svd_shapes; si++) {
+        int64_t m = svd_shapes[si].m, n = svd_shapes[si].n, k = m < n ? m : n, count = 1;
+        for (int d = 0; d < svd_shapes[si].nb; d++) count *= svd_shapes[si].batch[d];
+        fc_scope *s = fc_scope_open(ctx);
+        double complex *av = deficient(count, m, n, svd_shapes[si].rank, c);
+        fc_array *a = upload(ctx, av, t, stack(svd_shapes[si].nb, svd_shapes[si].batch, m, n));
+        double complex *sref = NULL;
+        for (int full = 0; full < 2; full++) {
+            char what[160];
+            snprintf(what, sizeof what, "svd%s %s %lldx%lld rank %lld batch %lld",
+                     full ? " full" : "", fc_dtype_name(t), (long long)m, (long long)n,
+                     (long long)svd_shapes[si].rank, (long long)count);
+            fc_array *u = NULL, *sv = NULL, *vh = NULL;
+            cr_assert_eq(fc_linalg_svd(a, full, true, &u, &sv, &vh), FC_OK, "%s: %s", what,
+                         fc_errmsg(ctx));
+            int64_t uc = full ? m : k, vr = full ? n : k;
+            fc_shape us = fc_array_shape(u), ss = fc_array_shape(sv), vs = fc_array_shape(vh);
+            cr_expect(us.dim[us.ndim - 2] == m && us.dim[us.ndim - 1] == uc, "%s: u's shape", what);
+            cr_expect(vs.dim[vs.ndim - 2] == vr && vs.dim[vs.ndim - 1] == n, "%s: vh's shape", what);
+            cr_expect(ss.ndim == svd_shapes[si].nb + 1 && ss.dim[ss.ndim - 1] == k, "%s: s", what);
+            cr_expect(fc_array_dtype(u) == t && fc_array_dtype(vh) == t && fc_array_dtype(sv) == rt);
+            double complex *uv = values(u, what), *svv = values(sv, what), *vhv = values(vh, what);
+            check_svd(av, uv, svv, vhv, count, m, n, uc, vr, tol, what);
+            /* the rank's zero singular values (the zero columns or rows): zero, to rounding */
+            for (int64_t b = 0; b < count; b++)
+                for (int64_t j = svd_shapes[si].rank; j < k; j++)
+                    cr_expect(creal(svv[b * k + j]) <= tol * fmax(creal(svv[b * k]), 1.0),
+                              "%s: s[%lld] = %g", what, (long long)j, creal(svv[b * k + j]));
+            if (!full) {
+                sref = svv;
+                svv = NULL;
+            }
+            free(uv);
+            free(svv);
+            free(vhv);
+        }
+        fc_array *u = fc_ones(ctx, FC_F32, FC_SHAPE(1)), *vh = u, *sv = NULL;
+        cr_assert_eq(fc_linalg_svd(a, true, false, &u, &sv, &vh), FC_OK);
+        cr_expect(u == NULL && vh == NULL, "compute_uv=false gives S alone");
+        double complex *s1 = values(sv, "svd s"), *s2 = values(fc_linalg_svdvals(a), "svdvals");
+        cr_expect_eq(mismatches(s1, sref, (size_t)(count * k), tol, "svd(compute_uv=False)"), 0);
+        cr_expect_eq(mismatches(s2, sref, (size_t)(count * k), tol, "svdvals"), 0);
+        free(s1);
+        free(s2);
+        free(sref);
+        free(av);
+        fc_scope_close(s);
+    }
+}
+
+/* Penrose's conditions for p = pinv(a): a p a == a, p a p == p, (a p)^H == a p; lstsq's x is
+ * pinv(a) b (both the minimum-norm solution) and its rank matrix_rank's. A rank-deficient a
+ * takes rcond 1e-10: the defaults (1e-15, eps max(M, N)) sit a few bits above the rounding
+ * of an SVD's zero singular values, which differs between the host and cuSOLVER. */
+static void pinv_lstsq_invariants(fc_ctx *ctx, fc_dtype t, double tol) {
+    static const int64_t shapes[][3] = {{6, 4, 4}, {6, 4, 2}, {3, 5, 3}, {3, 6, 1}, {4, 4, 0}};
+    bool c = fcg_is_complex(t);
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+        int64_t m = shapes[si][0], n = shapes[si][1], rank = shapes[si][2];
+        char what[160];
+        snprintf(what, sizeof what, "pinv/lstsq %s %lldx%lld rank %lld", fc_dtype_name(t),
+                 (long long)m, (long long)n, (long long)rank);
+        fc_scope *s = fc_scope_open(ctx);
+        double complex *av = deficient(1, m, n, rank, c), *bv = matrices(RANDOM, 1, m, c);
+        fc_array *a = upload(ctx, av, t, FC_SHAPE(m, n)), *b = upload(ctx, bv, t, FC_SHAPE(m, 2));
+        double loose = 1e-10;
+        const double *rc = rank < (m < n ? m : n) ? &loose : NULL;
+        fc_array *p = fc_linalg_pinv(a, rc, false);
+        cr_expect_eq(fc_array_dtype(p), t);
+        double complex *apa = values(fc_matmul(fc_matmul(a, p), a), what);
+        double complex *pap = values(fc_matmul(fc_matmul(p, a), p), what), *pv = values(p, what);
+        cr_expect_eq(mismatches(apa, av, (size_t)(m * n), tol, what), 0, "%s: a p a", what);
+        cr_expect_eq(mismatches(pap, pv, (size_t)(m * n), tol, what), 0, "%s: p a p", what);
+        fc_array *ap = fc_matmul(a, p);
+        double complex *apv = values(ap, what), *aph = values(fc_conj(fc_transpose(ap)), what);
+        cr_expect_eq(mismatches(aph, apv, (size_t)(m * m), tol, what), 0, "%s: (a p)^H", what);
+        fc_array *x = NULL, *res = NULL, *rk = NULL, *sv = NULL;
+        cr_assert_eq(fc_linalg_lstsq(a, b, rc, &x, &res, &rk, &sv), FC_OK, "%s: %s", what,
+                     fc_errmsg(ctx));
+        double complex *xv = values(x, what), *pb = values(fc_matmul(p, b), what);
+        cr_expect_eq(mismatches(xv, pb, (size_t)(n * 2), tol, what), 0, "%s: x == pinv(a) b", what);
+        int32_t r = -1;
+        int64_t r2 = -1;
+        cr_expect_eq(fc_read(rk, &r, 0, 1), FC_OK);
+        cr_expect_eq(fc_read(fc_linalg_matrix_rank(a, NULL, NULL, false), &r2, 0, 1), FC_OK);
+        cr_expect(r == rank && r2 == rank, "%s: rank %d, matrix_rank %lld", what, r, (long long)r2);
+        /* NumPy's residuals: [K] where rank == N < M, else [0] */
+        int64_t want = rank == n && m > n ? 2 : 0;
+        cr_expect_eq(fc_array_size(res), want, "%s: residuals of size %lld", what,
+                     (long long)fc_array_size(res));
+        cr_expect_eq(fc_array_dtype(res), fcg_real_dtype(t));
+        free(apa);
+        free(pap);
+        free(pv);
+        free(apv);
+        free(aph);
+        free(xv);
+        free(pb);
+        free(av);
+        free(bv);
+        fc_scope_close(s);
+    }
+}
+
+Test(linalg, svd_pinv_lstsq_invariants_on_the_host) {
+    fc_ctx *ctx = tu_host_ctx();
+    for (int di = 0; di < NDT; di++) {
+        svd_invariants(ctx, dtypes[di], 64 * 8 * eps_of(dtypes[di]));
+        pinv_lstsq_invariants(ctx, dtypes[di], 64 * 8 * eps_of(dtypes[di]));
+    }
+    /* a known spectrum: [[3, 0], [4, 5]] has singular values sqrt(45) and sqrt(5) */
+    fc_scope *s = fc_scope_open(ctx);
+    double sv[2];
+    cr_expect_eq(fc_read(fc_linalg_svdvals(fc_from_host(ctx, FC_I32, FC_SHAPE(2, 2),
+                                                        (int32_t[]){3, 0, 4, 5})), sv, 0, 2), FC_OK);
+    cr_expect(fabs(sv[0] - sqrt(45.0)) < 1e-14 && fabs(sv[1] - sqrt(5.0)) < 1e-14, "%g %g", sv[0],
+              sv[1]);
+    fc_scope_close(s);
+    destroy_checked(ctx);
+}
+
+/* A NaN or infinite entry, or a stack with one: FC_ERR_LINALG naming svd and the matrix at
+ * evaluation (NumPy's "SVD did not converge"); lstsq's residuals need the rank, so there the
+ * call itself fails; the context goes on. */
+static void svd_nonfinite(fc_ctx *ctx) {
+    fc_scope *s = fc_scope_open(ctx);
+    double complex *v = matrices(WELL, 3, 4, false);
+    v[16 + 5] = NAN; /* matrix [1] */
+    fc_array *a = upload(ctx, v, FC_F64, FC_SHAPE(3, 4, 4));
+    fc_array *cases[] = {fc_linalg_svdvals(a), fc_linalg_pinv(a, NULL, false),
+                         fc_linalg_matrix_rank(a, NULL, NULL, false)};
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(fc_array_status(cases[i]), FC_OK);
+        double out[64];
+        cr_expect_eq(fc_read(cases[i], out, 0, 1), FC_ERR_LINALG, "case %d", i);
+        cr_expect(strstr(fc_errmsg(ctx), "svd") && strstr(fc_errmsg(ctx), "SVD did not converge") &&
+                      strstr(fc_errmsg(ctx), "matrix [1] of the stack"),
+                  "message: %s", fc_errmsg(ctx));
+    }
+    fc_array *u = NULL, *sv = NULL, *vh = NULL;
+    v[16 + 5] = INFINITY;
+    fc_array *ai = upload(ctx, v, FC_C64, FC_SHAPE(3, 4, 4));
+    cr_assert_eq(fc_linalg_svd(ai, false, true, &u, &sv, &vh), FC_OK);
+    double out[64];
+    cr_expect_eq(fc_read(vh, out, 0, 1), FC_ERR_LINALG, "%s", fc_errmsg(ctx));
+    fc_array *m = fcg_slice_axis(a, 0, 1, 2, 1), *col = fc_ones(ctx, FC_F64, FC_SHAPE(4, 4));
+    m = fc_concatenate(ctx, (fc_array *[]){fc_reshape(m, FC_SHAPE(4, 4)), col}, 2, 0); /* 8 x 4 */
+    fc_array *x = NULL, *res = NULL;
+    cr_expect_eq(fc_linalg_lstsq(m, fc_ones(ctx, FC_F64, FC_SHAPE(8)), NULL, &x, &res, NULL, NULL),
+                 FC_ERR_LINALG);
+    cr_expect(strstr(fc_array_errmsg(res), "lstsq: the residuals' shape depends on the rank") &&
+                  strstr(fc_array_errmsg(x), "SVD did not converge"),
+              "%s", fc_array_errmsg(x));
+    cr_assert_eq(fc_linalg_lstsq(m, fc_ones(ctx, FC_F64, FC_SHAPE(8)), NULL, &x, NULL, NULL, NULL),
+                 FC_OK);
+    cr_expect_eq(fc_read(x, out, 0, 1), FC_ERR_LINALG);
+    /* the context still works */
+    cr_expect_eq(fc_read(fc_linalg_svdvals(fcg_slice_axis(a, 0, 0, 1, 1)), out, 0, 4), FC_OK, "%s",
+                 fc_errmsg(ctx));
+    free(v);
+    fc_scope_close(s);
+}
+
+Test(linalg, svd_errors) {
+    fc_ctx *ctx = tu_host_ctx();
+    svd_nonfinite(ctx);
+    fc_scope *s = fc_scope_open(ctx);
+    fc_array *v = fc_ones(ctx, FC_F32, FC_SHAPE(3)), *m = fc_ones(ctx, FC_F32, FC_SHAPE(3, 2));
+    fc_array *h = fc_ones(ctx, FC_F16, FC_SHAPE(2, 2)), *t3 = fc_ones(ctx, FC_F32, FC_SHAPE(2, 3, 2));
+    double nan = NAN, one = 1.0;
+    struct {
+        fc_array *x;
+        fc_status st;
+        const char *says;
+    } cases[] = {
+        {fc_linalg_svdvals(v), FC_ERR_LINALG, "svdvals: 1-dimensional array given"},
+        {fc_linalg_svdvals(h), FC_ERR_DTYPE, "svdvals: array type f16 is unsupported"},
+        {fc_linalg_pinv(v, NULL, false), FC_ERR_LINALG, "pinv: 1-dimensional"},
+        {fc_linalg_pinv(m, NULL, true), FC_ERR_LINALG, "pinv: last 2 dimensions"},
+        {fc_linalg_pinv(m, &nan, false), FC_ERR_VALUE, "pinv: rcond is NaN"},
+        {fc_linalg_pinv(h, NULL, false), FC_ERR_DTYPE, "pinv: array type f16"},
+        {fc_linalg_matrix_rank(m, &one, &one, false), FC_ERR_VALUE, "can't be both set"},
+        {fc_linalg_matrix_rank(m, NULL, NULL, true), FC_ERR_LINALG, "matrix_rank: last 2"},
+        {fc_linalg_matrix_rank(h, NULL, NULL, false), FC_ERR_DTYPE, "matrix_rank: array type"},
+        {fc_linalg_pinv(fc_linalg_svdvals(v), NULL, false), FC_ERR_LINALG, "svdvals"}, /* on */
+        {fc_linalg_matrix_rank(v, NULL, NULL, false), FC_OK, ""},
+        {fc_linalg_pinv(fc_ones(ctx, FC_F16, FC_SHAPE(0, 2)), NULL, false), FC_OK, ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        cr_expect_eq(fc_array_status(cases[i].x), cases[i].st, "case %zu: %s", i,
+                     fc_array_errmsg(cases[i].x));
+        if (cases[i].st != FC_OK)
+            cr_expect(strstr(fc_array_errmsg(cases[i].x), cases[i].says), "case %zu: '%s'", i,
+                      fc_array_errmsg(cases[i].x));
+    }
+    /* svd and lstsq: every output holds the poison; NULL outputs are skipped; NULL inputs */
+    fc_array *u = NULL, *sv = NULL, *vh = NULL, *x = NULL, *res = NULL, *rk = NULL;
+    cr_expect_eq(fc_linalg_svd(v, true, true, &u, &sv, &vh), FC_ERR_LINALG);
+    cr_expect(fc_array_status(u) == FC_ERR_LINALG && fc_array_status(vh) == FC_ERR_LINALG &&
+              strstr(fc_array_errmsg(sv), "svd: 1-dimensional"));
+    cr_expect_eq(fc_linalg_svd(h, false, false, NULL, &sv, NULL), FC_ERR_DTYPE);
+    cr_expect_eq(fc_linalg_svd(NULL, true, true, &u, &sv, &vh), FC_ERR_NULL);
+    struct {
+        fc_array *a, *b;
+        const double *rcond;
+        fc_status st;
+        const char *says;
+    } ls[] = {
+        {t3, m, NULL, FC_ERR_LINALG, "lstsq: 3-dimensional array given"},
+        {m, t3, NULL, FC_ERR_LINALG, "lstsq: 3-dimensional array given"},
+        {v, v, NULL, FC_ERR_LINALG, "lstsq: 1-dimensional"},
+        {m, fc_ones(ctx, FC_F32, FC_SHAPE(2)), NULL, FC_ERR_LINALG, "Incompatible dimensions"},
+        {m, fc_f64(ctx, 1.0), NULL, FC_ERR_LINALG, "0-dimensional"},
+        {h, fc_ones(ctx, FC_F16, FC_SHAPE(2)), NULL, FC_ERR_DTYPE, "lstsq: array type f16"},
+        {m, v, &nan, FC_ERR_VALUE, "lstsq: rcond is NaN"},
+    };
+    for (size_t i = 0; i < sizeof ls / sizeof *ls; i++) {
+        cr_expect_eq(fc_linalg_lstsq(ls[i].a, ls[i].b, ls[i].rcond, &x, &res, &rk, NULL),
+                     ls[i].st, "lstsq case %zu", i);
+        cr_expect(fc_array_status(x) == ls[i].st && fc_array_status(rk) == ls[i].st &&
+                      strstr(fc_array_errmsg(res), ls[i].says),
+                  "lstsq case %zu: '%s'", i, fc_array_errmsg(res));
+    }
+    cr_expect_eq(fc_linalg_lstsq(m, NULL, NULL, &x, &res, &rk, NULL), FC_ERR_NULL);
+    /* dtypes: integers compute in f64, f32 stays f32 (computed in double), c64 with f64 c128 */
+    cr_expect_eq(fc_array_dtype(fc_linalg_pinv(fc_ones(ctx, FC_I8, FC_SHAPE(2, 3)), NULL, false)),
+                 FC_F64);
+    cr_expect_eq(fc_array_dtype(fc_linalg_pinv(m, NULL, false)), FC_F32);
+    cr_expect_eq(fc_array_dtype(fc_linalg_svdvals(fc_ones(ctx, FC_C64, FC_SHAPE(2, 2)))), FC_F32);
+    cr_assert_eq(fc_linalg_lstsq(fc_ones(ctx, FC_C64, FC_SHAPE(2, 3)), fc_ones(ctx, FC_F64, FC_SHAPE(2)),
+                                 NULL, &x, &res, &rk, &sv), FC_OK);
+    cr_expect(fc_array_dtype(x) == FC_C128 && fc_array_dtype(sv) == FC_F64 &&
+              fc_array_dtype(res) == FC_F64 && fc_array_size(res) == 0);
+    fc_scope_close(s);
+    destroy_checked(ctx);
+}
+
+/* lstsq's residuals: their shape is known at the call (NumPy's rule, the rank evaluated where
+ * M > N > 0), the vector b's is [1], and the evaluated factorisation is reused by x. */
+Test(linalg, lstsq_residuals_shape) {
+    fc_ctx *ctx = tu_host_ctx();
+    fc_scope *s = fc_scope_open(ctx);
+    double complex *full = deficient(1, 6, 3, 3, false), *low = deficient(1, 6, 3, 2, false);
+    fc_array *af = upload(ctx, full, FC_F64, FC_SHAPE(6, 3)), *al = upload(ctx, low, FC_F64, FC_SHAPE(6, 3));
+    fc_array *y = fc_ones(ctx, FC_F32, FC_SHAPE(6)), *x = NULL, *res = NULL, *rk = NULL;
+    cr_assert_eq(fc_linalg_lstsq(af, y, NULL, &x, &res, &rk, NULL), FC_OK, "%s", fc_errmsg(ctx));
+    cr_expect(fc_array_ndim(res) == 1 && fc_array_size(res) == 1 && fc_array_ndim(x) == 1 &&
+              fc_array_size(x) == 3 && fc_array_ndim(rk) == 0 && fc_array_dtype(rk) == FC_I32);
+    cr_expect_eq(fc_array_dtype(x), FC_F64);
+    /* the residual is |b - a x|^2 */
+    double r1, r2;
+    cr_expect_eq(fc_read(res, &r1, 0, 1), FC_OK);
+    fc_array *d = fc_sub(fc_cast(y, FC_F64), fc_matmul(af, x));
+    cr_expect_eq(fc_read(fc_sum(fc_mul(d, d), FC_ALL, false), &r2, 0, 1), FC_OK);
+    cr_expect(fabs(r1 - r2) <= 1e-12 * fmax(r2, 1.0), "%g %g", r1, r2);
+    cr_assert_eq(fc_linalg_lstsq(al, y, NULL, &x, &res, NULL, NULL), FC_OK);
+    cr_expect(fc_array_ndim(res) == 1 && fc_array_size(res) == 0, "rank 2 < 3: no residuals");
+    /* a cut that discards a singular value: rank 2 of a full-rank matrix, no residuals */
+    double rc = 0.99;
+    cr_assert_eq(fc_linalg_lstsq(af, y, &rc, NULL, &res, &rk, NULL), FC_OK);
+    int32_t r = 0;
+    cr_expect_eq(fc_read(rk, &r, 0, 1), FC_OK);
+    cr_expect(r < 3 && fc_array_size(res) == 0, "rank %d, residuals %lld", r,
+              (long long)fc_array_size(res));
+    free(full);
+    free(low);
+    fc_scope_close(s);
+    destroy_checked(ctx);
+}
+
+/* The GPU's svd (cuSOLVER's gesvd: both the transposed m >= n path and the direct m < n one)
+ * by the same invariants, every dtype, batches, empty and rank-deficient stacks and sizes up to
+ * 130; singular values, pinv, lstsq and matrix_rank against the host's (they are unique). */
+static void svd_on_the_gpu(fc_dtype t) {
+    svd_invariants(gc, t, 256 * 8 * eps_of(t));
+    pinv_lstsq_invariants(gc, t, 256 * 8 * eps_of(t));
+    bool c = fcg_is_complex(t);
+    static const int64_t sizes[][4] = {{2, 130, 130, 130}, {1, 130, 70, 70}, {3, 40, 97, 40},
+                                       {1, 64, 64, 10}, {2, 33, 17, 5}};
+    for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+        int64_t count = sizes[si][0], m = sizes[si][1], n = sizes[si][2], k = m < n ? m : n;
+        double complex *av = deficient(count, m, n, sizes[si][3], c);
+        fc_scope *sg = fc_scope_open(gc), *sh = fc_scope_open(hc);
+        fc_shape shp = stack(1, &count, m, n);
+        fc_array *ag = upload(gc, av, t, shp), *ah = upload(hc, av, t, shp);
+        char what[160];
+        snprintf(what, sizeof what, "gpu svd %s %lldx%lld rank %lld", fc_dtype_name(t),
+                 (long long)m, (long long)n, (long long)sizes[si][3]);
+        double tol = 256 * (double)(m > n ? m : n) * eps_of(t);
+        for (int full = 0; full < 2; full++) {
+            fc_array *u = NULL, *sv = NULL, *vh = NULL;
+            cr_assert_eq(fc_linalg_svd(ag, full, true, &u, &sv, &vh), FC_OK);
+            double complex *uv = values(u, what), *svv = values(sv, what), *vhv = values(vh, what);
+            check_svd(av, uv, svv, vhv, count, m, n, full ? m : k, full ? n : k, tol, what);
+            double complex *sh_ = values(fc_linalg_svdvals(ah), what);
+            cr_expect_eq(mismatches(svv, sh_, (size_t)(count * k), tol, what), 0, "%s: s", what);
+            free(uv);
+            free(svv);
+            free(vhv);
+            free(sh_);
+        }
+        int64_t rg[3], rh[3];
+        cr_expect_eq(fc_read(fc_linalg_matrix_rank(ag, NULL, NULL, false), rg, 0, count), FC_OK);
+        cr_expect_eq(fc_read(fc_linalg_matrix_rank(ah, NULL, NULL, false), rh, 0, count), FC_OK);
+        for (int64_t b = 0; b < count; b++)
+            cr_expect(rg[b] == sizes[si][3] && rh[b] == sizes[si][3], "%s: rank %lld, host %lld",
+                      what, (long long)rg[b], (long long)rh[b]);
+        double loose = 1e-10; /* pinv_lstsq_invariants says why */
+        double complex *pg = values(fc_linalg_pinv(ag, &loose, false), what);
+        double complex *ph = values(fc_linalg_pinv(ah, &loose, false), what);
+        cr_expect_eq(mismatches(pg, ph, (size_t)(count * m * n), tol, what), 0, "%s: pinv", what);
+        free(pg);
+        free(ph);
+        free(av);
+        fc_scope_close(sh);
+        fc_scope_close(sg);
+    }
+}
+
+Test(gpu_linalg, svd_against_the_host) {
+    SKIP_WITHOUT_GPU("svd_against_the_host");
+    for (int di = 0; di < NDT; di++) svd_on_the_gpu(dtypes[di]);
+}
+
+Test(gpu_linalg, svd_errors_on_the_gpu) {
+    SKIP_WITHOUT_GPU("svd_errors_on_the_gpu");
+    svd_nonfinite(gc);
 }
