@@ -4,8 +4,7 @@
 Runs each bench/fc/wNN_*.fc program (W1-W13), issue 11's bench/fc/i11_*.fc (a scan, random
 draws, a gather by random indices and a scatter into random bins, the indices written to the
 temporary directory as .npy), issue 12's library calls bench/fc/i12_*.fc (solve and
-cholesky of well-conditioned matrices written as .npy; svd from bench/fc-next until it parses;
-convolve2d, stencil and FFT) and the size sweep of W1 and W6 (bench/fc/sweep/*_n.fc with
+cholesky of well-conditioned matrices written as .npy; svd; convolve2d, stencil and FFT) and the size sweep of W1 and W6 (bench/fc/sweep/*_n.fc with
 --set n=...) through the fusec CLI, one process each, and collects their JSON objects into one
 file. A run that fails or times out gives an entry with "error" (its exit code and the tail of its stderr); the others go
 on.
@@ -64,10 +63,7 @@ WORKLOADS = [
     # compute-bound, so FLOPS below gives their GFLOP/s as well (bench/libdirect times the
     # bare library calls of the same rows, the 2% target's reference)
     ("I12_solve", "i12_solve.fc", ["--input", "a={solve_a}", "--input", "b={solve_b}"]),
-    # linalg.svd is being written: until it parses, its program waits in bench/fc-next (the
-    # tests build every bench/fc program) and this row is an error entry (exit 2, the parse
-    # error), as any failing run is
-    ("I12_svd", os.path.join(HERE, "fc-next", "i12_svd.fc"), []),
+    ("I12_svd", "i12_svd.fc", []),
     ("I12_cholesky", "i12_cholesky.fc", ["--input", "a={spd_a}"]),
     ("I12_rfft", "i12_rfft.fc", []),
     ("I12_fft2", "i12_fft2.fc", []),
