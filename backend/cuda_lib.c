@@ -45,6 +45,7 @@
 #include <cusparse.h>
 #include <dlfcn.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -993,7 +994,16 @@ static fc_status slogdet_finish(fc_ctx *ctx, fc_dtype t, int64_t n, int64_t batc
     }
     for (int64_t b = 0; b < batch && st == FC_OK; b++) {
         double sr = 1.0, si = 0.0, logdet = 0.0;
-        if (n > 0 && hi[b] > 0) { /* an exactly zero pivot: NumPy's (0, -inf) */
+        bool nan = false; /* a NaN anywhere makes NaNs of the factors (the host's, LAPACK's):
+                             getrf may also call it a zero pivot (the GPU's first run found) */
+        for (int64_t i = 0; i < n && !nan; i++) {
+            double re, im;
+            get_value(t, hd + (size_t)(b * n + i) * es, &re, &im);
+            nan = isnan(re) || isnan(im);
+        }
+        if (nan) {
+            sr = si = logdet = NAN;
+        } else if (n > 0 && hi[b] > 0) { /* an exactly zero pivot: NumPy's (0, -inf) */
             sr = 0.0, logdet = -INFINITY;
         } else {
             for (int64_t i = 0; i < n; i++) {
