@@ -975,9 +975,26 @@ static void get_value(fc_dtype t, const char *p, double *re, double *im) {
 
 /* sign and log|det| of each matrix from its LU's diagonal and pivots (1-based, cuSOLVER's),
  * computed in double on the host and uploaded to out ([batch, 2] of dtype t). */
+/* Whether matrix b of the stack of n x n matrices at a holds a NaN (it comes down). */
+static fc_status matrix_has_nan(fc_ctx *ctx, fc_dtype t, int64_t n, CUdeviceptr a, int64_t b,
+                                bool *nan, CUstream stream) {
+    size_t es = fc_dtype_size(t), bytes = (size_t)(n * n) * es;
+    char *h = fcg_malloc(ctx, bytes);
+    if (!h) return fcg_error(ctx, FC_ERR_NOMEM, "slogdet: out of memory");
+    fc_status st = fcr_lib_download(ctx, h, a + (CUdeviceptr)((size_t)b * bytes), bytes, stream);
+    *nan = false;
+    for (int64_t i = 0; i < n * n && st == FC_OK && !*nan; i++) {
+        double re, im;
+        get_value(t, h + (size_t)i * es, &re, &im);
+        *nan = isnan(re) || isnan(im);
+    }
+    fcg_free(ctx, h, bytes);
+    return st;
+}
+
 static fc_status slogdet_finish(fc_ctx *ctx, fc_dtype t, int64_t n, int64_t batch,
-                                CUdeviceptr diag, CUdeviceptr piv, CUdeviceptr info,
-                                CUdeviceptr out, CUstream stream) {
+                                CUdeviceptr a, CUdeviceptr diag, CUdeviceptr piv,
+                                CUdeviceptr info, CUdeviceptr out, CUstream stream) {
     size_t es = fc_dtype_size(t), nd = (size_t)(batch * n);
     size_t bytes = nd * es + nd * sizeof(int64_t) + (size_t)batch * sizeof(int) +
                    (size_t)batch * 2 * es;
@@ -994,13 +1011,17 @@ static fc_status slogdet_finish(fc_ctx *ctx, fc_dtype t, int64_t n, int64_t batc
     }
     for (int64_t b = 0; b < batch && st == FC_OK; b++) {
         double sr = 1.0, si = 0.0, logdet = 0.0;
-        bool nan = false; /* a NaN anywhere makes NaNs of the factors (the host's, LAPACK's):
-                             getrf may also call it a zero pivot (the GPU's first run found) */
+        /* A NaN in A makes NaNs of the host's factors (and LAPACK's); getrf may instead call
+         * a NaN pivot zero (the GPU's first runs found both): where it reports a zero pivot,
+         * A itself comes down to be looked at (rare: a singular matrix) */
+        bool nan = false;
         for (int64_t i = 0; i < n && !nan; i++) {
             double re, im;
             get_value(t, hd + (size_t)(b * n + i) * es, &re, &im);
             nan = isnan(re) || isnan(im);
         }
+        if (!nan && n > 0 && hi[b] > 0 && (st = matrix_has_nan(ctx, t, n, a, b, &nan, stream)))
+            break;
         if (nan) {
             sr = si = logdet = NAN;
         } else if (n > 0 && hi[b] > 0) { /* an exactly zero pivot: NumPy's (0, -inf) */
@@ -1441,7 +1462,7 @@ static fc_status run_linalg(fc_ctx *ctx, lib_state *s, CUstream stream, const fc
         if (st == FC_OK && k > 1) st = transpose(ctx, s, t, k, n, rhs, o);
     }
     if (st == FC_OK && slog)
-        st = slogdet_finish(ctx, t, n, batch, rhs, w.dev[2], info, out, stream);
+        st = slogdet_finish(ctx, t, n, batch, in[0], rhs, w.dev[2], info, out, stream);
     else if (st == FC_OK && n > 0)
         st = check_infos(ctx, a, info, batch, batch, stream);
     work_free(ctx, &w, stream);
