@@ -306,7 +306,7 @@ static fc_array *fftn_family(const char *name, int kind, fc_array *a, int ns, co
         repeated |= (seen >> ax[i] & 1) != 0;
         seen |= 1u << ax[i];
     }
-    if (nax == 0) return fcg_ret(ctx, a); /* NumPy: no axis, no transform */
+    if (nax == 0) return fcg_ret(ctx, fc_keep(a)); /* NumPy: no axis, no transform */
     fc_scope *scope = fc_scope_open(ctx);
     if (!scope) return fcg_poison(ctx, FC_ERR_NOMEM, "%s: out of memory", name);
     fc_array *r = a;

@@ -618,3 +618,74 @@ Test(fft, is_a_library_kernel_and_the_cast_fuses) {
     free(v);
     fc_scope_close(sc);
 }
+
+/* ---- the transform nodes (FFTN) np.fft's functions build -------------------------------- */
+
+/* The one FFTN node under y (through a multiplication by norm's factor, if any). */
+static const fc_array *transform_of(const fc_array *y) {
+    while (y && y->op != FCG_OP_FFTN) y = y->nin ? y->in[0] : NULL;
+    return y;
+}
+
+Test(fft, each_transform_is_one_plan_of_its_kind) {
+    fc_scope *sc = fc_scope_open(ctx);
+    fc_array *z = fc_ones(ctx, FC_C64, FC_SHAPE(8, 6)), *r = fc_ones(ctx, FC_F32, FC_SHAPE(8, 6));
+    fc_axes last2 = FC_AXES(-2, -1);
+    struct {
+        fc_array *y;
+        fcg_fft_kind kind;
+        uint32_t axes;
+        const char *what;
+    } cases[] = {
+        {fc_fftn(z, 0, NULL, last2, FC_FFT_BACKWARD), FCG_FFT_C2C_FORWARD, 3u, "fft2"},
+        {fc_ifftn(z, 0, NULL, last2, FC_FFT_BACKWARD), FCG_FFT_C2C_INVERSE, 3u, "ifft2"},
+        {fc_rfftn(r, 0, NULL, last2, FC_FFT_BACKWARD), FCG_FFT_R2C, 3u, "rfft2"},
+        {fc_irfftn(z, 0, NULL, last2, FC_FFT_BACKWARD), FCG_FFT_C2R, 3u, "irfft2"},
+        {fc_rfft(r, 0, -1, FC_FFT_ORTHO), FCG_FFT_R2C, 2u, "rfft"},
+        {fc_irfft(z, 0, 0, FC_FFT_FORWARD), FCG_FFT_C2R, 1u, "irfft"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const fc_array *t = transform_of(cases[i].y);
+        cr_assert_not_null(t, "%s: no transform node", cases[i].what);
+        cr_expect_eq(t->p.flag, cases[i].kind, "%s: kind %d", cases[i].what, t->p.flag);
+        cr_expect_eq(t->p.axes, cases[i].axes, "%s: axes %#x", cases[i].what, t->p.axes);
+        /* the node's input is the transform's own: nothing else under it is an FFTN */
+        cr_expect_null(transform_of(t->in[0]), "%s: two transforms", cases[i].what);
+        fcp_plan *p = NULL;
+        cr_assert_eq(fcp_plan_build(ctx, &cases[i].y, 1, &p), FC_OK, "%s", fc_errmsg(ctx));
+        int lib = 0;
+        for (int k = 0; k < p->nkernel; k++) lib += p->kernels[k].kind == FCP_KERNEL_LIB;
+        fcp_plan_destroy(p);
+        cr_expect_eq(lib, 1, "%s: %d library calls", cases[i].what, lib);
+    }
+    /* rfft of f32 is the R2C node alone: no cast, no slice, no scaling kernel */
+    fc_array *y = fc_rfft(r, 0, -1, FC_FFT_BACKWARD);
+    cr_expect_eq(y->op, FCG_OP_FFTN);
+    cr_expect_eq(y->in[0], r);
+    fc_shape s = fc_array_shape(y);
+    cr_expect(s.ndim == 2 && s.dim[0] == 8 && s.dim[1] == 4, "rfft of [8, 6]: [8, 4]");
+    fc_scope_close(sc);
+}
+
+Test(fft, unit_axes_make_no_transform_and_runs_split) {
+    fc_scope *sc = fc_scope_open(ctx);
+    /* a transform of one point is the identity: [4, 1, 5] over every axis is axes 0 and 2,
+     * which are not adjacent: two nodes */
+    fc_array *x = fc_ones(ctx, FC_C128, FC_SHAPE(4, 1, 5));
+    fc_array *y = fc_fftn(x, 0, NULL, FC_ALL, FC_FFT_BACKWARD);
+    const fc_array *t = transform_of(y);
+    cr_assert_not_null(t);
+    const fc_array *u = transform_of(t->in[0]);
+    cr_assert_not_null(u, "two transform nodes");
+    cr_expect_eq(t->p.axes | u->p.axes, 5u);
+    cr_expect_eq(t->p.axes & u->p.axes, 0u);
+    /* rfft of one real point is x + 0j; irfft to one point the real part: no node at all */
+    fc_array *one = fc_full(ctx, FC_F64, FC_SHAPE(3, 1), 2.5);
+    cr_expect_null(transform_of(fc_rfft(one, 0, -1, FC_FFT_BACKWARD)));
+    cr_expect_null(transform_of(fc_irfft(fc_cast(one, FC_C128), 1, -1, FC_FFT_BACKWARD)));
+    /* no axis: NumPy's fftn returns its input; the result is a reference of its own */
+    fc_array *same = fc_fftn(x, 0, NULL, (fc_axes){.n = 0}, FC_FFT_BACKWARD);
+    cr_expect_eq(same, x);
+    fc_scope_close(sc);
+    /* x had two references in the scope (its own and fftn's); closing released both */
+}
