@@ -1332,7 +1332,7 @@ FC_API fc_array *fc_linalg_matrix_rank(fc_array *a, const double *tol, const dou
  *  rounds it (to f16 for an f16 input, f32 for f32 and c64). The result is complex with a's
  *  shape: c64 for f16, bf16, f32 and c64 input, c128 otherwise (NumPy 2's rule). Any length
  *  works (primes too); on the GPU through cuFFT. @return FC_ERR_AXIS for a bad axis,
- *  FC_ERR_SHAPE for an empty axis, as poisoned arrays. */
+ *  FC_ERR_VALUE for an empty axis (NumPy's ValueError), as poisoned arrays. */
 FC_API fc_array *fc_fft(fc_array *a, int axis);
 FC_API fc_array *fc_ifft(fc_array *a, int axis);
 
@@ -1347,8 +1347,9 @@ typedef enum fc_fft_norm { FC_FFT_BACKWARD = 0, FC_FFT_ORTHO, FC_FFT_FORWARD } f
  *  is FC_ERR_DTYPE); irfft: n real points from a half spectrum (the imaginary parts of its
  *  first value and, for an even n, of its value n / 2 are ignored, as NumPy's); hfft / ihfft:
  *  the transforms of a Hermitian-symmetric signal (irfft of conj(a), conj of rfft, the norm's
- *  direction swapped). Built from fc_fft / fc_ifft: the cropping, padding, conjugations,
- *  slicing and scaling fuse with the kernels around the library call.
+ *  direction swapped). Each transform is one cuFFT plan of its kind (rfft a real-to-complex
+ *  one, irfft complex-to-real); the cropping, padding, conjugations and scaling fuse with the
+ *  kernels around the library call.
  *  @return as poisoned arrays: FC_ERR_AXIS, FC_ERR_VALUE (fewer than one point: n < 0, an
  *  empty axis, irfft of a single value; a bad norm), FC_ERR_DTYPE. */
 FC_API fc_array *fc_fft_n(fc_array *a, int64_t n, int axis, fc_fft_norm norm);
@@ -1360,7 +1361,9 @@ FC_API fc_array *fc_ihfft(fc_array *a, int64_t n, int axis, fc_fft_norm norm);
 /** np.fft.fftn / ifftn / rfftn / irfftn (fft2 and kin: axes FC_AXES(-2, -1)): s (ns extents,
  *  ns = 0 for NumPy's None) sizes the transformed axes as n does one; axes FC_ALL is NumPy's
  *  None (the last ns axes, or every axis when ns = 0). rfftn transforms its last axis as rfft,
- *  irfftn as irfft (2 (m - 1) points by default), the others as fft / ifft. */
+ *  irfftn as irfft (2 (m - 1) points by default), the others as fft / ifft. Adjacent axes
+ *  (up to three) are one cuFFT plan: fft2 of a matrix is one call. No axis (axes.n == 0):
+ *  the input itself, as NumPy returns it. */
 FC_API fc_array *fc_fftn(fc_array *a, int ns, const int64_t *s, fc_axes axes, fc_fft_norm norm);
 FC_API fc_array *fc_ifftn(fc_array *a, int ns, const int64_t *s, fc_axes axes, fc_fft_norm norm);
 FC_API fc_array *fc_rfftn(fc_array *a, int ns, const int64_t *s, fc_axes axes, fc_fft_norm norm);
