@@ -71,6 +71,12 @@ WORKLOADS = [
     # issue 12: convolution; floor: x and k read once, the result written once
     ("I12_convolve2d_3x3", "i12_convolve2d_3x3.fc", []),
     ("I12_convolve2d_31x31", "i12_convolve2d_31x31.fc", []),
+    # issue 12: a sparse product (spmv_files below); floor: data and indices read once
+    # (8 * nnz), indptr once (4 * (n + 1)), x read and y written once (8 * n)
+    ("I12_spmv", "i12_spmv.fc", ["--input", "indptr={spmv_indptr}", "--input",
+                                 "indices={spmv_indices}", "--input", "data={spmv_data}",
+                                 "--floor-bytes",
+                                 str(8 * (1 << 27) + 4 * ((1 << 24) + 1) + 8 * (1 << 24))]),
 ]
 
 # Nominal floating-point operations of the compute-bound rows (the conventional LAPACK / BLAS
@@ -138,9 +144,45 @@ def spd_a(directory):
         np.save(path, a)
     return path
 
+def spmv_files(directory, n=1 << 24, nnz=1 << 27):
+    """I12_spmv's CSR matrix as .npy (NumPy, seed 15): n x n with nnz stored values, each at a
+    random (row, column), so about nnz / n a row; column indices sorted within each row
+    (duplicates possible, as CSR allows); indptr, indices int32, data f32 uniform in [0, 1).
+    Returns the paths of indptr, indices and data."""
+    tag = "" if (n, nnz) == (1 << 24, 1 << 27) else "_%d_%d" % (n, nnz)
+    paths = [os.path.join(directory, "i12_spmv_%s%s.npy" % (part, tag))
+             for part in ("indptr", "indices", "data")]
+    if not all(os.path.exists(p) for p in paths):
+        import numpy as np
+        rng = np.random.default_rng(15)
+        key = rng.integers(0, n, nnz, dtype=np.int64)  # the rows, then row * n + column
+        key *= n
+        key += rng.integers(0, n, nnz, dtype=np.int64)
+        key.sort()
+        indptr = np.zeros(n + 1, dtype=np.int32)
+        np.cumsum(np.bincount(key // n, minlength=n), out=indptr[1:])
+        np.save(paths[0], indptr)
+        del indptr
+        key %= n
+        np.save(paths[1], key.astype(np.int32))
+        del key
+        np.save(paths[2], rng.random(nnz, dtype=np.float32))
+    return paths
+
+def spmv_indptr(directory):
+    return spmv_files(directory)[0]
+
+def spmv_indices(directory):
+    return spmv_files(directory)[1]
+
+def spmv_data(directory):
+    return spmv_files(directory)[2]
+
 
 INPUT_FILES = {"{take_indices}": take_indices, "{scatter_bins}": scatter_bins,
-               "{solve_a}": solve_a, "{solve_b}": solve_b, "{spd_a}": spd_a}
+               "{solve_a}": solve_a, "{solve_b}": solve_b, "{spd_a}": spd_a,
+               "{spmv_indptr}": spmv_indptr, "{spmv_indices}": spmv_indices,
+               "{spmv_data}": spmv_data}
 
 # Sweep programs: id -> (program, elements -> value of n)
 SWEEP = [

@@ -172,6 +172,10 @@ enum { LA_SOLVE, LA_INV, LA_DET, LA_SLOGDET, LA_SLOGDET_PACKED, LA_CHOLESKY, LA_
  * correlate2d and fusec's stencil2d node (the printer's form), written signal.NAME only. */
 enum { CV_CONVOLVE, CV_CORRELATE, CV_CONVOLVE2D, CV_CORRELATE2D, CV_STENCIL2D };
 
+/* FK_SPARSE's op: the printer's product node, and scipy.sparse's constructors (eval_sparse_ctor),
+ * written sparse.NAME only. */
+enum { SP_CSR_MATMUL, SP_CSR_MATRIX, SP_COO_MATRIX };
+
 /* FK_CONTRACT's op: which contraction of graph/contract.c (eval_contract). */
 enum { CT_DOT, CT_VDOT, CT_INNER, CT_OUTER, CT_KRON, CT_TENSORDOT, CT_EINSUM, CT_MATRIX_POWER };
 
@@ -280,7 +284,11 @@ static const fcf_func fcf_funcs[] = {
     {"eigvalsh", FK_LINALG, LA_EIGVALSH, 2, 1, {"a", "UPLO"}},
     /* sparse.csr_matmul(indptr, indices, data, x): the CSR product node itself, as the
      * printer writes it (graph/sparse.c's fcg_csr_matmul: the arrays used as they are) */
-    {"csr_matmul", FK_SPARSE, 0, 4, 4, {"indptr", "indices", "data", "x"}},
+    {"csr_matmul", FK_SPARSE, SP_CSR_MATMUL, 4, 4, {"indptr", "indices", "data", "x"}},
+    /* scipy.sparse.csr_matrix(arg1, shape=None) / coo_matrix: arg1 a dense 2-d array, a sparse
+     * matrix, (data, indices, indptr) (CSR only) or (data, (row, col)); a sparse value */
+    {"csr_matrix", FK_SPARSE, SP_CSR_MATRIX, 2, 1, {"arg1", "shape"}},
+    {"coo_matrix", FK_SPARSE, SP_COO_MATRIX, 2, 1, {"arg1", "shape"}},
     /* convolution (graph/convolve.c): np.convolve / np.correlate, and scipy.signal's (written
      * signal.NAME) convolve2d / correlate2d with fusec's method keyword; signal.stencil2d is
      * the library node they build for the direct method (the printer's form) */
@@ -462,8 +470,15 @@ typedef enum fcf_mkind {
     MK_SHAPE,   /* x.name: a value read off the array, no node: a list of ints, */
     MK_NDIM,    /*   an int, */
     MK_SIZE,    /*   an int, */
-    MK_DTYPE    /*   a dtype */
+    MK_DTYPE,   /*   a dtype */
+    MK_SPARSE,  /* x.name(): a sparse matrix's conversion (tocsr, ...), no arguments */
+    MK_SPATTR   /* x.name: a sparse matrix's nnz (an int) or one of its arrays (data, ...) */
 } fcf_mkind;
+
+/* What a method does with a sparse matrix (a V_SPARSE receiver): nothing (an error), the
+ * same as SciPy's (SPM_OK: T, transpose(), shape, ndim, dtype), or a sparse-only conversion. */
+enum { SPM_NONE, SPM_OK, SPM_TOCSR, SPM_TOCOO, SPM_TODENSE, SPM_NNZ, SPM_DATA, SPM_INDICES,
+       SPM_INDPTR, SPM_ROW, SPM_COL };
 
 typedef struct fcf_method {
     const char *name;
@@ -472,48 +487,65 @@ typedef struct fcf_method {
     /* Keyword names of the arguments after x, for a method whose function is elementwise
      * (elementwise functions take positional arguments only): NumPy's x.clip(min=, max=). */
     const char *params[FCP_MAX_PARAMS - 1];
+    int sparse; /* SPM_* */
 } fcf_method;
 
 static const fcf_method fcf_methods[] = {
-    {"T", MK_ATTR, "transpose", {NULL}},
-    {"real", MK_ATTR, "real", {NULL}},
-    {"imag", MK_ATTR, "imag", {NULL}},
-    {"shape", MK_SHAPE, NULL, {NULL}},
-    {"ndim", MK_NDIM, NULL, {NULL}},
-    {"size", MK_SIZE, NULL, {NULL}},
-    {"dtype", MK_DTYPE, NULL, {NULL}},
-    {"sum", MK_METHOD, "sum", {NULL}},
-    {"prod", MK_METHOD, "prod", {NULL}},
-    {"mean", MK_METHOD, "mean", {NULL}},
-    {"max", MK_METHOD, "max", {NULL}},
-    {"min", MK_METHOD, "min", {NULL}},
-    {"any", MK_METHOD, "any", {NULL}},
-    {"all", MK_METHOD, "all", {NULL}},
-    {"var", MK_METHOD, "var", {NULL}},
-    {"std", MK_METHOD, "std", {NULL}},
-    {"argmax", MK_METHOD, "argmax", {NULL}},
-    {"cumsum", MK_METHOD, "cumsum", {NULL}},
-    {"cumprod", MK_METHOD, "cumprod", {NULL}},
-    {"argmin", MK_METHOD, "argmin", {NULL}},
-    {"argsort", MK_METHOD, "argsort", {NULL}},
-    {"astype", MK_METHOD, "astype", {NULL}},
-    {"reshape", MK_VARARGS, "reshape", {NULL}},
-    {"transpose", MK_VARARGS, "transpose", {NULL}},
-    {"squeeze", MK_METHOD, "squeeze", {NULL}},
-    {"ravel", MK_METHOD, "ravel", {NULL}},
-    {"flatten", MK_METHOD, "ravel", {NULL}},
-    {"clip", MK_METHOD, "clip", {"min", "max"}},
-    {"conj", MK_METHOD, "conj", {NULL}},
-    {"conjugate", MK_METHOD, "conj", {NULL}},
-    {"round", MK_METHOD, "round", {NULL}},
-    {"repeat", MK_METHOD, "repeat", {NULL}},
-    {"diagonal", MK_METHOD, "diagonal", {NULL}},
-    {"trace", MK_METHOD, "trace", {NULL}},
-    {"dot", MK_METHOD, "dot", {NULL}},
+    {"T", MK_ATTR, "transpose", {NULL}, SPM_OK},
+    {"real", MK_ATTR, "real", {NULL}, SPM_NONE},
+    {"imag", MK_ATTR, "imag", {NULL}, SPM_NONE},
+    {"shape", MK_SHAPE, NULL, {NULL}, SPM_OK},
+    {"ndim", MK_NDIM, NULL, {NULL}, SPM_OK},
+    {"size", MK_SIZE, NULL, {NULL}, SPM_NONE},
+    {"dtype", MK_DTYPE, NULL, {NULL}, SPM_OK},
+    {"sum", MK_METHOD, "sum", {NULL}, SPM_NONE},
+    {"prod", MK_METHOD, "prod", {NULL}, SPM_NONE},
+    {"mean", MK_METHOD, "mean", {NULL}, SPM_NONE},
+    {"max", MK_METHOD, "max", {NULL}, SPM_NONE},
+    {"min", MK_METHOD, "min", {NULL}, SPM_NONE},
+    {"any", MK_METHOD, "any", {NULL}, SPM_NONE},
+    {"all", MK_METHOD, "all", {NULL}, SPM_NONE},
+    {"var", MK_METHOD, "var", {NULL}, SPM_NONE},
+    {"std", MK_METHOD, "std", {NULL}, SPM_NONE},
+    {"argmax", MK_METHOD, "argmax", {NULL}, SPM_NONE},
+    {"cumsum", MK_METHOD, "cumsum", {NULL}, SPM_NONE},
+    {"cumprod", MK_METHOD, "cumprod", {NULL}, SPM_NONE},
+    {"argmin", MK_METHOD, "argmin", {NULL}, SPM_NONE},
+    {"argsort", MK_METHOD, "argsort", {NULL}, SPM_NONE},
+    {"astype", MK_METHOD, "astype", {NULL}, SPM_NONE},
+    {"reshape", MK_VARARGS, "reshape", {NULL}, SPM_NONE},
+    {"transpose", MK_VARARGS, "transpose", {NULL}, SPM_OK},
+    {"squeeze", MK_METHOD, "squeeze", {NULL}, SPM_NONE},
+    {"ravel", MK_METHOD, "ravel", {NULL}, SPM_NONE},
+    {"flatten", MK_METHOD, "ravel", {NULL}, SPM_NONE},
+    {"clip", MK_METHOD, "clip", {"min", "max"}, SPM_NONE},
+    {"conj", MK_METHOD, "conj", {NULL}, SPM_NONE},
+    {"conjugate", MK_METHOD, "conj", {NULL}, SPM_NONE},
+    {"round", MK_METHOD, "round", {NULL}, SPM_NONE},
+    {"repeat", MK_METHOD, "repeat", {NULL}, SPM_NONE},
+    {"diagonal", MK_METHOD, "diagonal", {NULL}, SPM_NONE},
+    {"trace", MK_METHOD, "trace", {NULL}, SPM_NONE},
+    {"dot", MK_METHOD, "dot", {NULL}, SPM_NONE},
+    /* scipy.sparse's, on a sparse matrix only */
+    {"tocsr", MK_SPARSE, NULL, {NULL}, SPM_TOCSR},
+    {"tocoo", MK_SPARSE, NULL, {NULL}, SPM_TOCOO},
+    {"todense", MK_SPARSE, NULL, {NULL}, SPM_TODENSE},
+    {"toarray", MK_SPARSE, NULL, {NULL}, SPM_TODENSE},
+    {"nnz", MK_SPATTR, NULL, {NULL}, SPM_NNZ},
+    {"data", MK_SPATTR, NULL, {NULL}, SPM_DATA},
+    {"indices", MK_SPATTR, NULL, {NULL}, SPM_INDICES},
+    {"indptr", MK_SPATTR, NULL, {NULL}, SPM_INDPTR},
+    {"row", MK_SPATTR, NULL, {NULL}, SPM_ROW},
+    {"col", MK_SPATTR, NULL, {NULL}, SPM_COL},
 };
 
 static bool method_is_attr(const fcf_method *m) {
-    return m->kind != MK_METHOD && m->kind != MK_VARARGS;
+    return m->kind != MK_METHOD && m->kind != MK_VARARGS && m->kind != MK_SPARSE;
+}
+
+/* A method of sparse matrices alone (no array has it). */
+static bool method_sparse_only(const fcf_method *m) {
+    return m->kind == MK_SPARSE || m->kind == MK_SPATTR;
 }
 
 typedef struct fcf_expr fcf_expr;
@@ -547,7 +579,7 @@ struct fcf_expr {
         } call;
         struct {
             fcf_expr *base;
-            const fcf_method *m; /* MK_SHAPE .. MK_DTYPE */
+            const fcf_method *m; /* MK_SHAPE .. MK_DTYPE, MK_SPARSE, MK_SPATTR */
         } attr;
         struct {
             int var; /* the variable holding the kernel */
@@ -809,12 +841,14 @@ void fcf_names(fcf_name_fn visit, void *user) {
             visit(user, FCF_STRING, strings[k].names[i], strings[k].owner);
     for (size_t i = 0; i < FCF_COUNT(fcf_methods); i++) {
         const fcf_method *m = &fcf_methods[i];
+        /* (a sparse-only name's owner is "sparse": tests/test_fc_docs.c tries it on one) */
+        const char *owner = method_sparse_only(m) ? "sparse" : m->func;
         if (method_is_attr(m)) {
-            visit(user, FCF_ATTRIBUTE, m->name, m->func);
+            visit(user, FCF_ATTRIBUTE, m->name, owner);
             continue;
         }
-        visit(user, FCF_METHOD, m->name, m->func);
-        if (m->kind == MK_VARARGS) continue; /* positional only */
+        visit(user, FCF_METHOD, m->name, owner);
+        if (m->kind == MK_VARARGS || m->kind == MK_SPARSE) continue; /* positional / none */
         int ew_op;
         const fcf_func *f = func_lookup(m->func, strlen(m->func), &ew_op);
         for (int k = 1; f && k < FCP_MAX_PARAMS && f->params[k]; k++)
@@ -1465,6 +1499,15 @@ static fcf_expr *parse_member(fcf_parser *p, fcf_expr *base) {
         return NULL;
     }
     advance(p); /* the name */
+    if (called && m->kind == MK_SPARSE) { /* x.tocsr(): no arguments, an E_ATTR */
+        advance(p);                       /* '(' */
+        if (cur(p)->kind != TK_RPAREN) {
+            perr_at(p, cur(p)->line, cur(p)->col, "%s() takes no arguments", m->name);
+            return NULL;
+        }
+        advance(p);
+        called = false;
+    }
     if (called) return parse_call(p, t, base, m);
     fcf_expr *e;
     if (m->kind == MK_ATTR) { /* func(x), a call with nothing else to bind */
@@ -1494,7 +1537,9 @@ static fcf_expr *parse_member(fcf_parser *p, fcf_expr *base) {
 }
 
 /* NumPy's module prefixes: fft.rfft(x), random.normal(...), linalg.norm(x) name the function
- * after the dot (and sparse.csr_matmul, the printer's form of a sparse product). Each admits the functions of its module only (np.fft's, np.random's draws,
+ * after the dot (and sparse.csr_matrix / coo_matrix, scipy.sparse's constructors, and
+ * sparse.csr_matmul, the printer's form of a sparse product). Each admits the functions of
+ * its module only (np.fft's, np.random's draws,
  * linalg's norm, matmul, tensordot, matrix_power and graph/linalg.c's functions); the word
  * is a prefix only where no variable of that name hides it. linalg's own functions (solve,
  * inv, ...) are written with the prefix only, as NumPy has no np.solve. */
@@ -2345,7 +2390,7 @@ fc_status fc_program_input_shape(const fc_program *prog, int i, fc_shape *out) {
 
 typedef enum fcf_vkind {
     V_ARRAY, V_INT, V_FLOAT, V_COMPLEX, V_BOOL, V_NONE, V_STR, V_DTYPE, V_LIST, V_ELLIPSIS,
-    V_KERNEL
+    V_KERNEL, V_SPARSE
 } fcf_vkind;
 
 typedef struct fcf_value fcf_value;
@@ -2364,6 +2409,7 @@ struct fcf_value {
             fcf_value *items;
         } list;
         fc_kernel *kern; /* owned by the context */
+        fc_sparse sp;    /* V_SPARSE: its arrays owned by the build's scope */
     };
 };
 
@@ -2418,6 +2464,7 @@ static const char *vkind_name(const fcf_value *v) {
     case V_LIST: return "a list";
     case V_ELLIPSIS: return "an Ellipsis";
     case V_KERNEL: return "a kernel";
+    case V_SPARSE: return "a sparse matrix";
     }
     return "a value";
 }
@@ -2430,6 +2477,10 @@ static fc_status to_array(fcf_builder *b, const fcf_expr *e, const fcf_value *v,
     case V_FLOAT: r = fc_f64(b->ctx, v->f); break;
     case V_COMPLEX: r = fc_c128(b->ctx, v->c[0], v->c[1]); break;
     case V_BOOL: r = fc_bool(b->ctx, v->b); break;
+    case V_SPARSE:
+        return berr(b, e, FC_ERR_UNSUPPORTED, "expected an array, found a sparse matrix (a "
+                    "sparse matrix takes @, +, -, * by a scalar and its methods; "
+                    "x.todense() is its dense array)");
     default: return berr(b, e, FC_ERR_INVALID, "expected an array, found %s", vkind_name(v));
     }
     fcf_value tmp;
@@ -2548,12 +2599,21 @@ static const fcf_expr *arg_pos(const fcf_expr *call, int k) {
 }
 
 /* A method's receiver must be an array: x.sum() of a number or a list is an error, where
- * sum(3) would take 3 as a weak scalar. */
+ * sum(3) would take 3 as a weak scalar. A sparse matrix takes SciPy's few (fcf_method's
+ * sparse), and the sparse-only ones take nothing else. */
 static fc_status check_receiver(fcf_builder *b, const fcf_expr *at, const fcf_method *m,
                                 const fcf_value *v) {
-    if (v->kind == V_ARRAY) return FC_OK;
-    return berr(b, at, FC_ERR_INVALID, "%s '%s' needs an array, found %s",
-                method_is_attr(m) ? "attribute" : "method", m->name, vkind_name(v));
+    const char *what = method_is_attr(m) ? "attribute" : "method";
+    if (method_sparse_only(m))
+        return v->kind == V_SPARSE ? FC_OK
+                                   : berr(b, at, FC_ERR_INVALID, "%s '%s' needs a sparse matrix, "
+                                          "found %s", what, m->name, vkind_name(v));
+    if (v->kind == V_ARRAY || (v->kind == V_SPARSE && m->sparse == SPM_OK)) return FC_OK;
+    if (v->kind == V_SPARSE)
+        return berr(b, at, FC_ERR_UNSUPPORTED, "%s '%s' is not supported for a sparse matrix "
+                    "(x.todense() is its dense array)", what, m->name);
+    return berr(b, at, FC_ERR_INVALID, "%s '%s' needs an array, found %s", what, m->name,
+                vkind_name(v));
 }
 
 static fc_status eval_array_arg(fcf_builder *b, const fcf_expr *call, int k, fc_array **out) {
@@ -2563,6 +2623,10 @@ static fc_status eval_array_arg(fcf_builder *b, const fcf_expr *call, int k, fc_
     if (k == 0 && call->call.method &&
         (st = check_receiver(b, call, call->call.method, &v)) != FC_OK)
         return st;
+    if (v.kind == V_SPARSE)
+        return berr(b, call->call.args[k], FC_ERR_UNSUPPORTED, "%s() does not take a sparse "
+                    "matrix (x.todense() is its dense array)",
+                    call->call.fn ? call->call.fn->name : fcg_ops[call->call.op].pyname);
     return to_array(b, call->call.args[k], &v, out);
 }
 
@@ -3326,6 +3390,188 @@ static fc_status eval_kernel_call(fcf_builder *b, const fcf_expr *e, int nout, f
     return FC_OK;
 }
 
+/* ---- sparse matrices (scipy.sparse's spellings over include/fusec.h's fc_sparse) --------- */
+
+/* Takes a sparse API result, as bcheck an array: a poisoned one's message gets e's position. */
+static fc_status sparse_check(fcf_builder *b, const fcf_expr *e, fc_sparse r, fcf_value *out) {
+    fcf_value tmp;
+    fc_status st = bcheck(b, e, r.data, &tmp);
+    if (st != FC_OK) return st;
+    memset(out, 0, sizeof *out);
+    out->kind = V_SPARSE;
+    out->sp = r;
+    return FC_OK;
+}
+
+/* A list of n integers (x.shape). */
+static fc_status int_list(fcf_builder *b, int n, const int64_t *vals, fcf_value *out) {
+    memset(out, 0, sizeof *out);
+    out->kind = V_LIST;
+    out->list.n = n;
+    if (n == 0) return FC_OK;
+    out->list.items = arena_zalloc(&b->arena, sizeof(fcf_value) * (size_t)n);
+    if (!out->list.items) return bnomem(b);
+    for (int d = 0; d < n; d++) {
+        out->list.items[d].kind = V_INT;
+        out->list.items[d].i = vals[d];
+    }
+    return FC_OK;
+}
+
+/* The arrays of a (data, ...) tuple, each an array (not a number: an index array has a
+ * length). */
+static fc_status sparse_parts(fcf_builder *b, const fcf_expr *at, const char *fname,
+                              const fcf_value *items, int n, fc_array **parts) {
+    for (int i = 0; i < n; i++) {
+        if (items[i].kind != V_ARRAY)
+            return berr(b, at, FC_ERR_INVALID, "%s(): the tuple's entries must be 1-d arrays, "
+                        "entry %d is %s", fname, i, vkind_name(&items[i]));
+        parts[i] = items[i].arr;
+    }
+    return FC_OK;
+}
+
+/* sparse.csr_matrix(arg1, shape=None) and sparse.coo_matrix: SciPy's forms of arg1, a dense
+ * 2-d array, a sparse matrix, (data, indices, indptr) (csr_matrix only) or (data, (row, col)),
+ * whose shape is required (SciPy infers it from the index values; fusec does not evaluate to
+ * build one). */
+static fc_status eval_sparse_ctor(fcf_builder *b, const fcf_expr *e, fcf_value *v,
+                                  fcf_value *out) {
+    const char *fname = e->call.fn->name;
+    bool coo = e->call.op == SP_COO_MATRIX;
+    fc_status st;
+    fc_shape shape;
+    if ((st = eval_arg(b, e, 0, &v[0], V_NONE)) != FC_OK) return st;
+    if ((st = eval_arg(b, e, 1, &v[1], V_NONE)) != FC_OK) return st;
+    bool has_shape = v[1].kind != V_NONE;
+    if (has_shape) {
+        if ((st = to_shape(b, arg_pos(e, 1), &v[1], &shape)) != FC_OK) return st;
+        if (shape.ndim != 2)
+            return berr(b, arg_pos(e, 1), FC_ERR_SHAPE, "%s(): shape must be (m, n), found %d "
+                        "extent%s", fname, shape.ndim, shape.ndim == 1 ? "" : "s");
+    }
+    const fcf_expr *at = arg_pos(e, 0);
+    fc_sparse r;
+    if (v[0].kind == V_SPARSE || v[0].kind == V_ARRAY) {
+        if (v[0].kind == V_SPARSE) {
+            r = coo ? fc_sparse_tocoo(v[0].sp) : fc_sparse_tocsr(v[0].sp);
+        } else {
+            int nd = fc_array_ndim(v[0].arr);
+            if (nd != 2)
+                return berr(b, at, FC_ERR_SHAPE, "%s(): a dense argument must be 2-d, found "
+                            "%d-d", fname, nd);
+            r = fc_sparse_from_dense(v[0].arr, coo ? FC_SPARSE_COO : FC_SPARSE_CSR);
+        }
+        if ((st = sparse_check(b, e, r, out)) != FC_OK) return st;
+        if (has_shape && (shape.dim[0] != r.shape[0] || shape.dim[1] != r.shape[1]))
+            return berr(b, arg_pos(e, 1), FC_ERR_SHAPE, "%s(): shape (%lld, %lld) is not the "
+                        "argument's (%lld, %lld)", fname, (long long)shape.dim[0],
+                        (long long)shape.dim[1], (long long)r.shape[0], (long long)r.shape[1]);
+        return FC_OK;
+    }
+    const fcf_value *it = v[0].kind == V_LIST ? v[0].list.items : NULL;
+    int n = v[0].kind == V_LIST ? v[0].list.n : 0;
+    bool ij = n == 2 && it[1].kind == V_LIST && it[1].list.n == 2;
+    if (!ij && !(n == 3 && !coo))
+        return berr(b, at, FC_ERR_INVALID, "%s() takes a dense 2-d array, a sparse matrix, "
+                    "(data, (row, col))%s; found %s%s", fname,
+                    coo ? "" : " or (data, indices, indptr)", n ? "a tuple of " : "",
+                    n ? (n == 2 ? "2 (data and not (row, col))" : "another length")
+                      : vkind_name(&v[0]));
+    if (!has_shape)
+        return berr(b, e, FC_ERR_UNSUPPORTED, "%s(): shape=(m, n) is required with %s (fusec "
+                    "does not infer it from the index values)", fname,
+                    ij ? "(data, (row, col))" : "(data, indices, indptr)");
+    fc_array *parts[3] = {NULL, NULL, NULL};
+    if ((st = sparse_parts(b, at, fname, it, 1, parts)) != FC_OK) return st;
+    if (ij) {
+        if ((st = sparse_parts(b, at, fname, it[1].list.items, 2, parts + 1)) != FC_OK)
+            return st;
+        r = fc_sparse_coo(parts[0], parts[1], parts[2], shape.dim[0], shape.dim[1]);
+        if (!coo && fc_sparse_status(r) == FC_OK) r = fc_sparse_tocsr(r);
+    } else {
+        if ((st = sparse_parts(b, at, fname, it + 1, 2, parts + 1)) != FC_OK) return st;
+        r = fc_sparse_csr(parts[0], parts[1], parts[2], shape.dim[0], shape.dim[1]);
+    }
+    return sparse_check(b, e, r, out);
+}
+
+/* x.shape, x.nnz, x.tocsr(), ... of a sparse matrix (E_ATTR; check_receiver passed it). */
+static fc_status eval_sparse_attr(fcf_builder *b, const fcf_expr *e, fc_sparse a,
+                                  fcf_value *out) {
+    const fcf_method *m = e->attr.m;
+    memset(out, 0, sizeof *out);
+    switch (m->kind) {
+    case MK_SHAPE: return int_list(b, 2, a.shape, out);
+    case MK_NDIM: out->kind = V_INT; out->i = 2; return FC_OK;
+    case MK_DTYPE: out->kind = V_DTYPE; out->dt = fc_sparse_dtype(a); return FC_OK;
+    default: break;
+    }
+    fc_array *part = NULL;
+    const char *other = a.format == FC_SPARSE_CSR ? "x.tocoo()" : "x.tocsr()";
+    switch (m->sparse) {
+    case SPM_TOCSR: return sparse_check(b, e, fc_sparse_tocsr(a), out);
+    case SPM_TOCOO: return sparse_check(b, e, fc_sparse_tocoo(a), out);
+    case SPM_TODENSE: return bcheck(b, e, fc_sparse_todense(a), out);
+    case SPM_NNZ: out->kind = V_INT; out->i = fc_sparse_nnz(a); return FC_OK;
+    case SPM_DATA: part = a.data; break;
+    case SPM_INDICES: part = a.indices; break;
+    case SPM_INDPTR: part = a.indptr; break;
+    case SPM_ROW: part = a.row; break;
+    case SPM_COL: part = a.col; break;
+    default: return berr(b, e, FC_ERR_INVALID, "internal: unhandled sparse attribute");
+    }
+    if (!part)
+        return berr(b, e, FC_ERR_INVALID, "a %s matrix has no '%s' (%s.%s has)",
+                    a.format == FC_SPARSE_CSR ? "CSR" : "COO", m->name, other, m->name);
+    return bcheck(b, e, part, out); /* owned by the build's scope, as the matrix */
+}
+
+/* An operator with a sparse operand: A @ x (x dense), A + B, A - B (both sparse), scalar * A
+ * and A * scalar, -A; anything else is an error that says what is supported. */
+static fc_status eval_sparse_binary(fcf_builder *b, const fcf_expr *e, const fcf_value *a,
+                                    const fcf_value *c, fcf_value *out) {
+    int op = e->bin.op;
+    bool sa = a->kind == V_SPARSE, sc = c->kind == V_SPARSE;
+    const char *sym = fcg_ops[op].infix;
+    const char *lhs = sa                                               ? "sparse"
+                      : a->kind == V_ARRAY && fc_array_ndim(a->arr) > 0 ? "dense"
+                                                                         : "scalar";
+    const char *rhs = sc                                               ? "sparse"
+                      : c->kind == V_ARRAY && fc_array_ndim(c->arr) > 0 ? "dense"
+                                                                         : "scalar";
+    fc_array *x;
+    fc_status st;
+    if (op == FCG_OP_MATMUL) {
+        if (!sa || sc)
+            return berr(b, e, FC_ERR_UNSUPPORTED, "%s @ %s is not supported (a sparse matrix "
+                        "multiplies a dense vector or matrix on its right: A @ x; x.todense() "
+                        "is a sparse matrix's dense array)", lhs, rhs);
+        if ((st = to_array(b, e->bin.b, c, &x)) != FC_OK) return st;
+        return bcheck(b, e, fc_sparse_matmul(a->sp, x), out);
+    }
+    if (op == FCG_OP_ADD || op == FCG_OP_SUB) {
+        if (!sa || !sc)
+            return berr(b, e, FC_ERR_UNSUPPORTED, "%s %s %s is not supported (a sparse matrix "
+                        "adds a sparse matrix; x.todense() is its dense array)", lhs, sym, rhs);
+        fc_sparse r = c->sp;
+        if (op == FCG_OP_SUB) r = fc_sparse_multiply(r, fc_i64(b->ctx, -1));
+        return sparse_check(b, e, fc_sparse_add(a->sp, r), out);
+    }
+    if (op == FCG_OP_MUL && sa != sc) {
+        const fcf_value *s = sa ? c : a;
+        const fcf_expr *se = sa ? e->bin.b : e->bin.a;
+        if (s->kind == V_ARRAY && fc_array_ndim(s->arr) != 0)
+            return berr(b, e, FC_ERR_UNSUPPORTED, "sparse * dense is supported for a scalar "
+                        "only (a number or a 0-d array), found a %d-d array (A @ x is the "
+                        "matrix product)", fc_array_ndim(s->arr));
+        if ((st = to_array(b, se, s, &x)) != FC_OK) return st;
+        return sparse_check(b, e, fc_sparse_multiply(sa ? a->sp : c->sp, x), out);
+    }
+    return berr(b, e, FC_ERR_UNSUPPORTED, "%s %s %s is not supported (a sparse matrix takes "
+                "A @ x, A + B, A - B, scalar * A and -A)", lhs, sym, rhs);
+}
+
 static fc_status eval_call(fcf_builder *b, const fcf_expr *e, fcf_value *out) {
     fc_ctx *ctx = b->ctx;
     const fcf_func *fn = e->call.fn;
@@ -3348,6 +3594,19 @@ static fc_status eval_call(fcf_builder *b, const fcf_expr *e, fcf_value *out) {
     case FK_BROADCAST: case FK_EXPAND: case FK_SQUEEZE: case FK_FLIP: case FK_PAD: case FK_LIKE:
     case FK_FULL_LIKE: case FK_FFT: case FK_RAVEL: case FK_SCAN: case FK_FFTN: case FK_FFTSHIFT:
     case FK_SORT: case FK_UNIQUE:
+        if (fn->kind == FK_TRANSPOSE && e->call.method) { /* x.T, x.transpose(): maybe sparse */
+            if ((st = eval(b, e->call.args[0], &v[0])) != FC_OK) return st;
+            if (v[0].kind == V_SPARSE) {
+                if (e->call.args[1])
+                    return berr(b, e->call.args[1], FC_ERR_UNSUPPORTED,
+                                "a sparse matrix's transpose() takes no axes");
+                return sparse_check(b, e, fc_sparse_transpose(v[0].sp), out);
+            }
+            if ((st = check_receiver(b, e, e->call.method, &v[0])) != FC_OK ||
+                (st = to_array(b, e->call.args[0], &v[0], &x)) != FC_OK)
+                return st;
+            break;
+        }
         if ((st = eval_array_arg(b, e, 0, &x)) != FC_OK) return st;
         break;
     default: break;
@@ -3357,6 +3616,7 @@ static fc_status eval_call(fcf_builder *b, const fcf_expr *e, fcf_value *out) {
     case FK_CONTRACT: return eval_contract(b, e, v, out);
     case FK_LINALG: return eval_linalg(b, e, v, out);
     case FK_SPARSE: {
+        if (fn->op != SP_CSR_MATMUL) return eval_sparse_ctor(b, e, v, out);
         fc_array *a[4];
         for (int i = 0; i < 4; i++)
             if ((st = eval_array_arg(b, e, i, &a[i])) != FC_OK) return st;
@@ -4018,20 +4278,11 @@ static fc_status eval_attr(fcf_builder *b, const fcf_expr *e, fcf_value *out) {
     fc_status st = eval(b, e->attr.base, &base);
     if (st == FC_OK) st = check_receiver(b, e, e->attr.m, &base);
     if (st != FC_OK) return st;
+    if (base.kind == V_SPARSE) return eval_sparse_attr(b, e, base.sp, out);
     fc_shape shape = fc_array_shape(base.arr);
     memset(out, 0, sizeof *out);
     switch (e->attr.m->kind) {
-    case MK_SHAPE:
-        out->kind = V_LIST;
-        out->list.n = shape.ndim;
-        if (shape.ndim == 0) return FC_OK;
-        out->list.items = arena_zalloc(&b->arena, sizeof(fcf_value) * (size_t)shape.ndim);
-        if (!out->list.items) return bnomem(b);
-        for (int d = 0; d < shape.ndim; d++) {
-            out->list.items[d].kind = V_INT;
-            out->list.items[d].i = shape.dim[d];
-        }
-        return FC_OK;
+    case MK_SHAPE: return int_list(b, shape.ndim, shape.dim, out);
     case MK_NDIM:
         out->kind = V_INT;
         out->i = shape.ndim;
@@ -4087,7 +4338,8 @@ static fc_status eval(fcf_builder *b, const fcf_expr *e, fcf_value *out) {
         fcf_value a;
         if ((st = eval(b, e->bin.a, &a)) != FC_OK) return st;
         if (e->bin.op < 0) { /* unary plus */
-            if (a.kind != V_ARRAY && a.kind != V_INT && a.kind != V_FLOAT && a.kind != V_COMPLEX)
+            if (a.kind != V_ARRAY && a.kind != V_INT && a.kind != V_FLOAT &&
+                a.kind != V_COMPLEX && a.kind != V_SPARSE)
                 return berr(b, e, FC_ERR_INVALID, "unary + needs a number or an array, found %s",
                             vkind_name(&a));
             *out = a;
@@ -4111,6 +4363,11 @@ static fc_status eval(fcf_builder *b, const fcf_expr *e, fcf_value *out) {
             out->c[1] = -a.c[1];
             return FC_OK;
         }
+        if (a.kind == V_SPARSE && e->bin.op == FCG_OP_NEGATIVE) /* -A: (-1) * A */
+            return sparse_check(b, e, fc_sparse_multiply(a.sp, fc_i64(b->ctx, -1)), out);
+        if (a.kind == V_SPARSE)
+            return berr(b, e, FC_ERR_UNSUPPORTED, "%s of a sparse matrix is not supported "
+                        "(x.todense() is its dense array)", fcg_ops[e->bin.op].pyname);
         fc_array *x;
         if ((st = to_array(b, e->bin.a, &a, &x)) != FC_OK) return st;
         return bcheck(b, e, fcg_unary_api[e->bin.op](x), out);
@@ -4120,6 +4377,7 @@ static fc_status eval(fcf_builder *b, const fcf_expr *e, fcf_value *out) {
         fc_array *x, *y;
         if ((st = eval(b, e->bin.a, &a)) != FC_OK) return st;
         if ((st = eval(b, e->bin.b, &c)) != FC_OK) return st;
+        if (a.kind == V_SPARSE || c.kind == V_SPARSE) return eval_sparse_binary(b, e, &a, &c, out);
         if ((st = to_array(b, e->bin.a, &a, &x)) != FC_OK) return st;
         if ((st = to_array(b, e->bin.b, &c, &y)) != FC_OK) return st;
         if (e->bin.op == FCG_OP_MATMUL) return bcheck(b, e, fc_matmul(x, y), out);
@@ -4260,6 +4518,13 @@ fc_status fc_program_build(fc_program *prog, fc_array *const *inputs, fc_array *
         pos.line = o->line;
         pos.col = o->col;
         fc_array *a;
+        if (b.vars[o->var].kind == V_SPARSE) {
+            const char *nm = prog->vars[o->var].name;
+            st = berr(&b, &pos, FC_ERR_UNSUPPORTED, "output '%s' is a sparse matrix; a "
+                      "program's outputs are arrays: its dense array (d = %s.todense(); out d) "
+                      "or its arrays (%s.data, ...)", nm, nm, nm);
+            break;
+        }
         if ((st = to_array(&b, &pos, &b.vars[o->var], &a)) != FC_OK) break;
         /* A reference no scope owns survives the close of ours. */
         res[i] = fc_keep(a);

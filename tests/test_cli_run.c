@@ -128,6 +128,19 @@ static void expect_same(fc_array *got, fc_array *want, const char *what) {
     free(y);
 }
 
+/* Each output outdir/NAME.npy fusec wrote is want[i]'s values; drops want's references. */
+static void expect_outputs(fc_ctx *ctx, const char *outdir, const char *const *names,
+                           fc_array **want, int n) {
+    for (int i = 0; i < n; i++) {
+        char p[700];
+        snprintf(p, sizeof p, "%s/%s.npy", outdir, names[i]);
+        fc_array *got = fc_npy_load(ctx, p);
+        expect_same(got, want[i], names[i]);
+        fc_release(got);
+        fc_release(want[i]);
+    }
+}
+
 Test(cli_run, input_and_output_dir_match_the_c_api, .init = make_tmp, .fini = cleanup) {
     const char *prog_path = tmp_path("p.fc");
     write_text(prog_path, prog_text);
@@ -167,14 +180,7 @@ Test(cli_run, input_and_output_dir_match_the_c_api, .init = make_tmp, .fini = cl
     cr_assert_eq(fc_program_set_symbol(prog, "n", 7), FC_OK);
     fc_array *want[3] = {NULL};
     cr_assert_eq(fc_program_build(prog, ins, want), FC_OK, "%s", fc_errmsg(ctx));
-    for (int i = 0; i < 3; i++) {
-        char p[600];
-        snprintf(p, sizeof p, "%s/%s.npy", outdir, names[i]);
-        fc_array *got = fc_npy_load(ctx, p);
-        expect_same(got, want[i], names[i]);
-        fc_release(got);
-        fc_release(want[i]);
-    }
+    expect_outputs(ctx, outdir, names, want, 3);
     /* A directory that does not exist yet is created, parents included. */
     const char *deep = tmp_path("a/b/c");
     cli_result r2 = run("run", prog_path, "--input", xin, "--input", win, "--input", kin,
@@ -572,4 +578,51 @@ Test(cli_run, bench_json_on_the_gpu, .init = make_tmp, .fini = cleanup) {
     fc_release(y);
     fc_ctx_destroy(ctx);
     cli_result_free(&r);
+}
+
+/* ---- a sparse matrix from .npy arrays (bench/fc/i12_spmv.fc's form, small) ----------------- */
+
+Test(cli_run, sparse_program_matches_the_c_api, .init = make_tmp, .fini = cleanup) {
+    static const char text[] = "indptr = input i32 [4]\nindices = input i32 [5]\n"
+                               "data = input f32 [5]\nx = input f32 [4]\nd = input f32 [3, 4]\n"
+                               "a = sparse.csr_matrix((data, indices, indptr), shape=(3, 4))\n"
+                               "y = a @ x\nz = (a + sparse.csr_matrix(d)).T.todense()\n"
+                               "out y, z\n";
+    const char *prog_path = tmp_path("s.fc");
+    write_text(prog_path, text);
+    fc_ctx *ctx = host_ctx();
+    int32_t ip[4] = {0, 2, 2, 5}, ix[5] = {0, 3, 1, 2, 3};
+    fc_array *ins[5];
+    ins[0] = fc_from_host(ctx, FC_I32, FC_SHAPE(4), ip);
+    ins[1] = fc_from_host(ctx, FC_I32, FC_SHAPE(5), ix);
+    cr_assert_eq(fc_npy_save(ins[0], tmp_path("indptr.npy")), FC_OK);
+    cr_assert_eq(fc_npy_save(ins[1], tmp_path("indices.npy")), FC_OK);
+    ins[2] = save_random(ctx, FC_F32, FC_SHAPE(5), tmp_path("data.npy"));
+    ins[3] = save_random(ctx, FC_F32, FC_SHAPE(4), tmp_path("x.npy"));
+    ins[4] = save_random(ctx, FC_F32, FC_SHAPE(3, 4), tmp_path("d.npy"));
+    const char *names[] = {"indptr", "indices", "data", "x", "d"};
+    char args[5][600];
+    for (int i = 0; i < 5; i++)
+        snprintf(args[i], sizeof args[i], "%s=%s/%s.npy", names[i], tmp.root, names[i]);
+    const char *outdir = tmp_path("out");
+    cli_result r = run("run", prog_path, "--input", args[0], "--input", args[1], "--input",
+                       args[2], "--input", args[3], "--input", args[4], "--output-dir", outdir,
+                       "--backend", "host", NULL);
+    cr_assert_eq(r.code, 0, "exit %d: %s", r.code, r.err);
+    fc_program *prog = NULL;
+    cr_assert_eq(fc_program_parse(ctx, text, sizeof text - 1, "s.fc", &prog), FC_OK);
+    fc_array *want[2] = {NULL};
+    cr_assert_eq(fc_program_build(prog, ins, want), FC_OK, "%s", fc_errmsg(ctx));
+    const char *outs[] = {"y", "z"};
+    expect_outputs(ctx, outdir, outs, want, 2);
+    /* out of a sparse value: a program error (exit 2) that names the fix */
+    write_text(prog_path, "d = input f32 [3, 4]\na = sparse.csr_matrix(d)\nout a\n");
+    cli_result r2 = run("run", prog_path, "--backend", "host", NULL);
+    cr_assert_eq(r2.code, 2, "exit %d: %s", r2.code, r2.err);
+    cr_assert(strstr(r2.err, "output 'a' is a sparse matrix") != NULL, "%s", r2.err);
+    for (int i = 0; i < 5; i++) fc_release(ins[i]);
+    fc_program_destroy(prog);
+    fc_ctx_destroy(ctx);
+    cli_result_free(&r);
+    cli_result_free(&r2);
 }

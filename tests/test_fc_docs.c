@@ -182,6 +182,11 @@ static fc_status parse_build(fc_ctx *ctx, const char *text, char *msg, size_t si
 }
 
 #define X_DECL "x = input f32 [2, 3]\n"
+/* x, and sparse matrices built without evaluating: a COO, c CSR */
+#define SPARSE_DECL                                                                             \
+    X_DECL "v = input f32 [4]\ni = input i32 [4]\n"                                              \
+           "p = input i32 [3]\na = sparse.coo_matrix((v, (i, i)), shape=(2, 3))\n"            \
+           "c = sparse.csr_matrix((v, i, p), shape=(2, 3))\n"
 
 static void check_accepted(void *user, fcf_name_kind kind, const char *name, const char *owner) {
     fc_ctx *ctx = user;
@@ -220,7 +225,14 @@ static void check_accepted(void *user, fcf_name_kind kind, const char *name, con
                   "x.%s(%s=): %s", owner, name, msg);
         return;
     case FCF_ATTRIBUTE:
-        snprintf(text, sizeof text, X_DECL "y = x.%s\nz = x\nout z\n", name);
+        /* a sparse matrix's own (nnz, data, ...) on a COO matrix, which has them all but
+         * indices and indptr, c's (a CSR matrix's) */
+        if (owner && strcmp(owner, "sparse") == 0)
+            snprintf(text, sizeof text, SPARSE_DECL "y = %s.%s\nz = x\nout z\n",
+                     strcmp(name, "indices") == 0 || strcmp(name, "indptr") == 0 ? "c" : "a",
+                     name);
+        else
+            snprintf(text, sizeof text, X_DECL "y = x.%s\nz = x\nout z\n", name);
         cr_assert_eq(parse_build(ctx, text, msg, sizeof msg), FC_OK, "x.%s: %s", name, msg);
         return;
     case FCF_STRING:
