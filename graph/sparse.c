@@ -63,9 +63,9 @@ static fc_array *bad_parts(fc_ctx *ctx, const char *name, fc_sparse_format f, in
                            const fc_array *i1, bool convert) {
     char d1[FCG_DESC_MAX], d2[FCG_DESC_MAX], d3[FCG_DESC_MAX];
     bool csr = f == FC_SPARSE_CSR;
-    if (m < 0 || n < 0)
-        return fcg_poison(ctx, FC_ERR_SHAPE, "%s: the shape (%lld, %lld) has a negative extent",
-                          name, (long long)m, (long long)n);
+    if (m < 0 || n < 0 || m == INT64_MAX)
+        return fcg_poison(ctx, FC_ERR_SHAPE, "%s: the shape (%lld, %lld) has a negative or "
+                          "unaddressable extent", name, (long long)m, (long long)n);
     if (data->ndim != 1 || i0->ndim != 1 || i1->ndim != 1)
         return fcg_poison(ctx, FC_ERR_SHAPE, "%s: data %s and the index arrays %s, %s must be "
                           "1-d", name, fcg_desc(d1, data), fcg_desc(d2, i0), fcg_desc(d3, i1));
@@ -85,7 +85,8 @@ static fc_array *bad_parts(fc_ctx *ctx, const char *name, fc_sparse_format f, in
                           (long long)m, (long long)n,
                           csr ? " (indptr has m + 1 entries, indices one per value)"
                               : " (one row and col per value)");
-    if (t0 == FC_I32 && t1 == FC_I32 && !(fits_i32(m + 1) && fits_i32(n) && fits_i32(nnz)))
+    if (t0 == FC_I32 && t1 == FC_I32 &&
+        !(fits_i32(csr ? m + 1 : m) && fits_i32(n) && fits_i32(nnz)))
         return fcg_poison(ctx, FC_ERR_DTYPE, "%s: int32 indices cannot address a (%lld, %lld) "
                           "matrix of %lld values: use int64", name, (long long)m, (long long)n,
                           (long long)nnz);

@@ -490,6 +490,11 @@ Test(sparse_api, construction_errors) {
     EXPECT_SPARSE_ERR(fc_sparse_csr(d3, i32s(2, (int32_t[]){0, 1}), p3, 2, 3), FC_ERR_SHAPE,
                       "do not fit");
     EXPECT_SPARSE_ERR(fc_sparse_csr(d3, i3, p3, -2, 3), FC_ERR_SHAPE, "negative");
+    /* m + 1 entries of indptr: no m that overflows it (UBSan would say so) */
+    EXPECT_SPARSE_ERR(fc_sparse_csr(d3, i3, p3, INT64_MAX, 3), FC_ERR_SHAPE, "unaddressable");
+    /* COO needs no m + 1: int32 indices address INT32_MAX rows, as SciPy's do */
+    fc_sparse tall = fc_sparse_coo(d3, i3, i3, INT32_MAX, 3);
+    cr_expect_eq(fc_sparse_status(tall), FC_OK, "%s", fc_sparse_errmsg(tall));
     EXPECT_SPARSE_ERR(fc_sparse_coo(fc_reshape(d3, FC_SHAPE(1, 3)), i3, i3, 3, 3), FC_ERR_SHAPE,
                       "1-d");
     EXPECT_SPARSE_ERR(fc_sparse_coo(d3, i3, i32s(2, (int32_t[]){0, 1}), 3, 3), FC_ERR_SHAPE,
