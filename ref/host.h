@@ -81,6 +81,9 @@ fc_status fch_iterate(int ndim, const int64_t *shape, int nops, char *const *bas
 
 /* Row-major byte strides of a contiguous array. */
 void fch_contig_strides(int ndim, const int64_t *shape, size_t elsize, int64_t *strides);
+/* Steps idx (row-major, axis d held where it is) to the next line along d of an array of
+ * `shape`; false after the last line. */
+bool fch_next_line(int ndim, const int64_t *shape, int d, int64_t *idx);
 
 /* ---- op families (ref/host_ew.c, host_reduce.c, host_fft.c) ------------------------- */
 

@@ -371,6 +371,15 @@ void fch_contig_strides(int ndim, const int64_t *shape, size_t elsize, int64_t *
     }
 }
 
+bool fch_next_line(int ndim, const int64_t *shape, int d, int64_t *idx) {
+    for (int k = ndim - 1; k >= 0; k--) {
+        if (k == d) continue;
+        if (++idx[k] < shape[k]) return true;
+        idx[k] = 0;
+    }
+    return false;
+}
+
 fc_status fch_iterate(int ndim, const int64_t *shape, int nops, char *const *bases,
                       const int64_t (*strides)[FC_MAX_DIMS], fch_run_fn fn, void *user) {
     int64_t sh[FC_MAX_DIMS];

@@ -244,20 +244,12 @@ static fc_status transform_lines(fc_ctx *ctx, cval *w, int ndim, const int64_t *
     return FC_OK;
 }
 
-/* The byte offset of the line through idx (its entry along d ignored) in an array of byte
- * strides str; advances idx to the next line (row-major, d skipped); false after the last. */
+/* The byte offset of the line through idx (its entry along the line's axis is 0) in an
+ * array of byte strides str. */
 static int64_t line_offset(int ndim, const int64_t *idx, const int64_t *str) {
     int64_t off = 0;
     for (int k = 0; k < ndim; k++) off += idx[k] * str[k];
     return off;
-}
-static bool next_line(int ndim, const int64_t *shape, int d, int64_t *idx) {
-    for (int k = ndim - 1; k >= 0; k--) {
-        if (k == d) continue;
-        if (++idx[k] < shape[k]) return true;
-        idx[k] = 0;
-    }
-    return false;
 }
 
 /* An FFTN node (graph/fft.c says what each kind computes), in double-precision complex
@@ -304,7 +296,7 @@ fc_status fch_fft(fc_ctx *ctx, const fc_array *a, const char *in, const int64_t 
         cval *dstw = (cval *)((char *)w + line_offset(nd, idx, wstr));
         int64_t step = wstr[ld] / (int64_t)sizeof(cval);
         for (int64_t k = 0; k < ws[ld]; k++) dstw[k * step] = line[k];
-    } while (next_line(nd, x->shape, ld, idx));
+    } while (fch_next_line(nd, x->shape, ld, idx));
     if (kind == FCG_FFT_R2C) plan_free(&p);
     /* the complex axes */
     bool inverse = kind == FCG_FFT_C2C_INVERSE || kind == FCG_FFT_C2R;
@@ -321,7 +313,7 @@ fc_status fch_fft(fc_ctx *ctx, const fc_array *a, const char *in, const int64_t 
             for (int64_t k = 0; k < ws[nd - 1]; k++) line[k] = srcw[k * step];
             fch_write_wide(FCH_W_C128, line, (size_t)ws[nd - 1], dst,
                            out + line_offset(nd, idx, ostr), ostr[nd - 1]);
-        } while (next_line(nd, ws, nd - 1, idx));
+        } while (fch_next_line(nd, ws, nd - 1, idx));
         goto done;
     }
     /* C2R along r: a[0..m) and the mirror conj(a[n - k]) for k > m - 1; the imaginary parts
@@ -343,7 +335,7 @@ fc_status fch_fft(fc_ctx *ctx, const fc_array *a, const char *in, const int64_t 
         transform(&p, line); /* the real part, .f: conj changes none of it */
         fch_write_wide(FCH_W_F64, line, (size_t)n, dst, out + line_offset(nd, idx, ostr),
                        ostr[r]);
-    } while (next_line(nd, x->shape, r, idx));
+    } while (fch_next_line(nd, x->shape, r, idx));
     plan_free(&p);
 done:
     if (w) fcg_free(ctx, w, w_bytes);

@@ -509,13 +509,7 @@ fc_status fch_scan(fc_ctx *ctx, const fc_array *a, const char *in, const int64_t
         if (st != FC_OK)
             return fcg_error(ctx, st, "%s: not supported on the host for %s",
                              fcg_ops[a->op].pyname, fc_dtype_name(job.loop));
-        int d = nd - 1;
-        for (; d >= 0; d--) {
-            if (d == axis) continue;
-            if (++pos[d] < a->shape[d]) break;
-            pos[d] = 0;
-        }
-        if (d < 0) return FC_OK;
+        if (!fch_next_line(nd, a->shape, axis, pos)) return FC_OK;
     }
 }
 
