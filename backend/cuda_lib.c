@@ -435,6 +435,7 @@ typedef struct lib_state {
     uint64_t tick;
     void *sort; /* the sort kernels' modules (backend/cuda_sort.c) */
     void *stencil; /* the stencil kernels' modules (backend/cuda_stencil.c) */
+    void *lt; /* cuBLASLt's handle and cached calls (backend/cuda_blaslt.c) */
     cusolverDnHandle_t solver; /* created on the first cuSOLVER call, with its params */
     cusolverDnParams_t params;
     cusparseHandle_t sparse; /* created on the first cuSPARSE call */
@@ -477,6 +478,7 @@ void fcr_lib_release(fc_ctx *ctx, void *state) {
     if (s->sparse) sparse.Destroy(s->sparse);
     fcr_sort_release(ctx, s->sort);
     fcr_stencil_release(ctx, s->stencil);
+    fcr_lt_release(ctx, s->lt);
     fcg_free(ctx, s, sizeof *s);
 }
 
@@ -1553,12 +1555,27 @@ fc_status fcr_lib_run(fc_ctx *ctx, void **state, CUstream stream, const fcp_kern
                       const CUdeviceptr *in, CUdeviceptr out) {
     if (k->kind != FCP_KERNEL_LIB || k->nout != 1 || k->outs[0]->nin > 4)
         return fcg_error(ctx, FC_ERR_BACKEND, "library call: not a library kernel (fusec bug)");
-    const fc_array *a = k->outs[0];
+    /* The library node: what k stores, or the product inside when k stores the end of an
+     * epilogue the library applies (passes/epilogue.c) */
+    fcp_epilogue epi;
+    bool epilogue = fcp_lib_epilogue(k, &epi);
+    const fc_array *a = epi.lib;
+    if (!a)
+        return fcg_error(ctx, FC_ERR_BACKEND, "library call: a kernel with no library node "
+                         "(fusec bug)");
     /* Leaves are the distinct buffers in order of first use: matmul(x, x) has one. A matmul
      * operand that transposes a matrix (fcg_matrix_transpose_of) and was not stored is read
      * from its source's buffer with the transpose flag (fusion stored the source). */
-    CUdeviceptr args[4] = {0, 0, 0, 0};
-    bool trans[4] = {false, false, false, false};
+    CUdeviceptr args[4] = {0, 0, 0, 0}, bias = 0;
+    bool trans[4] = {false, false, false, false}, have_bias = !epilogue || !epi.bias;
+    for (int l = 0; !have_bias && l < k->nleaf; l++)
+        if (k->leaves[l] == epi.bias) {
+            bias = in[l];
+            have_bias = true;
+        }
+    if (!have_bias)
+        return fcg_error(ctx, FC_ERR_BACKEND, "matmul: the epilogue's bias is not a buffer of "
+                         "the kernel (fusec bug)");
     for (int j = 0; j < a->nin; j++) {
         int l = 0;
         while (l < k->nleaf && k->leaves[l] != a->in[j]) l++;
@@ -1586,6 +1603,9 @@ fc_status fcr_lib_run(fc_ctx *ctx, void **state, CUstream stream, const fcp_kern
         return fcr_stencil_run(ctx, &s->stencil, stream, a, args[0], args[1], out);
     if (a->op == FCG_OP_SORT || a->op == FCG_OP_ARGSORT)
         return fcr_sort_run(ctx, &s->sort, stream, a, args[0], out);
+    if (epilogue)
+        return fcr_lt_matmul(ctx, &s->lt, stream, &epi, args[0], trans[0], args[1], trans[1],
+                             bias, out);
     if (a->op == FCG_OP_MATMUL) return run_matmul(ctx, s, stream, a, args, trans, out);
     if (linalg) return run_linalg(ctx, s, stream, a, args, out);
     if (a->op == FCG_OP_CSR_MATMUL) return run_csr_matmul(ctx, s, stream, a, args, out);

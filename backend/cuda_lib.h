@@ -38,6 +38,16 @@ fc_status fcr_stencil_run(fc_ctx *ctx, void **modules, CUstream stream, const fc
                           CUdeviceptr x, CUdeviceptr w, CUdeviceptr out);
 void fcr_stencil_release(fc_ctx *ctx, void *modules);
 
+/* A matmul with its epilogue (e: passes/epilogue.c) as one cuBLASLt call
+ * (backend/cuda_blaslt.c): out = relu?(A B + bias?), A at a (its transpose stored there when
+ * ta), B at b (likewise tb), bias at `bias` when e->bias. *state is the context's cuBLASLt
+ * state (handle, cached descriptors and algorithms), made on first use; fcr_lt_release frees
+ * it. FC_ERR_UNSUPPORTED where cuBLASLt has no algorithm for the case (the host computes it). */
+fc_status fcr_lt_matmul(fc_ctx *ctx, void **state, CUstream stream, const fcp_epilogue *e,
+                        CUdeviceptr a, bool ta, CUdeviceptr b, bool tb, CUdeviceptr bias,
+                        CUdeviceptr out);
+void fcr_lt_release(fc_ctx *ctx, void *state);
+
 /* What the CUDA backend (backend/cuda.c) lends the library kernels: stream-ordered device
  * memory counted in the context's statistics and limit, modules and launches through its
  * driver table, and the device's arch and multiprocessor count. */

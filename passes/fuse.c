@@ -46,6 +46,8 @@ typedef struct fuse_state {
     int *sorted;                 /* scratch of rows_aligned: region positions in order */
     int scatter_part;            /* collect's view of a scatter root: 0 all its inputs, 1 in[0]
                                     alone (its copy kernel), 2 the indices and values */
+    uint8_t *epilogue;           /* 1: the root ends a library call's epilogue (a library
+                                    kernel stores it, the product inside); 2: a node inside one */
 } fuse_state;
 
 /* The index of node a (every node the pass meets is in the walk). */
@@ -687,6 +689,70 @@ static fc_status split_scatters(fuse_state *s, fcp_plan *p, fc_array **reg, int 
     return st;
 }
 
+/* ---- library epilogues ------------------------------------------------------------------ */
+
+/* Whether a is requested by the plan. */
+static bool is_requested(const fcp_plan *p, const fc_array *a) {
+    for (int o = 0; o < p->nout; o++)
+        if (p->outs[o] == a) return true;
+    return false;
+}
+
+/* The one node of the walk that reads a, when exactly one reads it exactly once; else NULL. */
+static fc_array *sole_reader(const fuse_state *s, const fc_array *a) {
+    fc_array *reader = NULL;
+    int reads = 0;
+    for (size_t i = 0; i < s->n && reads < 2; i++) {
+        fc_array *c = s->ord[i];
+        if (is_leaf(c)) continue;
+        for (int k = 0; k < c->nin; k++)
+            if (c->in[k] == a) {
+                reader = c;
+                reads++;
+            }
+    }
+    return reads == 1 ? reader : NULL;
+}
+
+/* A matmul whose only reader adds a bias vector along its last axis and / or takes
+ * maximum(., 0) (fcp_epilogue_* say which chains qualify) is stored no more: the end of the
+ * chain becomes the root of a library kernel with the product inside, and the library applies
+ * the rest in its own epilogue (cuBLASLt's BIAS / RELU / RELU_BIAS: one pass over the product
+ * instead of two). A bias that is not a stored buffer yet is stored (cuBLASLt reads it). */
+static void absorb_epilogues(fuse_state *s, const fcp_plan *p) {
+    for (size_t i = 0; i < s->n; i++) {
+        fc_array *m = s->ord[i];
+        if (is_leaf(m) || !fcp_epilogue_product(m) || is_requested(p, m) || s->epilogue[i])
+            continue;
+        fc_array *c1 = sole_reader(s, m), *end = NULL;
+        const fc_array *bias = c1 ? fcp_epilogue_bias(c1, m) : NULL;
+        if (bias) {
+            end = c1;
+            fc_array *c2 = is_requested(p, c1) ? NULL : sole_reader(s, c1);
+            if (c2 && fcp_epilogue_relu(c2, c1)) end = c2;
+        } else if (c1 && fcp_epilogue_relu(c1, m)) {
+            end = c1;
+        }
+        /* (a chain another product already took: `p + q` of two [1, N] products) */
+        if (!end || s->epilogue[ix(s, c1)] || s->epilogue[ix(s, end)]) continue;
+        s->mat[i] = 0;
+        s->why[i] = NULL;
+        s->epilogue[i] = 2;
+        if (end != c1) {
+            s->mat[ix(s, c1)] = 0;
+            s->why[ix(s, c1)] = NULL;
+            s->epilogue[ix(s, c1)] = 2;
+        }
+        s->mat[ix(s, end)] = 1;
+        s->epilogue[ix(s, end)] = 1;
+        if (bias && !is_leaf(bias) && !s->mat[ix(s, bias)]) {
+            s->mat[ix(s, bias)] = 1;
+            s->why[ix(s, bias)] = "bias of a matmul's epilogue, which the library reads from a "
+                                  "stored buffer";
+        }
+    }
+}
+
 static fc_status fuse(fc_ctx *ctx, fcp_plan *p) {
     fuse_state s;
     memset(&s, 0, sizeof s);
@@ -713,10 +779,11 @@ static fc_status fuse(fc_ctx *ctx, fcp_plan *p) {
     s.stack = fcg_malloc(ctx, nst * sizeof *s.stack);
     s.amap = fcg_malloc(ctx, n * sizeof *s.amap);
     s.sorted = fcg_malloc(ctx, n * sizeof *s.sorted);
+    s.epilogue = fcg_calloc(ctx, n);
     reg = fcg_malloc(ctx, (n + 1) * sizeof *reg);
     seen = fcg_malloc(ctx, (n + 1) * sizeof *seen);
     if (!s.mat || !s.region || !s.nregions || !s.level || !s.cost || !s.why || !s.stack || !reg ||
-        !seen || !s.amap || !s.sorted)
+        !seen || !s.amap || !s.sorted || !s.epilogue)
         goto done;
 
     /* Roots to begin with: the arrays asked for, library calls and their inputs. */
@@ -776,6 +843,7 @@ static fc_status fuse(fc_ctx *ctx, fcp_plan *p) {
         s.cost[i] = c > (1u << 30) ? (1u << 30) : (uint32_t)c;
     }
     choose_roots(&s, reg, seen);
+    absorb_epilogues(&s, p);
 
     for (size_t i = 0; i < n; i++) nroots += s.mat[i] != 0;
     if (nroots == 0) { /* everything asked for is already a value */
@@ -799,8 +867,9 @@ static fc_status fuse(fc_ctx *ctx, fcp_plan *p) {
         group_of[i] = (int)(g - groups);
         size_t m = collect(&s, r, reg);
         const char *why = NULL;
-        fit_kind fit = is_lib(r) ? FIT_NONE : classify(&s, r, reg, m, &why);
-        k->kind = is_lib(r)           ? FCP_KERNEL_LIB
+        bool lib = is_lib(r) || s.epilogue[i] == 1;
+        fit_kind fit = lib ? FIT_NONE : classify(&s, r, reg, m, &why);
+        k->kind = lib                 ? FCP_KERNEL_LIB
                   : fit == FIT_REDUCE ? FCP_KERNEL_REDUCE
                   : fit == FIT_ROW    ? FCP_KERNEL_ROW
                   : fit == FIT_SCAN   ? FCP_KERNEL_SCAN
@@ -938,6 +1007,7 @@ done:
     fcg_free(ctx, s.stack, nst * sizeof *s.stack);
     fcg_free(ctx, s.amap, n * sizeof *s.amap);
     fcg_free(ctx, s.sorted, n * sizeof *s.sorted);
+    fcg_free(ctx, s.epilogue, n);
     fcg_free(ctx, reg, (n + 1) * sizeof *reg);
     fcg_free(ctx, seen, (n + 1) * sizeof *seen);
     fcg_free(ctx, s.ord, n * sizeof *s.ord);
@@ -1122,6 +1192,11 @@ char *fcp_plan_describe(const fcp_plan *p) {
         }
         fcg_sb_printf(&b, "\n  fused ops (%d):", k->nnode);
         for (int q = 0; q < k->nnode; q++) fcg_sb_printf(&b, " %s", fcg_node_name(k->nodes[q]));
+        fcp_epilogue epi;
+        if (fcp_lib_epilogue(k, &epi))
+            fcg_sb_printf(&b, "\n  epilogue in the library call (cuBLASLt): %s%s%s",
+                          epi.bias ? "+ bias" : "", epi.bias && epi.relu ? ", " : "",
+                          epi.relu ? "relu" : "");
         fcg_sb_printf(&b, "\n");
     }
     for (int i = 0; i < p->nboundary; i++) {

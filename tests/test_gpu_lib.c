@@ -329,6 +329,109 @@ Test(gpu_lib, matmul_beyond_cublas) {
     fc_scope_close(s1);
 }
 
+/* ---- matmul epilogues (passes/epilogue.c, backend/cuda_blaslt.c) ---------------------- */
+
+typedef enum epi_form { EPI_BIAS_RELU, EPI_BIAS_ROW, EPI_RELU, EPI_BIAS_FIRST } epi_form;
+
+/* The chain of `form` over product m and bias: what the fusion pass hands to cuBLASLt. */
+static fc_array *epilogue_of(fc_ctx *ctx, epi_form form, fc_array *m, fc_array *bias) {
+    switch (form) {
+    case EPI_BIAS_RELU: return fc_maximum(fc_add(m, bias), fc_i64(ctx, 0));
+    case EPI_BIAS_ROW: return fc_add(m, bias);
+    case EPI_RELU: return fc_maximum(m, fc_i64(ctx, 0));
+    default: return fc_maximum(fc_f64(ctx, 0.0), fc_add(bias, m));
+    }
+}
+
+/* relu(a @ b + bias) and its relatives as one cuBLASLt call with its epilogue: every form the
+ * fusion pass absorbs, odd and large sizes, stored transposes of either operand, a [1, N]
+ * bias; evaluated three times with the same cached plan and then with a new bias and a new A
+ * (the bias pointer is set at each call). */
+Test(gpu_lib, matmul_epilogues_match_the_host) {
+    SKIP_WITHOUT_GPU("matmul_epilogues_match_the_host");
+    static const struct {
+        int64_t m, k, n;
+    } sizes[] = {{1, 1, 1}, {37, 19, 53}, {64, 32, 48}, {257, 129, 511}, {512, 768, 384}};
+    rng_state = 11;
+    char what[200];
+    for (size_t c = 0; c < sizeof sizes / sizeof *sizes; c++)
+        for (int form = EPI_BIAS_RELU; form <= EPI_BIAS_FIRST; form++)
+            for (int how = 0; how < 4; how++) { /* bit 0: A stored transposed, bit 1: B */
+                int64_t m = sizes[c].m, k = sizes[c].k, n = sizes[c].n;
+                bool ta = how & 1, tb = how & 2;
+                fc_scope *s1 = fc_scope_open(hc), *s2 = fc_scope_open(gc);
+                pair a = input(FC_F32, ta ? FC_SHAPE(k, m) : FC_SHAPE(m, k));
+                pair b = input(FC_F32, tb ? FC_SHAPE(n, k) : FC_SHAPE(k, n));
+                pair bias = input(FC_F32, form == EPI_BIAS_ROW ? FC_SHAPE(1, n) : FC_SHAPE(n));
+                if (ta) a.h = fc_transpose(a.h), a.g = fc_transpose(a.g);
+                if (tb) b.h = fc_transpose(b.h), b.g = fc_transpose(b.g);
+                for (int rep = 0; rep < 4; rep++) {
+                    if (rep == 3) { /* new buffers for the cached plan */
+                        bias = input(FC_F32, fc_array_shape(bias.h));
+                        a = input(FC_F32, fc_array_shape(a.h));
+                    }
+                    snprintf(what, sizeof what, "epilogue form %d, %lldx%lldx%lld%s%s, run %d",
+                             form, (long long)m, (long long)k, (long long)n,
+                             ta ? ", A stored .T" : "", tb ? ", B stored .T" : "", rep);
+                    fc_array *yh = epilogue_of(hc, (epi_form)form, fc_matmul(a.h, b.h), bias.h);
+                    fc_array *yg = epilogue_of(gc, (epi_form)form, fc_matmul(a.g, b.g), bias.g);
+                    compare(yh, yg, TOL_MATMUL, k + 2, what);
+                }
+                fc_scope_close(s2);
+                fc_scope_close(s1);
+            }
+}
+
+/* NaN and infinity through the epilogue: NumPy's maximum propagates a NaN (maximum(NaN, 0)
+ * is NaN), and so must the fused relu; an infinite bias stays infinite, a -inf one becomes 0
+ * under relu. Rows of A with a NaN make NaN rows of the product. */
+Test(gpu_lib, matmul_epilogue_nan_and_inf) {
+    SKIP_WITHOUT_GPU("matmul_epilogue_nan_and_inf");
+    rng_state = 12;
+    const int64_t m = 40, k = 24, n = 36;
+    float *ad = random_data(FC_F32, (size_t)(m * k)), *bd = random_data(FC_F32, (size_t)(n));
+    for (int64_t i = 0; i < m; i += 7) ad[i * k + (i % k)] = NAN;
+    bd[3] = INFINITY;
+    bd[5] = -INFINITY;
+    bd[8] = NAN;
+    fc_scope *s1 = fc_scope_open(hc), *s2 = fc_scope_open(gc);
+    pair b = input(FC_F32, FC_SHAPE(k, n));
+    pair a = {fc_from_host(hc, FC_F32, FC_SHAPE(m, k), ad),
+              fc_from_host(gc, FC_F32, FC_SHAPE(m, k), ad)};
+    pair bias = {fc_from_host(hc, FC_F32, FC_SHAPE(n), bd),
+                 fc_from_host(gc, FC_F32, FC_SHAPE(n), bd)};
+    double atol = 16 * (double)(k + 2) * 0x1p-24, rtol = 4 * 0x1p-24;
+    for (int form = EPI_BIAS_RELU; form <= EPI_RELU; form++) {
+        bool row = form == EPI_BIAS_ROW;
+        fc_array *yh = epilogue_of(hc, (epi_form)form, fc_matmul(a.h, b.h),
+                                   row ? fc_reshape(bias.h, FC_SHAPE(1, n)) : bias.h);
+        fc_array *yg = epilogue_of(gc, (epi_form)form, fc_matmul(a.g, b.g),
+                                   row ? fc_reshape(bias.g, FC_SHAPE(1, n)) : bias.g);
+        unsigned char *hb = read_all(hc, yh, "epilogue nan");
+        unsigned char *gb = read_all(gc, yg, "epilogue nan");
+        size_t bad = 0;
+        for (int64_t i = 0; i < m * n; i++) {
+            double hv = tv_value_at(hb, FC_F32, (size_t)i, 0);
+            double gv = tv_value_at(gb, FC_F32, (size_t)i, 0);
+            bool ok = isnan(hv)   ? isnan(gv)
+                      : isinf(hv) ? gv == hv
+                                  : !isnan(gv) && fabs(gv - hv) <= atol + rtol * fabs(hv);
+            if (!ok && !bad)
+                cr_log_error("epilogue form %d: element [%lld, %lld]: gpu %.9g, host %.9g", form,
+                             (long long)(i / n), (long long)(i % n), gv, hv);
+            bad += !ok;
+        }
+        cr_expect_eq(bad, 0, "epilogue form %d with NaN / inf: %zu of %lld values differ", form,
+                     bad, (long long)(m * n));
+        free(hb);
+        free(gb);
+    }
+    fc_scope_close(s2);
+    fc_scope_close(s1);
+    free(ad);
+    free(bd);
+}
+
 /* ---- contractions (graph/contract.c) ---------------------------------------------------- */
 
 typedef struct einsum_case {

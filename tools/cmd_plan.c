@@ -515,8 +515,15 @@ static int explain_one(fc_ctx *ctx, const cli_program *p, void *user) {
                        "a %lldx%lld kernel and its boundary, built by warm and on first use)\n",
                        fc_dtype_name((fc_dtype)o->dtype), (long long)o->in[1]->shape[0],
                        (long long)o->in[1]->shape[1]);
-            else
-                printf("a library call, nothing to compile\n");
+            else {
+                fcp_epilogue epi;
+                if (fcp_lib_epilogue(k, &epi))
+                    printf("a library call to cuBLASLt, the product's kernel applying %s%s%s "
+                           "(its epilogue), nothing to compile\n", epi.bias ? "the bias" : "",
+                           epi.bias && epi.relu ? " and " : "", epi.relu ? "relu" : "");
+                else
+                    printf("a library call, nothing to compile\n");
+            }
             continue;
         }
         if (i >= r->nkernel) { /* the kernel whose source or key failed */
