@@ -237,6 +237,7 @@ fc_status fc_write(fc_array *a, const void *src, int64_t offset, int64_t count, 
      * expression) on that stream. */
     if (!fcg_has_value(a) && (st = fca_eval_on(ctx, &a, 1, stream)) != FC_OK) return st;
     if ((st = fcg_detach(ctx, a)) != FC_OK) return st;
+    a->checked_kind = 0; /* the entries a check passed may change */
     size_t es = fc_dtype_size((fc_dtype)a->dtype);
     if (count == 0) return FC_OK;
     if (a->dev) return ctx->be->write(ctx, a, src, (size_t)offset * es, (size_t)count * es, stream);

@@ -390,6 +390,11 @@ struct fc_array {
     uint32_t dev_reader;  /* 0: no other stream read it; id + 1 of the one that did;
                              UINT32_MAX: several did */
     char *errmsg;         /* POISON: the message of the op that failed */
+    /* A check of this value's entries that passed (graph/sparse.c's index and indptr checks:
+     * which, and its bound), so that a matrix built again from the same arrays reads them as
+     * they are; 0: none. A value never changes but by fc_write, which clears it. */
+    uint8_t checked_kind;
+    int64_t checked_bound;
     fc_array *all_prev, *all_next; /* every live node of the context, for fc_ctx_destroy */
     /* Scratch of graph/'s own walks, which any later walk overwrites: passes, codegen and
      * tools keep their own maps (graph/nodemap.h) and never read or write these. */

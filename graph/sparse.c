@@ -6,7 +6,9 @@
  * ops that fuses with its neighbours and runs on the GPU with no kernel of its own:
  *   checks        an index array is gathered from arange(n) in raise mode (a negative index
  *                 sent out of range first): the gather's own bounds check fails the
- *                 evaluation with FC_ERR_VALUE, and the result is the same values
+ *                 evaluation with FC_ERR_VALUE, and the result is the same values; an
+ *                 array that holds a value is checked at once instead and, when it passes,
+ *                 is used as it is (the pass is remembered on the value)
  *   CSR -> COO    row[k] = searchsorted(indptr[1:], k, "right"): one binary search a value
  *   rows -> CSR   indptr[i] = searchsorted(row, i, "left") of entries sorted by row
  *   canonical     a stable argsort by column, then by row (two sorts, no key that could
@@ -175,19 +177,45 @@ static fc_sparse coo_of(fc_array *data, fc_array *row, fc_array *col, int64_t m,
 
 /* ---- checks ----------------------------------------------------------------------------- */
 
+enum { CHECK_INDEX = 1, CHECK_INDPTR = 2 };
+
+/* Whether the value v passes the check whose failures `bad` marks, asked now: the check's
+ * reduction is evaluated and read (one kernel and a wait), and a pass is remembered on v
+ * (fc_array.checked_*), so a matrix built from the same value again (a loop, a timed run)
+ * skips the check and reads v's buffer as it is. Only a pass is remembered; a failure (or a
+ * failed evaluation) leaves the lazy check in place, which fails every evaluation that reads
+ * the matrix with its own message. */
+static bool passes_now(fc_array *v, fc_array *bad, int kind, int64_t bound) {
+    if (v->checked_kind == kind && v->checked_bound == bound) return true;
+    bool any_bad = true;
+    if (fc_read(fc_any(bad, FC_ALL, false), &any_bad, 0, 1) != FC_OK || any_bad) {
+        v->ctx->errmsg[0] = '\0';
+        return false;
+    }
+    v->checked_kind = (uint8_t)kind;
+    v->checked_bound = bound;
+    return true;
+}
+
 /* idx (1-d, int32 or int64) with each value checked against [0, n): a gather from arange(n)
  * in raise mode, which fails the evaluation with FC_ERR_VALUE for an index out of range and
  * otherwise gives idx again; a negative index, which take would count from the end, is sent
- * out of range first. One fused kernel. */
+ * out of range first. One fused kernel; none where idx holds a value that passes now. */
 static fc_array *checked_index(fc_ctx *ctx, fc_array *idx, int64_t n) {
-    fc_array *pos = fc_where(fc_less(idx, fc_i64(ctx, 0)), fc_i64(ctx, n), idx);
+    fc_array *neg = fc_less(idx, fc_i64(ctx, 0));
+    if (fcg_has_value(idx) &&
+        passes_now(idx, fc_logical_or(neg, fc_greater_equal(idx, fc_i64(ctx, n))), CHECK_INDEX,
+                   n))
+        return idx;
+    fc_array *pos = fc_where(neg, fc_i64(ctx, n), idx);
     return fc_take(fc_arange(ctx, (fc_dtype)idx->dtype, 0, (double)n, 1), pos, 0,
                    FC_TAKE_RAISE);
 }
 
 /* indptr (1-d, m + 1 entries) checked as SciPy's check_format does: it starts at 0, never
  * falls, and ends at nnz (so every row's range lies in [0, nnz)). Entry i is gathered from
- * position i, or from the out-of-range position m + 1 where it breaks a rule. */
+ * position i, or from the out-of-range position m + 1 where it breaks a rule; p itself where
+ * it holds a value that passes now. */
 static fc_array *checked_indptr(fc_ctx *ctx, fc_array *p, int64_t nnz) {
     int64_t len = p->shape[0];
     fc_array *pos = fc_arange(ctx, FC_I64, 0, (double)len, 1);
@@ -200,6 +228,7 @@ static fc_array *checked_indptr(fc_ctx *ctx, fc_array *p, int64_t nnz) {
                                      fc_not_equal(p, fc_i64(ctx, 0))),
                       fc_logical_and(fc_equal(pos, fc_i64(ctx, len - 1)),
                                      fc_not_equal(p, fc_i64(ctx, nnz)))));
+    if (fcg_has_value(p) && passes_now(p, bad, CHECK_INDPTR, nnz)) return p;
     return fc_take(p, fc_where(bad, fc_i64(ctx, len), pos), 0, FC_TAKE_RAISE);
 }
 

@@ -1704,7 +1704,10 @@ FC_API fc_array *fc_float_power(fc_array *a, fc_array *b);
  * Shapes and dtypes are checked when a matrix is built (FC_ERR_SHAPE, FC_ERR_DTYPE); index
  * values are checked when it is evaluated, as fusec's gathers check theirs: an index out of
  * range, a negative one, or row pointers that do not start at 0, fall, or end elsewhere than
- * nnz fail the evaluation of anything computed from the matrix with FC_ERR_VALUE.
+ * nnz fail the evaluation of anything computed from the matrix with FC_ERR_VALUE. Index
+ * arrays that already hold values are checked when the matrix is built (a reduction, read
+ * back); a pass is remembered on the value until fc_write changes it, and the matrix then
+ * reads the value's buffer as it is.
  *
  * The number of stored values is known without evaluating (the length of data), except where
  * it depends on values: from_dense (the non-zeros), COO to CSR (duplicates merge) and
