@@ -1326,18 +1326,25 @@ static fc_status svd_check(fc_ctx *ctx, const fc_array *a, CUdeviceptr info, CUd
  * no 64-bit generic entry point and stops at a tolerance and sweep count of its own; gesvdp,
  * through the polar decomposition, gives an error estimate rather than a status and loses
  * accuracy in the small singular values that lstsq, pinv and matrix_rank decide ranks by.)
- * gesvd takes m >= n only, and the row-major buffer of A reads column-major as A^T:
- *   m >= n: A is transposed into column-major order by geam (gesvd destroys its input, so
- *     it works on a copy in any case), gesvd writes U (m x uc) and VT = Vh (n x n) into
- *     column-major workspaces, and geam transposes each into its row-major slot of out;
- *   m < n: a copy of the buffer is A^T (n x m, n > m), whose A^T = U' S V'^H gives
- *     A = conj(V') S U'^T: U = conj(V'), whose row-major slot read column-major (leading
- *     dimension w, the packed rows' pitch) is U^T = V'^H, gesvd's VT, and Vh = U'^T, whose
- *     slot reads as U': gesvd writes both straight into out, with no transpose.
- * The singular values (real) go to a workspace [batch, k], then into row 0 (the real parts,
- * a stride-2 copy, for complex dtypes; out is zeroed first, so imaginary parts and padding
- * are zeros) or straight into svdvals' output; svd_check reads them back with the infos. An
- * empty matrix (k = 0) gets its identities uploaded. */
+ * gesvd takes r x c matrices with r >= c only, and the row-major buffer of A reads
+ * column-major as A^T:
+ *   m <= n (square included): a copy of the buffer is A^T (n x m), whose A^T = U' S V'^H
+ *     gives A = conj(V') S U'^T: U = conj(V'), whose row-major slot read column-major
+ *     (leading dimension w, the packed rows' pitch) is U^T = V'^H, gesvd's VT, and
+ *     Vh = U'^T, whose slot reads as U' (n x vr): gesvd writes both straight into out, with
+ *     no transpose; for a square matrix this is the bare call on the buffer as it lies;
+ *   m > n: A is transposed into column-major order by geam, gesvd writes U (m x uc) and
+ *     VT = Vh (n x n) into column-major workspaces, and geam transposes each into its
+ *     row-major slot of out.
+ * Passes beside gesvd, each for a reason: the copy of A (gesvd destroys its input; geam's
+ * transpose is that copy when m > n); the singular values into a workspace [batch, k] and
+ * from there into row 0 (a stride-2 copy into the real parts for complex dtypes), so that
+ * svd_check reads all of them back with the infos in one wait (svdvals' output is that
+ * workspace itself: gesvd writes it directly); zeros where no factor writes: the whole output
+ * once where a factor is narrower than the rows (the padding columns of a non-square
+ * matrix), else only complex row 0's imaginary parts (a square or reduced tall matrix fills
+ * every other element); and the infos zeroed (a few bytes) so that none is read unwritten.
+ * An empty matrix (k = 0) gets its identities uploaded. */
 static fc_status run_svd(fc_ctx *ctx, lib_state *s, CUstream stream, const fc_array *a,
                          CUdeviceptr in, CUdeviceptr out) {
     const fc_array *x = a->in[0];
@@ -1359,16 +1366,18 @@ static fc_status run_svd(fc_ctx *ctx, lib_state *s, CUstream stream, const fc_ar
         return FC_ERR_UNSUPPORTED;
     fc_status st = solver_handle(ctx, s, stream);
     if (st != FC_OK) return st;
-    bool tall = m >= n;
+    bool tall = m > n, cplx = fcg_is_complex(t);
     int64_t r = tall ? m : n, c = tall ? n : m; /* gesvd's matrix, r x c with r >= c */
     size_t es = fc_dtype_size(t), res = fc_dtype_size(rt);
     size_t per_out = (size_t)(rows * w) * (vectors ? es : res), mat = (size_t)(m * n) * es;
     size_t u_bytes = vectors && tall ? (size_t)(m * uc) * es : 0;
     size_t v_bytes = vectors && tall ? (size_t)(n * n) * es : 0;
     signed char job = !vectors ? 'N' : full ? 'A' : 'S';
-    /* gesvd's U and VT, and their leading dimensions: workspaces (m >= n) or out's slots
+    /* gesvd's U and VT, and their leading dimensions: workspaces (m > n) or out's slots
      * (svdvals: none, 'N', with the leading dimensions of its matrix) */
     int64_t ldu = tall || !vectors ? r : w, ldvt = tall || !vectors ? c : w;
+    /* a factor narrower than out's rows leaves padding columns: zero it all first */
+    bool zero_all = vectors && (uc < w || n < w), zero_row0 = vectors && !zero_all && cplx;
     solver_work wk;
     memset(&wk, 0, sizeof wk);
     size_t dev_work = 0, host_work = 0;
@@ -1376,20 +1385,22 @@ static fc_status run_svd(fc_ctx *ctx, lib_state *s, CUstream stream, const fc_ar
     st = SOLVER(ctx, Xgesvd_bufferSize, (s->solver, s->params, job, job, r, c, dt, dptr(probe),
                                          r, st_, dptr(probe), dt, dptr(probe), ldu, dt,
                                          dptr(probe), ldvt, dt, &dev_work, &host_work));
-    /* dev[0] the workspace, dev[1] the infos, dev[2] the singular values [batch, k], dev[3]
-     * gesvd's copy of the matrix, then (m >= n) U's and VT's column-major workspaces */
+    /* dev[0] the workspace, dev[1] the infos, dev[2] svd's singular values [batch, k] (svdvals
+     * writes its output), dev[3] gesvd's copy of the matrix, then (m > n) U's and VT's
+     * column-major workspaces */
     if (st == FC_OK) st = work_alloc(ctx, &wk, 0, dev_work, stream);
     if (st == FC_OK) st = work_alloc(ctx, &wk, 1, (size_t)batch * sizeof(int), stream);
-    if (st == FC_OK) st = work_alloc(ctx, &wk, 2, (size_t)(batch * k) * res, stream);
+    if (st == FC_OK && vectors) st = work_alloc(ctx, &wk, 2, (size_t)(batch * k) * res, stream);
     if (st == FC_OK) st = work_alloc(ctx, &wk, 3, mat + u_bytes + v_bytes, stream);
     if (st == FC_OK) st = solver_host_work(ctx, s, host_work, a, &wk);
     if (st == FC_OK) st = fcr_lib_zero(ctx, wk.dev[1], (size_t)batch, stream);
-    if (st == FC_OK && vectors) st = fcr_lib_zero(ctx, out, (size_t)batch * per_out / 4, stream);
+    if (st == FC_OK && zero_all) st = fcr_lib_zero(ctx, out, (size_t)batch * per_out / 4, stream);
+    CUdeviceptr svals = vectors ? wk.dev[2] : out;
     CUdeviceptr bm = wk.dev[3], uw = bm + (CUdeviceptr)mat, vw = uw + (CUdeviceptr)u_bytes;
     for (int64_t b = 0; b < batch && st == FC_OK; b++) {
         CUdeviceptr src = in + (CUdeviceptr)((size_t)b * mat);
         CUdeviceptr o = out + (CUdeviceptr)((size_t)b * per_out);
-        CUdeviceptr sv = wk.dev[2] + (CUdeviceptr)((size_t)(b * k) * res);
+        CUdeviceptr sv = svals + (CUdeviceptr)((size_t)(b * k) * res);
         CUdeviceptr ou = o + (CUdeviceptr)((size_t)w * es); /* U's slot, row 1 */
         CUdeviceptr ovh = ou + (CUdeviceptr)((size_t)(m * w) * es); /* Vh's, row 1 + m */
         CUdeviceptr gu = tall ? uw : ovh, gvt = tall ? vw : ou;
@@ -1399,15 +1410,16 @@ static fc_status run_svd(fc_ctx *ctx, lib_state *s, CUstream stream, const fc_ar
                                       dptr(sv), dt, dptr(gu), ldu, dt, dptr(gvt), ldvt, dt,
                                       dptr(wk.dev[0]), dev_work, wk.host, host_work,
                                       dptr(wk.dev[1] + (CUdeviceptr)((size_t)b * sizeof(int)))));
-        if (st == FC_OK)
-            st = strided_copy(ctx, s, res, (int)k, sv, 1, o, vectors && fcg_is_complex(t) ? 2 : 1);
-        if (st != FC_OK || !vectors || !tall) continue;
+        if (st != FC_OK || !vectors) continue;
+        if (zero_row0) st = fcr_lib_zero(ctx, o, (size_t)w * es / 4, stream);
+        if (st == FC_OK) st = strided_copy(ctx, s, res, (int)k, sv, 1, o, cplx ? 2 : 1);
+        if (st != FC_OK || !tall) continue;
         /* out's U slot read column-major is U^T (uc x m), its Vh slot Vh^T (n x n) */
         st = geam(ctx, s, t, CUBLAS_OP_T, (int)uc, (int)m, uw, (int)m, ou, (int)w);
         if (st == FC_OK)
             st = geam(ctx, s, t, CUBLAS_OP_T, (int)n, (int)n, vw, (int)n, ovh, (int)w);
     }
-    if (st == FC_OK) st = svd_check(ctx, a, wk.dev[1], wk.dev[2], batch, k, rt, stream);
+    if (st == FC_OK) st = svd_check(ctx, a, wk.dev[1], svals, batch, k, rt, stream);
     work_free(ctx, &wk, stream);
     return st;
 }

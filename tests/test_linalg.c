@@ -1450,6 +1450,78 @@ Test(gpu_linalg, cholesky_triangle_copy) {
     poison_report("cholesky_triangle_copy");
 }
 
+/* svd's packed output ([1 + m + vr, w]: S in row 0, U, then Vh) read whole over poisoned
+ * memory: square matrices (gesvd on the buffer as it lies, no transposes, no zeroing for real
+ * dtypes), tall and wide ones, full_matrices both ways, stacks, every dtype. Every element is
+ * written (no NaN), the padding columns and complex S's imaginary parts are exactly zero, the
+ * factors satisfy the invariants and S matches the host's; compute_uv=False (svdvals' node,
+ * written by gesvd directly) too. */
+Test(gpu_linalg, svd_packed_output) {
+    SKIP_WITHOUT_GPU("svd_packed_output");
+    static const int64_t sizes[][3] = {{3, 6, 6}, {1, 1, 1}, {2, 40, 40}, {1, 200, 200},
+                                       {2, 9, 5}, {2, 5, 9},  {1, 1, 4},   {1, 4, 1}};
+    for (int di = 0; di < NDT; di++)
+        for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+            fc_dtype t = dtypes[di];
+            bool c = fcg_is_complex(t);
+            int64_t count = sizes[si][0], m = sizes[si][1], n = sizes[si][2];
+            int64_t k = m < n ? m : n;
+            double complex *av = deficient(count, m, n, k, c);
+            fc_scope *sh = fc_scope_open(hc), *sg = fc_scope_open(gc);
+            fc_shape shp = stack(1, &count, m, n);
+            fc_array *ag = upload(gc, av, t, shp), *ah = upload(hc, av, t, shp);
+            double tol = 256 * (double)(m > n ? m : n) * eps_of(t);
+            char what[160];
+            snprintf(what, sizeof what, "svd %s %lldx%lld batch %lld", fc_dtype_name(t),
+                     (long long)m, (long long)n, (long long)count);
+            double complex *sref = values(fc_linalg_svdvals(ah), what);
+            for (int full = 0; full < 2; full++) {
+                char w2[200];
+                snprintf(w2, sizeof w2, "%s%s", what, full ? " full" : "");
+                int64_t uc = full ? m : k, vr = full ? n : k, w = uc > n ? uc : n;
+                int64_t rows = 1 + m + vr;
+                fc_array *p = fcg_linalg_svd_packed(ag, full);
+                fc_shape ps = fc_array_shape(p);
+                cr_assert(ps.dim[1] == rows && ps.dim[2] == w, "%s: packed shape", w2);
+                double complex *pv = poisoned_values(p, w2);
+                expect_no_nan(pv, (size_t)(count * rows * w), w2);
+                for (int64_t b = 0; b < count; b++)
+                    for (int64_t i = 0; i < rows; i++)
+                        for (int64_t j = 0; j < w; j++) {
+                            /* zero: row 0 past k, U's rows past uc, Vh's past n, and every
+                             * imaginary part of row 0 */
+                            bool pad = i == 0 ? j >= k : i <= m ? j >= uc : j >= n;
+                            double complex x = pv[(b * rows + i) * w + j];
+                            if (pad || i == 0)
+                                cr_expect((pad ? creal(x) == 0.0 : true) && cimag(x) == 0.0,
+                                          "%s: matrix %lld element (%lld, %lld) = %g%+gi, want "
+                                          "%s", w2, (long long)b, (long long)i, (long long)j,
+                                          creal(x), cimag(x), pad ? "0" : "a real value");
+                        }
+                double complex *sv = block_of(pv, count, rows, w, 0, 1, 0, k);
+                double complex *uv = block_of(pv, count, rows, w, 1, m, 0, uc);
+                double complex *vh = block_of(pv, count, rows, w, 1 + m, vr, 0, n);
+                check_svd(av, uv, sv, vh, count, m, n, uc, vr, tol, w2);
+                cr_expect_eq(mismatches(sv, sref, (size_t)(count * k), tol, w2), 0, "%s: s", w2);
+                free(pv);
+                free(sv);
+                free(uv);
+                free(vh);
+                fc_array *s_only = NULL;
+                cr_assert_eq(fc_linalg_svd(ag, full, false, NULL, &s_only, NULL), FC_OK);
+                double complex *s1 = poisoned_values(s_only, w2);
+                cr_expect_eq(mismatches(s1, sref, (size_t)(count * k), tol, w2), 0,
+                             "%s: compute_uv=False", w2);
+                free(s1);
+            }
+            free(sref);
+            free(av);
+            fc_scope_close(sg);
+            fc_scope_close(sh);
+        }
+    poison_report("svd_packed_output");
+}
+
 /* qr's packed output ([rows, c + n]: Q, then R) read whole over poisoned memory: R's first k
  * rows come from geam and its zeros (below the diagonal, and whole rows from k on) from one
  * triangle-clearing launch over the stack, with nothing zeroed first. Every mode, square,
