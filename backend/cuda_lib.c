@@ -37,7 +37,9 @@
  */
 #include "graph.h"
 
+#include "codegen.h"
 #include "cuda_lib.h"
+#include "raw.h"
 
 #include <cublas_v2.h>
 #include <cufft.h>
@@ -61,19 +63,11 @@ typedef struct blas_api {
     __typeof__(cublasGemmEx_64) *GemmEx_64;                               /* optional */
     __typeof__(cublasGemmStridedBatchedEx_64) *GemmStridedBatchedEx_64;   /* optional */
     __typeof__(cublasGetStatusName) *GetStatusName;                       /* optional */
-    /* dense linear algebra's transposes, triangle copies and strided gathers, per dtype */
+    /* dense linear algebra's transposes and strided gathers, per dtype */
     __typeof__(cublasSgeam) *Sgeam;
     __typeof__(cublasDgeam) *Dgeam;
     __typeof__(cublasCgeam) *Cgeam;
     __typeof__(cublasZgeam) *Zgeam;
-    __typeof__(cublasStrttp) *Strttp;
-    __typeof__(cublasDtrttp) *Dtrttp;
-    __typeof__(cublasCtrttp) *Ctrttp;
-    __typeof__(cublasZtrttp) *Ztrttp;
-    __typeof__(cublasStpttr) *Stpttr;
-    __typeof__(cublasDtpttr) *Dtpttr;
-    __typeof__(cublasCtpttr) *Ctpttr;
-    __typeof__(cublasZtpttr) *Ztpttr;
     __typeof__(cublasScopy_v2) *Scopy;
     __typeof__(cublasDcopy_v2) *Dcopy;
     __typeof__(cublasZcopy_v2) *Zcopy;
@@ -211,14 +205,6 @@ static bool load_blas(void) {
         SYM(blas, Dgeam, "cublasDgeam"),
         SYM(blas, Cgeam, "cublasCgeam"),
         SYM(blas, Zgeam, "cublasZgeam"),
-        SYM(blas, Strttp, "cublasStrttp"),
-        SYM(blas, Dtrttp, "cublasDtrttp"),
-        SYM(blas, Ctrttp, "cublasCtrttp"),
-        SYM(blas, Ztrttp, "cublasZtrttp"),
-        SYM(blas, Stpttr, "cublasStpttr"),
-        SYM(blas, Dtpttr, "cublasDtpttr"),
-        SYM(blas, Ctpttr, "cublasCtpttr"),
-        SYM(blas, Ztpttr, "cublasZtpttr"),
         SYM(blas, Scopy, "cublasScopy_v2"),
         SYM(blas, Dcopy, "cublasDcopy_v2"),
         SYM(blas, Zcopy, "cublasZcopy_v2"),
@@ -438,6 +424,10 @@ typedef struct lib_state {
     void *lt; /* cuBLASLt's handle and cached calls (backend/cuda_blaslt.c) */
     cusolverDnHandle_t solver; /* created on the first cuSOLVER call, with its params */
     cusolverDnParams_t params;
+    void *host_work; /* cuSOLVER's host workspace, kept and grown (solver_host_work) */
+    size_t host_work_bytes;
+    CUmodule tri; /* the masked triangle copies (codegen/tri.c), loaded on first use */
+    CUfunction tri_fn[3];
     cusparseHandle_t sparse; /* created on the first cuSPARSE call */
 } lib_state;
 
@@ -479,6 +469,8 @@ void fcr_lib_release(fc_ctx *ctx, void *state) {
     fcr_sort_release(ctx, s->sort);
     fcr_stencil_release(ctx, s->stencil);
     fcr_lt_release(ctx, s->lt);
+    fcr_lib_module_unload(ctx, s->tri);
+    fcg_free(ctx, s->host_work, s->host_work_bytes);
     fcg_free(ctx, s, sizeof *s);
 }
 
@@ -789,14 +781,15 @@ static fc_status run_fft(fc_ctx *ctx, lib_state *s, CUstream stream, const fc_ar
  *            then the diagonal (a strided copy) and the pivots come down and the host forms
  *            sign and log|det| in double, as ref/host_linalg.c does (NumPy's
  *            slogdet_from_factored_diagonal);
- *   cholesky potrf of the buffer as it is, no copy: Cholesky chooses no pivots, and the
- *            column-major reading of a Hermitian A is A^T = conj(A) (A itself when real),
+ *   cholesky potrf of the buffer as it is, not transposed: Cholesky chooses no pivots, and
+ *            the column-major reading of a Hermitian A is A^T = conj(A) (A itself when real),
  *            whose factorisation is the mirror image of A's, meeting the same leading minors
  *            (round to nearest is symmetric in sign). CUBLAS_FILL_MODE_UPPER reads the
  *            column-major upper triangle, which is the row-major lower one (NumPy reads the
  *            lower triangle) and writes U with conj(A) = U^H U, whose row-major reading U^T
- *            is L (A = L L^H); the other triangle is cleared by copying L through packed
- *            storage (trttp, a zeroed matrix, tpttr).
+ *            is L (A = L L^H). potrf reads and writes that triangle alone, so one pass of
+ *            fusec's triangle copy (codegen/tri.c) puts A's lower triangle into the output
+ *            with zeros above it, and potrf factors it there, in place.
  * The factorisations report a zero pivot or a non-positive leading minor in devInfo, one int
  * per matrix; the evaluation reads them back when the stack is done (a wait, as CuPy's
  * default check makes) and fails with FC_ERR_LINALG naming the first matrix at fault.
@@ -858,25 +851,67 @@ static fc_status transpose(fc_ctx *ctx, lib_state *s, fc_dtype t, int64_t r, int
     return geam(ctx, s, t, CUBLAS_OP_T, (int)r, (int)c, src, (int)c, dst, (int)r);
 }
 
-/* The column-major upper triangle of the n x n matrix at a (leading dimension lda) to packed
- * storage at ap, or back (to_packed false; the other triangle of a is left as it is). */
-static fc_status packed_copy(fc_ctx *ctx, lib_state *s, fc_dtype t, int n, CUdeviceptr a,
-                             int lda, CUdeviceptr ap, bool to_packed) {
-    cublasFillMode_t up = CUBLAS_FILL_MODE_UPPER;
-    switch (t) {
-    case FC_F32:
-        return to_packed ? BLAS(ctx, Strttp, (s->blas, up, n, dptr(a), lda, dptr(ap)))
-                         : BLAS(ctx, Stpttr, (s->blas, up, n, dptr(ap), dptr(a), lda));
-    case FC_F64:
-        return to_packed ? BLAS(ctx, Dtrttp, (s->blas, up, n, dptr(a), lda, dptr(ap)))
-                         : BLAS(ctx, Dtpttr, (s->blas, up, n, dptr(ap), dptr(a), lda));
-    case FC_C64:
-        return to_packed ? BLAS(ctx, Ctrttp, (s->blas, up, n, dptr(a), lda, dptr(ap)))
-                         : BLAS(ctx, Ctpttr, (s->blas, up, n, dptr(ap), dptr(a), lda));
-    default:
-        return to_packed ? BLAS(ctx, Ztrttp, (s->blas, up, n, dptr(a), lda, dptr(ap)))
-                         : BLAS(ctx, Ztpttr, (s->blas, up, n, dptr(ap), dptr(a), lda));
+/* The triangle copy kernels (codegen/tri.c), compiled (or found in the kernel cache) and
+ * loaded on the context's first use. */
+static fc_status tri_kernels(fc_ctx *ctx, lib_state *s) {
+    if (s->tri) return FC_OK;
+    const char *arch;
+    int sms;
+    fcr_lib_device(ctx, &arch, &sms);
+    char *src = NULL;
+    fc_status st = fcx_tri_source(ctx, &src);
+    fck_raw_binary bin;
+    memset(&bin, 0, sizeof bin);
+    if (st == FC_OK) st = fck_raw_compile(ctx, src, NULL, 0, NULL, 0, arch, &bin);
+    fcg_strfree(ctx, src);
+    CUmodule mod = NULL;
+    if (st == FC_OK) st = fcr_lib_module(ctx, bin.cubin, &mod);
+    fck_raw_binary_free(ctx, &bin);
+    for (int f = 0; f < 3 && st == FC_OK; f++)
+        st = fcr_lib_function(ctx, mod, fcx_tri_functions[f], &s->tri_fn[f]);
+    if (st != FC_OK) {
+        fcr_lib_module_unload(ctx, mod);
+        return st;
     }
+    s->tri = mod;
+    return FC_OK;
+}
+
+/* A stack of row-major matrices in device memory: the first element, and the elements from a
+ * row to the next (pitch) and from a matrix to the next (stride). */
+typedef struct mat_stack {
+    CUdeviceptr p;
+    int64_t pitch, stride;
+} mat_stack;
+
+/* One launch over the whole stack of count matrices rows x cols (elements of es bytes): the
+ * lower triangle of each matrix of src (j <= i; j >= i with upper) into dst, zeros over dst's
+ * other triangle; src NULL writes the zeros alone (dst's kept triangle stays). A block takes a
+ * row at a time, grid-stride: a block as wide as a short row (whole warps) and a few waves of
+ * blocks for the device. */
+static fc_status tri_copy(fc_ctx *ctx, lib_state *s, CUstream stream, size_t es, bool upper,
+                          int64_t count, int64_t rows, int64_t cols, const mat_stack *src,
+                          const mat_stack *dst) {
+    int f = fcx_tri_function(es);
+    if (f < 0) return fcg_error(ctx, FC_ERR_BACKEND, "triangle copy of %zu-byte elements "
+                                "(fusec bug)", es);
+    long long tasks = (long long)(count * rows);
+    if (tasks == 0 || cols == 0) return FC_OK;
+    fc_status st = tri_kernels(ctx, s);
+    if (st != FC_OK) return st;
+    const char *arch;
+    int sms;
+    fcr_lib_device(ctx, &arch, &sms);
+    long long grid = (long long)(sms > 0 ? sms : 1) * 32;
+    if (grid > tasks) grid = tasks;
+    unsigned block = cols >= FCX_TRI_THREADS ? FCX_TRI_THREADS : (unsigned)(cols + 31) / 32 * 32;
+    CUdeviceptr sp = src ? src->p : 0, dp = dst->p;
+    long long r = (long long)rows, c = (long long)cols, spitch = src ? (long long)src->pitch : 0;
+    long long sstride = src ? (long long)src->stride : 0, dpitch = (long long)dst->pitch;
+    long long dstride = (long long)dst->stride;
+    int up = upper;
+    void *args[] = {&sp, &dp, &r, &c, &spitch, &sstride, &dpitch, &dstride, &tasks, &up};
+    return fcr_lib_launch(ctx, s->tri_fn[f], (unsigned)grid, block, stream, args);
 }
 
 /* n elements of size es from src (stride incx elements) to dst (stride incy): a copy of 4-,
@@ -888,12 +923,12 @@ static fc_status strided_copy(fc_ctx *ctx, lib_state *s, size_t es, int n, CUdev
     return BLAS(ctx, Zcopy, (s->blas, n, dptr(src), incx, dptr(dst), incy));
 }
 
-/* Device and host workspaces of the batch loop, released together. */
+/* Device workspaces of the batch loop, released together, and the context's host workspace
+ * (borrowed: solver_host_work). */
 typedef struct solver_work {
     CUdeviceptr dev[4];
     size_t dev_bytes[4];
     void *host;
-    size_t host_bytes;
 } solver_work;
 
 /* Slot i is set only on success: work_free frees what was allocated and nothing else. */
@@ -909,7 +944,26 @@ static fc_status work_alloc(fc_ctx *ctx, solver_work *w, int i, size_t bytes, CU
 
 static void work_free(fc_ctx *ctx, solver_work *w, CUstream stream) {
     for (int i = 0; i < 4; i++) fcr_lib_free(ctx, w->dev[i], w->dev_bytes[i], stream);
-    fcg_free(ctx, w->host, w->host_bytes);
+}
+
+/* cuSOLVER's host workspace of `bytes` into w->host (NULL for none): the context's one buffer,
+ * grown to the largest asked for and kept, so that no call pays a malloc and the page faults
+ * of touching new memory (the bare library call allocates its workspaces once). No call can
+ * still be using it when the next starts: every solver call of a library kernel ends with a
+ * wait (its infos come back to the host), and the calls of a context run one at a time. */
+static fc_status solver_host_work(fc_ctx *ctx, lib_state *s, size_t bytes, const fc_array *a,
+                                  solver_work *w) {
+    w->host = NULL;
+    if (bytes == 0) return FC_OK;
+    if (bytes > s->host_work_bytes) {
+        void *p = fcg_malloc(ctx, bytes);
+        if (!p) return fcg_error(ctx, FC_ERR_NOMEM, "%s: out of memory", fcg_linalg_name(a));
+        fcg_free(ctx, s->host_work, s->host_work_bytes);
+        s->host_work = p;
+        s->host_work_bytes = bytes;
+    }
+    w->host = s->host_work;
+    return FC_OK;
 }
 
 /* The devInfo of each matrix, read back (a wait): the first positive one is NumPy's
@@ -1108,10 +1162,12 @@ static fc_status upload_identity(fc_ctx *ctx, const fc_array *a, int64_t rows, i
 
 /* np.linalg.qr (LINALG_QR: Q beside R, ops.def), a matrix at a time: A transposed into
  * column-major order (geqrf must factor A itself, not the A^T that the row-major buffer
- * reads as), Xgeqrf, R's triangle through packed storage into a zeroed k x n matrix (geqrf
- * leaves its reflections below the diagonal) with the columns right of it copied, orgqr or
- * ungqr forming Q in place of the reflections, and both transposed by geam into the output
- * (row-major, pitch c + n). */
+ * reads as), Xgeqrf, R's first k rows transposed by geam into their row-major place in the
+ * output (pitch c + n) with geqrf's reflections below the diagonal, orgqr or ungqr forming Q
+ * in place of the reflections and geam transposing it into the output's first c columns.
+ * Then one triangle-clearing launch for the whole stack writes R's zeros: below the diagonal
+ * and every row from k on (rows past n lie wholly below it). Q and R then cover the output,
+ * so it is not zeroed first. */
 static fc_status run_qr(fc_ctx *ctx, lib_state *s, CUstream stream, const fc_array *a,
                         CUdeviceptr in, CUdeviceptr out) {
     const fc_array *x = a->in[0];
@@ -1124,15 +1180,12 @@ static fc_status run_qr(fc_ctx *ctx, lib_state *s, CUstream stream, const fc_arr
     int64_t rows = a->shape[a->ndim - 2], width = a->shape[a->ndim - 1], c = width - n;
     int64_t wcols = c > n ? c : n; /* orgqr of a complete Q writes m columns */
     /* cuBLAS's and orgqr's int extents (beyond them: the host reference) */
-    if (!fits_int(m) || !fits_int(width) || !fits_int(m * wcols) || !fits_int(k * n))
-        return FC_ERR_UNSUPPORTED;
+    if (!fits_int(m) || !fits_int(width) || !fits_int(m * wcols)) return FC_ERR_UNSUPPORTED;
     if (k == 0) /* complete, n == 0 */
         return upload_identity(ctx, a, m, m, 0, m, batch, out, stream);
     fc_status st = solver_handle(ctx, s, stream);
     if (st != FC_OK) return st;
     size_t es = fc_dtype_size(t), per_out = (size_t)(rows * width) * es;
-    size_t tau_bytes = (size_t)k * es, packed = (size_t)(k * (k + 1) / 2) * es;
-    size_t r_bytes = (size_t)(k * n) * es;
     solver_work w;
     memset(&w, 0, sizeof w);
     size_t dev_work = 0, host_work = 0;
@@ -1144,20 +1197,15 @@ static fc_status run_qr(fc_ctx *ctx, lib_state *s, CUstream stream, const fc_arr
         st = orgqr_size(ctx, s, t, (int)m, (int)c, (int)k, probe, probe, &lwork);
     if ((size_t)lwork * es > dev_work) dev_work = (size_t)lwork * es;
     /* dev[0] the workspace (geqrf's or orgqr's), dev[1] the infos (geqrf's for each matrix,
-     * then orgqr's), dev[2] tau, R's packed triangle and R (k x n, column-major), dev[3] A
-     * in column-major order (m x wcols), where orgqr forms Q */
+     * then orgqr's), dev[2] tau, dev[3] A in column-major order (m x wcols), where orgqr
+     * forms Q */
     if (st == FC_OK) st = work_alloc(ctx, &w, 0, dev_work, stream);
     if (st == FC_OK) st = work_alloc(ctx, &w, 1, (size_t)(2 * batch) * sizeof(int), stream);
-    if (st == FC_OK) st = work_alloc(ctx, &w, 2, tau_bytes + packed + r_bytes, stream);
+    if (st == FC_OK) st = work_alloc(ctx, &w, 2, (size_t)k * es, stream);
     if (st == FC_OK) st = work_alloc(ctx, &w, 3, (size_t)(m * wcols) * es, stream);
-    if (st == FC_OK && host_work && !(w.host = fcg_malloc(ctx, host_work)))
-        st = fcg_error(ctx, FC_ERR_NOMEM, "qr: out of memory");
-    w.host_bytes = w.host ? host_work : 0;
+    if (st == FC_OK) st = solver_host_work(ctx, s, host_work, a, &w);
     if (st == FC_OK) st = fcr_lib_zero(ctx, w.dev[1], (size_t)(2 * batch), stream);
-    /* R's rows below k (complete mode, m > n) are zeros */
-    if (st == FC_OK) st = fcr_lib_zero(ctx, out, (size_t)batch * per_out / 4, stream);
-    CUdeviceptr tau = w.dev[2], ap = tau + (CUdeviceptr)tau_bytes, rk = ap + (CUdeviceptr)packed;
-    CUdeviceptr ws = w.dev[3];
+    CUdeviceptr tau = w.dev[2], ws = w.dev[3];
     int im = (int)m, in_ = (int)n, ik = (int)k, ic = (int)c, iw = (int)width;
     for (int64_t b = 0; b < batch && st == FC_OK; b++) {
         CUdeviceptr src = in + (CUdeviceptr)((size_t)(b * m * n) * es);
@@ -1168,21 +1216,19 @@ static fc_status run_qr(fc_ctx *ctx, lib_state *s, CUstream stream, const fc_arr
             st = SOLVER(ctx, Xgeqrf, (s->solver, s->params, m, n, dt, dptr(ws), m, dt, dptr(tau),
                                       dt, dptr(w.dev[0]), dev_work, w.host, host_work,
                                       dptr(info)));
-        if (st == FC_OK) st = fcr_lib_zero(ctx, rk, r_bytes / 4, stream);
-        if (st == FC_OK) st = packed_copy(ctx, s, t, ik, ws, im, ap, true);
-        if (st == FC_OK) st = packed_copy(ctx, s, t, ik, rk, ik, ap, false);
-        if (st == FC_OK && n > k)
-            st = geam(ctx, s, t, CUBLAS_OP_N, ik, in_ - ik, ws + (CUdeviceptr)((size_t)(k * m) * es),
-                      im, rk + (CUdeviceptr)((size_t)(k * k) * es), ik);
-        /* out's R part read column-major is R^T (n x k, leading dimension width) */
+        /* out's R part read column-major (leading dimension width) is R^T, n x k: the
+         * transpose of ws's first k rows (k x n, leading dimension m) */
         if (st == FC_OK)
-            st = geam(ctx, s, t, CUBLAS_OP_T, in_, ik, rk, ik, o + (CUdeviceptr)((size_t)c * es),
+            st = geam(ctx, s, t, CUBLAS_OP_T, in_, ik, ws, im, o + (CUdeviceptr)((size_t)c * es),
                       iw);
         if (st != FC_OK || c == 0) continue;
         st = orgqr(ctx, s, t, im, ic, ik, ws, tau, w.dev[0], lwork,
                    w.dev[1] + (CUdeviceptr)((size_t)(batch + b) * sizeof(int)));
         if (st == FC_OK) st = geam(ctx, s, t, CUBLAS_OP_T, ic, im, ws, im, o, iw);
     }
+    /* R's zeros: the upper triangle of every rows x n block kept, the rest cleared */
+    const mat_stack r_part = {out + (CUdeviceptr)((size_t)c * es), width, rows * width};
+    if (st == FC_OK) st = tri_copy(ctx, s, stream, es, true, batch, rows, n, NULL, &r_part);
     if (st == FC_OK) st = check_infos(ctx, a, w.dev[1], 2 * batch, batch, stream);
     work_free(ctx, &w, stream);
     return st;
@@ -1228,9 +1274,7 @@ static fc_status run_eigh(fc_ctx *ctx, lib_state *s, CUstream stream, const fc_a
     if (st == FC_OK) st = work_alloc(ctx, &w, 1, (size_t)batch * sizeof(int), stream);
     if (st == FC_OK && vectors && cplx) st = work_alloc(ctx, &w, 2, (size_t)n * res, stream);
     if (st == FC_OK) st = work_alloc(ctx, &w, 3, mat, stream);
-    if (st == FC_OK && host_work && !(w.host = fcg_malloc(ctx, host_work)))
-        st = fcg_error(ctx, FC_ERR_NOMEM, "%s: out of memory", fcg_ops[a->op].pyname);
-    w.host_bytes = w.host ? host_work : 0;
+    if (st == FC_OK) st = solver_host_work(ctx, s, host_work, a, &w);
     if (st == FC_OK) st = fcr_lib_zero(ctx, w.dev[1], (size_t)batch, stream);
     if (st == FC_OK && vectors && cplx)
         st = fcr_lib_zero(ctx, out, (size_t)batch * per_out / 4, stream);
@@ -1284,18 +1328,25 @@ static fc_status svd_check(fc_ctx *ctx, const fc_array *a, CUdeviceptr info, CUd
  * no 64-bit generic entry point and stops at a tolerance and sweep count of its own; gesvdp,
  * through the polar decomposition, gives an error estimate rather than a status and loses
  * accuracy in the small singular values that lstsq, pinv and matrix_rank decide ranks by.)
- * gesvd takes m >= n only, and the row-major buffer of A reads column-major as A^T:
- *   m >= n: A is transposed into column-major order by geam (gesvd destroys its input, so
- *     it works on a copy in any case), gesvd writes U (m x uc) and VT = Vh (n x n) into
- *     column-major workspaces, and geam transposes each into its row-major slot of out;
- *   m < n: a copy of the buffer is A^T (n x m, n > m), whose A^T = U' S V'^H gives
- *     A = conj(V') S U'^T: U = conj(V'), whose row-major slot read column-major (leading
- *     dimension w, the packed rows' pitch) is U^T = V'^H, gesvd's VT, and Vh = U'^T, whose
- *     slot reads as U': gesvd writes both straight into out, with no transpose.
- * The singular values (real) go to a workspace [batch, k], then into row 0 (the real parts,
- * a stride-2 copy, for complex dtypes; out is zeroed first, so imaginary parts and padding
- * are zeros) or straight into svdvals' output; svd_check reads them back with the infos. An
- * empty matrix (k = 0) gets its identities uploaded. */
+ * gesvd takes r x c matrices with r >= c only, and the row-major buffer of A reads
+ * column-major as A^T:
+ *   m <= n (square included): a copy of the buffer is A^T (n x m), whose A^T = U' S V'^H
+ *     gives A = conj(V') S U'^T: U = conj(V'), whose row-major slot read column-major
+ *     (leading dimension w, the packed rows' pitch) is U^T = V'^H, gesvd's VT, and
+ *     Vh = U'^T, whose slot reads as U' (n x vr): gesvd writes both straight into out, with
+ *     no transpose; for a square matrix this is the bare call on the buffer as it lies;
+ *   m > n: A is transposed into column-major order by geam, gesvd writes U (m x uc) and
+ *     VT = Vh (n x n) into column-major workspaces, and geam transposes each into its
+ *     row-major slot of out.
+ * Passes beside gesvd, each for a reason: the copy of A (gesvd destroys its input; geam's
+ * transpose is that copy when m > n); the singular values into a workspace [batch, k] and
+ * from there into row 0 (a stride-2 copy into the real parts for complex dtypes), so that
+ * svd_check reads all of them back with the infos in one wait (svdvals' output is that
+ * workspace itself: gesvd writes it directly); zeros where no factor writes: the whole output
+ * once where a factor is narrower than the rows (the padding columns of a non-square
+ * matrix), else only complex row 0's imaginary parts (a square or reduced tall matrix fills
+ * every other element); and the infos zeroed (a few bytes) so that none is read unwritten.
+ * An empty matrix (k = 0) gets its identities uploaded. */
 static fc_status run_svd(fc_ctx *ctx, lib_state *s, CUstream stream, const fc_array *a,
                          CUdeviceptr in, CUdeviceptr out) {
     const fc_array *x = a->in[0];
@@ -1317,16 +1368,18 @@ static fc_status run_svd(fc_ctx *ctx, lib_state *s, CUstream stream, const fc_ar
         return FC_ERR_UNSUPPORTED;
     fc_status st = solver_handle(ctx, s, stream);
     if (st != FC_OK) return st;
-    bool tall = m >= n;
+    bool tall = m > n, cplx = fcg_is_complex(t);
     int64_t r = tall ? m : n, c = tall ? n : m; /* gesvd's matrix, r x c with r >= c */
     size_t es = fc_dtype_size(t), res = fc_dtype_size(rt);
     size_t per_out = (size_t)(rows * w) * (vectors ? es : res), mat = (size_t)(m * n) * es;
     size_t u_bytes = vectors && tall ? (size_t)(m * uc) * es : 0;
     size_t v_bytes = vectors && tall ? (size_t)(n * n) * es : 0;
     signed char job = !vectors ? 'N' : full ? 'A' : 'S';
-    /* gesvd's U and VT, and their leading dimensions: workspaces (m >= n) or out's slots
+    /* gesvd's U and VT, and their leading dimensions: workspaces (m > n) or out's slots
      * (svdvals: none, 'N', with the leading dimensions of its matrix) */
     int64_t ldu = tall || !vectors ? r : w, ldvt = tall || !vectors ? c : w;
+    /* a factor narrower than out's rows leaves padding columns: zero it all first */
+    bool zero_all = vectors && (uc < w || n < w), zero_row0 = vectors && !zero_all && cplx;
     solver_work wk;
     memset(&wk, 0, sizeof wk);
     size_t dev_work = 0, host_work = 0;
@@ -1334,22 +1387,22 @@ static fc_status run_svd(fc_ctx *ctx, lib_state *s, CUstream stream, const fc_ar
     st = SOLVER(ctx, Xgesvd_bufferSize, (s->solver, s->params, job, job, r, c, dt, dptr(probe),
                                          r, st_, dptr(probe), dt, dptr(probe), ldu, dt,
                                          dptr(probe), ldvt, dt, &dev_work, &host_work));
-    /* dev[0] the workspace, dev[1] the infos, dev[2] the singular values [batch, k], dev[3]
-     * gesvd's copy of the matrix, then (m >= n) U's and VT's column-major workspaces */
+    /* dev[0] the workspace, dev[1] the infos, dev[2] svd's singular values [batch, k] (svdvals
+     * writes its output), dev[3] gesvd's copy of the matrix, then (m > n) U's and VT's
+     * column-major workspaces */
     if (st == FC_OK) st = work_alloc(ctx, &wk, 0, dev_work, stream);
     if (st == FC_OK) st = work_alloc(ctx, &wk, 1, (size_t)batch * sizeof(int), stream);
-    if (st == FC_OK) st = work_alloc(ctx, &wk, 2, (size_t)(batch * k) * res, stream);
+    if (st == FC_OK && vectors) st = work_alloc(ctx, &wk, 2, (size_t)(batch * k) * res, stream);
     if (st == FC_OK) st = work_alloc(ctx, &wk, 3, mat + u_bytes + v_bytes, stream);
-    if (st == FC_OK && host_work && !(wk.host = fcg_malloc(ctx, host_work)))
-        st = fcg_error(ctx, FC_ERR_NOMEM, "%s: out of memory", fcg_linalg_name(a));
-    wk.host_bytes = wk.host ? host_work : 0;
+    if (st == FC_OK) st = solver_host_work(ctx, s, host_work, a, &wk);
     if (st == FC_OK) st = fcr_lib_zero(ctx, wk.dev[1], (size_t)batch, stream);
-    if (st == FC_OK && vectors) st = fcr_lib_zero(ctx, out, (size_t)batch * per_out / 4, stream);
+    if (st == FC_OK && zero_all) st = fcr_lib_zero(ctx, out, (size_t)batch * per_out / 4, stream);
+    CUdeviceptr svals = vectors ? wk.dev[2] : out;
     CUdeviceptr bm = wk.dev[3], uw = bm + (CUdeviceptr)mat, vw = uw + (CUdeviceptr)u_bytes;
     for (int64_t b = 0; b < batch && st == FC_OK; b++) {
         CUdeviceptr src = in + (CUdeviceptr)((size_t)b * mat);
         CUdeviceptr o = out + (CUdeviceptr)((size_t)b * per_out);
-        CUdeviceptr sv = wk.dev[2] + (CUdeviceptr)((size_t)(b * k) * res);
+        CUdeviceptr sv = svals + (CUdeviceptr)((size_t)(b * k) * res);
         CUdeviceptr ou = o + (CUdeviceptr)((size_t)w * es); /* U's slot, row 1 */
         CUdeviceptr ovh = ou + (CUdeviceptr)((size_t)(m * w) * es); /* Vh's, row 1 + m */
         CUdeviceptr gu = tall ? uw : ovh, gvt = tall ? vw : ou;
@@ -1359,15 +1412,16 @@ static fc_status run_svd(fc_ctx *ctx, lib_state *s, CUstream stream, const fc_ar
                                       dptr(sv), dt, dptr(gu), ldu, dt, dptr(gvt), ldvt, dt,
                                       dptr(wk.dev[0]), dev_work, wk.host, host_work,
                                       dptr(wk.dev[1] + (CUdeviceptr)((size_t)b * sizeof(int)))));
-        if (st == FC_OK)
-            st = strided_copy(ctx, s, res, (int)k, sv, 1, o, vectors && fcg_is_complex(t) ? 2 : 1);
-        if (st != FC_OK || !vectors || !tall) continue;
+        if (st != FC_OK || !vectors) continue;
+        if (zero_row0) st = fcr_lib_zero(ctx, o, (size_t)w * es / 4, stream);
+        if (st == FC_OK) st = strided_copy(ctx, s, res, (int)k, sv, 1, o, cplx ? 2 : 1);
+        if (st != FC_OK || !tall) continue;
         /* out's U slot read column-major is U^T (uc x m), its Vh slot Vh^T (n x n) */
         st = geam(ctx, s, t, CUBLAS_OP_T, (int)uc, (int)m, uw, (int)m, ou, (int)w);
         if (st == FC_OK)
             st = geam(ctx, s, t, CUBLAS_OP_T, (int)n, (int)n, vw, (int)n, ovh, (int)w);
     }
-    if (st == FC_OK) st = svd_check(ctx, a, wk.dev[1], wk.dev[2], batch, k, rt, stream);
+    if (st == FC_OK) st = svd_check(ctx, a, wk.dev[1], svals, batch, k, rt, stream);
     work_free(ctx, &wk, stream);
     return st;
 }
@@ -1388,10 +1442,8 @@ static fc_status run_linalg(fc_ctx *ctx, lib_state *s, CUstream stream, const fc
     for (int d = 0; d < nb; d++) batch *= x->shape[d];
     int64_t k = a->op == FCG_OP_LINALG_SOLVE ? a->shape[a->ndim - 1] : n;
     bool slog = a->op == FCG_OP_LINALG_SLOGDET, chol = a->op == FCG_OP_LINALG_CHOLESKY;
-    /* cuBLAS's transposes, gathers and packed copies take int extents (beyond them: the
-     * host reference) */
-    if (!fits_int(n) || !fits_int(k) || (chol && !fits_int(n * (n + 1) / 2)))
-        return FC_ERR_UNSUPPORTED;
+    /* cuBLAS's transposes and gathers take int extents (beyond them: the host reference) */
+    if (!fits_int(n) || !fits_int(k)) return FC_ERR_UNSUPPORTED;
     fc_status st = solver_handle(ctx, s, stream);
     if (st != FC_OK) return st;
     size_t es = fc_dtype_size(t), mat = (size_t)(n * n) * es;
@@ -1407,37 +1459,33 @@ static fc_status run_linalg(fc_ctx *ctx, lib_state *s, CUstream stream, const fc
                                                     n, dt, &dev_work, &host_work));
     }
     /* dev[0] the factorisation's workspace, dev[1] the infos (one per matrix, and getrs's),
-     * dev[2] pivots (slogdet: all of them) or cholesky's packed triangle, dev[3] A
-     * transposed into column-major order to be factorised (solve and slogdet; cholesky
-     * works in out) and solve's transposed right-hand sides or slogdet's diagonals */
+     * dev[2] pivots (slogdet: all of them), dev[3] A transposed into column-major order to
+     * be factorised and solve's transposed right-hand sides or slogdet's diagonals (solve
+     * and slogdet; cholesky works in out) */
     if (st == FC_OK) st = work_alloc(ctx, &w, 0, dev_work, stream);
     if (st == FC_OK) st = work_alloc(ctx, &w, 1, (size_t)(batch + 1) * sizeof(int), stream);
-    if (st == FC_OK)
-        st = work_alloc(ctx, &w, 2, chol ? (size_t)(n * (n + 1) / 2) * es
-                                         : (size_t)((slog ? batch : 1) * n) * sizeof(int64_t),
-                        stream);
+    if (st == FC_OK && !chol)
+        st = work_alloc(ctx, &w, 2, (size_t)((slog ? batch : 1) * n) * sizeof(int64_t), stream);
     if (st == FC_OK && !chol)
         st = work_alloc(ctx, &w, 3, mat + (size_t)((slog ? batch : k) * n) * es, stream);
-    if (st == FC_OK && host_work && !(w.host = fcg_malloc(ctx, host_work)))
-        st = fcg_error(ctx, FC_ERR_NOMEM, "%s: out of memory", fcg_ops[a->op].pyname);
-    w.host_bytes = w.host ? host_work : 0;
+    if (st == FC_OK) st = solver_host_work(ctx, s, host_work, a, &w);
     if (st == FC_OK && n > 0) st = fcr_lib_zero(ctx, w.dev[1], (size_t)(batch + 1), stream);
     CUdeviceptr info = w.dev[1], scratch_info = info + (CUdeviceptr)((size_t)batch * sizeof(int));
     CUdeviceptr lu = w.dev[3], rhs = w.dev[3] + (CUdeviceptr)mat;
+    /* cholesky: A's lower triangle into out with zeros above, the whole stack in one pass
+     * (half of A read, out written once); potrf then factors each matrix in place, reading
+     * and writing that triangle alone, so the zeros stay */
+    const mat_stack chol_in = {in[0], n, n * n}, chol_out = {out, n, n * n};
+    if (chol && st == FC_OK && n > 0)
+        st = tri_copy(ctx, s, stream, es, false, batch, n, n, &chol_in, &chol_out);
     for (int64_t b = 0; b < batch && n > 0 && st == FC_OK; b++) {
         CUdeviceptr src = in[0] + (CUdeviceptr)((size_t)b * mat);
         CUdeviceptr ib = info + (CUdeviceptr)((size_t)b * sizeof(int));
         if (chol) {
             CUdeviceptr o = out + (CUdeviceptr)((size_t)b * mat);
-            st = fcr_lib_copy(ctx, o, src, mat, stream);
-            if (st == FC_OK)
-                st = SOLVER(ctx, Xpotrf, (s->solver, s->params, CUBLAS_FILL_MODE_UPPER, n, dt,
-                                          dptr(o), n, dt, dptr(w.dev[0]), dev_work, w.host,
-                                          host_work, dptr(ib)));
-            /* L's triangle through packed storage into a zeroed matrix */
-            if (st == FC_OK) st = packed_copy(ctx, s, t, (int)n, o, (int)n, w.dev[2], true);
-            if (st == FC_OK) st = fcr_lib_zero(ctx, o, mat / 4, stream);
-            if (st == FC_OK) st = packed_copy(ctx, s, t, (int)n, o, (int)n, w.dev[2], false);
+            st = SOLVER(ctx, Xpotrf, (s->solver, s->params, CUBLAS_FILL_MODE_UPPER, n, dt,
+                                      dptr(o), n, dt, dptr(w.dev[0]), dev_work, w.host,
+                                      host_work, dptr(ib)));
             continue;
         }
         CUdeviceptr piv = w.dev[2] + (CUdeviceptr)((size_t)(slog ? b * n : 0) * sizeof(int64_t));

@@ -186,6 +186,20 @@ uint64_t fcx_stencil_tiles(const fcx_stencil *s, int64_t oh, int64_t ow, uint64_
  * (fcg_strfree). Deterministic: the same s gives the same bytes. */
 fc_status fcx_stencil_source(fc_ctx *ctx, const fcx_stencil *s, const char *name, char **out);
 
+/* The masked triangle copy of dense linear algebra (codegen/tri.c): entry points
+ * fcx_tri_functions[fcx_tri_function(es)] for elements of es = 4, 8 or 16 bytes (-1 for
+ * another size), each (src, dst, rows, cols, src_pitch, src_stride, dst_pitch, dst_stride,
+ * tasks, upper): for tasks = count * rows rows of count matrices rows x cols (pitches between
+ * rows and strides between matrices in elements, all 64-bit), the lower triangle (j <= i; the
+ * upper, j >= i, where upper != 0) of each src matrix is copied into dst and dst's other
+ * triangle set to zero; src NULL leaves dst's kept triangle as it is. Blocks of at most
+ * FCX_TRI_THREADS threads take rows grid-stride: any grid and block size cover any stack.
+ * One module for every dtype; *out is fcg_malloc'd (fcg_strfree). */
+#define FCX_TRI_THREADS 256
+extern const char *const fcx_tri_functions[3];
+int fcx_tri_function(size_t es);
+fc_status fcx_tri_source(fc_ctx *ctx, char **out);
+
 /* The device prelude every kernel starts with (codegen/prelude.cuh, embedded at build). */
 extern const char fcx_prelude_source[];
 extern const size_t fcx_prelude_size;

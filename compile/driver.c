@@ -224,11 +224,12 @@ static fc_status failed(impl *r, fc_status st, fck_stage stage, int kernel) {
     return st;
 }
 
-/* A sort or a direct convolution (library calls of fusec's own kernels, backend/cuda_sort.c
- * and cuda_stencil.c) has no kernel in the plan, but its module is a binary like any other: a batch build (`fusec warm`) compiles or
- * finds it for each arch, so that a cache warmed for a GPU holds everything a program of
- * sorts needs there. The runtime does not come here: backend/cuda_sort.c loads the module
- * on first use and keeps it, and a plan with a library call is compiled again at every
+/* A sort, a direct convolution, a cholesky or a qr (library calls of fusec's own kernels:
+ * backend/cuda_sort.c, cuda_stencil.c, and cuda_lib.c's triangle copy) has no kernel in the
+ * plan, but its module is a binary like any other: a batch build (`fusec warm`) compiles or
+ * finds it for each arch, so that a cache warmed for a GPU holds everything such a program
+ * needs there. The runtime does not come here: the backend loads each module on first use
+ * and keeps it, and a plan with a library call is compiled again at every
  * evaluation, so this would hash the module's source each time. raw_module compiles one
  * source (src, owned; st the status of making it) for every arch asked. */
 static fc_status raw_module(impl *r, fc_status st, char *src) {
@@ -250,6 +251,13 @@ static fc_status raw_module(impl *r, fc_status st, char *src) {
 static fc_status sort_module(impl *r, fc_dtype t) {
     char *src = NULL;
     fc_status st = fcx_sort_source(r->pub.ctx, t, &src);
+    return raw_module(r, st, src);
+}
+
+/* The triangle copy kernels (codegen/tri.c) of cholesky and qr. */
+static fc_status tri_module(impl *r) {
+    char *src = NULL;
+    fc_status st = fcx_tri_source(r->pub.ctx, &src);
     return raw_module(r, st, src);
 }
 
@@ -293,6 +301,8 @@ fc_status fck_add(fck_result *pub, fc_array *const *arrays, int n) {
             st = sort_module(r, (fc_dtype)lo->in[0]->dtype);
         else if (raw && lo->op == FCG_OP_STENCIL2D)
             st = stencil_module(r, lo);
+        else if (raw && (lo->op == FCG_OP_LINALG_CHOLESKY || lo->op == FCG_OP_LINALG_QR))
+            st = tri_module(r);
         if (st != FC_OK) {
             failed(r, st, FCK_BINARY, i);
             break;

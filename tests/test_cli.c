@@ -602,6 +602,24 @@ Test(cli, warm_builds_the_sort_modules) {
     cr_expect(strstr(l.out, "raw module") != NULL, "%s", l.out);
 }
 
+/* cholesky (and qr) run fusec's triangle copy kernels beside cuSOLVER: warm builds their one
+ * module, so that a run on that GPU compiles nothing; a second warm finds it cached. */
+Test(cli, warm_builds_the_triangle_module) {
+    make_tmp();
+    char *cache = cache_dir("tri");
+    const char *opts[] = {"warm", "-q", "--arch", "sm_90", BENCH("i12_cholesky.fc"), NULL};
+    cli_result first = run_argv(cache, NULL, opts);
+    cr_assert_eq(first.code, 0, "%s", first.err);
+    cr_expect_eq(cli_field(first.out, "compiled"), 1, "%s", first.out);
+    cli_result second = run_argv(cache, NULL, opts);
+    cr_assert_eq(second.code, 0, "%s", second.err);
+    cr_expect_eq(cli_field(second.out, "compiled"), 0, "%s", second.out);
+    cr_expect_eq(cli_field(second.out, "already cached"), 1, "%s", second.out);
+    cli_result l = run(cache, NULL, "cache", "list", NULL);
+    cr_assert_eq(l.code, 0);
+    cr_expect(strstr(l.out, "raw module") != NULL, "%s", l.out);
+}
+
 Test(cli, warm_killed_midway_leaves_a_valid_cache) {
     make_tmp();
     char *cache = cache_dir("cache");

@@ -1041,6 +1041,34 @@ Test(codegen, sort_kernels_compile_for_each_key_kind) {
     fc_ctx_destroy(ctx);
 }
 
+/* The triangle copy kernels (codegen/tri.c: one module for every element size) compile with
+ * the options raw modules get, for each arch, and the cubin holds every entry point
+ * backend/cuda_lib.c looks up; the source is the same bytes every time (one cache key). */
+Test(codegen, tri_kernels_compile) {
+    fc_ctx *ctx = new_ctx();
+    cr_assert_not_null(ctx);
+    char *src = NULL, *again = NULL;
+    cr_assert_eq(fcx_tri_source(ctx, &src), FC_OK, "%s", fc_errmsg(ctx));
+    cr_assert_eq(fcx_tri_source(ctx, &again), FC_OK);
+    cr_expect_str_eq(src, again);
+    cr_expect(fcx_tri_function(4) == 0 && fcx_tri_function(8) == 1 && fcx_tri_function(16) == 2 &&
+              fcx_tri_function(2) == -1 && fcx_tri_function(1) == -1);
+    for (int a = 0; a < 2; a++) {
+        fcn_cubin c;
+        fc_status st = fcn_compile(ctx, src, "tri.cu", ARCHS[a], FCN_RAW, NULL, 0, &c);
+        cr_assert_eq(st, FC_OK, "triangle kernels for %s: %s", ARCHS[a],
+                     c.message ? c.message : fc_errmsg(ctx));
+        check_cubin(&c, ARCHS[a]);
+        for (int f = 0; f < 3; f++)
+            cr_expect(bytes_contain(c.data, c.size, fcx_tri_functions[f]), "%s not in the %s cubin",
+                      fcx_tri_functions[f], ARCHS[a]);
+        fcn_cubin_free(ctx, &c);
+    }
+    fcg_strfree(ctx, src);
+    fcg_strfree(ctx, again);
+    fc_ctx_destroy(ctx);
+}
+
 /* The stencil kernel (codegen/stencil.c) compiles with NVRTC in each of its variants (tiled
  * and unrolled, tiled with loops, untiled; 32- and 64-bit indices; each boundary) and dtype
  * class, with the options raw modules get, and the cubin holds its entry point. */

@@ -869,6 +869,109 @@ Test(emulated, stencil_kernels) {
     set_close(&s);
 }
 
+/* The triangle copy kernels (codegen/tri.c) on the host shim: every element size, both
+ * triangles, a copy and a clearing in place (src NULL), square, tall and wide matrices whose
+ * rows are longer and shorter than a block (8 threads; kept runs of more than 4 blocks' width
+ * take the four-load loop), pitches wider than a row and gaps
+ * between matrices (which must stay untouched), stacks, and grids of 1 to 3 blocks so that
+ * blocks take several rows. dst starts poisoned (0xA5) for a copy, with other data for a
+ * clearing; the kept triangle must be src's (or dst's own) bytes, the other zeros. */
+Test(emulated, triangle_copies) {
+    emu_set s;
+    set_open(&s, "tri", &(emu_cfg){8, 4, 3, false, false, false});
+    char *src = NULL;
+    cr_assert_eq(fcx_tri_source(s.ctx, &src), FC_OK);
+    fputs(src, s.cpp);
+    fcg_strfree(s.ctx, src);
+    fputs("struct emu_ta { int f; const void *src; void *dst; long long i[7]; int upper; };\n"
+          "typedef void (*emu_tri_k)(const void *, void *, long long, long long, long long,\n"
+          "                          long long, long long, long long, long long, int);\n"
+          "static const emu_tri_k emu_tri_ks[3] = {fct_tri4, fct_tri8, fct_tri16};\n"
+          "static void emu_tramp_tri(const void *q) {\n"
+          "    const emu_ta *a = (const emu_ta *)q;\n"
+          "    const long long *i = a->i;\n"
+          "    emu_tri_ks[a->f](a->src, a->dst, i[0], i[1], i[2], i[3], i[4], i[5], i[6],\n"
+          "                     a->upper);\n"
+          "}\n"
+          "extern \"C\" int emu_tri(int f, const void *src, void *dst, const long long *i,\n"
+          "                        int upper, unsigned grid) {\n"
+          "    emu_ta a = {f, src, dst, {i[0], i[1], i[2], i[3], i[4], i[5], i[6]}, upper};\n"
+          "    return emu_launch(emu_tramp_tri, &a, grid, 0, 0);\n"
+          "}\n",
+          s.cpp);
+    set_build(&s);
+    typedef int (*tri_fn)(int, const void *, void *, const long long *, int, unsigned);
+    tri_fn fn = (tri_fn)(uintptr_t)dlsym(s.so, "emu_tri");
+    cr_assert_not_null(fn);
+    static const struct {
+        long long count, rows, cols, spad, sgap, dpad, dgap; /* pads and gaps in elements */
+    } shapes[] = {{1, 1, 1, 0, 0, 0, 0},  {1, 5, 5, 0, 0, 0, 0},   {3, 5, 5, 0, 0, 0, 0},
+                  {1, 7, 13, 0, 0, 3, 0}, {2, 13, 7, 2, 5, 0, 4},  {2, 20, 20, 1, 0, 0, 3},
+                  {1, 3, 30, 0, 0, 0, 0}, {4, 9, 9, 0, 7, 2, 1},   {1, 0, 4, 0, 0, 0, 0},
+                  {1, 40, 40, 1, 0, 2, 0}, {2, 45, 33, 0, 3, 0, 0}};
+    int ran = 0;
+    for (int f = 0; f < 3; f++) {
+        size_t es = (size_t)4 << f;
+        cr_assert_eq(fcx_tri_function(es), f);
+        for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++)
+            for (int mode = 0; mode < 4; mode++) {
+                bool upper = mode & 1, inplace = mode & 2;
+                long long count = shapes[si].count, rows = shapes[si].rows, cols = shapes[si].cols;
+                long long sp = cols + shapes[si].spad, ss = rows * sp + shapes[si].sgap;
+                long long dp = cols + shapes[si].dpad, ds = rows * dp + shapes[si].dgap;
+                if (inplace) sp = dp, ss = ds;
+                size_t sbytes = (size_t)(count * ss) * es, dbytes = (size_t)(count * ds) * es;
+                unsigned char *sv = malloc(sbytes + 1), *dv = malloc(dbytes + CANARY);
+                unsigned char *before = malloc(dbytes + 1);
+                cr_assert(sv && dv && before);
+                for (size_t i = 0; i < sbytes; i++) sv[i] = (unsigned char)(i * 131 + 7 + f);
+                if (inplace)
+                    for (size_t i = 0; i < dbytes; i++) dv[i] = (unsigned char)(i * 29 + 3);
+                else
+                    memset(dv, 0xA5, dbytes);
+                memset(dv + dbytes, 0xA5, CANARY);
+                memcpy(before, dv, dbytes);
+                long long ints[7] = {rows, cols, sp, ss, dp, ds, count * rows};
+                long long tasks = count * rows;
+                unsigned grid = (unsigned)(1 + (si + (size_t)mode) % 3);
+                if (tasks > 0 && grid > tasks) grid = (unsigned)tasks;
+                cr_assert_eq(fn(f, inplace ? NULL : sv, dv, ints, upper, grid), 0);
+                ran++;
+                for (long long b = 0; b < count; b++)
+                    for (long long i = 0; i < rows; i++)
+                        for (long long j = 0; j < cols; j++) {
+                            size_t at = (size_t)(b * ds + i * dp + j) * es;
+                            bool keep = upper ? j >= i : j <= i;
+                            static const unsigned char zero[16];
+                            const unsigned char *want =
+                                !keep ? zero
+                                : inplace ? before + at
+                                          : sv + (size_t)(b * ss + i * sp + j) * es;
+                            cr_assert(memcmp(dv + at, want, es) == 0,
+                                      "tri %zu-byte %s%s, %lldx%lld x %lld: matrix %lld element "
+                                      "(%lld, %lld) is wrong", es, upper ? "upper" : "lower",
+                                      inplace ? " in place" : "", rows, cols, count, b, i, j);
+                        }
+                /* everything outside the matrices' rows x cols elements is untouched */
+                for (size_t at = 0; at < dbytes; at += es) {
+                    long long e = (long long)(at / es), b = e / ds, r = e % ds;
+                    bool inside = r / dp < rows && r % dp < cols;
+                    if (!inside)
+                        cr_assert(memcmp(dv + at, before + at, es) == 0,
+                                  "tri %zu-byte, %lldx%lld x %lld: element %lld of matrix %lld "
+                                  "(outside the rows) was written", es, rows, cols, count, r, b);
+                }
+                for (size_t i = 0; i < CANARY; i++)
+                    cr_assert_eq(dv[dbytes + i], 0xA5, "tri: written past the stack");
+                free(sv);
+                free(dv);
+                free(before);
+            }
+    }
+    cr_expect_eq(ran, 3 * 11 * 4);
+    set_close(&s);
+}
+
 /* Random draws bit for bit: the vector step's fcx_rand_*_span (a Philox block once for the
  * elements that share it) and the scalar tail and scalar draws give the host's values, every
  * draw kind and dtype, about 3.5 million elements in all; f32 normals dominate (graph.h's and

@@ -1346,3 +1346,242 @@ Test(gpu_linalg, svd_errors_on_the_gpu) {
     SKIP_WITHOUT_GPU("svd_errors_on_the_gpu");
     svd_nonfinite(gc);
 }
+
+/* ---- the library paths' own passes: triangle copies, no transposes, no zeroing ---------- */
+
+/* Poisons the GPU context's memory pool for an output of `bytes`: two arrays of that size,
+ * every 4-byte word 0x7FC00000 (a NaN in f32, and with its neighbour in f64 and the complex
+ * types), evaluated and freed, so that the next allocations of that size (an input's upload,
+ * then the op's output) are likely to reuse them: an element the op leaves unwritten then
+ * reads as a NaN rather than as fresh memory's zeros. Their addresses go to at[2]; the pool
+ * does not promise the reuse, so poisoned() says whether an output got one. */
+static void poison_pool(size_t bytes, uint64_t at[2]) {
+    for (int i = 0; i < 2; i++) {
+        fc_scope *s = fc_scope_open(gc);
+        fc_array *p = fc_full(gc, FC_U32, FC_SHAPE((int64_t)(bytes / 4)), 2143289344.0);
+        cr_assert_eq(fc_eval(gc, &p, 1), FC_OK, "%s", fc_errmsg(gc));
+        at[i] = p->dev;
+        fc_scope_close(s);
+    }
+}
+
+static int poison_cases, poison_landed;
+
+/* a's values (a GPU array read into a poisoned buffer by values()), its output allocated
+ * where poison_pool left NaNs if the pool reuses them (counted). */
+static double complex *poisoned_values(fc_array *a, const char *what) {
+    uint64_t at[2];
+    poison_pool((size_t)fc_array_size(a) * fc_dtype_size(fc_array_dtype(a)), at);
+    double complex *v = values(a, what);
+    poison_cases++;
+    poison_landed += a->dev && (a->dev == at[0] || a->dev == at[1]);
+    return v;
+}
+
+static void poison_report(const char *test) {
+    fprintf(stderr, "gpu_linalg %s: %d of %d outputs were allocated over poisoned memory\n",
+            test, poison_landed, poison_cases);
+    poison_cases = poison_landed = 0;
+}
+
+/* No element of n is a NaN (the inputs are finite: a NaN is an element nothing wrote). */
+static void expect_no_nan(const double complex *v, size_t n, const char *what) {
+    for (size_t i = 0; i < n; i++)
+        if (isnan(creal(v[i])) || isnan(cimag(v[i]))) {
+            cr_expect_fail("%s: element %zu is a NaN: left unwritten", what, i);
+            return;
+        }
+}
+
+/* rows r0.. (nr of them), columns c0.. (nc) of each of count matrices rows x width at v. */
+static double complex *block_of(const double complex *v, int64_t count, int64_t rows,
+                                int64_t width, int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
+    double complex *o = calloc((size_t)(count * nr * nc + 1), sizeof *o);
+    cr_assert_not_null(o);
+    for (int64_t b = 0; b < count; b++)
+        for (int64_t i = 0; i < nr; i++)
+            for (int64_t j = 0; j < nc; j++)
+                o[(b * nr + i) * nc + j] = v[(b * rows + r0 + i) * width + c0 + j];
+    return o;
+}
+
+/* cholesky's one triangle copy before potrf: every dtype, a stack, n = 1, and rows longer
+ * than a block of the copy (300 > 256 threads), read over poisoned memory: L matches the
+ * host's, and every element above the diagonal is exactly zero. */
+Test(gpu_linalg, cholesky_triangle_copy) {
+    SKIP_WITHOUT_GPU("cholesky_triangle_copy");
+    static const struct {
+        int nb;
+        int64_t batch[2], n;
+    } shapes[] = {{1, {3}, 5}, {0, {0}, 1}, {1, {4}, 1}, {0, {0}, 300}, {2, {2, 1}, 300},
+                  {1, {2}, 33}};
+    for (int di = 0; di < NDT; di++)
+        for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+            fc_dtype t = dtypes[di];
+            int64_t n = shapes[si].n, count = 1;
+            for (int d = 0; d < shapes[si].nb; d++) count *= shapes[si].batch[d];
+            char what[160];
+            snprintf(what, sizeof what, "cholesky %s n=%lld batch %lld", fc_dtype_name(t),
+                     (long long)n, (long long)count);
+            double complex *av = matrices(SPD, count, n, fcg_is_complex(t));
+            fc_shape s = stack(shapes[si].nb, shapes[si].batch, n, n);
+            fc_scope *sh = fc_scope_open(hc), *sg = fc_scope_open(gc);
+            fc_array *h = fc_linalg_cholesky(upload(hc, av, t, s), false);
+            fc_array *g = fc_linalg_cholesky(upload(gc, av, t, s), false);
+            double complex *hv = values(h, what), *gv = poisoned_values(g, what);
+            size_t total = (size_t)(count * n * n);
+            cr_expect_eq(mismatches(gv, hv, total, 256 * (double)n * eps_of(t), what), 0,
+                         "%s: the GPU differs from the host", what);
+            for (int64_t b = 0; b < count; b++)
+                for (int64_t i = 0; i < n; i++)
+                    for (int64_t j = i + 1; j < n; j++) {
+                        double complex x = gv[(b * n + i) * n + j];
+                        cr_expect(creal(x) == 0.0 && cimag(x) == 0.0 && !signbit(creal(x)),
+                                  "%s: matrix %lld: L[%lld][%lld] = %g%+gi above the diagonal",
+                                  what, (long long)b, (long long)i, (long long)j, creal(x),
+                                  cimag(x));
+                    }
+            free(hv);
+            free(gv);
+            free(av);
+            fc_scope_close(sg);
+            fc_scope_close(sh);
+        }
+    poison_report("cholesky_triangle_copy");
+}
+
+/* svd's packed output ([1 + m + vr, w]: S in row 0, U, then Vh) read whole over poisoned
+ * memory: square matrices (gesvd on the buffer as it lies, no transposes, no zeroing for real
+ * dtypes), tall and wide ones, full_matrices both ways, stacks, every dtype. Every element is
+ * written (no NaN), the padding columns and complex S's imaginary parts are exactly zero, the
+ * factors satisfy the invariants and S matches the host's; compute_uv=False (svdvals' node,
+ * written by gesvd directly) too. */
+Test(gpu_linalg, svd_packed_output) {
+    SKIP_WITHOUT_GPU("svd_packed_output");
+    static const int64_t sizes[][3] = {{3, 6, 6}, {1, 1, 1}, {2, 40, 40}, {1, 200, 200},
+                                       {2, 9, 5}, {2, 5, 9},  {1, 1, 4},   {1, 4, 1}};
+    for (int di = 0; di < NDT; di++)
+        for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+            fc_dtype t = dtypes[di];
+            bool c = fcg_is_complex(t);
+            int64_t count = sizes[si][0], m = sizes[si][1], n = sizes[si][2];
+            int64_t k = m < n ? m : n;
+            double complex *av = deficient(count, m, n, k, c);
+            fc_scope *sh = fc_scope_open(hc), *sg = fc_scope_open(gc);
+            fc_shape shp = stack(1, &count, m, n);
+            fc_array *ag = upload(gc, av, t, shp), *ah = upload(hc, av, t, shp);
+            double tol = 256 * (double)(m > n ? m : n) * eps_of(t);
+            char what[160];
+            snprintf(what, sizeof what, "svd %s %lldx%lld batch %lld", fc_dtype_name(t),
+                     (long long)m, (long long)n, (long long)count);
+            double complex *sref = values(fc_linalg_svdvals(ah), what);
+            for (int full = 0; full < 2; full++) {
+                char w2[200];
+                snprintf(w2, sizeof w2, "%s%s", what, full ? " full" : "");
+                int64_t uc = full ? m : k, vr = full ? n : k, w = uc > n ? uc : n;
+                int64_t rows = 1 + m + vr;
+                fc_array *p = fcg_linalg_svd_packed(ag, full);
+                fc_shape ps = fc_array_shape(p);
+                cr_assert(ps.dim[1] == rows && ps.dim[2] == w, "%s: packed shape", w2);
+                double complex *pv = poisoned_values(p, w2);
+                expect_no_nan(pv, (size_t)(count * rows * w), w2);
+                for (int64_t b = 0; b < count; b++)
+                    for (int64_t i = 0; i < rows; i++)
+                        for (int64_t j = 0; j < w; j++) {
+                            /* zero: row 0 past k, U's rows past uc, Vh's past n, and every
+                             * imaginary part of row 0 */
+                            bool pad = i == 0 ? j >= k : i <= m ? j >= uc : j >= n;
+                            double complex x = pv[(b * rows + i) * w + j];
+                            if (pad || i == 0)
+                                cr_expect((pad ? creal(x) == 0.0 : true) && cimag(x) == 0.0,
+                                          "%s: matrix %lld element (%lld, %lld) = %g%+gi, want "
+                                          "%s", w2, (long long)b, (long long)i, (long long)j,
+                                          creal(x), cimag(x), pad ? "0" : "a real value");
+                        }
+                double complex *sv = block_of(pv, count, rows, w, 0, 1, 0, k);
+                double complex *uv = block_of(pv, count, rows, w, 1, m, 0, uc);
+                double complex *vh = block_of(pv, count, rows, w, 1 + m, vr, 0, n);
+                check_svd(av, uv, sv, vh, count, m, n, uc, vr, tol, w2);
+                cr_expect_eq(mismatches(sv, sref, (size_t)(count * k), tol, w2), 0, "%s: s", w2);
+                free(pv);
+                free(sv);
+                free(uv);
+                free(vh);
+                fc_array *s_only = NULL;
+                cr_assert_eq(fc_linalg_svd(ag, full, false, NULL, &s_only, NULL), FC_OK);
+                double complex *s1 = poisoned_values(s_only, w2);
+                cr_expect_eq(mismatches(s1, sref, (size_t)(count * k), tol, w2), 0,
+                             "%s: compute_uv=False", w2);
+                free(s1);
+            }
+            free(sref);
+            free(av);
+            fc_scope_close(sg);
+            fc_scope_close(sh);
+        }
+    poison_report("svd_packed_output");
+}
+
+/* qr's packed output ([rows, c + n]: Q, then R) read whole over poisoned memory: R's first k
+ * rows come from geam and its zeros (below the diagonal, and whole rows from k on) from one
+ * triangle-clearing launch over the stack, with nothing zeroed first. Every mode, square,
+ * tall and wide stacks, R's rows longer than a block of the clearing (260 > 256), every
+ * dtype: no NaN, R's zeros exact, Q R == A and Q^H Q == I, |R|'s diagonal the host's. */
+Test(gpu_linalg, qr_packed_output) {
+    SKIP_WITHOUT_GPU("qr_packed_output");
+    static const int64_t sizes[][3] = {{2, 6, 6}, {2, 9, 5}, {2, 5, 9}, {1, 1, 1}, {1, 300, 260}};
+    for (int di = 0; di < NDT; di++)
+        for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+            fc_dtype t = dtypes[di];
+            int64_t count = sizes[si][0], m = sizes[si][1], n = sizes[si][2];
+            int64_t k = m < n ? m : n;
+            double complex *av = deficient(count, m, n, k, fcg_is_complex(t));
+            fc_scope *sh = fc_scope_open(hc), *sg = fc_scope_open(gc);
+            fc_shape shp = stack(1, &count, m, n);
+            fc_array *ag = upload(gc, av, t, shp), *ah = upload(hc, av, t, shp);
+            double tol = 256 * (double)(m > n ? m : n) * eps_of(t);
+            fc_array *rh = NULL;
+            cr_assert_eq(fc_linalg_qr(ah, FC_QR_R, NULL, &rh), FC_OK);
+            double complex *rhv = values(rh, "host r");
+            for (int mode = 0; mode < 3; mode++) {
+                char what[160];
+                snprintf(what, sizeof what, "qr %s %s %lldx%lld batch %lld",
+                         fcg_qr_mode_names[mode], fc_dtype_name(t), (long long)m, (long long)n,
+                         (long long)count);
+                fc_array *p = fcg_linalg_qr_packed(ag, mode);
+                fc_shape ps = fc_array_shape(p);
+                int64_t rows = ps.dim[1], width = ps.dim[2], c = width - n;
+                int64_t rr = mode == FC_QR_COMPLETE ? m : k;
+                double complex *pv = poisoned_values(p, what);
+                expect_no_nan(pv, (size_t)(count * rows * width), what);
+                /* R's columns from row k on: zeros (complete R's rows, or padding) */
+                for (int64_t b = 0; b < count; b++)
+                    for (int64_t i = k; i < rows; i++)
+                        for (int64_t j = c; j < width; j++)
+                            cr_expect(pv[(b * rows + i) * width + j] == 0.0,
+                                      "%s: matrix %lld: R's column %lld of row %lld >= k is "
+                                      "not zero", what, (long long)b, (long long)(j - c),
+                                      (long long)i);
+                double complex *r = block_of(pv, count, rows, width, 0, rr, c, n);
+                for (int64_t b = 0; b < count; b++)
+                    for (int64_t i = 0; i < k; i++) {
+                        double g = cabs(r[(b * rr + i) * n + i]);
+                        double h = cabs(rhv[(b * k + i) * n + i]);
+                        cr_expect(fabs(g - h) <= tol * fmax(h, 1.0), "%s: |R[%lld][%lld]| %g, "
+                                  "host %g", what, (long long)i, (long long)i, g, h);
+                    }
+                if (c > 0) {
+                    double complex *q = block_of(pv, count, rows, width, 0, m, 0, c);
+                    check_qr(av, q, r, count, m, n, c, rr, tol, what);
+                    free(q);
+                }
+                free(r);
+                free(pv);
+            }
+            free(rhv);
+            free(av);
+            fc_scope_close(sg);
+            fc_scope_close(sh);
+        }
+    poison_report("qr_packed_output");
+}
