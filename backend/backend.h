@@ -177,6 +177,18 @@ void *fcr_stream_handle(fc_ctx *ctx);
 /* For tests of the CUDA backend: its cached plans and how often they were reused; a kernel
  * that faults (a sticky error that kills the context). */
 void fcr_plan_cache_stats(fc_ctx *ctx, size_t *entries, uint64_t *replays);
+/* For tests: how the CUDA backend's cached plans ran as CUDA graphs (all zero on another
+ * backend). */
+typedef struct fcr_graph_stats {
+    uint64_t launches;  /* runs that launched an entry's graph */
+    uint64_t builds;    /* graphs built and instantiated */
+    uint64_t captures;  /* library calls captured into a graph (stream capture) */
+    uint64_t switches;  /* library steps of a built graph switched to work captured for other
+                           addresses */
+    uint64_t fallbacks; /* entries that gave graphs up (a capture failed, or graphs kept being
+                           rebuilt) */
+} fcr_graph_stats;
+void fcr_graph_stats_get(fc_ctx *ctx, fcr_graph_stats *out);
 fc_status fcr_test_fault(fc_ctx *ctx);
 
 #endif /* FUSEC_BACKEND_H */

@@ -87,6 +87,12 @@ typedef struct driver {
                                              const CUDA_KERNEL_NODE_PARAMS_v2 *);
     CUresult (*GraphLaunch)(CUgraphExec, CUstream);
     CUresult (*GraphExecDestroy)(CUgraphExec);
+    CUresult (*StreamBeginCapture)(CUstream, CUstreamCaptureMode);
+    CUresult (*StreamEndCapture)(CUstream, CUgraph *);
+    CUresult (*StreamIsCapturing)(CUstream, CUstreamCaptureStatus *);
+    CUresult (*GraphAddChildGraphNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
+                                       CUgraph);
+    CUresult (*GraphExecChildGraphNodeSetParams)(CUgraphExec, CUgraphNode, CUgraph);
     CUresult (*GetErrorString)(CUresult, const char **);
     CUresult (*FuncSetAttribute)(CUfunction, CUfunction_attribute, int);
 } driver;
@@ -133,6 +139,18 @@ typedef struct lib_copy {
     int nins;
 } lib_copy;
 
+/* A library step's work captured into a CUDA graph for one set of addresses (its inputs',
+ * then its output's): a step keeps a few, so that a plan whose buffers alternate between
+ * addresses it has seen switches its graph's child node to one of them without capturing. */
+#define LIB_VARIANTS 4
+#define LIB_MAX_ADDR (FCR_LIB_MAX_IN + 1)
+
+typedef struct lib_variant {
+    CUgraph graph;     /* NULL: an empty slot */
+    CUdeviceptr addr[LIB_MAX_ADDR];
+    uint64_t used;     /* the entry's use count when last chosen */
+} lib_variant;
+
 typedef struct step {
     const fcp_kernel *k;  /* library steps: the live plan's kernel on the first run, then the
                              copy's (copy.k) */
@@ -140,6 +158,8 @@ typedef struct step {
     bool on_host;         /* a library step that ran on the host (its fallback needs the plan's
                              nodes: the entry is not cached) */
     lib_copy copy;
+    lib_variant var[LIB_VARIANTS]; /* library steps in a CUDA graph: their captured work */
+    int active;           /* the variant the graph's child node holds now */
     size_t mod;           /* index in cs->mods */
     fcx_launch lc;
     int nptr;
@@ -186,10 +206,19 @@ typedef struct plan_entry {
     CUdeviceptr *const_ptr; /* device copies of the plan's constants and reductions' scratch
                                (ARG_CONST), owned by the entry */
     size_t *const_bytes;
-    CUgraphExec exec;     /* CUDA graph of the kernel steps, made on the second use */
+    CUgraphExec exec;     /* CUDA graph of the steps, made on the second use */
     CUgraph graph;
     uint64_t *graph_ptrs; /* the pointer words the graph's nodes hold now */
     size_t ngraph_ptrs;
+    bool lib_graph;       /* its library steps can join a graph (all fcr_lib_capturable) */
+    bool no_graph;        /* capturing failed, or graphs cost more than they saved: the entry
+                             runs its steps one by one from now on */
+    uint32_t builds;      /* graphs built for it (one with library steps is built again when
+                             its stream or the library's workspaces change) */
+    uint32_t unready;     /* runs in a row whose capture needed something made first */
+    bool lib_nodes;       /* the graph holds library steps' captured work */
+    CUstream graph_stream; /* the stream its library steps were captured on */
+    uint64_t graph_epoch; /* fcr_lib_epoch when they were */
     struct plan_entry *next; /* hash chain */
 } plan_entry;
 
@@ -230,6 +259,7 @@ typedef struct cuda_state {
     size_t nplans;
     uint64_t clock;
     bool graphs;          /* replay repeated plans as CUDA graphs */
+    fcr_graph_stats gstats; /* for tests: graph launches, builds, captures, switches */
     void *lib;            /* cuBLAS / cuFFT state (backend/cuda_lib.c) */
     pthread_mutex_t pin_lock;
     pinned_block *pinned;
@@ -354,6 +384,11 @@ static bool load_driver(void) {
     SYM(GraphExecKernelNodeSetParams, "cuGraphExecKernelNodeSetParams");
     SYM(GraphLaunch, "cuGraphLaunch");
     SYM(GraphExecDestroy, "cuGraphExecDestroy");
+    SYM(StreamBeginCapture, "cuStreamBeginCapture");
+    SYM(StreamEndCapture, "cuStreamEndCapture");
+    SYM(StreamIsCapturing, "cuStreamIsCapturing");
+    SYM(GraphAddChildGraphNode, "cuGraphAddChildGraphNode");
+    SYM(GraphExecChildGraphNodeSetParams, "cuGraphExecChildGraphNodeSetParams");
     SYM(FuncSetAttribute, "cuFuncSetAttribute");
 #undef SYM
     if (drv.Init(0) != CUDA_SUCCESS) {
@@ -731,6 +766,7 @@ static void fcr_memory_stats(fc_ctx *ctx, fc_memory_stats *out) {
     out->peak = cs->peak;
     out->allocations = cs->allocations;
     out->reused = cs->reused;
+    out->library = fcr_lib_bytes(cs->lib);
     out->limit = cs->limit;
     cuuint64_t reserved = 0;
     if (!cs->dead &&
@@ -792,6 +828,9 @@ static fc_status fcr_memory_trim(fc_ctx *ctx) {
     cuda_state *cs = ctx->be_state;
     fc_status st = fcr_ctx_sync(ctx);
     if (st != FC_OK) return st;
+    /* the library's workspaces, scratch and cuFFT plans too: made again when next needed
+     * (graphs that captured them are captured again: fcr_lib_epoch) */
+    if (cs->lib) fcr_lib_trim(ctx, cs->lib);
     if ((st = CU(ctx, MemPoolTrimTo(cs->pool, 0))) != FC_OK) return st;
     pinned_release_free(ctx, false);
     return FC_OK;
@@ -859,8 +898,10 @@ static void fcr_stream_destroy(fc_ctx *ctx, fc_stream *s) {
          * id there): order that stream after everything queued here. */
         join(ctx, (CUstream)s->cu, cs->stream);
         drv.StreamSynchronize((CUstream)s->cu);
-        drv.StreamDestroy((CUstream)s->cu);
     }
+    /* the library's workspaces and plans of this stream go with it (its work is done) */
+    if (cs->lib) fcr_lib_stream_gone(ctx, cs->lib, (CUstream)s->cu);
+    if (!cs->dead) drv.StreamDestroy((CUstream)s->cu);
     s->cu = NULL;
 }
 
@@ -1085,13 +1126,34 @@ static double float_slot(const fcp_kernel *k, const fcx_slot *s) {
 
 /* ---- plans ----------------------------------------------------------------------------- */
 
-static void entry_free(fc_ctx *ctx, plan_entry *e) {
+/* Destroys the entry's CUDA graph and its library steps' captured work; the next graph is
+ * built from scratch. */
+static void graph_drop(fc_ctx *ctx, plan_entry *e) {
     cuda_state *cs = ctx->be_state;
-    if (!e) return;
     if (!cs->dead) {
         if (e->exec) drv.GraphExecDestroy(e->exec);
         if (e->graph) drv.GraphDestroy(e->graph);
     }
+    e->exec = NULL;
+    e->graph = NULL;
+    fcg_free(ctx, e->graph_ptrs, e->ngraph_ptrs * 8);
+    e->graph_ptrs = NULL;
+    e->ngraph_ptrs = 0;
+    for (int i = 0; i < e->nstep; i++) {
+        step *sp = &e->steps[i];
+        sp->gnode = NULL;
+        sp->active = -1;
+        for (int v = 0; v < LIB_VARIANTS; v++) {
+            if (sp->var[v].graph && !cs->dead) drv.GraphDestroy(sp->var[v].graph);
+            sp->var[v].graph = NULL;
+        }
+    }
+}
+
+static void entry_free(fc_ctx *ctx, plan_entry *e) {
+    cuda_state *cs = ctx->be_state;
+    if (!e) return;
+    graph_drop(ctx, e);
     for (int i = 0; i < e->nstep; i++) {
         step *sp = &e->steps[i];
         fcg_free(ctx, sp->ptr, (size_t)sp->nptr * sizeof(arg_src));
@@ -1107,7 +1169,6 @@ static void entry_free(fc_ctx *ctx, plan_entry *e) {
     fcg_free(ctx, e->buf_bytes, (size_t)e->nbuf * sizeof *e->buf_bytes);
     fcg_free(ctx, e->out, (size_t)e->nout * sizeof *e->out);
     fcg_free(ctx, e->donor, (size_t)e->nout * sizeof *e->donor);
-    fcg_free(ctx, e->graph_ptrs, e->ngraph_ptrs * 8);
     fcg_free(ctx, e->scalars, (size_t)e->nscalar * sizeof *e->scalars);
     /* Freed in stream order after the entry's last run. */
     if (e->nconst && e->last_stream && !cs->dead) join(ctx, stream_of(ctx, e->last_stream), cs->stream);
@@ -1609,66 +1670,321 @@ static void node_params(const cuda_state *cs, const step *sp, void **args,
     np->kernelParams = args;
 }
 
-/* A repeated plan replays as one CUDA graph: one launch for all its kernels. The graph's
- * nodes get new pointers only where they changed since the last replay. */
-static fc_status replay_graph(fc_ctx *ctx, plan_entry *e, fc_array *const *leaves,
-                              const CUdeviceptr *bufs, CUstream s) {
+/* ---- CUDA graphs ----------------------------------------------------------------------------- *
+ *
+ * A repeated plan replays as one CUDA graph: one launch for all its steps. Kernel steps are
+ * kernel nodes, built by hand so that the runtime keeps each node's handle and changes a
+ * node's pointer words only where they changed (cuGraphExecKernelNodeSetParams). A library
+ * step whose call is capturable (fcr_lib_capturable) is a child graph node whose graph was
+ * captured from the call on the run's stream (cuStreamBeginCapture, fcr_lib_capture,
+ * cuStreamEndCapture). A library's kernels bake their addresses into the captured work, so a
+ * step keeps its captures by the addresses they were made for (lib_variant): a run whose
+ * addresses match one swaps it into the child node (cuGraphExecChildGraphNodeSetParams),
+ * otherwise the call is captured again first. Of the ways to change captured work this costs
+ * least per changed run: the update touches one child graph's few nodes, where
+ * cuGraphExecUpdate would compare the whole graph and a new instantiation would rebuild it,
+ * and the addresses a loop alternates between (buffers the pool hands back) are captured
+ * once. The graph is built again when its child nodes cannot take a capture (the call chose
+ * other kernels: another topology), when the run is on another stream than the capture (the
+ * work holds that stream's workspaces), or when the library freed a workspace, scratch area or
+ * cuFFT plan since (fcr_lib_epoch). A capture that fails, a graph that cannot hold a child, or
+ * graphs rebuilt for more than a quarter of an entry's runs turn graphs off for that entry:
+ * its steps run one by one, as they do where any library step is not capturable (solvers that
+ * read devInfo back, sorts that allocate per call, host fallbacks). */
+
+/* The addresses library step sp reads and writes in this run: its inputs', then its output's
+ * (fcr_lib_run's in[] and out). */
+static int lib_addrs(const step *sp, fc_array *const *leaves, const CUdeviceptr *bufs,
+                     CUdeviceptr *addr) {
+    for (int j = 0; j < sp->nptr && j < LIB_MAX_ADDR; j++)
+        addr[j] = arg_ptr(&sp->ptr[j], leaves, bufs);
+    return sp->nptr;
+}
+
+/* Whether library step sp writes anything: an empty output needs no call and no node. */
+static bool lib_has_work(const step *sp) { return fcg_node_numel(sp->k->outs[0]) > 0; }
+
+typedef enum capture_result {
+    CAPTURED,
+    CAPTURE_NOT_READY, /* the call needs something made first: run it directly this time */
+    CAPTURE_FAILED     /* the call cannot be captured: graphs are off for the entry */
+} capture_result;
+
+/* Captures library step sp's call for the addresses addr on stream s into a new graph
+ * (*out). The stream always leaves capture mode; a failed capture leaves no message. An
+ * error is returned only where the context died or the stream could not leave capture. */
+static fc_status capture_lib(fc_ctx *ctx, const step *sp, const CUdeviceptr *addr, CUstream s,
+                             CUgraph *out, capture_result *res) {
+    cuda_state *cs = ctx->be_state;
+    *out = NULL;
+    *res = CAPTURE_FAILED;
+    /* thread-local mode: a call of this thread that a capture cannot hold (an allocation, a
+     * synchronisation) fails and invalidates the capture instead of running */
+    if (drv.StreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) != CUDA_SUCCESS)
+        return FC_OK;
+    fc_status st = fcr_lib_capture(ctx, &cs->lib, s, sp->k, addr, addr[sp->k->nleaf]);
+    CUgraph g = NULL;
+    CUresult r = drv.StreamEndCapture(s, &g);
+    CUstreamCaptureStatus now = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (r != CUDA_SUCCESS && drv.StreamIsCapturing(s, &now) == CUDA_SUCCESS &&
+        now != CU_STREAM_CAPTURE_STATUS_NONE) {
+        CUgraph g2 = NULL;
+        CUresult r2 = drv.StreamEndCapture(s, &g2);
+        if (g2) drv.GraphDestroy(g2);
+        if (r2 != CUDA_SUCCESS && drv.StreamIsCapturing(s, &now) == CUDA_SUCCESS &&
+            now != CU_STREAM_CAPTURE_STATUS_NONE) {
+            if (g) drv.GraphDestroy(g);
+            return check(ctx, r2, "cuStreamEndCapture (the stream is left capturing)", __FILE__,
+                         __LINE__);
+        }
+    }
+    if (st == FC_OK && r == CUDA_SUCCESS && g) {
+        cs->gstats.captures++;
+        *out = g;
+        *res = CAPTURED;
+        return FC_OK;
+    }
+    if (g) drv.GraphDestroy(g);
+    if (cs->dead) return st != FC_OK ? st : check(ctx, r, "cuStreamEndCapture", __FILE__, __LINE__);
+    ctx->errmsg[0] = '\0';
+    if (st == FC_ERR_UNSUPPORTED && r == CUDA_SUCCESS) *res = CAPTURE_NOT_READY;
+    return FC_OK;
+}
+
+/* The entry stops trying graphs: its steps run one by one from now on. */
+static void graph_give_up(fc_ctx *ctx, plan_entry *e) {
+    cuda_state *cs = ctx->be_state;
+    graph_drop(ctx, e);
+    e->no_graph = true;
+    cs->gstats.fallbacks++;
+    ctx->errmsg[0] = '\0';
+}
+
+/* A capture needed something made first (the steps run directly this time, which makes it);
+ * where that keeps happening (more cuFFT plans in turn than the library keeps), graphs are
+ * given up. */
+static void graph_not_ready(fc_ctx *ctx, plan_entry *e, bool *direct) {
+    *direct = true;
+    if (++e->unready >= 4) graph_give_up(ctx, e);
+}
+
+/* A graph call on a graph with library steps failed with r: a dead context is an error, any
+ * other failure turns graphs off for the entry (the steps run directly). */
+static fc_status lib_graph_failed(fc_ctx *ctx, plan_entry *e, CUresult r, const char *call,
+                                  bool *direct) {
+    if (sticky(r)) return check(ctx, r, call, __FILE__, __LINE__);
+    graph_give_up(ctx, e);
+    *direct = true;
+    return FC_OK;
+}
+
+/* Builds e's graph for this run's addresses. *direct: the steps run one by one this time
+ * (a library call needs something made first, which a direct run makes; or the entry gave
+ * graphs up). */
+static fc_status graph_build(fc_ctx *ctx, plan_entry *e, fc_array *const *leaves,
+                             const CUdeviceptr *bufs, CUstream s, bool *direct) {
     cuda_state *cs = ctx->be_state;
     fc_status st = FC_OK;
+    bool lib = false;
     size_t total = 0;
-    for (int i = 0; i < e->nstep; i++) total += e->steps[i].nparam;
-    if (!e->exec) {
-        if (!(e->graph_ptrs = fcg_calloc(ctx, total * 8)))
-            return fcg_error(ctx, FC_ERR_NOMEM, "eval: out of memory");
-        e->ngraph_ptrs = total;
-        if ((st = CU(ctx, GraphCreate(&e->graph, 0))) != FC_OK) return st;
-        CUgraphNode prev = NULL;
-        size_t off = 0;
-        for (int i = 0; i < e->nstep && st == FC_OK; i++) {
-            step *sp = &e->steps[i];
-            uint64_t *block = e->graph_ptrs + off;
-            off += sp->nparam;
-            sp->gnode = NULL;
-            if (sp->lc.grid == 0) continue; /* nothing to compute (zero-size): no node */
-            memcpy(block, sp->param, sp->nparam * 8);
-            bind_step(sp, leaves, bufs, block);
+    for (int i = 0; i < e->nstep; i++) {
+        total += e->steps[i].nparam;
+        lib |= e->steps[i].lib;
+    }
+    /* graphs built again for more than a quarter of the runs cost more than they save */
+    if (e->builds >= 16 && (uint64_t)e->builds * 4 > e->uses) {
+        graph_give_up(ctx, e);
+        *direct = true;
+        return FC_OK;
+    }
+    e->lib_nodes = false;
+    if (!(e->graph_ptrs = fcg_calloc(ctx, (total ? total : 1) * 8)))
+        return fcg_error(ctx, FC_ERR_NOMEM, "eval: out of memory");
+    e->ngraph_ptrs = total ? total : 1;
+    if ((st = CU(ctx, GraphCreate(&e->graph, 0))) != FC_OK) {
+        graph_drop(ctx, e);
+        return st;
+    }
+    CUgraphNode prev = NULL;
+    size_t off = 0;
+    for (int i = 0; i < e->nstep && st == FC_OK; i++) {
+        step *sp = &e->steps[i];
+        uint64_t *block = e->graph_ptrs + off;
+        off += sp->nparam;
+        sp->gnode = NULL;
+        if (sp->lib) {
+            if (!lib_has_work(sp)) continue; /* nothing to compute: no node */
+            CUdeviceptr addr[LIB_MAX_ADDR];
+            int n = lib_addrs(sp, leaves, bufs, addr);
+            capture_result cr;
+            CUgraph g;
+            if ((st = capture_lib(ctx, sp, addr, s, &g, &cr)) != FC_OK) break;
+            if (cr == CAPTURE_FAILED) {
+                graph_give_up(ctx, e);
+                *direct = true;
+                return FC_OK;
+            }
+            if (cr == CAPTURE_NOT_READY) {
+                graph_drop(ctx, e);
+                graph_not_ready(ctx, e, direct);
+                return FC_OK;
+            }
+            lib_variant *v = &sp->var[0];
+            v->graph = g;
+            memcpy(v->addr, addr, (size_t)n * sizeof *addr);
+            v->used = e->uses;
+            sp->active = 0;
+            CUresult r = drv.GraphAddChildGraphNode(&sp->gnode, e->graph, prev ? &prev : NULL,
+                                                    prev ? 1 : 0, g);
+            if (r != CUDA_SUCCESS) {
+                sp->gnode = NULL;
+                st = lib_graph_failed(ctx, e, r, "cuGraphAddChildGraphNode", direct);
+                if (st == FC_OK) return FC_OK; /* given up: e's graph is gone */
+                break;
+            }
+            prev = sp->gnode;
+            e->lib_nodes = true;
+            continue;
+        }
+        if (sp->lc.grid == 0) continue; /* nothing to compute (zero-size): no node */
+        memcpy(block, sp->param, sp->nparam * 8);
+        bind_step(sp, leaves, bufs, block);
+        void *args[] = {block};
+        CUDA_KERNEL_NODE_PARAMS_v2 np;
+        node_params(cs, sp, args, &np);
+        st = CU(ctx, GraphAddKernelNode(&sp->gnode, e->graph, prev ? &prev : NULL,
+                                        prev ? 1 : 0, &np));
+        prev = sp->gnode;
+    }
+    if (st == FC_OK) {
+        CUresult r = drv.GraphInstantiate(&e->exec, e->graph, 0);
+        if (r != CUDA_SUCCESS) {
+            e->exec = NULL;
+            if (lib) {
+                st = lib_graph_failed(ctx, e, r, "cuGraphInstantiateWithFlags", direct);
+                if (st == FC_OK) return FC_OK;
+            } else {
+                st = check(ctx, r, "cuGraphInstantiateWithFlags", __FILE__, __LINE__);
+            }
+        }
+    }
+    if (st != FC_OK) {
+        graph_drop(ctx, e);
+        return st;
+    }
+    e->graph_stream = s;
+    e->graph_epoch = fcr_lib_epoch(cs->lib);
+    e->builds++;
+    e->unready = 0;
+    cs->gstats.builds++;
+    return FC_OK;
+}
+
+/* Brings e's built graph to this run's addresses and scalars. *rebuild: a library step's
+ * capture does not fit its child node (another topology): the graph must be built again.
+ * *direct: as graph_build's. */
+static fc_status graph_update(fc_ctx *ctx, plan_entry *e, fc_array *const *leaves,
+                              const CUdeviceptr *bufs, CUstream s, bool *rebuild, bool *direct) {
+    cuda_state *cs = ctx->be_state;
+    fc_status st = FC_OK;
+    size_t off = 0;
+    for (int i = 0; i < e->nstep && st == FC_OK; i++) {
+        step *sp = &e->steps[i];
+        uint64_t *block = e->graph_ptrs + off;
+        off += sp->nparam;
+        if (!sp->gnode) continue; /* an empty launch or call: not in the graph */
+        if (sp->lib) {
+            CUdeviceptr addr[LIB_MAX_ADDR];
+            size_t bytes = (size_t)lib_addrs(sp, leaves, bufs, addr) * sizeof *addr;
+            if (memcmp(sp->var[sp->active].addr, addr, bytes) == 0) {
+                sp->var[sp->active].used = e->uses;
+                continue;
+            }
+            int v = -1;
+            for (int q = 0; q < LIB_VARIANTS && v < 0; q++)
+                if (sp->var[q].graph && memcmp(sp->var[q].addr, addr, bytes) == 0) v = q;
+            if (v < 0) {
+                /* a new capture, into an empty slot or the least recently chosen one */
+                int slot = -1;
+                for (int q = 0; q < LIB_VARIANTS; q++) {
+                    if (q == sp->active) continue;
+                    if (slot < 0 || !sp->var[q].graph) slot = q;
+                    if (!sp->var[q].graph) break;
+                    if (sp->var[q].used < sp->var[slot].used) slot = q;
+                }
+                capture_result cr;
+                CUgraph g;
+                if ((st = capture_lib(ctx, sp, addr, s, &g, &cr)) != FC_OK) return st;
+                if (cr == CAPTURE_FAILED) {
+                    graph_give_up(ctx, e);
+                    *direct = true;
+                    return FC_OK;
+                }
+                if (cr == CAPTURE_NOT_READY) {
+                    graph_not_ready(ctx, e, direct);
+                    return FC_OK;
+                }
+                v = slot;
+                if (sp->var[v].graph) drv.GraphDestroy(sp->var[v].graph);
+                sp->var[v].graph = g;
+                memcpy(sp->var[v].addr, addr, bytes);
+            }
+            CUresult r = drv.GraphExecChildGraphNodeSetParams(e->exec, sp->gnode, sp->var[v].graph);
+            if (r != CUDA_SUCCESS) {
+                if (sticky(r))
+                    return check(ctx, r, "cuGraphExecChildGraphNodeSetParams", __FILE__, __LINE__);
+                *rebuild = true;
+                return FC_OK;
+            }
+            sp->var[v].used = e->uses;
+            sp->active = v;
+            cs->gstats.switches++;
+            continue;
+        }
+        bool changed = bind_step(sp, leaves, bufs, block);
+        size_t nptr = (size_t)sp->nptr, nrest = sp->nparam - nptr;
+        if (e->nscalar && memcmp(block + nptr, sp->param + nptr, nrest * 8) != 0) {
+            memcpy(block + nptr, sp->param + nptr, nrest * 8); /* new scalar values */
+            changed = true;
+        }
+        if (changed) {
             void *args[] = {block};
             CUDA_KERNEL_NODE_PARAMS_v2 np;
             node_params(cs, sp, args, &np);
-            st = CU(ctx, GraphAddKernelNode(&sp->gnode, e->graph, prev ? &prev : NULL,
-                                            prev ? 1 : 0, &np));
-            prev = sp->gnode;
+            st = CU(ctx, GraphExecKernelNodeSetParams(e->exec, sp->gnode, &np));
         }
-        if (st == FC_OK) st = CU(ctx, GraphInstantiate(&e->exec, e->graph, 0));
-        if (st != FC_OK) {
-            if (e->graph) drv.GraphDestroy(e->graph);
-            e->graph = NULL;
-            e->exec = NULL;
-            return st;
-        }
-    } else {
-        size_t off = 0;
-        for (int i = 0; i < e->nstep && st == FC_OK; i++) {
-            step *sp = &e->steps[i];
-            uint64_t *block = e->graph_ptrs + off;
-            off += sp->nparam;
-            if (!sp->gnode) continue; /* an empty launch: not in the graph */
-            bool changed = bind_step(sp, leaves, bufs, block);
-            size_t nptr = (size_t)sp->nptr, nrest = sp->nparam - nptr;
-            if (e->nscalar && memcmp(block + nptr, sp->param + nptr, nrest * 8) != 0) {
-                memcpy(block + nptr, sp->param + nptr, nrest * 8); /* new scalar values */
-                changed = true;
-            }
-            if (changed) {
-                void *args[] = {block};
-                CUDA_KERNEL_NODE_PARAMS_v2 np;
-                node_params(cs, sp, args, &np);
-                st = CU(ctx, GraphExecKernelNodeSetParams(e->exec, sp->gnode, &np));
-            }
-        }
-        if (st != FC_OK) return st;
     }
-    return CU(ctx, GraphLaunch(e->exec, s));
+    if (st == FC_OK) e->unready = 0;
+    return st;
+}
+
+/* Runs e's steps as its CUDA graph, built on the first call (e's second use) and brought to
+ * this run's addresses afterwards. *direct: the graph cannot serve this run; the caller runs
+ * the steps one by one (nothing was queued). */
+static fc_status replay_graph(fc_ctx *ctx, plan_entry *e, fc_array *const *leaves,
+                              const CUdeviceptr *bufs, CUstream s, bool *direct) {
+    cuda_state *cs = ctx->be_state;
+    fc_status st = FC_OK;
+    *direct = false;
+    /* captured library work holds its stream's workspaces, and the library's */
+    if (e->exec && e->lib_nodes &&
+        (e->graph_stream != s || e->graph_epoch != fcr_lib_epoch(cs->lib)))
+        graph_drop(ctx, e);
+    if (e->exec) {
+        bool rebuild = false;
+        st = graph_update(ctx, e, leaves, bufs, s, &rebuild, direct);
+        if (st == FC_OK && rebuild) graph_drop(ctx, e);
+    }
+    if (st == FC_OK && !*direct && !e->exec) st = graph_build(ctx, e, leaves, bufs, s, direct);
+    if (st != FC_OK || *direct) return st;
+    CUresult r = drv.GraphLaunch(e->exec, s);
+    if (r == CUDA_SUCCESS) {
+        cs->gstats.launches++;
+        return FC_OK;
+    }
+    /* nothing was queued: a graph holding library work that will not launch is given up */
+    if (e->lib_nodes) return lib_graph_failed(ctx, e, r, "cuGraphLaunch", direct);
+    return check(ctx, r, "cuGraphLaunch", __FILE__, __LINE__);
 }
 
 /* Runs entry e on stream sid for the requested arrays `want` (leaves[j]: the value of leaf
@@ -1739,18 +2055,20 @@ static fc_status run_entry(fc_ctx *ctx, plan_entry *e, fc_array *const *leaves,
         if (e->steps[i].value_flag) st = CU(ctx, MemsetD32Async(e->steps[i].value_flag, 0, 1, s));
     bool lib = false, work = false;
     for (int i = 0; i < e->nstep; i++) {
-        lib |= e->steps[i].lib;
-        work |= e->steps[i].lc.grid > 0;
+        const step *sp = &e->steps[i];
+        lib |= sp->lib;
+        work |= sp->lib ? lib_has_work(sp) : sp->lc.grid > 0;
     }
     bool ran = st == FC_OK; /* from here a donor's buffer may hold part of a result */
-    /* A graph only where a kernel has work: empty launches are skipped, never graph nodes. */
-    if (st == FC_OK && cs->graphs && e->cacheable && !lib && e->uses >= 2 && work) {
-        st = replay_graph(ctx, e, leaves, bufs, s);
-    } else {
-        for (int i = 0; i < e->nstep && st == FC_OK; i++)
-            st = e->steps[i].lib ? run_lib(ctx, &e->steps[i], leaves, bufs, s)
-                                 : launch_step(ctx, &e->steps[i], leaves, bufs, s);
-    }
+    /* A graph only where a step has work: empty launches and calls are never graph nodes.
+     * Library steps join it where every one can be captured. */
+    bool direct = true;
+    if (st == FC_OK && cs->graphs && e->cacheable && !e->no_graph && (!lib || e->lib_graph) &&
+        e->uses >= 2 && work)
+        st = replay_graph(ctx, e, leaves, bufs, s, &direct);
+    for (int i = 0; i < e->nstep && st == FC_OK && direct; i++)
+        st = e->steps[i].lib ? run_lib(ctx, &e->steps[i], leaves, bufs, s)
+                             : launch_step(ctx, &e->steps[i], leaves, bufs, s);
     /* A program that can raise a value error waits for its kernels and reads their flags:
      * the error must come back from this call, with no array holding a value. */
     for (int i = 0; i < e->nstep && st == FC_OK && e->value_check; i++) {
@@ -1901,6 +2219,10 @@ static fc_status fcr_eval(fc_ctx *ctx, fc_array *const *arrays, int n, fc_stream
                     if (sp->on_host || !sp->copy.n) e->cacheable = false;
                     sp->k = sp->copy.n ? &sp->copy.k : NULL;
                 }
+            /* A graph may hold the library steps where each call only queues work. */
+            e->lib_graph = true;
+            for (int i = 0; i < e->nstep && st == FC_OK && e->cacheable; i++)
+                if (e->steps[i].lib && !fcr_lib_capturable(e->steps[i].k)) e->lib_graph = false;
             if (st == FC_OK && e->cacheable) {
                 fcg_free(ctx, e->leaf_node, (size_t)e->nleaf * sizeof *e->leaf_node);
                 e->leaf_node = NULL;
@@ -1925,6 +2247,12 @@ void fcr_plan_cache_stats(fc_ctx *ctx, size_t *entries, uint64_t *replays) {
     if (!cs) return;
     for (int b = 0; b < PLAN_BUCKETS; b++)
         for (plan_entry *e = cs->plans[b]; e; e = e->next) *replays += e->uses - 1;
+}
+
+void fcr_graph_stats_get(fc_ctx *ctx, fcr_graph_stats *out) {
+    const cuda_state *cs = ctx->be == &fcr_backend ? ctx->be_state : NULL;
+    memset(out, 0, sizeof *out);
+    if (cs) *out = cs->gstats;
 }
 
 /* Launches a kernel that stores through a null pointer: a sticky error, as a real fault in a

@@ -23,8 +23,8 @@
  *
  * The FFTs are graph/fft.c's FFTN nodes: cuFFT's own complex, real-to-complex and
  * complex-to-real transforms over a run of up to three adjacent axes of a dense array, one
- * plan (run_fft says how the layout maps). Plans are cached per context by layout and type
- * (a complex plan serves both directions). They are unscaled: NumPy's norm factor is an
+ * plan (run_fft says how the layout maps). Plans are cached per context by layout, type and
+ * stream (a complex plan serves both directions). They are unscaled: NumPy's norm factor is an
  * elementwise multiplication that fuses into the kernel after the call.
  *
  * A sparse matrix times a dense operand (CSR_MATMUL) is one call of cuSPARSE's generic API:
@@ -32,8 +32,37 @@
  * the CSR descriptor made over the node's buffers as they are (int32 or int64 indices, one
  * type for both arrays, zero base), alpha 1 and beta 0 in the value type, which is also the
  * compute type. The constructors (graph/sparse.c) have checked the indices; cuSPARSE trusts
- * them. Descriptors are made and destroyed per call (they are host structs), the workspace
- * comes from the pool.
+ * them. Descriptors are made and destroyed per call (they are host structs), the buffer is
+ * the stream's scratch (below).
+ *
+ * Workspaces. Everything a library call keeps on the device comes from fcr_lib_alloc, so it
+ * counts in the context's memory statistics (fc_memory_stats.in_use, and .library for what
+ * the library state holds) and its limit:
+ *   - cuBLAS's workspace: one per stream (cuBLAS requires it: two streams must not share one),
+ *     of the size cuBLAS's documentation recommends (32 MiB from sm_90, 4 MiB before; 64 KiB
+ *     where the limit leaves no more), handed to the handle with cublasSetWorkspace whenever
+ *     the handle moves to another stream (cublasSetStream resets it to cuBLAS's own pool);
+ *     cuBLAS then never allocates, which stream capture needs;
+ *   - a stream's scratch: C2R's copy of its input (cuFFT overwrites it), cuSPARSE's buffer;
+ *     grown to the largest need met on the stream, never shrunk;
+ *   - cuFFT's work areas: auto-allocation is off, each plan gets an area of the size
+ *     cufftMakePlanMany64 reports (cufftSetWorkArea), freed with the plan. A plan belongs to
+ *     one stream (set when it is made), so no two streams share an area.
+ * They live in the context's library state and go when their stream is destroyed
+ * (fcr_lib_stream_gone), when fc_memory_trim asks (fcr_lib_trim; remade on next use) or
+ * with the context (fcr_lib_release). A cuFFT plan also goes when it is the least recently
+ * used of FCR_LIB_MAX_PLANS. cuFFT's and cuBLAS's own small internal tables are theirs and
+ * not counted.
+ *
+ * CUDA graphs. A cached plan whose library calls are all capturable (fcr_lib_capturable:
+ * matmul, FFT and sparse products, whose calls only queue work on the stream) replays as one
+ * CUDA graph: backend/cuda.c captures each call (fcr_lib_capture) into a child graph. The
+ * captured work holds the addresses it was given and those of the workspaces above, so
+ * fcr_lib_epoch counts every free of a workspace, scratch area or plan: work captured before
+ * a change is captured again. During a capture nothing is made or allocated: a call that
+ * would need to (a new stream, plan or larger scratch) returns FC_ERR_UNSUPPORTED and the
+ * caller runs it directly, which makes what it needs. Dense linear algebra reads devInfo back
+ * on the host and sorts allocate per call: they are not capturable.
  */
 #include "graph.h"
 
@@ -49,6 +78,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- the libraries, loaded once per process --------------------------------------------- */
@@ -57,6 +87,7 @@ typedef struct blas_api {
     __typeof__(cublasCreate_v2) *Create;
     __typeof__(cublasDestroy_v2) *Destroy;
     __typeof__(cublasSetStream_v2) *SetStream;
+    __typeof__(cublasSetWorkspace_v2) *SetWorkspace;
     __typeof__(cublasSetMathMode) *SetMathMode;
     __typeof__(cublasGemmEx) *GemmEx;
     __typeof__(cublasGemmStridedBatchedEx) *GemmStridedBatchedEx;
@@ -122,6 +153,8 @@ typedef struct fft_api {
     __typeof__(cufftCreate) *Create;
     __typeof__(cufftDestroy) *Destroy;
     __typeof__(cufftSetStream) *SetStream;
+    __typeof__(cufftSetAutoAllocation) *SetAutoAllocation;
+    __typeof__(cufftSetWorkArea) *SetWorkArea;
     __typeof__(cufftMakePlanMany64) *MakePlanMany64;
     __typeof__(cufftExecC2C) *ExecC2C;
     __typeof__(cufftExecZ2Z) *ExecZ2Z;
@@ -195,6 +228,7 @@ static bool load_blas(void) {
         SYM(blas, Create, "cublasCreate_v2"),
         SYM(blas, Destroy, "cublasDestroy_v2"),
         SYM(blas, SetStream, "cublasSetStream_v2"),
+        SYM(blas, SetWorkspace, "cublasSetWorkspace_v2"),
         SYM(blas, SetMathMode, "cublasSetMathMode"),
         SYM(blas, GemmEx, "cublasGemmEx"),
         SYM(blas, GemmStridedBatchedEx, "cublasGemmStridedBatchedEx"),
@@ -218,6 +252,8 @@ static bool load_fft(void) {
         SYM(fft, Create, "cufftCreate"),
         SYM(fft, Destroy, "cufftDestroy"),
         SYM(fft, SetStream, "cufftSetStream"),
+        SYM(fft, SetAutoAllocation, "cufftSetAutoAllocation"),
+        SYM(fft, SetWorkArea, "cufftSetWorkArea"),
         SYM(fft, MakePlanMany64, "cufftMakePlanMany64"),
         SYM(fft, ExecC2C, "cufftExecC2C"),
         SYM(fft, ExecZ2Z, "cufftExecZ2Z"),
@@ -395,8 +431,8 @@ static fc_status sparse_check(fc_ctx *ctx, cusparseStatus_t r, const char *call,
 
 /* ---- the per-context state -------------------------------------------------------------- */
 
-/* A cuFFT plan for one layout; it serves both directions. Plans hold device work areas, so
- * only a few are kept (least recently used goes first). */
+/* A cuFFT plan for one layout on one stream; it serves both directions. Plans hold device
+ * work areas, so only a few are kept (least recently used goes first). */
 #define FCR_LIB_MAX_PLANS 8
 
 /* A plan's layout (cufftMakePlanMany64's arguments): element k of line b of the input at
@@ -410,25 +446,48 @@ typedef struct fft_layout {
 
 typedef struct fft_plan {
     fft_layout layout;
+    CUstream stream;   /* the plan runs on this stream only (cufftSetStream when made) */
     cufftHandle plan;
-    uint64_t used; /* the state's tick at its last use */
+    CUdeviceptr area;  /* its work area (cufftSetWorkArea), area_bytes long */
+    size_t area_bytes;
+    uint64_t used;     /* the state's tick at its last use */
 } fft_plan;
 
+/* What library calls on one stream use: cuBLAS's workspace and the scratch area. */
+typedef struct stream_work {
+    CUstream stream;
+    CUdeviceptr blas;  /* cuBLAS's workspace on this stream (0: not made yet) */
+    size_t blas_bytes;
+    CUdeviceptr scratch; /* C2R's copy of its input, cuSPARSE's buffer (0: none yet) */
+    size_t scratch_bytes;
+} stream_work;
+
 typedef struct lib_state {
-    cublasHandle_t blas; /* created on the first cuBLAS call */
+    cublasHandle_t blas;   /* created on the first cuBLAS call */
+    bool blas_bound;       /* the handle is on blas_stream, with that stream's workspace */
+    CUstream blas_stream;
     fft_plan plans[FCR_LIB_MAX_PLANS];
     int nplans;
     uint64_t tick;
+    stream_work *work;     /* per stream that ran a library call */
+    int nwork, capwork;
+    size_t bytes;          /* device bytes held: workspaces, scratch, work areas */
+    uint64_t epoch;        /* counts frees of what captured work may hold (fcr_lib_epoch) */
+    bool capturing;        /* inside fcr_lib_capture: make nothing, allocate nothing */
     void *sort; /* the sort kernels' modules (backend/cuda_sort.c) */
     void *stencil; /* the stencil kernels' modules (backend/cuda_stencil.c) */
     void *lt; /* cuBLASLt's handle and cached calls (backend/cuda_blaslt.c) */
     cusolverDnHandle_t solver; /* created on the first cuSOLVER call, with its params */
     cusolverDnParams_t params;
+    bool solver_bound;     /* the cuSOLVER handle is on solver_stream */
+    CUstream solver_stream;
     void *host_work; /* cuSOLVER's host workspace, kept and grown (solver_host_work) */
     size_t host_work_bytes;
     CUmodule tri; /* the masked triangle copies (codegen/tri.c), loaded on first use */
     CUfunction tri_fn[3];
     cusparseHandle_t sparse; /* created on the first cuSPARSE call */
+    bool sparse_bound;     /* the cuSPARSE handle is on sparse_stream */
+    CUstream sparse_stream;
 } lib_state;
 
 static fc_status get_state(fc_ctx *ctx, void **state, lib_state **out) {
@@ -441,11 +500,87 @@ static fc_status get_state(fc_ctx *ctx, void **state, lib_state **out) {
     return FC_OK;
 }
 
-/* The context's cuBLAS handle, on `stream`. */
+/* A call being captured that would have to make or allocate something first: no message,
+ * the caller runs the call directly instead (fcr_lib_capture). */
+#define NOT_READY FC_ERR_UNSUPPORTED
+
+/* Device memory the state holds for longer than a call (counted in s->bytes). */
+static fc_status held_alloc(fc_ctx *ctx, lib_state *s, size_t bytes, CUstream stream,
+                            CUdeviceptr *out) {
+    fc_status st = fcr_lib_alloc(ctx, bytes, stream, out);
+    if (st == FC_OK) s->bytes += bytes;
+    return st;
+}
+
+/* Frees it in stream order; work captured with it must be captured again (the epoch). */
+static void held_free(fc_ctx *ctx, lib_state *s, CUdeviceptr *p, size_t *bytes,
+                      CUstream stream) {
+    if (!*p) return;
+    fcr_lib_free(ctx, *p, *bytes, stream);
+    s->bytes -= *bytes;
+    s->epoch++;
+    *p = 0;
+    *bytes = 0;
+}
+
+/* The stream's record; made when absent unless the call is being captured (NOT_READY). */
+static fc_status stream_work_of(fc_ctx *ctx, lib_state *s, CUstream stream, stream_work **out) {
+    for (int i = 0; i < s->nwork; i++)
+        if (s->work[i].stream == stream) {
+            *out = &s->work[i];
+            return FC_OK;
+        }
+    if (s->capturing) return NOT_READY;
+    if (s->nwork == s->capwork) {
+        int cap = s->capwork ? 2 * s->capwork : 4;
+        stream_work *w = fcg_realloc(ctx, s->work, (size_t)s->capwork * sizeof *w,
+                                     (size_t)cap * sizeof *w);
+        if (!w) return fcg_error(ctx, FC_ERR_NOMEM, "library call: out of memory");
+        s->work = w;
+        s->capwork = cap;
+    }
+    stream_work *w = &s->work[s->nwork++];
+    memset(w, 0, sizeof *w);
+    w->stream = stream;
+    *out = w;
+    return FC_OK;
+}
+
+/* At least `bytes` of the stream's scratch (grown, in stream order, to the largest need). */
+static fc_status scratch(fc_ctx *ctx, lib_state *s, CUstream stream, size_t bytes,
+                         CUdeviceptr *out) {
+    stream_work *w;
+    fc_status st = stream_work_of(ctx, s, stream, &w);
+    if (st != FC_OK) return st;
+    if (bytes == 0) bytes = 16;
+    if (w->scratch_bytes < bytes) {
+        if (s->capturing) return NOT_READY;
+        held_free(ctx, s, &w->scratch, &w->scratch_bytes, stream);
+        bytes = (bytes + 255) & ~(size_t)255;
+        if ((st = held_alloc(ctx, s, bytes, stream, &w->scratch)) != FC_OK) return st;
+        w->scratch_bytes = bytes;
+    }
+    *out = w->scratch;
+    return FC_OK;
+}
+
+/* cuBLAS's recommended workspace: 32 MiB for Hopper and later, 4 MiB before. */
+static size_t blas_workspace_bytes(fc_ctx *ctx) {
+    const char *arch = NULL;
+    int sms = 0;
+    fcr_lib_device(ctx, &arch, &sms);
+    int cc = arch && strncmp(arch, "sm_", 3) == 0 ? atoi(arch + 3) : 0;
+    return (size_t)(cc >= 90 ? 32 : 4) << 20;
+}
+
+/* The context's cuBLAS handle, on `stream` with that stream's workspace. Moving the handle
+ * costs two host calls, so it moves only when the stream changes. */
 static fc_status blas_handle(fc_ctx *ctx, lib_state *s, CUstream stream) {
     if (!load_blas()) return fcg_error(ctx, FC_ERR_BACKEND, "%s", blas_lib.error);
     fc_status st;
+    if (s->blas_bound && s->blas_stream == stream) return FC_OK;
     if (!s->blas) {
+        if (s->capturing) return NOT_READY;
         cublasHandle_t h;
         if ((st = BLAS(ctx, Create, (&h))) != FC_OK) return st;
         /* The default math mode: f32 GEMMs stay in f32 (no TF32), as the oracle computes. */
@@ -455,13 +590,71 @@ static fc_status blas_handle(fc_ctx *ctx, lib_state *s, CUstream stream) {
         }
         s->blas = h;
     }
-    return BLAS(ctx, SetStream, (s->blas, stream));
+    stream_work *w;
+    if ((st = stream_work_of(ctx, s, stream, &w)) != FC_OK) return st;
+    if (!w->blas) {
+        if (s->capturing) return NOT_READY;
+        /* Where the memory limit leaves no room for the recommended size, 64 KiB (cuBLAS
+         * needs 16 KiB to never fail for want of workspace; larger only helps speed). */
+        size_t bytes = blas_workspace_bytes(ctx);
+        st = held_alloc(ctx, s, bytes, stream, &w->blas);
+        if (st == FC_ERR_NOMEM) {
+            ctx->errmsg[0] = '\0';
+            bytes = 64 << 10;
+            st = held_alloc(ctx, s, bytes, stream, &w->blas);
+        }
+        if (st != FC_OK) return st;
+        w->blas_bytes = bytes;
+    }
+    s->blas_bound = false;
+    /* cublasSetStream puts the handle back on cuBLAS's own workspace pool: ours follows */
+    if ((st = BLAS(ctx, SetStream, (s->blas, stream))) != FC_OK ||
+        (st = BLAS(ctx, SetWorkspace, (s->blas, (void *)(uintptr_t)w->blas, w->blas_bytes))) !=
+            FC_OK)
+        return st;
+    s->blas_bound = true;
+    s->blas_stream = stream;
+    return FC_OK;
+}
+
+/* Destroys plan i and frees its work area (in its stream's order). */
+static void plan_destroy(fc_ctx *ctx, lib_state *s, int i) {
+    fft_plan *p = &s->plans[i];
+    fft.Destroy(p->plan);
+    held_free(ctx, s, &p->area, &p->area_bytes, p->stream);
+    s->epoch++; /* captured work may run the plan's own kernels and tables */
+}
+
+/* Frees what stream `stream` holds (every stream when all): plans, workspace, scratch. */
+static void release_streams(fc_ctx *ctx, lib_state *s, CUstream stream, bool all) {
+    for (int i = 0; i < s->nplans;)
+        if (all || s->plans[i].stream == stream) {
+            plan_destroy(ctx, s, i);
+            s->plans[i] = s->plans[--s->nplans];
+        } else {
+            i++;
+        }
+    for (int i = 0; i < s->nwork;) {
+        stream_work *w = &s->work[i];
+        if (!all && w->stream != stream) {
+            i++;
+            continue;
+        }
+        held_free(ctx, s, &w->blas, &w->blas_bytes, w->stream);
+        held_free(ctx, s, &w->scratch, &w->scratch_bytes, w->stream);
+        *w = s->work[--s->nwork];
+    }
+    /* the handles are moved (and cuBLAS's given its workspace) again before their next call */
+    if (all || s->blas_stream == stream) s->blas_bound = false;
+    if (all || s->solver_stream == stream) s->solver_bound = false;
+    if (all || s->sparse_stream == stream) s->sparse_bound = false;
 }
 
 void fcr_lib_release(fc_ctx *ctx, void *state) {
     lib_state *s = state;
     if (!s) return;
-    for (int i = 0; i < s->nplans; i++) fft.Destroy(s->plans[i].plan);
+    release_streams(ctx, s, NULL, true);
+    fcg_free(ctx, s->work, (size_t)s->capwork * sizeof *s->work);
     if (s->blas) blas.Destroy(s->blas);
     if (s->params) solver.DestroyParams(s->params);
     if (s->solver) solver.Destroy(s->solver);
@@ -472,6 +665,24 @@ void fcr_lib_release(fc_ctx *ctx, void *state) {
     fcr_lib_module_unload(ctx, s->tri);
     fcg_free(ctx, s->host_work, s->host_work_bytes);
     fcg_free(ctx, s, sizeof *s);
+}
+
+void fcr_lib_stream_gone(fc_ctx *ctx, void *state, CUstream stream) {
+    if (state) release_streams(ctx, state, stream, false);
+}
+
+void fcr_lib_trim(fc_ctx *ctx, void *state) {
+    if (state) release_streams(ctx, state, NULL, true);
+}
+
+size_t fcr_lib_bytes(const void *state) {
+    const lib_state *s = state;
+    return s ? s->bytes : 0;
+}
+
+uint64_t fcr_lib_epoch(const void *state) {
+    const lib_state *s = state;
+    return s ? s->epoch : 0;
 }
 
 /* ---- matmul ----------------------------------------------------------------------------- */
@@ -642,17 +853,21 @@ static fc_status run_matmul(fc_ctx *ctx, lib_state *s, CUstream stream, const fc
 
 /* ---- FFT -------------------------------------------------------------------------------- */
 
-/* The cached plan for this layout, made on a miss. */
-static fc_status get_plan(fc_ctx *ctx, lib_state *s, const fft_layout *l, cufftHandle *out) {
+/* The cached plan for this layout on `stream`, made on a miss: cuFFT allocates nothing (its
+ * auto-allocation is off), the work area comes from the pool, and the plan is set to the
+ * stream once. */
+static fc_status get_plan(fc_ctx *ctx, lib_state *s, const fft_layout *l, CUstream stream,
+                         cufftHandle *out) {
     s->tick++;
     for (int i = 0; i < s->nplans; i++) {
         fft_plan *p = &s->plans[i];
-        if (memcmp(&p->layout, l, sizeof *l) == 0) {
+        if (p->stream == stream && memcmp(&p->layout, l, sizeof *l) == 0) {
             p->used = s->tick;
             *out = p->plan;
             return FC_OK;
         }
     }
+    if (s->capturing) return NOT_READY;
     cufftHandle h;
     fc_status st = FFT(ctx, Create, (&h));
     if (st != FC_OK) return st;
@@ -660,11 +875,20 @@ static fc_status get_plan(fc_ctx *ctx, lib_state *s, const fft_layout *l, cufftH
     memcpy(n, l->n, sizeof n);
     memcpy(in, l->inembed, sizeof in);
     memcpy(on, l->onembed, sizeof on);
-    size_t work = 0;
-    st = FFT(ctx, MakePlanMany64, (h, l->rank, n, in, l->istride, l->idist, on, l->ostride,
-                                   l->odist, l->type, l->batch, &work));
+    size_t work = 0, area_bytes = 0;
+    CUdeviceptr area = 0;
+    st = FFT(ctx, SetAutoAllocation, (h, 0));
+    if (st == FC_OK)
+        st = FFT(ctx, MakePlanMany64, (h, l->rank, n, in, l->istride, l->idist, on, l->ostride,
+                                       l->odist, l->type, l->batch, &work));
+    /* an area even where none is asked for: every plan runs with one of fusec's */
+    if (st == FC_OK) st = held_alloc(ctx, s, work ? work : 256, stream, &area);
+    if (st == FC_OK) area_bytes = work ? work : 256;
+    if (st == FC_OK) st = FFT(ctx, SetWorkArea, (h, (void *)(uintptr_t)area));
+    if (st == FC_OK) st = FFT(ctx, SetStream, (h, stream));
     if (st != FC_OK) {
         fft.Destroy(h);
+        held_free(ctx, s, &area, &area_bytes, stream);
         return st;
     }
     int slot = s->nplans;
@@ -672,11 +896,11 @@ static fc_status get_plan(fc_ctx *ctx, lib_state *s, const fft_layout *l, cufftH
         slot = 0;
         for (int i = 1; i < s->nplans; i++)
             if (s->plans[i].used < s->plans[slot].used) slot = i;
-        fft.Destroy(s->plans[slot].plan);
+        plan_destroy(ctx, s, slot);
     } else {
         s->nplans++;
     }
-    s->plans[slot] = (fft_plan){*l, h, s->tick};
+    s->plans[slot] = (fft_plan){*l, stream, h, area, area_bytes, s->tick};
     *out = h;
     return FC_OK;
 }
@@ -732,16 +956,14 @@ static fc_status run_fft(fc_ctx *ctx, lib_state *s, CUstream stream, const fc_ar
         l.batch = outer, calls = inner, istep = ostep = 1;
     }
     cufftHandle plan;
-    fc_status st = get_plan(ctx, s, &l, &plan);
-    if (st == FC_OK) st = FFT(ctx, SetStream, (plan, stream));
+    fc_status st = get_plan(ctx, s, &l, stream, &plan);
     if (st != FC_OK) return st;
     size_t ies = fc_dtype_size(xt), oes = fc_dtype_size(t);
-    CUdeviceptr src = in, copy = 0;
-    size_t copy_bytes = fcg_node_numel(x) * ies;
-    if (kind == FCG_FFT_C2R) {
-        if ((st = fcr_lib_alloc(ctx, copy_bytes, stream, &copy)) != FC_OK) return st;
-        st = fcr_lib_copy(ctx, copy, in, copy_bytes, stream);
-        src = copy;
+    CUdeviceptr src = in;
+    if (kind == FCG_FFT_C2R) { /* the copy C2R may overwrite: the stream's scratch */
+        size_t copy_bytes = fcg_node_numel(x) * ies;
+        if ((st = scratch(ctx, s, stream, copy_bytes, &src)) != FC_OK) return st;
+        st = fcr_lib_copy(ctx, src, in, copy_bytes, stream);
     }
     int dir = kind == FCG_FFT_C2C_INVERSE ? CUFFT_INVERSE : CUFFT_FORWARD;
     for (int64_t c = 0; c < calls && st == FC_OK; c++) {
@@ -756,7 +978,6 @@ static fc_status run_fft(fc_ctx *ctx, lib_state *s, CUstream stream, const fc_ar
         default: st = FFT(ctx, ExecZ2D, (plan, i, o)); break;
         }
     }
-    if (copy) fcr_lib_free(ctx, copy, copy_bytes, stream);
     return st;
 }
 
@@ -816,7 +1037,12 @@ static fc_status solver_handle(fc_ctx *ctx, lib_state *s, CUstream stream) {
         s->solver = h;
     }
     if (!s->params && (st = SOLVER(ctx, CreateParams, (&s->params))) != FC_OK) return st;
-    return SOLVER(ctx, SetStream, (s->solver, stream));
+    if (s->solver_bound && s->solver_stream == stream) return FC_OK;
+    s->solver_bound = false;
+    if ((st = SOLVER(ctx, SetStream, (s->solver, stream))) != FC_OK) return st;
+    s->solver_bound = true;
+    s->solver_stream = stream;
+    return FC_OK;
 }
 
 static void *dptr(CUdeviceptr p) { return (void *)(uintptr_t)p; }
@@ -1526,11 +1752,17 @@ static fc_status sparse_handle(fc_ctx *ctx, lib_state *s, CUstream stream) {
     if (!load_sparse()) return fcg_error(ctx, FC_ERR_BACKEND, "%s", sparse_lib.error);
     fc_status st;
     if (!s->sparse) {
+        if (s->capturing) return NOT_READY;
         cusparseHandle_t h;
         if ((st = SPARSE(ctx, Create, (&h))) != FC_OK) return st;
         s->sparse = h;
     }
-    return SPARSE(ctx, SetStream, (s->sparse, stream));
+    if (s->sparse_bound && s->sparse_stream == stream) return FC_OK;
+    s->sparse_bound = false;
+    if ((st = SPARSE(ctx, SetStream, (s->sparse, stream))) != FC_OK) return st;
+    s->sparse_bound = true;
+    s->sparse_stream = stream;
+    return FC_OK;
 }
 
 /* scipy.sparse's csr_matrix @ x (CSR_MATMUL: in[0] indptr, in[1] indices, in[2] data, in[3]
@@ -1577,18 +1809,13 @@ static fc_status run_csr_matmul(fc_ctx *ctx, lib_state *s, CUstream stream, cons
             st = SPARSE(ctx, SpMM_bufferSize, (s->sparse, op, op, &g.one, ma, mb, &g.zero, mc, dt,
                                                CUSPARSE_SPMM_ALG_DEFAULT, &work_bytes));
     }
-    if (st == FC_OK) {
-        work_bytes = work_bytes ? work_bytes : 16;
-        st = fcr_lib_alloc(ctx, work_bytes, stream, &work);
-        if (st != FC_OK) work_bytes = 0;
-    }
+    if (st == FC_OK) st = scratch(ctx, s, stream, work_bytes, &work);
     if (st == FC_OK && vector)
         st = SPARSE(ctx, SpMV, (s->sparse, op, &g.one, ma, vx, &g.zero, vy, dt,
                                 CUSPARSE_SPMV_ALG_DEFAULT, dptr(work)));
     else if (st == FC_OK)
         st = SPARSE(ctx, SpMM, (s->sparse, op, op, &g.one, ma, mb, &g.zero, mc, dt,
                                 CUSPARSE_SPMM_ALG_DEFAULT, dptr(work)));
-    if (work_bytes) fcr_lib_free(ctx, work, work_bytes, stream); /* stream-ordered */
     if (mc) sparse.DestroyDnMat(mc);
     if (mb) sparse.DestroyDnMat(mb);
     if (vy) sparse.DestroyDnVec(vy);
@@ -1658,4 +1885,22 @@ fc_status fcr_lib_run(fc_ctx *ctx, void **state, CUstream stream, const fcp_kern
     if (linalg) return run_linalg(ctx, s, stream, a, args, out);
     if (a->op == FCG_OP_CSR_MATMUL) return run_csr_matmul(ctx, s, stream, a, args, out);
     return run_fft(ctx, s, stream, a, args[0], out);
+}
+
+/* ---- CUDA graphs -------------------------------------------------------------------------- */
+
+bool fcr_lib_capturable(const fcp_kernel *k) {
+    if (k->kind != FCP_KERNEL_LIB || k->nout != 1 || k->nleaf > FCR_LIB_MAX_IN) return false;
+    int op = k->outs[0]->op;
+    return op == FCG_OP_MATMUL || op == FCG_OP_FFTN || op == FCG_OP_CSR_MATMUL;
+}
+
+fc_status fcr_lib_capture(fc_ctx *ctx, void **state, CUstream stream, const fcp_kernel *k,
+                          const CUdeviceptr *in, CUdeviceptr out) {
+    if (!*state || !fcr_lib_capturable(k)) return NOT_READY;
+    lib_state *s = *state;
+    s->capturing = true;
+    fc_status st = fcr_lib_run(ctx, state, stream, k, in, out);
+    s->capturing = false;
+    return st;
 }

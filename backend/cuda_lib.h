@@ -11,16 +11,44 @@
 
 #include <cuda.h>
 
+/* The most inputs a library call reads (a sparse product's four arrays). */
+#define FCR_LIB_MAX_IN 4
+
 /* Runs library kernel k (k->kind == FCP_KERNEL_LIB, one output k->outs[0]) on stream:
  * in[i] is the device address of k->leaves[i]'s value (dense, row-major), out the address of
- * the output's buffer. *state is the context's library state (handles, plans), created on
- * first use; fcr_lib_release frees it.
+ * the output's buffer. *state is the context's library state (handles, plans, workspaces:
+ * cuda_lib.c's comment says where each lives), created on first use; fcr_lib_release frees
+ * it.
  * @return FC_OK; FC_ERR_UNSUPPORTED when this op/dtype has no library path (the caller then
  * computes it on the host); another status with a message in ctx on failure. */
 fc_status fcr_lib_run(fc_ctx *ctx, void **state, CUstream stream, const fcp_kernel *k,
                       const CUdeviceptr *in, CUdeviceptr out);
 /* Frees the library state (called with the CUDA context current, before it is released). */
 void fcr_lib_release(fc_ctx *ctx, void *state);
+
+/* Library calls in CUDA graphs. Whether k's call only queues work on its stream once what it
+ * needs exists (matmul, FFT, sparse products): no host reads, syncs or allocations. */
+bool fcr_lib_capturable(const fcp_kernel *k);
+/* Queues k's work on `stream`, which the caller is capturing (cuStreamBeginCapture), as
+ * fcr_lib_run would run it: the graph then holds the addresses in[], out and the workspaces
+ * of `stream`. Nothing is made or allocated: FC_ERR_UNSUPPORTED, with no message, when the
+ * call needs something first (a handle, a workspace for this stream, a cuFFT plan, a larger
+ * scratch area) or is not capturable; the caller ends the capture and runs the call with
+ * fcr_lib_run, which makes it. Another status (with a message) when the library failed. */
+fc_status fcr_lib_capture(fc_ctx *ctx, void **state, CUstream stream, const fcp_kernel *k,
+                          const CUdeviceptr *in, CUdeviceptr out);
+/* A count of frees of what captured work may hold (workspaces, scratch, cuFFT plans): work
+ * captured at another epoch may point at freed memory and must be captured again. */
+uint64_t fcr_lib_epoch(const void *state);
+/* Device bytes the state holds beyond single calls (workspaces, scratch, work areas): a part
+ * of the context's in_use (fc_memory_stats.library). */
+size_t fcr_lib_bytes(const void *state);
+/* `stream` is about to be destroyed and its work is complete: its workspaces and cuFFT plans
+ * go. */
+void fcr_lib_stream_gone(fc_ctx *ctx, void *state, CUstream stream);
+/* Frees every workspace, scratch area and cuFFT plan (fc_memory_trim; the context's work is
+ * complete); each is made again on its next use. */
+void fcr_lib_trim(fc_ctx *ctx, void *state);
 
 /* np.sort / np.argsort (a SORT or ARGSORT node) of the dense rows at `in` into `out`, through
  * the radix sort kernels (backend/cuda_sort.c); *modules is the context's table of loaded

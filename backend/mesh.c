@@ -1402,6 +1402,7 @@ static void mesh_memory_stats(fc_ctx *ctx, fc_memory_stats *out) {
         out->pinned_cached += s.pinned_cached;
         out->allocations += s.allocations;
         out->reused += s.reused;
+        out->library += s.library;
     }
 }
 static void mesh_memory_reset_peak(fc_ctx *ctx) {

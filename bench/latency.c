@@ -72,7 +72,8 @@ typedef struct prog_result {
     double hit_ms;       /* (c) median over --hits later evaluations */
     double submit_us;    /* host time of build + fc_eval of a hit, without the wait */
     double gpu_ms;       /* events around fc_eval, median */
-    double peak_extra;   /* device bytes at the peak beyond what was in use before */
+    double peak_extra;   /* device bytes at the peak beyond what was in use before, less the
+                            library calls' workspaces made then (fc_memory_stats.library) */
     double warm_first_ms, warm_hit_ms, warm_gpu_ms; /* (b), from the child */
     char warm_error[512];
 } prog_result;
@@ -219,7 +220,10 @@ static void measure_program(fc_ctx *ctx, const char *path, const options *o, pro
         goto fail;
     r->first_ms = wall * 1e3;
     if ((st = fc_memory_stats_get(ctx, &after)) != FC_OK) goto fail;
-    r->peak_extra = after.peak > before.in_use ? (double)(after.peak - before.in_use) : 0;
+    /* less the workspaces the library calls made and keep (cuBLAS's, cuFFT's work areas) */
+    double extra = after.peak > before.in_use ? (double)(after.peak - before.in_use) : 0;
+    double kept = after.library > before.library ? (double)(after.library - before.library) : 0;
+    r->peak_extra = extra > kept ? extra - kept : 0;
 
     if ((st = eval_once(ctx, prog, inputs, r->noutputs, &wall, NULL, NULL, NULL, NULL)) != FC_OK)
         goto fail;

@@ -225,7 +225,9 @@ typedef struct fc_ctx_options {
     size_t memory_limit;           /**< device bytes fusec may hold; 0: FUSEC_GPU_MEMORY_LIMIT,
                                         else unlimited */
     int cuda_graphs;               /**< 0: default (FUSEC_CUDA_GRAPHS=0|1, else on); 1 on;
-                                        -1 off. A plan evaluated again replays as a CUDA graph */
+                                        -1 off. A plan evaluated again replays as a CUDA graph,
+                                        with its matmul, FFT and sparse-product calls captured
+                                        into it (solvers and sorts keep it off) */
     int shards;                    /**< 0 or 1: one device. N > 1: a sharded context of N shards
                                         (see "Sharded contexts"); FC_SHARDS_ALL: one shard per
                                         GPU of the host (at least 2) */
@@ -478,6 +480,10 @@ typedef struct fc_memory_stats {
                                backend: 0 */
     uint64_t reused;      /**< results written into the buffer of a value that died with their
                                evaluation instead of a new one (fc_setitem's in-place reuse) */
+    size_t library;       /**< of in_use: device bytes the library calls keep between
+                               evaluations (cuBLAS's workspace per stream, cuFFT plans' work
+                               areas, scratch for cuFFT and cuSPARSE); fc_memory_trim frees
+                               them, and they are made again when next needed */
 } fc_memory_stats;
 
 /** Memory figures of a context. On the host backend in_use and peak are the host figures and
@@ -486,7 +492,8 @@ FC_API fc_status fc_memory_stats_get(fc_ctx *ctx, fc_memory_stats *out);
 /** Restarts the peak at the current in_use. */
 FC_API void fc_memory_reset_peak(fc_ctx *ctx);
 /** Waits for the context's work, then gives every cached device and pinned block back to the
- *  driver. @return FC_OK, or the first asynchronous error. */
+ *  driver, with the library calls' workspaces (fc_memory_stats.library; made again when next
+ *  needed). @return FC_OK, or the first asynchronous error. */
 FC_API fc_status fc_memory_trim(fc_ctx *ctx);
 /** Device-to-device copy bandwidth: copies `bytes` between two device buffers `runs` times
  *  (after a warm-up), timed with events, and gives the median in GB/s counting bytes read and

@@ -405,8 +405,8 @@ static jval *parse_one_object(const char *text) {
 
 static const char *const bench_keys[] = {
     "program", "backend", "device", "arch", "kernels", "runs", "warmup", "median_ms", "min_ms",
-    "max_ms", "bytes", "gbps", "copy_gbps", "floor_ms", "floor_pct", "peak_bytes", "io_bytes",
-    "outputs",
+    "max_ms", "bytes", "gbps", "copy_gbps", "floor_ms", "floor_pct", "peak_bytes",
+    "library_bytes", "io_bytes", "outputs",
 };
 
 static double num(const jval *obj, const char *key) {
@@ -439,6 +439,9 @@ static void check_bench_json(const jval *o, bool gpu, double io_bytes) {
         if (gpu) cr_assert_gt(num(o, gpu_only[k]), 0, "'%s' is not positive", gpu_only[k]);
         else cr_assert_eq(jget(o, gpu_only[k])->kind, J_NULL, "'%s' is not null", gpu_only[k]);
     }
+    /* the library's workspaces: a number on the GPU (0 without library calls), else null */
+    if (gpu) cr_assert_geq(num(o, "library_bytes"), 0);
+    else cr_assert_eq(jget(o, "library_bytes")->kind, J_NULL, "'library_bytes' is not null");
     if (gpu) {
         double floor_ms = num(o, "bytes") / (num(o, "copy_gbps") * 1e9) * 1e3;
         cr_assert_float_eq(num(o, "floor_ms"), floor_ms, 1e-6 * floor_ms);

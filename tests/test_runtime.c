@@ -568,9 +568,328 @@ Test(gpu, library_plans_are_cached_and_replayed) {
     fcr_plan_cache_stats(g, &entries, &replays);
     cr_assert_eq(entries, 1, "%zu plans for one structure", entries);
     cr_assert_eq(replays, STEPS - 1, "%llu replays", (unsigned long long)replays);
+    /* the sort allocates per call: no graph holds this plan, its steps run one by one */
+    fcr_graph_stats gs;
+    fcr_graph_stats_get(g, &gs);
+    cr_assert_eq(gs.launches + gs.captures, 0, "%llu graph launches, %llu captures",
+                 (unsigned long long)gs.launches, (unsigned long long)gs.captures);
     for (int q = 0; q < 2; q++) fc_release(x[q]), fc_release(w[q]), fc_release(v[q]);
     fc_ctx_destroy(g);
     fc_ctx_destroy(h);
+}
+
+/* ---- plans with library calls as CUDA graphs ------------------------------------------------- */
+
+enum { LM = 24, LK = 64, LN = 16, LV = 4096 };
+
+/* Three plans with library calls that a CUDA graph can hold: a matmul with a fused epilogue,
+ * a complex FFT with one, and a real transform there and back (R2C, then C2R, which reads a
+ * copy of its input in the stream's scratch). Each is evaluated by itself: three entries. */
+static void lib_graph_programs(fc_ctx *c, fc_array *x, fc_array *w, fc_array *v,
+                               fc_array *out[3]) {
+    out[0] = fc_tanh(fc_add(fc_matmul(x, w), fc_f64(c, 0.5)));
+    out[1] = fc_abs(fc_fft(fc_sub(v, fc_f64(c, 1.0)), 0));
+    out[2] = fc_mul(fc_irfft(fc_rfft(v, 0, 0, FC_FFT_BACKWARD), 0, 0, FC_FFT_BACKWARD),
+                    fc_f64(c, 2.0));
+}
+
+/* Evaluates the three programs over x, w, v in g (on stream s) and in the host context h (xh,
+ * wh, vh), one plan at a time, and compares every result. */
+static void lib_graph_check(fc_ctx *g, fc_stream *s, fc_array *x, fc_array *w, fc_array *v,
+                            fc_ctx *h, fc_array *xh, fc_array *wh, fc_array *vh,
+                            const char *when) {
+    static float got[LV], want[LV];
+    static const size_t count[3] = {LM * LN, LV, LV};
+    /* relative to 1 + |host|: K = 64 f32 products summed in another order, FFTs of 4096 */
+    static const float tol[3] = {1e-4f, 1e-4f, 1e-4f};
+    fc_scope *sg = fc_scope_open(g), *sh = fc_scope_open(h);
+    fc_array *og[3], *oh[3];
+    lib_graph_programs(g, x, w, v, og);
+    lib_graph_programs(h, xh, wh, vh, oh);
+    for (int p = 0; p < 3; p++) {
+        cr_assert_eq(fc_eval_on(g, &og[p], 1, s), FC_OK, "%s, program %d: %s", when, p,
+                     fc_errmsg(g));
+        for (size_t i = 0; i < count[p]; i++) got[i] = want[i] = NAN;
+        cr_assert_eq(fc_to_host(og[p], got, count[p] * sizeof *got), FC_OK, "%s", fc_errmsg(g));
+        cr_assert_eq(fc_to_host(oh[p], want, count[p] * sizeof *want), FC_OK, "%s",
+                     fc_errmsg(h));
+        for (size_t i = 0; i < count[p]; i++)
+            cr_assert(fabsf(got[i] - want[i]) <= tol[p] * (1.0f + fabsf(want[i])),
+                      "%s, program %d, element %zu: %g, expected %g", when, p, i,
+                      (double)got[i], (double)want[i]);
+    }
+    fc_scope_close(sh);
+    fc_scope_close(sg);
+}
+
+/* The same fresh data in a GPU array and a host one: new arrays when the pointers are NULL
+ * (the GPU's goes up when a plan first reads it), else written into the arrays there. */
+static void lib_graph_data(fc_ctx *g, fc_ctx *h, fc_array **ag, fc_array **ah, fc_shape shape,
+                           size_t n, unsigned seed) {
+    static float data[LV > LK * LN ? LV : LK * LN];
+    fill_random(data, n, seed);
+    if (!*ag) {
+        *ag = fc_from_host(g, FC_F32, shape, data);
+        *ah = fc_from_host(h, FC_F32, shape, data);
+        cr_assert_eq(fc_array_status(*ag), FC_OK, "%s", fc_errmsg(g));
+        return;
+    }
+    cr_assert_eq(fc_write(*ag, data, 0, (int64_t)n, NULL), FC_OK, "%s", fc_errmsg(g));
+    cr_assert_eq(fc_write(*ah, data, 0, (int64_t)n, NULL), FC_OK, "%s", fc_errmsg(h));
+}
+
+/* Plans with a matmul, an FFT and a real FFT pair are cached and, from their second
+ * evaluation, launched as one CUDA graph each, their library calls captured into it: right
+ * on evaluations 1, 2, 3 (fresh data in the same arrays), and after new input arrays of the
+ * same shapes (new addresses: the library calls are captured again). */
+Test(gpu, library_plans_replay_as_graphs_and_recapture) {
+    NEED_GPU();
+    enum { STEPS = 6, SWAP = 3 };
+    fc_ctx *g = make_ctx(FC_BACKEND_CUDA, 0), *h = make_ctx(FC_BACKEND_HOST, 0);
+    cr_assert(g && h);
+    fc_array *x = NULL, *w = NULL, *v = NULL, *xh = NULL, *wh = NULL, *vh = NULL;
+    lib_graph_data(g, h, &w, &wh, FC_SHAPE(LK, LN), LK * LN, 7);
+    lib_graph_data(g, h, &x, &xh, FC_SHAPE(LM, LK), LM * LK, 8);
+    lib_graph_data(g, h, &v, &vh, FC_SHAPE(LV), LV, 9);
+    fcr_graph_stats before = {0}, after;
+    char when[64];
+    for (int t = 0; t < STEPS; t++) {
+        fc_array *old[4] = {0};
+        if (t == SWAP) {
+            /* new arrays; the old live until the new have gone up, so the addresses differ */
+            fcr_graph_stats_get(g, &before);
+            old[0] = x, old[1] = xh, old[2] = v, old[3] = vh;
+            x = xh = v = vh = NULL;
+        }
+        if (t > 0) {
+            lib_graph_data(g, h, &x, &xh, FC_SHAPE(LM, LK), LM * LK, 100 + (unsigned)t);
+            lib_graph_data(g, h, &v, &vh, FC_SHAPE(LV), LV, 200 + (unsigned)t);
+        }
+        snprintf(when, sizeof when, "evaluation %d%s", t + 1, t >= SWAP ? " (new inputs)" : "");
+        lib_graph_check(g, NULL, x, w, v, h, xh, wh, vh, when);
+        for (int i = 0; i < 4; i++) fc_release(old[i]);
+    }
+    fcr_graph_stats_get(g, &after);
+    size_t entries;
+    uint64_t replays;
+    fcr_plan_cache_stats(g, &entries, &replays);
+    cr_assert_eq(entries, 3, "%zu plans for three structures", entries);
+    cr_assert_eq(replays, 3 * (STEPS - 1), "%llu replays", (unsigned long long)replays);
+    cr_assert_eq(after.fallbacks, 0, "a plan gave its graph up");
+    cr_assert_eq(after.launches, 3 * (STEPS - 1), "%llu graph launches for %d replays",
+                 (unsigned long long)after.launches, 3 * (STEPS - 1));
+    cr_assert_geq(after.builds, 3, "%llu graphs built", (unsigned long long)after.builds);
+    cr_assert_geq(before.captures, 4, "the four library calls are captured when the graphs "
+                  "are built (%llu captures)", (unsigned long long)before.captures);
+    cr_assert_gt(after.captures, before.captures, "new input addresses: captured again");
+    fc_release(x), fc_release(xh), fc_release(w), fc_release(wh), fc_release(v), fc_release(vh);
+    fc_ctx_destroy(g);
+    fc_ctx_destroy(h);
+}
+
+/* A plan's graph follows its stream: captured work holds the stream's workspaces, so a run on
+ * another stream captures again, and so does a run after fc_memory_trim freed the
+ * workspaces, or after the stream it last ran on was destroyed. Every result stays right. */
+Test(gpu, library_graphs_follow_streams_and_trim) {
+    NEED_GPU();
+    fc_ctx *g = make_ctx(FC_BACKEND_CUDA, 0), *h = make_ctx(FC_BACKEND_HOST, 0);
+    cr_assert(g && h);
+    fc_array *x = NULL, *w = NULL, *v = NULL, *xh = NULL, *wh = NULL, *vh = NULL;
+    lib_graph_data(g, h, &w, &wh, FC_SHAPE(LK, LN), LK * LN, 17);
+    lib_graph_data(g, h, &x, &xh, FC_SHAPE(LM, LK), LM * LK, 18);
+    lib_graph_data(g, h, &v, &vh, FC_SHAPE(LV), LV, 19);
+    fc_stream *s1 = NULL;
+    cr_assert_eq(fc_stream_create(g, &s1), FC_OK, "%s", fc_errmsg(g));
+    fc_stream *order[] = {NULL, NULL, s1, s1, NULL, s1, NULL};
+    char when[64];
+    fcr_graph_stats gs;
+    for (int t = 0; t < (int)(sizeof order / sizeof *order); t++) {
+        snprintf(when, sizeof when, "run %d on %s", t + 1, order[t] ? "a stream" : "the context");
+        lib_graph_check(g, order[t], x, w, v, h, xh, wh, vh, when);
+    }
+    cr_assert_eq(fc_ctx_synchronize(g), FC_OK, "%s", fc_errmsg(g));
+    fcr_graph_stats_get(g, &gs);
+    cr_assert_eq(gs.fallbacks, 0);
+    cr_assert_gt(gs.builds, 3, "a run on another stream builds the graph again (%llu builds)",
+                 (unsigned long long)gs.builds);
+    uint64_t builds = gs.builds;
+    fc_memory_stats m;
+    cr_assert_eq(fc_memory_trim(g), FC_OK, "%s", fc_errmsg(g));
+    cr_assert_eq(fc_memory_stats_get(g, &m), FC_OK);
+    cr_assert_eq(m.library, 0, "trim frees the library's workspaces (%zu bytes left)", m.library);
+    lib_graph_check(g, NULL, x, w, v, h, xh, wh, vh, "after fc_memory_trim");
+    lib_graph_check(g, NULL, x, w, v, h, xh, wh, vh, "after fc_memory_trim, again");
+    lib_graph_check(g, s1, x, w, v, h, xh, wh, vh, "on the stream after the trim");
+    fc_stream_destroy(s1);
+    lib_graph_check(g, NULL, x, w, v, h, xh, wh, vh, "after the stream went");
+    lib_graph_check(g, NULL, x, w, v, h, xh, wh, vh, "after the stream went, again");
+    fcr_graph_stats_get(g, &gs);
+    cr_assert_gt(gs.builds, builds, "freed workspaces: the graphs are built again");
+    cr_assert_eq(gs.fallbacks, 0);
+    fc_release(x), fc_release(xh), fc_release(w), fc_release(wh), fc_release(v), fc_release(vh);
+    fc_ctx_destroy(g);
+    fc_ctx_destroy(h);
+}
+
+/* The library calls' workspaces count in the memory statistics: cuBLAS's (per stream) once a
+ * matmul ran, a cuFFT plan's work area (a prime length: Bluestein's algorithm works in one)
+ * once an FFT did; they are part of in_use, and fc_memory_trim gives them back. */
+Test(gpu, library_workspaces_are_counted) {
+    NEED_GPU();
+    enum { P = 10007, B = 8 };
+    fc_ctx *g = make_ctx(FC_BACKEND_CUDA, 0);
+    cr_assert_not_null(g);
+    static float xs[LM * LK], ws[LK * LN], vs[B * P];
+    fill_random(xs, LM * LK, 1);
+    fill_random(ws, LK * LN, 2);
+    fill_random(vs, B * P, 3);
+    fc_memory_stats m0, m1, m2, m3, m4;
+    cr_assert_eq(fc_memory_stats_get(g, &m0), FC_OK);
+    cr_assert_eq(m0.library, 0, "no library call yet, %zu bytes", m0.library);
+    fc_array *x = fc_from_host(g, FC_F32, FC_SHAPE(LM, LK), xs);
+    fc_array *w = fc_from_host(g, FC_F32, FC_SHAPE(LK, LN), ws);
+    fc_array *v = fc_from_host(g, FC_F32, FC_SHAPE(B, P), vs);
+    fc_array *y = fc_matmul(x, w);
+    cr_assert_eq(fc_eval(g, &y, 1), FC_OK, "%s", fc_errmsg(g));
+    cr_assert_eq(fc_memory_stats_get(g, &m1), FC_OK);
+    cr_assert_geq(m1.library, (size_t)64 << 10, "cuBLAS's workspace: %zu bytes", m1.library);
+    cr_assert_geq(m1.in_use, m1.library + sizeof xs + sizeof ws, "in_use %zu holds the "
+                  "workspace (%zu) and the values", m1.in_use, m1.library);
+    fc_array *f = fc_abs(fc_fft(v, -1));
+    cr_assert_eq(fc_eval(g, &f, 1), FC_OK, "%s", fc_errmsg(g));
+    cr_assert_eq(fc_memory_stats_get(g, &m2), FC_OK);
+    cr_assert_gt(m2.library, m1.library, "the cuFFT plan's work area is counted (%zu, %zu "
+                 "before the FFT)", m2.library, m1.library);
+    cr_assert_geq(m2.in_use - m1.in_use, m2.library - m1.library);
+    cr_assert_eq(fc_memory_trim(g), FC_OK, "%s", fc_errmsg(g));
+    cr_assert_eq(fc_memory_stats_get(g, &m3), FC_OK);
+    cr_assert_eq(m3.library, 0, "%zu bytes of workspace after the trim", m3.library);
+    cr_assert_eq(m3.in_use, m2.in_use - m2.library, "the trim frees exactly the workspaces: "
+                 "%zu in use, %zu before with %zu of workspace", m3.in_use, m2.in_use,
+                 m2.library);
+    /* made again on the next call, and the results stay right */
+    fc_array *y2 = fc_matmul(x, w);
+    float got[LM * LN];
+    cr_assert_eq(fc_to_host(y2, got, sizeof got), FC_OK, "%s", fc_errmsg(g));
+    for (int i = 0; i < LM; i++)
+        for (int j = 0; j < LN; j++) {
+            double want = 0;
+            for (int q = 0; q < LK; q++) want += (double)xs[i * LK + q] * ws[q * LN + j];
+            cr_assert(fabs(got[i * LN + j] - want) <= 1e-4 * (1 + fabs(want)),
+                      "(%d, %d): %g, expected %g", i, j, (double)got[i * LN + j], want);
+        }
+    cr_assert_eq(fc_memory_stats_get(g, &m4), FC_OK);
+    cr_assert_gt(m4.library, 0);
+    fc_release(x), fc_release(w), fc_release(v), fc_release(y), fc_release(f), fc_release(y2);
+    fc_ctx_destroy(g);
+}
+
+/* Library calls that cannot be captured (a solver reads devInfo back; a sort allocates per
+ * call) keep their plans on the direct path: cached, replayed step by step, right every time,
+ * new input arrays included, and never captured. */
+Test(gpu, uncapturable_library_plans_run_directly) {
+    NEED_GPU();
+    enum { N = 8, R = 3, V = 5000, STEPS = 5, SWAP = 2 };
+    fc_ctx *g = make_ctx(FC_BACKEND_CUDA, 0), *h = make_ctx(FC_BACKEND_HOST, 0);
+    cr_assert(g && h);
+    float as[N * N], bs[N * R], vs[V], got[V], want[V];
+    fc_ctx *cs[2] = {g, h};
+    fc_array *a[2] = {0}, *b[2] = {0}, *v[2] = {0};
+    for (int t = 0; t < STEPS; t++) {
+        fc_array *old[2][3] = {{0}};
+        fill_random(as, N * N, 300 + (unsigned)t);
+        for (int i = 0; i < N; i++) as[i * N + i] += 8.0f; /* well conditioned */
+        fill_random(bs, N * R, 400 + (unsigned)t);
+        fill_random(vs, V, 500 + (unsigned)t);
+        for (int q = 0; q < 2; q++) {
+            fc_ctx *c = cs[q];
+            if (t == 0 || t == SWAP) { /* new arrays (the old go after this step) */
+                old[q][0] = a[q], old[q][1] = b[q], old[q][2] = v[q];
+                a[q] = fc_from_host(c, FC_F32, FC_SHAPE(N, N), as);
+                b[q] = fc_from_host(c, FC_F32, FC_SHAPE(N, R), bs);
+                v[q] = fc_from_host(c, FC_F32, FC_SHAPE(V), vs);
+            } else {
+                cr_assert_eq(fc_write(a[q], as, 0, N * N, NULL), FC_OK, "%s", fc_errmsg(c));
+                cr_assert_eq(fc_write(b[q], bs, 0, N * R, NULL), FC_OK, "%s", fc_errmsg(c));
+                cr_assert_eq(fc_write(v[q], vs, 0, V, NULL), FC_OK, "%s", fc_errmsg(c));
+            }
+        }
+        fc_array *o[2][2];
+        fc_scope *sc[2];
+        for (int q = 0; q < 2; q++) {
+            sc[q] = fc_scope_open(cs[q]);
+            o[q][0] = fc_add(fc_linalg_solve(a[q], b[q]), fc_f64(cs[q], 1.0));
+            o[q][1] = fc_sort(fc_mul(v[q], fc_f64(cs[q], 2.0)), -1);
+            for (int p = 0; p < 2; p++) /* one plan each */
+                cr_assert_eq(fc_eval(cs[q], &o[q][p], 1), FC_OK, "%s", fc_errmsg(cs[q]));
+        }
+        size_t count[2] = {N * R, V};
+        for (int p = 0; p < 2; p++) {
+            for (size_t i = 0; i < count[p]; i++) got[i] = want[i] = NAN;
+            cr_assert_eq(fc_to_host(o[0][p], got, count[p] * sizeof *got), FC_OK, "%s",
+                         fc_errmsg(g));
+            cr_assert_eq(fc_to_host(o[1][p], want, count[p] * sizeof *want), FC_OK);
+            if (p == 1)
+                cr_assert(memcmp(got, want, count[p] * sizeof *got) == 0, "step %d: sorts differ",
+                          t);
+            else
+                expect_close(got, want, count[p], 1e-4f);
+        }
+        fc_scope_close(sc[1]);
+        fc_scope_close(sc[0]);
+        for (int q = 0; q < 2; q++)
+            for (int i = 0; i < 3; i++) fc_release(old[q][i]);
+    }
+    size_t entries;
+    uint64_t replays;
+    fcr_plan_cache_stats(g, &entries, &replays);
+    cr_assert_eq(entries, 2, "%zu plans", entries);
+    cr_assert_eq(replays, 2 * (STEPS - 1), "%llu replays", (unsigned long long)replays);
+    fcr_graph_stats gs;
+    fcr_graph_stats_get(g, &gs);
+    cr_assert_eq(gs.launches + gs.builds + gs.captures + gs.fallbacks, 0,
+                 "uncapturable plans went near graphs: %llu launches, %llu captures",
+                 (unsigned long long)gs.launches, (unsigned long long)gs.captures);
+    for (int q = 0; q < 2; q++) fc_release(a[q]), fc_release(b[q]), fc_release(v[q]);
+    fc_ctx_destroy(g);
+    fc_ctx_destroy(h);
+}
+
+/* FUSEC_CUDA_GRAPHS=0 (and fc_ctx_options.cuda_graphs = -1) turns every graph off, library
+ * plans' too: the same programs run step by step, right. */
+Test(gpu, library_plans_without_graphs) {
+    NEED_GPU();
+    for (int how = 0; how < 2; how++) {
+        fc_ctx_options o;
+        memset(&o, 0, sizeof o);
+        o.backend = FC_BACKEND_CUDA;
+        if (how == 0) setenv("FUSEC_CUDA_GRAPHS", "0", 1);
+        else o.cuda_graphs = -1;
+        fc_ctx *g = NULL, *h = make_ctx(FC_BACKEND_HOST, 0);
+        cr_assert_eq(fc_ctx_create(&g, &o), FC_OK);
+        unsetenv("FUSEC_CUDA_GRAPHS");
+        fc_array *x = NULL, *w = NULL, *v = NULL, *xh = NULL, *wh = NULL, *vh = NULL;
+        lib_graph_data(g, h, &w, &wh, FC_SHAPE(LK, LN), LK * LN, 27);
+        lib_graph_data(g, h, &x, &xh, FC_SHAPE(LM, LK), LM * LK, 28);
+        lib_graph_data(g, h, &v, &vh, FC_SHAPE(LV), LV, 29);
+        for (int t = 0; t < 4; t++) {
+            if (t) lib_graph_data(g, h, &x, &xh, FC_SHAPE(LM, LK), LM * LK, 30 + (unsigned)t);
+            lib_graph_check(g, NULL, x, w, v, h, xh, wh, vh, how ? "cuda_graphs = -1"
+                                                                  : "FUSEC_CUDA_GRAPHS=0");
+        }
+        fcr_graph_stats gs;
+        fcr_graph_stats_get(g, &gs);
+        cr_assert_eq(gs.launches + gs.builds + gs.captures, 0, "graphs are off");
+        size_t entries;
+        uint64_t replays;
+        fcr_plan_cache_stats(g, &entries, &replays);
+        cr_assert_eq(replays, 3 * 3, "the plans are still cached (%llu replays)",
+                     (unsigned long long)replays);
+        fc_release(x), fc_release(xh), fc_release(w), fc_release(wh), fc_release(v),
+            fc_release(vh);
+        fc_ctx_destroy(g);
+        fc_ctx_destroy(h);
+    }
 }
 
 /* ---- on the GPU ------------------------------------------------------------------------------ */
