@@ -19,9 +19,11 @@
  *
  * Like the other libraries, libcublasLt is loaded with dlopen on first use. Descriptors,
  * layouts and the algorithm cuBLASLt's heuristic picks are made once per (M, N, K, flags,
- * epilogue, pointer alignment) and cached in the context's library state; the workspace the
- * algorithm asks for comes from fusec's stream-ordered pool for the call (counted in the
- * memory statistics) and goes back to it after.
+ * epilogue, pointer alignment) and cached in the context's library state. The algorithm works
+ * in the stream's cuBLAS workspace (backend/cuda_lib.c; counted in the memory statistics)
+ * where its workspace fits there, else in a block of fusec's stream-ordered pool for the
+ * call. A call being captured into a CUDA graph makes nothing: no state, no plan, no block
+ * (FC_ERR_UNSUPPORTED: the caller runs it directly first, which makes them).
  */
 #include "graph.h"
 
@@ -226,8 +228,10 @@ static fc_status plan_make(fc_ctx *ctx, lt_state *s, const lt_key *key, lt_plan 
     return FC_OK;
 }
 
-/* The cached plan for key, made on a miss (the least recently used one makes room). */
-static fc_status get_plan(fc_ctx *ctx, lt_state *s, const lt_key *key, lt_plan **out) {
+/* The cached plan for key, made on a miss (the least recently used one makes room), except
+ * while capturing (FC_ERR_UNSUPPORTED). */
+static fc_status get_plan(fc_ctx *ctx, lt_state *s, const lt_key *key, bool capture,
+                          lt_plan **out) {
     s->tick++;
     for (int i = 0; i < s->nplans; i++)
         if (memcmp(&s->plans[i].key, key, sizeof *key) == 0) {
@@ -235,6 +239,7 @@ static fc_status get_plan(fc_ctx *ctx, lt_state *s, const lt_key *key, lt_plan *
             *out = &s->plans[i];
             return FC_OK;
         }
+    if (capture) return FC_ERR_UNSUPPORTED;
     int slot = s->nplans;
     if (slot == LT_MAX_PLANS) {
         slot = 0;
@@ -260,7 +265,7 @@ static fc_status get_plan(fc_ctx *ctx, lt_state *s, const lt_key *key, lt_plan *
 
 fc_status fcr_lt_matmul(fc_ctx *ctx, void **state, CUstream stream, const fcp_epilogue *e,
                         CUdeviceptr a, bool ta, CUdeviceptr b, bool tb, CUdeviceptr bias,
-                        CUdeviceptr out) {
+                        CUdeviceptr out, const fcr_lib_work *work) {
     if (!load_lt()) return fcg_error(ctx, FC_ERR_BACKEND, "%s", lt_error);
     const fc_array *x = e->lib->in[0], *y = e->lib->in[1];
     lt_key key;
@@ -277,6 +282,7 @@ fc_status fcr_lt_matmul(fc_ctx *ctx, void **state, CUstream stream, const fcp_ep
     /* The bias is read as vectors; an address of fewer than 16 bytes' alignment (not one
      * fusec's allocator returns) is left to the host. */
     if (e->bias && bias % 16) return FC_ERR_UNSUPPORTED;
+    if (!*state && work->capture) return FC_ERR_UNSUPPORTED;
     if (!*state) {
         lt_state *s = fcg_calloc(ctx, sizeof *s);
         if (!s) return fcg_error(ctx, FC_ERR_NOMEM, "matmul: out of memory");
@@ -289,20 +295,23 @@ fc_status fcr_lt_matmul(fc_ctx *ctx, void **state, CUstream stream, const fcp_ep
     }
     lt_state *s = *state;
     lt_plan *p;
-    fc_status st = get_plan(ctx, s, &key, &p);
+    fc_status st = get_plan(ctx, s, &key, work->capture, &p);
     if (st != FC_OK) return st;
     const void *bp = (const void *)(uintptr_t)bias;
     if (e->bias)
         st = LT(ctx, MatmulDescSetAttribute,
                 (p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof bp));
-    CUdeviceptr ws = 0;
-    if (st == FC_OK && p->workspace) st = fcr_lib_alloc(ctx, p->workspace, stream, &ws);
+    /* the stream's workspace where it is large enough, else a block for this call */
+    bool own = p->workspace > work->bytes;
+    CUdeviceptr ws = own ? 0 : work->p;
+    if (st == FC_OK && own && work->capture) return FC_ERR_UNSUPPORTED;
+    if (st == FC_OK && own) st = fcr_lib_alloc(ctx, p->workspace, stream, &ws);
     if (st != FC_OK) return st;
     const float one = 1.0f, zero = 0.0f;
     void *d = (void *)(uintptr_t)out;
     st = LT(ctx, Matmul, (s->handle, p->desc, &one, (const void *)(uintptr_t)b, p->la,
                           (const void *)(uintptr_t)a, p->lb, &zero, d, p->lc, d, p->lc, &p->algo,
                           (void *)(uintptr_t)ws, p->workspace, (cudaStream_t)stream));
-    fcr_lib_free(ctx, ws, p->workspace, stream);
+    if (own) fcr_lib_free(ctx, ws, p->workspace, stream);
     return st;
 }

@@ -42,7 +42,8 @@
  *     of the size cuBLAS's documentation recommends (32 MiB from sm_90, 4 MiB before; 64 KiB
  *     where the limit leaves no more), handed to the handle with cublasSetWorkspace whenever
  *     the handle moves to another stream (cublasSetStream resets it to cuBLAS's own pool);
- *     cuBLAS then never allocates, which stream capture needs;
+ *     cuBLAS then never allocates, which stream capture needs; cuBLASLt's calls
+ *     (backend/cuda_blaslt.c) on the stream work in it too;
  *   - a stream's scratch: C2R's copy of its input (cuFFT overwrites it), cuSPARSE's buffer;
  *     grown to the largest need met on the stream, never shrunk;
  *   - cuFFT's work areas: auto-allocation is off, each plan gets an area of the size
@@ -55,7 +56,8 @@
  * not counted.
  *
  * CUDA graphs. A cached plan whose library calls are all capturable (fcr_lib_capturable:
- * matmul, FFT and sparse products, whose calls only queue work on the stream) replays as one
+ * matmul, with or without a cuBLASLt epilogue, FFT and sparse products, whose calls only
+ * queue work on the stream) replays as one
  * CUDA graph: backend/cuda.c captures each call (fcr_lib_capture) into a child graph. The
  * captured work holds the addresses it was given and those of the workspaces above, so
  * fcr_lib_epoch counts every free of a workspace, scratch area or plan: work captured before
@@ -573,6 +575,30 @@ static size_t blas_workspace_bytes(fc_ctx *ctx) {
     return (size_t)(cc >= 90 ? 32 : 4) << 20;
 }
 
+/* The stream's cuBLAS workspace, made on its first use. cuBLASLt's calls on the stream use it
+ * too: the stream runs its calls one at a time. */
+static fc_status blas_workspace(fc_ctx *ctx, lib_state *s, CUstream stream, stream_work **out) {
+    stream_work *w;
+    fc_status st = stream_work_of(ctx, s, stream, &w);
+    if (st != FC_OK) return st;
+    if (!w->blas) {
+        if (s->capturing) return NOT_READY;
+        /* Where the memory limit leaves no room for the recommended size, 64 KiB (cuBLAS
+         * needs 16 KiB to never fail for want of workspace; larger only helps speed). */
+        size_t bytes = blas_workspace_bytes(ctx);
+        st = held_alloc(ctx, s, bytes, stream, &w->blas);
+        if (st == FC_ERR_NOMEM) {
+            ctx->errmsg[0] = '\0';
+            bytes = 64 << 10;
+            st = held_alloc(ctx, s, bytes, stream, &w->blas);
+        }
+        if (st != FC_OK) return st;
+        w->blas_bytes = bytes;
+    }
+    *out = w;
+    return FC_OK;
+}
+
 /* The context's cuBLAS handle, on `stream` with that stream's workspace. Moving the handle
  * costs two host calls, so it moves only when the stream changes. */
 static fc_status blas_handle(fc_ctx *ctx, lib_state *s, CUstream stream) {
@@ -591,21 +617,7 @@ static fc_status blas_handle(fc_ctx *ctx, lib_state *s, CUstream stream) {
         s->blas = h;
     }
     stream_work *w;
-    if ((st = stream_work_of(ctx, s, stream, &w)) != FC_OK) return st;
-    if (!w->blas) {
-        if (s->capturing) return NOT_READY;
-        /* Where the memory limit leaves no room for the recommended size, 64 KiB (cuBLAS
-         * needs 16 KiB to never fail for want of workspace; larger only helps speed). */
-        size_t bytes = blas_workspace_bytes(ctx);
-        st = held_alloc(ctx, s, bytes, stream, &w->blas);
-        if (st == FC_ERR_NOMEM) {
-            ctx->errmsg[0] = '\0';
-            bytes = 64 << 10;
-            st = held_alloc(ctx, s, bytes, stream, &w->blas);
-        }
-        if (st != FC_OK) return st;
-        w->blas_bytes = bytes;
-    }
+    if ((st = blas_workspace(ctx, s, stream, &w)) != FC_OK) return st;
     s->blas_bound = false;
     /* cublasSetStream puts the handle back on cuBLAS's own workspace pool: ours follows */
     if ((st = BLAS(ctx, SetStream, (s->blas, stream))) != FC_OK ||
@@ -1878,9 +1890,13 @@ fc_status fcr_lib_run(fc_ctx *ctx, void **state, CUstream stream, const fcp_kern
         return fcr_stencil_run(ctx, &s->stencil, stream, a, args[0], args[1], out);
     if (a->op == FCG_OP_SORT || a->op == FCG_OP_ARGSORT)
         return fcr_sort_run(ctx, &s->sort, stream, a, args[0], out);
-    if (epilogue)
+    if (epilogue) { /* cuBLASLt works in the stream's cuBLAS workspace */
+        stream_work *w;
+        if ((st = blas_workspace(ctx, s, stream, &w)) != FC_OK) return st;
+        const fcr_lib_work work = {w->blas, w->blas_bytes, s->capturing};
         return fcr_lt_matmul(ctx, &s->lt, stream, &epi, args[0], trans[0], args[1], trans[1],
-                             bias, out);
+                             bias, out, &work);
+    }
     if (a->op == FCG_OP_MATMUL) return run_matmul(ctx, s, stream, a, args, trans, out);
     if (linalg) return run_linalg(ctx, s, stream, a, args, out);
     if (a->op == FCG_OP_CSR_MATMUL) return run_csr_matmul(ctx, s, stream, a, args, out);
@@ -1890,8 +1906,10 @@ fc_status fcr_lib_run(fc_ctx *ctx, void **state, CUstream stream, const fcp_kern
 /* ---- CUDA graphs -------------------------------------------------------------------------- */
 
 bool fcr_lib_capturable(const fcp_kernel *k) {
-    if (k->kind != FCP_KERNEL_LIB || k->nout != 1 || k->nleaf > FCR_LIB_MAX_IN) return false;
-    int op = k->outs[0]->op;
+    fcp_epilogue epi; /* a matmul with its epilogue (cuBLASLt) too */
+    fcp_lib_epilogue(k, &epi);
+    if (!epi.lib || k->nleaf > FCR_LIB_MAX_IN) return false;
+    int op = epi.lib->op;
     return op == FCG_OP_MATMUL || op == FCG_OP_FFTN || op == FCG_OP_CSR_MATMUL;
 }
 

@@ -66,14 +66,26 @@ fc_status fcr_stencil_run(fc_ctx *ctx, void **modules, CUstream stream, const fc
                           CUdeviceptr x, CUdeviceptr w, CUdeviceptr out);
 void fcr_stencil_release(fc_ctx *ctx, void *modules);
 
+/* Device memory a library call may use while it runs (the stream's: its calls run one at a
+ * time), and whether the call is being captured into a CUDA graph (fcr_lib_capture: then it
+ * makes and allocates nothing). */
+typedef struct fcr_lib_work {
+    CUdeviceptr p;
+    size_t bytes;
+    bool capture;
+} fcr_lib_work;
+
 /* A matmul with its epilogue (e: passes/epilogue.c) as one cuBLASLt call
  * (backend/cuda_blaslt.c): out = relu?(A B + bias?), A at a (its transpose stored there when
  * ta), B at b (likewise tb), bias at `bias` when e->bias. *state is the context's cuBLASLt
  * state (handle, cached descriptors and algorithms), made on first use; fcr_lt_release frees
- * it. FC_ERR_UNSUPPORTED where cuBLASLt has no algorithm for the case (the host computes it). */
+ * it. The algorithm works in work->p when its workspace fits there, else in a block of the
+ * pool for the call. FC_ERR_UNSUPPORTED where cuBLASLt has no algorithm for the case (the
+ * host computes it), and, while capturing, where the call would first have to make its
+ * state, its plan or a workspace (fcr_lib_capture's convention). */
 fc_status fcr_lt_matmul(fc_ctx *ctx, void **state, CUstream stream, const fcp_epilogue *e,
                         CUdeviceptr a, bool ta, CUdeviceptr b, bool tb, CUdeviceptr bias,
-                        CUdeviceptr out);
+                        CUdeviceptr out, const fcr_lib_work *work);
 void fcr_lt_release(fc_ctx *ctx, void *state);
 
 /* What the CUDA backend (backend/cuda.c) lends the library kernels: stream-ordered device

@@ -580,33 +580,38 @@ Test(gpu, library_plans_are_cached_and_replayed) {
 
 /* ---- plans with library calls as CUDA graphs ------------------------------------------------- */
 
-enum { LM = 24, LK = 64, LN = 16, LV = 4096 };
+enum { LM = 24, LK = 64, LN = 16, LV = 4096, NPROG = 4 };
 
-/* Three plans with library calls that a CUDA graph can hold: a matmul with a fused epilogue,
- * a complex FFT with one, and a real transform there and back (R2C, then C2R, which reads a
- * copy of its input in the stream's scratch). Each is evaluated by itself: three entries. */
+/* Four plans with library calls that a CUDA graph can hold: a matmul with a fused epilogue,
+ * a complex FFT with one, a real transform there and back (R2C, then C2R, which reads a copy
+ * of its input in the stream's scratch), and maximum(x @ w + bias, 0) (one cuBLASLt call with
+ * its RELU_BIAS epilogue, after the kernel that stores the bias). Each is evaluated by itself:
+ * four entries. */
 static void lib_graph_programs(fc_ctx *c, fc_array *x, fc_array *w, fc_array *v,
-                               fc_array *out[3]) {
+                               fc_array *out[NPROG]) {
     out[0] = fc_tanh(fc_add(fc_matmul(x, w), fc_f64(c, 0.5)));
     out[1] = fc_abs(fc_fft(fc_sub(v, fc_f64(c, 1.0)), 0));
     out[2] = fc_mul(fc_irfft(fc_rfft(v, 0, 0, FC_FFT_BACKWARD), 0, 0, FC_FFT_BACKWARD),
                     fc_f64(c, 2.0));
+    /* a product of its own (out[0]'s is the same node, read by tanh's chain) */
+    fc_array *prod = fc_matmul(fc_negative(x), w);
+    out[3] = fc_maximum(fc_add(prod, fc_sum(w, FC_AXES(0), false)), fc_f64(c, 0.0));
 }
 
-/* Evaluates the three programs over x, w, v in g (on stream s) and in the host context h (xh,
- * wh, vh), one plan at a time, and compares every result. */
+/* Evaluates the programs over x, w, v in g (on stream s) and in the host context h (xh, wh,
+ * vh), one plan at a time, and compares every result. */
 static void lib_graph_check(fc_ctx *g, fc_stream *s, fc_array *x, fc_array *w, fc_array *v,
                             fc_ctx *h, fc_array *xh, fc_array *wh, fc_array *vh,
                             const char *when) {
     static float got[LV], want[LV];
-    static const size_t count[3] = {LM * LN, LV, LV};
+    static const size_t count[NPROG] = {LM * LN, LV, LV, LM * LN};
     /* relative to 1 + |host|: K = 64 f32 products summed in another order, FFTs of 4096 */
-    static const float tol[3] = {1e-4f, 1e-4f, 1e-4f};
+    static const float tol = 1e-4f;
     fc_scope *sg = fc_scope_open(g), *sh = fc_scope_open(h);
-    fc_array *og[3], *oh[3];
+    fc_array *og[NPROG], *oh[NPROG];
     lib_graph_programs(g, x, w, v, og);
     lib_graph_programs(h, xh, wh, vh, oh);
-    for (int p = 0; p < 3; p++) {
+    for (int p = 0; p < NPROG; p++) {
         cr_assert_eq(fc_eval_on(g, &og[p], 1, s), FC_OK, "%s, program %d: %s", when, p,
                      fc_errmsg(g));
         for (size_t i = 0; i < count[p]; i++) got[i] = want[i] = NAN;
@@ -614,7 +619,7 @@ static void lib_graph_check(fc_ctx *g, fc_stream *s, fc_array *x, fc_array *w, f
         cr_assert_eq(fc_to_host(oh[p], want, count[p] * sizeof *want), FC_OK, "%s",
                      fc_errmsg(h));
         for (size_t i = 0; i < count[p]; i++)
-            cr_assert(fabsf(got[i] - want[i]) <= tol[p] * (1.0f + fabsf(want[i])),
+            cr_assert(fabsf(got[i] - want[i]) <= tol * (1.0f + fabsf(want[i])),
                       "%s, program %d, element %zu: %g, expected %g", when, p, i,
                       (double)got[i], (double)want[i]);
     }
@@ -638,8 +643,9 @@ static void lib_graph_data(fc_ctx *g, fc_ctx *h, fc_array **ag, fc_array **ah, f
     cr_assert_eq(fc_write(*ah, data, 0, (int64_t)n, NULL), FC_OK, "%s", fc_errmsg(h));
 }
 
-/* Plans with a matmul, an FFT and a real FFT pair are cached and, from their second
- * evaluation, launched as one CUDA graph each, their library calls captured into it: right
+/* Plans with a matmul, an FFT, a real FFT pair and a cuBLASLt epilogue are cached and, from
+ * their second evaluation, launched as one CUDA graph each, their library calls captured into
+ * it: right
  * on evaluations 1, 2, 3 (fresh data in the same arrays), and after new input arrays of the
  * same shapes (new addresses: the library calls are captured again). */
 Test(gpu, library_plans_replay_as_graphs_and_recapture) {
@@ -673,13 +679,13 @@ Test(gpu, library_plans_replay_as_graphs_and_recapture) {
     size_t entries;
     uint64_t replays;
     fcr_plan_cache_stats(g, &entries, &replays);
-    cr_assert_eq(entries, 3, "%zu plans for three structures", entries);
-    cr_assert_eq(replays, 3 * (STEPS - 1), "%llu replays", (unsigned long long)replays);
+    cr_assert_eq(entries, NPROG, "%zu plans for %d structures", entries, NPROG);
+    cr_assert_eq(replays, NPROG * (STEPS - 1), "%llu replays", (unsigned long long)replays);
     cr_assert_eq(after.fallbacks, 0, "a plan gave its graph up");
-    cr_assert_eq(after.launches, 3 * (STEPS - 1), "%llu graph launches for %d replays",
-                 (unsigned long long)after.launches, 3 * (STEPS - 1));
-    cr_assert_geq(after.builds, 3, "%llu graphs built", (unsigned long long)after.builds);
-    cr_assert_geq(before.captures, 4, "the four library calls are captured when the graphs "
+    cr_assert_eq(after.launches, NPROG * (STEPS - 1), "%llu graph launches for %d replays",
+                 (unsigned long long)after.launches, NPROG * (STEPS - 1));
+    cr_assert_geq(after.builds, NPROG, "%llu graphs built", (unsigned long long)after.builds);
+    cr_assert_geq(before.captures, 5, "the five library calls are captured when the graphs "
                   "are built (%llu captures)", (unsigned long long)before.captures);
     cr_assert_gt(after.captures, before.captures, "new input addresses: captured again");
     fc_release(x), fc_release(xh), fc_release(w), fc_release(wh), fc_release(v), fc_release(vh);
@@ -710,7 +716,7 @@ Test(gpu, library_graphs_follow_streams_and_trim) {
     cr_assert_eq(fc_ctx_synchronize(g), FC_OK, "%s", fc_errmsg(g));
     fcr_graph_stats_get(g, &gs);
     cr_assert_eq(gs.fallbacks, 0);
-    cr_assert_gt(gs.builds, 3, "a run on another stream builds the graph again (%llu builds)",
+    cr_assert_gt(gs.builds, NPROG, "a run on another stream builds the graph again (%llu builds)",
                  (unsigned long long)gs.builds);
     uint64_t builds = gs.builds;
     fc_memory_stats m;
@@ -883,7 +889,7 @@ Test(gpu, library_plans_without_graphs) {
         size_t entries;
         uint64_t replays;
         fcr_plan_cache_stats(g, &entries, &replays);
-        cr_assert_eq(replays, 3 * 3, "the plans are still cached (%llu replays)",
+        cr_assert_eq(replays, NPROG * 3, "the plans are still cached (%llu replays)",
                      (unsigned long long)replays);
         fc_release(x), fc_release(xh), fc_release(w), fc_release(wh), fc_release(v),
             fc_release(vh);
