@@ -183,6 +183,14 @@ typedef struct scalar_arg {
 
 /* A plan ready to run: everything but the buffers' addresses and the scalars' values is fixed
  * by the graph's structure, so a repeated structure skips passes, codegen and cache lookups. */
+/* A cached plan keeps the blocks of its small intermediates (never its results) from one
+ * run to the next: a repeated evaluation of a program on small arrays then allocates and
+ * frees only its results, and its library calls see the same addresses (their captured
+ * graphs stay valid). The caps bound what a cache of many entries holds; for big arrays an
+ * allocation's cost is small beside the work. */
+#define KEEP_BUFFER_MAX ((size_t)64 << 10)
+#define KEEP_ENTRY_MAX ((size_t)256 << 10)
+
 typedef struct plan_entry {
     fc_hash key;
     bool cacheable;
@@ -199,7 +207,11 @@ typedef struct plan_entry {
     arg_src *out;         /* per requested array: where its value is */
     int *donor;           /* per requested array: the leaf whose buffer it may take when that
                              leaf dies with the evaluation (fcp_donors), or -1; NULL: none */
-    uint32_t last_stream; /* the stream of the last run: scratch is reused in stream order */
+    uint32_t last_stream; /* the stream of the last run: scratch and kept blocks are reused
+                             in stream order */
+    CUdeviceptr *kept;    /* per buffer: the block a small intermediate keeps between runs
+                             (KEEP_BUFFER_MAX), owned by the entry, or 0 */
+    size_t kept_bytes;    /* their total, at most KEEP_ENTRY_MAX */
     int nscalar;
     scalar_arg *scalars;
     int nconst;
@@ -1166,13 +1178,17 @@ static void entry_free(fc_ctx *ctx, plan_entry *e) {
     fcg_free(ctx, e->steps, (size_t)e->nstep * sizeof *e->steps);
     fcg_free(ctx, e->leaf_pos, (size_t)e->nleaf * sizeof *e->leaf_pos);
     fcg_free(ctx, e->leaf_node, (size_t)e->nleaf * sizeof *e->leaf_node);
-    fcg_free(ctx, e->buf_bytes, (size_t)e->nbuf * sizeof *e->buf_bytes);
     fcg_free(ctx, e->out, (size_t)e->nout * sizeof *e->out);
     fcg_free(ctx, e->donor, (size_t)e->nout * sizeof *e->donor);
     fcg_free(ctx, e->scalars, (size_t)e->nscalar * sizeof *e->scalars);
     /* Freed in stream order after the entry's last run. */
-    if (e->nconst && e->last_stream && !cs->dead) join(ctx, stream_of(ctx, e->last_stream), cs->stream);
+    if ((e->nconst || e->kept_bytes) && e->last_stream && !cs->dead)
+        join(ctx, stream_of(ctx, e->last_stream), cs->stream);
     for (int i = 0; i < e->nconst; i++) pool_free(ctx, e->const_ptr[i], e->const_bytes[i], cs->stream);
+    for (int b = 0; e->kept && b < e->nbuf; b++)
+        if (e->kept[b]) pool_free(ctx, e->kept[b], e->buf_bytes[b], cs->stream);
+    fcg_free(ctx, e->kept, e->kept ? (size_t)e->nbuf * sizeof *e->kept : 0);
+    fcg_free(ctx, e->buf_bytes, (size_t)e->nbuf * sizeof *e->buf_bytes);
     fcg_free(ctx, e->const_ptr, (size_t)e->nconst * sizeof *e->const_ptr);
     fcg_free(ctx, e->const_bytes, (size_t)e->nconst * sizeof *e->const_bytes);
     fcg_free(ctx, e, sizeof *e);
@@ -2003,6 +2019,23 @@ static int donor_now(const plan_entry *e, int o, fc_array *const *leaves, const 
     return v->dev && quiet && v->dev_bytes >= e->buf_bytes[src->idx] ? j : -1;
 }
 
+/* Whether the entry keeps block p of buffer b for its next run (it is kept already, or b is
+ * an intermediate, never a result's buffer, small enough to keep, KEEP_*_MAX). */
+static bool keep_block(fc_ctx *ctx, plan_entry *e, int b, CUdeviceptr p, uint32_t sid) {
+    if (e->kept && e->kept[b] == p) return true;
+    if (e->kept && e->kept[b]) return false; /* (a block of its own this run: not kept) */
+    size_t bytes = e->buf_bytes[b];
+    if (!e->cacheable || bytes > KEEP_BUFFER_MAX || e->kept_bytes + bytes > KEEP_ENTRY_MAX)
+        return false;
+    for (int o = 0; o < e->nout; o++)
+        if (e->out[o].kind == ARG_BUF && e->out[o].idx == b) return false;
+    if (!e->kept && !(e->kept = fcg_calloc(ctx, (size_t)e->nbuf * sizeof *e->kept))) return false;
+    e->kept[b] = p;
+    e->kept_bytes += bytes;
+    e->last_stream = sid; /* the next run on another stream waits for this one */
+    return true;
+}
+
 static fc_status run_entry(fc_ctx *ctx, plan_entry *e, fc_array *const *leaves,
                            fc_array *const *want, const uint8_t *dies, uint32_t sid) {
     cuda_state *cs = ctx->be_state;
@@ -2010,7 +2043,7 @@ static fc_status run_entry(fc_ctx *ctx, plan_entry *e, fc_array *const *leaves,
     fc_status st = FC_OK;
     /* The entry's scratch is reused in stream order: a run on another stream than the last
      * follows it. (Constants and scratch were complete when the entry was built.) */
-    if (e->nconst && e->last_stream != sid) {
+    if ((e->nconst || e->kept_bytes) && e->last_stream != sid) {
         st = join(ctx, stream_of(ctx, e->last_stream), s);
         e->last_stream = sid;
     }
@@ -2050,7 +2083,8 @@ static fc_status run_entry(fc_ctx *ctx, plan_entry *e, fc_array *const *leaves,
         bufs[b] = (CUdeviceptr)leaves[j]->dev;
     }
     for (int b = 0; b < e->nbuf && st == FC_OK; b++)
-        if (donated[b] < 0) st = dev_alloc(ctx, e->buf_bytes[b], s, &bufs[b]);
+        if (donated[b] < 0 && !(bufs[b] = e->kept ? e->kept[b] : 0))
+            st = dev_alloc(ctx, e->buf_bytes[b], s, &bufs[b]);
     for (int i = 0; i < e->nstep && st == FC_OK && e->value_check; i++)
         if (e->steps[i].value_flag) st = CU(ctx, MemsetD32Async(e->steps[i].value_flag, 0, 1, s));
     bool lib = false, work = false;
@@ -2131,7 +2165,8 @@ static fc_status run_entry(fc_ctx *ctx, plan_entry *e, fc_array *const *leaves,
             v->dev = 0, v->dev_bytes = 0, v->dev_stream = 0, v->dev_reader = 0;
         }
     for (int b = 0; b < e->nbuf; b++)
-        if (bufs[b] && !taken[b] && donated[b] < 0) pool_free(ctx, bufs[b], e->buf_bytes[b], s);
+        if (bufs[b] && !taken[b] && donated[b] < 0 && !keep_block(ctx, e, b, bufs[b], sid))
+            pool_free(ctx, bufs[b], e->buf_bytes[b], s);
     if (bufs != small) fcg_free(ctx, bufs, (size_t)e->nbuf * sizeof *bufs);
     if (taken != taken_small) fcg_free(ctx, taken, (size_t)e->nbuf * sizeof *taken);
     if (donated != donated_small) fcg_free(ctx, donated, (size_t)e->nbuf * sizeof *donated);

@@ -1177,6 +1177,40 @@ Test(gpu, streams_events_and_async_transfers) {
     fc_ctx_destroy(c);
 }
 
+/* A cached plan keeps the blocks of its small intermediates between runs (never its results):
+ * once cached, each evaluation of exp(x) @ x allocates its result alone, the values stay
+ * right, and the kept block stays in use (counted) while the plan is cached. */
+Test(gpu, cached_plans_keep_small_intermediates) {
+    NEED_GPU();
+    fc_ctx *c = make_ctx(FC_BACKEND_CUDA, 0);
+    cr_assert_not_null(c);
+    float xs[64 * 64];
+    fill_random(xs, 64 * 64, 5);
+    fc_array *x = fc_from_host(c, FC_F32, FC_SHAPE(64, 64), xs);
+    cr_assert_eq(fc_eval(c, &x, 1), FC_OK, "%s", fc_errmsg(c));
+    float first[64 * 64], now[64 * 64];
+    fc_memory_stats m[6];
+    for (int run = 0; run < 6; run++) {
+        fc_scope *s = fc_scope_open(c);
+        fc_array *y = fc_matmul(fc_exp(x), x);
+        cr_assert_eq(fc_read(y, run ? now : first, 0, 64 * 64), FC_OK, "%s", fc_errmsg(c));
+        if (run) cr_assert(memcmp(now, first, sizeof now) == 0, "run %d differs", run);
+        fc_scope_close(s);
+        cr_assert_eq(fc_ctx_synchronize(c), FC_OK);
+        cr_assert_eq(fc_memory_stats_get(c, &m[run]), FC_OK);
+    }
+    for (int run = 3; run < 6; run++) {
+        cr_expect_eq(m[run].allocations - m[run - 1].allocations, 1,
+                     "run %d made %llu device allocations (its result alone: 1)", run,
+                     (unsigned long long)(m[run].allocations - m[run - 1].allocations));
+        cr_expect_eq(m[run].in_use, m[run - 1].in_use, "run %d: %zu bytes in use, %zu before",
+                     run, m[run].in_use, m[run - 1].in_use);
+    }
+    cr_expect_geq(m[5].in_use, sizeof xs + 64 * 64 * sizeof(float), "x and the kept block of "
+                  "exp(x) (%zu bytes in use)", m[5].in_use);
+    fc_ctx_destroy(c);
+}
+
 Test(gpu, out_of_memory_is_clean_and_recoverable) {
     NEED_GPU();
     fc_ctx *c = make_ctx(FC_BACKEND_CUDA, 64u << 20);
