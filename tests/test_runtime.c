@@ -648,10 +648,21 @@ static void lib_graph_data(fc_ctx *g, fc_ctx *h, fc_array **ag, fc_array **ah, f
  * it: right
  * on evaluations 1, 2, 3 (fresh data in the same arrays), and after new input arrays of the
  * same shapes (new addresses: the library calls are captured again). */
+/* A CUDA context with graphs on whatever FUSEC_CUDA_GRAPHS says: for the tests of graphs
+ * themselves (the suite also runs with the variable set to 0). */
+static fc_ctx *graphs_ctx(void) {
+    fc_ctx_options o;
+    memset(&o, 0, sizeof o);
+    o.backend = FC_BACKEND_CUDA;
+    o.cuda_graphs = 1;
+    fc_ctx *c = NULL;
+    return fc_ctx_create(&c, &o) == FC_OK ? c : NULL;
+}
+
 Test(gpu, library_plans_replay_as_graphs_and_recapture) {
     NEED_GPU();
     enum { STEPS = 6, SWAP = 3 };
-    fc_ctx *g = make_ctx(FC_BACKEND_CUDA, 0), *h = make_ctx(FC_BACKEND_HOST, 0);
+    fc_ctx *g = graphs_ctx(), *h = make_ctx(FC_BACKEND_HOST, 0);
     cr_assert(g && h);
     fc_array *x = NULL, *w = NULL, *v = NULL, *xh = NULL, *wh = NULL, *vh = NULL;
     lib_graph_data(g, h, &w, &wh, FC_SHAPE(LK, LN), LK * LN, 7);
@@ -698,7 +709,7 @@ Test(gpu, library_plans_replay_as_graphs_and_recapture) {
  * workspaces, or after the stream it last ran on was destroyed. Every result stays right. */
 Test(gpu, library_graphs_follow_streams_and_trim) {
     NEED_GPU();
-    fc_ctx *g = make_ctx(FC_BACKEND_CUDA, 0), *h = make_ctx(FC_BACKEND_HOST, 0);
+    fc_ctx *g = graphs_ctx(), *h = make_ctx(FC_BACKEND_HOST, 0);
     cr_assert(g && h);
     fc_array *x = NULL, *w = NULL, *v = NULL, *xh = NULL, *wh = NULL, *vh = NULL;
     lib_graph_data(g, h, &w, &wh, FC_SHAPE(LK, LN), LK * LN, 17);
