@@ -479,6 +479,7 @@ typedef struct lib_state {
     void *sort; /* the sort kernels' modules (backend/cuda_sort.c) */
     void *stencil; /* the stencil kernels' modules (backend/cuda_stencil.c) */
     void *lt; /* cuBLASLt's handle and cached calls (backend/cuda_blaslt.c) */
+    void *batched; /* batched linear algebra's kernels and parameters (cuda_batched.c) */
     cusolverDnHandle_t solver; /* created on the first cuSOLVER call, with its params */
     cusolverDnParams_t params;
     bool solver_bound;     /* the cuSOLVER handle is on solver_stream */
@@ -674,6 +675,7 @@ void fcr_lib_release(fc_ctx *ctx, void *state) {
     fcr_sort_release(ctx, s->sort);
     fcr_stencil_release(ctx, s->stencil);
     fcr_lt_release(ctx, s->lt);
+    fcr_batched_release(ctx, s->batched);
     fcr_lib_module_unload(ctx, s->tri);
     fcg_free(ctx, s->host_work, s->host_work_bytes);
     fcg_free(ctx, s, sizeof *s);
@@ -997,8 +999,9 @@ static fc_status run_fft(fc_ctx *ctx, lib_state *s, CUstream stream, const fc_ar
  *
  * Each matrix of the stack is one call of cuSOLVER's 64-bit generic API (Xgetrf, Xgetrs,
  * Xpotrf: one code path for f32, f64, c64 and c128), in a loop over the batch on the plan's
- * stream: simple and right for every size; the batched routines (getrfBatched, potrfBatched)
- * fit stacks of small matrices and are left for the performance issue. cuSOLVER is
+ * stream: simple and right for every size. A stack of small matrices takes batched routines
+ * instead (backend/cuda_batched.c: getrfBatched, potrfBatched, syevjBatched), with the same
+ * algebra and this loop's infos and slogdet checks. cuSOLVER is
  * column-major and the buffers are row-major, so a buffer read by cuSOLVER is the transpose
  * of fusec's matrix:
  *   solve    getrf factors A itself, transposed by cuBLAS's geam into a column-major copy,
@@ -1089,15 +1092,11 @@ static fc_status transpose(fc_ctx *ctx, lib_state *s, fc_dtype t, int64_t r, int
     return geam(ctx, s, t, CUBLAS_OP_T, (int)r, (int)c, src, (int)c, dst, (int)r);
 }
 
-/* The triangle copy kernels (codegen/tri.c), compiled (or found in the kernel cache) and
- * loaded on the context's first use. */
-static fc_status tri_kernels(fc_ctx *ctx, lib_state *s) {
-    if (s->tri) return FC_OK;
+fc_status fcr_lib_raw_module(fc_ctx *ctx, fc_status st, char *src, const char *const *names,
+                             int n, CUfunction *fn, CUmodule *out) {
     const char *arch;
     int sms;
     fcr_lib_device(ctx, &arch, &sms);
-    char *src = NULL;
-    fc_status st = fcx_tri_source(ctx, &src);
     fck_raw_binary bin;
     memset(&bin, 0, sizeof bin);
     if (st == FC_OK) st = fck_raw_compile(ctx, src, NULL, 0, NULL, 0, arch, &bin);
@@ -1105,14 +1104,22 @@ static fc_status tri_kernels(fc_ctx *ctx, lib_state *s) {
     CUmodule mod = NULL;
     if (st == FC_OK) st = fcr_lib_module(ctx, bin.cubin, &mod);
     fck_raw_binary_free(ctx, &bin);
-    for (int f = 0; f < 3 && st == FC_OK; f++)
-        st = fcr_lib_function(ctx, mod, fcx_tri_functions[f], &s->tri_fn[f]);
+    for (int f = 0; f < n && st == FC_OK; f++) st = fcr_lib_function(ctx, mod, names[f], &fn[f]);
     if (st != FC_OK) {
         fcr_lib_module_unload(ctx, mod);
         return st;
     }
-    s->tri = mod;
+    *out = mod;
     return FC_OK;
+}
+
+/* The triangle copy kernels (codegen/tri.c), compiled (or found in the kernel cache) and
+ * loaded on the context's first use. */
+static fc_status tri_kernels(fc_ctx *ctx, lib_state *s) {
+    if (s->tri) return FC_OK;
+    char *src = NULL;
+    fc_status st = fcx_tri_source(ctx, &src);
+    return fcr_lib_raw_module(ctx, st, src, fcx_tri_functions, 3, s->tri_fn, &s->tri);
 }
 
 /* A stack of row-major matrices in device memory: the first element, and the elements from a
@@ -1496,6 +1503,10 @@ static fc_status run_eigh(fc_ctx *ctx, lib_state *s, CUstream stream, const fc_a
     if (!fits_int(n)) return FC_ERR_UNSUPPORTED;
     fc_status st = solver_handle(ctx, s, stream);
     if (st != FC_OK) return st;
+    /* a stack of small matrices: syevjBatched (backend/cuda_batched.c) */
+    st = fcr_batched_linalg(ctx, &s->batched, s, stream, s->blas, s->solver, a, &in, out);
+    if (st != FC_ERR_UNSUPPORTED) return st;
+    st = FC_OK;
     size_t es = fc_dtype_size(t), res = fc_dtype_size(rt), mat = (size_t)(n * n) * es;
     size_t per_out = vectors ? (size_t)(n + 1) * (size_t)n * es : (size_t)n * res;
     cusolverEigMode_t jobz = vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
@@ -1684,6 +1695,10 @@ static fc_status run_linalg(fc_ctx *ctx, lib_state *s, CUstream stream, const fc
     if (!fits_int(n) || !fits_int(k)) return FC_ERR_UNSUPPORTED;
     fc_status st = solver_handle(ctx, s, stream);
     if (st != FC_OK) return st;
+    /* a stack of small matrices: a few batched calls (backend/cuda_batched.c) */
+    st = fcr_batched_linalg(ctx, &s->batched, s, stream, s->blas, s->solver, a, in, out);
+    if (st != FC_ERR_UNSUPPORTED) return st;
+    st = FC_OK;
     size_t es = fc_dtype_size(t), mat = (size_t)(n * n) * es;
     solver_work w;
     memset(&w, 0, sizeof w);
@@ -1755,6 +1770,46 @@ static fc_status run_linalg(fc_ctx *ctx, lib_state *s, CUstream stream, const fc
         st = check_infos(ctx, a, info, batch, batch, stream);
     work_free(ctx, &w, stream);
     return st;
+}
+
+/* ---- what backend/cuda_batched.c borrows (cuda_lib.h) ---------------------------------- */
+
+void *fcr_lib_symbol(bool blas_library, const char *name) {
+    library *lib = blas_library ? &blas_lib : &solver_lib;
+    if (!(blas_library ? load_blas() : load_solver())) return NULL;
+    /* loaded already: dlopen finds the same object (and dlclose leaves it loaded) */
+    void *h = dlopen(lib->soname, RTLD_NOW | RTLD_LOCAL);
+    void *p = h ? dlsym(h, name) : NULL;
+    if (h) dlclose(h);
+    return p;
+}
+
+fc_status fcr_lib_blas_status(fc_ctx *ctx, int status, const char *call, const char *file,
+                              int line) {
+    return blas_check(ctx, (cublasStatus_t)status, call, file, line);
+}
+
+fc_status fcr_lib_solver_status(fc_ctx *ctx, int status, const char *call, const char *file,
+                                int line) {
+    return solver_check(ctx, (cusolverStatus_t)status, call, file, line);
+}
+
+fc_status fcr_lib_check_infos(fc_ctx *ctx, const fc_array *a, CUdeviceptr info, int64_t count,
+                              int64_t batch, CUstream stream) {
+    return check_infos(ctx, a, info, count, batch, stream);
+}
+
+fc_status fcr_lib_slogdet_finish(fc_ctx *ctx, fc_dtype t, int64_t n, int64_t batch,
+                                 CUdeviceptr a, CUdeviceptr diag, CUdeviceptr piv,
+                                 CUdeviceptr info, CUdeviceptr out, CUstream stream) {
+    return slogdet_finish(ctx, t, n, batch, a, diag, piv, info, out, stream);
+}
+
+fc_status fcr_lib_tri_copy(fc_ctx *ctx, void *lib, CUstream stream, size_t es, bool upper,
+                           int64_t count, int64_t rows, int64_t cols, CUdeviceptr src,
+                           CUdeviceptr dst) {
+    const mat_stack from = {src, cols, rows * cols}, to = {dst, cols, rows * cols};
+    return tri_copy(ctx, lib, stream, es, upper, count, rows, cols, src ? &from : NULL, &to);
 }
 
 /* ---- sparse products -------------------------------------------------------------------- */

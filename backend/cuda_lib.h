@@ -111,4 +111,49 @@ fc_status fcr_lib_launch(fc_ctx *ctx, CUfunction f, unsigned grid, unsigned bloc
                          void **args);
 void fcr_lib_device(fc_ctx *ctx, const char **arch, int *sm_count);
 
+/* Dense linear algebra of a stack of small matrices through batched routines
+ * (backend/cuda_batched.c: cuBLAS's getrfBatched / getrsBatched, cuSOLVER's potrfBatched and
+ * syevjBatched), for the LINALG node a (solve, slogdet, cholesky, eigh, eigvalsh) with in and
+ * out as fcr_lib_run's. Called by cuda_lib.c's linear algebra with the context's cuBLAS and
+ * cuSOLVER handles, on `stream`; lib is cuda_lib.c's state (its triangle copy). *state is
+ * the context's batched state (the helper kernels' module, syevj's parameters), made on
+ * first use; fcr_batched_release frees it.
+ * @return FC_ERR_UNSUPPORTED, with no message, where the stack does not take the batched
+ * path (one matrix, a large one, FUSEC_LINALG_BATCHED=0, a library without the routines) or
+ * where syevjBatched did not converge on a matrix: the caller then runs its loop over the
+ * stack; else what the loop would return (FC_ERR_LINALG for a singular or indefinite matrix,
+ * with the same message). */
+struct cublasContext;
+struct cusolverDnContext;
+fc_status fcr_batched_linalg(fc_ctx *ctx, void **state, void *lib, CUstream stream,
+                             struct cublasContext *blas, struct cusolverDnContext *solver,
+                             const fc_array *a, const CUdeviceptr *in, CUdeviceptr out);
+void fcr_batched_release(fc_ctx *ctx, void *state);
+/* (fcr_batched_counts_get, which tests read: backend/cuda_batched.h) */
+
+/* What cuda_lib.c lends backend/cuda_batched.c: an entry point of the cuBLAS (blas) or
+ * cuSOLVER library it loaded (NULL where missing), its checks of a cublasStatus_t or
+ * cusolverStatus_t (FC_OK, or the error naming the call, its status and file:line), the
+ * loop's infos check and slogdet finish (cuda_lib.c's check_infos, slogdet_finish), and the
+ * triangle copy over a dense stack of count matrices rows x cols (src 0: zeros alone). */
+void *fcr_lib_symbol(bool blas, const char *name);
+/* A module of fusec's own kernels (codegen's raw sources: the triangle copy, the batched
+ * helpers) for the context's device: src (owned, freed here; st the status of making it)
+ * compiled or found in the kernel cache, loaded, and its n functions names[i] looked up into
+ * fn[i]; *out the module, left as it is on failure (nothing stays loaded). */
+fc_status fcr_lib_raw_module(fc_ctx *ctx, fc_status st, char *src, const char *const *names,
+                             int n, CUfunction *fn, CUmodule *out);
+fc_status fcr_lib_blas_status(fc_ctx *ctx, int status, const char *call, const char *file,
+                              int line);
+fc_status fcr_lib_solver_status(fc_ctx *ctx, int status, const char *call, const char *file,
+                                int line);
+fc_status fcr_lib_check_infos(fc_ctx *ctx, const fc_array *a, CUdeviceptr info, int64_t count,
+                              int64_t batch, CUstream stream);
+fc_status fcr_lib_slogdet_finish(fc_ctx *ctx, fc_dtype t, int64_t n, int64_t batch,
+                                 CUdeviceptr a, CUdeviceptr diag, CUdeviceptr piv,
+                                 CUdeviceptr info, CUdeviceptr out, CUstream stream);
+fc_status fcr_lib_tri_copy(fc_ctx *ctx, void *lib, CUstream stream, size_t es, bool upper,
+                           int64_t count, int64_t rows, int64_t cols, CUdeviceptr src,
+                           CUdeviceptr dst);
+
 #endif /* FUSEC_CUDA_LIB_H */

@@ -200,6 +200,48 @@ extern const char *const fcx_tri_functions[3];
 int fcx_tri_function(size_t es);
 fc_status fcx_tri_source(fc_ctx *ctx, char **out);
 
+/* The helper kernels of batched dense linear algebra (codegen/batched.c), one module for
+ * every dtype: fcx_batched_functions[FCX_BATCHED_PTRS] (dst, base, stride, count) writes
+ * dst[i] = base + i * stride (bytes, 64-bit words) for i < count: the per-matrix pointer
+ * arrays of cuBLAS's and cuSOLVER's batched routines; fcx_batched_functions[
+ * fcx_batched_move(es)] for words of es = 4, 8 or 16 bytes (-1 for another size) takes
+ * (src, dst, count, rows, cols, src_row, src_col, src_mat, dst_row, dst_col, dst_mat, mask)
+ * and writes, for each of count matrices b and each (i, j) of rows x cols,
+ * dst[b * dst_mat + i * dst_row + j * dst_col] = src[b * src_mat + i * src_row + j * src_col]
+ * with the element's top 64 bits XORed with mask (a 4-byte word with its low 32; 1 << 63
+ * conjugates a c64 or c128 element); src NULL writes zeros. Strides in words, all 64-bit; threads take
+ * elements grid-stride in dst's order (j fastest): any grid and block cover any stack.
+ * fcx_batched_functions[FCX_BATCHED_NONFINITE4 + (es == 8)] (info, w, n, count, mark), for
+ * count matrices' n real eigenvalues at w (f32 or f64): info[b] = mark where info[b] == 0
+ * and one of matrix b's eigenvalues is not finite; a thread a matrix, grid-stride. *out is
+ * fcg_malloc'd (fcg_strfree). */
+enum {
+    FCX_BATCHED_PTRS,
+    FCX_BATCHED_MOVE4,
+    FCX_BATCHED_NONFINITE4 = FCX_BATCHED_MOVE4 + 3,
+    FCX_BATCHED_COUNT = FCX_BATCHED_NONFINITE4 + 2
+};
+#define FCX_BATCHED_THREADS 256
+extern const char *const fcx_batched_functions[FCX_BATCHED_COUNT];
+int fcx_batched_move(size_t es);
+fc_status fcx_batched_source(fc_ctx *ctx, char **out);
+/* Which stacks take the batched paths (backend/cuda_batched.c says why): the LINALG node a
+ * (solve, slogdet, cholesky of n <= FCX_BATCHED_MAX_N; eigh, eigvalsh of n <= 32, what
+ * syevjBatched accepts) over a stack of at least 2 matrices, f32, f64, c64 or c128. The mode
+ * is FUSEC_LINALG_BATCHED's (fcx_batched_mode_env): 0 never, `all` every stack a batched
+ * routine can serve (one matrix, any n; syevj's limit stays), anything else the rule. The
+ * backend decides with it, and `fusec warm` builds the helper module for the nodes it
+ * answers true for. */
+#define FCX_BATCHED_MAX_N 64
+#define FCX_BATCHED_SYEVJ_MAX_N 32
+typedef enum fcx_batched_mode {
+    FCX_BATCHED_OFF,
+    FCX_BATCHED_AUTO,
+    FCX_BATCHED_ALL
+} fcx_batched_mode;
+fcx_batched_mode fcx_batched_mode_env(void);
+bool fcx_batched_takes(const fc_array *a, fcx_batched_mode mode);
+
 /* The device prelude every kernel starts with (codegen/prelude.cuh, embedded at build). */
 extern const char fcx_prelude_source[];
 extern const size_t fcx_prelude_size;

@@ -224,13 +224,14 @@ static fc_status failed(impl *r, fc_status st, fck_stage stage, int kernel) {
     return st;
 }
 
-/* A sort, a direct convolution, a cholesky or a qr (library calls of fusec's own kernels:
- * backend/cuda_sort.c, cuda_stencil.c, and cuda_lib.c's triangle copy) has no kernel in the
- * plan, but its module is a binary like any other: a batch build (`fusec warm`) compiles or
- * finds it for each arch, so that a cache warmed for a GPU holds everything such a program
- * needs there. The runtime does not come here: the backend loads each module on first use
- * and keeps it, and a plan with a library call is compiled again at every
- * evaluation, so this would hash the module's source each time. raw_module compiles one
+/* A sort, a direct convolution, a cholesky or a qr, a stack of small matrices (library calls
+ * of fusec's own kernels: backend/cuda_sort.c, cuda_stencil.c, cuda_lib.c's triangle copy,
+ * cuda_batched.c's helpers) has no kernel in the plan, but its module is a binary like any
+ * other: a batch build (`fusec warm`) compiles or finds it for each arch, so that a cache
+ * warmed for a GPU holds everything such a program needs there. The runtime does not come
+ * here: the backend loads each module on first use and keeps it, and a plan with a library
+ * call is compiled again at every evaluation, so this would hash the module's source each
+ * time. raw_module compiles one
  * source (src, owned; st the status of making it) for every arch asked. */
 static fc_status raw_module(impl *r, fc_status st, char *src) {
     fck_result *pub = &r->pub;
@@ -258,6 +259,14 @@ static fc_status sort_module(impl *r, fc_dtype t) {
 static fc_status tri_module(impl *r) {
     char *src = NULL;
     fc_status st = fcx_tri_source(r->pub.ctx, &src);
+    return raw_module(r, st, src);
+}
+
+/* The helper kernels (codegen/batched.c) of a stack of small matrices that the batched
+ * linear algebra serves (backend/cuda_batched.c; fcx_batched_takes decides for both). */
+static fc_status batched_module(impl *r) {
+    char *src = NULL;
+    fc_status st = fcx_batched_source(r->pub.ctx, &src);
     return raw_module(r, st, src);
 }
 
@@ -303,6 +312,9 @@ fc_status fck_add(fck_result *pub, fc_array *const *arrays, int n) {
             st = stencil_module(r, lo);
         else if (raw && (lo->op == FCG_OP_LINALG_CHOLESKY || lo->op == FCG_OP_LINALG_QR))
             st = tri_module(r);
+        if (st == FC_OK && raw && fcg_op_is_linalg(lo->op) &&
+            fcx_batched_takes(lo, fcx_batched_mode_env()))
+            st = batched_module(r);
         if (st != FC_OK) {
             failed(r, st, FCK_BINARY, i);
             break;

@@ -620,6 +620,42 @@ Test(cli, warm_builds_the_triangle_module) {
     cr_expect(strstr(l.out, "raw module") != NULL, "%s", l.out);
 }
 
+/* A stack of small matrices takes the batched linear algebra (backend/cuda_batched.c): warm
+ * builds its helper module beside cholesky's triangle copy, so that a run on that GPU
+ * compiles nothing; with FUSEC_LINALG_BATCHED=0, as for the single large matrix of
+ * i12_cholesky.fc above, the triangle module alone. */
+Test(cli, warm_builds_the_batched_module) {
+    make_tmp();
+    char *prog = tmp_path("stack.fc");
+    FILE *f = fopen(prog, "w");
+    cr_assert_not_null(f);
+    fputs("a = input f64 [1000, 4, 4]\n"
+          "b = input f64 [1000, 4, 2]\n"
+          "x = linalg.solve(a, b)\n"
+          "l = linalg.cholesky(a)\n"
+          "out x, l\n",
+          f);
+    cr_assert_eq(fclose(f), 0);
+    const char *opts[] = {"warm", "-q", "--arch", "sm_90", prog, NULL};
+    char *cache = cache_dir("batched");
+    cli_result first = run_argv(cache, NULL, opts);
+    cr_assert_eq(first.code, 0, "%s", first.err);
+    /* the batched module for solve and for cholesky (the second finds it), the triangle's */
+    cr_expect_eq(cli_field(first.out, "compiled"), 2, "%s", first.out);
+    cr_expect_eq(cli_field(first.out, "already cached"), 1, "%s", first.out);
+    cli_result second = run_argv(cache, NULL, opts);
+    cr_assert_eq(second.code, 0, "%s", second.err);
+    cr_expect_eq(cli_field(second.out, "compiled"), 0, "%s", second.out);
+    cr_expect_eq(cli_field(second.out, "already cached"), 3, "%s", second.out);
+    setenv("FUSEC_LINALG_BATCHED", "0", 1);
+    cli_result off = run_argv(cache_dir("batched_off"), NULL, opts);
+    unsetenv("FUSEC_LINALG_BATCHED");
+    cr_assert_eq(off.code, 0, "%s", off.err);
+    cr_expect_eq(cli_field(off.out, "compiled"), 1, "%s", off.out);
+    cr_expect_eq(cli_field(off.out, "already cached"), 0, "%s", off.out);
+    cleanup();
+}
+
 Test(cli, warm_killed_midway_leaves_a_valid_cache) {
     make_tmp();
     char *cache = cache_dir("cache");

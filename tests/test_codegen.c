@@ -1041,32 +1041,51 @@ Test(codegen, sort_kernels_compile_for_each_key_kind) {
     fc_ctx_destroy(ctx);
 }
 
-/* The triangle copy kernels (codegen/tri.c: one module for every element size) compile with
- * the options raw modules get, for each arch, and the cubin holds every entry point
- * backend/cuda_lib.c looks up; the source is the same bytes every time (one cache key). */
-Test(codegen, tri_kernels_compile) {
+/* A raw module of fusec's own (its source from make, twice: the same bytes every time, one
+ * cache key) compiles with the options raw modules get, for each arch, and the cubin holds
+ * every one of its n entry points, which the backend looks up. */
+static void raw_module_compiles(fc_status (*make)(fc_ctx *, char **), const char *file,
+                                const char *const *names, int n) {
     fc_ctx *ctx = new_ctx();
     cr_assert_not_null(ctx);
     char *src = NULL, *again = NULL;
-    cr_assert_eq(fcx_tri_source(ctx, &src), FC_OK, "%s", fc_errmsg(ctx));
-    cr_assert_eq(fcx_tri_source(ctx, &again), FC_OK);
+    cr_assert_eq(make(ctx, &src), FC_OK, "%s", fc_errmsg(ctx));
+    cr_assert_eq(make(ctx, &again), FC_OK);
     cr_expect_str_eq(src, again);
-    cr_expect(fcx_tri_function(4) == 0 && fcx_tri_function(8) == 1 && fcx_tri_function(16) == 2 &&
-              fcx_tri_function(2) == -1 && fcx_tri_function(1) == -1);
     for (int a = 0; a < 2; a++) {
         fcn_cubin c;
-        fc_status st = fcn_compile(ctx, src, "tri.cu", ARCHS[a], FCN_RAW, NULL, 0, &c);
-        cr_assert_eq(st, FC_OK, "triangle kernels for %s: %s", ARCHS[a],
+        fc_status st = fcn_compile(ctx, src, file, ARCHS[a], FCN_RAW, NULL, 0, &c);
+        cr_assert_eq(st, FC_OK, "%s for %s: %s", file, ARCHS[a],
                      c.message ? c.message : fc_errmsg(ctx));
         check_cubin(&c, ARCHS[a]);
-        for (int f = 0; f < 3; f++)
-            cr_expect(bytes_contain(c.data, c.size, fcx_tri_functions[f]), "%s not in the %s cubin",
-                      fcx_tri_functions[f], ARCHS[a]);
+        for (int f = 0; f < n; f++)
+            cr_expect(bytes_contain(c.data, c.size, names[f]), "%s not in the %s cubin", names[f],
+                      ARCHS[a]);
         fcn_cubin_free(ctx, &c);
     }
     fcg_strfree(ctx, src);
     fcg_strfree(ctx, again);
     fc_ctx_destroy(ctx);
+}
+
+/* The triangle copy kernels (codegen/tri.c: one module for every element size), with
+ * backend/cuda_lib.c's entry points. */
+Test(codegen, tri_kernels_compile) {
+    cr_expect(fcx_tri_function(4) == 0 && fcx_tri_function(8) == 1 && fcx_tri_function(16) == 2 &&
+              fcx_tri_function(2) == -1 && fcx_tri_function(1) == -1);
+    raw_module_compiles(fcx_tri_source, "tri.cu", fcx_tri_functions, 3);
+}
+
+/* The helper kernels of batched linear algebra (codegen/batched.c: pointer arrays, strided
+ * moves of every word size, the marks of eigenvalues that are not finite; one module), with
+ * backend/cuda_batched.c's entry points. */
+Test(codegen, batched_kernels_compile) {
+    cr_expect(fcx_batched_move(4) == FCX_BATCHED_MOVE4 &&
+              fcx_batched_move(8) == FCX_BATCHED_MOVE4 + 1 &&
+              fcx_batched_move(16) == FCX_BATCHED_MOVE4 + 2 && fcx_batched_move(2) == -1 &&
+              fcx_batched_move(12) == -1);
+    raw_module_compiles(fcx_batched_source, "batched.cu", fcx_batched_functions,
+                        FCX_BATCHED_COUNT);
 }
 
 /* The stencil kernel (codegen/stencil.c) compiles with NVRTC in each of its variants (tiled

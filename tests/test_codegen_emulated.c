@@ -48,6 +48,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -969,6 +970,180 @@ Test(emulated, triangle_copies) {
             }
     }
     cr_expect_eq(ran, 3 * 11 * 4);
+    set_close(&s);
+}
+
+/* The helper kernels of batched linear algebra (codegen/batched.c) on the host shim, every
+ * word size: transposes of stacks of square, tall and wide matrices (the layouts
+ * backend/cuda_batched.c makes: into column-major order and back), a gather along the
+ * diagonal (the LU diagonals), scatters at stride 2 (eigenvalues into complex rows, pivots
+ * widened) and their zeros (src NULL), the packed eigenvector rows with the conjugating
+ * flip of the top word, and an empty move. dst starts poisoned (0xA5): what no element maps
+ * to (gaps, the other words of a stride-2 scatter, the canary behind) must stay untouched.
+ * Grids of 1 to 3 blocks of 8 threads, so that threads take several elements. Then the
+ * pointer arrays, and the marks of matrices whose eigenvalues are not finite. */
+Test(emulated, batched_moves) {
+    emu_set s;
+    set_open(&s, "batched", &(emu_cfg){8, 4, 3, false, false, false});
+    char *src = NULL;
+    cr_assert_eq(fcx_batched_source(s.ctx, &src), FC_OK);
+    fputs(src, s.cpp);
+    fcg_strfree(s.ctx, src);
+    fputs("struct emu_ba { int f; const void *src; void *dst; long long i[9];\n"
+          "                unsigned long long mask; };\n"
+          "typedef void (*emu_bm_k)(const void *, void *, long long, long long, long long,\n"
+          "                         long long, long long, long long, long long, long long,\n"
+          "                         long long, unsigned long long);\n"
+          "static const emu_bm_k emu_bm_ks[3] = {fcb_move4, fcb_move8, fcb_move16};\n"
+          "static void emu_tramp_bm(const void *q) {\n"
+          "    const emu_ba *a = (const emu_ba *)q;\n"
+          "    const long long *i = a->i;\n"
+          "    emu_bm_ks[a->f](a->src, a->dst, i[0], i[1], i[2], i[3], i[4], i[5], i[6], i[7],\n"
+          "                    i[8], a->mask);\n"
+          "}\n"
+          "extern \"C\" int emu_bmove(int f, const void *src, void *dst, const long long *i,\n"
+          "                          unsigned long long mask, unsigned grid) {\n"
+          "    emu_ba a = {f, src, dst, {i[0], i[1], i[2], i[3], i[4], i[5], i[6], i[7], i[8]},\n"
+          "                mask};\n"
+          "    return emu_launch(emu_tramp_bm, &a, grid, 0, 0);\n"
+          "}\n"
+          "struct emu_pa { unsigned long long *dst; unsigned long long base;\n"
+          "                long long stride, count; };\n"
+          "static void emu_tramp_bp(const void *q) {\n"
+          "    const emu_pa *a = (const emu_pa *)q;\n"
+          "    fcb_ptrs(a->dst, a->base, a->stride, a->count);\n"
+          "}\n"
+          "extern \"C\" int emu_bptrs(unsigned long long *dst, unsigned long long base,\n"
+          "                          long long stride, long long count, unsigned grid) {\n"
+          "    emu_pa a = {dst, base, stride, count};\n"
+          "    return emu_launch(emu_tramp_bp, &a, grid, 0, 0);\n"
+          "}\n"
+          "struct emu_na { int dbl; int *info; const void *w; long long n, count; int mark; };\n"
+          "static void emu_tramp_bn(const void *q) {\n"
+          "    const emu_na *a = (const emu_na *)q;\n"
+          "    if (a->dbl) fcb_nonfinite8(a->info, a->w, a->n, a->count, a->mark);\n"
+          "    else fcb_nonfinite4(a->info, a->w, a->n, a->count, a->mark);\n"
+          "}\n"
+          "extern \"C\" int emu_bnonfinite(int dbl, int *info, const void *w, long long n,\n"
+          "                               long long count, int mark, unsigned grid) {\n"
+          "    emu_na a = {dbl, info, w, n, count, mark};\n"
+          "    return emu_launch(emu_tramp_bn, &a, grid, 0, 0);\n"
+          "}\n",
+          s.cpp);
+    set_build(&s);
+    typedef int (*move_fn)(int, const void *, void *, const long long *, unsigned long long,
+                           unsigned);
+    typedef int (*ptrs_fn)(unsigned long long *, unsigned long long, long long, long long,
+                           unsigned);
+    move_fn mv = (move_fn)(uintptr_t)dlsym(s.so, "emu_bmove");
+    ptrs_fn pt = (ptrs_fn)(uintptr_t)dlsym(s.so, "emu_bptrs");
+    cr_assert(mv && pt);
+    static const struct {
+        const char *what;
+        long long i[9]; /* count, rows, cols, src row, col, matrix, dst row, col, matrix */
+        long long dst_at; /* words before dst's first element */
+        bool zeros;       /* src NULL */
+        unsigned long long mask;
+    } cases[] = {
+        {"transpose 5x5 x3", {3, 5, 5, 1, 5, 25, 5, 1, 25}, 0, false, 0},
+        {"transpose 4x7 x2", {2, 7, 4, 1, 7, 28, 4, 1, 28}, 0, false, 0},
+        {"transpose 7x4 x2", {2, 4, 7, 1, 4, 28, 7, 1, 28}, 0, false, 0},
+        {"diagonals 6x6 x4", {4, 6, 1, 7, 0, 36, 1, 0, 6}, 0, false, 0},
+        {"row into complex", {3, 1, 5, 0, 1, 5, 0, 2, 60}, 0, false, 0},
+        {"row's zeros", {3, 1, 5, 0, 1, 5, 0, 2, 60}, 1, true, 0},
+        {"eigenvectors", {2, 4, 4, 1, 4, 16, 4, 1, 20}, 4, false, 1ull << 63},
+        {"flip low bits", {2, 3, 3, 1, 3, 9, 3, 1, 9}, 0, false, 0x80000001ull},
+        {"pivots widened", {1, 10, 1, 1, 0, 0, 2, 0, 0}, 0, false, 0},
+        {"empty", {3, 0, 4, 1, 4, 0, 4, 1, 0}, 0, false, 0},
+    };
+    int ran = 0;
+    for (int f = 0; f < 3; f++) {
+        size_t es = (size_t)4 << f;
+        cr_assert_eq(fcx_batched_move(es), FCX_BATCHED_MOVE4 + f);
+        for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+            const long long *i = cases[c].i;
+            long long count = i[0], rows = i[1], cols = i[2], send = 1, dend = 1;
+            for (long long b = 0; b < count; b++)
+                for (long long r = 0; r < rows; r++)
+                    for (long long q = 0; q < cols; q++) {
+                        long long sa = b * i[5] + r * i[3] + q * i[4] + 1;
+                        long long da = cases[c].dst_at + b * i[8] + r * i[6] + q * i[7] + 1;
+                        send = sa > send ? sa : send;
+                        dend = da > dend ? da : dend;
+                    }
+            size_t sbytes = (size_t)send * es, dbytes = (size_t)dend * es;
+            unsigned char *sv = malloc(sbytes), *dv = malloc(dbytes + CANARY);
+            unsigned char *want = malloc(dbytes + CANARY);
+            cr_assert(sv && dv && want);
+            for (size_t k = 0; k < sbytes; k++) sv[k] = (unsigned char)(k * 131 + 7 + (size_t)f);
+            memset(dv, 0xA5, dbytes + CANARY);
+            memcpy(want, dv, dbytes + CANARY);
+            for (long long b = 0; b < count; b++)
+                for (long long r = 0; r < rows; r++)
+                    for (long long q = 0; q < cols; q++) {
+                        unsigned char word[16] = {0};
+                        if (!cases[c].zeros) {
+                            memcpy(word, sv + (size_t)(b * i[5] + r * i[3] + q * i[4]) * es, es);
+                            /* the top 8 bytes (all of a 4-byte word, with the mask's low 32
+                             * bits) XORed with the mask */
+                            unsigned long long m = cases[c].mask, top = 0;
+                            size_t at = es == 4 ? 0 : es - 8, len = es == 4 ? 4 : 8;
+                            memcpy(&top, word + at, len);
+                            top ^= es == 4 ? (m & 0xffffffffull) : m;
+                            memcpy(word + at, &top, len);
+                        }
+                        size_t da = (size_t)(cases[c].dst_at + b * i[8] + r * i[6] + q * i[7]);
+                        memcpy(want + da * es, word, es);
+                    }
+            unsigned grid = (unsigned)(1 + (c + (size_t)f) % 3);
+            cr_assert_eq(mv(f, cases[c].zeros ? NULL : sv, dv + (size_t)cases[c].dst_at * es, i,
+                            cases[c].mask, grid),
+                         0);
+            ran++;
+            for (size_t k = 0; k < dbytes + CANARY; k += es)
+                cr_assert(memcmp(dv + k, want + k, es) == 0, "batched move %zu-byte, %s: word "
+                          "%zu is wrong", es, cases[c].what, k / es);
+            free(sv);
+            free(dv);
+            free(want);
+        }
+    }
+    cr_expect_eq(ran, 3 * (int)(sizeof cases / sizeof *cases));
+    /* pointer arrays: count pointers base + i * stride, nothing past them */
+    for (unsigned grid = 1; grid <= 3; grid++) {
+        unsigned long long p[40];
+        memset(p, 0xA5, sizeof p);
+        cr_assert_eq(pt(p, 0x7f0000001000ull, 48, 37, grid), 0);
+        for (int k = 0; k < 37; k++)
+            cr_expect_eq(p[k], 0x7f0000001000ull + 48ull * (unsigned long long)k, "pointer %d", k);
+        for (int k = 37; k < 40; k++) cr_expect_eq(p[k], 0xA5A5A5A5A5A5A5A5ull, "past the array");
+    }
+    /* eigenvalues that are not finite mark their matrix's info (where it is 0), f32 and f64:
+     * 7 matrices of 3; a NaN, +inf or -inf marks, the largest finite value, -0 and a
+     * subnormal do not; a matrix already marked by the solver keeps its info */
+    typedef int (*nonfinite_fn)(int, int *, const void *, long long, long long, int, unsigned);
+    nonfinite_fn nf = (nonfinite_fn)(uintptr_t)dlsym(s.so, "emu_bnonfinite");
+    cr_assert_not_null(nf);
+    for (int dbl = 0; dbl < 2; dbl++)
+        for (unsigned grid = 1; grid <= 3; grid++) {
+            double big = dbl ? DBL_MAX : FLT_MAX, tiny = dbl ? 0x1p-1070 : 0x1p-140;
+            const double v[7][3] = {{1, 2, 3}, {1, NAN, 3}, {INFINITY, 0, 0}, {-0.0, tiny, big},
+                                    {0, 0, -INFINITY}, {-big, 5, 6}, {NAN, 1, 1}};
+            const int before[8] = {0, 0, 0, 0, 0, 0, 9, -7}, want[8] = {0, 4, 4, 0, 4, 0, 9, -7};
+            float wf[21];
+            double wd[21];
+            for (int k = 0; k < 21; k++) {
+                wf[k] = (float)v[k / 3][k % 3];
+                wd[k] = v[k / 3][k % 3];
+            }
+            int info[8];
+            memcpy(info, before, sizeof info);
+            const void *w = dbl ? (const void *)wd : (const void *)wf;
+            cr_assert_eq(nf(dbl, info, w, 3, 7, 4, grid), 0);
+            for (int b = 0; b < 8; b++)
+                cr_expect_eq(info[b], want[b], "nonfinite %s, grid %u: matrix %d's info %d, want "
+                             "%d", dbl ? "f64" : "f32", grid, b, info[b], want[b]);
+        }
     set_close(&s);
 }
 

@@ -10,10 +10,15 @@
  * every op, dtype and batch shape in a host and a CUDA context over the same data and
  * compares within 256 n eps max(|host|, 1) (the host factorises in double, cuSOLVER in the
  * dtype's precision; the matrices' condition numbers are below 10); it is skipped, visibly,
- * where there is no GPU.
+ * where there is no GPU. Stacks of small matrices take the batched routines
+ * (backend/cuda_batched.c) on the GPU: their own tests at the end check the rule, each op and
+ * dtype against the host, the errors against the loop's (FUSEC_LINALG_BATCHED=0), and count
+ * the batched calls each evaluation made.
  */
 #include <criterion/criterion.h>
 
+#include "codegen.h"
+#include "cuda_batched.h"
 #include "fusec.h"
 #include "graph.h"
 #include "test_util.h"
@@ -500,15 +505,14 @@ static fc_array *b_fused(fc_array *a, fc_array *b) {
     return fc_add(fc_mul(x, fc_f64(fc_array_ctx(a), 3.0)), fc_f64(fc_array_ctx(a), 1.0));
 }
 
-/* op(a, b) in both contexts over the same data; GPU within 256 n eps max(|host|, 1). */
-static void compare(build_fn op, kind k, fc_dtype t, int nb, const int64_t *batch, int64_t n,
-                    int64_t nrhs, bool vector, const char *what) {
-    int64_t count = 1;
-    for (int d = 0; d < nb; d++) count *= batch[d];
+/* op(a, b) in both contexts over the same data: a of shape as (matrices of kind k), b of
+ * shape bs (RANDOM values); the GPU within 256 n eps max(|host|, 1). */
+static void compare_shapes(build_fn op, kind k, fc_dtype t, fc_shape as, fc_shape bs,
+                           const char *what) {
+    int64_t n = as.dim[as.ndim - 1], per = n > 0 ? n * n : 1;
     bool c = fcg_is_complex(t);
-    double complex *av = matrices(k, count, n, c), *bv = matrices(RANDOM, count, n, c);
-    fc_shape as = stack(nb, batch, n, n);
-    fc_shape bs = vector ? (fc_shape){.ndim = 1, .dim = {n}} : stack(nb, batch, n, nrhs);
+    double complex *av = matrices(k, (int64_t)(tv_numel(as) / (size_t)per), n, c);
+    double complex *bv = matrices(RANDOM, (int64_t)(tv_numel(bs) / (size_t)per) + 1, n, c);
     fc_scope *sh = fc_scope_open(hc), *sg = fc_scope_open(gc);
     fc_array *h = op(upload(hc, av, t, as), upload(hc, bv, t, bs));
     fc_array *g = op(upload(gc, av, t, as), upload(gc, bv, t, bs));
@@ -525,6 +529,15 @@ static void compare(build_fn op, kind k, fc_dtype t, int nb, const int64_t *batc
     free(bv);
     fc_scope_close(sg);
     fc_scope_close(sh);
+}
+
+/* op(a, b) over a stack of n x n matrices and b (nrhs columns, or one vector), as
+ * compare_shapes. */
+static void compare(build_fn op, kind k, fc_dtype t, int nb, const int64_t *batch, int64_t n,
+                    int64_t nrhs, bool vector, const char *what) {
+    fc_shape as = stack(nb, batch, n, n);
+    fc_shape bs = vector ? (fc_shape){.ndim = 1, .dim = {n}} : stack(nb, batch, n, nrhs);
+    compare_shapes(op, k, t, as, bs, what);
 }
 
 Test(gpu_linalg, every_op_dtype_and_batch) {
@@ -584,31 +597,42 @@ Test(gpu_linalg, errors_on_the_gpu) {
     }
 }
 
-/* A cached plan with a solver call runs again over new data (the entry's copy of the nodes);
- * the workspaces are freed: evaluations after the first leave device memory in use where the
- * first left it (the first also uploads a, which fc_from_host leaves on the host). */
-Test(gpu_linalg, cached_plan_and_memory) {
-    SKIP_WITHOUT_GPU("cached_plan_and_memory");
-    int64_t n = 48;
-    fc_scope *s = fc_scope_open(gc);
-    double complex *v = matrices(WELL, 2, n, false);
-    fc_array *a = upload(gc, v, FC_F64, FC_SHAPE(n, n));
-    fc_array *ah = upload(hc, v, FC_F64, FC_SHAPE(n, n));
+/* The batched calls made so far in this process, by routine (backend/cuda_batched.c). */
+static fcr_batched_counts batched_counts(void) {
+    fcr_batched_counts c;
+    fcr_batched_counts_get(&c);
+    return c;
+}
+
+typedef fc_array *(*replay_fn)(fc_array *a, fc_array *p);
+
+/* build(a, p) on the GPU and build(ah, ph) on the host, three times: a new graph over the same
+ * arrays each time, so that the cached plan runs again, the third time after the next
+ * `total` values of v (real parts, from v + total) are written into a and ah. Each run
+ * within tol of the host (its output's values); the device memory in use after a later run
+ * no more than after the first (the workspaces went back to the pool); calls[rep]: the
+ * batched calls each GPU run made. */
+static void replay(replay_fn build, fc_array *a, fc_array *ah, fc_array *p, fc_array *ph,
+                   const double complex *v, size_t total, double tol, fcr_batched_counts *calls) {
     fc_memory_stats m0, m1;
     for (int rep = 0; rep < 3; rep++) {
         if (rep == 2) { /* new values into the same arrays: the plan replays */
-            double *w = malloc(sizeof(double) * (size_t)(n * n));
-            for (int64_t i = 0; i < n * n; i++) w[i] = creal(v[n * n + i]);
-            cr_assert_eq(fc_write(a, w, 0, n * n, NULL), FC_OK, "%s", fc_errmsg(gc));
-            cr_assert_eq(fc_write(ah, w, 0, n * n, NULL), FC_OK);
+            double *w = malloc(sizeof(double) * total);
+            cr_assert_not_null(w);
+            for (size_t i = 0; i < total; i++) w[i] = creal(v[total + i]);
+            cr_assert_eq(fc_write(a, w, 0, (int64_t)total, NULL), FC_OK, "%s", fc_errmsg(gc));
+            cr_assert_eq(fc_write(ah, w, 0, (int64_t)total, NULL), FC_OK);
             free(w);
         }
         fc_scope *inner = fc_scope_open(gc), *hs = fc_scope_open(hc);
-        fc_array *g = fc_add(fc_linalg_inv(a), fc_linalg_det(a));
-        fc_array *h = fc_add(fc_linalg_inv(ah), fc_linalg_det(ah));
+        fc_array *g = build(a, p), *h = build(ah, ph);
+        fcr_batched_counts c0 = batched_counts();
         double complex *gv = values(g, "cached"), *hv = values(h, "cached");
-        cr_expect_eq(mismatches(gv, hv, (size_t)(n * n), 256 * (double)n * 0x1p-52, "cached"), 0,
-                     "run %d", rep);
+        fcr_batched_counts c1 = batched_counts();
+        calls[rep] = (fcr_batched_counts){c1.lu - c0.lu, c1.cholesky - c0.cholesky,
+                                          c1.eigh - c0.eigh, c1.eigh_loop - c0.eigh_loop};
+        cr_expect_eq(mismatches(gv, hv, (size_t)fc_array_size(h), tol, "cached"), 0, "run %d",
+                     rep);
         free(gv);
         free(hv);
         fc_scope_close(hs);
@@ -618,6 +642,28 @@ Test(gpu_linalg, cached_plan_and_memory) {
             cr_expect_leq(m1.in_use, m0.in_use, "run %d: %zu bytes of workspace left in use",
                           rep, m1.in_use - m0.in_use);
     }
+}
+
+static fc_array *inv_plus_det(fc_array *a, fc_array *p) {
+    (void)p;
+    return fc_add(fc_linalg_inv(a), fc_linalg_det(a));
+}
+
+/* A cached plan with a solver call runs again over new data (the entry's copy of the nodes);
+ * the workspaces are freed: evaluations after the first leave device memory in use where the
+ * first left it (the first also uploads a, which fc_from_host leaves on the host). One matrix:
+ * the loop, no batched call. */
+Test(gpu_linalg, cached_plan_and_memory) {
+    SKIP_WITHOUT_GPU("cached_plan_and_memory");
+    unsetenv("FUSEC_LINALG_BATCHED");
+    int64_t n = 48;
+    fc_scope *s = fc_scope_open(gc);
+    double complex *v = matrices(WELL, 2, n, false);
+    fc_array *a = upload(gc, v, FC_F64, FC_SHAPE(n, n));
+    fc_array *ah = upload(hc, v, FC_F64, FC_SHAPE(n, n));
+    fcr_batched_counts calls[3];
+    replay(inv_plus_det, a, ah, NULL, NULL, v, (size_t)(n * n), 256 * (double)n * 0x1p-52, calls);
+    for (int rep = 0; rep < 3; rep++) cr_expect_eq(calls[rep].lu, 0, "run %d", rep);
     free(v);
     fc_scope_close(s);
 }
@@ -1584,4 +1630,474 @@ Test(gpu_linalg, qr_packed_output) {
             fc_scope_close(sh);
         }
     poison_report("qr_packed_output");
+}
+
+/* ---- batched paths: stacks of small matrices (backend/cuda_batched.c) -------------------- */
+
+/* The library node under r: r itself, or what views and elementwise ops over it lead to
+ * through their first inputs (det over slogdet, a vector solve's reshape, cholesky's upper
+ * factor). */
+static const fc_array *lib_under(const fc_array *r) {
+    while (r && !fcg_op_is_linalg(r->op)) r = r->nin > 0 ? r->in[0] : NULL;
+    cr_assert_not_null(r, "no library node");
+    return r;
+}
+
+/* Which nodes take the batched paths (codegen.h's fcx_batched_takes, which the CUDA backend
+ * and `fusec warm` both ask) by default and with FUSEC_LINALG_BATCHED=all, and none with 0:
+ * stacks of at least 2 matrices, n <= 64 (LU, Cholesky) or 32 (eigh: syevjBatched's limit,
+ * which `all` keeps), f32 to c128 (integers cast to f64), not qr or svd. */
+Test(linalg, batched_rule) {
+    fc_ctx *ctx = tu_host_ctx();
+    fc_scope *s = fc_scope_open(ctx);
+    static const struct {
+        const char *value;
+        fcx_batched_mode mode;
+    } env[] = {{"0", FCX_BATCHED_OFF}, {"all", FCX_BATCHED_ALL}, {"1", FCX_BATCHED_AUTO},
+               {"", FCX_BATCHED_AUTO}, {"yes", FCX_BATCHED_AUTO}, {NULL, FCX_BATCHED_AUTO}};
+    for (size_t i = 0; i < sizeof env / sizeof *env; i++) {
+        if (env[i].value) setenv("FUSEC_LINALG_BATCHED", env[i].value, 1);
+        else unsetenv("FUSEC_LINALG_BATCHED");
+        cr_expect_eq(fcx_batched_mode_env(), env[i].mode, "FUSEC_LINALG_BATCHED=%s",
+                     env[i].value ? env[i].value : "(unset)");
+    }
+#define Z(t, ...) fc_zeros(ctx, t, FC_SHAPE(__VA_ARGS__))
+    fc_array *w = NULL, *v = NULL, *q = NULL, *r = NULL;
+    cr_assert_eq(fc_linalg_eigh(Z(FC_C64, 1, 8, 8), false, &w, &v), FC_OK);
+    cr_assert_eq(fc_linalg_qr(Z(FC_F64, 3, 4, 4), FC_QR_REDUCED, &q, &r), FC_OK);
+    struct {
+        fc_array *x;
+        bool by_default, with_all;
+        const char *what;
+    } cases[] = {
+        {fc_linalg_solve(Z(FC_F64, 1000, 3, 3), Z(FC_F64, 1000, 3, 2)), true, true, "solve"},
+        {fc_linalg_solve(Z(FC_F32, 3, 3), Z(FC_F32, 3)), false, true, "solve of one matrix"},
+        {fc_linalg_solve(Z(FC_F32, 3, 3), Z(FC_F32, 1000, 3, 2)), true, true, "one A, b stacked"},
+        {fc_linalg_solve(Z(FC_F32, 1000, 3, 3), Z(FC_F32, 3)), true, true, "one vector b"},
+        {fc_linalg_inv(Z(FC_C64, 5, 32, 32)), true, true, "inv"},
+        {fc_linalg_inv(Z(FC_I32, 3, 2, 2)), true, true, "inv of integers (f64)"},
+        {fc_linalg_det(Z(FC_C128, 2, 3, 4, 4)), true, true, "det"},
+        {fc_linalg_solve(Z(FC_F64, 2, 64, 64), Z(FC_F64, 2, 64, 1)), true, true, "n = 64"},
+        {fc_linalg_solve(Z(FC_F64, 2, 65, 65), Z(FC_F64, 2, 65, 1)), false, true, "n = 65"},
+        {fc_linalg_cholesky(Z(FC_F32, 64, 16, 16), false), true, true, "cholesky"},
+        {fc_linalg_cholesky(Z(FC_F64, 2, 100, 100), true), false, true, "cholesky n = 100"},
+        {fc_linalg_eigvalsh(Z(FC_F64, 2, 32, 32), false), true, true, "eigvalsh n = 32"},
+        {fc_linalg_eigvalsh(Z(FC_F64, 2, 33, 33), true), false, false, "eigvalsh n = 33"},
+        {v, false, true, "eigh of one matrix"},
+        {fc_linalg_solve(Z(FC_F64, 0, 3, 3), Z(FC_F64, 0, 3, 1)), false, false, "empty stack"},
+        {fc_linalg_det(Z(FC_F64, 4, 0, 0)), false, false, "0 x 0 matrices"},
+        {r, false, false, "qr"},
+        {fc_linalg_svdvals(Z(FC_F32, 3, 4, 4)), false, false, "svdvals"},
+    };
+#undef Z
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        cr_assert_eq(fc_array_status(cases[i].x), FC_OK, "%s: %s", cases[i].what,
+                     fc_array_errmsg(cases[i].x));
+        const fc_array *a = lib_under(cases[i].x);
+        cr_expect_eq(fcx_batched_takes(a, FCX_BATCHED_AUTO), cases[i].by_default, "%s",
+                     cases[i].what);
+        cr_expect_eq(fcx_batched_takes(a, FCX_BATCHED_ALL), cases[i].with_all, "%s: all",
+                     cases[i].what);
+        cr_expect(!fcx_batched_takes(a, FCX_BATCHED_OFF), "%s: 0", cases[i].what);
+    }
+    fc_scope_close(s);
+    destroy_checked(ctx);
+}
+
+/* The stacks of the batched tests: many tiny matrices, a batch of 16 x 16, a few of the
+ * largest order syevjBatched takes, two batch axes. */
+static const struct {
+    int nb;
+    int64_t batch[2], n;
+} batched_shapes[] = {{1, {1000}, 3}, {1, {64}, 16}, {1, {5}, 32}, {2, {2, 3}, 4}};
+#define NBATCHED (sizeof batched_shapes / sizeof *batched_shapes)
+
+/* Every LU and Cholesky op, dtype and batched shape on the GPU against the host, as compare()
+ * checks them, each evaluation one batched call (getrfBatched or potrfBatched). */
+Test(gpu_linalg, batched_against_the_host) {
+    SKIP_WITHOUT_GPU("batched_against_the_host");
+    unsetenv("FUSEC_LINALG_BATCHED");
+    static const struct {
+        build_fn fn;
+        const char *name;
+        kind k;
+        int64_t nrhs;
+        bool vector, chol;
+    } ops[] = {{b_solve, "solve", WELL, 1, false, false},
+               {b_solve, "solve k=3", WELL, 3, false, false},
+               {b_solve, "solve, one vector b", WELL, 1, true, false},
+               {b_inv, "inv", WELL, 1, false, false},
+               {b_det, "det", WELL, 1, false, false},
+               {b_sign, "slogdet sign", WELL, 1, false, false},
+               {b_logdet, "slogdet logdet", WELL, 1, false, false},
+               {b_det, "det singular", SINGULAR, 1, false, false},
+               {b_sign, "slogdet sign singular", SINGULAR, 1, false, false},
+               {b_logdet, "slogdet logdet singular", SINGULAR, 1, false, false},
+               {b_fused, "fused solve", WELL, 2, false, false},
+               {b_chol, "cholesky", SPD, 1, false, true},
+               {b_chol_upper, "cholesky upper", SPD, 1, false, true}};
+    for (size_t o = 0; o < sizeof ops / sizeof *ops; o++)
+        for (int di = 0; di < NDT; di++)
+            for (size_t si = 0; si < NBATCHED; si++) {
+                char what[160];
+                snprintf(what, sizeof what, "batched %s %s n=%lld batch %lld", ops[o].name,
+                         fc_dtype_name(dtypes[di]), (long long)batched_shapes[si].n,
+                         (long long)batched_shapes[si].batch[0]);
+                fcr_batched_counts c0 = batched_counts();
+                compare(ops[o].fn, ops[o].k, dtypes[di], batched_shapes[si].nb,
+                        batched_shapes[si].batch, batched_shapes[si].n, ops[o].nrhs,
+                        ops[o].vector, what);
+                fcr_batched_counts c1 = batched_counts();
+                uint64_t took = ops[o].chol ? c1.cholesky - c0.cholesky : c1.lu - c0.lu;
+                cr_expect_eq(took, 1, "%s: %llu batched calls, want 1", what,
+                             (unsigned long long)took);
+            }
+}
+
+/* solve's broadcasting into the batched path (graph/linalg.c broadcasts both operands to one
+ * batch): a stack of A with one b, one A with a stack of b, batch axes that broadcast against
+ * each other. */
+Test(gpu_linalg, batched_broadcasts) {
+    SKIP_WITHOUT_GPU("batched_broadcasts");
+    unsetenv("FUSEC_LINALG_BATCHED");
+    static const struct {
+        fc_shape a, b;
+        const char *what;
+    } cases[] = {
+        {FC_SHAPE(1000, 3, 3), FC_SHAPE(3, 2), "a stack of A, one b"},
+        {FC_SHAPE(3, 3), FC_SHAPE(1000, 3, 2), "one A, a stack of b"},
+        {FC_SHAPE(64, 16, 16), FC_SHAPE(16), "a stack of A, one vector b"},
+        {FC_SHAPE(2, 1, 4, 4), FC_SHAPE(3, 4, 5), "batch axes (2, 1) and (3)"},
+        {FC_SHAPE(1, 5, 32, 32), FC_SHAPE(2, 1, 32, 1), "batch axes (1, 5) and (2, 1)"},
+    };
+    for (int di = 0; di < NDT; di++)
+        for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+            char what[160];
+            snprintf(what, sizeof what, "%s %s", cases[i].what, fc_dtype_name(dtypes[di]));
+            fcr_batched_counts c0 = batched_counts();
+            compare_shapes(b_solve, WELL, dtypes[di], cases[i].a, cases[i].b, what);
+            fcr_batched_counts c1 = batched_counts();
+            cr_expect_eq(c1.lu - c0.lu, 1, "%s: not one batched call", what);
+        }
+}
+
+/* Evaluates x (whose evaluation must fail with FC_ERR_LINALG) on the GPU by the batched path
+ * and again by the loop (FUSEC_LINALG_BATCHED=0): the same message both times, the host's
+ * (host: the same op in the host context), naming `member`; `chol`: potrfBatched, else
+ * getrfBatched, once, and nothing batched for the loop. */
+static void same_error(fc_array *x, fc_array *host, bool chol, const char *member,
+                       const char *what) {
+    double out[64];
+    cr_expect_eq(fc_read(host, out, 0, 1), FC_ERR_LINALG, "%s: the host", what);
+    char want[512];
+    snprintf(want, sizeof want, "%s", fc_errmsg(hc));
+    for (int loop = 0; loop < 2; loop++) {
+        if (loop) setenv("FUSEC_LINALG_BATCHED", "0", 1);
+        fcr_batched_counts c0 = batched_counts();
+        fc_status st = fc_read(x, out, 0, 1);
+        fcr_batched_counts c1 = batched_counts();
+        unsetenv("FUSEC_LINALG_BATCHED");
+        const char *path = loop ? "the loop" : "batched";
+        cr_expect_eq(st, FC_ERR_LINALG, "%s, %s: %s", what, path, fc_strerror(st));
+        cr_expect_str_eq(fc_errmsg(gc), want, "%s, %s", what, path);
+        cr_expect(strstr(fc_errmsg(gc), member), "%s, %s: %s does not name %s", what, path,
+                  fc_errmsg(gc), member);
+        uint64_t took = chol ? c1.cholesky - c0.cholesky : c1.lu - c0.lu;
+        cr_expect_eq(took, loop ? 0u : 1u, "%s, %s: %llu batched calls", what, path,
+                     (unsigned long long)took);
+    }
+}
+
+/* Singular, indefinite and NaN members of stacks that take the batched paths, every dtype:
+ * solve and inv fail with the LinAlgError of the loop and the host, naming the first singular
+ * matrix; det gives 0 and slogdet (0, -inf) for the singular ones and the host's values for
+ * the others; cholesky fails naming the indefinite matrix and its minor; slogdet of a NaN
+ * member is (NaN, NaN) there, as the loop's slogdet_finish makes it, the others' the host's;
+ * eigh and eigvalsh of a NaN member go to the loop (counted) and give what it gives. */
+Test(gpu_linalg, batched_errors) {
+    SKIP_WITHOUT_GPU("batched_errors");
+    unsetenv("FUSEC_LINALG_BATCHED");
+    for (int di = 0; di < NDT; di++) {
+        fc_dtype t = dtypes[di];
+        bool c = fcg_is_complex(t);
+        const char *tn = fc_dtype_name(t);
+        char what[160];
+        fc_scope *sh = fc_scope_open(hc), *sg = fc_scope_open(gc);
+        int64_t count = 1000, n = 3;
+        double complex *av = matrices(WELL, count, n, c), *sing = matrices(SINGULAR, 2, n, c);
+        memcpy(av + 617 * n * n, sing, sizeof *av * (size_t)(n * n));
+        memcpy(av + 900 * n * n, sing + n * n, sizeof *av * (size_t)(n * n));
+        double complex *bv = matrices(RANDOM, count, n, c);
+        fc_shape as = stack(1, &count, n, n), bs = stack(1, &count, n, 2);
+        fc_array *ag = upload(gc, av, t, as), *ah = upload(hc, av, t, as);
+        fc_array *bg = upload(gc, bv, t, bs), *bh = upload(hc, bv, t, bs);
+        snprintf(what, sizeof what, "solve %s, singular members", tn);
+        same_error(fc_linalg_solve(ag, bg), fc_linalg_solve(ah, bh), false,
+                   "matrix [617] of the stack", what);
+        snprintf(what, sizeof what, "inv %s, singular members", tn);
+        same_error(fc_linalg_inv(ag), fc_linalg_inv(ah), false, "matrix [617] of the stack",
+                   what);
+        /* det and slogdet: no error; 0 and (0, -inf) for the singular members */
+        double tol = 256 * (double)n * eps_of(t);
+        build_fn parts[3] = {b_det, b_sign, b_logdet};
+        for (int p = 0; p < 3; p++) {
+            snprintf(what, sizeof what, "%s %s, singular members", p == 0 ? "det" : p == 1 ?
+                     "slogdet sign" : "slogdet logdet", tn);
+            fcr_batched_counts c0 = batched_counts();
+            double complex *gv = values(parts[p](ag, NULL), what);
+            fcr_batched_counts c1 = batched_counts();
+            double complex *hv = values(parts[p](ah, NULL), what);
+            cr_expect_eq(c1.lu - c0.lu, 1, "%s: not one batched call", what);
+            cr_expect_eq(mismatches(gv, hv, (size_t)count, tol, what), 0, "%s", what);
+            double want = p == 2 ? -INFINITY : 0.0;
+            cr_expect(gv[617] == want && gv[900] == want, "%s: %g and %g for the singular "
+                      "members", what, creal(gv[617]), creal(gv[900]));
+            free(gv);
+            free(hv);
+        }
+        /* cholesky of a stack with an indefinite member */
+        int64_t pc = 64, pn = 16;
+        double complex *pv = matrices(SPD, pc, pn, c), *ind = matrices(INDEFINITE, 1, pn, c);
+        memcpy(pv + 10 * pn * pn, ind, sizeof *pv * (size_t)(pn * pn));
+        fc_shape ps = stack(1, &pc, pn, pn);
+        snprintf(what, sizeof what, "cholesky %s, an indefinite member", tn);
+        same_error(fc_linalg_cholesky(upload(gc, pv, t, ps), false),
+                   fc_linalg_cholesky(upload(hc, pv, t, ps), false), true,
+                   "matrix [10] of the stack", what);
+        cr_expect(strstr(fc_errmsg(gc), "order 16"), "%s: %s", what, fc_errmsg(gc));
+        /* slogdet with a NaN member: (NaN, NaN) there, by the batched path as by the loop */
+        double complex *nv = matrices(WELL, count, n, c);
+        nv[5 * n * n] = complex_of(NAN, 0.0);
+        fc_array *nh = upload(hc, nv, t, as);
+        for (int p = 1; p < 3; p++) {
+            snprintf(what, sizeof what, "slogdet %s %s, a NaN member", p == 1 ? "sign" :
+                     "logdet", tn);
+            /* each run over an upload of its own: a new graph, evaluated (the first one's
+             * result holds its value) */
+            fcr_batched_counts c0 = batched_counts();
+            double complex *gv = values(parts[p](upload(gc, nv, t, as), NULL), what);
+            fcr_batched_counts c1 = batched_counts();
+            setenv("FUSEC_LINALG_BATCHED", "0", 1);
+            double complex *lv = values(parts[p](upload(gc, nv, t, as), NULL), what);
+            unsetenv("FUSEC_LINALG_BATCHED");
+            fcr_batched_counts c2 = batched_counts();
+            double complex *hv = values(parts[p](nh, NULL), what);
+            cr_expect(c1.lu - c0.lu == 1 && c2.lu == c1.lu, "%s: %llu batched calls, then %llu "
+                      "by the loop", what, (unsigned long long)(c1.lu - c0.lu),
+                      (unsigned long long)(c2.lu - c1.lu));
+            cr_expect(isnan(creal(gv[5])) && isnan(creal(lv[5])), "%s: %g (batched), %g (the "
+                      "loop) for the NaN member", what, creal(gv[5]), creal(lv[5]));
+            cr_expect_eq(mismatches(gv, lv, (size_t)count, tol, what), 0, "%s: batched against "
+                         "the loop", what);
+            hv[5] = gv[5]; /* the others against the host */
+            cr_expect_eq(mismatches(gv, hv, (size_t)count, tol, what), 0, "%s: the host", what);
+            free(gv);
+            free(lv);
+            free(hv);
+        }
+        /* eigh and eigvalsh of a NaN member: the stack goes to the loop, whose answer stands */
+        int64_t ec = 64, en = 4;
+        double complex *ev = matrices(RANDOM, ec, en, c);
+        ev[7 * en * en] = complex_of(NAN, 0.0);
+        for (int vec = 0; vec < 2; vec++) {
+            snprintf(what, sizeof what, "%s %s, a NaN member", vec ? "eigh" : "eigvalsh", tn);
+            double complex *got[2] = {NULL, NULL};
+            fc_status st[2];
+            char msg[2][512];
+            size_t total = 0;
+            for (int loop = 0; loop < 2; loop++) {
+                /* each run over an upload of its own: a new graph, evaluated */
+                fc_array *eg = upload(gc, ev, t, stack(1, &ec, en, en)), *x = NULL;
+                if (vec) cr_assert_eq(fc_linalg_eigh(eg, false, NULL, &x), FC_OK);
+                else x = fc_linalg_eigvalsh(eg, false);
+                total = (size_t)fc_array_size(x);
+                if (loop) setenv("FUSEC_LINALG_BATCHED", "0", 1);
+                fcr_batched_counts c0 = batched_counts();
+                unsigned char *buf = malloc(total * fc_dtype_size(fc_array_dtype(x)) + 1);
+                cr_assert_not_null(buf);
+                st[loop] = fc_read(x, buf, 0, (int64_t)total);
+                snprintf(msg[loop], sizeof msg[loop], "%s", st[loop] ? fc_errmsg(gc) : "");
+                fcr_batched_counts c1 = batched_counts();
+                unsetenv("FUSEC_LINALG_BATCHED");
+                if (st[loop] == FC_OK) {
+                    got[loop] = malloc(total * sizeof **got);
+                    cr_assert_not_null(got[loop]);
+                    fc_dtype xt = fc_array_dtype(x);
+                    for (size_t i = 0; i < total; i++)
+                        got[loop][i] = complex_of(tv_value_at(buf, xt, i, 0),
+                                                  fcg_is_complex(xt) ? tv_value_at(buf, xt, i, 1)
+                                                                     : 0.0);
+                }
+                free(buf);
+                cr_expect(loop ? c1.eigh == c0.eigh
+                               : c1.eigh - c0.eigh == 1 && c1.eigh_loop - c0.eigh_loop == 1,
+                          "%s, %s: %llu syevjBatched calls, %llu sent to the loop", what,
+                          loop ? "the loop" : "batched", (unsigned long long)(c1.eigh - c0.eigh),
+                          (unsigned long long)(c1.eigh_loop - c0.eigh_loop));
+            }
+            cr_expect_eq(st[0], st[1], "%s: %s batched, %s by the loop", what,
+                         fc_strerror(st[0]), fc_strerror(st[1]));
+            cr_expect_str_eq(msg[0], msg[1], "%s", what);
+            if (got[0] && got[1])
+                cr_expect_eq(mismatches(got[0], got[1], total, 256 * (double)en * eps_of(t),
+                                        what), 0, "%s", what);
+            free(got[0]);
+            free(got[1]);
+        }
+        free(av);
+        free(sing);
+        free(bv);
+        free(pv);
+        free(ind);
+        free(nv);
+        free(ev);
+        fc_scope_close(sg);
+        fc_scope_close(sh);
+    }
+}
+
+/* eigh (both triangles) and eigvalsh of the batched shapes by syevjBatched, every dtype: the
+ * invariants of check_eigh, the eigenvalues against the host's, one syevjBatched call each
+ * and none sent to the loop. */
+Test(gpu_linalg, batched_eigh) {
+    SKIP_WITHOUT_GPU("batched_eigh");
+    unsetenv("FUSEC_LINALG_BATCHED");
+    for (int di = 0; di < NDT; di++)
+        for (size_t si = 0; si < NBATCHED; si++)
+            for (int upper = 0; upper < 2; upper++) {
+                fc_dtype t = dtypes[di];
+                int nb = batched_shapes[si].nb;
+                int64_t n = batched_shapes[si].n, count = 1;
+                for (int d = 0; d < nb; d++) count *= batched_shapes[si].batch[d];
+                char what[160];
+                snprintf(what, sizeof what, "batched eigh%s %s n=%lld batch %lld",
+                         upper ? " U" : "", fc_dtype_name(t), (long long)n, (long long)count);
+                double complex *av = matrices(RANDOM, count, n, fcg_is_complex(t));
+                fc_scope *sh = fc_scope_open(hc), *sg = fc_scope_open(gc);
+                fc_shape shp = stack(nb, batched_shapes[si].batch, n, n);
+                fc_array *ag = upload(gc, av, t, shp), *ah = upload(hc, av, t, shp);
+                fc_array *w = NULL, *v = NULL;
+                cr_assert_eq(fc_linalg_eigh(ag, upper, &w, &v), FC_OK);
+                fcr_batched_counts c0 = batched_counts();
+                fc_array *both[2] = {w, v};
+                cr_assert_eq(fc_eval(gc, both, 2), FC_OK, "%s: %s", what, fc_errmsg(gc));
+                double complex *wv = values(w, what), *vv = values(v, what);
+                double complex *wg = values(fc_linalg_eigvalsh(ag, upper), what);
+                fcr_batched_counts c1 = batched_counts();
+                cr_expect(c1.eigh - c0.eigh == 2 && c1.eigh_loop == c0.eigh_loop, "%s: %llu "
+                          "syevjBatched calls (want 2), %llu sent to the loop", what,
+                          (unsigned long long)(c1.eigh - c0.eigh),
+                          (unsigned long long)(c1.eigh_loop - c0.eigh_loop));
+                double tol = 256 * (double)n * eps_of(t);
+                check_eigh(av, wv, vv, count, n, upper, tol, what);
+                double complex *wh = values(fc_linalg_eigvalsh(ah, upper), what);
+                cr_expect_eq(mismatches(wv, wh, (size_t)(count * n), tol, what), 0, "%s", what);
+                cr_expect_eq(mismatches(wg, wh, (size_t)(count * n), tol, what), 0,
+                             "%s: eigvalsh", what);
+                free(wv);
+                free(vv);
+                free(wg);
+                free(wh);
+                free(av);
+                fc_scope_close(sg);
+                fc_scope_close(sh);
+            }
+}
+
+/* FUSEC_LINALG_BATCHED on the GPU, results against the host each time: by default a single
+ * matrix, n = 65 and eigh's n = 33 take the loop; 0 sends every stack to the loop; `all`
+ * sends single matrices and orders above 64 to the batched routines (syevj's n <= 32 stays). */
+Test(gpu_linalg, batched_modes) {
+    SKIP_WITHOUT_GPU("batched_modes");
+    static const struct {
+        const char *env;
+        build_fn fn;
+        kind k;
+        int nb;
+        int64_t batch, n, nrhs;
+        int lu, chol; /* batched calls expected */
+    } cases[] = {
+        {NULL, b_solve, WELL, 1, 1000, 3, 2, 1, 0},  {NULL, b_solve, WELL, 0, 1, 3, 2, 0, 0},
+        {NULL, b_inv, WELL, 1, 2, 65, 1, 0, 0},      {NULL, b_chol, SPD, 1, 2, 65, 1, 0, 0},
+        {"0", b_solve, WELL, 1, 1000, 3, 2, 0, 0},   {"0", b_det, WELL, 1, 64, 16, 1, 0, 0},
+        {"0", b_chol, SPD, 1, 64, 16, 1, 0, 0},      {"all", b_solve, WELL, 0, 1, 5, 3, 1, 0},
+        {"all", b_solve, WELL, 1, 2, 100, 3, 1, 0},  {"all", b_inv, WELL, 1, 3, 70, 1, 1, 0},
+        {"all", b_logdet, WELL, 0, 1, 90, 1, 1, 0},  {"all", b_chol, SPD, 0, 1, 80, 1, 0, 1},
+        {"all", b_chol_upper, SPD, 1, 2, 7, 1, 0, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        for (int di = 0; di < NDT; di++) {
+            if (cases[i].env) setenv("FUSEC_LINALG_BATCHED", cases[i].env, 1);
+            else unsetenv("FUSEC_LINALG_BATCHED");
+            char what[160];
+            snprintf(what, sizeof what, "case %zu (FUSEC_LINALG_BATCHED=%s) %s n=%lld batch %lld",
+                     i, cases[i].env ? cases[i].env : "", fc_dtype_name(dtypes[di]),
+                     (long long)cases[i].n, (long long)cases[i].batch);
+            fcr_batched_counts c0 = batched_counts();
+            compare(cases[i].fn, cases[i].k, dtypes[di], cases[i].nb, &cases[i].batch, cases[i].n,
+                    cases[i].nrhs, false, what);
+            fcr_batched_counts c1 = batched_counts();
+            cr_expect(c1.lu - c0.lu == (uint64_t)cases[i].lu &&
+                          c1.cholesky - c0.cholesky == (uint64_t)cases[i].chol,
+                      "%s: %llu getrfBatched and %llu potrfBatched calls, want %d and %d", what,
+                      (unsigned long long)(c1.lu - c0.lu),
+                      (unsigned long long)(c1.cholesky - c0.cholesky), cases[i].lu, cases[i].chol);
+        }
+    /* eigh: n = 33 is syevj's no more, whatever the mode; `all` takes one matrix of 32 */
+    for (int m = 0; m < 3; m++) {
+        const char *env = m == 0 ? NULL : m == 1 ? "all" : "0";
+        int64_t count = m == 1 ? 1 : 2, n = m == 1 ? 32 : 33;
+        if (env) setenv("FUSEC_LINALG_BATCHED", env, 1);
+        else unsetenv("FUSEC_LINALG_BATCHED");
+        for (int di = 0; di < NDT; di++) {
+            fc_dtype t = dtypes[di];
+            double complex *av = matrices(RANDOM, count, n, fcg_is_complex(t));
+            fc_scope *sh = fc_scope_open(hc), *sg = fc_scope_open(gc);
+            fc_shape shp = stack(1, &count, n, n);
+            char what[160];
+            snprintf(what, sizeof what, "eigvalsh (FUSEC_LINALG_BATCHED=%s) %s n=%lld batch %lld",
+                     env ? env : "", fc_dtype_name(t), (long long)n, (long long)count);
+            fcr_batched_counts c0 = batched_counts();
+            double complex *g = values(fc_linalg_eigvalsh(upload(gc, av, t, shp), false), what);
+            fcr_batched_counts c1 = batched_counts();
+            double complex *h = values(fc_linalg_eigvalsh(upload(hc, av, t, shp), false), what);
+            cr_expect_eq(c1.eigh - c0.eigh, m == 1 ? 1u : 0u, "%s: syevjBatched calls", what);
+            cr_expect_eq(mismatches(g, h, (size_t)(count * n), 256 * (double)n * eps_of(t), what),
+                         0, "%s", what);
+            free(g);
+            free(h);
+            free(av);
+            fc_scope_close(sg);
+            fc_scope_close(sh);
+        }
+    }
+    unsetenv("FUSEC_LINALG_BATCHED");
+}
+
+static fc_array *inv_det_cholesky(fc_array *a, fc_array *p) {
+    int64_t count = fc_array_shape(a).dim[0];
+    return fc_add(fc_add(fc_linalg_inv(a), fc_linalg_cholesky(p, false)),
+                  fc_reshape(fc_linalg_det(a), FC_SHAPE(count, 1, 1)));
+}
+
+/* A cached plan with batched calls (inv and det: getrfBatched each; cholesky: potrfBatched)
+ * runs again over new data, and their workspaces go back to the pool, as replay() checks. */
+Test(gpu_linalg, batched_cached_plan_and_memory) {
+    SKIP_WITHOUT_GPU("batched_cached_plan_and_memory");
+    unsetenv("FUSEC_LINALG_BATCHED");
+    int64_t count = 1000, n = 4;
+    fc_scope *s = fc_scope_open(gc);
+    double complex *v = matrices(WELL, 2 * count, n, false), *p = matrices(SPD, count, n, false);
+    fc_shape shp = stack(1, &count, n, n);
+    fcr_batched_counts calls[3];
+    replay(inv_det_cholesky, upload(gc, v, FC_F64, shp), upload(hc, v, FC_F64, shp),
+           upload(gc, p, FC_F64, shp), upload(hc, p, FC_F64, shp), v, (size_t)(count * n * n),
+           256 * (double)n * 0x1p-52, calls);
+    for (int rep = 0; rep < 3; rep++)
+        cr_expect(calls[rep].lu == 2 && calls[rep].cholesky == 1, "run %d: %llu LU and %llu "
+                  "Cholesky batched calls", rep, (unsigned long long)calls[rep].lu,
+                  (unsigned long long)calls[rep].cholesky);
+    free(v);
+    free(p);
+    fc_scope_close(s);
 }
