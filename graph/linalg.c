@@ -194,6 +194,25 @@ static fc_array *slogdet_part(fc_array *pair, int i) {
     return i == 1 && fcg_is_complex((fc_dtype)pair->dtype) ? fc_real(v) : v;
 }
 
+/* slogdet's pair with (NaN, NaN) for every matrix of a that holds a NaN, as NumPy's is (LAPACK
+ * carries the NaN into the factors): the rule is the graph's, not each backend's, since
+ * cuSOLVER's getrf was seen to give a finite U for a matrix with a NaN at [0, 0] (a stack's
+ * member, GPU call 3 of session 14) where cuBLAS's getrfBatched and the host give NaNs. One
+ * reduction over the matrices, read once; the printer's form (slogdet_packed) stays the bare
+ * node, so a printed program parses back to this. */
+static fc_array *nan_guarded(fc_ctx *ctx, fc_array *a, fc_array *pair) {
+    fc_dtype t = (fc_dtype)pair->dtype;
+    fc_axes core;
+    memset(&core, 0, sizeof core);
+    core.n = 2;
+    core.axis[0] = a->ndim - 2;
+    core.axis[1] = a->ndim - 1;
+    fc_array *bad = fc_any(fc_isnan(fc_cast(a, t)), core, true);
+    bad = fc_reshape(bad, with_core(a->ndim - 2, a->shape, 1, (int64_t[]){1}));
+    fc_array *nan = fcg_is_complex(t) ? fc_c128(ctx, NAN, NAN) : fc_f64(ctx, NAN);
+    return fc_where(bad, nan, pair);
+}
+
 fc_status fc_linalg_slogdet(fc_array *a, fc_array **sign, fc_array **logabsdet) {
     fc_array **const outs[2] = {sign, logabsdet};
     fc_status st;
@@ -203,6 +222,7 @@ fc_status fc_linalg_slogdet(fc_array *a, fc_array **sign, fc_array **logabsdet) 
     fc_ctx *ctx = a->ctx;
     fc_array *pair = early ? early : slogdet_node(ctx, "slogdet", a);
     if (pair->status != FC_OK) return fcg_multi_return(ctx, s, 2, outs, NULL, pair);
+    pair = nan_guarded(ctx, a, pair);
     fc_array *res[2] = {slogdet_part(pair, 0), slogdet_part(pair, 1)};
     return fcg_multi_return(ctx, s, 2, outs, res, NULL);
 }
@@ -215,6 +235,7 @@ fc_array *fc_linalg_det(fc_array *a) {
     if (!scope) return fcg_poison(ctx, FC_ERR_NOMEM, "det: out of memory");
     fc_array *pair = slogdet_node(ctx, "det", a);
     if (pair->status != FC_OK) return fcg_scope_return(ctx, scope, pair);
+    pair = nan_guarded(ctx, a, pair);
     /* NumPy's det_from_slogdet: sign * exp(logdet), in the dtype */
     fc_array *r = fc_mul(slogdet_part(pair, 0), fc_exp(slogdet_part(pair, 1)));
     return fcg_scope_return(ctx, scope, r);

@@ -1634,11 +1634,20 @@ Test(gpu_linalg, qr_packed_output) {
 
 /* ---- batched paths: stacks of small matrices (backend/cuda_batched.c) -------------------- */
 
-/* The library node under r: r itself, or what views and elementwise ops over it lead to
- * through their first inputs (det over slogdet, a vector solve's reshape, cholesky's upper
- * factor). */
+/* The first library node under r, depth first (det over slogdet and its NaN guard, a vector
+ * solve's reshape, cholesky's upper factor). */
+static const fc_array *find_lib(const fc_array *r, int depth) {
+    if (!r || depth > 64) return NULL;
+    if (fcg_op_is_linalg(r->op)) return r;
+    for (int i = 0; i < r->nin; i++) {
+        const fc_array *l = find_lib(r->in[i], depth + 1);
+        if (l) return l;
+    }
+    return NULL;
+}
+
 static const fc_array *lib_under(const fc_array *r) {
-    while (r && !fcg_op_is_linalg(r->op)) r = r->nin > 0 ? r->in[0] : NULL;
+    r = find_lib(r, 0);
     cr_assert_not_null(r, "no library node");
     return r;
 }
