@@ -1905,9 +1905,10 @@ fc_status fcr_lib_run(fc_ctx *ctx, void **state, CUstream stream, const fcp_kern
     if (!a)
         return fcg_error(ctx, FC_ERR_BACKEND, "library call: a kernel with no library node "
                          "(fusec bug)");
-    /* Leaves are the distinct buffers in order of first use: matmul(x, x) has one. A matmul
-     * operand that transposes a matrix (fcg_matrix_transpose_of) and was not stored is read
-     * from its source's buffer with the transpose flag (fusion stored the source). */
+    /* Leaves are the distinct buffers in order of first use: matmul(x, x) has one. An input
+     * that is a view the library reads through a flag of its own (fcp_lib_source: a matmul
+     * operand's transpose, a stencil's reversed weights) and was not stored is read from its
+     * source's buffer with that flag (fusion stored the source). */
     CUdeviceptr args[4] = {0, 0, 0, 0}, bias = 0;
     bool trans[4] = {false, false, false, false}, have_bias = !epilogue || !epi.bias;
     for (int l = 0; !have_bias && l < k->nleaf; l++)
@@ -1921,7 +1922,7 @@ fc_status fcr_lib_run(fc_ctx *ctx, void **state, CUstream stream, const fcp_kern
     for (int j = 0; j < a->nin; j++) {
         int l = 0;
         while (l < k->nleaf && k->leaves[l] != a->in[j]) l++;
-        const fc_array *src = a->op == FCG_OP_MATMUL ? fcg_matrix_transpose_of(a->in[j]) : NULL;
+        const fc_array *src = fcp_lib_source(a, j);
         if (l == k->nleaf && src) {
             for (l = 0; l < k->nleaf && k->leaves[l] != src; l++) {
             }
@@ -1942,7 +1943,7 @@ fc_status fcr_lib_run(fc_ctx *ctx, void **state, CUstream stream, const fcp_kern
     fc_status st = get_state(ctx, state, &s);
     if (st != FC_OK) return st;
     if (a->op == FCG_OP_STENCIL2D)
-        return fcr_stencil_run(ctx, &s->stencil, stream, a, args[0], args[1], out);
+        return fcr_stencil_run(ctx, &s->stencil, stream, a, args[0], args[1], trans[1], out);
     if (a->op == FCG_OP_SORT || a->op == FCG_OP_ARGSORT)
         return fcr_sort_run(ctx, &s->sort, stream, a, args[0], out);
     if (epilogue) { /* cuBLASLt works in the stream's cuBLAS workspace */

@@ -59,11 +59,12 @@ fc_status fcr_sort_run(fc_ctx *ctx, void **modules, CUstream stream, const fc_ar
 void fcr_sort_release(fc_ctx *ctx, void *modules);
 
 /* The STENCIL2D node `a` of the dense input at x and weights at w into `out`, through the
- * stencil kernel generated for it (backend/cuda_stencil.c); *modules is the context's table
+ * stencil kernel generated for it (backend/cuda_stencil.c); flipped: w holds the source of
+ * the weights' flat reverse (fcp_lib_source), read reversed. *modules is the context's table
  * of loaded stencil modules (fcr_stencil_release frees it). FC_ERR_UNSUPPORTED for an empty
  * kernel (the host's zeros are uploaded). */
 fc_status fcr_stencil_run(fc_ctx *ctx, void **modules, CUstream stream, const fc_array *a,
-                          CUdeviceptr x, CUdeviceptr w, CUdeviceptr out);
+                          CUdeviceptr x, CUdeviceptr w, bool flipped, CUdeviceptr out);
 void fcr_stencil_release(fc_ctx *ctx, void *modules);
 
 /* Device memory a library call may use while it runs (the stream's: its calls run one at a

@@ -83,7 +83,7 @@ static fc_status module_for(fc_ctx *ctx, void **modules, const fcx_stencil *key,
 }
 
 fc_status fcr_stencil_run(fc_ctx *ctx, void **modules, CUstream s, const fc_array *a,
-                          CUdeviceptr x, CUdeviceptr w, CUdeviceptr out) {
+                          CUdeviceptr x, CUdeviceptr w, bool flipped, CUdeviceptr out) {
     const fc_array *in = a->in[0], *wt = a->in[1];
     long long h = in->shape[0], wd = in->shape[1], oh = a->shape[0], ow = a->shape[1];
     /* an empty sum (zeros) or an output of nothing: the host's few values, uploaded */
@@ -92,6 +92,7 @@ fc_status fcr_stencil_run(fc_ctx *ctx, void **modules, CUstream s, const fc_arra
     fcx_stencil key;
     fcx_stencil_plan(&key, (fc_dtype)a->dtype, wt->shape[0], wt->shape[1], a->p.a[0], a->p.a[1],
                      a->p.mode, h, wd, oh, ow);
+    key.flipped = flipped;
     const stencil_module *m = NULL;
     fc_status st = module_for(ctx, modules, &key, &m);
     if (st != FC_OK) return st;

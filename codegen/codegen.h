@@ -172,6 +172,9 @@ typedef struct fcx_stencil {
     bool tiled;             /* the input tile and its halo in shared memory */
     bool unrolled;          /* small kernel: unrolled loops, rows slide in registers */
     int ry, rx;             /* a thread's outputs: ry rows by rx columns 32 apart */
+    bool flipped;           /* the weights' buffer holds them reversed (a convolution's flip of
+                               a stored array, read from its source): weight e is at
+                               KH * KW - 1 - e. Set by the caller after fcx_stencil_plan. */
 } fcx_stencil;
 /* Fills s for a STENCIL2D node of dtype t with weights [kh, kw] (both > 0), origin
  * (oy, ox), boundary, input [h, w] and output [oh, ow]: the extents only choose the index

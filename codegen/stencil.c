@@ -11,7 +11,9 @@
  * consecutive words of one row). With small kernels the loops are unrolled and each input row
  * a thread reads is read once for all the outputs that use it (sliding rows in registers).
  * Blocks take tiles grid-stride, so any grid covers any size. What is baked in: the dtype,
- * kh, kw, the origin, the boundary, the index width and the tile shape; the extents and the
+ * kh, kw, the origin, the boundary, the index width, the tile shape and whether the weights'
+ * buffer holds them reversed (a convolution's flipped weights read from their source, with
+ * no kernel to flip them first: fcx_stencil.flipped); the extents and the
  * fill value are arguments. A kernel whose tile would not fit 48 KiB of shared memory reads
  * global memory instead, one output a thread (forced direct convolutions with large kernels;
  * method auto sends those to the FFT).
@@ -114,6 +116,9 @@ static void emit_prologue(fcg_sb *b, const fcx_stencil *s, const char *store, co
                   s->wide ? "long long" : "int");
     fcg_sb_printf(b, "enum : long long { KH = %lldLL, KW = %lldLL, OY = %lldLL, OX = %lldLL };\n",
                   (long long)s->kh, (long long)s->kw, (long long)s->oy, (long long)s->ox);
+    /* where weight e lies: reversed when the buffer is the source of the weights' flip */
+    fcg_sb_printf(b, "__device__ static inline long long wix_(long long e) { return %s; }\n",
+                  s->flipped ? "KH * KW - 1 - e" : "e");
     if (fcg_is_complex(s->dtype)) {
         fcg_sb_puts(b, "__device__ static inline A fma_(A acc, T w, T x) { return fcv_fma(acc, w, x); }\n"
                        "__device__ static inline T fill_of(double re, double im) { T v; v.re = re; v.im = im; return v; }\n"
@@ -157,7 +162,7 @@ static void emit_tiled(fcg_sb *b, const fcx_stencil *s) {
                    "    __shared__ T tile[SH * SW];\n"
                    "    __shared__ T ws[KH * KW];\n"
                    "    const int tid = (int)threadIdx.x, tx = tid % 32, ty = tid / 32;\n"
-                   "    for (int e = tid; e < (int)(KH * KW); e += 256) ws[e] = wt[e];\n"
+                   "    for (int e = tid; e < (int)(KH * KW); e += 256) ws[e] = wt[wix_(e)];\n"
                    "    for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {\n"
                    "        const I y0 = (I)(t / tiles_x) * TH, x0 = (I)(t % tiles_x) * TW;\n"
                    "        const I r0 = y0 - (I)OY, c0 = x0 - (I)OX;\n"
@@ -223,7 +228,7 @@ static void emit_global(fcg_sb *b) {
                    "        A acc = zero_();\n"
                    "        for (I m = 0; m < (I)KH; m++)\n"
                    "            for (I n = 0; n < (I)KW; n++)\n"
-                   "                acc = fma_(acc, wt[m * (I)KW + n], load_(x, i + m - (I)OY, j + n - (I)OX, h, w, fill));\n"
+                   "                acc = fma_(acc, wt[wix_(m * (I)KW + n)], load_(x, i + m - (I)OY, j + n - (I)OX, h, w, fill));\n"
                    "        out[i * ow + j] = (T)acc;\n"
                    "    }\n"
                    "}\n");

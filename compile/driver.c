@@ -272,14 +272,21 @@ static fc_status batched_module(impl *r) {
 
 /* The stencil kernel of a STENCIL2D node (backend/cuda_stencil.c generates the same source
  * from the same node); none for an empty kernel or output, which launch nothing. */
-static fc_status stencil_module(impl *r, const fc_array *a) {
-    const fc_array *w = a->in[1];
+static fc_status stencil_module(impl *r, const fcp_kernel *k) {
+    const fc_array *a = k->outs[0], *w = a->in[1];
+    /* the weights read reversed from their flip's source (fcp_lib_source), as the backend
+     * sees it: the kernel loads the source, not the flip */
+    bool flipped = false;
+    for (int l = 0; l < k->nleaf && fcp_lib_source(a, 1); l++)
+        flipped |= k->leaves[l] == fcp_lib_source(a, 1);
+    for (int l = 0; l < k->nleaf; l++) flipped &= k->leaves[l] != w;
     if (w->shape[0] == 0 || w->shape[1] == 0 || a->shape[0] == 0 || a->shape[1] == 0)
         return FC_OK;
     fcx_stencil key;
     fcx_stencil_plan(&key, (fc_dtype)a->dtype, w->shape[0], w->shape[1], a->p.a[0], a->p.a[1],
                      a->p.mode, a->in[0]->shape[0], a->in[0]->shape[1], a->shape[0],
                      a->shape[1]);
+    key.flipped = flipped;
     char *src = NULL;
     fc_status st = fcx_stencil_source(r->pub.ctx, &key, "fcv_stencil", &src);
     return raw_module(r, st, src);
@@ -309,7 +316,7 @@ fc_status fck_add(fck_result *pub, fc_array *const *arrays, int n) {
         if (raw && (lo->op == FCG_OP_SORT || lo->op == FCG_OP_ARGSORT))
             st = sort_module(r, (fc_dtype)lo->in[0]->dtype);
         else if (raw && lo->op == FCG_OP_STENCIL2D)
-            st = stencil_module(r, lo);
+            st = stencil_module(r, pk);
         else if (raw && (lo->op == FCG_OP_LINALG_CHOLESKY || lo->op == FCG_OP_LINALG_QR))
             st = tri_module(r);
         if (st == FC_OK && raw && fcg_op_is_linalg(lo->op) &&

@@ -32,6 +32,12 @@ const char *const fcg_conv_mode_names[3] = {"full", "same", "valid"};
 const char *const fcg_conv_boundary_names[3] = {"fill", "wrap", "symm"};
 const char *const fcg_conv_method_names[3] = {"auto", "direct", "fft"};
 
+/* np.conj where it changes something: the conjugate of a real array is the array itself,
+ * and a node for it would store a copy of the weights before the stencil kernel. */
+static fc_array *conj_of(fc_array *x) {
+    return fcg_is_complex((fc_dtype)x->dtype) ? fc_conj(x) : x;
+}
+
 static bool stencil_dtype(fc_dtype t) {
     return fcg_is_int(t) || t == FC_F32 || t == FC_F64 || fcg_is_complex(t);
 }
@@ -297,7 +303,7 @@ static fc_array *conv2d(const char *name, bool corr, fc_array *in1, fc_array *in
     fc_scope *scope = fc_scope_open(ctx);
     if (!scope) return fcg_poison(ctx, FC_ERR_NOMEM, "%s: out of memory", name);
     fc_array *x = fc_cast(a, t);
-    fc_array *w = corr ? fc_conj(fc_cast(b, t)) : fc_flip(fc_cast(b, t), FC_ALL);
+    fc_array *w = corr ? conj_of(fc_cast(b, t)) : fc_flip(fc_cast(b, t), FC_ALL);
     fc_array *r = correlate_core(ctx, x, w, sz[0], sz[1], org[0], org[1], (int)boundary, fre,
                                  fim, method);
     if (corr && swap) r = fc_flip(r, FC_ALL);
@@ -354,13 +360,13 @@ static fc_array *conv1d(const char *name, bool corr, fc_array *a, fc_array *v,
     fc_array *x = fc_reshape(fc_cast(swap ? v : a, ct), FC_SHAPE(1, swap ? n : m));
     fc_array *k = fc_reshape(fc_cast(swap ? a : v, ct), FC_SHAPE(1, swap ? m : n));
     int64_t lx = swap ? n : m, lk = swap ? m : n;
-    k = corr ? fc_conj(k) : fc_flip(k, FC_ALL);
+    k = corr ? conj_of(k) : fc_flip(k, FC_ALL);
     /* NumPy's 'same' window starts at (lk - 1) / 2 of the full result for both. */
     int64_t len = mode == FC_CONV_FULL ? lx + lk - 1 : mode == FC_CONV_SAME ? lx : lx - lk + 1;
     int64_t org = mode == FC_CONV_FULL ? lk - 1 : mode == FC_CONV_SAME ? lk / 2 : 0;
     fc_array *r = correlate_core(ctx, x, k, 1, len, 0, org, FC_CONV_FILL, 0, 0, method);
     r = fc_reshape(r, FC_SHAPE(len));
-    if (corr && swap) r = fc_conj(fc_flip(r, FC_ALL));
+    if (corr && swap) r = conj_of(fc_flip(r, FC_ALL));
     if (ct != t) r = t == FC_BOOL ? fc_not_equal(r, fc_i64(ctx, 0)) : fc_cast(r, t);
     return fcg_scope_return(ctx, scope, r);
 }

@@ -528,6 +528,10 @@ bool fcg_unit_reshape(const fc_array *a);
  * in place (x.T of a matrix, swapaxes(x, -1, -2) of a stack), else NULL: a matmul reads such an
  * operand as its source's buffer with cuBLAS's transpose flag instead of a copy. */
 fc_array *fcg_matrix_transpose_of(const fc_array *a);
+/* The source of a when a is a view that reverses the flat order of a 2-d array (fc_flip of
+ * both axes: a SLICE stepping -1 from the end of every axis longer than 1; a stencil reads
+ * such weights from their source's buffer, reversed: codegen/stencil.c), else NULL. */
+fc_array *fcg_flat_reverse_of(const fc_array *a);
 /* The LINALG_SLOGDET node of a ([..., 2]: sign, log|det|) that fc_linalg_slogdet and
  * fc_linalg_det read through views (graph/linalg.c); the .fc printer's linalg.slogdet_packed. */
 fc_array *fcg_linalg_slogdet_packed(fc_array *a);

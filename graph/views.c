@@ -888,6 +888,17 @@ fc_array *fcg_matrix_transpose_of(const fc_array *a) {
     return a->p.a[n - 2] == n - 1 && a->p.a[n - 1] == n - 2 ? a->in[0] : NULL;
 }
 
+fc_array *fcg_flat_reverse_of(const fc_array *a) {
+    if (!a || a->op != FCG_OP_SLICE || a->ndim != 2 || a->nin != 1 || fcg_has_value(a))
+        return NULL;
+    const fc_array *src = a->in[0];
+    for (int d = 0; d < 2; d++) {
+        if (a->shape[d] != src->shape[d]) return NULL;
+        if (a->shape[d] > 1 && (a->p.a[d] != a->shape[d] - 1 || a->p.b[d] != -1)) return NULL;
+    }
+    return a->in[0];
+}
+
 bool fcg_unit_reshape(const fc_array *a) {
     const fc_array *src = a->in[0];
     int i = 0, j = 0;

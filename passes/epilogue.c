@@ -6,7 +6,8 @@
  * `maximum(a @ b + bias, 0)` is one pass over the result instead of the product's pass and an
  * elementwise one. The chains that qualify are defined here once: the fusion pass absorbs
  * them into the library kernel (passes/fuse.c, absorb_epilogues) and the backend reads them
- * back from the kernel (fcp_lib_epilogue) to set the library's epilogue.
+ * back from the kernel (fcp_lib_epilogue) to set the library's epilogue. Likewise the views
+ * a library reads through a flag of its own instead of a stored copy (fcp_lib_source).
  *
  * The product: f32 x f32 -> f32 of two matrices (2-D), K > 0: the type and shapes cuBLASLt's
  * epilogues take with results that equal the unfused chain's (an f32 bias added to an f32
@@ -90,4 +91,10 @@ bool fcp_lib_epilogue(const fcp_kernel *k, fcp_epilogue *e) {
     }
     e->lib = x;
     return true;
+}
+
+fc_array *fcp_lib_source(const fc_array *lib, int j) {
+    if (lib->op == FCG_OP_MATMUL) return fcg_matrix_transpose_of(lib->in[j]);
+    if (lib->op == FCG_OP_STENCIL2D && j == 1) return fcg_flat_reverse_of(lib->in[j]);
+    return NULL;
 }

@@ -794,14 +794,19 @@ static fc_status fuse(fc_ctx *ctx, fcp_plan *p) {
         if (is_leaf(a) || !is_lib(a)) continue;
         s.mat[i] = 1;
         for (int k = 0; k < a->nin; k++) {
-            /* A matmul reads a transposed operand's source with cuBLAS's transpose flag. */
+            /* A matmul reads a transposed operand's source with cuBLAS's transpose flag; the
+             * stencil kernel reads a convolution's flipped weights from their source,
+             * reversed (fcp_lib_source says which inputs). */
             fc_array *in = a->in[k];
-            fc_array *src = a->op == FCG_OP_MATMUL ? fcg_matrix_transpose_of(in) : NULL;
+            fc_array *src = fcp_lib_source(a, k);
             if (src && !s.mat[ix(&s, in)]) {
                 if (!is_leaf(src) && !s.mat[ix(&s, src)]) {
                     s.mat[ix(&s, src)] = 1;
-                    s.why[ix(&s, src)] = "read transposed by a matmul (a cuBLAS flag, not a copy), "
-                                         "which reads stored buffers";
+                    s.why[ix(&s, src)] = a->op == FCG_OP_MATMUL
+                                             ? "read transposed by a matmul (a cuBLAS flag, not "
+                                               "a copy), which reads stored buffers"
+                                             : "read reversed by the stencil kernel (flipped "
+                                               "weights, not a copy), which reads stored buffers";
                 }
                 continue;
             }

@@ -128,4 +128,12 @@ bool fcp_epilogue_relu(const fc_array *mx, const fc_array *x);
  * (e->lib that node) or is not a library kernel (e->lib NULL). */
 bool fcp_lib_epilogue(const fcp_kernel *k, fcp_epilogue *e);
 
+/* The array a library node reads in place of its input j, through a flag of its own, when
+ * that input is such a view and was not stored: a matmul operand's transpose
+ * (fcg_matrix_transpose_of: cuBLAS's transpose flag), a stencil's weights reversed
+ * (fcg_flat_reverse_of: a convolution's flip, read reversed by the stencil kernel); else
+ * NULL. Fusion stores the source instead of the view; the backend reads the kernel's leaves
+ * to see which it got. */
+fc_array *fcp_lib_source(const fc_array *lib, int j);
+
 #endif /* FUSEC_PLAN_H */

@@ -797,6 +797,9 @@ Test(emulated, stencil_kernels) {
         fcx_stencil_plan(&plans[c], k->t, k->kh, k->kw, k->oy, k->ox, k->boundary, k->h, k->w,
                          k->oh, k->ow);
         if (k->wide) plans[c].wide = true;
+        /* every other case reads its weights reversed, from the buffer a convolution's flip
+         * is a view of (fcx_stencil.flipped) */
+        plans[c].flipped = c % 2 == 1 || c == 14;
         tiled += plans[c].tiled;
         untiled += !plans[c].tiled;
         unrolled += plans[c].unrolled;
@@ -818,6 +821,13 @@ Test(emulated, stencil_kernels) {
                 c, c, c, c, name, name, c, c);
     }
     cr_assert(tiled >= 10 && untiled >= 2 && unrolled >= 8, "the cases cover every variant");
+    int flipped_kinds[3] = {0, 0, 0}; /* unrolled, tiled and rolled, untiled */
+    for (int c = 0; c < N; c++)
+        if (plans[c].flipped)
+            flipped_kinds[plans[c].unrolled ? 0 : plans[c].tiled ? 1 : 2]++;
+    cr_assert(flipped_kinds[0] && flipped_kinds[1] && flipped_kinds[2],
+              "reversed weights in every variant (%d, %d, %d)", flipped_kinds[0],
+              flipped_kinds[1], flipped_kinds[2]);
     set_build(&s);
     typedef int (*stencil_fn)(const void *, const void *, void *, const long long *,
                               const double *, unsigned);
@@ -844,7 +854,12 @@ Test(emulated, stencil_kernels) {
         snprintf(fname, sizeof fname, "emu_st%d", c);
         stencil_fn fn = (stencil_fn)(uintptr_t)dlsym(s.so, fname);
         cr_assert_not_null(fn, "%s", fname);
-        cr_assert_eq(fn(xv, wv, got, ints, flts, tiles < 3 ? (unsigned)tiles : 3u), 0);
+        size_t nw = (size_t)(k->kh * k->kw);
+        unsigned char *wk = malloc(nw * es + 1); /* what the kernel reads */
+        for (size_t e = 0; e < nw; e++)
+            memcpy(wk + e * es, (unsigned char *)wv + (plans[c].flipped ? nw - 1 - e : e) * es, es);
+        cr_assert_eq(fn(xv, wk, got, ints, flts, tiles < 3 ? (unsigned)tiles : 3u), 0);
+        free(wk);
         for (size_t i = 0; i < nout; i++) {
             bool ok;
             if (!fcg_is_inexact(k->t)) {

@@ -567,6 +567,41 @@ Test(fusion, two_matmuls_with_work_between) {
     fcp_plan_destroy(p);
 }
 
+/* A direct convolution is one library kernel: the stencil kernel reads the flipped weights
+ * from their source, reversed (fcp_lib_source), and a real correlation's conjugate is the
+ * weights themselves; complex correlations store the conjugate, and a flip of a computed
+ * array stores what it flips. */
+Test(fusion, convolutions_read_their_weights_in_place) {
+    fc_array *x = wl_input(ctx, 0, FC_F32, FC_SHAPE(64, 48));
+    fc_array *k = wl_input(ctx, 1, FC_F32, FC_SHAPE(3, 4));
+    fc_array *kc = wl_input(ctx, 2, FC_C64, FC_SHAPE(3, 3));
+    fc_array *xc = wl_input(ctx, 3, FC_C64, FC_SHAPE(64, 48));
+    struct {
+        const char *what;
+        fc_array *y;
+        int kernels;
+        fc_array *weights; /* the buffer the stencil kernel loads, or NULL: a stored one */
+    } cases[] = {
+        {"convolve2d(x, k)", fc_convolve2d(x, k, FC_CONV_SAME, FC_CONV_SYMM, 0, 0,
+                                           FC_CONV_DIRECT), 1, k},
+        {"correlate2d(x, k)", fc_correlate2d(x, k, FC_CONV_FULL, FC_CONV_FILL, 0, 0,
+                                             FC_CONV_DIRECT), 1, k},
+        {"correlate2d(xc, kc)", fc_correlate2d(xc, kc, FC_CONV_SAME, FC_CONV_WRAP, 0, 0,
+                                               FC_CONV_DIRECT), 2, NULL},
+        {"convolve2d(x, k * 2)", fc_convolve2d(x, fc_mul(k, fc_f64(ctx, 2.0)), FC_CONV_VALID,
+                                               FC_CONV_FILL, 0, 0, FC_CONV_DIRECT), 2, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        fc_array *outs[1] = {cases[i].y};
+        fcp_plan *p = expect_kernels(cases[i].what, outs, 1, cases[i].kernels, cases[i].kernels);
+        const fcp_kernel *lib = &p->kernels[p->nkernel - 1];
+        plan_assert(p, lib->kind == FCP_KERNEL_LIB && lib->nleaf == 2 &&
+                        (!cases[i].weights || lib->leaves[1] == cases[i].weights),
+                    cases[i].what, "%s", "the stencil kernel loads the weights' own buffer");
+        fcp_plan_destroy(p);
+    }
+}
+
 /* ---- library epilogues (passes/epilogue.c) ---------------------------------------------- */
 
 /* Plans outs[0] alone; asserts the kernel count and, when `lib` is not NULL, that the last
@@ -775,10 +810,17 @@ static void check_plan(const char *what, fcp_plan *p) {
             fcg_kind kind = fcg_ops[a->op].kind;
             plan_assert(p, !is_value_leaf(a), what, "kernel %d computes a value leaf", i);
             /* a library kernel holds its call and the transposes its matmul reads by flag */
-            bool flag_view = k->kind == FCP_KERNEL_LIB && fcg_matrix_transpose_of(a) &&
-                             k->outs[0]->op == FCG_OP_MATMUL &&
-                             (k->outs[0]->in[0] == a || k->outs[0]->in[1] == a);
-            plan_assert(p, (kind == FCG_KIND_LIB) == (k->kind == FCP_KERNEL_LIB) || flag_view,
+            /* a library kernel holds its library node, the views it reads through a flag
+             * (fcp_lib_source) and the elementwise ops of an epilogue (fcp_lib_epilogue) */
+            fcp_epilogue epi;
+            bool epilogue = k->kind == FCP_KERNEL_LIB && fcp_lib_epilogue(k, &epi);
+            const fc_array *lib = k->kind == FCP_KERNEL_LIB ? epi.lib : NULL;
+            bool flag_view = false;
+            for (int q = 0; lib && q < lib->nin; q++)
+                flag_view |= lib->in[q] == a && fcp_lib_source(lib, q) != NULL;
+            bool in_epilogue = epilogue && kind == FCG_KIND_EW;
+            plan_assert(p, (kind == FCG_KIND_LIB) == (k->kind == FCP_KERNEL_LIB) || flag_view ||
+                               in_epilogue,
                         what, "kernel %d (%s) holds %s", i, fcp_kernel_kind_names[k->kind],
                         fcg_ops[a->op].pyname);
             if (kind != FCG_KIND_REDUCE) continue;

@@ -432,6 +432,61 @@ Test(gpu_lib, matmul_epilogue_nan_and_inf) {
     free(bd);
 }
 
+/* ---- direct convolutions (codegen/stencil.c, backend/cuda_stencil.c) -------------------- */
+
+/* convolve2d and correlate2d by the stencil kernel against the host: every mode and boundary,
+ * real and complex dtypes and an integer one, kernels that unroll (3x3, 3x4, 1x5, 5x1), one
+ * that does not (12x12) and one too big for a tile's shared memory (2x1200: global reads);
+ * a convolution's weights are read reversed from their own buffer (fcx_stencil.flipped), a
+ * real correlation's as they are, a complex one's from a stored conjugate; and np.convolve. */
+Test(gpu_lib, direct_convolutions_match_the_host) {
+    SKIP_WITHOUT_GPU("direct_convolutions_match_the_host");
+    static const struct {
+        fc_dtype t;
+        int64_t h, w, kh, kw;
+    } cases[] = {
+        {FC_F32, 67, 45, 3, 3},  {FC_F32, 40, 70, 3, 4}, {FC_F64, 33, 29, 1, 5},
+        {FC_F64, 33, 29, 5, 1},  {FC_C64, 21, 30, 3, 3}, {FC_C128, 17, 19, 4, 2},
+        {FC_I32, 30, 41, 3, 3},  {FC_F32, 50, 60, 12, 12}, {FC_F64, 6, 1300, 2, 1200},
+    };
+    rng_state = 21;
+    char what[200];
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+        for (int mode = FC_CONV_FULL; mode <= FC_CONV_VALID; mode++)
+            for (int bd = FC_CONV_FILL; bd <= FC_CONV_SYMM; bd++)
+                for (int corr = 0; corr < 2; corr++) {
+                    fc_dtype t = cases[c].t;
+                    if (mode == FC_CONV_VALID && bd != FC_CONV_FILL) continue; /* no boundary */
+                    fc_scope *s1 = fc_scope_open(hc), *s2 = fc_scope_open(gc);
+                    pair x = input(t, FC_SHAPE(cases[c].h, cases[c].w));
+                    pair k = input(t, FC_SHAPE(cases[c].kh, cases[c].kw));
+                    double fill = fcg_is_inexact(t) ? 0.75 : 3.0;
+                    fc_array *(*f)(fc_array *, fc_array *, fc_conv_mode, fc_conv_boundary,
+                                   double, double, fc_conv_method) =
+                        corr ? fc_correlate2d : fc_convolve2d;
+                    snprintf(what, sizeof what, "%s %s %lldx%lld * %lldx%lld, mode %d, "
+                             "boundary %d", corr ? "correlate2d" : "convolve2d",
+                             fc_dtype_name(t), (long long)cases[c].h, (long long)cases[c].w,
+                             (long long)cases[c].kh, (long long)cases[c].kw, mode, bd);
+                    compare(f(x.h, k.h, (fc_conv_mode)mode, (fc_conv_boundary)bd, fill, 0,
+                              FC_CONV_DIRECT),
+                            f(x.g, k.g, (fc_conv_mode)mode, (fc_conv_boundary)bd, fill, 0,
+                              FC_CONV_DIRECT),
+                            TOL_MATMUL, cases[c].kh * cases[c].kw + 1, what);
+                    fc_scope_close(s2);
+                    fc_scope_close(s1);
+                }
+    fc_scope *s1 = fc_scope_open(hc), *s2 = fc_scope_open(gc);
+    pair a = input(FC_F32, FC_SHAPE(1000)), v = input(FC_F32, FC_SHAPE(7));
+    for (int mode = FC_CONV_FULL; mode <= FC_CONV_VALID; mode++) {
+        snprintf(what, sizeof what, "np.convolve f32 1000 * 7, mode %d", mode);
+        compare(fc_convolve(a.h, v.h, (fc_conv_mode)mode, FC_CONV_DIRECT),
+                fc_convolve(a.g, v.g, (fc_conv_mode)mode, FC_CONV_DIRECT), TOL_MATMUL, 8, what);
+    }
+    fc_scope_close(s2);
+    fc_scope_close(s1);
+}
+
 /* ---- contractions (graph/contract.c) ---------------------------------------------------- */
 
 typedef struct einsum_case {
