@@ -18,6 +18,6 @@ timeout 60 build/bench/latency --no-child --json $OUT/latency-call5.json bench/f
 timeout 240 python3 bench/fusec_runs.py --fusec $PWD/build/tools/fusec --json $OUT/fusec-call5.json --only I12 --runs 7 --warmup 2 --no-sweep > /dev/null 2>&1; python3 -c "
 import json; w=json.load(open('$OUT/fusec-call5.json'))['workloads']
 for k,v in w.items():
-    r=v.get('result') or {}; print(k, r.get('median_ms'), 'kernels', r.get('kernels'), 'floor %.1f%%' % (100*(r.get('floor_pct') or 0)), v.get('error') or '')"
+    r=v.get('result') or {}; print(k, r.get('median_ms'), 'kernels', r.get('kernels'), 'floor %.1f%%' % (r.get('floor_pct') or 0), v.get('error') or '')"
 timeout 120 build/bench/libdirect --runs 7 --warmup 2 --only I12,copy --json $OUT/libdirect-call5.json 2>&1 | tail -10
 timeout 150 python3 bench/peers.py --only I12_convolve2d_3x3,I12_convolve2d_31x31 --no-sweep --no-latency --json $OUT/peers-call5.json 2>&1 | tail -4
