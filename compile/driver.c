@@ -276,10 +276,13 @@ static fc_status stencil_module(impl *r, const fcp_kernel *k) {
     const fc_array *a = k->outs[0], *w = a->in[1];
     /* the weights read reversed from their flip's source (fcp_lib_source), as the backend
      * sees it: the kernel loads the source, not the flip */
-    bool flipped = false;
-    for (int l = 0; l < k->nleaf && fcp_lib_source(a, 1); l++)
-        flipped |= k->leaves[l] == fcp_lib_source(a, 1);
-    for (int l = 0; l < k->nleaf; l++) flipped &= k->leaves[l] != w;
+    const fc_array *wsrc = fcp_lib_source(a, 1);
+    bool loads_w = false, loads_src = false;
+    for (int l = 0; l < k->nleaf; l++) {
+        loads_w |= k->leaves[l] == w;
+        loads_src |= wsrc && k->leaves[l] == wsrc;
+    }
+    bool flipped = loads_src && !loads_w;
     if (w->shape[0] == 0 || w->shape[1] == 0 || a->shape[0] == 0 || a->shape[1] == 0)
         return FC_OK;
     fcx_stencil key;
