@@ -166,28 +166,14 @@ typedef struct fft_api {
     __typeof__(cufftExecZ2D) *ExecZ2D;
 } fft_api;
 
-typedef struct library {
-    int state; /* 0 untried, 1 loaded, -1 failed */
-    char error[384];
-    char soname[32];
-} library;
-
 static blas_api blas;
 static fft_api fft;
 static solver_api solver;
 static sparse_api sparse;
-static library blas_lib, fft_lib, solver_lib, sparse_lib;
+static fcr_library blas_lib, fft_lib, solver_lib, sparse_lib;
 
-/* A symbol to resolve: where its pointer goes, and its name ('?' first: optional). */
-typedef struct sym_entry {
-    void **field;
-    const char *name;
-} sym_entry;
-
-/* dlopens the first of `names` that loads, then resolves `syms`; on failure lib->error says
- * why and no pointer is left set. Not thread-safe on first use, like the driver's loader. */
-static bool load_library(library *lib, const char *what, const char *const *names, int nnames,
-                         const sym_entry *syms, int nsyms) {
+bool fcr_load_library(fcr_library *lib, const char *what, const char *const *names, int nnames,
+                      const fcr_sym *syms, int nsyms) {
     if (lib->state) return lib->state > 0;
     lib->state = -1;
     void *h = NULL;
@@ -222,104 +208,103 @@ static bool load_library(library *lib, const char *what, const char *const *name
     return true;
 }
 
-#define SYM(api, field, name) {(void **)&(api).field, name}
 
 static bool load_blas(void) {
     static const char *const names[] = {"libcublas.so.13", "libcublas.so.12"};
-    const sym_entry syms[] = {
-        SYM(blas, Create, "cublasCreate_v2"),
-        SYM(blas, Destroy, "cublasDestroy_v2"),
-        SYM(blas, SetStream, "cublasSetStream_v2"),
-        SYM(blas, SetWorkspace, "cublasSetWorkspace_v2"),
-        SYM(blas, SetMathMode, "cublasSetMathMode"),
-        SYM(blas, GemmEx, "cublasGemmEx"),
-        SYM(blas, GemmStridedBatchedEx, "cublasGemmStridedBatchedEx"),
-        SYM(blas, GemmEx_64, "?cublasGemmEx_64"),
-        SYM(blas, GemmStridedBatchedEx_64, "?cublasGemmStridedBatchedEx_64"),
-        SYM(blas, GetStatusName, "?cublasGetStatusName"),
-        SYM(blas, Sgeam, "cublasSgeam"),
-        SYM(blas, Dgeam, "cublasDgeam"),
-        SYM(blas, Cgeam, "cublasCgeam"),
-        SYM(blas, Zgeam, "cublasZgeam"),
-        SYM(blas, Scopy, "cublasScopy_v2"),
-        SYM(blas, Dcopy, "cublasDcopy_v2"),
-        SYM(blas, Zcopy, "cublasZcopy_v2"),
+    const fcr_sym syms[] = {
+        FCR_SYM(blas, Create, "cublasCreate_v2"),
+        FCR_SYM(blas, Destroy, "cublasDestroy_v2"),
+        FCR_SYM(blas, SetStream, "cublasSetStream_v2"),
+        FCR_SYM(blas, SetWorkspace, "cublasSetWorkspace_v2"),
+        FCR_SYM(blas, SetMathMode, "cublasSetMathMode"),
+        FCR_SYM(blas, GemmEx, "cublasGemmEx"),
+        FCR_SYM(blas, GemmStridedBatchedEx, "cublasGemmStridedBatchedEx"),
+        FCR_SYM(blas, GemmEx_64, "?cublasGemmEx_64"),
+        FCR_SYM(blas, GemmStridedBatchedEx_64, "?cublasGemmStridedBatchedEx_64"),
+        FCR_SYM(blas, GetStatusName, "?cublasGetStatusName"),
+        FCR_SYM(blas, Sgeam, "cublasSgeam"),
+        FCR_SYM(blas, Dgeam, "cublasDgeam"),
+        FCR_SYM(blas, Cgeam, "cublasCgeam"),
+        FCR_SYM(blas, Zgeam, "cublasZgeam"),
+        FCR_SYM(blas, Scopy, "cublasScopy_v2"),
+        FCR_SYM(blas, Dcopy, "cublasDcopy_v2"),
+        FCR_SYM(blas, Zcopy, "cublasZcopy_v2"),
     };
-    return load_library(&blas_lib, "cuBLAS", names, 2, syms, (int)(sizeof syms / sizeof *syms));
+    return fcr_load_library(&blas_lib, "cuBLAS", names, 2, syms, (int)(sizeof syms / sizeof *syms));
 }
 
 static bool load_fft(void) {
     static const char *const names[] = {"libcufft.so.12", "libcufft.so.11"};
-    const sym_entry syms[] = {
-        SYM(fft, Create, "cufftCreate"),
-        SYM(fft, Destroy, "cufftDestroy"),
-        SYM(fft, SetStream, "cufftSetStream"),
-        SYM(fft, SetAutoAllocation, "cufftSetAutoAllocation"),
-        SYM(fft, SetWorkArea, "cufftSetWorkArea"),
-        SYM(fft, MakePlanMany64, "cufftMakePlanMany64"),
-        SYM(fft, ExecC2C, "cufftExecC2C"),
-        SYM(fft, ExecZ2Z, "cufftExecZ2Z"),
-        SYM(fft, ExecR2C, "cufftExecR2C"),
-        SYM(fft, ExecD2Z, "cufftExecD2Z"),
-        SYM(fft, ExecC2R, "cufftExecC2R"),
-        SYM(fft, ExecZ2D, "cufftExecZ2D"),
+    const fcr_sym syms[] = {
+        FCR_SYM(fft, Create, "cufftCreate"),
+        FCR_SYM(fft, Destroy, "cufftDestroy"),
+        FCR_SYM(fft, SetStream, "cufftSetStream"),
+        FCR_SYM(fft, SetAutoAllocation, "cufftSetAutoAllocation"),
+        FCR_SYM(fft, SetWorkArea, "cufftSetWorkArea"),
+        FCR_SYM(fft, MakePlanMany64, "cufftMakePlanMany64"),
+        FCR_SYM(fft, ExecC2C, "cufftExecC2C"),
+        FCR_SYM(fft, ExecZ2Z, "cufftExecZ2Z"),
+        FCR_SYM(fft, ExecR2C, "cufftExecR2C"),
+        FCR_SYM(fft, ExecD2Z, "cufftExecD2Z"),
+        FCR_SYM(fft, ExecC2R, "cufftExecC2R"),
+        FCR_SYM(fft, ExecZ2D, "cufftExecZ2D"),
     };
-    return load_library(&fft_lib, "cuFFT", names, 2, syms, (int)(sizeof syms / sizeof *syms));
+    return fcr_load_library(&fft_lib, "cuFFT", names, 2, syms, (int)(sizeof syms / sizeof *syms));
 }
 
 /* cuSOLVER's dense API: libcusolver.so.12 ships with CUDA 12 and 13 (its ABI kept the 12). */
 static bool load_solver(void) {
     static const char *const names[] = {"libcusolver.so.12", "libcusolver.so.11"};
-    const sym_entry syms[] = {
-        SYM(solver, Create, "cusolverDnCreate"),
-        SYM(solver, Destroy, "cusolverDnDestroy"),
-        SYM(solver, SetStream, "cusolverDnSetStream"),
-        SYM(solver, CreateParams, "cusolverDnCreateParams"),
-        SYM(solver, DestroyParams, "cusolverDnDestroyParams"),
-        SYM(solver, Xgetrf_bufferSize, "cusolverDnXgetrf_bufferSize"),
-        SYM(solver, Xgetrf, "cusolverDnXgetrf"),
-        SYM(solver, Xgetrs, "cusolverDnXgetrs"),
-        SYM(solver, Xpotrf_bufferSize, "cusolverDnXpotrf_bufferSize"),
-        SYM(solver, Xpotrf, "cusolverDnXpotrf"),
-        SYM(solver, Xgeqrf_bufferSize, "cusolverDnXgeqrf_bufferSize"),
-        SYM(solver, Xgeqrf, "cusolverDnXgeqrf"),
-        SYM(solver, Xsyevd_bufferSize, "cusolverDnXsyevd_bufferSize"),
-        SYM(solver, Xsyevd, "cusolverDnXsyevd"),
-        SYM(solver, Xgesvd_bufferSize, "cusolverDnXgesvd_bufferSize"),
-        SYM(solver, Xgesvd, "cusolverDnXgesvd"),
-        SYM(solver, Sorgqr_bufferSize, "cusolverDnSorgqr_bufferSize"),
-        SYM(solver, Dorgqr_bufferSize, "cusolverDnDorgqr_bufferSize"),
-        SYM(solver, Cungqr_bufferSize, "cusolverDnCungqr_bufferSize"),
-        SYM(solver, Zungqr_bufferSize, "cusolverDnZungqr_bufferSize"),
-        SYM(solver, Sorgqr, "cusolverDnSorgqr"),
-        SYM(solver, Dorgqr, "cusolverDnDorgqr"),
-        SYM(solver, Cungqr, "cusolverDnCungqr"),
-        SYM(solver, Zungqr, "cusolverDnZungqr"),
+    const fcr_sym syms[] = {
+        FCR_SYM(solver, Create, "cusolverDnCreate"),
+        FCR_SYM(solver, Destroy, "cusolverDnDestroy"),
+        FCR_SYM(solver, SetStream, "cusolverDnSetStream"),
+        FCR_SYM(solver, CreateParams, "cusolverDnCreateParams"),
+        FCR_SYM(solver, DestroyParams, "cusolverDnDestroyParams"),
+        FCR_SYM(solver, Xgetrf_bufferSize, "cusolverDnXgetrf_bufferSize"),
+        FCR_SYM(solver, Xgetrf, "cusolverDnXgetrf"),
+        FCR_SYM(solver, Xgetrs, "cusolverDnXgetrs"),
+        FCR_SYM(solver, Xpotrf_bufferSize, "cusolverDnXpotrf_bufferSize"),
+        FCR_SYM(solver, Xpotrf, "cusolverDnXpotrf"),
+        FCR_SYM(solver, Xgeqrf_bufferSize, "cusolverDnXgeqrf_bufferSize"),
+        FCR_SYM(solver, Xgeqrf, "cusolverDnXgeqrf"),
+        FCR_SYM(solver, Xsyevd_bufferSize, "cusolverDnXsyevd_bufferSize"),
+        FCR_SYM(solver, Xsyevd, "cusolverDnXsyevd"),
+        FCR_SYM(solver, Xgesvd_bufferSize, "cusolverDnXgesvd_bufferSize"),
+        FCR_SYM(solver, Xgesvd, "cusolverDnXgesvd"),
+        FCR_SYM(solver, Sorgqr_bufferSize, "cusolverDnSorgqr_bufferSize"),
+        FCR_SYM(solver, Dorgqr_bufferSize, "cusolverDnDorgqr_bufferSize"),
+        FCR_SYM(solver, Cungqr_bufferSize, "cusolverDnCungqr_bufferSize"),
+        FCR_SYM(solver, Zungqr_bufferSize, "cusolverDnZungqr_bufferSize"),
+        FCR_SYM(solver, Sorgqr, "cusolverDnSorgqr"),
+        FCR_SYM(solver, Dorgqr, "cusolverDnDorgqr"),
+        FCR_SYM(solver, Cungqr, "cusolverDnCungqr"),
+        FCR_SYM(solver, Zungqr, "cusolverDnZungqr"),
     };
-    return load_library(&solver_lib, "cuSOLVER", names, 2, syms,
+    return fcr_load_library(&solver_lib, "cuSOLVER", names, 2, syms,
                         (int)(sizeof syms / sizeof *syms));
 }
 
 /* cuSPARSE's generic API (libcusparse.so.12 ships with CUDA 12 and 13). */
 static bool load_sparse(void) {
     static const char *const names[] = {"libcusparse.so.12", "libcusparse.so.11"};
-    const sym_entry syms[] = {
-        SYM(sparse, Create, "cusparseCreate"),
-        SYM(sparse, Destroy, "cusparseDestroy"),
-        SYM(sparse, SetStream, "cusparseSetStream"),
-        SYM(sparse, GetErrorName, "cusparseGetErrorName"),
-        SYM(sparse, CreateCsr, "cusparseCreateCsr"),
-        SYM(sparse, DestroySpMat, "cusparseDestroySpMat"),
-        SYM(sparse, CreateDnVec, "cusparseCreateDnVec"),
-        SYM(sparse, DestroyDnVec, "cusparseDestroyDnVec"),
-        SYM(sparse, CreateDnMat, "cusparseCreateDnMat"),
-        SYM(sparse, DestroyDnMat, "cusparseDestroyDnMat"),
-        SYM(sparse, SpMV_bufferSize, "cusparseSpMV_bufferSize"),
-        SYM(sparse, SpMV, "cusparseSpMV"),
-        SYM(sparse, SpMM_bufferSize, "cusparseSpMM_bufferSize"),
-        SYM(sparse, SpMM, "cusparseSpMM"),
+    const fcr_sym syms[] = {
+        FCR_SYM(sparse, Create, "cusparseCreate"),
+        FCR_SYM(sparse, Destroy, "cusparseDestroy"),
+        FCR_SYM(sparse, SetStream, "cusparseSetStream"),
+        FCR_SYM(sparse, GetErrorName, "cusparseGetErrorName"),
+        FCR_SYM(sparse, CreateCsr, "cusparseCreateCsr"),
+        FCR_SYM(sparse, DestroySpMat, "cusparseDestroySpMat"),
+        FCR_SYM(sparse, CreateDnVec, "cusparseCreateDnVec"),
+        FCR_SYM(sparse, DestroyDnVec, "cusparseDestroyDnVec"),
+        FCR_SYM(sparse, CreateDnMat, "cusparseCreateDnMat"),
+        FCR_SYM(sparse, DestroyDnMat, "cusparseDestroyDnMat"),
+        FCR_SYM(sparse, SpMV_bufferSize, "cusparseSpMV_bufferSize"),
+        FCR_SYM(sparse, SpMV, "cusparseSpMV"),
+        FCR_SYM(sparse, SpMM_bufferSize, "cusparseSpMM_bufferSize"),
+        FCR_SYM(sparse, SpMM, "cusparseSpMM"),
     };
-    return load_library(&sparse_lib, "cuSPARSE", names, 2, syms,
+    return fcr_load_library(&sparse_lib, "cuSPARSE", names, 2, syms,
                         (int)(sizeof syms / sizeof *syms));
 }
 
@@ -1775,7 +1760,7 @@ static fc_status run_linalg(fc_ctx *ctx, lib_state *s, CUstream stream, const fc
 /* ---- what backend/cuda_batched.c borrows (cuda_lib.h) ---------------------------------- */
 
 void *fcr_lib_symbol(bool blas_library, const char *name) {
-    library *lib = blas_library ? &blas_lib : &solver_lib;
+    fcr_library *lib = blas_library ? &blas_lib : &solver_lib;
     if (!(blas_library ? load_blas() : load_solver())) return NULL;
     /* loaded already: dlopen finds the same object (and dlclose leaves it loaded) */
     void *h = dlopen(lib->soname, RTLD_NOW | RTLD_LOCAL);

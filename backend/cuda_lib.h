@@ -138,6 +138,24 @@ void fcr_batched_release(fc_ctx *ctx, void *state);
  * loop's infos check and slogdet finish (cuda_lib.c's check_infos, slogdet_finish), and the
  * triangle copy over a dense stack of count matrices rows x cols (src 0: zeros alone). */
 void *fcr_lib_symbol(bool blas, const char *name);
+
+/* A library loaded with dlopen on first use (cuda_lib.c's cuBLAS, cuFFT, cuSOLVER, cuSPARSE;
+ * cuda_blaslt.c's cuBLASLt): whether it loaded, and why not. */
+typedef struct fcr_library {
+    int state; /* 0 untried, 1 loaded, -1 failed */
+    char error[384];
+    char soname[32];
+} fcr_library;
+/* A symbol to resolve: where its pointer goes, and its name ('?' first: optional). */
+typedef struct fcr_sym {
+    void **field;
+    const char *name;
+} fcr_sym;
+#define FCR_SYM(api, field, name) {(void **)&(api).field, name}
+/* dlopens the first of `names` that loads, then resolves `syms`; on failure lib->error says
+ * why and no pointer is left set. Not thread-safe on first use, like the driver's loader. */
+bool fcr_load_library(fcr_library *lib, const char *what, const char *const *names, int nnames,
+                      const fcr_sym *syms, int nsyms);
 /* A module of fusec's own kernels (codegen's raw sources: the triangle copy, the batched
  * helpers) for the context's device: src (owned, freed here; st the status of making it)
  * compiled or found in the kernel cache, loaded, and its n functions names[i] looked up into
