@@ -1,10 +1,11 @@
 /*
  * backend/cuda_blaslt.c - a matmul and its elementwise epilogue as one cuBLASLt call.
  *
- * The fusion pass hands the backend a library kernel that stores `relu?(a @ b + bias?)`
+ * The fusion pass hands the backend a library kernel that stores `act?(a @ b + bias?)`
  * (passes/epilogue.c defines which chains: an f32 product of two matrices, a bias vector
- * along the last axis, maximum(., +0.0)). cuBLASLt adds the bias and applies ReLU in the
- * product's own kernel (CUBLASLT_EPILOGUE_BIAS / RELU / RELU_BIAS), so the result is written
+ * along the last axis, maximum(., +0.0) or gelu_tanh). cuBLASLt adds the bias and applies
+ * the activation in the product's own kernel (CUBLASLT_EPILOGUE_BIAS / RELU / GELU and their
+ * _BIAS forms), so the result is written
  * once and never read back: the elementwise pass over M x N that the chain would otherwise
  * take is gone.
  *
@@ -30,7 +31,6 @@
 #include "cuda_lib.h"
 
 #include <cublasLt.h>
-#include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -51,57 +51,27 @@ typedef struct lt_api {
 } lt_api;
 
 static lt_api lt;
-static int lt_loaded; /* 0 untried, 1 loaded, -1 failed */
-static char lt_error[384];
+static fcr_library lt_lib;
 
-/* dlopens libcublasLt and resolves lt's entry points; on failure lt_error says why. Not
- * thread-safe on first use, like the other libraries' loaders. */
 static bool load_lt(void) {
-    if (lt_loaded) return lt_loaded > 0;
-    lt_loaded = -1;
     static const char *const names[] = {"libcublasLt.so.13", "libcublasLt.so.12"};
-    void *h = NULL;
-    for (size_t i = 0; i < sizeof names / sizeof *names && !h; i++)
-        h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        const char *why = dlerror();
-        snprintf(lt_error, sizeof lt_error, "cuBLASLt is not available: neither "
-                 "libcublasLt.so.13 nor libcublasLt.so.12 could be loaded (%s)",
-                 why ? why : "not found");
-        return false;
-    }
-    struct {
-        void **field;
-        const char *name;
-    } syms[] = {
-        {(void **)&lt.Create, "cublasLtCreate"},
-        {(void **)&lt.Destroy, "cublasLtDestroy"},
-        {(void **)&lt.MatmulDescCreate, "cublasLtMatmulDescCreate"},
-        {(void **)&lt.MatmulDescDestroy, "cublasLtMatmulDescDestroy"},
-        {(void **)&lt.MatmulDescSetAttribute, "cublasLtMatmulDescSetAttribute"},
-        {(void **)&lt.MatrixLayoutCreate, "cublasLtMatrixLayoutCreate"},
-        {(void **)&lt.MatrixLayoutDestroy, "cublasLtMatrixLayoutDestroy"},
-        {(void **)&lt.MatmulPreferenceCreate, "cublasLtMatmulPreferenceCreate"},
-        {(void **)&lt.MatmulPreferenceDestroy, "cublasLtMatmulPreferenceDestroy"},
-        {(void **)&lt.MatmulPreferenceSetAttribute, "cublasLtMatmulPreferenceSetAttribute"},
-        {(void **)&lt.MatmulAlgoGetHeuristic, "cublasLtMatmulAlgoGetHeuristic"},
-        {(void **)&lt.Matmul, "cublasLtMatmul"},
-        {(void **)&lt.GetStatusString, "?cublasLtGetStatusString"},
+    const fcr_sym syms[] = {
+        FCR_SYM(lt, Create, "cublasLtCreate"),
+        FCR_SYM(lt, Destroy, "cublasLtDestroy"),
+        FCR_SYM(lt, MatmulDescCreate, "cublasLtMatmulDescCreate"),
+        FCR_SYM(lt, MatmulDescDestroy, "cublasLtMatmulDescDestroy"),
+        FCR_SYM(lt, MatmulDescSetAttribute, "cublasLtMatmulDescSetAttribute"),
+        FCR_SYM(lt, MatrixLayoutCreate, "cublasLtMatrixLayoutCreate"),
+        FCR_SYM(lt, MatrixLayoutDestroy, "cublasLtMatrixLayoutDestroy"),
+        FCR_SYM(lt, MatmulPreferenceCreate, "cublasLtMatmulPreferenceCreate"),
+        FCR_SYM(lt, MatmulPreferenceDestroy, "cublasLtMatmulPreferenceDestroy"),
+        FCR_SYM(lt, MatmulPreferenceSetAttribute, "cublasLtMatmulPreferenceSetAttribute"),
+        FCR_SYM(lt, MatmulAlgoGetHeuristic, "cublasLtMatmulAlgoGetHeuristic"),
+        FCR_SYM(lt, Matmul, "cublasLtMatmul"),
+        FCR_SYM(lt, GetStatusString, "?cublasLtGetStatusString"),
     };
-    for (size_t i = 0; i < sizeof syms / sizeof *syms; i++) {
-        bool optional = syms[i].name[0] == '?';
-        void *p = dlsym(h, syms[i].name + optional);
-        if (!p && !optional) {
-            snprintf(lt_error, sizeof lt_error, "cuBLASLt lacks %s: a newer version is needed",
-                     syms[i].name);
-            memset(&lt, 0, sizeof lt);
-            dlclose(h);
-            return false;
-        }
-        *syms[i].field = p;
-    }
-    lt_loaded = 1; /* the handle stays open for the process's lifetime */
-    return true;
+    return fcr_load_library(&lt_lib, "cuBLASLt", names, 2, syms,
+                            (int)(sizeof syms / sizeof *syms));
 }
 
 static fc_status lt_check(fc_ctx *ctx, cublasStatus_t r, const char *call, int line) {
@@ -266,7 +236,7 @@ static fc_status get_plan(fc_ctx *ctx, lt_state *s, const lt_key *key, bool capt
 fc_status fcr_lt_matmul(fc_ctx *ctx, void **state, CUstream stream, const fcp_epilogue *e,
                         CUdeviceptr a, bool ta, CUdeviceptr b, bool tb, CUdeviceptr bias,
                         CUdeviceptr out, const fcr_lib_work *work) {
-    if (!load_lt()) return fcg_error(ctx, FC_ERR_BACKEND, "%s", lt_error);
+    if (!load_lt()) return fcg_error(ctx, FC_ERR_BACKEND, "%s", lt_lib.error);
     const fc_array *x = e->lib->in[0], *y = e->lib->in[1];
     lt_key key;
     memset(&key, 0, sizeof key); /* the key is compared as bytes: no stray padding */
@@ -275,8 +245,10 @@ fc_status fcr_lt_matmul(fc_ctx *ctx, void **state, CUstream stream, const fcp_ep
     key.n = y->shape[1];
     key.ta = ta;
     key.tb = tb;
-    key.epilogue = e->bias ? (e->relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS)
-                           : CUBLASLT_EPILOGUE_RELU;
+    static const int epilogues[2][3] = {
+        {CUBLASLT_EPILOGUE_DEFAULT, CUBLASLT_EPILOGUE_RELU, CUBLASLT_EPILOGUE_GELU},
+        {CUBLASLT_EPILOGUE_BIAS, CUBLASLT_EPILOGUE_RELU_BIAS, CUBLASLT_EPILOGUE_GELU_BIAS}};
+    key.epilogue = epilogues[e->bias != NULL][e->act];
     CUdeviceptr ptrs[3] = {a, b, out};
     key.align = alignment_of(ptrs, 3);
     /* The bias is read as vectors; an address of fewer than 16 bytes' alignment (not one

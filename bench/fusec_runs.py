@@ -68,6 +68,7 @@ WORKLOADS = [
     ("I12_rfft", "i12_rfft.fc", []),
     ("I12_fft2", "i12_fft2.fc", []),
     ("I12_matmul_bias_relu", "i12_matmul_bias_relu.fc", []),
+    ("I12_matmul_bias_gelu", "i12_matmul_bias_gelu.fc", []),
     # issue 12: convolution; floor: x and k read once, the result written once
     ("I12_convolve2d_3x3", "i12_convolve2d_3x3.fc", []),
     ("I12_convolve2d_31x31", "i12_convolve2d_31x31.fc", []),
@@ -88,6 +89,7 @@ FLOPS = {
     "I12_svd": 21 * 1024**3,
     "I12_cholesky": 8192**3 // 3,
     "I12_matmul_bias_relu": 2 * 4096**3 + 2 * 4096**2,  # the product, the bias, the relu
+    "I12_matmul_bias_gelu": 2 * 4096**3 + 2 * 4096**2,  # counted as relu's
 }
 
 

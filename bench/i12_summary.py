@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import report  # noqa: E402 - bench/report.py: its JSON loader
 
 ROWS = ["I12_solve", "I12_svd", "I12_cholesky", "I12_rfft", "I12_fft2", "I12_spmv",
-        "I12_matmul_bias_relu"]
+        "I12_matmul_bias_relu", "I12_matmul_bias_gelu"]
 
 
 def load(path):

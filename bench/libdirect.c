@@ -24,6 +24,7 @@
  *   I12_fft2              cufftExecC2C forward, c64 8192 x 8192 (one 2-D plan), out of place
  *   I12_spmv              cusparseSpMV (CSR, f32, int32 indices), 2^24 x 2^24, 2^27 non-zeros
  *   I12_matmul_bias_relu  cublasLtMatmul, f32 4096^3, CUBLASLT_EPILOGUE_RELU_BIAS
+ *   I12_matmul_bias_gelu  cublasLtMatmul, f32 4096^3, CUBLASLT_EPILOGUE_GELU_BIAS
  *   I12_matmul            cublasLtMatmul, f32 4096^3, no epilogue (the product alone)
  *
  * Inputs are made on the host (uniform in [0, 1) from a counter-based hash, --seed) and
@@ -672,7 +673,7 @@ out:
     return rc;
 }
 
-static int row_matmul(const opts *o, result *r, bool epilogue) {
+static int row_matmul(const opts *o, result *r, int epilogue) {
     lt_state s;
     memset(&s, 0, sizeof s);
     int rc = -1;
@@ -687,7 +688,7 @@ static int row_matmul(const opts *o, result *r, bool epilogue) {
     CK_LT(cublasLtCreate(&s.h));
     CK_LT(cublasLtMatmulDescCreate(&s.op, CUBLAS_COMPUTE_32F, CUDA_R_32F)); /* no TF32 */
     if (epilogue) {
-        cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_RELU_BIAS;
+        cublasLtEpilogue_t epi = (cublasLtEpilogue_t)epilogue;
         CK_LT(cublasLtMatmulDescSetAttribute(s.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi,
                                              sizeof epi));
         const void *bias = s.bias;
@@ -727,8 +728,13 @@ out:
     return rc;
 }
 
-static int row_matmul_bias_relu(const opts *o, result *r) { return row_matmul(o, r, true); }
-static int row_matmul_only(const opts *o, result *r) { return row_matmul(o, r, false); }
+static int row_matmul_bias_relu(const opts *o, result *r) {
+    return row_matmul(o, r, CUBLASLT_EPILOGUE_RELU_BIAS);
+}
+static int row_matmul_bias_gelu(const opts *o, result *r) {
+    return row_matmul(o, r, CUBLASLT_EPILOGUE_GELU_BIAS);
+}
+static int row_matmul_only(const opts *o, result *r) { return row_matmul(o, r, 0); }
 
 /* ---- the rows ---------------------------------------------------------------------------- */
 
@@ -747,6 +753,8 @@ static const row ROWS[] = {
     {"I12_spmv", "cusparseSpMV CSR, 2^24 x 2^24, 2^27 nnz, f32, int32", row_spmv},
     {"I12_matmul_bias_relu", "cublasLtMatmul + CUBLASLT_EPILOGUE_RELU_BIAS, f32 4096^3",
      row_matmul_bias_relu},
+    {"I12_matmul_bias_gelu", "cublasLtMatmul + CUBLASLT_EPILOGUE_GELU_BIAS, f32 4096^3",
+     row_matmul_bias_gelu},
     {"I12_matmul", "cublasLtMatmul, no epilogue, f32 4096^3", row_matmul_only},
 };
 

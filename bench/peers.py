@@ -906,6 +906,33 @@ def make_i12_matmul_bias_relu(scale):
             {"cupy": cupy_fn, "torch": torch_fn, "torch_compile": compile_fn}, None)
 
 
+def make_i12_matmul_bias_gelu(scale):
+    n = cube_side(4096, scale)
+    a, b, bias = rand((n, n)), rand((n, n)), rand(n)
+    k = math.sqrt(2.0 / math.pi)
+
+    # CuPy eager: the product, the sum, then GELU's tanh form spelled out (CuPy has no gelu)
+    def cupy_fn():
+        def f():
+            x = a @ b + bias
+            return 0.5 * x * (1 + cp.tanh(k * (x + 0.044715 * x * x * x)))
+        return f
+
+    def torch_fn():
+        ta, tb, tbias = to_torch(a), to_torch(b), to_torch(bias)
+        gelu = torch.nn.functional.gelu
+        return lambda: gelu(torch.addmm(tbias, ta, tb), approximate="tanh")
+
+    def compile_fn():
+        ta, tb, tbias = to_torch(a), to_torch(b), to_torch(bias)
+        gelu = torch.nn.functional.gelu
+        f = torch_compile(lambda x, y, z: gelu(x @ y + z, approximate="tanh"))
+        return lambda: f(ta, tb, tbias)
+
+    return ({"a": a, "b": b, "bias": bias},
+            {"cupy": cupy_fn, "torch": torch_fn, "torch_compile": compile_fn}, None)
+
+
 def make_i12_spmv(scale):
     """y = A @ x, A a random n x n CSR (n = 2^24) of 8n non-zeros: each non-zero's row and
     column uniform and independent (about 8 a row, Poisson), sorted by row then column,
@@ -1015,6 +1042,8 @@ WORKLOADS = [
     Workload("I12_fft2", "fft2, c64 8192 x 8192", make_i12_fft2),
     Workload("I12_matmul_bias_relu", "relu(a @ b + bias), f32 4096^3",
              make_i12_matmul_bias_relu, flops=2 * 4096**3 + 2 * 4096**2),
+    Workload("I12_matmul_bias_gelu", "gelu_tanh(a @ b + bias), f32 4096^3",
+             make_i12_matmul_bias_gelu, flops=2 * 4096**3 + 2 * 4096**2),
     Workload("I12_spmv", "CSR SpMV, 2^24 x 2^24, 2^27 random non-zeros, f32, int32 indices",
              make_i12_spmv, flops=2 * (1 << 27)),
     # issue 12: convolution (the stencil kernel; the FFT)

@@ -34,7 +34,7 @@ END = "<!-- report.py: end -->"
 ORDER = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12_matmul",
          "W12_fft", "I11_cumsum", "I11_normal", "I11_compress", "I11_take", "I11_scatter_add",
          "I11_sort", "I11_argsort", "I12_solve", "I12_svd", "I12_cholesky", "I12_rfft",
-         "I12_fft2", "I12_spmv", "I12_matmul_bias_relu"]
+         "I12_fft2", "I12_spmv", "I12_matmul_bias_relu", "I12_matmul_bias_gelu"]
 PROGRAM = {
     "W1": "`tanh(sin(x) + 0.1*x)`, f32 2^26",
     "W2": "`x**2 + 2*y`, f32 2^26",
@@ -63,12 +63,14 @@ PROGRAM = {
     "I12_fft2": "`fft2(x)`, c64 8192x8192",
     "I12_spmv": "CSR SpMV, 2^24 x 2^24, 2^27 random non-zeros, f32 (floor: the matrix, x, y once)",
     "I12_matmul_bias_relu": "`maximum(a @ b + bias, 0)`, f32 4096^3",
+    "I12_matmul_bias_gelu": "`gelu_tanh(a @ b + bias)`, f32 4096^3",
 }
 PEER_COLS = [("cupy", "CuPy"), ("cupy_fuse", "cupy.fuse"), ("torch", "PyTorch"),
              ("torch_compile", "torch.compile")]
 ELEMENTWISE = {"W1", "W2", "W5", "W10"}
 NO_FLOOR = {"W8", "W12_matmul", "W12_fft",  # compute- or library-bound: no byte floor
-            "I12_solve", "I12_svd", "I12_cholesky", "I12_matmul_bias_relu"}
+            "I12_solve", "I12_svd", "I12_cholesky", "I12_matmul_bias_relu",
+            "I12_matmul_bias_gelu"}
 REDUCTIONS = {"W3", "W4", "W6", "W7", "W11"}
 # Targets of several conditions, all of which must hold: ("floor", P) is at least P% of the
 # floor; (peer, R) is fusec's time at most R times that peer's, from the same run. Met when

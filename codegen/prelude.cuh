@@ -611,6 +611,14 @@ FCX_F(type) fcx_fmod(T a, T b) { return fcx_m_fmod(a, b); }
 FCX_F(type) fcx_erf(T a) { return fcx_m_erf(a); }
 FCX_F(type) fcx_erfc(T a) { return fcx_m_erfc(a); }
 FCX_F(type) fcx_lgamma(T a) { return fcx_m_lgamma(a); }
+/* GELU: the host's expressions (ref/host_ew_float.h), operation for operation */
+FCX_F(type) fcx_gelu(T a) {
+    return (T)0.5 * a * fcx_m_erfc(-a * (T)0.707106781186547524400844362104849039);
+}
+FCX_F(type) fcx_gelu_tanh(T a) {
+    const T k = (T)-1.595769121605730711759596218036645605; /* -2 sqrt(2 / pi) */
+    return a / (1 + fcx_m_exp(k * (a + (T)0.044715 * (a * a * a))));
+}
 FCX_F(test) fcx_signbit(T a) {
     if constexpr (sizeof(T) == 4) return (fcx_fbits(a) >> 31) != 0;
     else return (fcx_dbits(a) >> 63) != 0;

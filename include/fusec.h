@@ -807,6 +807,14 @@ FC_API fc_array *fc_arctanh(fc_array *a);
 FC_API fc_array *fc_erf(fc_array *a);
 FC_API fc_array *fc_erfc(fc_array *a);
 FC_API fc_array *fc_lgamma(fc_array *a);
+/** GELU, x Phi(x), as torch.nn.functional.gelu computes it (NumPy has none), with the float
+ *  rule above: fc_gelu the exact form 0.5 x erfc(-x / sqrt 2) (approximate='none');
+ *  fc_gelu_tanh the tanh approximation x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) / 2
+ *  (approximate='tanh'; jax.nn.gelu's default), evaluated as x / (1 + exp(-2 z)) so that it
+ *  stays accurate where 1 + tanh z cancels. `a @ b + bias` followed by fc_gelu_tanh is one
+ *  cuBLASLt call with its GELU epilogue (see fc_matmul). */
+FC_API fc_array *fc_gelu(fc_array *a);
+FC_API fc_array *fc_gelu_tanh(fc_array *a);
 /** floor, ceil, trunc keep integer dtypes; rint rounds half to even. */
 FC_API fc_array *fc_floor(fc_array *a);
 FC_API fc_array *fc_ceil(fc_array *a);

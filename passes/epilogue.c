@@ -1,18 +1,20 @@
 /*
  * passes/epilogue.c - the elementwise epilogues a library applies in its own kernel.
  *
- * cuBLASLt's matmul adds a bias vector along the product's rows and applies ReLU in the
- * kernel that computes the product (CUBLASLT_EPILOGUE_BIAS / RELU / RELU_BIAS), so
- * `maximum(a @ b + bias, 0)` is one pass over the result instead of the product's pass and an
- * elementwise one. The chains that qualify are defined here once: the fusion pass absorbs
+ * cuBLASLt's matmul adds a bias vector along the product's rows and applies ReLU or GELU in
+ * the kernel that computes the product (CUBLASLT_EPILOGUE_BIAS / RELU / RELU_BIAS / GELU /
+ * GELU_BIAS), so `maximum(a @ b + bias, 0)` is one pass over the result instead of the
+ * product's pass and an elementwise one. The chains that qualify are defined here once: the fusion pass absorbs
  * them into the library kernel (passes/fuse.c, absorb_epilogues) and the backend reads them
  * back from the kernel (fcp_lib_epilogue) to set the library's epilogue. Likewise the views
  * a library reads through a flag of its own instead of a stored copy (fcp_lib_source).
  *
  * The product: f32 x f32 -> f32 of two matrices (2-D), K > 0: the type and shapes cuBLASLt's
  * epilogues take with results that equal the unfused chain's (an f32 bias added to an f32
- * product, rounded once, then max(., +0.0)). Batched, half-precision, f64 and complex
- * products keep their elementwise kernel.
+ * product, rounded once, then max(., +0.0)); GELU is cuBLASLt's own evaluation of the tanh
+ * form, which differs from fcx_gelu_tanh's in the last bits (as its product does from
+ * cuBLAS's), so only gelu_tanh qualifies, never the exact gelu. Batched, half-precision, f64
+ * and complex products keep their elementwise kernel.
  */
 #include "plan.h"
 
@@ -51,11 +53,13 @@ static bool positive_zero(const fc_array *c) {
     return fcg_is_float(t) && !fcg_is_complex(t) && c->p.re == 0.0 && !signbit(c->p.re);
 }
 
-bool fcp_epilogue_relu(const fc_array *mx, const fc_array *x) {
-    if (mx->op != FCG_OP_MAXIMUM || mx->nin != 2 || mx->dtype != x->dtype || !same_shape(mx, x))
-        return false;
-    return (mx->in[0] == x && positive_zero(mx->in[1])) ||
-           (mx->in[1] == x && positive_zero(mx->in[0]));
+fcp_activation fcp_epilogue_activation(const fc_array *f, const fc_array *x) {
+    if (f->dtype != x->dtype || !same_shape(f, x)) return FCP_ACT_NONE;
+    if (f->op == FCG_OP_GELU_TANH && f->nin == 1 && f->in[0] == x) return FCP_ACT_GELU;
+    if (f->op != FCG_OP_MAXIMUM || f->nin != 2) return FCP_ACT_NONE;
+    return (f->in[0] == x && positive_zero(f->in[1])) || (f->in[1] == x && positive_zero(f->in[0]))
+               ? FCP_ACT_RELU
+               : FCP_ACT_NONE;
 }
 
 static bool is_leaf_of(const fcp_kernel *k, const fc_array *a) {
@@ -72,11 +76,12 @@ bool fcp_lib_epilogue(const fcp_kernel *k, fcp_epilogue *e) {
         e->lib = x;
         return false;
     }
-    if (x->op == FCG_OP_MAXIMUM && x->nin == 2) {
-        const fc_array *v = is_leaf_of(k, x->in[0]) || x->in[0]->op == FCG_OP_CONST ? x->in[1]
-                                                                                    : x->in[0];
-        if (!fcp_epilogue_relu(x, v)) return false;
-        e->relu = true;
+    if ((x->op == FCG_OP_MAXIMUM && x->nin == 2) || x->op == FCG_OP_GELU_TANH) {
+        /* the activation's operand that is not a loaded leaf or the constant zero */
+        const fc_array *v = x->nin == 2 && (is_leaf_of(k, x->in[0]) || x->in[0]->op == FCG_OP_CONST)
+                                ? x->in[1]
+                                : x->in[0];
+        if (!(e->act = fcp_epilogue_activation(x, v))) return false;
         x = v;
     }
     if (x->op == FCG_OP_ADD && x->nin == 2) {
@@ -85,12 +90,18 @@ bool fcp_lib_epilogue(const fcp_kernel *k, fcp_epilogue *e) {
         if (is_leaf_of(k, prod) || !(e->bias = fcp_epilogue_bias(x, prod))) return false;
         x = prod;
     }
-    if (!fcp_epilogue_product(x) || is_leaf_of(k, x) || (!e->bias && !e->relu)) {
+    if (!fcp_epilogue_product(x) || is_leaf_of(k, x) || (!e->bias && !e->act)) {
         memset(e, 0, sizeof *e);
         return false;
     }
     e->lib = x;
     return true;
+}
+
+const char *fcp_epilogue_name(const fcp_epilogue *e) {
+    static const char *const names[2][3] = {{"nothing", "relu", "gelu (tanh)"},
+                                            {"bias", "bias and relu", "bias and gelu (tanh)"}};
+    return names[e->bias != NULL][e->act];
 }
 
 fc_array *fcp_lib_source(const fc_array *lib, int j) {

@@ -715,9 +715,9 @@ static fc_array *sole_reader(const fuse_state *s, const fc_array *a) {
 }
 
 /* A matmul whose only reader adds a bias vector along its last axis and / or takes
- * maximum(., 0) (fcp_epilogue_* say which chains qualify) is stored no more: the end of the
+ * maximum(., 0) or gelu_tanh (fcp_epilogue_* say which chains qualify) is stored no more: the end of the
  * chain becomes the root of a library kernel with the product inside, and the library applies
- * the rest in its own epilogue (cuBLASLt's BIAS / RELU / RELU_BIAS: one pass over the product
+ * the rest in its own epilogue (cuBLASLt's BIAS / RELU / GELU / ..._BIAS: one pass over the product
  * instead of two). A bias that is not a stored buffer yet is stored (cuBLASLt reads it). */
 static void absorb_epilogues(fuse_state *s, const fcp_plan *p) {
     for (size_t i = 0; i < s->n; i++) {
@@ -729,8 +729,8 @@ static void absorb_epilogues(fuse_state *s, const fcp_plan *p) {
         if (bias) {
             end = c1;
             fc_array *c2 = is_requested(p, c1) ? NULL : sole_reader(s, c1);
-            if (c2 && fcp_epilogue_relu(c2, c1)) end = c2;
-        } else if (c1 && fcp_epilogue_relu(c1, m)) {
+            if (c2 && fcp_epilogue_activation(c2, c1)) end = c2;
+        } else if (c1 && fcp_epilogue_activation(c1, m)) {
             end = c1;
         }
         /* (a chain another product already took: `p + q` of two [1, N] products) */
@@ -1199,9 +1199,8 @@ char *fcp_plan_describe(const fcp_plan *p) {
         for (int q = 0; q < k->nnode; q++) fcg_sb_printf(&b, " %s", fcg_node_name(k->nodes[q]));
         fcp_epilogue epi;
         if (fcp_lib_epilogue(k, &epi))
-            fcg_sb_printf(&b, "\n  epilogue in the library call (cuBLASLt): %s%s%s",
-                          epi.bias ? "+ bias" : "", epi.bias && epi.relu ? ", " : "",
-                          epi.relu ? "relu" : "");
+            fcg_sb_printf(&b, "\n  epilogue in the library call (cuBLASLt): %s",
+                          fcp_epilogue_name(&epi));
         fcg_sb_printf(&b, "\n");
     }
     for (int i = 0; i < p->nboundary; i++) {

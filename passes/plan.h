@@ -107,26 +107,35 @@ fc_status fcp_plan_numbering(const fcp_plan *plan, fcg_nodemap *out);
 void fcp_kernel_summary(const fcp_kernel *k, char *buf, size_t size);
 
 /* Library epilogues (passes/epilogue.c): a library kernel may store, instead of its library
- * node, the end of an elementwise chain the library applies itself: `relu?(prod + bias?)`
+ * node, the end of an elementwise chain the library applies itself: `act?(prod + bias?)`
  * with prod an f32 matmul of two matrices, bias a vector along its last axis ([N] or
- * [1, N], stored), relu maximum(., +0.0). The fusion pass absorbs such chains; backends
- * read them back with fcp_lib_epilogue. */
+ * [1, N], stored), act relu (maximum(., +0.0)) or GELU's tanh form (gelu_tanh). The fusion
+ * pass absorbs such chains; backends read them back with fcp_lib_epilogue. */
+typedef enum fcp_activation {
+    FCP_ACT_NONE,
+    FCP_ACT_RELU, /* maximum(., +0.0) */
+    FCP_ACT_GELU, /* gelu_tanh(.) */
+} fcp_activation;
+
 typedef struct fcp_epilogue {
     const fc_array *lib;  /* the library node computed inside the kernel */
     const fc_array *bias; /* added to every row of the product, or NULL */
-    bool relu;            /* maximum(., 0) last */
+    fcp_activation act;   /* applied last */
 } fcp_epilogue;
 
 /* Whether matmul node m can take an epilogue (f32 matrices, K > 0). */
 bool fcp_epilogue_product(const fc_array *m);
 /* The bias when `add` adds a vector along prod's last axis to prod, else NULL. */
 const fc_array *fcp_epilogue_bias(const fc_array *add, const fc_array *prod);
-/* Whether mx is maximum(x, +0.0) or maximum(+0.0, x). */
-bool fcp_epilogue_relu(const fc_array *mx, const fc_array *x);
+/* The activation node f applies to x (maximum(x, +0.0) either way round, gelu_tanh(x)),
+ * FCP_ACT_NONE when f is no such node. */
+fcp_activation fcp_epilogue_activation(const fc_array *f, const fc_array *x);
 /* Reads library kernel k's epilogue into e: true when k stores an epilogue's end (e->lib the
- * product, e->bias / e->relu what follows); false when it stores its library node itself
+ * product, e->bias / e->act what follows); false when it stores its library node itself
  * (e->lib that node) or is not a library kernel (e->lib NULL). */
 bool fcp_lib_epilogue(const fcp_kernel *k, fcp_epilogue *e);
+/* What epilogue e applies, for people: "bias", "relu", "bias and gelu (tanh)". */
+const char *fcp_epilogue_name(const fcp_epilogue *e);
 
 /* The array a library node reads in place of its input j, through a flag of its own, when
  * that input is such a view and was not stored: a matmul operand's transpose

@@ -82,6 +82,18 @@ static inline HT HN(lgamma)(HT a) {
     return _Generic(a, float: lgammaf_r, default: lgamma_r)(a, &sign);
 }
 
+/* GELU (graph/ops.def): erfc keeps the exact form accurate in the negative tail, where
+ * 1 + erf(x / sqrt 2) cancels; 1 / (1 + exp(-2 z)) is (1 + tanh z) / 2 without the
+ * cancellation (exp overflows to +inf for very negative x: the result is -0). The device
+ * (fcx_gelu, fcx_gelu_tanh in codegen/prelude.cuh) evaluates the same expressions. */
+static inline HT HN(gelu)(HT a) {
+    return (HT)0.5 * a * HF(erfc)(-a * (HT)0.707106781186547524400844362104849039);
+}
+static inline HT HN(gelu_tanh)(HT a) {
+    const HT k = (HT)-1.595769121605730711759596218036645605; /* -2 sqrt(2 / pi) */
+    return a / (1 + HF(exp)(k * (a + (HT)0.044715 * (a * a * a))));
+}
+
 static fc_status HN(ew)(fcg_op op, size_t n, const void *const *in, void *out) {
     const HT *a = in[0], *b = in[1], *c = in[2];
     HT *o = out;
@@ -160,6 +172,8 @@ static fc_status HN(ew)(fcg_op op, size_t n, const void *const *in, void *out) {
     case FCG_OP_ERF: L1(HF(erf)(a[i]));
     case FCG_OP_ERFC: L1(HF(erfc)(a[i]));
     case FCG_OP_LGAMMA: L1(HN(lgamma)(a[i]));
+    case FCG_OP_GELU: L1(HN(gelu)(a[i]));
+    case FCG_OP_GELU_TANH: L1(HN(gelu_tanh)(a[i]));
     case FCG_OP_WHERE: {
         const uint8_t *cond = in[0];
         for (i = 0; i < n; i++) o[i] = cond[i] ? b[i] : c[i];

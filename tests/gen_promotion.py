@@ -76,7 +76,8 @@ UNARY = [
     ("imag", np.imag), ("conj", np.conjugate), ("angle", np.angle), ("signbit", np.signbit),
     # fusec's extensions (scipy.special's erf, erfc, gammaln; NumPy has no such ufuncs) take
     # the rule of NumPy's own float functions that refuse complex: cbrt's
-    ("erf", np.cbrt), ("erfc", np.cbrt), ("lgamma", np.cbrt),
+    ("erf", np.cbrt), ("erfc", np.cbrt), ("lgamma", np.cbrt), ("gelu", np.cbrt),
+    ("gelu_tanh", np.cbrt),
 ]
 WEAK = [("bool", True), ("int", 1), ("float", 1.5), ("complex", 1j)]
 

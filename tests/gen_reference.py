@@ -280,6 +280,16 @@ class FloatExtension:
         return r.astype(loop)
 
 
+def gelu_tanh(v):
+    """torch's gelu(approximate='tanh') in double, as x / (1 + exp(-2 z)) (the same function as
+    x (1 + tanh z) / 2 without its cancellation); exp overflowing means the result is -0."""
+    z = math.sqrt(2.0 / math.pi) * (v + 0.044715 * (v * v * v))
+    try:
+        return v / (1.0 + math.exp(-2.0 * z))
+    except OverflowError:
+        return math.copysign(0.0, v)
+
+
 EW = {
     "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.true_divide,
     "floor_divide": np.floor_divide, "remainder": np.remainder, "power": np.power,
@@ -303,6 +313,8 @@ EW = {
     "copysign": np.copysign, "nextafter": np.nextafter, "fmod": np.fmod, "signbit": np.signbit,
     "erf": FloatExtension(math.erf), "erfc": FloatExtension(math.erfc),
     "lgamma": FloatExtension(math.lgamma),
+    "gelu": FloatExtension(lambda v: 0.5 * v * math.erfc(-v / math.sqrt(2.0))),
+    "gelu_tanh": FloatExtension(lambda v: gelu_tanh(v)),
 }
 BINARY = ["add", "subtract", "multiply", "divide", "floor_divide", "remainder", "power",
           "arctan2", "maximum", "minimum", "fmax", "fmin", "less", "less_equal", "greater",
@@ -593,6 +605,7 @@ def gen_elementwise():
         c.op("sqrt", rs)
         c.expect(reference("sqrt", [z[4:0:-2, 1::2].copy()]), *tolerance("sqrt", reference("sqrt", [z[:1, :1].copy()]).dtype))
     gen_added_elementwise(w)
+    gen_later_elementwise(w)
     w.save()
     return w
 
@@ -714,6 +727,7 @@ def gen_special():
         c.op("cast", r, dst)
         c.expect(v.astype(DT[dst]))
     gen_added_special(w)
+    gen_later_special(w)
     w.save()
     return w
 
@@ -832,6 +846,37 @@ def gen_added_special(w):
             emit_ew(w, "%s(%s) refused" % (op, name), op, [z, z])
         for op in ADDED_UNARY:
             emit_ew(w, "%s(%s) refused" % (op, name), op, [z])
+
+
+# Ops added after the "added" ones (gelu, gelu_tanh): a stream of their own again, cases after
+# all others, so that no earlier case changes.
+LATER_UNARY = ["gelu", "gelu_tanh"]
+
+
+def gen_later_elementwise(w):
+    with own_stream(20261128):
+        for op in LATER_UNARY:
+            for name in ALL:
+                emit_ew(w, "%s(%s)" % (op, name), op, [rand(name, (2, 3))])
+            for name in FLOATS:  # the tails, where the naive expressions cancel
+                emit_ew(w, "%s(%s wide)" % (op, name), op, [rand(name, (4, 8), "wide")])
+
+
+def gen_later_special(w):
+    inf, nan = math.inf, math.nan
+    vals = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 3.0, -3.0, 5.5, -5.5, 9.0, -9.0, 12.0, -12.0,
+            40.0, -40.0, 1e-8, -1e-8, 1e-30, 1e13, -1e13, 1e30, -1e30, inf, -inf, nan]
+    for name in FLOATS:
+        x = np.array(vals, F64).astype(DT[name])
+        c = w.case("later special unary %s" % name)
+        regs = [c.arr(x)]
+        for op in LATER_UNARY:
+            emit_ew(w, "", op, [x], case=c, regs=regs)
+        c.finish()
+    for op in LATER_UNARY:
+        emit_ew(w, "bool %s" % op, op, [np.array([True, False])])
+        for name in COMPLEX:
+            emit_ew(w, "%s(%s) refused" % (op, name), op, [np.array([1 + 1j, -0.5j], DT[name])])
 
 
 # ---- reductions ------------------------------------------------------------------------------

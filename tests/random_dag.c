@@ -1207,7 +1207,7 @@ static fc_array *rd_step(rd *r) {
     if (c < 99) {
         if (!o->matmul) return NULL;
         int k = rd_below(r, 4); /* linalg has 14 functions to draw from */
-        if (k == 0 && rd_chance(r, 15)) return rd_sparse(r);
+        if (k == 0 && rd_chance(r, 30)) return rd_sparse(r);
         return k == 0 ? (rd_chance(r, 50) ? rd_matmul(r) : rd_contract(r)) : rd_linalg(r);
     }
     if (o->fft && rd_chance(r, 25)) return rd_convolve(r);

@@ -561,7 +561,7 @@ Test(fusion, two_matmuls_with_work_between) {
     plan_assert(p, count_kind(p, FCP_KERNEL_LIB) == 2, "relu(a @ a) @ a", "%d library kernels",
                 count_kind(p, FCP_KERNEL_LIB));
     fcp_epilogue e;
-    plan_assert(p, fcp_lib_epilogue(&p->kernels[0], &e) && e.relu && !e.bias &&
+    plan_assert(p, fcp_lib_epilogue(&p->kernels[0], &e) && e.act == FCP_ACT_RELU && !e.bias &&
                     !fcp_lib_epilogue(&p->kernels[1], &e) && e.lib == outs[0],
                 "relu(a @ a) @ a", "%s", "epilogues");
     fcp_plan_destroy(p);
@@ -606,9 +606,9 @@ Test(fusion, convolutions_read_their_weights_in_place) {
 
 /* Plans outs[0] alone; asserts the kernel count and, when `lib` is not NULL, that the last
  * kernel is a library kernel whose epilogue (fcp_lib_epilogue) has that product, bias and
- * relu; lib NULL: that no kernel has an epilogue. */
+ * activation; lib NULL: that no kernel has an epilogue. */
 static void expect_epilogue(const char *what, fc_array *y, int kernels, const fc_array *lib,
-                            const fc_array *bias, bool relu) {
+                            const fc_array *bias, fcp_activation act) {
     fc_array *outs[1] = {y};
     fcp_plan *p = expect_kernels(what, outs, 1, kernels, kernels);
     fcp_epilogue e;
@@ -621,9 +621,9 @@ static void expect_epilogue(const char *what, fc_array *y, int kernels, const fc
         plan_assert(p, k->kind == FCP_KERNEL_LIB && k->nout == 1 && k->outs[0] == y, what, "%s",
                     "the last kernel is not a library kernel storing the result");
         plan_assert(p, fcp_lib_epilogue(k, &e) && e.lib == lib && e.bias == bias &&
-                        e.relu == relu,
-                    what, "epilogue: lib %s, bias %s, relu %d", e.lib == lib ? "ok" : "wrong",
-                    e.bias == bias ? "ok" : "wrong", (int)e.relu);
+                        e.act == act,
+                    what, "epilogue: lib %s, bias %s, activation %d", e.lib == lib ? "ok" : "wrong",
+                    e.bias == bias ? "ok" : "wrong", (int)e.act);
         plan_assert(p, !has_boundary_reason(p, "library call (matmul"), what, "%s",
                     "the product is still stored");
     }
@@ -639,25 +639,30 @@ Test(fusion, matmul_bias_relu_is_one_library_kernel) {
     fc_array *zero_i = fc_i64(ctx, 0), *zero_f = fc_f64(ctx, 0.0);
     fc_array *m = fc_matmul(a, b);
     expect_epilogue("maximum(a @ b + bias, 0)", fc_maximum(fc_add(m, bias), zero_i), 1, m, bias,
-                    true);
+                    FCP_ACT_RELU);
     expect_epilogue("maximum(0.0, bias + a @ b)", fc_maximum(zero_f, fc_add(bias, m)), 1, m,
-                    bias, true);
-    expect_epilogue("a @ b + bias[1, N]", fc_add(m, bias_row), 1, m, bias_row, false);
-    expect_epilogue("maximum(a @ b, 0)", fc_maximum(m, zero_i), 1, m, NULL, true);
+                    bias, FCP_ACT_RELU);
+    expect_epilogue("a @ b + bias[1, N]", fc_add(m, bias_row), 1, m, bias_row, FCP_ACT_NONE);
+    expect_epilogue("maximum(a @ b, 0)", fc_maximum(m, zero_i), 1, m, NULL, FCP_ACT_RELU);
+    expect_epilogue("gelu_tanh(a @ b + bias)", fc_gelu_tanh(fc_add(m, bias)), 1, m, bias,
+                    FCP_ACT_GELU);
+    expect_epilogue("gelu_tanh(bias[1, N] + a @ b)", fc_gelu_tanh(fc_add(bias_row, m)), 1, m,
+                    bias_row, FCP_ACT_GELU);
+    expect_epilogue("gelu_tanh(a @ b)", fc_gelu_tanh(m), 1, m, NULL, FCP_ACT_GELU);
     /* cuBLAS's transpose flag still applies: the operand's source is the buffer */
     fc_array *mt = fc_matmul(a, fc_transpose(bt));
     expect_epilogue("maximum(a @ bt.T + bias, 0)", fc_maximum(fc_add(mt, bias), zero_i), 1, mt,
-                    bias, true);
+                    bias, FCP_ACT_RELU);
     /* a computed bias is stored first (cuBLASLt reads a buffer): 2 kernels */
     fc_array *bias2 = fc_mul(bias, fc_f64(ctx, 2.0));
-    expect_epilogue("a @ b + bias * 2", fc_add(m, bias2), 2, m, bias2, false);
+    expect_epilogue("a @ b + bias * 2", fc_add(m, bias2), 2, m, bias2, FCP_ACT_NONE);
     /* what follows the epilogue is a kernel of its own, reading the epilogue's result */
     fc_array *r = fc_maximum(fc_add(m, bias), zero_i);
     fc_array *outs[1] = {fc_exp(r)};
     fcp_plan *p = expect_kernels("exp(relu(a @ b + bias))", outs, 1, 2, 2);
     fcp_epilogue e;
     plan_assert(p, p->kernels[0].kind == FCP_KERNEL_LIB && p->kernels[0].outs[0] == r &&
-                    fcp_lib_epilogue(&p->kernels[0], &e) && e.relu && e.bias == bias,
+                    fcp_lib_epilogue(&p->kernels[0], &e) && e.act == FCP_ACT_RELU && e.bias == bias,
                 "exp(relu(a @ b + bias))", "%s", "the relu's result is the library kernel's");
     fcp_plan_destroy(p);
 }
@@ -671,23 +676,27 @@ Test(fusion, chains_that_are_not_epilogues) {
     fc_array *m = fc_matmul(a, b);
     fc_array *zero = fc_i64(ctx, 0);
     /* a bias along the other axis, or a whole matrix: not cuBLASLt's bias vector */
-    expect_epilogue("a @ b + col", fc_add(m, col), 2, NULL, NULL, false);
-    expect_epilogue("a @ b + full", fc_add(m, full), 2, NULL, NULL, false);
+    expect_epilogue("a @ b + col", fc_add(m, col), 2, NULL, NULL, FCP_ACT_NONE);
+    expect_epilogue("a @ b + full", fc_add(m, full), 2, NULL, NULL, FCP_ACT_NONE);
     /* maximum with another constant, or with -0.0 (keeps -0.0: not ReLU) */
-    expect_epilogue("maximum(a @ b, 0.5)", fc_maximum(m, fc_f64(ctx, 0.5)), 2, NULL, NULL, false);
+    expect_epilogue("maximum(a @ b, 0.5)", fc_maximum(m, fc_f64(ctx, 0.5)), 2, NULL, NULL, FCP_ACT_NONE);
     expect_epilogue("maximum(a @ b, -0.0)", fc_maximum(m, fc_f64(ctx, -0.0)), 2, NULL, NULL,
-                    false);
+                    FCP_ACT_NONE);
+    /* the exact gelu is not cuBLASLt's (its GELU is the tanh form) */
+    expect_epilogue("gelu(a @ b)", fc_gelu(m), 2, NULL, NULL, FCP_ACT_NONE);
     /* a bias of another dtype promotes the sum */
     fc_array *bias64 = wl_input(ctx, 5, FC_F64, FC_SHAPE(48));
-    expect_epilogue("a @ b + bias64", fc_add(m, bias64), 2, NULL, NULL, false);
+    expect_epilogue("a @ b + bias64", fc_add(m, bias64), 2, NULL, NULL, FCP_ACT_NONE);
+    expect_epilogue("gelu_tanh(a @ b + bias64)", fc_gelu_tanh(fc_add(m, bias64)), 2, NULL, NULL,
+                    FCP_ACT_NONE);
     /* f64, batched and vector products keep their elementwise kernel */
     fc_array *a64 = wl_input(ctx, 6, FC_F64, FC_SHAPE(64, 32));
     fc_array *b64 = wl_input(ctx, 7, FC_F64, FC_SHAPE(32, 48));
     expect_epilogue("maximum(a64 @ b64, 0)", fc_maximum(fc_matmul(a64, b64), zero), 2, NULL,
-                    NULL, false);
+                    NULL, FCP_ACT_NONE);
     fc_array *a3 = wl_input(ctx, 8, FC_F32, FC_SHAPE(2, 64, 32));
     expect_epilogue("maximum(a3 @ b, 0)", fc_maximum(fc_matmul(a3, b), zero), 2, NULL, NULL,
-                    false);
+                    FCP_ACT_NONE);
     /* the product read twice, or asked for as well: stored as before */
     fc_array *twice[1] = {fc_add(fc_maximum(m, zero), fc_exp(m))};
     fcp_plan *p = expect_kernels("relu(m) + exp(m)", twice, 1, 2, 2);
@@ -704,7 +713,7 @@ Test(fusion, chains_that_are_not_epilogues) {
     fc_array *sum = fc_add(m, bias);
     fc_array *pair[2] = {sum, fc_maximum(sum, zero)};
     p = expect_kernels("m + bias and relu(m + bias)", pair, 2, 2, 2);
-    plan_assert(p, fcp_lib_epilogue(&p->kernels[0], &e) && e.bias == bias && !e.relu,
+    plan_assert(p, fcp_lib_epilogue(&p->kernels[0], &e) && e.bias == bias && !e.act,
                 "m + bias and relu(m + bias)", "%s", "the bias alone is the epilogue");
     fcp_plan_destroy(p);
 }

@@ -155,6 +155,7 @@ static const struct { const char *name; unary_fn fn; } unary_ops[] = {
     {"logical_not", fc_logical_not}, {"bitwise_not", fc_bitwise_not}, {"real", fc_real},
     {"imag", fc_imag}, {"conj", fc_conj}, {"angle", fc_angle}, {"signbit", fc_signbit},
     {"erf", fc_erf}, {"erfc", fc_erfc}, {"lgamma", fc_lgamma},
+    {"gelu", fc_gelu}, {"gelu_tanh", fc_gelu_tanh},
 };
 
 static fc_array *matmul_2x2(fc_array *a, fc_array *b) { return fc_matmul(a, b); }
@@ -247,8 +248,8 @@ Test(promotion, elementwise_ops_table, .init = setup, .fini = teardown) {
         lines++;
     }
     fclose(f);
-    /* 43 unary ops x 15, 35 binary x 225, where and clip x 225 */
-    cr_expect_eq(unary_seen, 43 * FC_DTYPE_COUNT);
+    /* 45 unary ops x 15, 35 binary x 225, where and clip x 225 */
+    cr_expect_eq(unary_seen, 45 * FC_DTYPE_COUNT);
     cr_expect_eq(binary_seen, 35 * FC_DTYPE_COUNT * FC_DTYPE_COUNT);
     cr_expect_eq(ternary_seen, 2 * FC_DTYPE_COUNT * FC_DTYPE_COUNT);
     cr_expect_eq(bad, 0, "%d of %d op results differ from NumPy", bad, lines);

@@ -518,9 +518,8 @@ static int explain_one(fc_ctx *ctx, const cli_program *p, void *user) {
             else {
                 fcp_epilogue epi;
                 if (fcp_lib_epilogue(k, &epi))
-                    printf("a library call to cuBLASLt, the product's kernel applying %s%s%s "
-                           "(its epilogue), nothing to compile\n", epi.bias ? "the bias" : "",
-                           epi.bias && epi.relu ? " and " : "", epi.relu ? "relu" : "");
+                    printf("a library call to cuBLASLt, the product's kernel applying %s "
+                           "(its epilogue), nothing to compile\n", fcp_epilogue_name(&epi));
                 else
                     printf("a library call, nothing to compile\n");
             }
