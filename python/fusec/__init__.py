@@ -17,7 +17,8 @@ from ._dtypes import (bfloat16, bool_, complex64, complex128, float16, float32, 
                       float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64)
 from ._array import ndarray
 from ._functions import *  # noqa: F401,F403
-from ._functions import (abs, all, any, asarray, max, min, pow, round, sum)  # noqa: F401
+from ._functions import (__array_namespace_info__, abs, all, any, asarray, max,  # noqa: F401
+                         min, pow, round, sum)
 from . import _functions
 
 bool = bool_  # the array API's name; builtins.bool stays reachable through `builtins`

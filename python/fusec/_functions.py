@@ -419,6 +419,18 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     return (v, *extra) if extra else v
 
 
+def isin(x1, x2, /, *, invert=False):
+    """Whether each element of x1 is in x2: a binary search in x2's sorted distinct values."""
+    x1 = asarray(x1)
+    u = unique_values(reshape(asarray(x2), (-1,)))
+    if u.size == 0:
+        r = zeros(x1.shape, _dtypes.bool_, device=x1.context)
+    else:
+        i = _c.searchsorted(u, x1, False)
+        r = take(u, _c.minimum(i, u.size - 1)) == x1
+    return _c.logical_not(r) if invert else r
+
+
 def take(x, indices, /, *, axis=None, mode="raise"):
     modes = {"raise": 0, "wrap": 1, "clip": 2}
     if mode not in modes:
@@ -661,6 +673,37 @@ def isdtype(dtype, kind):
             raise ValueError(f"isdtype: unknown kind {kind!r}")
         return _KINDS[kind](c)
     return c == code_of(kind)
+
+
+class _Info:
+    """The array API's inspection object (fusec.__array_namespace_info__())."""
+
+    def capabilities(self):
+        return {"boolean indexing": True, "data-dependent shapes": True, "max dimensions": 8}
+
+    def default_device(self):
+        return _c.current_context()
+
+    def devices(self):
+        return [_c.current_context()]
+
+    def default_dtypes(self, *, device=None):
+        return {"real floating": _dtypes.DTYPES[_dtypes.F64],
+                "complex floating": _dtypes.DTYPES[_dtypes.C128],
+                "integral": _dtypes.DTYPES[_dtypes.I64], "indexing": _dtypes.DTYPES[_dtypes.I64]}
+
+    def dtypes(self, *, device=None, kind=None):
+        out = {}
+        for code, d in enumerate(_dtypes.DTYPES):
+            if code in (_dtypes.F16, _dtypes.BF16):
+                continue
+            if kind is None or isdtype(d, kind):
+                out[str(d)] = d
+        return out
+
+
+def __array_namespace_info__():
+    return _Info()
 
 
 # ---- what fusec does not have yet ----------------------------------------------------------

@@ -259,9 +259,15 @@ static int key_entry(PyObject *e, fc_idx *out, PyObject **held) {
         out->array = pf_arr(e);
         return 0;
     }
-    if (PyIndex_Check(e) && !PyBool_Check(e)) {
+    if (PyLong_Check(e) && !PyBool_Check(e)) {
         out->kind = FC_IDX_INT;
         return pf_int64(e, &out->start);
+    }
+    if (PyIndex_Check(e)) { /* NumPy integers; a NumPy array refuses and is an array below */
+        out->kind = FC_IDX_INT;
+        if (!pf_int64(e, &out->start)) return 0;
+        if (!PyErr_ExceptionMatches(PyExc_TypeError)) return -1;
+        PyErr_Clear();
     }
     if (PyUnicode_Check(e) || PyFloat_Check(e) || PyBytes_Check(e)) {
         PyErr_SetString(PyExc_IndexError,
