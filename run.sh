@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds fusec in build/ and runs its main job (on the GPU when there is one, else on the host
-# backend): every seed program in examples/, each checked against plain C, then .fc workloads
-# through the fusec CLI at a modest size. Installs missing build dependencies first
+# backend): every seed program in examples/, each checked against plain C, the same programs
+# in Python (examples/python/, checked against NumPy; where python3 >= 3.11 is there), then .fc
+# workloads through the fusec CLI at a modest size. Installs missing build dependencies first
 # (Debian; sudo when not root). Exits non-zero if anything fails or does not match.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -32,6 +33,27 @@ for name in "${examples[@]}"; do
   if ! "build/examples/$name"; then failed+=("examples/$name"); fi
   echo
 done
+
+section "The seed programs in Python (examples/python/*.py), each checked against NumPy"
+# Where python3 >= 3.11 is there: the extension is built in place (python/fusec) against
+# build/libfusec.so, NumPy installed through pip when it is missing.
+if python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+  python3 -c 'import numpy, setuptools' 2>/dev/null ||
+    python3 -m pip install -q --disable-pip-version-check numpy setuptools
+  if ! cmake --build build -j "$jobs" --target fusec >>build/run-build.log 2>&1 ||
+     ! (cd python && FUSEC_BUILD_DIR=../build python3 setup.py -q build_ext --inplace) \
+       >build/run-python-build.log 2>&1; then
+    cat build/run-python-build.log >&2
+    failed+=("python: the extension's build")
+  else
+    for py in examples/python/[a-z]*.py; do
+      PYTHONPATH=python python3 "$py" || failed+=("$py")
+      echo
+    done
+  fi
+else
+  echo "(no python3 >= 3.11: skipped)"
+fi
 
 section "A .fc workload through the CLI: examples/fc/softmax.fc"
 cat examples/fc/softmax.fc
