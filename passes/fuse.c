@@ -14,7 +14,8 @@
  * A region that fits none of these materialises its reductions and is tried again, so the
  * fallback is the fewest kernels the rules allow. Shared subexpressions are recomputed in each
  * consumer while small, materialised when big. Finally kernels over the same iteration space
- * merge (multi-output fusion) when neither depends on the other.
+ * merge (multi-output fusion) when neither depends on the other, or when an elementwise one
+ * reads the other's outputs only at the element it computes.
  */
 #include "plan.h"
 #include "nodemap.h"
@@ -524,13 +525,14 @@ static bool reaches(fuse_state *s, const group *groups, const int *group_of, int
     return false;
 }
 
-/* Whether elementwise group b can be the epilogue of scan kernel a: it reads the scan only
- * through elementwise ops of the scan's own shape (so at the element the scan has just
- * computed, in the same thread), and no buffer it loads depends on the scan through other
- * kernels. Uses s->level as scratch (whether a node depends on the scan). */
-static bool scan_epilogue_fits(fuse_state *s, const group *groups, const int *group_of, int a,
-                               int b, fc_array **reg, int *seen) {
-    fc_array *S = s->ord[groups[a].roots[0]];
+/* Whether elementwise group b can join group a (a scan, or an elementwise kernel over the
+ * same space) although it reads what a stores: b reads a's roots only through elementwise ops
+ * of a's space (so at the element a has just computed, in the same thread: the merged kernel
+ * computes that root once, stores it and uses the register), and no buffer b loads depends on
+ * a through other kernels. True only where b does read a. Uses s->level as scratch (whether a
+ * node depends on a root of a). */
+static bool reads_at_element(fuse_state *s, const group *groups, const int *group_of,
+                             const fcp_kernel *ka, int a, int b, fc_array **reg, int *seen) {
     bool reads = false;
     for (int q = 0; q < groups[b].nroot; q++) {
         fc_array *r = s->ord[groups[b].roots[q]];
@@ -545,7 +547,8 @@ static bool scan_epilogue_fits(fuse_state *s, const group *groups, const int *gr
                 for (int i = 0; i < x->nin; i++) {
                     fc_array *c = x->in[i];
                     bool inside = s->region[ix(s, c)] == tag && !is_leaf(c) && !s->mat[ix(s, c)];
-                    if (c == S || (inside && s->level[ix(s, c)])) {
+                    if ((!is_leaf(c) && group_of[ix(s, c)] == a) ||
+                        (inside && s->level[ix(s, c)])) {
                         s->level[ix(s, x)] = 1;
                         again = true;
                         break;
@@ -555,10 +558,10 @@ static bool scan_epilogue_fits(fuse_state *s, const group *groups, const int *gr
         }
         for (size_t j = 0; j < m; j++) {
             fc_array *x = reg[j];
-            if (x == S || is_leaf(x)) continue;
+            if (is_leaf(x) || group_of[ix(s, x)] == a) continue;
             if (s->level[ix(s, x)]) {
-                if (kind_of(x) != FCG_KIND_EW || x->ndim != S->ndim ||
-                    memcmp(x->shape, S->shape, (size_t)S->ndim * 8) != 0)
+                if (kind_of(x) != FCG_KIND_EW || x->ndim != ka->ndim ||
+                    memcmp(x->shape, ka->space, (size_t)ka->ndim * 8) != 0)
                     return false;
                 reads = true;
             } else if (x != r && s->mat[ix(s, x)]) {
@@ -913,7 +916,7 @@ static fc_status fuse(fc_ctx *ctx, fcp_plan *p) {
                 memcmp(proto[b].space, proto[a].space, (size_t)proto[a].ndim * 8) != 0 ||
                 groups[a].nroot + groups[b].nroot > 16)
                 continue;
-            if (!scan_epilogue_fits(&s, groups, group_of, (int)a, (int)b, reg, seen) ||
+            if (!reads_at_element(&s, groups, group_of, &proto[a], (int)a, (int)b, reg, seen) ||
                 union_loads(&s, &groups[a], &groups[b], reg, seen) > FCP_MAX_LEAVES)
                 continue;
             for (int q = 0; q < groups[b].nroot; q++) {
@@ -928,9 +931,18 @@ static fc_status fuse(fc_ctx *ctx, fcp_plan *p) {
             if (groups[a].dead || groups[b].dead || !same_space(&proto[a], &proto[b])) continue;
             if (proto[a].kind == FCP_KERNEL_SCAN || proto[b].kind == FCP_KERNEL_SCAN) continue;
             if (groups[a].nroot + groups[b].nroot > 16) continue;
-            if (reaches(&s, groups, group_of, (int)b, (int)a, seen) ||
-                reaches(&s, groups, group_of, (int)a, (int)b, seen))
-                continue;
+            /* Independent kernels merge; so do elementwise ones where one reads the other's
+             * outputs at the element it computes (an optimizer step returning p, m and v, p
+             * computed from m and v: m and v are computed once, stored and used in registers). */
+            bool b_reads_a = reaches(&s, groups, group_of, (int)b, (int)a, seen);
+            bool a_reads_b = reaches(&s, groups, group_of, (int)a, (int)b, seen);
+            if (b_reads_a || a_reads_b) {
+                int prod = b_reads_a ? (int)a : (int)b, cons = b_reads_a ? (int)b : (int)a;
+                if ((b_reads_a && a_reads_b) || proto[a].kind != FCP_KERNEL_EW ||
+                    proto[b].kind != FCP_KERNEL_EW ||
+                    !reads_at_element(&s, groups, group_of, &proto[prod], prod, cons, reg, seen))
+                    continue;
+            }
             if (union_loads(&s, &groups[a], &groups[b], reg, seen) > FCP_MAX_LEAVES) continue;
             if (proto[a].kind == FCP_KERNEL_ROW &&
                 union_row_bytes(&s, &groups[a], &groups[b], &proto[a], reg, seen) > FCP_ROW_MAX_BYTES)

@@ -894,6 +894,45 @@ static void check_plan(const char *what, fcp_plan *p) {
         }
 }
 
+/* Outputs that feed outputs (issue 13 item 4): an optimizer step returning p, m and v, p
+ * computed from the new m and v, is one kernel that computes m and v once, stores them and
+ * uses the registers; so is a chain of three outputs. Not where the reader needs another
+ * element of the output (a reversed view: another thread computes it) or a broadcast of it,
+ * nor where the reader also loads a buffer computed from the output by another kernel. */
+Test(fusion, outputs_that_feed_outputs_are_one_kernel) {
+    fc_array *p = wl_input(ctx, 0, FC_F32, FC_SHAPE(4096));
+    fc_array *g = wl_input(ctx, 1, FC_F32, FC_SHAPE(4096));
+    fc_array *m = wl_input(ctx, 2, FC_F32, FC_SHAPE(4096));
+    fc_array *v = wl_input(ctx, 3, FC_F32, FC_SHAPE(4096));
+    fc_array *m2 = fc_add(fc_mul(fc_f64(ctx, 0.9), m), fc_mul(fc_f64(ctx, 0.1), g));
+    fc_array *v2 = fc_add(fc_mul(fc_f64(ctx, 0.999), v), fc_mul(fc_f64(ctx, 0.001), fc_square(g)));
+    fc_array *p2 = fc_sub(p, fc_div(fc_mul(fc_f64(ctx, 0.001), m2),
+                                    fc_add(fc_sqrt(v2), fc_f64(ctx, 1e-8))));
+    fc_array *adam[3] = {p2, m2, v2};
+    fcp_plan *pl = expect_kernels("adam step (p, m, v)", adam, 3, 1, 1);
+    plan_assert(pl, pl->kernels[0].nout == 3 && pl->kernels[0].nleaf == 4, "adam step (p, m, v)",
+                "%d outputs, %d loads", pl->kernels[0].nout, pl->kernels[0].nleaf);
+    fcp_plan_destroy(pl);
+    /* either order of the outputs, and a chain a -> b -> c */
+    fc_array *rev[3] = {v2, m2, p2};
+    fcp_plan_destroy(expect_kernels("adam step (v, m, p)", rev, 3, 1, 1));
+    fc_array *a = fc_exp(g), *b = fc_mul(a, m), *c = fc_sub(b, a);
+    fc_array *chain[3] = {c, a, b};
+    fcp_plan_destroy(expect_kernels("a, b = f(a), c = f(a, b)", chain, 3, 1, 1));
+    /* another element, or a broadcast of the output: two kernels */
+    fc_array *flipped[2] = {a, fc_add(fc_flip(a, FC_ALL), m)};
+    fcp_plan_destroy(expect_kernels("a and flip(a) + m", flipped, 2, 2, 2));
+    fc_array *row = wl_input(ctx, 4, FC_F32, FC_SHAPE(64));
+    fc_array *ra = fc_exp(row);
+    fc_array *outer[2] = {ra, fc_mul(fc_reshape(ra, FC_SHAPE(64, 1)), fc_reshape(ra, FC_SHAPE(1, 64)))};
+    fcp_plan_destroy(expect_kernels("a and a[:, None] * a[None, :]", outer, 2, 2, 2));
+    /* the reader loads sum(a), which a reduction computes from a after a's kernel */
+    fc_array *viasum[2] = {a, fc_add(a, fc_sum(a, FC_ALL, false))};
+    fcp_plan *ps = expect_kernels("a and a + sum(a)", viasum, 2, 2, 3);
+    check_plan("a and a + sum(a)", ps);
+    fcp_plan_destroy(ps);
+}
+
 /* Seeds of the GPU differential run whose plans once ran a kernel before its producer: two
  * independent merges made a cycle between kernels (passes/fuse.c, reaches). */
 Test(fusion, merged_kernels_never_wait_on_each_other) {
