@@ -58,6 +58,9 @@ WORKLOADS = [
     # sorts; floor: the keys read once and the result written once
     ("I11_sort", "i11_sort.fc", []),
     ("I11_argsort", "i11_argsort.fc", []),
+    # issue 13: half precision at full speed; floor: x read once, y written once (2 + 2 bytes)
+    ("I13_gelu_f16", "i13_gelu_f16.fc", []),
+    ("I13_gelu_bf16", "i13_gelu_bf16.fc", []),
     # issue 12: library calls (cuSOLVER, cuFFT, cuBLAS). Each floor is the CLI's default, the
     # inputs read once and the outputs written once; solve, svd, cholesky and the matmul are
     # compute-bound, so FLOPS below gives their GFLOP/s as well (bench/libdirect times the

@@ -334,6 +334,42 @@ def make_w1(scale):
     return {"x": x}, w1_impls(x), 8 * n
 
 
+def make_i13_gelu(dtype):
+    """Issue 13's half-precision rows: a GELU-like tanh chain over a 16-bit vector. CuPy and
+    PyTorch eager round every op to the dtype, as fusec (NumPy) does; torch.compile computes
+    the chain in f32 and rounds once, so it differs from the others in the last bits."""
+    def make(scale):
+        n = max(1, (1 << 26) // scale)
+        if dtype == "float16":
+            x = rand(n, "float16")
+        else:  # CuPy has no bf16: torch's
+            x = torch.rand(n, device="cuda", dtype=torch.bfloat16)
+
+        def g(m, a):
+            return 0.5 * a * (1 + m.tanh(0.7978845608 * (a + 0.044715 * a * a * a)))
+
+        def cupy_fn():
+            return lambda: g(cp, x)
+
+        def fuse_fn():
+            f = fuse("fc_bench_i13_gelu", lambda a: g(cp, a))
+            return lambda: f(x)
+
+        def torch_fn():
+            tx = to_torch(x)
+            return lambda: g(torch, tx)
+
+        def compile_fn():
+            tx, f = to_torch(x), torch_compile(lambda a: g(torch, a))
+            return lambda: f(tx)
+
+        impls = {"torch": torch_fn, "torch_compile": compile_fn}
+        if dtype == "float16":
+            impls.update({"cupy": cupy_fn, "cupy_fuse": fuse_fn})
+        return {"x": x}, impls, 4 * n
+    return make
+
+
 def make_w2(scale):
     n = max(1, (1 << 26) // scale)
     x, y = rand(n), rand(n)
@@ -1032,6 +1068,8 @@ WORKLOADS = [
     Workload("I11_sort", "sort of f32 2^26", make_i11_sort),
     Workload("I11_argsort", "argsort of f32 2^24", make_i11_argsort),
     # issue 12: library calls
+    Workload("I13_gelu_f16", "GELU-like tanh chain, f16 2^26", make_i13_gelu("float16")),
+    Workload("I13_gelu_bf16", "GELU-like tanh chain, bf16 2^26", make_i13_gelu("bfloat16")),
     Workload("I12_solve", "linalg.solve, f32 4096 x 4096, one right-hand side",
              make_i12_solve, flops=2 * 4096**3 // 3 + 2 * 4096**2),
     Workload("I12_svd", "linalg.svd (U, S, V^T), f32 1024 x 1024", make_i12_svd,
@@ -1453,7 +1491,8 @@ def main(argv=None):
     ap.add_argument("--only", help="comma-separated workload ids (W1,...,W11,W12_matmul,"
                                    "W12_fft,I11_cumsum,I11_normal,I11_compress,I11_take,I11_scatter_add,I11_sort,I11_argsort,"
                                    "I12_solve,I12_svd,I12_cholesky,I12_rfft,I12_fft2,"
-                                   "I12_matmul_bias_relu,I12_spmv; W12, I11 and I12 select all "
+                                   "I12_matmul_bias_relu,I12_spmv,I13_gelu_f16,I13_gelu_bf16; W12, I11, "
+                                   "I12 and I13 select all "
                                    "theirs)")
     ap.add_argument("--peers", help="comma-separated peers (%s; default all)" % ",".join(PEERS))
     ap.add_argument("--scale", type=int, default=1,

@@ -34,7 +34,8 @@ END = "<!-- report.py: end -->"
 ORDER = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12_matmul",
          "W12_fft", "I11_cumsum", "I11_normal", "I11_compress", "I11_take", "I11_scatter_add",
          "I11_sort", "I11_argsort", "I12_solve", "I12_svd", "I12_cholesky", "I12_rfft",
-         "I12_fft2", "I12_spmv", "I12_matmul_bias_relu", "I12_matmul_bias_gelu"]
+         "I12_fft2", "I12_spmv", "I12_matmul_bias_relu", "I12_matmul_bias_gelu", "I13_gelu_f16",
+         "I13_gelu_bf16"]
 PROGRAM = {
     "W1": "`tanh(sin(x) + 0.1*x)`, f32 2^26",
     "W2": "`x**2 + 2*y`, f32 2^26",
@@ -56,6 +57,8 @@ PROGRAM = {
     "I11_scatter_add": "`scatter_add(zeros(1024), i, 1)`, 2^26 random i32 indices (floor: i once)",
     "I11_sort": "`sort(x)`, f32 2^26 (floor: x read and written once)",
     "I11_argsort": "`argsort(x)`, f32 2^24 (floor: x read once, int64 positions written once)",
+    "I13_gelu_f16": "GELU-like `0.5*x*(1 + tanh(0.798*(x + 0.0447*x**3)))`, f16 2^26",
+    "I13_gelu_bf16": "the same GELU-like chain, bf16 2^26",
     "I12_solve": "`linalg.solve(a, b)`, f32 4096, one right-hand side",
     "I12_svd": "`linalg.svd(a)`, f32 1024 (U, S, V^T)",
     "I12_cholesky": "`linalg.cholesky(a)`, f64 8192",
@@ -84,6 +87,9 @@ TARGETS = {
     "I11_scatter_add": (("floor", 80), ("cupy", 1.0)),
     "I11_sort": (("cupy", 1.0),),
     "I11_argsort": (("cupy", 1.0),),
+    # issue 13: half precision at full speed
+    "I13_gelu_f16": (("floor", 92),),
+    "I13_gelu_bf16": (("floor", 92),),
 }
 MIB = 1 << 20
 

@@ -223,15 +223,30 @@ template <class T> FCX_FN bool fcx_finite(T x) {
 template <class T> FCX_FN T fcx_inf_of() { return (T)fcx_bitsd(0x7ff0000000000000ull); }
 template <class T> FCX_FN T fcx_nan_of() { return (T)fcx_bitsd(0x7ff8000000000000ull); }
 
-/* ---- 16-bit floats: graph/dtype.c's conversions, bit for bit ----------------------------- */
+/* ---- 16-bit floats: graph/dtype.c's conversions, bit for bit ----------------------------- *
+ *
+ * Speed (issue 13): an f16 / bf16 op computes in float and rounds its result once, which for
+ * a value computed in float is exactly IEEE round-to-nearest-even of that float: what NumPy's
+ * f16 loops (npy_float_to_half) and ml_dtypes' bf16 do, and what the GPU's conversion
+ * instructions do in one step (cvt.rn.f16.f32; cvt.rn.bf16.f32 from sm_80; cvt.f32.f16 is
+ * exact). So on the device the numeric part of every conversion below is that instruction,
+ * and only NaN takes a select of its own, so that NaN bits stay those of the integer routines
+ * (the instructions give a canonical NaN). A value computed in double must not round through
+ * float first (f64 -> f32 -> f16 rounds twice: 1 + 2^-11 + 2^-40 would round to 1): it keeps
+ * the exact integer routine fcx_f64_to_f16, so fcx_cast_f16 picks its path by the type the
+ * value was computed in. On the host (FCX_HOST) the "instructions" are the integer routines
+ * (fcx_sw_*); test_prelude checks those against an independent round-to-nearest-even (rint in
+ * double) over every rounding boundary of both formats, so the device's instructions and the
+ * host agree bit for bit. */
 
-template <class H> FCX_FN float fcx_f16_to_f32(H h) {
+/* The integer routines: exact for every input, NaN quiet with its payload's top bits. */
+template <class H> FCX_FN float fcx_sw_f16_to_f32(H h) {
     unsigned sign = (unsigned)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
     if (e == 0) return fcx_bitsf(fcx_fbits((float)m * 0x1p-24f) | sign); /* exact */
     if (e == 31) return fcx_bitsf(sign | 0x7f800000u | (m << 13));
     return fcx_bitsf(sign | ((e + 112) << 23) | (m << 13));
 }
-template <class F> FCX_FN unsigned short fcx_f32_to_f16(F f) {
+template <class F> FCX_FN unsigned short fcx_sw_f32_to_f16(F f) {
     unsigned x = fcx_fbits(f), sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
     if (ax >= 0x7f800000u) /* inf, or NaN kept quiet */
         return (unsigned short)(sign | (ax > 0x7f800000u ? 0x7e00u | ((ax >> 13) & 0x3ffu) : 0x7c00u));
@@ -241,6 +256,58 @@ template <class F> FCX_FN unsigned short fcx_f32_to_f16(F f) {
     unsigned h = (((ax >> 23) - 112) << 10) | ((ax & 0x7fffffu) >> 13), rem = ax & 0x1fffu;
     if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++;
     return (unsigned short)(sign | h);
+}
+template <class F> FCX_FN unsigned short fcx_sw_f32_to_bf16(F f) {
+    unsigned x = fcx_fbits(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((x >> 16) | 0x40u);
+    x += 0x7fffu + ((x >> 16) & 1u);
+    return (unsigned short)(x >> 16);
+}
+
+/* The conversion instructions, for values that are not NaN (the callers select NaN's bits). */
+template <class F> FCX_FN unsigned short fcx_rn_f16(F f) {
+#ifdef FCX_HOST
+    return fcx_sw_f32_to_f16(f);
+#else
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"((float)f));
+    return h;
+#endif
+}
+template <class H> FCX_FN float fcx_up_f16(H h) {
+#ifdef FCX_HOST
+    return fcx_sw_f16_to_f32(h);
+#else
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"((unsigned short)h));
+    return f;
+#endif
+}
+template <class F> FCX_FN unsigned short fcx_rn_bf16(F f) {
+#if !defined(FCX_HOST) && __CUDA_ARCH__ >= 800
+    unsigned short h;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"((float)f));
+    return h;
+#else /* sm_75 has no bf16 conversion: the integer routine, a few integer instructions */
+    return fcx_sw_f32_to_bf16(f);
+#endif
+}
+
+/* Loads, stores and the cast of a float: the instructions, NaN as the integer routines give it. */
+template <class H> FCX_FN float fcx_f16_to_f32(H h) {
+    unsigned b = h;
+    return (b & 0x7fffu) > 0x7c00u ? fcx_bitsf(((b & 0x8000u) << 16) | 0x7f800000u | ((b & 0x3ffu) << 13))
+                                   : fcx_up_f16(b);
+}
+template <class F> FCX_FN unsigned short fcx_f32_to_f16(F f) {
+    unsigned x = fcx_fbits(f);
+    return (x & 0x7fffffffu) > 0x7f800000u ? (unsigned short)(((x >> 16) & 0x8000u) | 0x7e00u | ((x >> 13) & 0x3ffu))
+                                           : fcx_rn_f16(f);
+}
+/* float -> f16 -> float: the rounding of an f16 op's result (NaN: quiet, payload dropped, as
+ * fcx_f64_to_f16 of the same value) */
+template <class F> FCX_FN float fcx_round_f16(F f) {
+    return f != f ? fcx_bitsf((fcx_fbits(f) & 0x80000000u) | 0x7fc00000u) : fcx_up_f16(fcx_rn_f16(f));
 }
 /* double -> f16 rounded once (host_convert.c's fch_f64_to_f16: NaN payload dropped) */
 template <class D> FCX_FN unsigned short fcx_f64_to_f16(D d) {
@@ -262,9 +329,7 @@ template <class D> FCX_FN unsigned short fcx_f64_to_f16(D d) {
 template <class H> FCX_FN float fcx_bf16_to_f32(H h) { return fcx_bitsf((unsigned)h << 16); }
 template <class F> FCX_FN unsigned short fcx_f32_to_bf16(F f) {
     unsigned x = fcx_fbits(f);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((x >> 16) | 0x40u);
-    x += 0x7fffu + ((x >> 16) & 1u);
-    return (unsigned short)(x >> 16);
+    return (x & 0x7fffffffu) > 0x7f800000u ? (unsigned short)((x >> 16) | 0x40u) : fcx_rn_bf16(f);
 }
 
 /* ---- loads and stores ------------------------------------------------------------------- */
@@ -380,7 +445,13 @@ template <class T> FCX_FN unsigned char fcx_cast_u8(T x) { return (unsigned char
 template <class T> FCX_FN unsigned short fcx_cast_u16(T x) { return (unsigned short)fcx_wi(x, false); }
 template <class T> FCX_FN unsigned fcx_cast_u32(T x) { return (unsigned)fcx_wi(x, false); }
 template <class T> FCX_FN unsigned long long fcx_cast_u64(T x) { return fcx_wi(x, true); }
-template <class T> FCX_FN float fcx_cast_f16(T x) { return fcx_f16_to_f32(fcx_f64_to_f16(fcx_wd(x))); }
+/* f16 from a value computed in float (or held exactly in one: bool, 8- and 16-bit integers) is
+ * one hardware rounding; from double, i32 and i64 the exact double routine (see above) */
+template <class T> FCX_FN float fcx_cast_f16(T x) {
+    if constexpr (sizeof(fcx_re(x)) == 4 && fcx_kind<T>::v >= 4) return fcx_round_f16(fcx_re(x));
+    else if constexpr (sizeof(T) <= 2) return fcx_round_f16((float)x);
+    else return fcx_f16_to_f32(fcx_f64_to_f16(fcx_wd(x)));
+}
 /* bf16 rounds from float, as ml_dtypes does (a double rounds twice) */
 template <class T> FCX_FN float fcx_cast_bf16(T x) { return fcx_bf16_to_f32(fcx_f32_to_bf16(fcx_wf(x))); }
 template <class T> FCX_FN float fcx_cast_f32(T x) { return fcx_wf(x); }

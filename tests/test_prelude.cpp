@@ -13,7 +13,9 @@
  * function fails here. Also: casts between every pair of dtypes, f16 / bf16 loads and stores
  * against graph/dtype.c over every bit pattern, random draws against graph.h's (Philox) and the
  * host backend's draws, the reduction helpers against fc_max / fc_argmax, and a kernel
- * calling every prelude function compiled by NVRTC for sm_80 and sm_90.
+ * calling every prelude function compiled by NVRTC for sm_80 and sm_90 (the bf16 fallback for sm_75). And the f16 / bf16
+ * roundings against an independent round-to-nearest-even (what the device's conversion
+ * instructions compute) at every rounding boundary of both formats.
  */
 #include <criterion/criterion.h>
 
@@ -27,6 +29,8 @@ extern "C" {
 }
 #include "test_util.h"
 
+#include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -629,6 +633,90 @@ Test(prelude, half_conversions) {
     cr_expect_eq(bad, 0);
 }
 
+/* The device's conversion instructions (cvt.rn.f16.f32, cvt.rn.bf16.f32) are IEEE
+ * round-to-nearest-even; the prelude uses them wherever its integer routines (the host's
+ * rounding) give the same bits. That holds when the integer routines are round-to-nearest-even
+ * themselves, which this checks against rne16 below, written apart from them: the quantum of
+ * the value's binade (at least the format's smallest subnormal), rint in double (exact: a
+ * float and its scaled copy fit), and overflow to inf from the format's largest finite value
+ * plus half an ulp. Inputs: for every 16-bit pattern its float, the midpoint to the next one
+ * (a tie) and the floats on both sides of it; 2^20 random float bit patterns; specials. The
+ * cast of a float (an f16 op's rounding) must equal the exact double routine of the same
+ * value, which is what fcx_cast_f16 computed before it used the instruction, NaN included.
+ * FCX_EXHAUSTIVE=1 runs all 2^32 floats instead of the random ones (about a minute). */
+static uint16_t rne16(float f, int mant, int emin, double max_finite, uint16_t inf) {
+    double a = std::fabs((double)f);
+    int e;
+    std::frexp(a, &e); /* a = m 2^e, m in [0.5, 1) */
+    double q = std::ldexp(1.0, std::max(e - 1, emin) - mant), r = std::rint(a / q) * q;
+    uint16_t sign = std::signbit(f) ? 0x8000u : 0;
+    if (r > max_finite) return sign | inf;
+    float rf = (float)r; /* exact: r is a value of the 16-bit format */
+    uint32_t u;
+    memcpy(&u, &rf, 4);
+    if (mant == 7) return (uint16_t)(sign | (u >> 16));
+    if (r < 0x1p-14) return (uint16_t)(sign | (uint16_t)(r * 0x1p24)); /* subnormal f16 */
+    return (uint16_t)(sign | (((u >> 23) - 112) << 10) | ((u >> 13) & 0x3ffu));
+}
+
+static int check_rounding(float c) {
+    uint32_t u;
+    memcpy(&u, &c, 4);
+    uint16_t h = fcx_f32_to_f16(c), b = fcx_f32_to_bf16(c);
+    float cast = fcx_cast_f16(c), exact = fcx_f16_to_f32(fcx_f64_to_f16((double)c));
+    if (memcmp(&cast, &exact, 4)) return 1;
+    if (c != c) return 0; /* NaN: half_conversions checks the integer routines' NaN bits */
+    if (h != rne16(c, 10, -14, 65504.0, 0x7c00u) || fcx_rn_f16(c) != h) return 2;
+    if (b != rne16(c, 7, -126, 0x1.fep127, 0x7f80u) || fcx_rn_bf16(c) != b) return 3;
+    return 0;
+}
+
+Test(prelude, half_rounding_is_rne) {
+    long bad = 0, n = 0;
+    auto check = [&](float c) {
+        int why = check_rounding(c);
+        n++;
+        if (why && bad++ < 8) {
+            uint32_t u;
+            memcpy(&u, &c, 4);
+            cr_expect(false, "float bits 0x%08x: %s", u,
+                      why == 1 ? "cast to f16 differs from the double routine"
+                      : why == 2 ? "f16 rounding is not round-to-nearest-even"
+                                 : "bf16 rounding is not round-to-nearest-even");
+        }
+    };
+    for (unsigned p = 0; p < 65536; p++) {
+        float f16v = fcg_f16_to_f32((uint16_t)p), f16n = fcg_f16_to_f32((uint16_t)(p + 1));
+        float bv = fcg_bf16_to_f32((uint16_t)p), bn = fcg_bf16_to_f32((uint16_t)(p + 1));
+        for (float m : {f16v, bv, (float)(0.5 * f16v + 0.5 * f16n), (float)(0.5 * bv + 0.5 * bn)}) {
+            check(m);
+            check(std::nextafter(m, 0.0f));
+            check(std::nextafter(m, INFINITY));
+            check(std::nextafter(m, -INFINITY));
+        }
+    }
+    for (float s : {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, 65504.0f, 65519.99f, 65520.0f,
+                    0x1p-24f, 0x1p-25f, 0x1.000002p-25f, 0x1p-149f, 0x1p-126f, 0x1.fep127f, FLT_MAX})
+        check(s), check(-s);
+    if (getenv("FCX_EXHAUSTIVE")) {
+        for (uint64_t u = 0; u < (1ull << 32); u++) {
+            uint32_t v = (uint32_t)u;
+            float c;
+            memcpy(&c, &v, 4);
+            check(c);
+        }
+    } else {
+        std::mt19937 rng(13);
+        for (int i = 0; i < (1 << 20); i++) {
+            uint32_t v = (uint32_t)rng();
+            float c;
+            memcpy(&c, &v, 4);
+            check(c);
+        }
+    }
+    cr_expect_eq(bad, 0, "%ld of %ld floats", bad, n);
+}
+
 /* Random draws: Philox4x32-10's known answers (Random123's tests/kat_vectors, "philox4x32 10"),
  * the prelude's layout functions against graph.h's, and the host backend's draws. */
 Test(prelude, random_draws) {
@@ -962,5 +1050,21 @@ static void check_nvrtc(const char *arch) {
     fc_ctx_destroy(ctx);
 }
 
+/* sm_75 has no bf16 conversion instruction: the prelude's fallback, in a kernel of its own (the
+ * whole every_call source takes seconds a compile) */
+Test(prelude, nvrtc_sm75_bf16) {
+    fc_ctx *ctx = tu_host_ctx();
+    std::string src(fcx_prelude_source, fcx_prelude_size);
+    src += "extern \"C\" __global__ void bf16_sm75(fcx_t_bf16 *p, const float *x) {\n"
+           "    const int i = threadIdx.x;\n"
+           "    fcx_store_bf16(p + i, fcx_cast_bf16(fcx_mul(fcx_load_bf16(p + i), x[i])));\n"
+           "}\n";
+    fcn_cubin cubin;
+    fc_status st = fcn_compile(ctx, src.c_str(), "prelude_sm75.cu", "sm_75", 0, NULL, 0, &cubin);
+    cr_expect_eq(st, FC_OK, "sm_75: %s", cubin.message ? cubin.message : "(no message)");
+    if (st == FC_OK) cr_expect(cubin.log == NULL || cubin.log[0] == '\0', "sm_75: NVRTC warns: %s", cubin.log);
+    fcn_cubin_free(ctx, &cubin);
+    fc_ctx_destroy(ctx);
+}
 Test(prelude, nvrtc_sm80) { check_nvrtc("sm_80"); }
 Test(prelude, nvrtc_sm90) { check_nvrtc("sm_90"); }
