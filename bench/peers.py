@@ -340,8 +340,8 @@ def make_i13_gelu(dtype):
     the chain in f32 and rounds once, so it differs from the others in the last bits."""
     def make(scale):
         n = max(1, (1 << 26) // scale)
-        if dtype == "float16":
-            x = rand(n, "float16")
+        if dtype == "float16":  # (cupy.random draws f32 and f64 only)
+            x = rand(n).astype(cp.float16)
         else:  # CuPy has no bf16: torch's
             x = torch.rand(n, device="cuda", dtype=torch.bfloat16)
 
