@@ -1,7 +1,8 @@
 # Sourced by run.sh, test.sh and .ci/run: the Debian packages fusec builds and tests with (and
 # those the fuzz targets add, for .ci/run), and a function that installs whichever of the
 # first are missing (apt-get runs only then).
-FUSEC_DEPS=(cmake make gcc g++ libc6-dev pkg-config liblmdb-dev libxxhash-dev libcriterion-dev)
+FUSEC_DEPS=(cmake make gcc g++ libc6-dev pkg-config liblmdb-dev libxxhash-dev libcriterion-dev
+  libdlpack-dev)
 # What .ci/run needs besides, for the libFuzzer targets (tools/fuzz.sh): clang and libFuzzer's
 # runtime. Apart, so that ./test.sh and ./run.sh neither need nor install clang.
 FUSEC_FUZZ_DEPS=(clang libclang-rt-14-dev)

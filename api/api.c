@@ -59,6 +59,7 @@ fc_array *fc_copy_to(fc_array *a, fc_ctx *dst) {
 fc_status fc_memory_stats_get(fc_ctx *ctx, fc_memory_stats *out) {
     if (!ctx || !out) return FC_ERR_NULL;
     memset(out, 0, sizeof *out);
+    fca_interop_drain(ctx); /* exports given back return their memory first */
     ctx->be->memory_stats(ctx, out);
     out->host_in_use = ctx->host_in_use;
     out->host_peak = ctx->host_peak;
@@ -102,14 +103,17 @@ static fc_status check_stream(fc_ctx *ctx, const fc_stream *s) {
     return FC_OK;
 }
 
-fc_status fc_stream_create(fc_ctx *ctx, fc_stream **out) {
+/* A stream of fusec's own, or a wrapper of the caller's CUstream `cu` (external). */
+static fc_status stream_make(fc_ctx *ctx, bool external, void *cu, fc_stream **out) {
+    const char *what = external ? "stream_wrap" : "stream_create";
     if (!ctx || !out) return FC_ERR_NULL;
     *out = NULL;
     fc_stream *s = fcg_calloc(ctx, sizeof *s);
-    if (!s) return fcg_error(ctx, FC_ERR_NOMEM, "stream_create: out of memory");
+    if (!s) return fcg_error(ctx, FC_ERR_NOMEM, "%s: out of memory", what);
     s->ctx = ctx;
     s->id = ++ctx->next_stream_id;
-    fc_status st = ctx->be->stream_create(ctx, s);
+    s->external = external;
+    fc_status st = external ? ctx->be->stream_wrap(ctx, s, cu) : ctx->be->stream_create(ctx, s);
     if (st != FC_OK) {
         fcg_free(ctx, s, sizeof *s);
         return st;
@@ -119,6 +123,31 @@ fc_status fc_stream_create(fc_ctx *ctx, fc_stream **out) {
     ctx->streams = s;
     *out = s;
     return FC_OK;
+}
+
+fc_status fc_stream_create(fc_ctx *ctx, fc_stream **out) {
+    return stream_make(ctx, false, NULL, out);
+}
+
+fc_status fc_stream_wrap(fc_ctx *ctx, void *cu_stream, fc_stream **out) {
+    return stream_make(ctx, true, cu_stream, out);
+}
+
+fc_status fc_stream_get_handle(fc_ctx *ctx, const fc_stream *stream, void **cu_stream) {
+    if (cu_stream) *cu_stream = NULL;
+    if (!ctx || !cu_stream) return FC_ERR_NULL;
+    fc_status st = check_stream(ctx, stream);
+    if (st != FC_OK) return st;
+    return ctx->be->stream_handle(ctx, stream, cu_stream);
+}
+
+fc_status fc_stream_wait_array(fc_stream *stream, fc_array *a) {
+    if (!a) return FC_ERR_NULL;
+    fc_ctx *ctx = a->ctx;
+    fc_status st = check_stream(ctx, stream);
+    if (st == FC_OK) st = fca_eval_on(ctx, &a, 1, stream); /* (a poisoned a says so) */
+    if (st != FC_OK) return st;
+    return ctx->be->stream_wait_value(ctx, stream, a);
 }
 
 void fc_stream_destroy(fc_stream *s) {
@@ -233,6 +262,8 @@ fc_status fc_write(fc_array *a, const void *src, int64_t offset, int64_t count, 
     if (st != FC_OK) return st;
     if (a->weak)
         return fcg_error(ctx, FC_ERR_INVALID, "write: a weak scalar is a constant of the graph");
+    if (fca_read_only(a))
+        return fcg_error(ctx, FC_ERR_INVALID, "write: the array's memory was imported read-only");
     /* The array needs a value of its own to write into: evaluate it (fc_empty, fc_zeros, an
      * expression) on that stream. */
     if (!fcg_has_value(a) && (st = fca_eval_on(ctx, &a, 1, stream)) != FC_OK) return st;

@@ -112,9 +112,9 @@ void fc_ctx_destroy(fc_ctx *ctx) {
     fca_modules_destroy(ctx);
     while (ctx->events) fc_event_destroy(ctx->events);
     while (ctx->streams) fc_stream_destroy(ctx->streams);
-    ctx->be->destroy(ctx);
-    if (ctx->kcache) ctx->kcache_close(ctx->kcache);
-    fcg_ctx_free(ctx);
+    /* Memory exported and not yet given back keeps the backend (its device memory, the CUDA
+     * context) until the last release, which finishes this. */
+    if (fca_interop_close(ctx)) fca_ctx_finish(ctx);
 }
 
 fc_backend fc_ctx_backend(const fc_ctx *ctx) { return ctx ? ctx->be->kind : FC_BACKEND_HOST; }

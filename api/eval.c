@@ -12,6 +12,7 @@ fc_status fc_eval(fc_ctx *ctx, fc_array *const *arrays, int n) {
 }
 
 fc_status fca_eval_on(fc_ctx *ctx, fc_array *const *arrays, int n, fc_stream *stream) {
+    fca_interop_drain(ctx); /* memory of exports given back returns to the pool first */
     if (n < 0) return fcg_error(ctx, FC_ERR_INVALID, "eval: negative count %d", n);
     if (n > 0 && !arrays) return fcg_error(ctx, FC_ERR_NULL, "eval: arrays is NULL");
     int pending = 0;

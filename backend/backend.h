@@ -38,6 +38,16 @@ typedef struct fcb_raw_arg {
     size_t size;
 } fcb_raw_arg;
 
+/* A value taken out of its array (take_value), on its way to drop_value: the fields of
+ * fc_array that hold a value, as the backend that made it set them. */
+typedef struct fcb_value {
+    void *host;
+    size_t host_bytes;
+    uint64_t dev;
+    size_t dev_bytes;
+    uint32_t dev_stream, dev_reader;
+} fcb_value;
+
 struct fcb_backend {
     const char *name;  /* "host", "cuda", "sharded" */
     fc_backend kind;
@@ -101,6 +111,30 @@ struct fcb_backend {
     /* Device-to-device copy bandwidth in GB/s (read + write bytes); FC_ERR_BACKEND where the
      * backend has no device. */
     fc_status (*copy_bandwidth)(fc_ctx *ctx, size_t bytes, int runs, double *gbps);
+
+    /* Interop (api/interop.c): memory and streams shared with code outside fusec.
+     * export_value makes a's value (a holds one) this backend's memory, uploading a host
+     * value; orders `s` after the work that writes it (NULL: waits for that work); marks it
+     * as read by streams fusec does not see, so that freeing it waits for the whole device;
+     * and gives its address and the CUstream that wrote it (NULL on the host). */
+    fc_status (*export_value)(fc_ctx *ctx, fc_array *a, fc_stream *s, void **ptr,
+                              void **stream);
+    /* a (a DATA node without a value) takes `ptr`, memory of this backend holding its
+     * elements row-major, as its value, written by the work queued on `s` so far (NULL:
+     * the context's own stream). */
+    fc_status (*import_value)(fc_ctx *ctx, fc_array *a, void *ptr, fc_stream *s);
+    /* Moves a's backend value (not a host copy of it) into *v: a keeps none. */
+    void (*take_value)(fc_ctx *ctx, fc_array *a, fcb_value *v);
+    /* A value taken from an array goes: its memory is freed (own) or, memory fusec does not
+     * own (external), only waited for: fusec's work that reads it is complete on return. */
+    void (*drop_value)(fc_ctx *ctx, fcb_value *v, bool external);
+    /* s takes the caller's CUstream `cu` (fc_stream_wrap); FC_ERR_INVALID when it is not
+     * one of the context's device. stream_destroy leaves such a stream alive. */
+    fc_status (*stream_wrap)(fc_ctx *ctx, fc_stream *s, void *cu);
+    /* The CUstream of s (NULL: the context's own); FC_ERR_BACKEND where there is none. */
+    fc_status (*stream_handle)(fc_ctx *ctx, const fc_stream *s, void **cu);
+    /* Orders later work on s after the work that writes a's value. */
+    fc_status (*stream_wait_value)(fc_ctx *ctx, fc_stream *s, fc_array *a);
 
     /* Raw modules (api/raw.c). The device's arch for NVRTC ("sm_90"), or NULL where there is
      * no device (the rest then return FC_ERR_UNSUPPORTED with a message). module_load takes

@@ -95,6 +95,8 @@ typedef struct driver {
     CUresult (*GraphExecChildGraphNodeSetParams)(CUgraphExec, CUgraphNode, CUgraph);
     CUresult (*GetErrorString)(CUresult, const char **);
     CUresult (*FuncSetAttribute)(CUfunction, CUfunction_attribute, int);
+    CUresult (*StreamGetCtx)(CUstream, CUcontext *);
+    CUresult (*PointerGetAttribute)(void *, CUpointer_attribute, CUdeviceptr);
 } driver;
 
 static driver drv;
@@ -402,6 +404,8 @@ static bool load_driver(void) {
     SYM(GraphAddChildGraphNode, "cuGraphAddChildGraphNode");
     SYM(GraphExecChildGraphNodeSetParams, "cuGraphExecChildGraphNodeSetParams");
     SYM(FuncSetAttribute, "cuFuncSetAttribute");
+    SYM(StreamGetCtx, "cuStreamGetCtx");
+    SYM(PointerGetAttribute, "cuPointerGetAttribute");
 #undef SYM
     if (drv.Init(0) != CUDA_SUCCESS) {
         snprintf(drv_error, sizeof drv_error, "cuInit failed: no usable CUDA device or driver");
@@ -903,7 +907,7 @@ static fc_status fcr_stream_create(fc_ctx *ctx, fc_stream *s) {
 
 static void fcr_stream_destroy(fc_ctx *ctx, fc_stream *s) {
     cuda_state *cs = ctx->be_state;
-    if (!s->cu) return;
+    if (!s->cu && !s->external) return;
     if (!cs->dead) {
         make_current(cs);
         /* Values this stream wrote now belong to the context's stream (stream_of maps a dead
@@ -913,7 +917,7 @@ static void fcr_stream_destroy(fc_ctx *ctx, fc_stream *s) {
     }
     /* the library's workspaces and plans of this stream go with it (its work is done) */
     if (cs->lib) fcr_lib_stream_gone(ctx, cs->lib, (CUstream)s->cu);
-    if (!cs->dead) drv.StreamDestroy((CUstream)s->cu);
+    if (!cs->dead && !s->external) drv.StreamDestroy((CUstream)s->cu); /* a wrapped one lives */
     s->cu = NULL;
 }
 
@@ -966,6 +970,123 @@ static fc_status fcr_event_elapsed(fc_ctx *ctx, fc_event *a, fc_event *b, float 
     if (st == FC_OK) st = fcr_event_sync(ctx, a);
     if (st == FC_OK) st = CU(ctx, EventElapsedTime(ms, (CUevent)a->cu, (CUevent)b->cu));
     return st;
+}
+
+/* ---- interop (api/interop.c) ------------------------------------------------------------- */
+
+static fc_status fcr_export_value(fc_ctx *ctx, fc_array *a, fc_stream *s, void **ptr,
+                                  void **stream) {
+    fc_status st = alive(ctx);
+    if (st != FC_OK) return st;
+    make_current(ctx->be_state);
+    uint32_t sid = stream_id(s);
+    if (!a->dev && (st = upload(ctx, a, sid)) != FC_OK) return st;
+    st = s ? use_on(ctx, a, sid) : CU(ctx, StreamSynchronize(stream_of(ctx, a->dev_stream)));
+    if (st != FC_OK) return st;
+    /* Read from now on where fusec cannot see: freeing or writing it waits for the device,
+     * and no result is ever written over it (donor_now wants a quiet buffer). */
+    a->dev_reader = UINT32_MAX;
+    *ptr = (void *)(uintptr_t)a->dev;
+    *stream = stream_of(ctx, a->dev_stream);
+    return FC_OK;
+}
+
+static fc_status fcr_import_value(fc_ctx *ctx, fc_array *a, void *ptr, fc_stream *s) {
+    cuda_state *cs = ctx->be_state;
+    fc_status st = alive(ctx);
+    if (st != FC_OK) return st;
+    make_current(cs);
+    /* Memory the kernels cannot read would fault the context later: refuse it now. */
+    unsigned type = 0, managed = 0;
+    int ordinal = -1;
+    CUdeviceptr p = (CUdeviceptr)(uintptr_t)ptr;
+    if (drv.PointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p) != CUDA_SUCCESS)
+        return fcg_error(ctx, FC_ERR_INVALID, "import: %p is not memory the CUDA driver knows "
+                         "(host memory? kDLCPU arrays import on the host backend)", ptr);
+    drv.PointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, p);
+    if (!managed && type != CU_MEMORYTYPE_DEVICE)
+        return fcg_error(ctx, FC_ERR_INVALID, "import: %p is host memory, not device memory",
+                         ptr);
+    if (!managed &&
+        drv.PointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p) ==
+            CUDA_SUCCESS &&
+        ordinal != ctx->device)
+        return fcg_error(ctx, FC_ERR_INVALID, "import: %p is memory of device %d; the context "
+                         "runs on device %d", ptr, ordinal, ctx->device);
+    size_t bytes = value_bytes(a);
+    a->dev = (uint64_t)(uintptr_t)ptr;
+    a->dev_bytes = bytes ? bytes : 1;
+    a->dev_stream = stream_id(s);
+    a->dev_reader = 0;
+    return FC_OK;
+}
+
+static void fcr_take_value(fc_ctx *ctx, fc_array *a, fcb_value *v) {
+    (void)ctx;
+    memset(v, 0, sizeof *v);
+    v->dev = a->dev, v->dev_bytes = a->dev_bytes;
+    v->dev_stream = a->dev_stream, v->dev_reader = a->dev_reader;
+    a->dev = 0, a->dev_bytes = 0, a->dev_stream = 0, a->dev_reader = 0;
+}
+
+static void fcr_drop_value(fc_ctx *ctx, fcb_value *v, bool external) {
+    cuda_state *cs = ctx->be_state;
+    if (!cs || !v->dev) return;
+    if (!external) { /* fusec's own block: back to the pool, after its readers */
+        fc_array husk;
+        memset(&husk, 0, sizeof husk);
+        husk.dev = v->dev, husk.dev_bytes = v->dev_bytes;
+        husk.dev_stream = v->dev_stream, husk.dev_reader = v->dev_reader;
+        free_value(ctx, &husk);
+        return;
+    }
+    if (cs->dead) return; /* nothing of fusec's runs any more */
+    /* The owner may free it once this returns: fusec's reads of it are done by then. */
+    make_current(cs);
+    if (v->dev_reader == UINT32_MAX) {
+        drv.CtxSynchronize();
+        return;
+    }
+    drv.StreamSynchronize(stream_of(ctx, v->dev_stream));
+    if (v->dev_reader) drv.StreamSynchronize(stream_of(ctx, v->dev_reader - 1));
+}
+
+/* CUstream values with a meaning of their own: the legacy default stream (0 and
+ * CU_STREAM_LEGACY) and the per-thread one. They belong to every context. */
+static bool special_stream(void *cu) {
+    return cu == NULL || cu == (void *)CU_STREAM_LEGACY || cu == (void *)CU_STREAM_PER_THREAD;
+}
+
+static fc_status fcr_stream_wrap(fc_ctx *ctx, fc_stream *s, void *cu) {
+    cuda_state *cs = ctx->be_state;
+    fc_status st = alive(ctx);
+    if (st != FC_OK) return st;
+    make_current(cs);
+    CUcontext owner = NULL;
+    if (!special_stream(cu)) {
+        CUresult r = drv.StreamGetCtx((CUstream)cu, &owner);
+        if (r != CUDA_SUCCESS)
+            return fcg_error(ctx, FC_ERR_INVALID, "stream_wrap: %p is not a CUDA stream (%s)", cu,
+                             cu_err(r));
+        if (owner != cs->cu)
+            return fcg_error(ctx, FC_ERR_INVALID, "stream_wrap: stream %p belongs to another "
+                             "CUDA context than device %d's primary one, which fusec uses", cu,
+                             ctx->device);
+    }
+    s->cu = cu;
+    return FC_OK;
+}
+
+static fc_status fcr_stream_cu(fc_ctx *ctx, const fc_stream *s, void **cu) {
+    *cu = stream_of(ctx, stream_id(s));
+    return FC_OK;
+}
+
+static fc_status fcr_stream_wait_value(fc_ctx *ctx, fc_stream *s, fc_array *a) {
+    fc_status st = alive(ctx);
+    if (st != FC_OK) return st;
+    make_current(ctx->be_state);
+    return a->dev ? use_on(ctx, a, stream_id(s)) : FC_OK; /* a host value: nothing to wait for */
 }
 
 /* ---- transfers ------------------------------------------------------------------------------ */
@@ -2480,6 +2601,9 @@ static const fcb_backend fcr_backend = {
     .eval = fcr_eval,
     .download = fcr_download,
     .free_value = free_value,
+    .export_value = fcr_export_value, .import_value = fcr_import_value,
+    .take_value = fcr_take_value, .drop_value = fcr_drop_value, .stream_wrap = fcr_stream_wrap,
+    .stream_handle = fcr_stream_cu, .stream_wait_value = fcr_stream_wait_value,
     .write = fcr_write,
     .read_async = fcr_read_async,
     .copy_from = fcr_copy_between,

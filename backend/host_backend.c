@@ -145,6 +145,53 @@ static fc_status host_copy_bandwidth(fc_ctx *ctx, size_t bytes, int runs, double
     return fcg_error(ctx, FC_ERR_BACKEND, "copy bandwidth: the host backend has no device");
 }
 
+/* Interop: a value is host memory, and work is done when its call returns, so there is
+ * nothing to order or wait for. */
+static fc_status host_export_value(fc_ctx *ctx, fc_array *a, fc_stream *s, void **ptr,
+                                   void **stream) {
+    (void)ctx, (void)s;
+    *ptr = a->host;
+    *stream = NULL;
+    return FC_OK;
+}
+
+static fc_status host_import_value(fc_ctx *ctx, fc_array *a, void *ptr, fc_stream *s) {
+    (void)s;
+    size_t bytes = fcg_node_numel(a) * fc_dtype_size((fc_dtype)a->dtype);
+    a->host = ptr; /* its owner frees it, never fcg_free: api/interop.c takes it back first */
+    a->host_bytes = bytes ? bytes : 1;
+    (void)ctx;
+    return FC_OK;
+}
+
+static void host_take_value(fc_ctx *ctx, fc_array *a, fcb_value *v) {
+    (void)ctx;
+    memset(v, 0, sizeof *v);
+    v->host = a->host, v->host_bytes = a->host_bytes;
+    a->host = NULL, a->host_bytes = 0;
+}
+
+static void host_drop_value(fc_ctx *ctx, fcb_value *v, bool external) {
+    if (!external) fcg_free(ctx, v->host, v->host_bytes);
+}
+
+static fc_status host_stream_wrap(fc_ctx *ctx, fc_stream *s, void *cu) {
+    (void)ctx;
+    s->cu = cu; /* a token: work on it runs at once, as on any host stream */
+    return FC_OK;
+}
+
+static fc_status host_stream_handle(fc_ctx *ctx, const fc_stream *s, void **cu) {
+    (void)s;
+    *cu = NULL;
+    return fcg_error(ctx, FC_ERR_BACKEND, "stream_handle: the host backend has no CUDA streams");
+}
+
+static fc_status host_stream_wait_value(fc_ctx *ctx, fc_stream *s, fc_array *a) {
+    (void)ctx, (void)s, (void)a;
+    return FC_OK;
+}
+
 /* Raw modules are CUDA C: the host backend has no device to run them on. */
 static const char *host_arch(const fc_ctx *ctx) {
     (void)ctx;
@@ -209,4 +256,11 @@ const fcb_backend fch_backend = {
     .module_load = host_module_load,
     .module_unload = host_module_unload,
     .raw_launch = host_raw_launch,
+    .export_value = host_export_value,
+    .import_value = host_import_value,
+    .take_value = host_take_value,
+    .drop_value = host_drop_value,
+    .stream_wrap = host_stream_wrap,
+    .stream_handle = host_stream_handle,
+    .stream_wait_value = host_stream_wait_value,
 };

@@ -1446,6 +1446,43 @@ static fc_status mesh_raw_launch(fc_ctx *ctx, void *module, const char *name,
     return fcg_error(ctx, FC_ERR_UNSUPPORTED, "raw kernels do not run on a sharded context");
 }
 
+/* Interop shares one buffer of one device: a sharded array has one per shard (share a part:
+ * fc_shard_part, or a shard's context). */
+static fc_status mesh_no_interop(fc_ctx *ctx, const char *what) {
+    return fcg_error(ctx, FC_ERR_UNSUPPORTED, "%s: a sharded context's arrays live on several "
+                     "shards; share a shard's part (fc_shard_part) or use a shard's context "
+                     "(fc_ctx_shard)", what);
+}
+static fc_status mesh_export_value(fc_ctx *ctx, fc_array *a, fc_stream *s, void **ptr,
+                                   void **stream) {
+    (void)a, (void)s, (void)ptr, (void)stream;
+    return mesh_no_interop(ctx, "export");
+}
+static fc_status mesh_import_value(fc_ctx *ctx, fc_array *a, void *ptr, fc_stream *s) {
+    (void)a, (void)ptr, (void)s;
+    return mesh_no_interop(ctx, "import");
+}
+static void mesh_take_value(fc_ctx *ctx, fc_array *a, fcb_value *v) {
+    (void)ctx, (void)a;
+    memset(v, 0, sizeof *v); /* never shared: nothing to take */
+}
+static void mesh_drop_value(fc_ctx *ctx, fcb_value *v, bool external) {
+    (void)ctx, (void)v, (void)external;
+}
+static fc_status mesh_stream_wrap(fc_ctx *ctx, fc_stream *s, void *cu) {
+    (void)s, (void)cu;
+    return mesh_no_interop(ctx, "stream_wrap");
+}
+static fc_status mesh_stream_handle(fc_ctx *ctx, const fc_stream *s, void **cu) {
+    (void)s;
+    *cu = NULL;
+    return mesh_no_interop(ctx, "stream_handle");
+}
+static fc_status mesh_stream_wait_value(fc_ctx *ctx, fc_stream *s, fc_array *a) {
+    (void)s, (void)a;
+    return mesh_no_interop(ctx, "stream_wait_array");
+}
+
 static void mesh_destroy(fc_ctx *ctx) {
     mesh *m = mesh_of(ctx);
     if (!m) return;
@@ -1482,6 +1519,10 @@ static const fcb_backend fcm_backend_cuda, fcm_backend_host;
         .host_free = mesh_host_free, .copy_bandwidth = mesh_copy_bandwidth,                    \
         .arch = mesh_arch, .module_load = mesh_module_load,                                    \
         .module_unload = mesh_module_unload, .raw_launch = mesh_raw_launch,                    \
+        .export_value = mesh_export_value, .import_value = mesh_import_value,                  \
+        .take_value = mesh_take_value, .drop_value = mesh_drop_value,                          \
+        .stream_wrap = mesh_stream_wrap, .stream_handle = mesh_stream_handle,                  \
+        .stream_wait_value = mesh_stream_wait_value,                                           \
     }
 
 /* fc_ctx_backend of a sharded context names its shards' backend. */

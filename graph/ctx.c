@@ -151,6 +151,7 @@ fc_status fcg_ctx_new(const fc_allocator *alloc, fc_ctx **out) {
 }
 
 static void free_node_storage(fc_ctx *ctx, fc_array *a) {
+    if (a->share) ctx->unshare(ctx, a); /* takes the shared value out of a */
     fcg_free(ctx, a->host, a->host_bytes);
     if (a->dev) ctx->free_value(ctx, a);
     fcg_strfree(ctx, a->errmsg);

@@ -396,6 +396,11 @@ struct fc_array {
     uint8_t checked_kind;
     int64_t checked_bound;
     fc_array *all_prev, *all_next; /* every live node of the context, for fc_ctx_destroy */
+    /* The value's memory is shared with code outside fusec (api/interop.c: imported from it,
+     * or exported to it): that layer's record, else NULL. A shared value is never given to
+     * another array (a result written over a dying input), and when the node dies the graph
+     * hands it to ctx->unshare instead of freeing it. */
+    void *share;
     /* Scratch of graph/'s own walks, which any later walk overwrites: passes, codegen and
      * tools keep their own maps (graph/nodemap.h) and never read or write these. */
     uint64_t visit;       /* == ctx->visit_epoch when seen this walk */
@@ -424,6 +429,8 @@ struct fc_stream {
     fc_ctx *ctx;
     void *cu;
     uint32_t id;          /* > 0; arrays name the stream that wrote them by id */
+    bool external;        /* wraps a stream fusec did not create (fc_stream_wrap): never
+                             destroyed by fusec */
     fc_stream *prev, *next;
 };
 
@@ -458,6 +465,10 @@ struct fc_ctx {
     const fcb_backend *be; /* the backend's functions (backend/backend.h): opaque here */
     void *be_state;       /* and its state (NULL on the host backend) */
     void (*free_value)(fc_ctx *ctx, fc_array *a); /* frees a backend value (a->dev) */
+    /* A dying node's shared value (a->share) goes here instead of being freed: the interop
+     * layer takes it out of a (api/interop.c). */
+    void (*unshare)(fc_ctx *ctx, fc_array *a);
+    void *interop;        /* api/interop.c's state: exports still held outside, and such */
     void *kcache;         /* the kernel cache store, opened on first compile (codegen/) */
     void (*kcache_close)(void *kcache);
     size_t live_nodes;

@@ -380,7 +380,10 @@ void fcg_dying_nodes(fc_array *const *arrays, int n, fc_array *const *order, siz
      * users are all counted before the node is decided. */
     for (size_t i = count; i-- > 0;) {
         const fc_array *a = order[i];
-        if (dies[i] != ARRAY) dies[i] = a->refs != UINT32_MAX && dropped[i] == a->refs;
+        /* A shared value (imported or exported memory) never dies here: no result may be
+         * written over memory that code outside fusec reads or owns. */
+        if (dies[i] != ARRAY)
+            dies[i] = a->refs != UINT32_MAX && dropped[i] == a->refs && !a->share;
         bool leaf = fcg_has_value(a) || a->op == FCG_OP_DATA || a->op == FCG_OP_INPUT;
         if (dies[i] != LIVES && !leaf)
             for (int k = 0; k < a->nin; k++) dropped[a->in[k]->order]++;

@@ -560,6 +560,140 @@ FC_API fc_status fc_read_async(fc_array *a, void *dst, int64_t offset, int64_t c
                                fc_stream *stream);
 
 /* ---------------------------------------------------------------------------------------- */
+/* Interop: memory and streams shared with other libraries                                  */
+/* ---------------------------------------------------------------------------------------- */
+
+/* fusec can wrap memory another library allocated (cuBLAS user code, PyTorch, CuPy, Numba, a
+ * kernel of the caller's), hand out the memory of its own values, and run on streams it did
+ * not create. The DLPack forms of these calls (DLManagedTensor and its versioned form) are in
+ * <fusec_dlpack.h>, so that this header needs no DLPack header; they follow the rules below.
+ *
+ * Units: every stride in these calls is in ELEMENTS, as DLPack counts them (NumPy's and
+ * __cuda_array_interface__'s are in bytes: divide by fc_dtype_size). Data pointers are the
+ * address of element [0, ..., 0], any byte offset already added. Devices: the CUDA backend
+ * shares device memory of its context's device (fc_ctx_device); the host backend shares host
+ * memory (device -1). A sharded context shares nothing (FC_ERR_UNSUPPORTED: share a part).
+ *
+ * Values are values. fusec's arrays never change but by fc_write, and fusec assumes the same
+ * of memory it imports: the owner must not write it while fusec holds it (computations not
+ * yet run would read the new data, a host copy fusec already made would not), and a consumer
+ * of exported memory should treat it as read-only (fusec's results never go into it: a result
+ * is never written over memory that is imported or exported, whatever fc_assign and
+ * fc_setitem do with an unshared buffer, and the pool never recycles it while it is shared).
+ *
+ * Threads: a release callback (fc_external.release) runs on the thread that drops fusec's last
+ * reference, or that destroys the context. fc_export_release and the DLPack deleters of
+ * exports may be called from any thread, also after the context is destroyed: the context's
+ * destruction then waits for the last of them (fc_ctx_destroy returns at once; the GPU memory,
+ * the CUDA context and the allocator's blocks are let go by the last release, which must
+ * therefore come while the allocator is still usable). */
+
+/** Memory of another library, described for fc_from_external. */
+typedef struct fc_external {
+    void *data;             /**< the address of element [0, ..., 0]; may be NULL only for
+                                 an array of size 0 */
+    fc_dtype dtype;
+    fc_shape shape;
+    const int64_t *strides; /**< shape.ndim strides in elements (negative and 0 allowed), or
+                                 NULL for compact row-major (C order) */
+    int device;             /**< where the memory is: the CUDA device ordinal (that of the
+                                 context), or -1 for host memory (the host backend) */
+    bool read_only;         /**< fc_write of the array fails (FC_ERR_INVALID) */
+    void (*release)(void *user); /**< NULL, or called exactly once with `user` when fusec
+                                      no longer needs the memory (after its last read) */
+    void *user;
+} fc_external;
+
+/** Wraps external memory as an array, without a copy. Compact row-major memory becomes an
+ *  array whose value IS that memory (fc_array_export of it gives the same address back).
+ *  Other layouts (a transpose, Fortran order, negative strides, broadcast 0 strides, a slice
+ *  with gaps between rows) become a lazy view of such an array, as fc_permute, fc_flip,
+ *  fc_broadcast_to and fc_index make, so evaluating it writes a new compact value and reads
+ *  the memory only then. Strides that overlap, or whose dimensions do not nest (each stride
+ *  a multiple of the next smaller one, an extent's span within the stride above), cannot be
+ *  described so and fail; fusec never copies silently.
+ *  `release` is called exactly once, when the last array that may read the memory is gone
+ *  (this one, views of it, unevaluated expressions over it; an evaluated result has its own
+ *  value) and fusec's queued work that reads it is done: on the GPU this waits for it. It is
+ *  also called when the context is destroyed with the array alive. On failure it is NOT
+ *  called: the caller still owns the memory.
+ *  @param[in] ctx     the context (NULL gives NULL).
+ *  @param[in] ext     the memory.
+ *  @param[in] stream  the stream whose work so far writes the memory (a stream of fc_stream_wrap
+ *                     for another library's): fusec's reads of it wait for that work. NULL:
+ *                     the memory is ready, or written on the context's own stream.
+ *  @return the array, poisoned with FC_ERR_NULL (ext, or data for a non-empty array),
+ *          FC_ERR_DTYPE (a bad dtype), FC_ERR_SHAPE (a bad shape, or one too large),
+ *          FC_ERR_INVALID (memory of another device than the context's, host memory on the
+ *          CUDA backend or device memory on the host backend, data not aligned to its
+ *          element, memory the driver does not know), FC_ERR_UNSUPPORTED (strides that
+ *          overlap or do not nest; a sharded context), FC_ERR_CONTEXT (stream of another
+ *          context), FC_ERR_NOMEM. */
+FC_API fc_array *fc_from_external(fc_ctx *ctx, const fc_external *ext, fc_stream *stream);
+
+/** An array's memory as fc_array_export hands it out. Valid until fc_export_release. */
+typedef struct fc_export {
+    void *data;                   /**< the address of element [0, ..., 0] */
+    fc_dtype dtype;
+    int ndim;
+    int64_t shape[FC_MAX_DIMS];
+    int64_t strides[FC_MAX_DIMS]; /**< in elements; always compact row-major (fusec's values
+                                       are), given for consumers that want strides */
+    size_t bytes;                 /**< size * fc_dtype_size(dtype) */
+    int device;                   /**< the CUDA device ordinal, or -1: host memory */
+    void *stream;                 /**< the CUstream the value was written on (NULL on the host
+                                       backend); valid while that fusec stream lives. A
+                                       consumer orders after it with fc_stream_wait_array,
+                                       or by the `stream` argument of fc_array_export */
+    struct fc_export_hold *hold;  /**< what keeps the memory: fc_export_release */
+} fc_export;
+
+/** Evaluates a if needed (on `stream`) and hands out its memory. The memory stays valid and
+ *  unchanged by fusec until fc_export_release, whatever happens to a meanwhile (released,
+ *  its scope closed, its context destroyed). Exporting the same array again gives the same
+ *  address, with a hold of its own. On the CUDA backend a value that lives on the host so far
+ *  (fc_from_host) is copied to the device first. fc_write of a writes into this memory: that
+ *  is the caller's own write (after the device's queued work, a consumer's reads included);
+ *  no other fusec call does.
+ *  @param[in]  a       the array (not a weak Python integer beyond int64 and uint64).
+ *  @param[in]  stream  the stream the consumer reads on (fc_stream_wrap of its own): ordered
+ *                      after the work that writes a. NULL: the call waits for that work, so
+ *                      the memory may be read on any stream when it returns.
+ *  @param[out] out     filled on success; zeroed on failure.
+ *  @return FC_OK; FC_ERR_NULL; FC_ERR_CONTEXT (stream of another context); FC_ERR_UNSUPPORTED
+ *          (a sharded context); fc_eval's errors. */
+FC_API fc_status fc_array_export(fc_array *a, fc_stream *stream, fc_export *out);
+/** Gives back what fc_array_export handed out; e->hold becomes NULL, so a second call is a
+ *  no-op. Any thread, also after the context is destroyed. The memory returns to fusec's pool
+ *  at the context's next evaluation or export, or when it is destroyed, and on the GPU only
+ *  after the device's work queued so far (a consumer's reads included). NULL is a no-op. */
+FC_API void fc_export_release(fc_export *e);
+
+/** Wraps a CUstream of the caller's (passed as void *) as an fc_stream, so that fusec's work
+ *  on it (fc_eval_on, fc_write, fc_read_async...) is ordered with the caller's own. The
+ *  stream must belong to the context's device's primary CUDA context (the one the runtime
+ *  API, PyTorch and CuPy use), else FC_ERR_INVALID. NULL and CU_STREAM_LEGACY ((void *)1)
+ *  name the legacy default stream, CU_STREAM_PER_THREAD ((void *)2) the per-thread one (as
+ *  DLPack's stream argument does). fc_stream_destroy of a wrapped stream waits for the work
+ *  queued on it so far, then lets the wrapper go and leaves the CUstream alive; the CUstream
+ *  must outlive the wrapper. On the host backend any value is accepted and work on the
+ *  stream runs at once, as on every host stream.
+ *  @return FC_OK; FC_ERR_NULL (ctx, out); FC_ERR_INVALID; FC_ERR_UNSUPPORTED (sharded);
+ *          FC_ERR_NOMEM. */
+FC_API fc_status fc_stream_wrap(fc_ctx *ctx, void *cu_stream, fc_stream **out);
+/** The CUstream of `stream` (NULL: the context's own stream, where fc_eval queues work), so
+ *  the caller can queue its own work after fusec's, or wrap it elsewhere. Valid while the
+ *  stream (or context) lives.
+ *  @return FC_OK; FC_ERR_NULL; FC_ERR_CONTEXT; FC_ERR_BACKEND on the host backend, which has
+ *          no CUDA streams (*cu_stream = NULL). */
+FC_API fc_status fc_stream_get_handle(fc_ctx *ctx, const fc_stream *stream, void **cu_stream);
+/** Makes later work on `stream` (NULL: the context's own) wait until a's value is written;
+ *  evaluates a on that stream first if it has no value. What DLPack's stream argument
+ *  asks of a producer: wrap the consumer's stream, then call this.
+ *  @return FC_OK; FC_ERR_NULL; FC_ERR_CONTEXT; fc_eval's errors. */
+FC_API fc_status fc_stream_wait_array(fc_stream *stream, fc_array *a);
+
+/* ---------------------------------------------------------------------------------------- */
 /* .npy files                                                                               */
 /* ---------------------------------------------------------------------------------------- */
 
