@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/peers.py - the benchmark workloads W1-W12, I11 and I12 in fusec's peers, side by side.
+"""bench/peers.py - the benchmark workloads W1-W12, I11, I12 and I13 in fusec's peers, side by side.
 
 Runs every workload of bench/fc/ in CuPy, cupy.fuse, PyTorch eager, torch.compile (mode
 default) and JAX (jax.jit: XLA) in one process on one GPU, and in the same run measures:
@@ -198,7 +198,8 @@ def time_jax(fn, warmup, runs, batch=0):
     --runs batches of `batch` back-to-back calls, each batch waited for at its end
     (block_until_ready), over the wall clock; batch 0 picks it from the single calls' time.
     Also the first call's wall time (jit tracing and XLA's compile) and per_call_sync_ms, the
-    median of single calls each waited for (launch and wait latency included)."""
+    median of single calls each waited for (launch and wait latency included; a third as
+    many as --runs, at least 3)."""
     t0 = time.perf_counter()
     out = jax.block_until_ready(fn())
     first_ms = (time.perf_counter() - t0) * 1e3
@@ -206,7 +207,7 @@ def time_jax(fn, warmup, runs, batch=0):
         out = fn()
     jax.block_until_ready(out)
     single = []
-    for _ in range(runs):
+    for _ in range(max(3, runs // 3)):  # enough for the batch size and the figure
         out = None
         t0 = time.perf_counter()
         out = jax.block_until_ready(fn())
@@ -1367,6 +1368,248 @@ def make_i12_convolve2d(kside):
     return make
 
 
+# ---- issue 13: reductions and broadcasts of every shape, next to XLA ------------------------
+# Each row's program is bench/fc/i13_*.fc; the floor bytes are bench/fusec_runs.py's (the
+# comment at each). Results of several outputs are tuples, compared output by output.
+
+
+def forms(args, cupy_f=None, fuse_f=None, fuse_name=None, torch_f=None, jax_f=None, extra=None):
+    """The usual cells of a workload: CuPy eager cupy_f(*args); cupy.fuse of fuse_f; PyTorch
+    eager torch_f on the same arrays (DLPack) and torch.compile of it; JAX jax.jit of jax_f;
+    then `extra`, a dict of more builders (library forms, cupy.fuse of views)."""
+    impls = {}
+    if cupy_f is not None:
+        impls["cupy"] = lambda: (lambda: cupy_f(*args))
+    if fuse_f is not None:
+        def fuse_fn():
+            f = fuse(fuse_name, fuse_f)
+            return lambda: f(*args)
+        impls["cupy_fuse"] = fuse_fn
+    if torch_f is not None:
+        def torch_fn():
+            ts = [to_torch(a) for a in args]
+            return lambda: torch_f(*ts)
+
+        def compile_fn():
+            ts = [to_torch(a) for a in args]
+            f = torch_compile(torch_f)
+            return lambda: f(*ts)
+        impls["torch"] = torch_fn
+        impls["torch_compile"] = compile_fn
+    if jax_f is not None:
+        impls["jax"] = jax_form(jax_f, *args)
+    impls.update(extra or {})
+    return impls
+
+
+def make_i13_layernorm(length):
+    """Layer norm over rows of `length` f32 (2^26 elements in all), with a weight and a bias
+    over the row, eps 1e-5: (x - mean) / sqrt(var + eps) * w + b, the variance biased."""
+    def make(scale):
+        rows = max(1, (1 << 26) // length // scale)
+        x, w, b = rand((rows, length)), rand(length), rand(length)
+
+        def c(a, u, v):  # CuPy and jax.numpy
+            m = cp if cp is not None and isinstance(a, cp.ndarray) else jnp
+            mu = a.mean(axis=1, keepdims=True)
+            return (a - mu) / m.sqrt(a.var(axis=1, keepdims=True) + 1e-5) * u + v
+
+        def t(a, u, v):
+            mu = a.mean(dim=1, keepdim=True)
+            return (a - mu) / torch.sqrt(a.var(dim=1, keepdim=True, correction=0) + 1e-5) * u + v
+
+        def torch_op():
+            ts = [to_torch(a) for a in (x, w, b)]
+            return lambda: F.layer_norm(ts[0], (length,), ts[1], ts[2], eps=1e-5)
+
+        # floor: x read twice (issue 13's floor for a row chain: the input read at most
+        # twice), y written once, w and b read once
+        return ({"x": x, "w": w, "b": b},
+                forms((x, w, b), cupy_f=c, torch_f=t, jax_f=c, extra={"torch_op": torch_op}),
+                12 * rows * length + 8 * length)
+    return make
+
+
+def make_i13_bn_stats(scale):
+    """Batch-norm statistics: the mean and the biased variance of each channel of an f32
+    [N, C, L] = [64, 256, 4096] array over axes (0, 2)."""
+    length = max(16, 4096 // scale)
+    x = rand((64, 256, length))
+
+    def t(a):
+        return a.mean(dim=(0, 2)), a.var(dim=(0, 2), correction=0)
+
+    def torch_op():
+        # torch's batch_norm's own statistics kernel (training mode): the mean and the inverse
+        # standard deviation; compared as the variance (Workload.post)
+        tx = to_torch(x)
+        return lambda: torch.batch_norm_stats(tx, 1e-5)
+
+    def torch_var_mean():
+        tx = to_torch(x)
+
+        def f():
+            v, m = torch.var_mean(tx, dim=(0, 2), correction=0)
+            return m, v
+        return f
+
+    # floor: x read once, the two C-vectors written once
+    return ({"x": x},
+            forms((x,), cupy_f=lambda a: (a.mean(axis=(0, 2)), a.var(axis=(0, 2))), torch_f=t,
+                  jax_f=lambda a: (a.mean(axis=(0, 2)), a.var(axis=(0, 2))),
+                  extra={"torch_op": torch_op, "torch_var_mean": torch_var_mean}),
+            4 * 64 * 256 * length + 8 * 256)
+
+
+def bn_stats_as_var(out):
+    """torch.batch_norm_stats' (mean, 1 / sqrt(var + eps)) as (mean, var)."""
+    mean, invstd = out
+    return mean, 1.0 / (invstd.double() ** 2) - 1e-5
+
+
+def make_i13_col_softmax(scale):
+    """Softmax over axis 0 of an f32 8192 x 8192 matrix."""
+    rows = max(2, 8192 // scale)
+    x = rand((rows, 8192))
+
+    def torch_op():
+        tx = to_torch(x)
+        return lambda: torch.softmax(tx, dim=0)
+
+    # floor: x read twice (a column does not fit on chip: the reductions, then the
+    # normalisation), y written once (W7's floor)
+    return ({"x": x}, forms((x,), cupy_f=lambda a: softmax_of(cp, a, 0),
+                            torch_f=lambda a: softmax_of(torch, a, 0),
+                            jax_f=lambda a: softmax_of(jnp, a, 0),
+                            extra={"torch_op": torch_op}),
+            12 * rows * 8192)
+
+
+def make_i13_argmax_rows(scale):
+    """The index of each row's maximum, f32 16384 x 4096."""
+    rows = max(1, 16384 // scale)
+    x = rand((rows, 4096))
+    # floor: x read once, the int64 indices written once (JAX's are int32: x64 is off)
+    return ({"x": x},
+            forms((x,), cupy_f=lambda a: cp.argmax(a, axis=1),
+                  torch_f=lambda a: torch.argmax(a, dim=1),
+                  jax_f=lambda a: jnp.argmax(a, axis=1)),
+            4 * rows * 4096 + 8 * rows)
+
+
+def adam_step(m, p, g, mo, v):
+    """The I13_adam step in the array module m: (p, m, v) new, p from the new m and v."""
+    m1 = 0.9 * mo + 0.1 * g
+    v1 = 0.999 * v + 0.001 * (g * g)
+    return p - 0.001 * m1 / (m.sqrt(v1) + 1e-8), m1, v1
+
+
+def make_i13_adam(scale):
+    """An Adam-like step over 2^26 f32 parameters: three outputs, p computed from m and v."""
+    n = max(1, (1 << 26) // scale)
+    p, g, mo, v = rand(n), rand(n), rand(n), rand(n)
+    # floor: p, g, m and v read once, the new p, m and v written once
+    return ({"p": p, "g": g, "m": mo, "v": v},
+            forms((p, g, mo, v), cupy_f=lambda a, b, c, d: adam_step(cp, a, b, c, d),
+                  fuse_f=lambda a, b, c, d: adam_step(cp, a, b, c, d),
+                  fuse_name="fc_bench_i13_adam",
+                  torch_f=lambda a, b, c, d: adam_step(torch, a, b, c, d),
+                  jax_f=lambda a, b, c, d: adam_step(jnp, a, b, c, d)),
+            28 * n)
+
+
+def make_i13_outer(scale):
+    """a[:, None] * b[None, :] of two f32 8192-vectors: 256 MiB written."""
+    n = max(16, 8192 // int(math.sqrt(scale)))
+    a, b = rand(n), rand(n)
+
+    def fuse_fn():  # cupy.fuse takes no subscripts: the two broadcast views are its arguments
+        f = fuse("fc_bench_i13_outer", lambda u, w: u * w)
+        u, w = a[:, None], b[None, :]
+        return lambda: f(u, w)
+
+    # floor: a and b read once, the n x n product written once
+    return ({"a": a, "b": b},
+            forms((a, b), cupy_f=lambda u, w: u[:, None] * w[None, :],
+                  torch_f=lambda u, w: u[:, None] * w[None, :],
+                  jax_f=lambda u, w: u[:, None] * w[None, :], extra={"cupy_fuse": fuse_fn}),
+            4 * n * n + 8 * n)
+
+
+def make_i13_transpose_ew(scale):
+    """2 * x.transpose(0, 2, 1) + 1 of an f32 [64, 1024, 1024] array. Every peer's result is
+    C-contiguous, as fusec's and XLA's are: CuPy and PyTorch eager (and Inductor, which follows
+    eager's strides) would otherwise give the input's own layout and skip the transpose, so
+    their forms end in ascontiguousarray / contiguous(), a no-op where the result already is."""
+    batch = max(1, 64 // scale)
+    side = 1024 if scale <= 64 else max(16, 1024 // int(math.sqrt(scale // 64)))
+    x = rand((batch, side, side))
+
+    def fuse_fn():
+        f = fuse("fc_bench_i13_transpose", lambda a: 2 * a + 1)
+        xt = x.transpose(0, 2, 1)
+        return lambda: cp.ascontiguousarray(f(xt))
+
+    # floor: x read once, y written once
+    return ({"x": x},
+            forms((x,), cupy_f=lambda a: cp.ascontiguousarray(2 * a.transpose(0, 2, 1) + 1),
+                  torch_f=lambda a: (2 * a.transpose(1, 2) + 1).contiguous(),
+                  jax_f=lambda a: 2 * jnp.transpose(a, (0, 2, 1)) + 1,
+                  extra={"cupy_fuse": fuse_fn}),
+            8 * batch * side * side)
+
+
+def make_i13_mean_std_rows(scale):
+    """The mean and the (biased) standard deviation of each row of f32 1024 x 65536."""
+    rows = max(1, 1024 // scale)
+    x = rand((rows, 65536))
+
+    def torch_op():
+        tx = to_torch(x)
+
+        def f():
+            sd, mu = torch.std_mean(tx, dim=1, correction=0)
+            return mu, sd
+        return f
+
+    # floor: x read once, the two row vectors written once
+    return ({"x": x},
+            forms((x,), cupy_f=lambda a: (a.mean(axis=1), a.std(axis=1)),
+                  torch_f=lambda a: (a.mean(dim=1), a.std(dim=1, correction=0)),
+                  jax_f=lambda a: (a.mean(axis=1), a.std(axis=1)),
+                  extra={"torch_op": torch_op}),
+            4 * rows * 65536 + 8 * rows)
+
+
+def laplacian(u):
+    """The 5-point Laplacian of u's interior from shifted slices (any array module)."""
+    return u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:] - 4 * u[1:-1, 1:-1]
+
+
+def make_i13_laplacian(scale):
+    """The 5-point Laplacian of an f32 8192 x 8192 grid's interior (8190 x 8190 out)."""
+    side = max(16, 8192 // int(math.sqrt(scale)))
+    u = rand((side, side))
+
+    def fuse_fn():  # the five shifted views are cupy.fuse's arguments
+        f = fuse("fc_bench_i13_laplacian", lambda n, s, w, e, c: n + s + w + e - 4 * c)
+        views = (u[:-2, 1:-1], u[2:, 1:-1], u[1:-1, :-2], u[1:-1, 2:], u[1:-1, 1:-1])
+        return lambda: f(*views)
+
+    def torch_op():
+        # cuDNN: conv2d with the 5-point kernel (symmetric, so correlation = convolution)
+        tu = to_torch(u)
+        k = torch.tensor([[0.0, 1.0, 0.0], [1.0, -4.0, 1.0], [0.0, 1.0, 0.0]],
+                         dtype=tu.dtype, device=tu.device)[None, None]
+        return lambda: F.conv2d(tu[None, None], k)[0, 0]
+
+    # floor: u read once, the interior's Laplacian written once
+    return ({"u": u},
+            forms((u,), cupy_f=laplacian, torch_f=laplacian, jax_f=laplacian,
+                  extra={"cupy_fuse": fuse_fn, "torch_op": torch_op}),
+            4 * side * side + 4 * (side - 2) * (side - 2))
+
+
 WORKLOADS = [
     Workload("W1", "tanh(sin(x) + 0.1*x), f32 2^26", make_w1),
     Workload("W2", "x**2 + 2*y, f32 2^26", make_w2),
@@ -1393,6 +1636,26 @@ WORKLOADS = [
     # issue 13: half precision
     Workload("I13_gelu_f16", "GELU-like tanh chain, f16 2^26", make_i13_gelu("float16")),
     Workload("I13_gelu_bf16", "GELU-like tanh chain, bf16 2^26", make_i13_gelu("bfloat16")),
+    # issue 13: reductions and broadcasts of every shape
+    Workload("I13_layernorm_1k", "layer norm, rows of 1024 f32, 65536 rows",
+             make_i13_layernorm(1024)),
+    Workload("I13_layernorm_4k", "layer norm, rows of 4096 f32, 16384 rows",
+             make_i13_layernorm(4096)),
+    Workload("I13_layernorm_16k", "layer norm, rows of 16384 f32, 4096 rows",
+             make_i13_layernorm(16384)),
+    Workload("I13_layernorm_32k", "layer norm, rows of 32768 f32, 2048 rows",
+             make_i13_layernorm(32768)),
+    Workload("I13_bn_stats", "mean and var over axes (0, 2), f32 [64, 256, 4096]",
+             make_i13_bn_stats, post={"torch_op": bn_stats_as_var}),
+    Workload("I13_col_softmax", "softmax over axis 0, f32 8192x8192", make_i13_col_softmax),
+    Workload("I13_argmax_rows", "argmax(x, axis=1), f32 16384x4096", make_i13_argmax_rows),
+    Workload("I13_adam", "Adam-like step, p, m, v out, f32 2^26", make_i13_adam),
+    Workload("I13_outer", "a[:, None] * b[None, :], f32 8192 x 8192 out", make_i13_outer),
+    Workload("I13_transpose_ew", "2 * x.transpose(0, 2, 1) + 1, f32 [64, 1024, 1024]",
+             make_i13_transpose_ew),
+    Workload("I13_mean_std_rows", "mean and std of rows, f32 1024x65536",
+             make_i13_mean_std_rows),
+    Workload("I13_laplacian", "5-point Laplacian, f32 8192x8192", make_i13_laplacian),
     # issue 12: library calls
     Workload("I12_solve", "linalg.solve, f32 4096 x 4096, one right-hand side",
              make_i12_solve, flops=2 * 4096**3 // 3 + 2 * 4096**2),
@@ -1417,7 +1680,7 @@ WORKLOADS = [
 
 LIB_OF = {"cupy": "cupy", "cupy_fuse": "cupy", "cupy_op": "cupy", "cupy_expr": "cupy",
           "torch": "torch", "torch_compile": "torch", "torch_op": "torch", "torch_gesvd": "torch",
-          "jax": "jax"}
+          "torch_var_mean": "torch", "jax": "jax"}
 
 
 class Run:
@@ -1839,8 +2102,9 @@ def main(argv=None):
     ap.add_argument("--only", help="comma-separated workload ids (W1,...,W11,W12_matmul,"
                                    "W12_fft,I11_cumsum,I11_normal,I11_compress,I11_take,I11_scatter_add,I11_sort,I11_argsort,"
                                    "I12_solve,I12_svd,I12_cholesky,I12_rfft,I12_fft2,"
-                                   "I12_matmul_bias_relu,I12_spmv,I13_gelu_f16,I13_gelu_bf16; "
-                                   "W12, I11, I12 and I13 select all theirs)")
+                                   "I12_matmul_bias_relu,I12_spmv,I13_gelu_f16,I13_gelu_bf16,"
+                                   "I13_layernorm_1k,...; W12, I11, I12 and I13 select all "
+                                   "theirs)")
     ap.add_argument("--peers", help="comma-separated peers (%s; default all)" % ",".join(PEERS))
     ap.add_argument("--scale", type=int, default=1,
                     help="divide every workload's size by this (quick checks; default 1)")
