@@ -4,7 +4,10 @@
 Runs each bench/fc/wNN_*.fc program (W1-W13), issue 11's bench/fc/i11_*.fc (a scan, random
 draws, a gather by random indices and a scatter into random bins, the indices written to the
 temporary directory as .npy), issue 12's library calls bench/fc/i12_*.fc (solve and
-cholesky of well-conditioned matrices written as .npy; svd; convolve2d, stencil and FFT) and the size sweep of W1 and W6 (bench/fc/sweep/*_n.fc with
+cholesky of well-conditioned matrices written as .npy; svd; convolve2d, stencil and FFT),
+issue 13's bench/fc/i13_*.fc (half precision; layer norms, batch-norm statistics, column
+softmax, argmax, an optimizer step, an outer product, a batched transpose, row statistics, a
+Laplacian) and the size sweep of W1 and W6 (bench/fc/sweep/*_n.fc with
 --set n=...) through the fusec CLI, one process each, and collects their JSON objects into one
 file. A run that fails or times out gives an entry with "error" (its exit code and the tail of its stderr); the others go
 on.
@@ -61,6 +64,32 @@ WORKLOADS = [
     # issue 13: half precision at full speed; floor: x read once, y written once (2 + 2 bytes)
     ("I13_gelu_f16", "i13_gelu_f16.fc", []),
     ("I13_gelu_bf16", "i13_gelu_bf16.fc", []),
+    # issue 13: reductions and broadcasts of every shape (2^26 f32 elements, 256 MiB, unless
+    # said). Layer norm over rows of 1k-32k f32 with a weight and a bias: floor x read twice
+    # (the issue's floor for a row chain: "the input read at most twice"), y written once, w
+    # and b read once: 12 bytes an element + 8 a column
+    *[("I13_layernorm_%s" % k, "i13_layernorm_%s.fc" % k,
+       ["--floor-bytes", str(12 * (1 << 26) + 8 * n)])
+      for k, n in (("1k", 1024), ("4k", 4096), ("16k", 16384), ("32k", 32768))],
+    # batch-norm statistics, mean and var over axes (0, 2) of [64, 256, 4096]: floor the CLI's
+    # default, x read once and the two 256-vectors written once
+    ("I13_bn_stats", "i13_bn_stats.fc", []),
+    # softmax over axis 0 of 8192 x 8192: floor x read twice (a column does not fit on chip:
+    # the reductions read it, the normalisation reads it again) and y written once, W7's 12MN
+    ("I13_col_softmax", "i13_col_softmax.fc", ["--floor-bytes", str(12 * 8192 * 8192)]),
+    # the rest: the CLI's default floor, the inputs read once and the outputs written once.
+    # argmax over the rows of 16384 x 4096: x, then 16384 int64
+    ("I13_argmax_rows", "i13_argmax_rows.fc", []),
+    # Adam-like step: p, g, m, v read, p, m, v written (28 bytes an element)
+    ("I13_adam", "i13_adam.fc", []),
+    # outer product of two 8192-vectors: 64 KiB read, 256 MiB written
+    ("I13_outer", "i13_outer.fc", []),
+    # 2 * x.transpose(0, 2, 1) + 1 over [64, 1024, 1024]: x read, y written
+    ("I13_transpose_ew", "i13_transpose_ew.fc", []),
+    # mean and std of the rows of 1024 x 65536: x read, two 1024-vectors written
+    ("I13_mean_std_rows", "i13_mean_std_rows.fc", []),
+    # 5-point Laplacian of 8192 x 8192: u read once, the 8190 x 8190 interior written once
+    ("I13_laplacian", "i13_laplacian.fc", []),
     # issue 12: library calls (cuSOLVER, cuFFT, cuBLAS). Each floor is the CLI's default, the
     # inputs read once and the outputs written once; solve, svd, cholesky and the matmul are
     # compute-bound, so FLOPS below gives their GFLOP/s as well (bench/libdirect times the

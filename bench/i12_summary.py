@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """bench/i12_summary.py - issue 12's rows side by side: fusec, the library called directly
-(bench/libdirect), CuPy and PyTorch, from one results folder of bench/run_i12.sh.
+(bench/libdirect), CuPy, PyTorch and JAX, from one results folder of bench/run_i12.sh.
 
     python3 bench/i12_summary.py --dir RESULTS_DIR
 
@@ -42,9 +42,9 @@ def main(argv=None):
     fusec = load(os.path.join(args.dir, "fusec.json")).get("workloads", {})
     lib = load(os.path.join(args.dir, "libdirect.json")).get("rows", {})
     peers = load(os.path.join(args.dir, "peers.json")).get("workloads", {})
-    print("| row | fusec ms | lib ms | lib+copy ms | fusec/lib | cupy ms | torch ms | "
+    print("| row | fusec ms | lib ms | lib+copy ms | fusec/lib | cupy ms | torch ms | jax ms | "
           "other peers ms | fusec/cupy | fusec GFLOP/s or % floor |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for wid in ROWS:
         f = fusec.get(wid) or {}
         r = f.get("result") or {}
@@ -54,8 +54,9 @@ def main(argv=None):
         p = (peers.get(wid) or {}).get("peers", {})
         cupy = (p.get("cupy") or {}).get("median_ms")
         torch = (p.get("torch") or {}).get("median_ms")
+        jax = (p.get("jax") or {}).get("median_ms")
         others = ", ".join("%s %s" % (k, fms(v.get("median_ms"))) for k, v in p.items()
-                           if k not in ("cupy", "torch"))
+                           if k not in ("cupy", "torch", "jax"))
         if f.get("gflops") and t is not None:
             perf = "%.0f GFLOP/s" % f["gflops"]
         elif r.get("floor_pct") is not None and t is not None:
@@ -67,9 +68,9 @@ def main(argv=None):
             note = " (fusec: %s)" % " ".join(str(f["error"]).split())[:80]
         elif wid not in fusec:
             note = " (no fusec row)"
-        print("| %s%s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        print("| %s%s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             wid, note, fms(t), fms(ld.get("median_ms")), fms(ld.get("with_input_copy_ms")),
-            ratio(t, ref), fms(cupy), fms(torch), others or "-", ratio(t, cupy), perf))
+            ratio(t, ref), fms(cupy), fms(torch), fms(jax), others or "-", ratio(t, cupy), perf))
     return 0
 
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""bench/peers.py - the benchmark workloads W1-W12, I11 and I12 in fusec's peers, side by side.
+"""bench/peers.py - the benchmark workloads W1-W12, I11, I12 and I13 in fusec's peers, side by side.
 
-Runs every workload of bench/fc/ in CuPy, cupy.fuse, PyTorch eager and
-torch.compile (mode default) in one process on one GPU, and in the same run measures:
+Runs every workload of bench/fc/ in CuPy, cupy.fuse, PyTorch eager, torch.compile (mode
+default) and JAX (jax.jit: XLA) in one process on one GPU, and in the same run measures:
 
   - the device-to-device copy bandwidth (a large copy, counting bytes read and written);
   - each peer's host dispatch overhead per tiny elementwise op, and per evaluation of a chain
@@ -11,12 +11,25 @@ torch.compile (mode default) in one process on one GPU, and in the same run meas
     each in a new process (CUPY_CACHE_DIR);
   - the size sweep for the plot: W1 and W6 at 2^16, 2^18, ..., 2^28 elements.
 
-Timing: CUDA events of the peer's own library around each call, warm-up calls first, then the
-median (and min, max) of --runs timed calls, each synchronised. Inputs are uniform random
-numbers in [0, 1) (never zeros), generated once with CuPy and shared with PyTorch through
-DLPack, so every peer computes on the same data; each result is compared with the first peer's
-(max_rel_err) to catch a wrong formulation (not I11_normal's random draws: each peer has its own
-generator).
+Timing: CuPy, cupy.fuse, PyTorch and torch.compile: CUDA events of the peer's own library
+around each call, warm-up calls first, then the median (and min, max) of --runs timed calls,
+each synchronised. JAX has no events on its stream and dispatches asynchronously, so its column
+is timed by back-to-back calls over the wall clock: after the warm-up, --runs batches of B calls
+issued back to back, each batch ended by block_until_ready, the time a call = the batch's wall
+time / B (B adaptive: about 50 ms of work a batch, 1 to 100 calls; --jax-batch fixes it); the
+cell also keeps per_call_sync_ms, the median wall time of single calls each waited for. Inputs
+are uniform random numbers in [0, 1) (never zeros), generated once with CuPy and shared with
+PyTorch and JAX through DLPack (JAX: jax.dlpack.from_dlpack, else jax.device_put from the host,
+once, outside the clock), so every peer computes on the same data; each result is compared with
+the first peer's (max_rel_err) to catch a wrong formulation (not I11_normal's random draws:
+each peer has its own generator). JAX runs with x64 disabled except inside the cells of the
+workloads that need it (W8's complex128, I12_cholesky's float64), where jax.enable_x64 is on
+around building, compiling, timing and comparing the cell alone.
+
+JAX is optional: where `import jax` fails or JAX has no GPU backend, its cells are null with
+the reason recorded, and the rest runs. XLA's allocator is set not to take most of the GPU up
+front (XLA_PYTHON_CLIENT_PREALLOCATE=false, unless set already), so that CuPy and PyTorch keep
+theirs.
 
 A peer that fails (not installed, a torch.compile error, out of memory, ...) gives a null time
 for its cell with the error printed and recorded; the run goes on. --deadline-s skips what is
@@ -28,6 +41,7 @@ See --help and bench/README.md.
 """
 
 import argparse
+import contextlib
 import gc
 import json
 import math
@@ -41,7 +55,7 @@ import tempfile
 import time
 import traceback
 
-PEERS = ("cupy", "cupy_fuse", "torch", "torch_compile")
+PEERS = ("cupy", "cupy_fuse", "torch", "torch_compile", "jax")
 
 # ---------------------------------------------------------------------------------------------
 # Library loading: each is optional; a missing one makes its cells null.
@@ -50,11 +64,14 @@ PEERS = ("cupy", "cupy_fuse", "torch", "torch_compile")
 cp = None
 torch = None
 F = None
+jax = None
+jnp = None
+JAX_DEVICE = None
 LIB_ERRORS = {}
 
 
-def load_libraries(want_cupy, want_torch):
-    global cp, torch, F
+def load_libraries(want_cupy, want_torch, want_jax=True, jax_cpu=False):
+    global cp, torch, F, jax, jnp, JAX_DEVICE
     if want_cupy:
         try:
             import cupy as _cp
@@ -76,6 +93,28 @@ def load_libraries(want_cupy, want_torch):
             torch.backends.cudnn.allow_tf32 = False
         except Exception as e:  # noqa: BLE001
             LIB_ERRORS["torch"] = "torch unavailable: %s" % one_line(e)
+    if want_jax:
+        try:
+            # XLA's client would take 75% of the GPU's memory at its first use and keep it
+            # from CuPy and PyTorch: it grows as it needs instead.
+            os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+            import jax as _jax
+            import jax.numpy as _jnp
+
+            # 32-bit by default (JAX's own default, whatever JAX_ENABLE_X64 says): x64 only
+            # inside the cells of the workloads that need it (Workload.x64, jax_x64()).
+            _jax.config.update("jax_enable_x64", False)
+            if jax_cpu:  # for checking the forms on a machine without a GPU: not a figure
+                dev = _jax.devices("cpu")[0]
+            else:
+                try:
+                    dev = _jax.devices("gpu")[0]
+                except RuntimeError as e:
+                    raise RuntimeError("JAX has no GPU backend (%s; jax %s)"
+                                       % (one_line(e), _jax.__version__)) from None
+            jax, jnp, JAX_DEVICE = _jax, _jnp, dev
+        except Exception as e:  # noqa: BLE001
+            LIB_ERRORS["jax"] = "jax unavailable: %s" % one_line(e)
 
 
 def one_line(e):
@@ -96,8 +135,17 @@ def log(*a):
 def sync(lib):
     if lib == "cupy":
         cp.cuda.Device().synchronize()
-    else:
+    elif lib == "torch":
         torch.cuda.synchronize()
+    # jax: each cell waits for its own results (block_until_ready)
+
+
+def sync_any():
+    """Waits for the GPU work of whichever array library made the inputs."""
+    if cp is not None:
+        sync("cupy")
+    elif torch is not None:
+        sync("torch")
 
 
 def time_gpu(fn, lib, warmup, runs):
@@ -131,16 +179,69 @@ def time_gpu(fn, lib, warmup, runs):
             end.record()
             end.synchronize()
             times.append(start.elapsed_time(end))
-    return (
-        {
-            "median_ms": statistics.median(times),
-            "min_ms": min(times),
-            "max_ms": max(times),
-            "runs": len(times),
-            "first_call_ms": first_ms,
-        },
-        out,
-    )
+    return time_stats(times, first_ms), out
+
+
+def time_stats(times, first_ms):
+    """A cell's figures from its timed runs (ms) and its first call's wall time."""
+    return {"median_ms": statistics.median(times), "min_ms": min(times), "max_ms": max(times),
+            "runs": len(times), "first_call_ms": first_ms}
+
+
+# JAX's column: back-to-back calls over the wall clock (see the module's docstring).
+JAX_BATCH_MAX = 100        # calls a batch at most
+JAX_BATCH_TARGET_MS = 50.0  # wall time a batch aims at (so the per-batch wait is amortised)
+
+
+def time_jax(fn, warmup, runs, batch=0):
+    """Median/min/max milliseconds a call of fn() (a jax.jit function of placed inputs) from
+    --runs batches of `batch` back-to-back calls, each batch waited for at its end
+    (block_until_ready), over the wall clock; batch 0 picks it from the single calls' time.
+    Also the first call's wall time (jit tracing and XLA's compile) and per_call_sync_ms, the
+    median of single calls each waited for (launch and wait latency included; a third as
+    many as --runs, at least 3)."""
+    t0 = time.perf_counter()
+    out = jax.block_until_ready(fn())
+    first_ms = (time.perf_counter() - t0) * 1e3
+    for _ in range(max(0, warmup - 1)):
+        out = fn()
+    jax.block_until_ready(out)
+    single = []
+    for _ in range(max(3, runs // 3)):  # enough for the batch size and the figure
+        out = None
+        t0 = time.perf_counter()
+        out = jax.block_until_ready(fn())
+        single.append((time.perf_counter() - t0) * 1e3)
+    per_call = statistics.median(single)
+    if batch <= 0:
+        batch = int(max(1, min(JAX_BATCH_MAX, JAX_BATCH_TARGET_MS / max(per_call, 1e-3))))
+    times = []
+    for _ in range(runs):
+        out = None
+        t0 = time.perf_counter()
+        for _ in range(batch):
+            out = fn()
+        jax.block_until_ready(out)
+        times.append((time.perf_counter() - t0) * 1e3 / batch)
+    stats = time_stats(times, first_ms)
+    stats.update({"timing": "back-to-back wall clock", "batch": batch,
+                  "per_call_sync_ms": per_call})
+    return stats, out
+
+
+@contextlib.contextmanager
+def jax_x64():
+    """JAX's 64-bit types on inside the block only: jax.enable_x64(True) (a configuration
+    context in current JAX), else jax.experimental.enable_x64() (older JAX)."""
+    state = getattr(jax, "enable_x64", None)
+    if state is not None:
+        with state(True):
+            yield
+        return
+    from jax.experimental import enable_x64
+
+    with enable_x64():
+        yield
 
 
 def free_memory():
@@ -170,14 +271,67 @@ def rand(shape, dtype="float32"):
     else a torch tensor."""
     if isinstance(shape, int):
         shape = (shape,)
+    if cp is None and torch is None and jax is not None:
+        # JAX alone (--no-cupy --no-torch): NumPy's draws, placed on JAX's device by each JAX
+        # cell (under x64 where the workload has it, so an f64 input stays f64)
+        return host_rand(shape, dtype)
     if cp is not None:
         if dtype in ("complex64", "complex128"):
             real = "float32" if dtype == "complex64" else "float64"
             a = cp.random.random(shape, dtype=real) + 1j * cp.random.random(shape, dtype=real)
             return a.astype(dtype)
+        if dtype == "float16":  # cupy.random draws f32 and f64 only
+            return cp.random.random(shape, dtype="float32").astype(dtype)
         return cp.random.random(shape, dtype=dtype)
     tdt = getattr(torch, dtype)
     return torch.rand(shape, device="cuda", dtype=tdt)
+
+
+def host_rand(shape, dtype="float32"):
+    """Uniform [0, 1) as a NumPy array (bf16 through ml_dtypes, which JAX brings)."""
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    if dtype in ("complex64", "complex128"):
+        real = "float32" if dtype == "complex64" else "float64"
+        return (rng.random(shape, dtype=real) + 1j * rng.random(shape, dtype=real)).astype(dtype)
+    if dtype in ("float16", "bfloat16"):
+        return rng.random(shape, dtype="float32").astype(jnp.bfloat16 if dtype == "bfloat16"
+                                                         else dtype)
+    return rng.random(shape, dtype=dtype)
+
+
+def is_jax(a):
+    return jax is not None and isinstance(a, jax.Array)
+
+
+def to_numpy(a):
+    """A host copy of a CuPy, PyTorch or JAX array (or a NumPy one)."""
+    import numpy as np
+
+    if cp is not None and isinstance(a, cp.ndarray):
+        return cp.asnumpy(a)
+    if torch is not None and isinstance(a, torch.Tensor):
+        t = a.detach().contiguous().cpu()
+        if t.dtype == torch.bfloat16:  # NumPy has no bf16: its bits, as ml_dtypes' bfloat16
+            return t.view(torch.int16).numpy().view(jnp.bfloat16)
+        return t.numpy()
+    return np.asarray(a)
+
+
+def to_jax(a):
+    """The array on JAX's device, once, outside any clock: through DLPack where JAX can take
+    the buffer as it is (the same GPU), else copied there from the host (jax.device_put)."""
+    if a is None or jax is None:
+        return None
+    if is_jax(a):
+        return a
+    if JAX_DEVICE.platform == "gpu" and hasattr(a, "__dlpack__"):
+        try:
+            return jax.block_until_ready(jax.dlpack.from_dlpack(a))
+        except Exception:  # noqa: BLE001 - a dtype or layout DLPack does not carry: copy
+            pass
+    return jax.block_until_ready(jax.device_put(to_numpy(a), JAX_DEVICE))
 
 
 def to_cupy(a):
@@ -190,6 +344,11 @@ def to_cupy(a):
         if a.dtype == torch.bool:
             a = a.to(torch.uint8)
         return cp.from_dlpack(a)
+    if is_jax(a):
+        try:
+            return cp.from_dlpack(a)
+        except Exception:  # noqa: BLE001 - e.g. bool or a JAX on another device: via the host
+            return cp.asarray(to_numpy(a))
     return cp.asarray(a)
 
 
@@ -198,16 +357,44 @@ def to_torch(a):
         return None
     if isinstance(a, torch.Tensor):
         return a
+    if is_jax(a):
+        try:
+            return torch.from_dlpack(a)
+        except Exception:  # noqa: BLE001
+            return torch.from_numpy(to_numpy(a)).cuda()
     return torch.from_dlpack(a)
 
 
 def rel_err(out, ref):
     """max |out - ref| / max |ref| (in f64), or None if it cannot be computed; shape and dtype
-    mismatches are reported as strings."""
+    mismatches are reported as strings. Several outputs (a tuple): the largest of their
+    errors, each output against its own reference."""
     if out is None or ref is None:
         return None
+    if isinstance(out, (tuple, list)) or isinstance(ref, (tuple, list)):
+        if not (isinstance(out, (tuple, list)) and isinstance(ref, (tuple, list))) or \
+                len(out) != len(ref):
+            return "outputs: %s != %s" % (len(out) if isinstance(out, (tuple, list)) else 1,
+                                          len(ref) if isinstance(ref, (tuple, list)) else 1)
+        errs = [rel_err(o, r) for o, r in zip(out, ref)]
+        for e in errs:
+            if isinstance(e, str):
+                return e
+        errs = [e for e in errs if e is not None]
+        return max(errs) if errs else None
+    out, ref = widen_bf16(out), widen_bf16(ref)
     try:
-        if cp is not None:
+        if cp is None and torch is None:  # JAX alone: on the host
+            import numpy as np
+
+            a, r = to_numpy(out), to_numpy(ref)
+            if a.shape != r.shape:
+                return "shape %s != %s" % (a.shape, r.shape)
+            a = a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
+            r = r.astype(np.complex128 if r.dtype.kind == "c" else np.float64)
+            den = float(np.max(np.abs(r))) if r.size else 0.0
+            num = float(np.max(np.abs(a - r))) if r.size else 0.0
+        elif cp is not None:
             a, r = to_cupy(out), to_cupy(ref)
             if a.shape != r.shape:
                 return "shape %s != %s" % (a.shape, r.shape)
@@ -228,9 +415,23 @@ def rel_err(out, ref):
         return "compare failed: %s" % one_line(e)
 
 
+def widen_bf16(a):
+    """bf16 as f32 for the comparison (CuPy has no bf16 for DLPack to hand it)."""
+    try:
+        if torch is not None and isinstance(a, torch.Tensor) and a.dtype == torch.bfloat16:
+            return a.float()
+        if is_jax(a) and a.dtype == jnp.bfloat16:
+            return a.astype(jnp.float32)
+    except Exception:  # noqa: BLE001 - the comparison reports what fails
+        pass
+    return a
+
+
 def dtype_name(out):
     if out is None:
         return None
+    if isinstance(out, (tuple, list)):
+        return ", ".join(str(dtype_name(o)) for o in out)
     try:
         return str(out.dtype).replace("torch.", "")
     except Exception:  # noqa: BLE001
@@ -245,7 +446,7 @@ def dtype_name(out):
 
 
 class Workload:
-    def __init__(self, wid, desc, make, compare=True, flops=None):
+    def __init__(self, wid, desc, make, compare=True, flops=None, x64=False, post=None):
         self.id = wid
         self.desc = desc
         # the nominal floating-point operations at --scale 1, for GFLOP/s (compute-bound rows)
@@ -256,12 +457,31 @@ class Workload:
         # False where the peers' results cannot agree (random draws from different
         # generators): no reference, no max_rel_err.
         self.compare = compare
+        # True where JAX needs its 64-bit types (complex128, float64): on for its cell alone.
+        self.x64 = x64
+        # {peer: f(out) -> the value compared}: a form whose result is another encoding of
+        # the same figures (torch.batch_norm_stats' inverse std), converted outside the clock.
+        self.post = post or {}
 
 
 def fuse(name, fn):
     """cupy.fuse with an explicit kernel name: a lambda's own name, "<lambda>", is no C
     identifier and NVRTC rejects the kernel."""
     return cp.fuse(kernel_name=name)(fn)
+
+
+def jax_form(f, *arrays):
+    """The JAX cell's builder: jax.jit(f) over the arrays placed on JAX's device once (to_jax,
+    outside the clock; built inside the cell, so under jax_x64() where the workload needs it).
+    f's static parts (shapes, axes, constants) are Python values closed over."""
+    def build():
+        xs = [to_jax(a) for a in arrays]
+        g = jax.jit(f)
+        return lambda: g(*xs)
+    return build
+
+
+HIGHEST = "highest"  # jnp.matmul's precision: full f32 products, no TF32, as CuPy's
 
 
 def torch_compile(fn, static=False):
@@ -289,7 +509,8 @@ def w1_impls(x, static=False):
         tx, f = to_torch(x), torch_compile(t, static)
         return lambda: f(tx)
 
-    return {"cupy": cupy_fn, "cupy_fuse": fuse_fn, "torch": torch_fn, "torch_compile": compile_fn}
+    return {"cupy": cupy_fn, "cupy_fuse": fuse_fn, "torch": torch_fn, "torch_compile": compile_fn,
+            "jax": jax_form(lambda a: jnp.tanh(jnp.sin(a) + 0.1 * a), x)}
 
 
 def w6_impls(x, static=False):
@@ -323,6 +544,7 @@ def w6_impls(x, static=False):
         "cupy_fuse": fuse_fn,
         "torch": torch_fn,
         "torch_compile": compile_fn,
+        "jax": jax_form(lambda a: jnp.sqrt(jnp.sum(a * a, axis=1)), x),
         "cupy_op": cupy_op,
         "torch_op": torch_op,
     }
@@ -340,8 +562,8 @@ def make_i13_gelu(dtype):
     the chain in f32 and rounds once, so it differs from the others in the last bits."""
     def make(scale):
         n = max(1, (1 << 26) // scale)
-        if dtype == "float16":  # (cupy.random draws f32 and f64 only)
-            x = rand(n).astype(cp.float16)
+        if dtype == "float16" or torch is None:
+            x = rand(n, dtype)
         else:  # CuPy has no bf16: torch's
             x = torch.rand(n, device="cuda", dtype=torch.bfloat16)
 
@@ -365,7 +587,9 @@ def make_i13_gelu(dtype):
 
         impls = {"torch": torch_fn, "torch_compile": compile_fn}
         if dtype == "float16":
-            impls.update({"cupy": cupy_fn, "cupy_fuse": fuse_fn})
+            impls = {"cupy": cupy_fn, "cupy_fuse": fuse_fn, **impls}
+        # XLA, like torch.compile, may compute the chain in f32 and round once
+        impls["jax"] = jax_form(lambda a: g(jnp, a), x)
         return {"x": x}, impls, 4 * n
     return make
 
@@ -397,6 +621,7 @@ def make_w2(scale):
             "cupy_fuse": fuse_fn,
             "torch": torch_fn,
             "torch_compile": compile_fn,
+            "jax": jax_form(lambda a, b: a**2 + 2 * b, x, y),
         },
         12 * n,
     )
@@ -425,9 +650,20 @@ def make_w3(scale):
             "cupy_fuse": fuse_fn,
             "torch": torch_fn,
             "torch_compile": compile_fn,
+            "jax": jax_form(lambda a: jnp.sum(a), x),
         },
         4 * n,
     )
+
+
+def softmax_of(m, a, axis):
+    """exp(a - max(a)) / its sum along axis, in the NumPy-like module m (CuPy, jax.numpy) or
+    in torch (m is torch)."""
+    if torch is not None and m is torch:
+        e = torch.exp(a - a.amax(dim=axis, keepdim=True))
+        return e / e.sum(dim=axis, keepdim=True)
+    e = m.exp(a - a.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
 
 
 def make_w4(scale):
@@ -435,12 +671,13 @@ def make_w4(scale):
     x = rand((rows, 8192))
 
     def c(a):
-        e = cp.exp(a - a.max(axis=1, keepdims=True))
-        return e / e.sum(axis=1, keepdims=True)
+        return softmax_of(cp, a, 1)
 
     def t(a):
-        e = torch.exp(a - a.amax(dim=1, keepdim=True))
-        return e / e.sum(dim=1, keepdim=True)
+        return softmax_of(torch, a, 1)
+
+    def j(a):
+        return softmax_of(jnp, a, 1)
 
     def torch_fn():
         tx = to_torch(x)
@@ -457,7 +694,7 @@ def make_w4(scale):
     return (
         {"x": x},
         {"cupy": lambda: (lambda: c(x)), "torch": torch_fn, "torch_compile": compile_fn,
-         "torch_op": torch_op},
+         "jax": jax_form(j, x), "torch_op": torch_op},
         8 * rows * 8192,
     )
 
@@ -488,6 +725,7 @@ def make_w5(scale):
             "cupy_fuse": fuse_fn,
             "torch": torch_fn,
             "torch_compile": compile_fn,
+            "jax": jax_form(lambda a: jnp.where(a > 0.5, a, 0.1 * a), x),
         },
         8 * n,
     )
@@ -520,6 +758,7 @@ def make_w7(scale):
             "cupy": lambda: (lambda: (d - d.mean(axis=0)) / d.std(axis=0)),
             "torch": torch_fn,
             "torch_compile": compile_fn,
+            "jax": jax_form(lambda a: (a - a.mean(axis=0)) / a.std(axis=0), d),
         },
         12 * rows * 1024,
     )
@@ -532,42 +771,38 @@ def make_w8(scale):
         re = cp.linspace(-2.0, 0.5, side)
         im = cp.linspace(-1.25, 1.25, side)
         c = re[None, :] + im[:, None] * 1j
+    elif torch is None:  # JAX alone: NumPy's grid, placed in the JAX cell (x64 on there)
+        import numpy as np
+
+        c = np.linspace(-2.0, 0.5, side)[None, :] + np.linspace(-1.25, 1.25, side)[:, None] * 1j
     else:
         re = torch.linspace(-2.0, 0.5, side, dtype=torch.float64, device="cuda")
         im = torch.linspace(-1.25, 1.25, side, dtype=torch.float64, device="cuda")
         c = torch.complex(re[None, :].expand(side, side), im[:, None].expand(side, side))
 
-    def cupy_fn():
-        def run():
-            z = cp.zeros_like(c)
-            n = cp.zeros(c.shape, dtype=cp.int32)
-            for _ in range(steps):
-                b = cp.abs(z) <= 2
-                z = cp.where(b, z * z + c, z)
-                n = n + b
-            return n
-
-        return run
+    def mandelbrot(m, cc):
+        """The steps in the array module m (CuPy, torch, jax.numpy: eager in the first two,
+        traced once under jax.jit, 100 unrolled steps in one XLA computation)."""
+        z = m.zeros_like(cc)
+        n = m.zeros_like(cc, dtype=m.int32)
+        for _ in range(steps):
+            b = m.abs(z) <= 2
+            z = m.where(b, z * z + cc, z)
+            n = n + b
+        return n
 
     def torch_fn():
         tc = to_torch(c)
-
-        def run():
-            z = torch.zeros_like(tc)
-            n = torch.zeros(tc.shape, dtype=torch.int32, device=tc.device)
-            for _ in range(steps):
-                b = torch.abs(z) <= 2
-                z = torch.where(b, z * z + tc, z)
-                n = n + b
-            return n
-
-        return run
+        return lambda: mandelbrot(torch, tc)
 
     def no_compile():
         raise NotImplementedError("skipped: complex128 is outside Inductor's code generation "
                                   "(graph breaks, 100 unrolled steps)")
 
-    return ({"c": c}, {"cupy": cupy_fn, "torch": torch_fn, "torch_compile": no_compile}, None)
+    # JAX: complex128 with x64 on (Workload.x64)
+    return ({"c": c}, {"cupy": lambda: (lambda: mandelbrot(cp, c)), "torch": torch_fn,
+                       "torch_compile": no_compile,
+                       "jax": jax_form(lambda cc: mandelbrot(jnp, cc), c)}, None)
 
 
 def make_w9(scale):
@@ -607,9 +842,16 @@ def make_w9(scale):
         tx, f = to_torch(x), torch_compile(t)
         return lambda: f(tx)
 
+    def j(a):  # the .fc program's form: a symmetric pad, nine shifted slices, / 9
+        p = jnp.pad(a, 1, mode="symmetric")
+        s = (p[:-2, :-2] + p[:-2, 1:-1] + p[:-2, 2:] + p[1:-1, :-2] + p[1:-1, 1:-1]
+             + p[1:-1, 2:] + p[2:, :-2] + p[2:, 1:-1] + p[2:, 2:])
+        return s / 9
+
     return (
         {"x": x},
-        {"cupy": cupy_fn, "torch": torch_fn, "torch_compile": compile_fn, "cupy_expr": cupy_expr},
+        {"cupy": cupy_fn, "torch": torch_fn, "torch_compile": compile_fn,
+         "jax": jax_form(j, x), "cupy_expr": cupy_expr},
         8 * side * side,
     )
 
@@ -640,6 +882,7 @@ def make_w10(scale):
             "cupy_fuse": fuse_fn,
             "torch": torch_fn,
             "torch_compile": compile_fn,
+            "jax": jax_form(lambda a, b: 2 * a + b, x, y),
         },
         12 * n,
     )
@@ -673,6 +916,7 @@ def make_w11(scale):
             "cupy_fuse": fuse_fn,
             "torch": torch_fn,
             "torch_compile": compile_fn,
+            "jax": jax_form(lambda a, b: (a * b[None, :]).mean(axis=0), x, w),
         },
         4 * rows * 4096 + 4 * 4096 + 4 * 4096,
     )
@@ -686,7 +930,9 @@ def make_w12_matmul(scale):
         ta, tb = to_torch(a), to_torch(b)
         return lambda: torch.matmul(ta, tb)
 
-    return ({"a": a, "b": b}, {"cupy": lambda: (lambda: cp.matmul(a, b)), "torch": torch_fn},
+    return ({"a": a, "b": b}, {"cupy": lambda: (lambda: cp.matmul(a, b)), "torch": torch_fn,
+                               "jax": jax_form(lambda u, v: jnp.matmul(u, v, precision=HIGHEST),
+                                               a, b)},
             None)
 
 
@@ -698,7 +944,8 @@ def make_w12_fft(scale):
         tx = to_torch(x)
         return lambda: torch.fft.ifft(torch.fft.fft(tx))
 
-    return ({"x": x}, {"cupy": lambda: (lambda: cp.fft.ifft(cp.fft.fft(x))), "torch": torch_fn},
+    return ({"x": x}, {"cupy": lambda: (lambda: cp.fft.ifft(cp.fft.fft(x))), "torch": torch_fn,
+                       "jax": jax_form(lambda a: jnp.fft.ifft(jnp.fft.fft(a)), x)},
             None)
 
 
@@ -717,7 +964,8 @@ def make_i11_cumsum(scale):
     # No cupy.fuse: it has no scan.
     return (
         {"x": x},
-        {"cupy": lambda: (lambda: cp.cumsum(x)), "torch": torch_fn, "torch_compile": compile_fn},
+        {"cupy": lambda: (lambda: cp.cumsum(x)), "torch": torch_fn, "torch_compile": compile_fn,
+         "jax": jax_form(lambda a: jnp.cumsum(a), x)},
         8 * n,
     )
 
@@ -732,8 +980,14 @@ def make_i11_normal(scale):
     def torch_fn():
         return lambda: torch.randn(n, dtype=torch.float32, device="cuda")
 
+    def jax_fn():
+        # jax.random's threefry draws from a key made once, outside the clock
+        key = jax.device_put(getattr(jax.random, "key", jax.random.PRNGKey)(7), JAX_DEVICE)
+        f = jax.jit(lambda k: jax.random.normal(k, (n,), dtype=jnp.float32))
+        return lambda: f(key)
+
     # No inputs; the floor is the output written once. No cupy.fuse, no torch.compile.
-    return {}, {"cupy": cupy_fn, "torch": torch_fn}, 4 * n
+    return {}, {"cupy": cupy_fn, "torch": torch_fn, "jax": jax_fn}, 4 * n
 
 
 def make_i11_compress(scale):
@@ -746,8 +1000,13 @@ def make_i11_compress(scale):
         tx = to_torch(x)
         return lambda: tx[tx > 0.5]
 
+    def jax_fn():
+        raise NotImplementedError("skipped: a result whose shape depends on the data is "
+                                  "outside jax.jit")
+
     # torch.compile breaks its graph at a data-dependent shape: no compiled form
-    return {"x": x}, {"cupy": lambda: (lambda: x[x > 0.5]), "torch": torch_fn}, 4 * n + 4 * m
+    return {"x": x}, {"cupy": lambda: (lambda: x[x > 0.5]), "torch": torch_fn,
+                      "jax": jax_fn}, 4 * n + 4 * m
 
 
 def make_i11_take(scale):
@@ -756,8 +1015,12 @@ def make_i11_take(scale):
     x = rand(n)
     if cp is not None:
         i = cp.random.RandomState(11).randint(0, n, m, dtype=cp.int32)
-    else:
+    elif torch is not None:
         i = torch.randint(0, n, (m,), device="cuda", dtype=torch.int32)
+    else:
+        import numpy as np
+
+        i = np.random.default_rng(11).integers(0, n, m, dtype=np.int32)
 
     # torch gathers by int64 indices: converted once, outside the timed call
     def torch_fn():
@@ -769,17 +1032,23 @@ def make_i11_take(scale):
         return lambda: f(tx, ti)
 
     # floor: indices and output once, one 32-byte sector of x per element gathered
+    # jnp.take's default mode fills out-of-range indices (there are none here)
     return ({"x": x, "i": i},
             {"cupy": lambda: (lambda: cp.take(x, i)), "torch": torch_fn,
-             "torch_compile": compile_fn}, 40 * m)
+             "torch_compile": compile_fn, "jax": jax_form(lambda a, b: jnp.take(a, b), x, i)},
+            40 * m)
 
 
 def make_i11_scatter_add(scale):
     n = max(1, (1 << 26) // scale)
     if cp is not None:
         i = cp.random.RandomState(12).randint(0, 1024, n, dtype=cp.int32)
-    else:
+    elif torch is not None:
         i = torch.randint(0, 1024, (n,), device="cuda", dtype=torch.int32)
+    else:
+        import numpy as np
+
+        i = np.random.default_rng(12).integers(0, 1024, n, dtype=np.int32)
 
     # np.add.at(zeros, i, 1): cupyx.scatter_add (atomics); torch's index_add_ by int64 indices
     # (converted once, outside the timed call)
@@ -798,8 +1067,13 @@ def make_i11_scatter_add(scale):
                           .index_add_(0, t, torch.ones_like(t)))
         return lambda: f(ti)
 
+    # JAX: the counts in int32 (x64 is off; no count comes near 2^31), np.add.at's form
+    def j(b):
+        return jnp.zeros(1024, dtype=jnp.int32).at[b].add(1)
+
     # floor: the indices once
-    return ({"i": i}, {"cupy": cupy_fn, "torch": torch_fn, "torch_compile": compile_fn}, 4 * n)
+    return ({"i": i}, {"cupy": cupy_fn, "torch": torch_fn, "torch_compile": compile_fn,
+                       "jax": jax_form(j, i)}, 4 * n)
 
 
 def make_i11_sort(scale):
@@ -811,7 +1085,8 @@ def make_i11_sort(scale):
         return lambda: torch.sort(tx, stable=True)[0]
 
     # floor: the keys read once and the result written once
-    return {"x": x}, {"cupy": lambda: (lambda: cp.sort(x)), "torch": torch_fn}, 8 * n
+    return {"x": x}, {"cupy": lambda: (lambda: cp.sort(x)), "torch": torch_fn,
+                      "jax": jax_form(lambda a: jnp.sort(a), x)}, 8 * n
 
 
 def make_i11_argsort(scale):
@@ -822,8 +1097,10 @@ def make_i11_argsort(scale):
         tx = to_torch(x)
         return lambda: torch.argsort(tx, stable=True)
 
-    # floor: the keys read once and the int64 positions written once
-    return {"x": x}, {"cupy": lambda: (lambda: cp.argsort(x)), "torch": torch_fn}, 12 * n
+    # floor: the keys read once and the int64 positions written once (JAX's are int32: x64
+    # is off)
+    return {"x": x}, {"cupy": lambda: (lambda: cp.argsort(x)), "torch": torch_fn,
+                      "jax": jax_form(lambda a: jnp.argsort(a, stable=True), x)}, 12 * n
 
 
 # ---- issue 12: library calls (cuSOLVER, cuFFT, cuSPARSE, cuBLAS) ---------------------------
@@ -841,6 +1118,10 @@ def eye_like(n, a):
     """n x n identity in a's library and dtype."""
     if cp is not None and isinstance(a, cp.ndarray):
         return cp.eye(n, dtype=a.dtype)
+    if is_jax(a) or not (torch is not None and isinstance(a, torch.Tensor)):
+        import numpy as np
+
+        return np.eye(n, dtype=a.dtype)
     return torch.eye(n, dtype=a.dtype, device="cuda")
 
 
@@ -857,7 +1138,9 @@ def make_i12_solve(scale):
         return lambda: torch.linalg.solve(ta, tb)
 
     return ({"a": a, "b": b}, {"cupy": lambda: (lambda: cp.linalg.solve(a, b)),
-                               "torch": torch_fn}, None)
+                               "torch": torch_fn,
+                               "jax": jax_form(lambda u, v: jnp.linalg.solve(u, v), a, b)},
+            None)
 
 
 def make_i12_svd(scale):
@@ -876,7 +1159,9 @@ def make_i12_svd(scale):
         ta = to_torch(a)
         return lambda: torch.linalg.svd(ta, driver="gesvd")[1]
 
+    # JAX: U, S and V^T computed (jnp.linalg.svd's defaults), S returned
     return ({"a": a}, {"cupy": lambda: (lambda: cp.linalg.svd(a)[1]), "torch": torch_fn,
+                       "jax": jax_form(lambda u: jnp.linalg.svd(u)[1], a),
                        "torch_gesvd": torch_gesvd}, None)
 
 
@@ -891,7 +1176,9 @@ def make_i12_cholesky(scale):
         ta = to_torch(a)
         return lambda: torch.linalg.cholesky(ta)
 
-    return ({"a": a}, {"cupy": lambda: (lambda: cp.linalg.cholesky(a)), "torch": torch_fn},
+    # JAX: f64 (Workload.x64)
+    return ({"a": a}, {"cupy": lambda: (lambda: cp.linalg.cholesky(a)), "torch": torch_fn,
+                       "jax": jax_form(lambda u: jnp.linalg.cholesky(u), a)},
             None)
 
 
@@ -904,7 +1191,8 @@ def make_i12_rfft(scale):
         return lambda: torch.fft.rfft(tx)
 
     # floor: x read once, the n // 2 + 1 c64 values written once
-    return ({"x": x}, {"cupy": lambda: (lambda: cp.fft.rfft(x)), "torch": torch_fn},
+    return ({"x": x}, {"cupy": lambda: (lambda: cp.fft.rfft(x)), "torch": torch_fn,
+                       "jax": jax_form(lambda a: jnp.fft.rfft(a), x)},
             4 * n + 8 * (n // 2 + 1))
 
 
@@ -917,7 +1205,8 @@ def make_i12_fft2(scale):
         return lambda: torch.fft.fft2(tx)
 
     # floor: x read once, the spectrum written once
-    return ({"x": x}, {"cupy": lambda: (lambda: cp.fft.fft2(x)), "torch": torch_fn},
+    return ({"x": x}, {"cupy": lambda: (lambda: cp.fft.fft2(x)), "torch": torch_fn,
+                       "jax": jax_form(lambda a: jnp.fft.fft2(a), x)},
             16 * side * side)
 
 
@@ -938,8 +1227,12 @@ def make_i12_matmul_bias_relu(scale):
         f = torch_compile(lambda x, y, z: torch.relu(x @ y + z))
         return lambda: f(ta, tb, tbias)
 
+    def j(x, y, z):
+        return jax.nn.relu(jnp.matmul(x, y, precision=HIGHEST) + z)
+
     return ({"a": a, "b": b, "bias": bias},
-            {"cupy": cupy_fn, "torch": torch_fn, "torch_compile": compile_fn}, None)
+            {"cupy": cupy_fn, "torch": torch_fn, "torch_compile": compile_fn,
+             "jax": jax_form(j, a, b, bias)}, None)
 
 
 def make_i12_matmul_bias_gelu(scale):
@@ -965,8 +1258,12 @@ def make_i12_matmul_bias_gelu(scale):
         f = torch_compile(lambda x, y, z: gelu(x @ y + z, approximate="tanh"))
         return lambda: f(ta, tb, tbias)
 
+    def j(x, y, z):
+        return jax.nn.gelu(jnp.matmul(x, y, precision=HIGHEST) + z, approximate=True)
+
     return ({"a": a, "b": b, "bias": bias},
-            {"cupy": cupy_fn, "torch": torch_fn, "torch_compile": compile_fn}, None)
+            {"cupy": cupy_fn, "torch": torch_fn, "torch_compile": compile_fn,
+             "jax": jax_form(j, a, b, bias)}, None)
 
 
 def make_i12_spmv(scale):
@@ -984,6 +1281,16 @@ def make_i12_spmv(scale):
         key = None
         indptr = cp.zeros(n + 1, dtype=cp.int32)
         indptr[1:] = cp.cumsum(cp.bincount(rows, minlength=n)).astype(cp.int32)
+    elif torch is None:  # JAX alone: NumPy's (placed by the JAX cell)
+        import numpy as np
+
+        rs = np.random.default_rng(15)
+        key = np.sort(rs.integers(0, n, nnz) * n + rs.integers(0, n, nnz))
+        rows = (key // n).astype(np.int32)
+        cols = (key % n).astype(np.int32)
+        key = None
+        indptr = np.zeros(n + 1, dtype=np.int32)
+        indptr[1:] = np.cumsum(np.bincount(rows, minlength=n))
     else:
         g = torch.Generator(device="cuda").manual_seed(15)
         key = (torch.randint(0, n, (nnz,), device="cuda", generator=g) * n
@@ -1009,10 +1316,19 @@ def make_i12_spmv(scale):
         tx = to_torch(x)
         return lambda: torch.mv(m, tx)
 
+    def jax_fn():
+        # jax.experimental.sparse's BCSR (its GPU product is cuSPARSE's where JAX has it)
+        from jax.experimental import sparse as jsparse
+
+        m = jsparse.BCSR((to_jax(vals), to_jax(cols), to_jax(indptr)), shape=(n, n))
+        xj = to_jax(x)
+        f = jax.jit(lambda mm, v: mm @ v)
+        return lambda: f(m, xj)
+
     # floor: values and column indices once, row offsets once, x once (its random gathers hit
     # the L2 mostly: x is 64 MiB), y written once
     return ({"vals": vals, "cols": cols, "indptr": indptr, "x": x},
-            {"cupy": cupy_fn, "torch": torch_fn}, 8 * nnz + 4 * (n + 1) + 8 * n)
+            {"cupy": cupy_fn, "torch": torch_fn, "jax": jax_fn}, 8 * nnz + 4 * (n + 1) + 8 * n)
 
 
 def make_i12_convolve2d(kside):
@@ -1037,11 +1353,263 @@ def make_i12_convolve2d(kside):
                                         w)[0, 0]
             return lambda: F.conv2d(tx[None, None], w, padding=p)[0, 0]
 
+        def j(a, w):
+            # jax.scipy.signal.convolve2d has the 'fill' boundary only: 3x3 'symm' is a
+            # symmetric pad of 1, then 'valid'; full f32 products (no TF32)
+            from jax.scipy import signal as jsignal
+
+            if kside == 3:
+                return jsignal.convolve2d(jnp.pad(a, 1, mode="symmetric"), w, mode="valid",
+                                          precision=HIGHEST)
+            return jsignal.convolve2d(a, w, mode="same", precision=HIGHEST)
+
         # floor: x and k read once, the result written once
-        return ({"x": x, "k": k}, {"cupy": cupy_fn, "torch": torch_fn},
+        return ({"x": x, "k": k}, {"cupy": cupy_fn, "torch": torch_fn, "jax": jax_form(j, x, k)},
                 4 * (2 * side * side + kside * kside))
 
     return make
+
+
+# ---- issue 13: reductions and broadcasts of every shape, next to XLA ------------------------
+# Each row's program is bench/fc/i13_*.fc; the floor bytes are bench/fusec_runs.py's (the
+# comment at each). Results of several outputs are tuples, compared output by output.
+
+
+def forms(args, cupy_f=None, fuse_f=None, fuse_name=None, torch_f=None, jax_f=None, extra=None):
+    """The usual cells of a workload: CuPy eager cupy_f(*args); cupy.fuse of fuse_f; PyTorch
+    eager torch_f on the same arrays (DLPack) and torch.compile of it; JAX jax.jit of jax_f;
+    then `extra`, a dict of more builders (library forms, cupy.fuse of views)."""
+    impls = {}
+    if cupy_f is not None:
+        impls["cupy"] = lambda: (lambda: cupy_f(*args))
+    if fuse_f is not None:
+        def fuse_fn():
+            f = fuse(fuse_name, fuse_f)
+            return lambda: f(*args)
+        impls["cupy_fuse"] = fuse_fn
+    if torch_f is not None:
+        def torch_fn():
+            ts = [to_torch(a) for a in args]
+            return lambda: torch_f(*ts)
+
+        def compile_fn():
+            ts = [to_torch(a) for a in args]
+            f = torch_compile(torch_f)
+            return lambda: f(*ts)
+        impls["torch"] = torch_fn
+        impls["torch_compile"] = compile_fn
+    if jax_f is not None:
+        impls["jax"] = jax_form(jax_f, *args)
+    impls.update(extra or {})
+    return impls
+
+
+def make_i13_layernorm(length):
+    """Layer norm over rows of `length` f32 (2^26 elements in all), with a weight and a bias
+    over the row, eps 1e-5: (x - mean) / sqrt(var + eps) * w + b, the variance biased."""
+    def make(scale):
+        rows = max(1, (1 << 26) // length // scale)
+        x, w, b = rand((rows, length)), rand(length), rand(length)
+
+        def c(a, u, v):  # CuPy and jax.numpy
+            m = cp if cp is not None and isinstance(a, cp.ndarray) else jnp
+            mu = a.mean(axis=1, keepdims=True)
+            return (a - mu) / m.sqrt(a.var(axis=1, keepdims=True) + 1e-5) * u + v
+
+        def t(a, u, v):
+            mu = a.mean(dim=1, keepdim=True)
+            return (a - mu) / torch.sqrt(a.var(dim=1, keepdim=True, correction=0) + 1e-5) * u + v
+
+        def torch_op():
+            ts = [to_torch(a) for a in (x, w, b)]
+            return lambda: F.layer_norm(ts[0], (length,), ts[1], ts[2], eps=1e-5)
+
+        # floor: x read twice (issue 13's floor for a row chain: the input read at most
+        # twice), y written once, w and b read once
+        return ({"x": x, "w": w, "b": b},
+                forms((x, w, b), cupy_f=c, torch_f=t, jax_f=c, extra={"torch_op": torch_op}),
+                12 * rows * length + 8 * length)
+    return make
+
+
+def make_i13_bn_stats(scale):
+    """Batch-norm statistics: the mean and the biased variance of each channel of an f32
+    [N, C, L] = [64, 256, 4096] array over axes (0, 2)."""
+    length = max(16, 4096 // scale)
+    x = rand((64, 256, length))
+
+    def t(a):
+        return a.mean(dim=(0, 2)), a.var(dim=(0, 2), correction=0)
+
+    def torch_op():
+        # torch's batch_norm's own statistics kernel (training mode): the mean and the inverse
+        # standard deviation; compared as the variance (Workload.post)
+        tx = to_torch(x)
+        return lambda: torch.batch_norm_stats(tx, 1e-5)
+
+    def torch_var_mean():
+        tx = to_torch(x)
+
+        def f():
+            v, m = torch.var_mean(tx, dim=(0, 2), correction=0)
+            return m, v
+        return f
+
+    # floor: x read once, the two C-vectors written once
+    return ({"x": x},
+            forms((x,), cupy_f=lambda a: (a.mean(axis=(0, 2)), a.var(axis=(0, 2))), torch_f=t,
+                  jax_f=lambda a: (a.mean(axis=(0, 2)), a.var(axis=(0, 2))),
+                  extra={"torch_op": torch_op, "torch_var_mean": torch_var_mean}),
+            4 * 64 * 256 * length + 8 * 256)
+
+
+def bn_stats_as_var(out):
+    """torch.batch_norm_stats' (mean, 1 / sqrt(var + eps)) as (mean, var)."""
+    mean, invstd = out
+    return mean, 1.0 / (invstd.double() ** 2) - 1e-5
+
+
+def make_i13_col_softmax(scale):
+    """Softmax over axis 0 of an f32 8192 x 8192 matrix."""
+    rows = max(2, 8192 // scale)
+    x = rand((rows, 8192))
+
+    def torch_op():
+        tx = to_torch(x)
+        return lambda: torch.softmax(tx, dim=0)
+
+    # floor: x read twice (a column does not fit on chip: the reductions, then the
+    # normalisation), y written once (W7's floor)
+    return ({"x": x}, forms((x,), cupy_f=lambda a: softmax_of(cp, a, 0),
+                            torch_f=lambda a: softmax_of(torch, a, 0),
+                            jax_f=lambda a: softmax_of(jnp, a, 0),
+                            extra={"torch_op": torch_op}),
+            12 * rows * 8192)
+
+
+def make_i13_argmax_rows(scale):
+    """The index of each row's maximum, f32 16384 x 4096."""
+    rows = max(1, 16384 // scale)
+    x = rand((rows, 4096))
+    # floor: x read once, the int64 indices written once (JAX's are int32: x64 is off)
+    return ({"x": x},
+            forms((x,), cupy_f=lambda a: cp.argmax(a, axis=1),
+                  torch_f=lambda a: torch.argmax(a, dim=1),
+                  jax_f=lambda a: jnp.argmax(a, axis=1)),
+            4 * rows * 4096 + 8 * rows)
+
+
+def adam_step(m, p, g, mo, v):
+    """The I13_adam step in the array module m: (p, m, v) new, p from the new m and v."""
+    m1 = 0.9 * mo + 0.1 * g
+    v1 = 0.999 * v + 0.001 * (g * g)
+    return p - 0.001 * m1 / (m.sqrt(v1) + 1e-8), m1, v1
+
+
+def make_i13_adam(scale):
+    """An Adam-like step over 2^26 f32 parameters: three outputs, p computed from m and v."""
+    n = max(1, (1 << 26) // scale)
+    p, g, mo, v = rand(n), rand(n), rand(n), rand(n)
+    # floor: p, g, m and v read once, the new p, m and v written once
+    return ({"p": p, "g": g, "m": mo, "v": v},
+            forms((p, g, mo, v), cupy_f=lambda a, b, c, d: adam_step(cp, a, b, c, d),
+                  fuse_f=lambda a, b, c, d: adam_step(cp, a, b, c, d),
+                  fuse_name="fc_bench_i13_adam",
+                  torch_f=lambda a, b, c, d: adam_step(torch, a, b, c, d),
+                  jax_f=lambda a, b, c, d: adam_step(jnp, a, b, c, d)),
+            28 * n)
+
+
+def make_i13_outer(scale):
+    """a[:, None] * b[None, :] of two f32 8192-vectors: 256 MiB written."""
+    n = max(16, 8192 // int(math.sqrt(scale)))
+    a, b = rand(n), rand(n)
+
+    def fuse_fn():  # cupy.fuse takes no subscripts: the two broadcast views are its arguments
+        f = fuse("fc_bench_i13_outer", lambda u, w: u * w)
+        u, w = a[:, None], b[None, :]
+        return lambda: f(u, w)
+
+    # floor: a and b read once, the n x n product written once
+    return ({"a": a, "b": b},
+            forms((a, b), cupy_f=lambda u, w: u[:, None] * w[None, :],
+                  torch_f=lambda u, w: u[:, None] * w[None, :],
+                  jax_f=lambda u, w: u[:, None] * w[None, :], extra={"cupy_fuse": fuse_fn}),
+            4 * n * n + 8 * n)
+
+
+def make_i13_transpose_ew(scale):
+    """2 * x.transpose(0, 2, 1) + 1 of an f32 [64, 1024, 1024] array. Every peer's result is
+    C-contiguous, as fusec's and XLA's are: CuPy and PyTorch eager (and Inductor, which follows
+    eager's strides) would otherwise give the input's own layout and skip the transpose, so
+    their forms end in ascontiguousarray / contiguous(), a no-op where the result already is."""
+    batch = max(1, 64 // scale)
+    side = 1024 if scale <= 64 else max(16, 1024 // int(math.sqrt(scale // 64)))
+    x = rand((batch, side, side))
+
+    def fuse_fn():
+        f = fuse("fc_bench_i13_transpose", lambda a: 2 * a + 1)
+        xt = x.transpose(0, 2, 1)
+        return lambda: cp.ascontiguousarray(f(xt))
+
+    # floor: x read once, y written once
+    return ({"x": x},
+            forms((x,), cupy_f=lambda a: cp.ascontiguousarray(2 * a.transpose(0, 2, 1) + 1),
+                  torch_f=lambda a: (2 * a.transpose(1, 2) + 1).contiguous(),
+                  jax_f=lambda a: 2 * jnp.transpose(a, (0, 2, 1)) + 1,
+                  extra={"cupy_fuse": fuse_fn}),
+            8 * batch * side * side)
+
+
+def make_i13_mean_std_rows(scale):
+    """The mean and the (biased) standard deviation of each row of f32 1024 x 65536."""
+    rows = max(1, 1024 // scale)
+    x = rand((rows, 65536))
+
+    def torch_op():
+        tx = to_torch(x)
+
+        def f():
+            sd, mu = torch.std_mean(tx, dim=1, correction=0)
+            return mu, sd
+        return f
+
+    # floor: x read once, the two row vectors written once
+    return ({"x": x},
+            forms((x,), cupy_f=lambda a: (a.mean(axis=1), a.std(axis=1)),
+                  torch_f=lambda a: (a.mean(dim=1), a.std(dim=1, correction=0)),
+                  jax_f=lambda a: (a.mean(axis=1), a.std(axis=1)),
+                  extra={"torch_op": torch_op}),
+            4 * rows * 65536 + 8 * rows)
+
+
+def laplacian(u):
+    """The 5-point Laplacian of u's interior from shifted slices (any array module)."""
+    return u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:] - 4 * u[1:-1, 1:-1]
+
+
+def make_i13_laplacian(scale):
+    """The 5-point Laplacian of an f32 8192 x 8192 grid's interior (8190 x 8190 out)."""
+    side = max(16, 8192 // int(math.sqrt(scale)))
+    u = rand((side, side))
+
+    def fuse_fn():  # the five shifted views are cupy.fuse's arguments
+        f = fuse("fc_bench_i13_laplacian", lambda n, s, w, e, c: n + s + w + e - 4 * c)
+        views = (u[:-2, 1:-1], u[2:, 1:-1], u[1:-1, :-2], u[1:-1, 2:], u[1:-1, 1:-1])
+        return lambda: f(*views)
+
+    def torch_op():
+        # cuDNN: conv2d with the 5-point kernel (symmetric, so correlation = convolution)
+        tu = to_torch(u)
+        k = torch.tensor([[0.0, 1.0, 0.0], [1.0, -4.0, 1.0], [0.0, 1.0, 0.0]],
+                         dtype=tu.dtype, device=tu.device)[None, None]
+        return lambda: F.conv2d(tu[None, None], k)[0, 0]
+
+    # floor: u read once, the interior's Laplacian written once
+    return ({"u": u},
+            forms((u,), cupy_f=laplacian, torch_f=laplacian, jax_f=laplacian,
+                  extra={"cupy_fuse": fuse_fn, "torch_op": torch_op}),
+            4 * side * side + 4 * (side - 2) * (side - 2))
 
 
 WORKLOADS = [
@@ -1052,7 +1620,7 @@ WORKLOADS = [
     Workload("W5", "where(x > 0.5, x, 0.1*x), f32 2^26", make_w5),
     Workload("W6", "sqrt(sum(x*x, axis=1)), f32 16384x4096", make_w6),
     Workload("W7", "(d - mean(d,0)) / std(d,0), f32 65536x1024", make_w7),
-    Workload("W8", "Mandelbrot 100 steps, c128 2048x2048", make_w8),
+    Workload("W8", "Mandelbrot 100 steps, c128 2048x2048", make_w8, x64=True),
     Workload("W9", "3x3 box blur, symmetric boundary, f32 4096x4096", make_w9),
     Workload("W10", "2*x + y, f32 2^26", make_w10),
     Workload("W11", "mean(x * w[None,:], axis=0), f32 4096x4096", make_w11),
@@ -1067,15 +1635,36 @@ WORKLOADS = [
              make_i11_scatter_add),
     Workload("I11_sort", "sort of f32 2^26", make_i11_sort),
     Workload("I11_argsort", "argsort of f32 2^24", make_i11_argsort),
-    # issue 12: library calls
+    # issue 13: half precision
     Workload("I13_gelu_f16", "GELU-like tanh chain, f16 2^26", make_i13_gelu("float16")),
     Workload("I13_gelu_bf16", "GELU-like tanh chain, bf16 2^26", make_i13_gelu("bfloat16")),
+    # issue 13: reductions and broadcasts of every shape
+    Workload("I13_layernorm_1k", "layer norm, rows of 1024 f32, 65536 rows",
+             make_i13_layernorm(1024)),
+    Workload("I13_layernorm_4k", "layer norm, rows of 4096 f32, 16384 rows",
+             make_i13_layernorm(4096)),
+    Workload("I13_layernorm_16k", "layer norm, rows of 16384 f32, 4096 rows",
+             make_i13_layernorm(16384)),
+    Workload("I13_layernorm_32k", "layer norm, rows of 32768 f32, 2048 rows",
+             make_i13_layernorm(32768)),
+    Workload("I13_bn_stats", "mean and var over axes (0, 2), f32 [64, 256, 4096]",
+             make_i13_bn_stats, post={"torch_op": bn_stats_as_var}),
+    Workload("I13_col_softmax", "softmax over axis 0, f32 8192x8192", make_i13_col_softmax),
+    Workload("I13_argmax_rows", "argmax(x, axis=1), f32 16384x4096", make_i13_argmax_rows),
+    Workload("I13_adam", "Adam-like step, p, m, v out, f32 2^26", make_i13_adam),
+    Workload("I13_outer", "a[:, None] * b[None, :], f32 8192 x 8192 out", make_i13_outer),
+    Workload("I13_transpose_ew", "2 * x.transpose(0, 2, 1) + 1, f32 [64, 1024, 1024]",
+             make_i13_transpose_ew),
+    Workload("I13_mean_std_rows", "mean and std of rows, f32 1024x65536",
+             make_i13_mean_std_rows),
+    Workload("I13_laplacian", "5-point Laplacian, f32 8192x8192", make_i13_laplacian),
+    # issue 12: library calls
     Workload("I12_solve", "linalg.solve, f32 4096 x 4096, one right-hand side",
              make_i12_solve, flops=2 * 4096**3 // 3 + 2 * 4096**2),
     Workload("I12_svd", "linalg.svd (U, S, V^T), f32 1024 x 1024", make_i12_svd,
              flops=21 * 1024**3),
     Workload("I12_cholesky", "linalg.cholesky, f64 8192 x 8192", make_i12_cholesky,
-             flops=8192**3 // 3),
+             flops=8192**3 // 3, x64=True),
     Workload("I12_rfft", "rfft, f32 2^26", make_i12_rfft),
     Workload("I12_fft2", "fft2, c64 8192 x 8192", make_i12_fft2),
     Workload("I12_matmul_bias_relu", "relu(a @ b + bias), f32 4096^3",
@@ -1092,7 +1681,8 @@ WORKLOADS = [
 ]
 
 LIB_OF = {"cupy": "cupy", "cupy_fuse": "cupy", "cupy_op": "cupy", "cupy_expr": "cupy",
-          "torch": "torch", "torch_compile": "torch", "torch_op": "torch", "torch_gesvd": "torch"}
+          "torch": "torch", "torch_compile": "torch", "torch_op": "torch", "torch_gesvd": "torch",
+          "torch_var_mean": "torch", "jax": "jax"}
 
 
 class Run:
@@ -1113,11 +1703,14 @@ class Run:
         log("  ERROR " + line)
 
 
-def run_cell(run, where, peer, builder, warmup, runs, ref):
-    """Times one (workload, peer) cell. Never raises: failures give a cell with a null time."""
+def run_cell(run, where, peer, builder, warmup, runs, ref, x64=False, post=None):
+    """Times one (workload, peer) cell. Never raises: failures give a cell with a null time.
+    x64: JAX's 64-bit types on for this cell (a JAX cell only); post: applied to the result
+    before the comparison, outside the clock. Returns the cell and the (post-applied) result."""
     cell = {"median_ms": None, "min_ms": None, "max_ms": None, "error": None}
     lib = LIB_OF.get(peer, peer)
-    if (lib == "cupy" and cp is None) or (lib == "torch" and torch is None):
+    if (lib == "cupy" and cp is None) or (lib == "torch" and torch is None) or \
+            (lib == "jax" and jax is None):
         cell["error"] = LIB_ERRORS.get(lib, "%s unavailable" % lib)
         cell["skipped"] = True
         return cell, None
@@ -1128,15 +1721,21 @@ def run_cell(run, where, peer, builder, warmup, runs, ref):
         return cell, None
     out = None
     try:
-        fn = builder()
-        stats, out = time_gpu(fn, lib, warmup, runs)
-        cell.update(stats)
-        if peer == "torch_compile":
-            # The first call traced and compiled; that is torch.compile's compile time.
-            cell["compile_s"] = stats["first_call_ms"] / 1e3
-        cell["dtype"] = dtype_name(out)
-        if ref is not None:
-            cell["max_rel_err"] = rel_err(out, ref)
+        with (jax_x64() if lib == "jax" and x64 else contextlib.nullcontext()):
+            fn = builder()
+            if lib == "jax":
+                stats, out = time_jax(fn, warmup, runs, run.args.jax_batch)
+            else:
+                stats, out = time_gpu(fn, lib, warmup, runs)
+            cell.update(stats)
+            if peer in ("torch_compile", "jax"):
+                # The first call traced and compiled: torch.compile's, XLA's compile time.
+                cell["compile_s"] = stats["first_call_ms"] / 1e3
+            if post is not None:
+                out = post(out)
+            cell["dtype"] = dtype_name(out)
+            if ref is not None:
+                cell["max_rel_err"] = rel_err(out, ref)
     except NotImplementedError as e:
         cell["error"] = str(e)
         cell["skipped"] = True
@@ -1164,8 +1763,8 @@ def bench_workloads(run, res):
     args = run.args
     want = set(args.only.split(",")) if args.only else None
     peers_wanted = set(args.peers.split(",")) if args.peers else None
-    if cp is None and torch is None:
-        run.error("workloads", "skipped: neither CuPy nor PyTorch can run")
+    if cp is None and torch is None and jax is None:
+        run.error("workloads", "skipped: neither CuPy, PyTorch nor JAX can run")
         return
     for w in WORKLOADS:
         if want and w.id not in want and w.id.split("_")[0] not in want:
@@ -1179,7 +1778,7 @@ def bench_workloads(run, res):
             continue
         try:
             inputs, impls, floor_bytes = w.make(args.scale)
-            sync("cupy" if cp is not None else "torch")
+            sync_any()
         except Exception as e:  # noqa: BLE001
             entry["error"] = "inputs: " + one_line(e)
             run.error(w.id, entry["error"])
@@ -1195,7 +1794,7 @@ def bench_workloads(run, res):
                     peer not in PEERS and LIB_OF[peer] in {LIB_OF[p] for p in peers_wanted}):
                 continue  # an extra form (cupy_op, torch_op, ...) comes with its library
             cell, out = run_cell(run, "%s/%s" % (w.id, peer), peer, builder, args.warmup,
-                                 args.runs, ref)
+                                 args.runs, ref, x64=w.x64, post=w.post.get(peer))
             if cell["median_ms"] is not None and floor_bytes:
                 cell["gbps"] = floor_bytes / (cell["median_ms"] * 1e-3) / 1e9
             if cell["median_ms"] is not None and entry.get("flops"):
@@ -1212,6 +1811,9 @@ def bench_workloads(run, res):
             extra = ""
             if "compile_s" in cell:
                 extra = "  (compile %.1f s)" % cell["compile_s"]
+            if "per_call_sync_ms" in cell:
+                extra += "  (back to back x%d; one call waited for: %s ms)" % (
+                    cell["batch"], fmt_ms(cell["per_call_sync_ms"]))
             err = cell.get("max_rel_err")
             if isinstance(err, float):
                 extra += "  err %.1e" % err
@@ -1393,8 +1995,8 @@ def bench_sweep(run, res):
     args = run.args
     exps = list(range(args.sweep_min, args.sweep_max + 1, args.sweep_step))
     res["sweep"] = {}
-    if cp is None and torch is None:
-        run.error("sweep", "skipped: neither CuPy nor PyTorch can run")
+    if cp is None and torch is None and jax is None:
+        run.error("sweep", "skipped: neither CuPy, PyTorch nor JAX can run")
         return
     peers_wanted = set(args.peers.split(",")) if args.peers else set(PEERS)
     for wid in ("W1", "W6"):
@@ -1460,13 +2062,24 @@ def device_info():
             info["torch_cuda"] = torch.version.cuda
         except Exception as e:  # noqa: BLE001
             info["torch_info_error"] = one_line(e)
+    if jax is not None:
+        info["jax"] = jax.__version__
+        try:
+            import jaxlib
+
+            info["jaxlib"] = jaxlib.__version__
+        except Exception:  # noqa: BLE001
+            pass
+        info["jax_device"] = "%s (%s)" % (getattr(JAX_DEVICE, "device_kind", JAX_DEVICE),
+                                          JAX_DEVICE.platform)
     return info
 
 
 def print_table(res):
     log("")
-    log("%-11s %9s %9s %9s %9s  %-22s %7s %8s" % ("workload", "cupy", "fuse", "torch", "compile",
-                                                 "other", "best", "floor%"))
+    log("%-11s %9s %9s %9s %9s %9s  %-22s %7s %8s" % ("workload", "cupy", "fuse", "torch",
+                                                     "compile", "jax", "other", "best",
+                                                     "floor%"))
     copy = res.get("copy", {}).get("gbps")
     for wid, e in res["workloads"].items():
         p = e["peers"]
@@ -1478,7 +2091,7 @@ def print_table(res):
         floor = ""
         if best and e.get("floor_bytes") and copy:
             floor = "%.0f%%" % (100 * e["floor_bytes"] / (copy * 1e9) / (best * 1e-3))
-        log("%-11s %9s %9s %9s %9s  %-22s %7s %8s" % (
+        log("%-11s %9s %9s %9s %9s %9s  %-22s %7s %8s" % (
             wid, *[fmt_ms(v) for v in vals], ", ".join(others)[:22], fmt_ms(best), floor))
 
 
@@ -1491,8 +2104,8 @@ def main(argv=None):
     ap.add_argument("--only", help="comma-separated workload ids (W1,...,W11,W12_matmul,"
                                    "W12_fft,I11_cumsum,I11_normal,I11_compress,I11_take,I11_scatter_add,I11_sort,I11_argsort,"
                                    "I12_solve,I12_svd,I12_cholesky,I12_rfft,I12_fft2,"
-                                   "I12_matmul_bias_relu,I12_spmv,I13_gelu_f16,I13_gelu_bf16; W12, I11, "
-                                   "I12 and I13 select all "
+                                   "I12_matmul_bias_relu,I12_spmv,I13_gelu_f16,I13_gelu_bf16,"
+                                   "I13_layernorm_1k,...; W12, I11, I12 and I13 select all "
                                    "theirs)")
     ap.add_argument("--peers", help="comma-separated peers (%s; default all)" % ",".join(PEERS))
     ap.add_argument("--scale", type=int, default=1,
@@ -1520,6 +2133,13 @@ def main(argv=None):
                     help="skip what is left after this many seconds (0: no limit)")
     ap.add_argument("--no-cupy", action="store_true", help="run without CuPy")
     ap.add_argument("--no-torch", action="store_true", help="run without PyTorch")
+    ap.add_argument("--no-jax", action="store_true", help="run without JAX")
+    ap.add_argument("--jax-batch", type=int, default=0,
+                    help="JAX: calls a back-to-back batch (default 0: about 50 ms of work, "
+                         "1 to 100)")
+    ap.add_argument("--jax-cpu", action="store_true",
+                    help="JAX on its CPU backend: only to check the JAX forms where there is "
+                         "no GPU (with --no-cupy --no-torch and a --scale); not a benchmark")
     ap.add_argument("-v", "--verbose", action="store_true", help="tracebacks of failures")
     args = ap.parse_args(argv)
     if args.runs < 1 or args.warmup < 1 or args.scale < 1:
@@ -1528,7 +2148,7 @@ def main(argv=None):
         args.sweep_runs = args.runs
 
     run = Run(args)
-    load_libraries(not args.no_cupy, not args.no_torch)
+    load_libraries(not args.no_cupy, not args.no_torch, not args.no_jax, args.jax_cpu)
     for lib, msg in LIB_ERRORS.items():
         run.error(lib, msg)
     if torch is not None:
@@ -1545,14 +2165,16 @@ def main(argv=None):
     res = {
         "tool": "bench/peers.py",
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "device": device_info() if (cp is not None or torch is not None) else {},
+        "device": device_info() if (cp is not None or torch is not None or jax is not None)
+        else {},
         "settings": {k: v for k, v in vars(args).items() if k != "json"},
         "workloads": {},
         "errors": run.errors,
     }
-    log("peers.py on %s (cupy %s, torch %s)" % (res["device"].get("gpu", "no GPU"),
-                                                 res["device"].get("cupy", "-"),
-                                                 res["device"].get("torch", "-")))
+    log("peers.py on %s (cupy %s, torch %s, jax %s)" % (res["device"].get("gpu", "no GPU"),
+                                                         res["device"].get("cupy", "-"),
+                                                         res["device"].get("torch", "-"),
+                                                         res["device"].get("jax", "-")))
     if cp is not None:
         cp.random.seed(1)
     if torch is not None:

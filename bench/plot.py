@@ -23,6 +23,7 @@ STYLE = {  # name -> (label, colour, marker)
     "cupy_fuse": ("cupy.fuse", "#17becf", "D"),
     "torch": ("PyTorch eager", "#ff7f0e", "^"),
     "torch_compile": ("torch.compile", "#2ca02c", "v"),
+    "jax": ("JAX (jax.jit)", "#9467bd", "P"),
 }
 
 

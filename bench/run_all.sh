@@ -9,8 +9,8 @@
 # set, else ./bench-results), seven flat files, so the device tool brings them all back:
 #   fusec.json    `fusec run --bench --json` of every workload and of the W1/W6 size sweep
 #   latency.json  bench/latency: cold compile, warm disk cache, cache hits, host overhead
-#   peers.json    bench/peers.py: CuPy, cupy.fuse, PyTorch, torch.compile; copy bandwidth,
-#                 dispatch overhead, CuPy's first call, the sweep
+#   peers.json    bench/peers.py: CuPy, cupy.fuse, PyTorch, torch.compile, JAX (jax.jit);
+#                 copy bandwidth, dispatch overhead, CuPy's first call, the sweep
 #   libdirect.json  bench/libdirect: issue 12's rows with the libraries called directly (its
 #                 table with fusec's and the peers' times, bench/i12_summary.py, in the log)
 #   RESULTS.md    bench/report.py's tables (copy the block into bench/RESULTS.md)
@@ -23,7 +23,8 @@
 # PEERS_ARGS, LIBDIRECT_ARGS (extra arguments), PEERS_DEADLINE_S (360: peers.py skips what is
 # left after it), FUSEC_BIN, LATENCY_BIN and LIBDIRECT_BIN (instead of DIR/bin/...). A
 # libdirect that is missing or cannot load is built from bench/libdirect.c with the GPU host's
-# toolkit ($CUDA_HOME, default /usr/local/cuda). bench/run_i12.sh runs issue 12's rows alone.
+# toolkit ($CUDA_HOME, default /usr/local/cuda). bench/run_i12.sh runs issue 12's rows alone,
+# bench/run_i13.sh issue 13's.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
@@ -44,6 +45,9 @@ SKIP=",${BENCH_SKIP:-},"
 PY=${PYTHON:-python3}
 export LD_LIBRARY_PATH=$CARRY/libs:$CUDA_HOME/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PYTHONUNBUFFERED=1
+# XLA (JAX, in peers.py and the version probe below) would take 75% of the GPU's memory at its
+# first use; it grows as it needs instead
+export XLA_PYTHON_CLIENT_PREALLOCATE=${XLA_PYTHON_CLIENT_PREALLOCATE:-false}
 # The CLI runs share one kernel cache in a fresh directory (each workload's first process
 # compiles; its warm-up runs absorb that). bench/latency makes its own empty one.
 FUSEC_CACHE_DIR=$(mktemp -d /tmp/fusec-bench-cache-XXXXXX) || exit 1
@@ -66,6 +70,7 @@ step "environment"
   $PY -c 'import sys; print("python", sys.version.split()[0])' 2>&1
   $PY -c 'import cupy; print("cupy", cupy.__version__)' 2>&1 | tail -1
   $PY -c 'import torch; print("torch", torch.__version__, torch.version.cuda)' 2>&1 | tail -1
+  $PY -c 'import jax; print("jax", jax.__version__, jax.devices())' 2>&1 | tail -1
   for b in "$FUSEC" "$LATENCY"; do
     echo "ldd $b:"; ldd "$b" 2>&1 | grep -E 'not found|fusec|lmdb|xxhash|nvrtc' || true
   done
@@ -100,7 +105,7 @@ if ! skip latency; then
 fi
 
 if ! skip peers; then
-  step "bench/peers.py: CuPy, cupy.fuse, PyTorch eager, torch.compile"
+  step "bench/peers.py: CuPy, cupy.fuse, PyTorch eager, torch.compile, JAX"
   # shellcheck disable=SC2086
   timeout 900 $PY bench/peers.py --json "$RESULTS/peers.json" --runs "$RUNS" --warmup "$WARMUP" \
     --deadline-s "${PEERS_DEADLINE_S:-360}" ${PEERS_ARGS:-} || failed peers.py $?

@@ -5,7 +5,10 @@ Writes fusec.json, latency.json and peers.json shaped like a real bench/run_all.
 keys bench/fusec_runs.py, bench/latency and bench/peers.py write), with figures chosen so that
 each verdict is known: a target met, one missed by a hair (89.9% of a 90% floor), a failed
 fusec run, a failed peer cell, a compute-bound and two library-bound rows, and issue 11's
-two-condition targets (>= 80% of floor and <= 1.0x CuPy): two met, one missed on CuPy alone.
+two-condition targets (>= 80% of floor and <= 1.0x CuPy): two met, one missed on CuPy alone,
+and issue 13's rows beside a JAX/XLA column: the best peer taken over every column, JAX's
+included, and the kernel-count condition (one row met, one missed on its kernels, one missed
+on the best peer alone).
 Then runs the report and checks every row and verdict, that hand-written text outside the
 markers survives a re-run, and that plot.py succeeds (drawing, or printing the data without
 matplotlib).
@@ -25,7 +28,8 @@ import report  # noqa: E402
 
 COPY = 4000.0  # GB/s
 IDS = ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10", "W11", "W12_matmul",
-       "W12_fft", "I11_cumsum", "I11_normal", "I11_take", "I11_scatter_add"]
+       "W12_fft", "I11_cumsum", "I11_normal", "I11_take", "I11_scatter_add", "I13_layernorm_4k",
+       "I13_bn_stats", "I13_col_softmax"]
 
 
 def bench_obj(prog, ms, nbytes, io, kernels=1, peak_extra=0):
@@ -72,6 +76,14 @@ def synth_fusec():
     put("I11_normal", bench_obj("i11_normal.fc", at_pct(4 * n, 82), 4 * n, 4 * n))
     put("I11_take", bench_obj("i11_take.fc", at_pct(40 << 24, 81), 40 << 24, 8 << 24))
     put("I11_scatter_add", bench_obj("i11_scatter_add.fc", at_pct(4 << 26, 30), 4 << 26, 4 << 26))
+    # issue 13: layer norm at 90% of its floor and 0.90x JAX, the best peer (met); batch-norm
+    # statistics in 2 kernels at 85% but 1.05x JAX (missed on the best peer alone); column
+    # softmax at 82% and ahead of every peer, but in 3 kernels (missed on its kernels)
+    put("I13_layernorm_4k", bench_obj("i13_layernorm_4k.fc", at_pct(12 * n, 90), 12 * n, 8 * n))
+    put("I13_bn_stats", bench_obj("i13_bn_stats.fc", at_pct(4 * n, 85), 4 * n, 4 * n,
+                                  kernels=2))
+    put("I13_col_softmax", bench_obj("i13_col_softmax.fc", at_pct(12 * n, 82), 12 * n, 8 * n,
+                                     kernels=3))
     sweep = {}
     for wid in ("W1", "W6"):
         rows = []
@@ -127,6 +139,20 @@ def synth_peers():
     t_scatter = at_pct(4 << 26, 30)
     wl["I11_scatter_add"] = {"desc": "", "floor_bytes": 4 << 26, "peers": {
         "cupy": cell(t_scatter * 2), "torch": cell(t_scatter / 3)}}
+    t_ln = at_pct(12 * n, 90)
+    wl["I13_layernorm_4k"] = {"desc": "", "floor_bytes": 12 * n, "peers": {
+        "cupy": cell(t_ln * 4), "torch": cell(t_ln * 2), "torch_compile": cell(t_ln * 1.2),
+        "jax": cell(t_ln / 0.9, timing="back-to-back wall clock", batch=100),
+        "torch_op": cell(t_ln * 1.5)}}
+    t_bn = at_pct(4 * n, 85)
+    wl["I13_bn_stats"] = {"desc": "", "floor_bytes": 4 * n, "peers": {
+        "cupy": cell(t_bn * 3), "torch": cell(t_bn * 2), "torch_compile": cell(t_bn * 1.3),
+        "jax": cell(t_bn / 1.05), "torch_op": cell(t_bn * 1.1)}}
+    t_cs = at_pct(12 * n, 82)
+    wl["I13_col_softmax"] = {"desc": "", "floor_bytes": 12 * n, "peers": {
+        "cupy": cell(t_cs * 3), "torch": cell(t_cs * 2), "torch_compile": cell(t_cs * 1.4),
+        "jax": {"median_ms": None, "min_ms": None, "max_ms": None,
+                "error": "jax unavailable: JAX has no GPU backend", "skipped": True}}}
     sweep = {}
     for wid in ("W1", "W6"):
         el = [2**e for e in range(16, 29, 2)]
@@ -211,16 +237,34 @@ def main():
         check(row(table1, "W12_fft")[-1] == "missed" and row(table1, "W12_matmul")[-1] ==
               "met", "W12: 1.05x a library misses 1.02x, 1.00x meets it")
         check(row(table1, "W12_fft")[5] == "n/a", "library-bound rows have no % of floor")
+        head = row(table1, "id")
+        check(head[6:11] == ["CuPy", "cupy.fuse", "PyTorch", "torch.compile", "JAX/XLA"] and
+              head[11] == "other" and head[12] == "best peer", "the peer columns, JAX/XLA last")
         r4 = row(table1, "W4")
-        check(r4[11] == "torch_compile 0.220" and r4[12] == "0.87",
+        check(r4[12] == "torch_compile 0.220" and r4[13] == "0.87",
               "best peer and ratio fusec / best")
+        check(r4[10] == "-", "a workload with no JAX cell shows '-' in JAX's column")
         rc = row(table1, "I11_cumsum")
-        check(rc[13] == ">= 80% of floor and <= 1.0x CuPy" and rc[-1] == "met (0.53x CuPy)",
+        check(rc[14] == ">= 80% of floor and <= 1.0x CuPy" and rc[-1] == "met (0.53x CuPy)",
               "I11_cumsum: 85% of floor and 0.53x CuPy meet both conditions")
         rn = row(table1, "I11_normal")
         check(rn[5] == "82.0%" and rn[-1] == "missed (1.05x CuPy)",
               "I11_normal: 82% of floor but 1.05x CuPy misses")
         check(rn[9] == "-" and rn[7] == "-", "a peer the workload has no form for shows '-'")
+        rl = row(table1, "I13_layernorm_4k")
+        check(rl[10] == report.fms(at_pct(12 << 26, 90) / 0.9) and
+              rl[12] == "jax " + report.fms(at_pct(12 << 26, 90) / 0.9) and rl[13] == "0.90",
+              "I13: JAX's time in its column, and JAX as the best peer")
+        check(rl[14] == ">= 85% of floor and <= 1.0x best peer" and
+              rl[-1] == "met (0.90x best (JAX/XLA))", "I13_layernorm_4k: 90% and 0.90x JAX: met")
+        check("torch_op" in rl[11], "a library form in 'other'")
+        rb = row(table1, "I13_bn_stats")
+        check(rb[14] == "<= 2 kernels and >= 80% of floor and <= 1.0x best peer" and
+              rb[-1] == "missed (1.05x best (JAX/XLA))",
+              "I13_bn_stats: 2 kernels, 85% of floor, but behind JAX: missed")
+        rs2 = row(table1, "I13_col_softmax")
+        check(rs2[10] == "skip" and rs2[-1].startswith("missed (3 kernels"),
+              "I13_col_softmax: JAX unavailable shows 'skip'; 3 kernels miss <= 2")
         check(row(table1, "I11_cumsum")[1] == "`cumsum(x)`, f32 2^26" and
               row(table1, "I11_normal")[1] == "`standard_normal`, f32 2^26", "I11 programs")
         rt = row(table1, "I11_take")
@@ -229,7 +273,7 @@ def main():
         rs = row(table1, "I11_scatter_add")
         check(rs[5] == "30.0%" and rs[-1] == "missed (0.50x CuPy)",
               "I11_scatter_add: 30% of floor misses on the floor, whatever the ratio")
-        check("Targets met: 11, missed: 5, not measured: 1" in table1, "verdict counts")
+        check("Targets met: 12, missed: 7, not measured: 1" in table1, "verdict counts")
         lat = text.split("### (ii)")[1].split("### (iii)")[0]
         check("worst 70.0 (W8)" in lat and "| <= 60 ms | missed |" in lat,
               "cold compile: worst program named, target missed")
@@ -250,6 +294,14 @@ def main():
                   % (pct, t, "CuPy 1.0 ms" if cells else "no CuPy", want))
         check(report.verdict_all(conds, 90, 1.003, cupy)[2] == "1.003x CuPy",
               "a ratio next to the bound shows three decimals")
+        i13 = report.TARGETS["I13_col_softmax"]
+        cells = {"torch": cell(2.0), "jax": cell(1.0)}
+        for pct, t, k, cl, want in ((85, 0.99, 2, cells, "met"), (85, 1.01, 2, cells, "missed"),
+                                    (85, 0.9, 3, cells, "missed"), (79, 0.9, 1, cells, "missed"),
+                                    (85, 0.9, None, cells, "n/a"), (85, 0.9, 2, {}, "n/a")):
+            got = report.verdict_all(i13, pct, t, cl, k)[1]
+            check(got == want, "kernels, floor and best peer: %s%%, %s ms, %s kernels, %s: %s"
+                  % (pct, t, k, "JAX 1.0 ms best" if cl else "no peers", want))
         mem = text.split("### (iii)")[1].split("### (iv)")[0]
         check(row(mem, "W7")[-1] == "missed" and row(mem, "W3")[-1] == "met",
               "memory: 2 MiB extra misses, 8 KiB meets")
