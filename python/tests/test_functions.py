@@ -326,7 +326,8 @@ def test_pad(mode, width):
 def test_nan_to_num(dtype):
     a = np.array([np.nan, np.inf, -np.inf, 1.5], dtype=np.float64)
     if dtype.startswith("complex"):
-        a = a + 1j * np.array([1.0, -np.inf, np.nan, np.inf])
+        a = a.astype(np.complex128)
+        a.imag = [1.0, -np.inf, np.nan, np.inf]
     a = a.astype(dtype) if dtype != "int32" else np.arange(4, dtype=dtype)
     check(fusec.nan_to_num(fusec.asarray(a)), np.nan_to_num(a))
     check(fusec.nan_to_num(fusec.asarray(a), nan=-1.0, posinf=9.0, neginf=-9.0),
