@@ -35,24 +35,24 @@ for name in "${examples[@]}"; do
 done
 
 section "The seed programs in Python (examples/python/*.py), each checked against NumPy"
-# Where python3 >= 3.11 is there: the extension is built in place (python/fusec) against
-# build/libfusec.so, NumPy installed through pip when it is missing.
-if python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
-  python3 -c 'import numpy, setuptools' 2>/dev/null ||
-    python3 -m pip install -q --disable-pip-version-check numpy setuptools
-  if ! cmake --build build -j "$jobs" --target fusec >>build/run-build.log 2>&1 ||
-     ! (cd python && FUSEC_BUILD_DIR=../build python3 setup.py -q build_ext --inplace) \
-       >build/run-python-build.log 2>&1; then
-    cat build/run-python-build.log >&2
-    failed+=("python: the extension's build")
+# Where python3 >= 3.11 is there: the package is installed into build/python-venv against
+# build/libfusec.so (tools/python-env.sh; NumPy installed there through pip when missing).
+source tools/python-env.sh
+if ! cmake --build build -j "$jobs" --target fusec >>build/run-build.log 2>&1; then
+  failed+=("python: libfusec's build")
+else
+  rc=0
+  fusec_python_env || rc=$?
+  if [ $rc = 2 ]; then
+    echo "(no python3 >= 3.11: skipped)"
+  elif [ $rc != 0 ]; then
+    failed+=("python: the package's build")
   else
     for py in examples/python/[a-z]*.py; do
-      PYTHONPATH=python python3 "$py" || failed+=("$py")
+      "$venv_py" "$py" || failed+=("$py")
       echo
     done
   fi
-else
-  echo "(no python3 >= 3.11: skipped)"
 fi
 
 section "A .fc workload through the CLI: examples/fc/softmax.fc"

@@ -1958,6 +1958,44 @@ typedef struct fc_hash {
 FC_API fc_status fc_graph_hash(fc_array *const *arrays, int n, fc_hash *out);
 
 /* ---------------------------------------------------------------------------------------- */
+/* Traced programs: placeholders and substitution                                           */
+/* ---------------------------------------------------------------------------------------- */
+
+/** A placeholder: a leaf of `dtype` and `shape` with no data (a program input, as
+ *  fc_program_build makes for an input given no array), never shared with another node. Ops
+ *  take it as any array, so a function built on placeholders is a traced program; evaluating
+ *  anything that reads one fails with FC_ERR_UNBOUND (so does an op that evaluates its operand
+ *  while building, such as a boolean mask's count). weak: a weakly typed 0-d scalar standing
+ *  for a Python bool, int, float or complex (dtype bool, i64, f64 or c128), as fc_f64 makes;
+ *  ops treat it by its dtype alone (a Python int's range checks need its value: trace ints as
+ *  fc_i64 constants instead); fc_replay_create makes such a graph replayable. Not on a
+ *  sharded context's evaluation.
+ *  @return the placeholder, poisoned with FC_ERR_DTYPE, FC_ERR_SHAPE or FC_ERR_INVALID (a weak
+ *          one not 0-d or of another dtype). */
+FC_API fc_array *fc_placeholder(fc_ctx *ctx, fc_dtype dtype, fc_shape shape, bool weak);
+/** A traced program made replayable: the graph computing outputs[0..n) as a function of
+ *  inputs[0..m) (usually placeholders). The nodes that depend on an input are kept in
+ *  topological order with where each operand comes from; the rest of the graph (constants,
+ *  captured values) is shared by every replay. The replay holds references to what it keeps.
+ *  @return FC_OK (*out the replay); FC_ERR_NULL; FC_ERR_CONTEXT; a poisoned argument's
+ *          status; FC_ERR_NOMEM. */
+typedef struct fc_replay fc_replay;
+FC_API fc_status fc_replay_create(fc_array *const *outputs, int n, fc_array *const *inputs,
+                                  int m, fc_replay **out);
+/** Builds the traced graph again on new inputs: every node that depends on an input is made
+ *  anew with the traced node's op, dtypes, shape and parameters and the new operands (the
+ *  nodes that building the same expression on these inputs gives, hash-consed with any that
+ *  exist), with no shape or dtype inference and no walk of the graph. inputs[i] must have the
+ *  traced input's dtype, weakness and shape.
+ *  @param results room for n arrays, new references (the open scope's, or the caller's).
+ *  @return FC_OK; FC_ERR_NULL; FC_ERR_CONTEXT; a poisoned input's status; FC_ERR_DTYPE or
+ *          FC_ERR_SHAPE for an input unlike the traced one (the message names both);
+ *          FC_ERR_NOMEM. On error results[i] are NULL. */
+FC_API fc_status fc_replay_run(fc_replay *replay, fc_array *const *inputs, fc_array **results);
+/** Frees a replay and its references. NULL is a no-op. Before fc_ctx_destroy of its context. */
+FC_API void fc_replay_destroy(fc_replay *replay);
+
+/* ---------------------------------------------------------------------------------------- */
 /* .fc programs (text format: FC_FORMAT.md)                                                 */
 /* ---------------------------------------------------------------------------------------- */
 

@@ -62,7 +62,8 @@ if os.environ.get("FUSEC_WERROR") == "1":
 
 ext = Extension(
     "fusec._fusec",
-    sources=[os.path.join("src", f) for f in ("module.c", "array.c", "ops.c")],
+    sources=[os.path.join("src", f) for f in ("module.c", "array.c", "ops.c", "fuse.c", "user.c",
+                                                   "random.c")],
     depends=[os.path.join("src", "pyfusec.h")],
     include_dirs=incs,
     library_dirs=libdirs,

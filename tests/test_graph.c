@@ -1113,3 +1113,45 @@ Test(graph, scoped_values_live_until_their_scope_closes, .init = setup, .fini = 
     cr_assert(dies_with(&y, 1, x));
     fc_release(y);
 }
+
+/* A program traced on placeholders and replayed (fc_placeholder, fc_replay_*): the replay is
+ * the graph the same ops build on the new inputs (the same hash-consed nodes, so the same
+ * values), the weak scalar stays weak, a mismatched input is refused, and nothing leaks. */
+Test(graph, replay_builds_the_traced_graph_on_new_inputs, .init = setup, .fini = teardown) {
+    fc_scope *s = fc_scope_open(ctx);
+    fc_array *p = fc_placeholder(ctx, FC_F32, FC_SHAPE(4), false);
+    fc_array *w = fc_placeholder(ctx, FC_F64, FC_SHAPE(), true);
+    cr_assert_eq(fc_array_status(p), FC_OK);
+    cr_assert(fc_array_is_weak(w));
+    fc_array *c = fc_arange(ctx, FC_F32, 0, 4, 1); /* depends on no input: shared */
+    fc_array *traced[2] = {fc_tanh(fc_add(fc_mul(p, w), c)), fc_sum(c, FC_AXES(0), false)};
+    cr_assert_eq(fc_eval(ctx, traced, 1), FC_ERR_UNBOUND);
+    fc_replay *r;
+    fc_array *ins[2] = {p, w};
+    cr_assert_eq(fc_replay_create(traced, 2, ins, 2, &r), FC_OK);
+    for (int k = 0; k < 3; k++) {
+        float data[4] = {1.0f + k, 2, 3, 4};
+        fc_array *x = fc_from_host(ctx, FC_F32, FC_SHAPE(4), data);
+        fc_array *args[2] = {x, fc_f64(ctx, 0.5 * k)}, *out[2];
+        cr_assert_eq(fc_replay_run(r, args, out), FC_OK);
+        fc_array *want = fc_tanh(fc_add(fc_mul(x, args[1]), c));
+        cr_assert_eq(out[0], want, "the replay is the hash-consed node op by op builds");
+        cr_assert_eq(out[1], traced[1], "what depends on no input is shared");
+        float got[4];
+        cr_assert_eq(fc_read(out[0], got, 0, 4), FC_OK);
+        cr_assert_float_eq(got[0], tanhf((1.0f + k) * 0.5f * k), 1e-6);
+    }
+    fc_array *bad[2] = {fc_zeros(ctx, FC_F64, FC_SHAPE(4)), fc_f64(ctx, 1)}, *out[2];
+    cr_assert_eq(fc_replay_run(r, bad, out), FC_ERR_DTYPE);
+    cr_assert_null(out[0]);
+    cr_assert(strstr(fc_errmsg(ctx), "traced as f32"), "%s", fc_errmsg(ctx));
+    bad[0] = fc_zeros(ctx, FC_F32, FC_SHAPE(4));
+    bad[1] = fc_i64(ctx, 1); /* an int where a weak float was traced */
+    cr_assert_eq(fc_replay_run(r, bad, out), FC_ERR_DTYPE);
+    fc_replay_destroy(r);
+    cr_assert_eq(fc_array_status(fc_placeholder(ctx, FC_F32, FC_SHAPE(), true)),
+                 FC_ERR_INVALID, "a weak placeholder is bool, i64, f64 or c128");
+    cr_assert_eq(fc_replay_create(NULL, 1, NULL, 0, &r), FC_ERR_NULL);
+    fc_replay_destroy(NULL);
+    fc_scope_close(s);
+}

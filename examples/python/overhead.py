@@ -1,6 +1,8 @@
 """Host overhead of one fused evaluation from Python of a 10-op expression, against CuPy's 10
 separate ops (when CuPy is installed), in the same process. The array is small (4096 float32)
-so that the time is the host's: building the graph, finding the cached plan, launching."""
+so that the time is the host's: building the graph, finding the cached plan, launching. The
+same expression as a fusec.fuse function: traced once, then replayed in one C call per call
+(no Python op by op), against building it op by op; and cupy.fuse's where CuPy is there."""
 import time
 
 import numpy as np
@@ -37,6 +39,12 @@ build = timed(lambda: expr(fusec, x), lambda: None)
 print(f"overhead: fusec, one fused evaluation of 10 ops on {N} float32: {us:.1f} us per "
       f"evaluation (building the graph from Python: {build:.1f} us), on the {backend()} "
       "backend")
+fused = fusec.fuse(lambda x: expr(fusec, x))
+check("overhead (fuse)", fused(x), expr(np, xh))
+us_f = timed(lambda: fusec.eval(fused(x)), ctx.synchronize)
+replay = timed(lambda: fused(x), lambda: None)
+print(f"overhead: fusec.fuse of the same 10 ops: {us_f:.1f} us per evaluation (the replay "
+      f"that builds the graph: {replay:.1f} us, {build / replay:.1f}x faster than op by op)")
 try:
     import cupy as cp
 except ImportError:
@@ -46,3 +54,7 @@ else:
     us_cp = timed(lambda: expr(cp, xc), cp.cuda.Stream.null.synchronize)
     print(f"overhead: CuPy, the same 10 ops one kernel each: {us_cp:.1f} us "
           f"({us_cp / us:.2f}x fusec's)")
+    cfused = cp.fuse(lambda x: expr(cp, x))
+    us_cf = timed(lambda: cfused(xc), cp.cuda.Stream.null.synchronize)
+    print(f"overhead: cupy.fuse of the same 10 ops: {us_cf:.1f} us ({us_cf / us_f:.2f}x "
+          "fusec.fuse's)")

@@ -159,10 +159,20 @@ class ndarray(_fusec._Array):
         return fn(*inputs)
 
     def __array_function__(self, func, types, args, kwargs):
-        fn = getattr(_f, func.__name__, None)
-        if fn is None or getattr(func, "__module__", "").startswith("numpy.linalg"):
+        """numpy.f(a, ...) for a fusec array: fusec's f of the same name, with NumPy's
+        positional arguments given as fusec's function takes them (np.sum(a, 0) is
+        fusec.sum(a, axis=0)); out= is not supported (NotImplemented)."""
+        module = getattr(func, "__module__", "") or ""
+        ns = _f
+        if module.startswith("numpy.linalg"):
+            from . import linalg as ns
+        elif module.startswith("numpy.fft"):
+            from . import fft as ns
+        fn = getattr(ns, func.__name__, None)
+        if fn is None or kwargs.get("out") is not None:
             return NotImplemented
-        return fn(*args, **kwargs)
+        call = _dispatch(func, fn)
+        return call(args, kwargs) if call else fn(*args, **kwargs)
 
     def __divmod__(self, other):
         return (self // other, self % other)
@@ -283,6 +293,50 @@ class ndarray(_fusec._Array):
 
     def fill(self, value):
         self[...] = value
+
+
+_DISPATCH = {}
+
+
+def _dispatch(func, fn):
+    """How a NumPy function's call maps onto fusec's fn: NumPy's positional arguments go to
+    fn's positional parameters where fn has one at that place, else by NumPy's name as
+    keywords; absent ones are left out (fn's defaults). None where NumPy's signature is not
+    introspectable (the call is passed as it is)."""
+    key = (func, fn)
+    if key not in _DISPATCH:
+        import inspect
+
+        try:
+            npsig, fsig = inspect.signature(func), inspect.signature(fn)
+        except (TypeError, ValueError):
+            _DISPATCH[key] = None
+            return None
+        P = inspect.Parameter
+        names = list(npsig.parameters)
+        npos = [p for p in fsig.parameters.values()
+                if p.kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD)]
+        star = any(p.kind is P.VAR_POSITIONAL for p in fsig.parameters.values())
+
+        def call(args, kwargs):
+            bound = npsig.bind(*args, **kwargs).arguments
+            pos, kw = [], {}
+            for i, name in enumerate(names):
+                if name not in bound:
+                    continue
+                v, p = bound[name], npsig.parameters[name]
+                if p.kind is P.VAR_POSITIONAL:
+                    pos.extend(v)
+                elif name == "out" or (i > 0 and v is p.default):
+                    continue  # NumPy's default given explicitly: fn's own default
+                elif name not in kwargs and (len(pos) < len(npos) or star) and len(pos) == i:
+                    pos.append(v)
+                else:
+                    kw[name] = v
+            return fn(*pos, **kw)
+
+        _DISPATCH[key] = call
+    return _DISPATCH[key]
 
 
 from . import _functions as _f  # noqa: E402  (the functions module imports this one)

@@ -706,8 +706,52 @@ def __array_namespace_info__():
     return _Info()
 
 
+# ---- padding, NaN replacement, GELU --------------------------------------------------------
+
+_PAD_MODES = {"constant": 0, "edge": 1, "reflect": 2, "symmetric": 3}
+
+
+def pad(array, pad_width, mode="constant", *, constant_values=0, reflect_type="even"):
+    """numpy.pad for modes constant (one constant_values scalar), edge, reflect and symmetric
+    (widths of at most one reflection: reflect at most the axis length - 1, symmetric at most
+    the axis length). pad_width: an int, a (before, after) pair, or one pair per axis."""
+    if mode not in _PAD_MODES:
+        raise NotImplementedError(f"fusec.pad: mode {mode!r} (constant, edge, reflect, "
+                                  "symmetric)")
+    if reflect_type != "even":
+        raise NotImplementedError("fusec.pad: reflect_type='odd'")
+    if isinstance(constant_values, (tuple, list)):
+        raise NotImplementedError("fusec.pad: constant_values per axis (one scalar only)")
+    w = np.asarray(pad_width, dtype=np.int64)
+    if w.ndim == 0:
+        w = np.array([[w, w]])
+    elif w.ndim == 1:
+        w = np.array([[w[0], w[-1]]]) if w.size in (1, 2) else w
+    if w.ndim != 2 or w.shape[1] != 2 or (w < 0).any():
+        raise ValueError("pad: pad_width must be non-negative (before, after) pairs")
+    return _c.pad(array, tuple(map(tuple, w.tolist())), _PAD_MODES[mode],
+                  float(constant_values))
+
+
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    """numpy.nan_to_num: NaN, +inf and -inf replaced (posinf / neginf None: the dtype's
+    largest / most negative finite value); integers and bool unchanged. Always a new value
+    (copy=False cannot alias: fusec's arrays are values)."""
+    return _c.nan_to_num(x, float(nan), None if posinf is None else float(posinf),
+                         None if neginf is None else float(neginf))
+
+
+def gelu(x, /, approximate="none"):
+    """GELU, x Phi(x), as torch.nn.functional.gelu (NumPy has none): approximate='none' the
+    exact 0.5 x erfc(-x / sqrt 2), 'tanh' the tanh form. Floats keep their dtype; integers
+    and bool compute in float64 (float16 for 8-bit), as NumPy's float functions do."""
+    if approximate == "none":
+        return _c.gelu(x)
+    if approximate == "tanh":
+        return _c.gelu_tanh(x)
+    raise ValueError(f"gelu: approximate must be 'none' or 'tanh', not {approximate!r}")
+
+
 # ---- what fusec does not have yet ----------------------------------------------------------
 
 cross = _missing("cross")
-pad = _missing("pad", "not bound yet (fc_pad exists in C)")
-nan_to_num = _missing("nan_to_num", "not bound yet (fc_nan_to_num exists in C)")

@@ -6,6 +6,9 @@ fusec.linalg.LinAlgError, a subclass of ValueError as NumPy 2's; those found whi
 """
 from collections import namedtuple
 
+import numpy as np
+
+from . import _dtypes
 from . import _fusec as _c
 from ._functions import (_missing, asarray, diagonal as _diagonal, matmul,  # noqa: F401
                          matrix_transpose, outer, tensordot, trace as _trace, vecdot)
@@ -100,6 +103,42 @@ def norm(x, ord=None, axis=None, keepdims=False):
     return vector_norm(x, axis=axis, keepdims=keepdims, ord=ord)
 
 
+_NOVALUE = object()
+
+LstsqResult = namedtuple("LstsqResult", "x residuals rank s")
+
+
+def _eps_rcond(x):
+    x = asarray(x)
+    real = {13: 11, 14: 12}.get(x._code, x._code if x._code in (11, 12) else 12)
+    return max(x.shape[-2:]) * float(np.finfo(_dtypes.DTYPES[real]).eps)
+
+
+def pinv(x, /, rcond=None, hermitian=False, *, rtol=_NOVALUE):
+    """numpy.linalg.pinv (and the array API's pinv(x, rtol=None)): singular values at most
+    rcond * the largest count as zero. rcond None is NumPy's 1e-15; rtol (NumPy 2, the array
+    API) replaces it, None meaning max(M, N) * eps of x's precision. Computed in double
+    precision, as NumPy does."""
+    if rtol is not _NOVALUE:
+        rcond = _eps_rcond(x) if rtol is None else rtol
+    return _c.linalg_pinv(x, None if rcond is None else float(rcond), bool(hermitian))
+
+
+def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
+    """numpy.linalg.matrix_rank: the number of singular values above tol (absolute), else
+    rtol * the largest (rtol None: max(M, N) * eps of A's precision); int64 of A's batch
+    shape. An A of fewer than 2 dimensions: 1 if any element is non-zero, else 0."""
+    return _c.linalg_matrix_rank(A, None if tol is None else float(tol),
+                                 None if rtol is None else float(rtol), bool(hermitian))
+
+
+def lstsq(a, b, rcond=None):
+    """numpy.linalg.lstsq (NumPy 2's rcond default, eps * max(M, N)): (x, residuals, rank,
+    s). rank is a 0-d int32 array (NumPy gives a Python int: int(rank)); residuals are
+    computed where NumPy gives them (rank == N < M), else empty."""
+    return LstsqResult(*_c.linalg_lstsq(a, b, None if rcond is None else float(rcond)))
+
+
 def diagonal(x, /, *, offset=0):
     return _diagonal(x, offset, -2, -1)
 
@@ -109,8 +148,5 @@ def trace(x, /, *, offset=0, dtype=None):
 
 
 cross = _missing("linalg.cross")
-pinv = _missing("linalg.pinv", "not bound yet (fc_linalg_pinv exists in C)")
-lstsq = _missing("linalg.lstsq", "not bound yet (fc_linalg_lstsq exists in C)")
-matrix_rank = _missing("linalg.matrix_rank", "not bound yet (fc_linalg_matrix_rank exists)")
 eig = _missing("linalg.eig", "fusec has eigh (Hermitian) only")
 eigvals = _missing("linalg.eigvals", "fusec has eigvalsh (Hermitian) only")

@@ -72,12 +72,14 @@ static PyObject *get_ctx(PyObject *self, void *c) {
 }
 static PyObject *get_T(PyObject *self, void *c) {
     (void)c;
+    if (pf_trace_use(self)) return NULL;
     return pf_wrap(fc_transpose(pf_arr(self)), pf_arr_ctx(self));
 }
 /* a.mT: the last two axes swapped (the array API's matrix transpose). */
 static PyObject *get_mT(PyObject *self, void *c) {
     (void)c;
     int nd = fc_array_ndim(pf_arr(self));
+    if (pf_trace_use(self)) return NULL;
     if (nd < 2) {
         PyErr_SetString(PyExc_ValueError, "mT: the array must have at least 2 dimensions");
         return NULL;
@@ -137,6 +139,7 @@ static int kind_rank(fc_dtype d) {
  * TypeError, as NumPy's UFuncTypeError), becomes a's value; a is returned. */
 static PyObject *inplace(PyObject *a, PyObject *b, binary_fn fn) {
     if (!pf_is_array(a)) return Py_NewRef(Py_NotImplemented);
+    if (pf_trace_mutate(a)) return NULL;
     PyObject *r = binary(a, b, fn);
     if (!r || r == Py_NotImplemented) return r;
     fc_dtype have = fc_array_dtype(pf_arr(a)), got = fc_array_dtype(pf_arr(r));
@@ -200,7 +203,9 @@ static PyObject *nb_inplace_power(PyObject *a, PyObject *b, PyObject *mod) {
 #define PF_UNARY_SLOTS(X)                                                                        \
     X(negative, fc_negative) X(positive, fc_positive) X(absolute, fc_abs) X(invert, fc_bitwise_not)
 #define DEF_UNARY(name, fn)                                                                      \
-    static PyObject *nb_##name(PyObject *a) { return pf_wrap(fn(pf_arr(a)), pf_arr_ctx(a)); }
+    static PyObject *nb_##name(PyObject *a) {                                                    \
+        return pf_trace_use(a) ? NULL : pf_wrap(fn(pf_arr(a)), pf_arr_ctx(a));                   \
+    }
 PF_UNARY_SLOTS(DEF_UNARY)
 #undef DEF_UNARY
 
@@ -255,6 +260,7 @@ static int key_entry(PyObject *e, fc_idx *out, PyObject **held) {
         return 0;
     }
     if (pf_is_array(e)) {
+        if (pf_trace_use(e)) return -1;
         out->kind = FC_IDX_ARRAY;
         out->array = pf_arr(e);
         return 0;
@@ -316,7 +322,7 @@ static int parse_key(PyObject *key, key_entries *k) {
 
 static PyObject *subscript(PyObject *self, PyObject *key) {
     key_entries k;
-    if (parse_key(key, &k)) return NULL;
+    if (pf_trace_use(self) || parse_key(key, &k)) return NULL;
     PyObject *r = pf_wrap(fc_index(pf_arr(self), k.n, k.idx), pf_arr_ctx(self));
     key_clear(&k);
     return r;
@@ -327,6 +333,7 @@ static int ass_subscript(PyObject *self, PyObject *key, PyObject *value) {
         PyErr_SetString(PyExc_ValueError, "cannot delete array elements");
         return -1;
     }
+    if (pf_trace_mutate(self)) return -1;
     fc_array *v;
     int rc = pf_operand(value, pf_arr_ctx(self), &v);
     if (rc <= 0) {

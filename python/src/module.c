@@ -54,6 +54,10 @@ static PyObject *exception_for(fc_status st, const char *msg) {
 }
 
 PyObject *pf_raise(fc_status st, const char *msg) {
+    if (st == FC_ERR_UNBOUND && pf_tracing()) { /* an op evaluated a placeholder */
+        pf_trace_refuse_eval();
+        return NULL;
+    }
     if (!msg || !*msg) msg = fc_strerror(st);
     PyErr_SetString(exception_for(st, msg), msg);
     return NULL;
@@ -79,6 +83,7 @@ PyObject *pf_wrap(fc_array *r, PyObject *ctx) {
     }
     o->a = r;
     o->ctx = Py_NewRef(ctx);
+    if (pf_trace_made((PyObject *)o)) Py_CLEAR(o);
     return (PyObject *)o;
 }
 
@@ -267,6 +272,7 @@ static fc_array *weak_int(fc_ctx *c, PyObject *o) {
 int pf_operand(PyObject *o, PyObject *ctx, fc_array **out) {
     *out = NULL;
     if (pf_is_array(o)) {
+        if (pf_trace_use(o)) return -1;
         *out = fc_keep(pf_arr(o));
         return 1;
     }
@@ -522,7 +528,9 @@ static PyObject *py_from_buffer(PyObject *m, PyObject *args) {
 static PyObject *py_to_buffer(PyObject *m, PyObject *args) {
     (void)m;
     PyObject *arr, *buf;
-    if (!PyArg_ParseTuple(args, "O!O:to_buffer", pf_array_base, &arr, &buf)) return NULL;
+    if (!PyArg_ParseTuple(args, "O!O:to_buffer", pf_array_base, &arr, &buf) ||
+        pf_trace_refuse_eval())
+        return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(buf, &view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS)) return NULL;
     size_t need = (size_t)fc_array_size(pf_arr(arr)) * fc_dtype_size(fc_array_dtype(pf_arr(arr)));
@@ -531,8 +539,11 @@ static PyObject *py_to_buffer(PyObject *m, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "to_buffer: the buffer's size is not the array's");
         return NULL;
     }
-    fc_status st = need ? fc_to_host(pf_arr(arr), view.buf, need) : fc_eval(
-        pf_fc_ctx(pf_arr_ctx(arr)), &((pf_array_object *)arr)->a, 1);
+    /* Evaluated on the current stream (`with fusec.Stream():`), then copied out. */
+    PyObject *ctx = pf_arr_ctx(arr);
+    fc_status st = fc_eval_on(pf_fc_ctx(ctx), &((pf_array_object *)arr)->a, 1,
+                              pf_current_stream(ctx));
+    if (st == FC_OK && need) st = fc_to_host(pf_arr(arr), view.buf, need);
     PyBuffer_Release(&view);
     if (st != FC_OK) return raise_ctx(st, pf_arr_ctx(arr));
     Py_RETURN_NONE;
@@ -541,6 +552,7 @@ static PyObject *py_to_buffer(PyObject *m, PyObject *args) {
 /* eval(*arrays): evaluates them together (one program), keeping their values. */
 static PyObject *py_eval(PyObject *m, PyObject *const *args, Py_ssize_t n) {
     (void)m;
+    if (pf_trace_refuse_eval()) return NULL;
     if (n == 0) Py_RETURN_NONE;
     fc_array *stack[16], **arrs = n <= 16 ? stack : PyMem_Malloc((size_t)n * sizeof *arrs);
     if (!arrs) return PyErr_NoMemory();
@@ -558,7 +570,7 @@ static PyObject *py_eval(PyObject *m, PyObject *const *args, Py_ssize_t n) {
         }
     }
     if (ret) {
-        fc_status st = fc_eval(pf_fc_ctx(ctx), arrs, (int)n);
+        fc_status st = fc_eval_on(pf_fc_ctx(ctx), arrs, (int)n, pf_current_stream(ctx));
         if (st != FC_OK) ret = raise_ctx(st, ctx);
     }
     if (arrs != stack) PyMem_Free(arrs);
@@ -718,7 +730,8 @@ PyMODINIT_FUNC PyInit__fusec(void) {
         PyModule_AddObjectRef(m, "AxisError", pf_axis_error) ||
         PyModule_AddObjectRef(m, "LinAlgError", pf_linalg_error) ||
         PyModule_AddIntConstant(m, "MAX_DIMS", FC_MAX_DIMS) || pf_array_init_type(m) ||
-        pf_ops_add(m)) {
+        pf_ops_add(m) || pf_fuse_add(m) || pf_user_add(m) ||
+        pf_random_add(m)) {
         Py_DECREF(m);
         return NULL;
     }

@@ -35,7 +35,7 @@
     X(sinc, fc_sinc) X(transpose, fc_transpose) X(flatnonzero, fc_flatnonzero)                   \
     X(argwhere, fc_argwhere) X(zeros_like, fc_zeros_like) X(ones_like, fc_ones_like)             \
     X(empty_like, fc_empty_like) X(linalg_inv, fc_linalg_inv) X(linalg_det, fc_linalg_det)       \
-    X(linalg_svdvals, fc_linalg_svdvals)
+    X(linalg_svdvals, fc_linalg_svdvals) X(gelu, fc_gelu) X(gelu_tanh, fc_gelu_tanh)
 
 /* fc_array *fn(fc_array *, fc_array *) */
 #define PF_BINARY(X)                                                                             \
@@ -449,9 +449,7 @@ static PyObject *py_tensordot(PyObject *m, PyObject *args) {
     return pf_wrap(r, ctx);
 }
 
-/* A tuple of n results (each a new fusec reference, consumed), or NULL with every one
- * released. */
-static PyObject *tuple_of(fc_array **r, int n, PyObject *ctx) {
+PyObject *pf_tuple_of(fc_array **r, int n, PyObject *ctx) {
     PyObject *t = PyTuple_New(n);
     for (int i = 0; i < n; i++) {
         PyObject *o = t ? pf_wrap(r[i], ctx) : (fc_release(r[i]), NULL);
@@ -473,7 +471,7 @@ static PyObject *py_unique(PyObject *m, PyObject *xo) {
     if (one_operand("unique", xo, &x, &ctx)) return NULL;
     fc_unique(x, &r[0], &r[1], &r[2], &r[3]);
     fc_release(x);
-    return tuple_of(r, 4, ctx);
+    return pf_tuple_of(r, 4, ctx);
 }
 
 /* nonzero(x) -> tuple of ndim index arrays */
@@ -489,7 +487,7 @@ static PyObject *py_nonzero(PyObject *m, PyObject *xo) {
         pf_release_all(r, FC_MAX_DIMS);
         return pf_raise(st, fc_errmsg(pf_fc_ctx(ctx)));
     }
-    return tuple_of(r, nd, ctx);
+    return pf_tuple_of(r, nd, ctx);
 }
 
 /* Linear algebra with flags or several results. */
@@ -524,7 +522,7 @@ static PyObject *py_linalg_slogdet(PyObject *m, PyObject *xo) {
     if (one_operand("slogdet", xo, &x, &ctx)) return NULL;
     fc_linalg_slogdet(x, &r[0], &r[1]);
     fc_release(x);
-    return tuple_of(r, 2, ctx);
+    return pf_tuple_of(r, 2, ctx);
 }
 
 static PyObject *py_linalg_eigh(PyObject *m, PyObject *args) {
@@ -536,7 +534,7 @@ static PyObject *py_linalg_eigh(PyObject *m, PyObject *args) {
         return NULL;
     fc_linalg_eigh(x, upper, &r[0], &r[1]);
     fc_release(x);
-    return tuple_of(r, 2, ctx);
+    return pf_tuple_of(r, 2, ctx);
 }
 
 static PyObject *py_linalg_qr(PyObject *m, PyObject *args) {
@@ -549,7 +547,7 @@ static PyObject *py_linalg_qr(PyObject *m, PyObject *args) {
     fc_linalg_qr(x, (fc_qr_mode)mode, &r[0], &r[1]);
     fc_release(x);
     if (mode == FC_QR_R) return pf_wrap(r[1], ctx);
-    return tuple_of(r, 2, ctx);
+    return pf_tuple_of(r, 2, ctx);
 }
 
 static PyObject *py_linalg_svd(PyObject *m, PyObject *args) {
@@ -561,7 +559,7 @@ static PyObject *py_linalg_svd(PyObject *m, PyObject *args) {
         return NULL;
     fc_linalg_svd(x, full, true, &r[0], &r[1], &r[2]);
     fc_release(x);
-    return tuple_of(r, 3, ctx);
+    return pf_tuple_of(r, 3, ctx);
 }
 
 /* norm(x, axis=None, keepdims=False, ord=0): FC_NORM_L2, L1, INF */
@@ -712,7 +710,118 @@ static PyObject *py_meshgrid(PyObject *m, PyObject *args) {
         return pf_raise(st, n > FC_MAX_DIMS ? "meshgrid: at most 8 arrays"
                                             : fc_errmsg(pf_fc_ctx(ctx)));
     }
-    return tuple_of(r, n, ctx);
+    return pf_tuple_of(r, n, ctx);
+}
+
+/* An optional double: None is NULL, else *v holds it. -1 with an exception. */
+static int opt_double(PyObject *o, double *v, const double **p) {
+    *p = NULL;
+    if (o == Py_None) return 0;
+    *v = PyFloat_AsDouble(o);
+    if (*v == -1.0 && PyErr_Occurred()) return -1;
+    *p = v;
+    return 0;
+}
+
+/* pad(x, widths, mode, value): widths a sequence of (before, after) pairs, one per axis or
+ * one for every axis; mode 0..3 (fc_pad_mode) */
+static PyObject *py_pad(PyObject *m, PyObject *args) {
+    (void)m;
+    PyObject *xo, *wo, *ctx;
+    int mode;
+    double value;
+    if (!PyArg_ParseTuple(args, "OOid:pad", &xo, &wo, &mode, &value)) return NULL;
+    PyObject *seq = PySequence_Tuple(wo);
+    if (!seq) return NULL;
+    Py_ssize_t n = PyTuple_Size(seq);
+    int64_t w[FC_MAX_DIMS][2];
+    int bad = n < 1 || n > FC_MAX_DIMS;
+    for (Py_ssize_t i = 0; i < n && !bad; i++) {
+        fc_shape pair;
+        if (pf_shape(PyTuple_GetItem(seq, i), &pair)) {
+            Py_DECREF(seq);
+            return NULL;
+        }
+        bad = pair.ndim != 2;
+        w[i][0] = pair.dim[0];
+        w[i][1] = pair.dim[1];
+    }
+    Py_DECREF(seq);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "pad: pad_width must be (before, after) pairs, one "
+                                          "per axis or one for all");
+        return NULL;
+    }
+    fc_array *x;
+    if (one_operand("pad", xo, &x, &ctx)) return NULL;
+    fc_array *r = fc_pad(x, (int)n, (const int64_t(*)[2])w, (fc_pad_mode)mode, value);
+    fc_release(x);
+    return pf_wrap(r, ctx);
+}
+
+/* nan_to_num(x, nan, posinf=None, neginf=None) */
+static PyObject *py_nan_to_num(PyObject *m, PyObject *args) {
+    (void)m;
+    PyObject *xo, *po, *no, *ctx;
+    double nan, pv, nv;
+    const double *pp, *np_;
+    fc_array *x;
+    if (!PyArg_ParseTuple(args, "OdOO:nan_to_num", &xo, &nan, &po, &no) ||
+        opt_double(po, &pv, &pp) || opt_double(no, &nv, &np_) ||
+        one_operand("nan_to_num", xo, &x, &ctx))
+        return NULL;
+    fc_array *r = fc_nan_to_num(x, nan, pp, np_);
+    fc_release(x);
+    return pf_wrap(r, ctx);
+}
+
+/* linalg_pinv(x, rcond=None, hermitian=False) */
+static PyObject *py_linalg_pinv(PyObject *m, PyObject *args) {
+    (void)m;
+    PyObject *xo, *ro = Py_None, *ctx;
+    int herm = 0;
+    double rv;
+    const double *rp;
+    fc_array *x;
+    if (!PyArg_ParseTuple(args, "O|Op:pinv", &xo, &ro, &herm) || opt_double(ro, &rv, &rp) ||
+        one_operand("pinv", xo, &x, &ctx))
+        return NULL;
+    fc_array *r = fc_linalg_pinv(x, rp, herm);
+    fc_release(x);
+    return pf_wrap(r, ctx);
+}
+
+/* linalg_matrix_rank(x, tol=None, rtol=None, hermitian=False) */
+static PyObject *py_linalg_matrix_rank(PyObject *m, PyObject *args) {
+    (void)m;
+    PyObject *xo, *to = Py_None, *ro = Py_None, *ctx;
+    int herm = 0;
+    double tv, rv;
+    const double *tp, *rp;
+    fc_array *x;
+    if (!PyArg_ParseTuple(args, "O|OOp:matrix_rank", &xo, &to, &ro, &herm) ||
+        opt_double(to, &tv, &tp) || opt_double(ro, &rv, &rp) ||
+        one_operand("matrix_rank", xo, &x, &ctx))
+        return NULL;
+    fc_array *r = fc_linalg_matrix_rank(x, tp, rp, herm);
+    fc_release(x);
+    return pf_wrap(r, ctx);
+}
+
+/* linalg_lstsq(a, b, rcond=None) -> (x, residuals, rank, s) */
+static PyObject *py_linalg_lstsq(PyObject *m, PyObject *args) {
+    (void)m;
+    PyObject *ops[2], *ro = Py_None, *ctx;
+    double rv;
+    const double *rp;
+    fc_array *x[2], *r[4] = {NULL, NULL, NULL, NULL};
+    if (!PyArg_ParseTuple(args, "OO|O:lstsq", &ops[0], &ops[1], &ro) ||
+        opt_double(ro, &rv, &rp) || pf_operands("lstsq", ops, 2, x, &ctx))
+        return NULL;
+    fc_status st = fc_linalg_lstsq(x[0], x[1], rp, &r[0], &r[1], &r[2], &r[3]);
+    pf_release_all(x, 2);
+    if (st != FC_OK && !r[0]) return pf_raise(st, fc_errmsg(pf_fc_ctx(ctx)));
+    return pf_tuple_of(r, 4, ctx);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -734,7 +843,8 @@ static PyMethodDef op_methods[] = {
     ROW_ARGS(cast) ROW_ARGS(tensordot) ROW_ARGS(isclose) ROW_ARGS(round) ROW_ARGS(repeat)
     ROW_ARGS(roll) ROW_ARGS(tile) ROW_ARGS(diagonal) ROW_ARGS(trace) ROW_ARGS(meshgrid)
     ROW_ARGS(linalg_cholesky) ROW_ARGS(linalg_eigvalsh) ROW_ARGS(linalg_eigh)
-    ROW_ARGS(linalg_qr) ROW_ARGS(linalg_svd)
+    ROW_ARGS(linalg_qr) ROW_ARGS(linalg_svd) ROW_ARGS(pad) ROW_ARGS(nan_to_num)
+    ROW_ARGS(linalg_pinv) ROW_ARGS(linalg_matrix_rank) ROW_ARGS(linalg_lstsq)
     ROW_ONE(unique) ROW_ONE(nonzero) ROW_ONE(linalg_slogdet)
     {NULL, NULL, 0, NULL},
 };

@@ -8,6 +8,9 @@
  *             creation functions, module init
  *   array.c   the array type (_fusec._Array): attributes, operators, indexing, setitem
  *   ops.c     the op functions, table-driven: one row per op, grouped by C signature
+ *   fuse.c    fusec.fuse's placeholders, graph substitution and trace state
+ *   user.c    user kernels (ElementwiseKernel, ReductionKernel, RawModule), streams, events
+ *   random.c  fusec.random's draws (fc_rng_*)
  *
  * Ownership. An array object holds exactly one fusec reference (no scope is ever open on a
  * context the extension made, so every op returns a reference the caller owns) and a strong
@@ -97,5 +100,27 @@ int pf_array_init_type(PyObject *module);
 
 /* ops.c */
 int pf_ops_add(PyObject *module);
+/* A tuple of the n results r[0..n) (new fusec references, consumed: pf_wrap of each), or NULL
+ * with an exception and every one released. */
+PyObject *pf_tuple_of(fc_array **r, int n, PyObject *ctx);
+
+/* fuse.c. While fusec.fuse traces a function: pf_trace_made records an array object made
+ * (pf_wrap calls it), pf_trace_use one read as an operand, pf_trace_mutate refuses an
+ * assignment into one the function did not make, pf_trace_refuse_eval an evaluation. Each
+ * returns 0, or -1 with an exception; outside a trace they do nothing. */
+int pf_fuse_add(PyObject *module);
+int pf_tracing(void);
+int pf_trace_made(PyObject *o);
+int pf_trace_use(PyObject *o);
+int pf_trace_mutate(PyObject *o);
+int pf_trace_refuse_eval(void);
+
+/* random.c */
+int pf_random_add(PyObject *module);
+
+/* user.c. pf_current_stream: the stream of `with fusec.Stream():` when it belongs to ctx, else
+ * NULL (the context's default stream). */
+int pf_user_add(PyObject *module);
+fc_stream *pf_current_stream(PyObject *ctx);
 
 #endif /* PYFUSEC_H */

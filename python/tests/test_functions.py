@@ -221,8 +221,8 @@ def test_linear_algebra():
     with pytest.raises(la.LinAlgError):
         la.inv(fusec.zeros((2, 3)))
     assert issubclass(la.LinAlgError, ValueError)
-    with pytest.raises(NotImplementedError, match="pinv"):
-        la.pinv(f)
+    with pytest.raises(NotImplementedError, match="eig"):
+        la.eig(f)
 
 
 def test_fft():
@@ -308,3 +308,82 @@ def test_missing_functions_say_so():
         fusec.cross(fusec.zeros(3), fusec.zeros(3))
     with pytest.raises(NotImplementedError, match="dlpack"):
         fusec.from_dlpack(None)
+
+
+# ---- pad, nan_to_num, gelu, pinv / lstsq / matrix_rank, NumPy's positional arguments --------
+
+@pytest.mark.parametrize("mode", ["constant", "edge", "reflect", "symmetric"])
+@pytest.mark.parametrize("width", [1, (1, 2), ((0, 1), (2, 1))])
+def test_pad(mode, width):
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    kw = {"constant_values": 7} if mode == "constant" else {}
+    check(fusec.pad(fusec.asarray(a), width, mode, **kw), np.pad(a, width, mode, **kw))
+    with pytest.raises(NotImplementedError):
+        fusec.pad(fusec.asarray(a), 1, "wrap")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "int32"])
+def test_nan_to_num(dtype):
+    a = np.array([np.nan, np.inf, -np.inf, 1.5], dtype=np.float64)
+    if dtype.startswith("complex"):
+        a = a.astype(np.complex128)
+        a.imag = [1.0, -np.inf, np.nan, np.inf]
+    a = a.astype(dtype) if dtype != "int32" else np.arange(4, dtype=dtype)
+    check(fusec.nan_to_num(fusec.asarray(a)), np.nan_to_num(a))
+    check(fusec.nan_to_num(fusec.asarray(a), nan=-1.0, posinf=9.0, neginf=-9.0),
+          np.nan_to_num(a, nan=-1.0, posinf=9.0, neginf=-9.0))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_gelu(dtype):
+    from math import erf, sqrt, tanh, pi
+
+    x = np.linspace(-6, 6, 41).astype(dtype)
+    exact = np.array([v * 0.5 * (1 + erf(v / sqrt(2))) for v in x.astype(float)]).astype(dtype)
+    approx = np.array([0.5 * v * (1 + tanh(sqrt(2 / pi) * (v + 0.044715 * v ** 3)))
+                       for v in x.astype(float)]).astype(dtype)
+    check(fusec.gelu(fusec.asarray(x)), exact, atol=1e-6)
+    check(fusec.gelu(fusec.asarray(x), approximate="tanh"), approx, atol=1e-6)
+    with pytest.raises(ValueError):
+        fusec.gelu(fusec.asarray(x), approximate="erf")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex128"])
+def test_pinv_matrix_rank_lstsq(dtype):
+    rng = np.random.default_rng(4)
+    a = rng.random((2, 5, 3)).astype(dtype)
+    a[1, :, 2] = a[1, :, 0]  # rank 2
+    la = fusec.linalg
+    check(la.pinv(fusec.asarray(a)), np.linalg.pinv(a), rtol=1e-4 if dtype == "float32" else 1e-9)
+    check(la.pinv(fusec.asarray(a), rtol=None), np.linalg.pinv(a, rtol=None),
+          rtol=1e-4 if dtype == "float32" else 1e-9)
+    check(la.matrix_rank(fusec.asarray(a)), np.linalg.matrix_rank(a))
+    check(la.matrix_rank(fusec.asarray(a), tol=0.5), np.linalg.matrix_rank(a, tol=0.5))
+    m, b = a[0], rng.random(5).astype(dtype)
+    got, want = la.lstsq(fusec.asarray(m), fusec.asarray(b)), np.linalg.lstsq(m, b)
+    tol = 1e-4 if dtype == "float32" else 1e-9
+    check(got.x, want[0], rtol=tol, atol=tol)
+    check(got.residuals, want[1], rtol=tol, atol=tol)
+    assert int(got.rank) == want[2]
+    check(got.s, want[3], rtol=tol)
+    with pytest.raises(fusec.linalg.LinAlgError):
+        la.lstsq(fusec.asarray(a), fusec.asarray(b))
+
+
+def test_numpy_functions_with_positional_arguments():
+    a = np.arange(24.0).reshape(2, 3, 4)
+    x = fusec.asarray(a)
+    for got, want in [
+        (np.sum(x, 0), np.sum(a, 0)), (np.mean(x, 1), np.mean(a, 1)),
+        (np.max(x, 2, None, True), np.max(a, 2, None, True)), (np.std(x, 0), np.std(a, 0)),
+        (np.var(x, None, None, None, 1), np.var(a, None, None, None, 1)),
+        (np.argmax(x, 1), np.argmax(a, 1)), (np.cumsum(x, 2), np.cumsum(a, 2)),
+        (np.transpose(x, (2, 0, 1)), np.transpose(a, (2, 0, 1))),
+        (np.reshape(x, (4, 6)), np.reshape(a, (4, 6))),
+        (np.concatenate([x, x], 1), np.concatenate([a, a], 1)),
+        (np.clip(x, 3, 9), np.clip(a, 3, 9)), (np.where(x > 5, x, -1), np.where(a > 5, a, -1)),
+        (np.take(x, [0, 2], 2), np.take(a, [0, 2], 2)), (np.round(x / 7, 2), np.round(a / 7, 2)),
+        (np.linalg.norm(x[0]), np.linalg.norm(a[0])), (np.fft.rfft(x, 6), np.fft.rfft(a, 6)),
+        (np.stack([x[0], x[1]], 1), np.stack([a[0], a[1]], 1)),
+    ]:
+        check(got, want, rtol=1e-12, atol=1e-12)
