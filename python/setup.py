@@ -63,7 +63,7 @@ if os.environ.get("FUSEC_WERROR") == "1":
 ext = Extension(
     "fusec._fusec",
     sources=[os.path.join("src", f) for f in ("module.c", "array.c", "ops.c", "fuse.c", "user.c",
-                                                   "random.c")],
+                                                   "random.c", "interop.c")],
     depends=[os.path.join("src", "pyfusec.h")],
     include_dirs=incs,
     library_dirs=libdirs,

@@ -180,14 +180,32 @@ class ndarray(_fusec._Array):
     def __rdivmod__(self, other):
         return (other // self, other % self)
 
-    # ---- not yet -------------------------------------------------------------------------
-    def __dlpack__(self, *args, **kwargs):
-        raise NotImplementedError("fusec: DLPack export comes with the C interop "
-                                  "(fc_*dlpack*), not bound yet")
+    # ---- interop: DLPack and __cuda_array_interface__ (zero-copy) ---------------------------
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule of this array's value, without a copy (the array API's protocol).
+        `stream`: the consumer's CUDA stream as an integer (None or 1 the legacy default, 2 the
+        per-thread one, -1 no ordering); the consumer's work on it is ordered after the work
+        that writes the value. `max_version` (1, 0) or later gives the versioned capsule."""
+        if copy:
+            return _fusec._dlpack(_f.asarray(self, copy=True), stream, _versioned(max_version))
+        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
+            raise BufferError("fusec: __dlpack__ to device %r: the array is on %r and "
+                              "copy=False or None does not move it"
+                              % (tuple(dl_device), self.__dlpack_device__()))
+        return _fusec._dlpack(self, stream, _versioned(max_version))
 
     def __dlpack_device__(self):
-        raise NotImplementedError("fusec: DLPack export comes with the C interop, not bound "
-                                  "yet")
+        """(device type, device id): (2, ordinal) on the CUDA backend, (1, 0) on the host."""
+        return _fusec._dlpack_device(self)
+
+    @property
+    def __cuda_array_interface__(self):
+        """CuPy / Numba's interface, version 3, over this array's device memory (CUDA backend
+        only; AttributeError elsewhere). The memory stays valid while this object lives."""
+        holder, iface = _fusec._export(self)
+        holds = self.__dict__.setdefault("_fusec_exports", [])
+        holds.append(holder)
+        return iface
 
     # ---- methods (NumPy's names) ------------------------------------------------------------
     def astype(self, dtype, copy=True):
@@ -337,6 +355,10 @@ def _dispatch(func, fn):
 
         _DISPATCH[key] = call
     return _DISPATCH[key]
+
+
+def _versioned(max_version):
+    return max_version is not None and tuple(max_version) >= (1, 0)
 
 
 from . import _functions as _f  # noqa: E402  (the functions module imports this one)

@@ -179,8 +179,28 @@ def triu(x, /, *, k=0):
 
 
 def from_dlpack(x, /, *, device=None, copy=None):
-    raise NotImplementedError("fusec.from_dlpack: comes with the C interop (fc_*dlpack*), "
-                              "not bound yet")
+    """An array over another library's memory, without a copy, through DLPack: `x` has
+    __dlpack__ (a PyTorch tensor, a CuPy or NumPy array, a fusec array) or is a capsule. The
+    producer orders its work before the current context's stream. The memory must be where
+    the context computes (device memory of its GPU; host memory on the host backend): else
+    BufferError, as the array API specifies. copy=True copies after the import."""
+    ctx = _c.current_context()
+    if isinstance(x, ndarray) and not copy:
+        return x
+    if hasattr(x, "__dlpack__"):
+        kind, dev = x.__dlpack_device__()
+        stream = _c._consumer_stream(ctx, int(kind))
+        try:
+            cap = x.__dlpack__(stream=stream, max_version=(1, 0))
+        except TypeError:  # a producer older than the 2023.12 protocol
+            cap = x.__dlpack__(stream=stream)
+    else:
+        cap = x
+    try:
+        r = _c._from_dlpack(cap, ctx)
+    except (ValueError, NotImplementedError) as e:
+        raise BufferError(str(e)) from e
+    return asarray(r, copy=True) if copy else r
 
 
 # ---- elementwise ---------------------------------------------------------------------------

@@ -12,6 +12,8 @@
  */
 #include "pyfusec.h"
 
+#include <string.h>
+
 static PyObject *trace_made; /* set of ids: array objects made during the trace, or NULL */
 static PyObject *trace_read; /* dict id -> object: array objects read during the trace */
 

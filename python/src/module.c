@@ -731,7 +731,7 @@ PyMODINIT_FUNC PyInit__fusec(void) {
         PyModule_AddObjectRef(m, "LinAlgError", pf_linalg_error) ||
         PyModule_AddIntConstant(m, "MAX_DIMS", FC_MAX_DIMS) || pf_array_init_type(m) ||
         pf_ops_add(m) || pf_fuse_add(m) || pf_user_add(m) ||
-        pf_random_add(m)) {
+        pf_random_add(m) || pf_interop_add(m)) {
         Py_DECREF(m);
         return NULL;
     }

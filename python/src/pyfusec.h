@@ -11,6 +11,7 @@
  *   fuse.c    fusec.fuse's placeholders, graph substitution and trace state
  *   user.c    user kernels (ElementwiseKernel, ReductionKernel, RawModule), streams, events
  *   random.c  fusec.random's draws (fc_rng_*)
+ *   interop.c DLPack and __cuda_array_interface__ over the C interop (fusec_dlpack.h)
  *
  * Ownership. An array object holds exactly one fusec reference (no scope is ever open on a
  * context the extension made, so every op returns a reference the caller owns) and a strong
@@ -122,5 +123,9 @@ int pf_random_add(PyObject *module);
  * NULL (the context's default stream). */
 int pf_user_add(PyObject *module);
 fc_stream *pf_current_stream(PyObject *ctx);
+
+/* interop.c: DLPack and __cuda_array_interface__ (_dlpack, _dlpack_device, _from_dlpack,
+ * _export) */
+int pf_interop_add(PyObject *module);
 
 #endif /* PYFUSEC_H */
