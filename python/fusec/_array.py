@@ -24,7 +24,7 @@ class ndarray(_fusec._Array):
     value; a fusec slice is not a view that aliases memory.
     """
 
-    __slots__ = ()
+    __slots__ = ("_exports",)  # __cuda_array_interface__'s holds (interop.c)
     # NumPy defers to this type's reflected operators (ndarray + fusec array -> fusec).
     __array_priority__ = 100.0
 
@@ -203,8 +203,10 @@ class ndarray(_fusec._Array):
         """CuPy / Numba's interface, version 3, over this array's device memory (CUDA backend
         only; AttributeError elsewhere). The memory stays valid while this object lives."""
         holder, iface = _fusec._export(self)
-        holds = self.__dict__.setdefault("_fusec_exports", [])
-        holds.append(holder)
+        try:
+            self._exports.append(holder)
+        except AttributeError:
+            self._exports = [holder]
         return iface
 
     # ---- methods (NumPy's names) ------------------------------------------------------------
