@@ -188,6 +188,11 @@ static bool rows_aligned(fuse_state *s, fc_array *r, fc_array **reg, size_t nreg
     return true;
 }
 
+/* Whether a has the shape of space S (a row kernel keeps such a buffer's rows on chip). */
+static bool of_space(const fc_array *a, const fc_array *S) {
+    return a->ndim == S->ndim && memcmp(a->shape, S->shape, (size_t)S->ndim * sizeof *S->shape) == 0;
+}
+
 /* Decides what kernel a region can be. On FIT_NONE, *why says which rule failed. On FIT_ROW,
  * *long_rows says whether a row does not fit on chip (its kernel streams the rows). */
 static fit_kind classify(fuse_state *s, fc_array *r, fc_array **reg, size_t nreg,
@@ -298,9 +303,12 @@ static fit_kind classify(fuse_state *s, fc_array *r, fc_array **reg, size_t nreg
         *why = "reduced axes are not the trailing (row) axes, so rows are not contiguous";
         return FIT_NONE;
     }
+    /* What the kernel keeps on chip: the rows of the buffers of the space's shape (codegen's
+     * choose_kept). A vector along the row (layernorm's gamma and beta) is no row of its own:
+     * every block reads the same one, from cache. */
     size_t bytes_per_elem = 0;
     for (size_t j = 0; j < nreg; j++)
-        if (is_leaf(reg[j]) || (reg[j] != r && s->mat[ix(s, reg[j])]))
+        if ((is_leaf(reg[j]) || (reg[j] != r && s->mat[ix(s, reg[j])])) && of_space(reg[j], S))
             bytes_per_elem += fc_dtype_size((fc_dtype)reg[j]->dtype);
     if (bytes_per_elem == 0) bytes_per_elem = 4;
     if ((double)row * (double)bytes_per_elem > FCP_ROW_MAX_BYTES) {
@@ -621,7 +629,8 @@ static double union_row_bytes(fuse_state *s, const group *a, const group *b, con
                 fc_array *x = reg[j];
                 if (seen[ix(s, x)] || !(is_leaf(x) || s->mat[ix(s, x)])) continue;
                 seen[ix(s, x)] = 1;
-                bytes += (double)fc_dtype_size((fc_dtype)x->dtype);
+                if (x->ndim == k->ndim && memcmp(x->shape, k->space, (size_t)k->ndim * 8) == 0)
+                    bytes += (double)fc_dtype_size((fc_dtype)x->dtype);
             }
         }
     }
