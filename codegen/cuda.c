@@ -91,6 +91,9 @@ typedef struct gen {
     int xch_lane_bytes;   /* the largest exchange group, bytes per lane */
     int part_bytes;       /* bytes of one partial result of all the kernel's reductions */
     int slot_size[FCX_NSIZES]; /* row kernels: shared-memory slots per element byte size */
+    int *online;          /* long rows: per kernel node, the position of the max whose phase an
+                             online sum folds in (online_pairs), -1 elsewhere; NULL: none */
+    bool plain;           /* generating an online sum's exact recomputation: it is a sum again */
 } gen;
 
 static const char *dt(fc_dtype t) { return fc_dtype_name(t); }
@@ -1217,10 +1220,20 @@ typedef struct field {
     int size;         /* bytes */
 } field;
 
+static int online_of(gen *g, const fc_array *r);
+
 static int red_fields(gen *g, const fc_array *r, field *f) {
     fc_dtype lt = acc_mean_dtype(r), at = fcg_real_dtype(lt);
     const char *L = str(g, "fcx_ct_%s", dt(lt)), *A = str(g, "fcx_ct_%s", dt(at));
     int n = 0;
+    int pm = online_of(g, r);
+    if (pm >= 0) { /* an online sum: the sum, relative to the shift at the max seen, and that max */
+        fc_dtype mt = acc_mean_dtype(g->k->nodes[pm]);
+        f[n++] = (field){'a', L, ct_size(lt)};
+        f[n++] = (field){'o', str(g, "fcx_ct_%s", dt(mt)), ct_size(mt)};
+        f[n++] = (field){'h', "bool", 1};
+        return n;
+    }
     switch (fcg_reduction_of(r)->combine) {
     case FCG_COMBINE_OR: case FCG_COMBINE_AND: f[n++] = (field){'a', "bool", 1}; break;
     case FCG_COMBINE_ADD: case FCG_COMBINE_MUL: case FCG_COMBINE_USER:
@@ -1280,6 +1293,7 @@ static void acc_identity(gen *g, const fc_array *r, int pos, const char *prefix,
         else if (f[i].c == 'x') val = "-1";
         else if (f[i].c == 'n') val = "0";
         else if (f[i].c == 'm') val = str(g, "fcx_cast_%s(0)", A);
+        else if (f[i].c == 'o') val = str(g, "fcx_cast_%s(0)", dt(acc_mean_dtype(g->k->nodes[online_of(g, r)])));
         if (decl) line(g, "%s %s%c%d = %s;", f[i].type, prefix, f[i].c, pos, val);
         else line(g, "%s%c%d = %s;", prefix, f[i].c, pos, val);
     }
@@ -1415,10 +1429,152 @@ static void welford_batch(gen *g, const fc_array *r, int pos, int k) {
     line(g, "}");
 }
 
+
+/* ---- long rows: online sums ------------------------------------------------------------
+ * A row kernel whose rows do not fit on chip (k->long_rows) reads its rows from memory in
+ * every phase, so a phase saved is a read of the row saved. Softmax and logsumexp need the
+ * row's max M before the sum of exp(A - B(M)), A being M's own input and B a row constant
+ * computed from M alone (softmax: M; logsumexp: where(isfinite(M), M, 0)): two phases. The
+ * online form (Milakov and Gimelshein, "Online normalizer calculation for softmax", 2018)
+ * folds the sum in M's phase: each thread keeps the max m it has seen and the sum of
+ * exp(A - B(m)) relative to it, multiplying the sum by exp(B(m) - B(m')) when m rises to m';
+ * two partial (sum, max) pairs combine the same way. The terms are the program's own
+ * (exp(A - B(m)) in A's dtype, as the program computes them, summed in the sum's
+ * accumulator), so a result differs from the two-pass sum only by the rounding of the terms
+ * computed against a smaller m and by the rescales (double for float data), well inside the
+ * tolerances of the host comparison. What the online form cannot do exactly is a row where
+ * B(m) is not finite for some m (a row of -inf first, a NaN, +inf): exp(-inf - -inf) is NaN
+ * where the final B would have given 0. Such a row poisons its sum with NaN, and a row whose
+ * online sum ends non-finite computes the sum again in a second pass with the final M, the
+ * program's own two-phase sum (the branch is uniform: every thread holds the block's sum). */
+
+static int online_of(gen *g, const fc_array *r) {
+    if (!g->online || g->plain) return -1;
+    int p = pos_of(g, r);
+    return p < g->k->nnode ? g->online[p] : -1;
+}
+
+/* Whether a (inside the kernel) is a row constant computed from reduction M alone:
+ * elementwise ops, broadcasts, unit reshapes and constants over M; *uses says it reads M. */
+static bool row_constant_of(gen *g, const fc_array *a, const fc_array *M, bool *uses, int depth) {
+    if (a == M) {
+        *uses = true;
+        return true;
+    }
+    if (depth > 64) return false;
+    if (pos_of(g, a) >= g->k->nnode) return fcg_node_numel(a) == 1; /* a loaded scalar */
+    if (a->op == FCG_OP_CONST) return true;
+    if (fcg_ops[a->op].kind != FCG_KIND_EW && a->op != FCG_OP_BROADCAST &&
+        !(a->op == FCG_OP_RESHAPE && fcg_unit_reshape(a)))
+        return false;
+    for (int i = 0; i < a->nin; i++)
+        if (!row_constant_of(g, a->in[i], M, uses, depth + 1)) return false;
+    return true;
+}
+
+/* Finds the online sums of a long-row kernel: a sum or mean (of a real float accumulator) of
+ * exp(A - B), with A the input of a max M of the kernel and B a row constant of M. */
+static fc_status online_pairs(gen *g) {
+    const fcp_kernel *k = g->k;
+    if (k->kind != FCP_KERNEL_ROW || !k->long_rows) return FC_OK;
+    g->online = fcg_malloc(g->ctx, (size_t)(k->nnode + 1) * sizeof *g->online);
+    if (!g->online) return FC_ERR_NOMEM;
+    for (int i = 0; i <= k->nnode; i++) g->online[i] = -1;
+    for (int j = 0; j < k->nred; j++) {
+        const fc_array *r = k->reds[j];
+        const fcg_reduction *d = fcg_reduction_of(r);
+        fc_dtype lt = acc_mean_dtype(r);
+        if (d->combine != FCG_COMBINE_ADD || d->map != FCG_MAP_VALUE ||
+            (d->finish != FCG_FINISH_NONE && d->finish != FCG_FINISH_MEAN) || !fcg_is_inexact(lt) ||
+            fcg_is_complex(lt))
+            continue;
+        const fc_array *t = r->in[0];
+        if (pos_of(g, t) >= k->nnode || t->op != FCG_OP_EXP || fcg_is_complex((fc_dtype)t->dtype))
+            continue;
+        const fc_array *sub = t->in[0];
+        if (pos_of(g, sub) >= k->nnode || sub->op != FCG_OP_SUB || pos_of(g, sub->in[1]) >= k->nnode)
+            continue;
+        for (int i = 0; i < j; i++) {
+            const fc_array *M = k->reds[i];
+            bool uses = false;
+            if (fcg_reduction_of(M)->combine != FCG_COMBINE_MAX || M->in[0] != sub->in[0] ||
+                fcg_is_complex((fc_dtype)M->dtype) || online_of(g, M) >= 0)
+                continue;
+            if (!row_constant_of(g, sub->in[1], M, &uses, 0) || !uses) continue;
+            g->online[pos_of(g, r)] = pos_of(g, M);
+            break;
+        }
+    }
+    return FC_OK;
+}
+
+/* The shift B of online sum r for the max value `m` (an expression in M's accumulator type),
+ * evaluated per row (kept axes o<d>, reduced axes 0) into a new variable. */
+static int online_shift(gen *g, const fc_array *r, const char *m) {
+    const fcp_kernel *k = g->k;
+    int pm = online_of(g, r);
+    const fc_array *M = k->nodes[pm], *sub = r->in[0]->in[0];
+    int mv = new_var(g);
+    line(g, "const fcx_ct_%s v%d = fcx_cast_%s(%s);", dt(M->dtype), mv, dt(M->dtype), m);
+    ix row;
+    row.nd = k->ndim;
+    row.identity = false;
+    for (int d = 0; d < k->ndim; d++) row.e[d] = k->rmask & (1u << d) ? "0" : str(g, "o%d", d);
+    ix bi = broadcast_index(sub, sub->in[1], &row);
+    int saved = g->red_var[pm];
+    g->red_var[pm] = mv;
+    scope_push(g);
+    int v = eval(g, sub->in[1], &bi);
+    scope_pop(g);
+    g->red_var[pm] = saved;
+    return v;
+}
+
+/* s * exp(B(from) - B(to)) in the sum's accumulator type, s unchanged when 0. */
+static const char *online_rescale(gen *g, const fc_array *r, const char *s, int from, int to) {
+    const char *L = dt(acc_mean_dtype(r));
+    return str(g, "(%s == fcx_cast_%s(0) ? %s : fcx_mul(%s, fcx_exp(fcx_sub(fcx_cast_%s(v%d), "
+                  "fcx_cast_%s(v%d)))))", s, L, s, s, L, from, L, to);
+}
+
+/* dst absorbs src (online sums: the later max wins, both sums rescaled to its shift). */
+static void online_combine(gen *g, const fc_array *r, int pos, const char *d, const char *s) {
+    const char *L = dt(acc_mean_dtype(r)), *MT = dt(acc_mean_dtype(g->k->nodes[online_of(g, r)]));
+    line(g, "if (%sh%d) {", s, pos);
+    g->indent++;
+    line(g, "if (!%sh%d) { %sa%d = %sa%d; %so%d = %so%d; %sh%d = true; }", d, pos, d, pos, s, pos, d,
+         pos, s, pos, d, pos);
+    line(g, "else {");
+    g->indent++;
+    scope_push(g);
+    line(g, "const fcx_ct_%s mc = fcx_maximum(%so%d, %so%d);", MT, d, pos, s, pos);
+    int bn = online_shift(g, r, "mc");
+    line(g, "if (!fcx_isfinite(v%d)) %sa%d = fcx_nan_of<fcx_ct_%s>();", bn, d, pos, L);
+    line(g, "else {");
+    g->indent++;
+    int bd = online_shift(g, r, str(g, "%so%d", d, pos));
+    int bs = online_shift(g, r, str(g, "%so%d", s, pos));
+    line(g, "const fcx_ct_%s fd = %s;", L, online_rescale(g, r, str(g, "%sa%d", d, pos), bd, bn));
+    line(g, "const fcx_ct_%s fs = %s;", L, online_rescale(g, r, str(g, "%sa%d", s, pos), bs, bn));
+    line(g, "%sa%d = fcx_add(fd, fs);", d, pos);
+    g->indent--;
+    line(g, "}");
+    line(g, "%so%d = mc;", d, pos);
+    scope_pop(g);
+    g->indent--;
+    line(g, "}");
+    g->indent--;
+    line(g, "}");
+}
+
 /* dst (<d><field><pos>) absorbs src (<s><field><pos>), src holding the later elements. */
 static void acc_combine(gen *g, const fc_array *r, int pos, const char *d, const char *s) {
     const char *L = dt(acc_mean_dtype(r)), *A = acc_type(r);
     const fcg_red_combine c = fcg_reduction_of(r)->combine;
+    if (online_of(g, r) >= 0) {
+        online_combine(g, r, pos, d, s);
+        return;
+    }
     switch (c) {
     case FCG_COMBINE_ADD: line(g, "%sa%d = fcx_add(%sa%d, %sa%d);", d, pos, d, pos, s, pos); break;
     case FCG_COMBINE_MUL:
@@ -1731,7 +1887,8 @@ static int reduction_levels(gen *g, int *level) {
             int p = pos_of(g, a->in[c]);
             if (p < k->nnode && level[p] > lv) lv = level[p];
         }
-        if (fcg_ops[a->op].kind == FCG_KIND_REDUCE) lv++;
+        if (fcg_ops[a->op].kind == FCG_KIND_REDUCE)
+            lv = online_of(g, a) >= 0 ? level[online_of(g, a)] : lv + 1; /* online: M's phase */
         level[i] = lv;
         if (lv > maxlevel) maxlevel = lv;
     }
@@ -1760,6 +1917,49 @@ static void reduced_outputs(gen *g, bool skip_full) {
     }
 }
 
+/* Folds the element at sidx into online sum r (position pos): the max it has seen rises
+ * (the sum rescaled to the new shift; a non-finite shift poisons the sum), then the term
+ * exp(A - B(m)) is added, computed as the program computes it with the running max m. */
+static void online_update(gen *g, const fc_array *r, int pos, const ix *sidx) {
+    const fcp_kernel *k = g->k;
+    int pm = online_of(g, r);
+    const fc_array *M = k->nodes[pm];
+    const char *MT = dt(acc_mean_dtype(M)), *L = dt(acc_mean_dtype(r));
+    int xa = eval(g, M->in[0], sidx);
+    xa = widen(g, M, convert(g, xa, (fc_dtype)M->in[0]->dtype, (fc_dtype)M->loop_dtype));
+    line(g, "{ /* online sum: the max seen, the sum relative to its shift */");
+    g->indent++;
+    scope_push(g);
+    line(g, "const fcx_ct_%s mn = h%d ? fcx_maximum(o%d, v%d) : v%d;", MT, pos, pos, xa, xa);
+    line(g, "if (!h%d || !(mn == o%d)) {", pos, pos);
+    g->indent++;
+    scope_push(g);
+    int bn = online_shift(g, r, "mn");
+    line(g, "if (!fcx_isfinite(v%d)) a%d = fcx_nan_of<fcx_ct_%s>();", bn, pos, L);
+    line(g, "else if (h%d) {", pos);
+    g->indent++;
+    int bo = online_shift(g, r, str(g, "o%d", pos));
+    line(g, "a%d = %s;", pos, online_rescale(g, r, str(g, "a%d", pos), bo, bn));
+    g->indent--;
+    line(g, "}");
+    line(g, "o%d = mn;", pos);
+    line(g, "h%d = true;", pos);
+    scope_pop(g);
+    g->indent--;
+    line(g, "}");
+    int mv = new_var(g);
+    line(g, "const fcx_ct_%s v%d = fcx_cast_%s(o%d);", dt(M->dtype), mv, dt(M->dtype), pos);
+    int saved = g->red_var[pm];
+    g->red_var[pm] = mv;
+    int v = eval(g, r->in[0], sidx);
+    v = convert(g, v, (fc_dtype)r->in[0]->dtype, (fc_dtype)r->loop_dtype);
+    acc_update(g, r, pos, v, "e");
+    g->red_var[pm] = saved;
+    scope_pop(g);
+    g->indent--;
+    line(g, "}");
+}
+
 /* The work of one element e of a row kernel's phase: fold the phase's reductions (lv > 0),
  * or compute and store the outputs over the whole space (lv == 0). */
 static void row_element(gen *g, const ix *sidx, const int *level, int lv, bool vec) {
@@ -1769,6 +1969,10 @@ static void row_element(gen *g, const ix *sidx, const int *level, int lv, bool v
             const fc_array *r = k->reds[j];
             int pos = pos_of(g, r);
             if (level[pos] != lv) continue;
+            if (online_of(g, r) >= 0) {
+                online_update(g, r, pos, sidx);
+                continue;
+            }
             int v;
             if (fcg_reduction_of(r)->map == FCG_MAP_USER) {
                 v = user_map(g, r, sidx);
@@ -2359,6 +2563,28 @@ static void collect_level(gen *g, const int *level, int lv, int *pos, int *n) {
     }
 }
 
+/* An online sum (position pos) that ended non-finite: the row's sum again, in a pass of its
+ * own with the row's max final (the program's two-phase sum), as a plain sum. */
+static void online_recheck(gen *g, const ix *sidx, int pos, int vec, bool trailing) {
+    const fcp_kernel *k = g->k;
+    int *lv = fcg_malloc(g->ctx, (size_t)(k->nnode + 1) * sizeof *lv);
+    if (!lv) {
+        fail(g, FC_ERR_NOMEM, "codegen: out of memory");
+        return;
+    }
+    for (int i = 0; i < k->nnode; i++) lv[i] = i == pos ? 1 : 0;
+    line(g, "if (!fcx_isfinite(a%d)) { /* a non-finite shift or sum: the two-pass sum */", pos);
+    g->indent++;
+    g->plain = true;
+    acc_identity(g, k->nodes[pos], pos, "", false);
+    row_loops(g, sidx, lv, 1, vec, trailing);
+    block_reduce_rows(g, &pos, 1);
+    g->plain = false;
+    g->indent--;
+    line(g, "}");
+    fcg_free(g->ctx, lv, (size_t)(k->nnode + 1) * sizeof *lv);
+}
+
 /* Reduce and row kernels with the reduced axes innermost: a block per output row, or per
  * piece of a long row (reduce kernels). `level` has the reductions' phases. */
 static void gen_rows_body(gen *g, const int *level, int maxlevel, int *pos) {
@@ -2410,7 +2636,10 @@ static void gen_rows_body(gen *g, const int *level, int maxlevel, int *pos) {
             g->indent--;
             line(g, "}");
         }
-        for (int j = 0; j < n; j++) g->red_var[pos[j]] = acc_finish(g, k->nodes[pos[j]], pos[j], "L");
+        for (int j = 0; j < n; j++) {
+            if (online_of(g, k->nodes[pos[j]]) >= 0) online_recheck(g, &sidx, pos[j], vec, trailing);
+            g->red_var[pos[j]] = acc_finish(g, k->nodes[pos[j]], pos[j], "L");
+        }
     }
     /* Row kernels store their outputs over the whole space per element; reduce kernels (whose
      * outputs may have the space's shape only when the reduced extents are 1) once per row. */
@@ -2591,9 +2820,12 @@ static void gen_rows(gen *g) {
         fail(g, FC_ERR_NOMEM, "codegen: out of memory");
         return;
     }
+    if (online_pairs(g) != FC_OK) fail(g, FC_ERR_NOMEM, "codegen: out of memory");
     int maxlevel = reduction_levels(g, level);
     g->part_bytes = partial_bytes(g);
-    if (k->kind == FCP_KERNEL_ROW && maxlevel >= 1) choose_kept(g, level, maxlevel, pos, row_vec_width(k));
+    /* Long rows stream from memory in every phase: nothing is kept on chip. */
+    if (k->kind == FCP_KERNEL_ROW && maxlevel >= 1 && !k->long_rows)
+        choose_kept(g, level, maxlevel, pos, row_vec_width(k));
     gen_rows_body(g, level, maxlevel, pos);
     fcg_free(g->ctx, level, (size_t)(k->nnode + 1) * sizeof *level);
     fcg_free(g->ctx, pos, (size_t)(k->nred + 1) * sizeof *pos);
@@ -2920,6 +3152,8 @@ static void gen_free_arrays(gen *g) {
     fcg_free(g->ctx, g->vread, npos * sizeof *g->vread);
     fcg_free(g->ctx, g->pend, npos * sizeof *g->pend);
     fcg_free(g->ctx, g->pend_var, npos * sizeof *g->pend_var);
+    fcg_free(g->ctx, g->online, (size_t)(k->nnode + 1) * sizeof *g->online);
+    g->online = NULL;
     g->red_var = NULL;
     g->span = NULL;
     g->vec_used = g->flat_used = g->vfill = g->vread = NULL;
@@ -3018,8 +3252,10 @@ fc_status fcx_generate_named(fc_ctx *ctx, const fcp_kernel *k, const char *name,
             fcg_sb_printf(&src, k->kind == FCP_KERNEL_SCAN ? ", scanning axes mask 0x%x"
                                                            : ", reducing axes mask 0x%x",
                           k->rmask);
-        fcg_sb_printf(&src, ", %s index\n// strategy: %s\n// fused ops:", idx64 ? "64-bit" : "32-bit",
-                      how[strategy]);
+        fcg_sb_printf(&src, ", %s index\n// strategy: %s%s\n// fused ops:", idx64 ? "64-bit" : "32-bit",
+                      how[strategy],
+                      k->kind == FCP_KERNEL_ROW && k->long_rows
+                          ? "; long rows: each phase streams the row from memory" : "");
         for (int i = 0; i < k->nnode; i++) fcg_sb_printf(&src, " %s", fcg_ops[k->nodes[i]->op].pyname);
         fcg_sb_puts(&src, "\n");
         fcg_sb_printf(&src, "// codegen version %d\n", FCX_CODEGEN_VERSION);

@@ -10,7 +10,9 @@
  *   REDUCE  reductions of one level over one (space, axes), streamed, epilogue over the
  *           reduced space (sqrt of a sum, a norm's root);
  *   ROW     reductions over the trailing axes whose results broadcast back over the same rows
- *           (softmax, layernorm, normalise, logsumexp), when a row fits on chip.
+ *           (softmax, layernorm, normalise, logsumexp): kept on chip when a row fits, else
+ *           streamed from memory in every phase (long_rows), when there are enough rows to
+ *           give every multiprocessor a block (FCP_ROW_LONG_MIN_ROWS).
  * A region that fits none of these materialises its reductions and is tried again, so the
  * fallback is the fewest kernels the rules allow. Shared subexpressions are recomputed in each
  * consumer while small, materialised when big. Finally kernels over the same iteration space
@@ -186,9 +188,16 @@ static bool rows_aligned(fuse_state *s, fc_array *r, fc_array **reg, size_t nreg
     return true;
 }
 
-/* Decides what kernel a region can be. On FIT_NONE, *why says which rule failed. */
+/* Whether a has the shape of space S (a row kernel keeps such a buffer's rows on chip). */
+static bool of_space(const fc_array *a, const fc_array *S) {
+    return a->ndim == S->ndim && memcmp(a->shape, S->shape, (size_t)S->ndim * sizeof *S->shape) == 0;
+}
+
+/* Decides what kernel a region can be. On FIT_NONE, *why says which rule failed. On FIT_ROW,
+ * *long_rows says whether a row does not fit on chip (its kernel streams the rows). */
 static fit_kind classify(fuse_state *s, fc_array *r, fc_array **reg, size_t nreg,
-                         const char **why) {
+                         const char **why, bool *long_rows) {
+    *long_rows = false;
     if (is_scan(r)) { /* a scan kernel computes its mapped input: elementwise ops and views */
         for (size_t k = 1; k < nreg; k++)
             if (is_reduce(reg[k]) && !is_leaf(reg[k]) && !s->mat[ix(s, reg[k])]) {
@@ -285,7 +294,8 @@ static fit_kind classify(fuse_state *s, fc_array *r, fc_array **reg, size_t nreg
         *why = "the consumer's shape is neither the reduction's input nor its result";
         return FIT_NONE;
     }
-    /* ROW: the reduced axes must be the trailing ones, and a row must fit on chip. */
+    /* ROW: the reduced axes must be the trailing ones. A row that does not fit on chip is
+     * streamed from memory in every phase, when there are rows enough for the device. */
     int k = 0;
     while (k < S->ndim && !(rmask & (1u << k))) k++;
     uint32_t trailing = S->ndim ? (uint32_t)(((1ull << S->ndim) - 1) & ~((1ull << k) - 1)) : 0;
@@ -293,14 +303,23 @@ static fit_kind classify(fuse_state *s, fc_array *r, fc_array **reg, size_t nreg
         *why = "reduced axes are not the trailing (row) axes, so rows are not contiguous";
         return FIT_NONE;
     }
+    /* What the kernel keeps on chip: the rows of the buffers of the space's shape (codegen's
+     * choose_kept). A vector along the row (layernorm's gamma and beta) is no row of its own:
+     * every block reads the same one, from cache. */
     size_t bytes_per_elem = 0;
     for (size_t j = 0; j < nreg; j++)
-        if (is_leaf(reg[j]) || (reg[j] != r && s->mat[ix(s, reg[j])]))
+        if ((is_leaf(reg[j]) || (reg[j] != r && s->mat[ix(s, reg[j])])) && of_space(reg[j], S))
             bytes_per_elem += fc_dtype_size((fc_dtype)reg[j]->dtype);
     if (bytes_per_elem == 0) bytes_per_elem = 4;
     if ((double)row * (double)bytes_per_elem > FCP_ROW_MAX_BYTES) {
-        *why = "a row does not fit on chip";
-        return FIT_NONE;
+        int64_t rows = 1;
+        for (int d = 0; d < rn; d++) rows *= red_shape[d];
+        if (rows < FCP_ROW_LONG_MIN_ROWS) {
+            *why = "a row does not fit on chip and there are too few rows for a block each: "
+                   "the reductions split each row between blocks";
+            return FIT_NONE;
+        }
+        *long_rows = true;
     }
     if (!rows_aligned(s, r, reg, nreg, tag, S, rmask, at_space)) {
         *why = misaligned;
@@ -476,7 +495,8 @@ static void choose_roots(fuse_state *s, fc_array **reg, int *claimed) {
                 }
             }
             const char *why = NULL;
-            if (classify(s, s->ord[i], reg, m, &why) != FIT_NONE) continue;
+            bool long_rows;
+            if (classify(s, s->ord[i], reg, m, &why, &long_rows) != FIT_NONE) continue;
             for (size_t k = 1; k < m; k++) {
                 fc_array *a = reg[k];
                 if (is_reduce(a) && !is_leaf(a) && !s->mat[ix(s, a)]) {
@@ -609,7 +629,8 @@ static double union_row_bytes(fuse_state *s, const group *a, const group *b, con
                 fc_array *x = reg[j];
                 if (seen[ix(s, x)] || !(is_leaf(x) || s->mat[ix(s, x)])) continue;
                 seen[ix(s, x)] = 1;
-                bytes += (double)fc_dtype_size((fc_dtype)x->dtype);
+                if (x->ndim == k->ndim && memcmp(x->shape, k->space, (size_t)k->ndim * 8) == 0)
+                    bytes += (double)fc_dtype_size((fc_dtype)x->dtype);
             }
         }
     }
@@ -876,7 +897,8 @@ static fc_status fuse(fc_ctx *ctx, fcp_plan *p) {
         size_t m = collect(&s, r, reg);
         const char *why = NULL;
         bool lib = is_lib(r) || s.epilogue[i] == 1;
-        fit_kind fit = lib ? FIT_NONE : classify(&s, r, reg, m, &why);
+        bool long_rows = false;
+        fit_kind fit = lib ? FIT_NONE : classify(&s, r, reg, m, &why, &long_rows);
         k->kind = lib                 ? FCP_KERNEL_LIB
                   : fit == FIT_REDUCE ? FCP_KERNEL_REDUCE
                   : fit == FIT_ROW    ? FCP_KERNEL_ROW
@@ -884,6 +906,7 @@ static fc_status fuse(fc_ctx *ctx, fcp_plan *p) {
                   : fit == FIT_SCATTER ? FCP_KERNEL_SCATTER
                                       : FCP_KERNEL_EW;
         if (k->kind == FCP_KERNEL_SCAN) k->rmask = 1u << r->p.axis;
+        k->long_rows = k->kind == FCP_KERNEL_ROW && long_rows;
         g->kind = (int)k->kind;
         /* a scatter runs over its updates; a compaction over its mask, not its selection */
         const fc_array *space = k->kind == FCP_KERNEL_SCATTER ? r->in[2]
@@ -944,7 +967,10 @@ static fc_status fuse(fc_ctx *ctx, fcp_plan *p) {
                     continue;
             }
             if (union_loads(&s, &groups[a], &groups[b], reg, seen) > FCP_MAX_LEAVES) continue;
-            if (proto[a].kind == FCP_KERNEL_ROW &&
+            /* Row kernels merge while their rows still fit on chip together, or when both
+             * stream their rows already (a merged kernel reads each buffer as often). */
+            bool both_long = proto[a].long_rows && proto[b].long_rows;
+            if (proto[a].kind == FCP_KERNEL_ROW && !both_long &&
                 union_row_bytes(&s, &groups[a], &groups[b], &proto[a], reg, seen) > FCP_ROW_MAX_BYTES)
                 continue;
             for (int q = 0; q < groups[b].nroot; q++) {
@@ -1190,8 +1216,8 @@ char *fcp_plan_describe(const fcp_plan *p) {
     char sh[200];
     for (int i = 0; i < p->nkernel; i++) {
         const fcp_kernel *k = &p->kernels[i];
-        fcg_sb_printf(&b, "kernel %d: %s over %s", i, fcp_kernel_kind_names[k->kind],
-                  fcg_shape_str(sh, k->ndim, k->space));
+        fcg_sb_printf(&b, "kernel %d: %s%s over %s", i, fcp_kernel_kind_names[k->kind],
+                  k->long_rows ? " (long rows, streamed)" : "", fcg_shape_str(sh, k->ndim, k->space));
         if (k->rmask) {
             fcg_sb_printf(&b, k->kind == FCP_KERNEL_SCAN ? " along axis" : " reducing axes");
             for (int d = 0; d < k->ndim; d++)

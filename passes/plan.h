@@ -14,7 +14,7 @@ typedef enum fcp_kernel_kind {
     FCP_KERNEL_REDUCE, /* independent reductions over `rmask` of `space`, streamed, with their
                           elementwise prologues and epilogues */
     FCP_KERNEL_ROW,    /* reduce -> broadcast -> elementwise over rows (rmask = trailing dims):
-                          one block per row, the row kept on chip */
+                          one block per row, the row kept on chip (or streamed: long_rows) */
     FCP_KERNEL_LIB,    /* a library call (matmul) */
     FCP_KERNEL_SCAN,   /* one scan (outs[0]) over `space` along its p.axis (rmask), its mapped
                           input computed inside */
@@ -40,6 +40,9 @@ typedef struct fcp_kernel {
     fc_array **nodes;           /* every node computed inside, inputs before users */
     int nred;
     fc_array **reds;            /* REDUCE / ROW: its reductions, in dependency order */
+    bool long_rows;             /* ROW: a row does not fit on chip (FCP_ROW_MAX_BYTES): each
+                                   phase streams the row from memory, and single-pass forms
+                                   fold dependent reductions into one phase (codegen) */
 } fcp_kernel;
 
 /* Why two groups were not fused: recorded at every boundary for `fusec explain`. */
@@ -78,6 +81,10 @@ typedef struct fcp_plan {
                                         buffers' rows in dynamic shared memory; the rest of
                                         the 48 KiB a launch gets without opting in is left to
                                         the reductions' exchange buffers) */
+
+#define FCP_ROW_LONG_MIN_ROWS 64      /* a row kernel whose row does not fit on chip needs
+                                        this many rows (a block each); fewer, longer rows
+                                        split between blocks in reduce kernels instead */
 
 /* Runs the pipeline (simplify, cse, dce, fuse, schedule) on the graph of `arrays` and builds
  * the plan. The plan holds its own references. */

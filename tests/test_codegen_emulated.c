@@ -158,6 +158,8 @@ typedef struct emu_cfg {
     bool small_splits;
     bool no_dsmem;
     bool sanitize; /* in a sanitizer build, the kernels too: a load outside a buffer fails */
+    bool long_rows; /* every row kernel generated as for rows that do not fit on chip (they
+                       stream the row in every phase, online sums): that form at every shape */
 } emu_cfg;
 
 /* Small split constants: pieces of a few elements, few pieces, a small scratch cap. */
@@ -197,6 +199,8 @@ typedef struct emu_set {
     /* launches seen, by what they exercise (the tests check each path ran) */
     int n_split, n_cols, n_rows_on_chip, n_rows_vec, n_scan_tiles, n_scan_lines, n_scatter;
     int n_scatter_on_chip;
+    int n_rows_long, n_online; /* launches of row kernels that stream rows; of those with an
+                                  online sum */
 } emu_set;
 
 static void set_open(emu_set *s, const char *tag, const emu_cfg *cfg) {
@@ -276,8 +280,9 @@ static void set_add(emu_set *s, const char *name, bool random, uint64_t seed, fc
         fcx_kernel_src *src = &s->srcs[s->nsrc];
         memset(src, 0, sizeof *src);
         int index = s->nsrc++;
-        const fcp_kernel *kern = &p->plan->kernels[k];
+        fcp_kernel *kern = &p->plan->kernels[k];
         if (kern->kind == FCP_KERNEL_LIB) continue;
+        if (s->cfg.long_rows && kern->kind == FCP_KERNEL_ROW) kern->long_rows = true;
         char kname[32];
         snprintf(kname, sizeof kname, "k%d", index);
         st = fcx_generate_named(s->ctx, kern, kname, false, src);
@@ -491,6 +496,11 @@ static char *run_program(emu_set *s, program *p) {
         s->n_cols += src->strategy == FCX_STRATEGY_BLOCK_COL;
         s->n_rows_on_chip += smem > 0;
         s->n_rows_vec += src->strategy == FCX_STRATEGY_BLOCK_ROW && src->vec > 1;
+        s->n_rows_long += kern->kind == FCP_KERNEL_ROW && kern->long_rows && grid > 0;
+        s->n_online += kern->kind == FCP_KERNEL_ROW && kern->long_rows && grid > 0 &&
+                       strstr(src->src, "online sum") != NULL;
+        cr_assert(!kern->long_rows || smem == 0, "%s kernel %d: a streaming row kernel asks for "
+                  "%zu bytes of shared memory", p->name, k, smem);
         char sym[40];
         snprintf(sym, sizeof sym, "emu_k%d", p->first + k);
         emu_call fn = (emu_call)(uintptr_t)dlsym(s->so, sym);
@@ -628,20 +638,20 @@ static void emulate_workloads(const char *tag, const emu_cfg *cfg) {
 }
 
 Test(emulated, workloads_one_thread) {
-    emulate_workloads("workloads_t1", &(emu_cfg){1, 1, 1, false, false, false});
+    emulate_workloads("workloads_t1", &(emu_cfg){1, 1, 1, false, false, false, false});
 }
 Test(emulated, workloads_eight_threads_three_blocks) {
-    emulate_workloads("workloads_t8", &(emu_cfg){8, 4, 3, true, false, false});
+    emulate_workloads("workloads_t8", &(emu_cfg){8, 4, 3, true, false, false, false});
 }
 /* Warps as wide as the device's: the shuffle trees run all five rounds. */
 Test(emulated, workloads_64_threads_warps_of_32) {
-    emulate_workloads("workloads_t64", &(emu_cfg){64, 32, 2, true, false, false});
+    emulate_workloads("workloads_t64", &(emu_cfg){64, 32, 2, true, false, false, false});
 }
 
 /* Programs that once went wrong. */
 Test(emulated, regressions) {
     emu_set s;
-    set_open(&s, "regressions", &(emu_cfg){4, 2, 2, true, false, true});
+    set_open(&s, "regressions", &(emu_cfg){4, 2, 2, true, false, true, false});
     fc_ctx *ctx = s.ctx;
     fc_scope_open(ctx);
     double vals[60];
@@ -710,7 +720,7 @@ Test(emulated, regressions) {
  * 8 x 100032.008 in f32). */
 Test(emulated, variance_batches_of_equal_values) {
     emu_set s;
-    set_open(&s, "variance_batches", &(emu_cfg){8, 4, 2, false, false, true});
+    set_open(&s, "variance_batches", &(emu_cfg){8, 4, 2, false, false, true, false});
     fc_ctx *ctx = s.ctx;
     fc_scope_open(ctx);
     fc_array *outs[WL_MAX_OUT];
@@ -789,7 +799,7 @@ Test(emulated, stencil_kernels) {
     };
     enum { N = sizeof cases / sizeof *cases };
     emu_set s;
-    set_open(&s, "stencil", &(emu_cfg){FCX_STENCIL_THREADS, 32, 3, false, false, false});
+    set_open(&s, "stencil", &(emu_cfg){FCX_STENCIL_THREADS, 32, 3, false, false, false, false});
     int tiled = 0, untiled = 0, unrolled = 0;
     fcx_stencil plans[N];
     for (int c = 0; c < N; c++) {
@@ -894,7 +904,7 @@ Test(emulated, stencil_kernels) {
  * clearing; the kept triangle must be src's (or dst's own) bytes, the other zeros. */
 Test(emulated, triangle_copies) {
     emu_set s;
-    set_open(&s, "tri", &(emu_cfg){8, 4, 3, false, false, false});
+    set_open(&s, "tri", &(emu_cfg){8, 4, 3, false, false, false, false});
     char *src = NULL;
     cr_assert_eq(fcx_tri_source(s.ctx, &src), FC_OK);
     fputs(src, s.cpp);
@@ -999,7 +1009,7 @@ Test(emulated, triangle_copies) {
  * pointer arrays, and the marks of matrices whose eigenvalues are not finite. */
 Test(emulated, batched_moves) {
     emu_set s;
-    set_open(&s, "batched", &(emu_cfg){8, 4, 3, false, false, false});
+    set_open(&s, "batched", &(emu_cfg){8, 4, 3, false, false, false, false});
     char *src = NULL;
     cr_assert_eq(fcx_batched_source(s.ctx, &src), FC_OK);
     fputs(src, s.cpp);
@@ -1168,7 +1178,7 @@ Test(emulated, batched_moves) {
  * the prelude's float Box-Muller, graph/normal32.h, must agree in every bit). */
 Test(emulated, random_draws_bit_for_bit) {
     emu_set s;
-    set_open(&s, "random_draws", &(emu_cfg){64, 32, 3, false, false, false});
+    set_open(&s, "random_draws", &(emu_cfg){64, 32, 3, false, false, false, false});
     fc_ctx *ctx = s.ctx;
     fc_scope_open(ctx);
     fc_array *outs[WL_MAX_OUT];
@@ -1254,15 +1264,15 @@ static void emulate_random(uint64_t lo, uint64_t hi, const emu_cfg *cfg) {
 /* Small split constants throughout, so reductions of these small shapes split between blocks
  * and combine through the scratch buffer (one block alone meets every piece in turn). */
 Test(emulated, random_dags_0_499_one_thread) {
-    emulate_random(0, 500, &(emu_cfg){1, 1, 1, true, false, false});
+    emulate_random(0, 500, &(emu_cfg){1, 1, 1, true, false, false, false});
 }
 Test(emulated, random_dags_500_999_eight_threads) {
-    emulate_random(500, 1000, &(emu_cfg){8, 4, 3, true, false, false});
+    emulate_random(500, 1000, &(emu_cfg){8, 4, 3, true, false, false, false});
 }
 /* Three warps a block (not a power of two), and no dynamic shared memory: row kernels read
  * their rows from global memory in every phase. */
 Test(emulated, random_dags_1000_1299_twelve_threads_no_shared_rows) {
-    emulate_random(1000, 1300, &(emu_cfg){12, 4, 2, true, true, false});
+    emulate_random(1000, 1300, &(emu_cfg){12, 4, 2, true, true, false, false});
 }
 
 /* ---- reductions of every kind, dtype and axis set; row kernels; long splits ------------- */
@@ -1360,10 +1370,10 @@ static void emulate_reduction_sweep(const char *tag, const emu_cfg *cfg) {
 }
 
 Test(emulated, reductions_every_kind_and_dtype_eight_threads) {
-    emulate_reduction_sweep("sweep_t8", &(emu_cfg){8, 4, 3, true, false, false});
+    emulate_reduction_sweep("sweep_t8", &(emu_cfg){8, 4, 3, true, false, false, false});
 }
 Test(emulated, reductions_every_kind_and_dtype_one_thread) {
-    emulate_reduction_sweep("sweep_t1", &(emu_cfg){1, 1, 2, true, false, false});
+    emulate_reduction_sweep("sweep_t1", &(emu_cfg){1, 1, 2, true, false, false, false});
 }
 
 /* Every scan of every dtype: along each axis of [6, 5, 9] (a thread per line) and over the
@@ -1436,7 +1446,7 @@ static void emulate_scan_sweep(const char *tag, const emu_cfg *cfg) {
  * kernel's rows, of a stored reduction, by computed indices in each mode, of every dtype. */
 Test(emulated, takes_in_every_kind_of_kernel) {
     emu_set s;
-    set_open(&s, "take", &(emu_cfg){8, 4, 3, true, false, false});
+    set_open(&s, "take", &(emu_cfg){8, 4, 3, true, false, false, false});
     fc_ctx *ctx = s.ctx;
     fc_scope_open(ctx);
     fc_array *x = sweep_input(ctx, 1, FC_F32, FC_SHAPE(6, 40));
@@ -1465,10 +1475,10 @@ Test(emulated, takes_in_every_kind_of_kernel) {
 }
 
 Test(emulated, scans_every_kind_and_dtype_eight_threads) {
-    emulate_scan_sweep("scan_t8", &(emu_cfg){8, 4, 3, true, false, false});
+    emulate_scan_sweep("scan_t8", &(emu_cfg){8, 4, 3, true, false, false, false});
 }
 Test(emulated, scans_every_kind_and_dtype_one_thread) {
-    emulate_scan_sweep("scan_t1", &(emu_cfg){1, 1, 2, true, false, false});
+    emulate_scan_sweep("scan_t1", &(emu_cfg){1, 1, 2, true, false, false, false});
 }
 
 /* User kernels (fc_elementwise_kernel / fc_reduction_kernel) fused with built-in ops, raw
@@ -1476,7 +1486,7 @@ Test(emulated, scans_every_kind_and_dtype_one_thread) {
  * against the same computation in built-in ops on the host. */
 Test(emulated, user_kernels) {
     emu_set s;
-    set_open(&s, "user", &(emu_cfg){8, 4, 3, true, false, false});
+    set_open(&s, "user", &(emu_cfg){8, 4, 3, true, false, false, false});
     fc_ctx *ctx = s.ctx;
     fc_scope_open(ctx);
     fc_kernel *axpb, *sd, *sumdiff, *rev, *idx2, *l2, *sop, *vmax;
@@ -1596,21 +1606,43 @@ static void emulate_ew_sweep(const char *tag, const emu_cfg *cfg) {
 }
 
 Test(emulated, elementwise_every_op_and_dtype) {
-    emulate_ew_sweep("ew_sweep_t8", &(emu_cfg){8, 4, 2, false, false, false});
+    emulate_ew_sweep("ew_sweep_t8", &(emu_cfg){8, 4, 2, false, false, false, false});
+}
+
+/* Rows of special values for softmax and logsumexp, in dtype t (f16, f32 or f64), [6, 37]:
+ * random; -inf first (an online max starts at -inf); a +inf; a NaN; all -inf; rising by 3 an
+ * element (the max rises at every element, a rescale each time, over a range exp overflows). */
+static fc_array *special_rows(fc_ctx *ctx, fc_dtype t) {
+    enum { R = 6, C = 37 };
+    double v[R * C];
+    uint64_t st = 12345;
+    for (int i = 0; i < R * C; i++) {
+        st = st * 6364136223846793005ull + 1442695040888963407ull;
+        v[i] = (double)(st >> 11) * 0x1p-53 * 8.0 - 4.0;
+    }
+    for (int j = 0; j < 5; j++) v[1 * C + j] = -INFINITY;
+    v[2 * C + 17] = INFINITY;
+    v[3 * C + 30] = NAN;
+    for (int j = 0; j < C; j++) v[4 * C + j] = -INFINITY;
+    for (int j = 0; j < C; j++) v[5 * C + j] = 3.0 * j - 40.0;
+    fc_array *a = fc_from_host(ctx, FC_F64, FC_SHAPE(R, C), v);
+    return fc_cast(a, t);
 }
 
 /* Reduce -> broadcast -> elementwise chains (row kernels) of several dtypes and row lengths:
- * odd lengths leave rows unaligned for 16-byte steps, some rows keep several buffers on chip. */
+ * odd lengths leave rows unaligned for 16-byte steps, some rows keep several buffers on chip;
+ * rows of length 1, no rows at all, rows of special values. */
 static void emulate_row_kernels(const char *tag, const emu_cfg *cfg) {
     emu_set s;
     set_open(&s, tag, cfg);
     fc_ctx *ctx = s.ctx;
     fc_scope_open(ctx);
     static const fc_dtype types[] = {FC_F32, FC_F64, FC_F16, FC_BF16, FC_C64};
-    static const int64_t shapes[][3] = {{7, 37, 0}, {4, 64, 0}, {3, 5, 12}, {5, 1, 0}, {2, 333, 0}};
+    static const int64_t shapes[][3] = {{7, 37, 0}, {4, 64, 0}, {3, 5, 12}, {5, 1, 0}, {2, 333, 0},
+                                        {0, 37, 0}};
     int n = 0;
     for (int ti = 0; ti < 5; ti++)
-        for (int si = 0; si < 5; si++) {
+        for (int si = 0; si < 6; si++) {
             fc_dtype t = types[ti];
             const int64_t *sh = shapes[si];
             fc_shape shape = sh[2] ? FC_SHAPE(sh[0], sh[1], sh[2]) : FC_SHAPE(sh[0], sh[1]);
@@ -1661,26 +1693,104 @@ static void emulate_row_kernels(const char *tag, const emu_cfg *cfg) {
                                fc_sum(fc_where(xb, xi, fc_i64(ctx, 1)), FC_AXES(1), true)));
     set_add(&s, "where(b, i - max(i), sum(where(b, i, 1)))", false, 0, outs, 1);
     n++;
+    static const fc_dtype special[] = {FC_F32, FC_F64, FC_F16};
+    for (int ti = 0; ti < 3; ti++) {
+        fc_array *x = special_rows(ctx, special[ti]);
+        char name[96];
+        fc_array *e = fc_exp(fc_sub(x, fc_max(x, FC_AXES(1), true)));
+        outs[0] = fc_keep(fc_div(e, fc_sum(e, FC_AXES(1), true)));
+        snprintf(name, sizeof name, "softmax of special rows, %s", fc_dtype_name(special[ti]));
+        set_add(&s, name, false, 0, outs, 1);
+        outs[0] = fc_keep(fc_logsumexp(x, FC_AXES(1), false));
+        outs[1] = fc_keep(fc_mean(fc_exp(fc_sub(x, fc_max(x, FC_AXES(1), true))), FC_AXES(1), true));
+        snprintf(name, sizeof name, "logsumexp and mean(exp(x - max)) of special rows, %s",
+                 fc_dtype_name(special[ti]));
+        set_add(&s, name, false, 0, outs, 2);
+        n += 2;
+    }
     set_build(&s);
     set_run_and_close(&s);
     cr_assert_gt(n, 80);
-    cr_assert(cfg->no_dsmem || s.n_rows_on_chip > 40, "only %d row kernels kept rows on chip",
-              s.n_rows_on_chip);
+    cr_assert(cfg->no_dsmem || cfg->long_rows || s.n_rows_on_chip > 40,
+              "only %d row kernels kept rows on chip", s.n_rows_on_chip);
     cr_assert(s.n_rows_vec > 40, "only %d row kernels had 16-byte steps", s.n_rows_vec);
+    cr_assert(!cfg->long_rows || (s.n_rows_long > 60 && s.n_online > 20),
+              "only %d row kernels streamed their rows, %d with an online sum", s.n_rows_long,
+              s.n_online);
 }
 
 Test(emulated, row_kernels_eight_threads) {
-    emulate_row_kernels("rows_t8", &(emu_cfg){8, 4, 3, true, false, false});
+    emulate_row_kernels("rows_t8", &(emu_cfg){8, 4, 3, true, false, false, false});
 }
 Test(emulated, row_kernels_one_thread_no_shared_rows) {
-    emulate_row_kernels("rows_t1", &(emu_cfg){1, 1, 2, true, true, false});
+    emulate_row_kernels("rows_t1", &(emu_cfg){1, 1, 2, true, true, false, false});
+}
+/* The same programs with every row kernel in its form for rows that do not fit on chip (issue
+ * 13 item 2): the rows streamed in every phase, softmax's and logsumexp's sums online. */
+Test(emulated, row_kernels_streamed_eight_threads) {
+    emulate_row_kernels("rows_long_t8", &(emu_cfg){8, 4, 3, true, false, false, true});
+}
+Test(emulated, row_kernels_streamed_twelve_threads) {
+    emulate_row_kernels("rows_long_t12", &(emu_cfg){12, 4, 2, true, false, false, true});
+}
+/* Random programs with their row kernels streamed. */
+Test(emulated, random_dags_1300_1499_streamed_rows) {
+    emulate_random(1300, 1500, &(emu_cfg){8, 4, 3, true, false, false, true});
+}
+
+/* Row chains at lengths that do not fit on chip, planned as they are (one streaming row
+ * kernel each, 64 rows: FCP_ROW_LONG_MIN_ROWS), with the device's split constants: layernorm with
+ * a scale and shift (f32, f16), softmax (f32, f64), logsumexp (f64), log-softmax and x / norm
+ * (f32); odd lengths, so the rows' starts are unaligned for 16-byte steps. */
+Test(emulated, long_rows_one_kernel_at_their_lengths) {
+    emu_set s;
+    set_open(&s, "long_rows", &(emu_cfg){8, 4, 2, false, false, false, false});
+    fc_ctx *ctx = s.ctx;
+    fc_scope_open(ctx);
+    fc_array *outs[WL_MAX_OUT];
+    int64_t R = FCP_ROW_LONG_MIN_ROWS;
+    for (int ti = 0; ti < 2; ti++) {
+        fc_dtype t = ti ? FC_F16 : FC_F32;
+        int64_t L = ti ? 22531 : 11265; /* 44 KiB and a little more a row */
+        fc_array *x = sweep_input(ctx, 50 + ti, t, FC_SHAPE(R, L));
+        fc_array *gam = sweep_input(ctx, 60 + ti, t, FC_SHAPE(L));
+        fc_array *bet = sweep_input(ctx, 70 + ti, t, FC_SHAPE(L));
+        fc_array *ln = fc_div(fc_sub(x, fc_mean(x, FC_AXES(1), true)),
+                              fc_sqrt(fc_add(fc_var(x, FC_AXES(1), true, 0), fc_f64(ctx, 1e-5))));
+        outs[0] = fc_keep(fc_add(fc_mul(ln, gam), bet));
+        set_add(&s, ti ? "layernorm f16[64, 22531]" : "layernorm f32[64, 11265]", false, 0, outs, 1);
+    }
+    fc_array *a = sweep_input(ctx, 80, FC_F32, FC_SHAPE(R, 11267));
+    fc_array *e = fc_exp(fc_sub(a, fc_max(a, FC_AXES(1), true)));
+    outs[0] = fc_keep(fc_div(e, fc_sum(e, FC_AXES(1), true)));
+    set_add(&s, "softmax f32[64, 11267]", false, 0, outs, 1);
+    outs[0] = fc_keep(fc_sub(a, fc_logsumexp(a, FC_AXES(1), true)));
+    outs[1] = fc_keep(fc_div(a, fc_norm(a, FC_AXES(1), true, FC_NORM_L2)));
+    set_add(&s, "log-softmax and x / norm(x) of f32[64, 11267]", false, 0, outs, 2);
+    fc_array *b = sweep_input(ctx, 81, FC_F64, FC_SHAPE(R, 5633));
+    e = fc_exp(fc_sub(b, fc_max(b, FC_AXES(1), true)));
+    outs[0] = fc_keep(fc_div(e, fc_sum(e, FC_AXES(1), true)));
+    set_add(&s, "softmax f64[64, 5633]", false, 0, outs, 1);
+    outs[0] = fc_keep(fc_logsumexp(b, FC_AXES(1), false));
+    set_add(&s, "logsumexp f64[64, 5633]", false, 0, outs, 1);
+    for (int i = 0; i < s.nprog; i++) {
+        const fcp_plan *p = s.progs[i].plan;
+        cr_assert(p->nkernel == 1 && p->kernels[0].kind == FCP_KERNEL_ROW && p->kernels[0].long_rows,
+                  "%s: %d kernels, the first %s, long_rows %d", s.progs[i].name, p->nkernel,
+                  fcp_kernel_kind_names[p->kernels[0].kind], p->kernels[0].long_rows);
+    }
+    int nprog = s.nprog;
+    set_build(&s);
+    set_run_and_close(&s);
+    cr_assert_eq(s.n_rows_long, nprog, "%d of %d kernels streamed their rows", s.n_rows_long, nprog);
+    cr_assert_eq(s.n_online, 4, "%d kernels with an online sum", s.n_online);
 }
 
 /* Long reductions with the device's split constants: the pieces, the scratch the launch
  * recipe sizes (canaries behind it), the last block's combine. */
 Test(emulated, long_reductions_split_with_default_constants) {
     emu_set s;
-    set_open(&s, "long", &(emu_cfg){8, 4, 3, false, false, false});
+    set_open(&s, "long", &(emu_cfg){8, 4, 3, false, false, false, false});
     fc_ctx *ctx = s.ctx;
     fc_scope_open(ctx);
     fc_array *outs[WL_MAX_OUT];
@@ -1718,7 +1828,7 @@ Test(emulated, long_reductions_split_with_default_constants) {
 Test(emulated, gpu_diff_seeds) {
     static const uint64_t seeds[] = {8615, 32981, 34794, 37686, 43632, 126802, 29149};
     emu_set s;
-    set_open(&s, "gpu_diff_seeds", &(emu_cfg){8, 4, 3, true, false, false});
+    set_open(&s, "gpu_diff_seeds", &(emu_cfg){8, 4, 3, true, false, false, false});
     for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
         rdag d;
         cr_assert_eq(rdag_build(s.ctx, seeds[i], NULL, &d), FC_OK);

@@ -72,6 +72,8 @@ static char plan_msg[32768];
         }                                                                                        \
     } while (0)
 
+static void check_plan(const char *what, fcp_plan *p);
+
 static int count_kind(const fcp_plan *p, fcp_kernel_kind kind) {
     int n = 0;
     for (int i = 0; i < p->nkernel; i++) n += p->kernels[i].kind == kind;
@@ -324,40 +326,117 @@ Test(fusion, outputs_of_different_shapes_two_kernels) {
 
 /* ---- fallbacks ------------------------------------------------------------------------- */
 
-/* Softmax whose row does not fit on chip (65536 f32 = 256 KiB > FCP_ROW_MAX_BYTES): the
- * fewest kernels the rules allow are max (REDUCE), sum(exp(x - m)) (REDUCE), e / s (EW). */
-Test(fusion, softmax_row_too_long_falls_back_to_three_kernels) {
+/* Softmax whose row does not fit on chip (65536 f32 = 256 KiB > FCP_ROW_MAX_BYTES) over
+ * enough rows for a block each: one ROW kernel that streams its rows (long_rows). */
+Test(fusion, softmax_row_too_long_for_chip_one_streaming_kernel) {
     cr_assert_gt(65536 * 4, FCP_ROW_MAX_BYTES);
-    fc_array *x = wl_input(ctx, 0, FC_F32, FC_SHAPE(64, 65536));
+    fc_array *x = wl_input(ctx, 0, FC_F32, FC_SHAPE(FCP_ROW_LONG_MIN_ROWS, 65536));
     fc_array *e = fc_exp(fc_sub(x, fc_max(x, FC_AXES(1), true)));
     fc_array *outs[1] = {fc_div(e, fc_sum(e, FC_AXES(1), true))};
-    fcp_plan *p = expect_kernels("softmax 64 x 65536", outs, 1, 3, 3);
+    fcp_plan *p = expect_kernels("softmax 64 x 65536", outs, 1, 1, 1);
+    plan_assert(p, p->kernels[0].kind == FCP_KERNEL_ROW && p->kernels[0].long_rows && p->nboundary == 0,
+                "softmax 64 x 65536", "a %s kernel, long_rows %d, %d boundaries",
+                fcp_kernel_kind_names[p->kernels[0].kind], p->kernels[0].long_rows, p->nboundary);
+    check_plan("softmax 64 x 65536", p);
+    fcp_plan_destroy(p);
+}
+
+/* Few rows that do not fit on chip: a block a row would leave most of the device idle, so the
+ * reductions split each row between blocks: max (REDUCE), sum(exp(x - m)) (REDUCE), e / s
+ * (EW), with the reason. */
+Test(fusion, few_long_rows_split_between_blocks_three_kernels) {
+    fc_array *x = wl_input(ctx, 0, FC_F32, FC_SHAPE(FCP_ROW_LONG_MIN_ROWS - 1, 65536));
+    fc_array *e = fc_exp(fc_sub(x, fc_max(x, FC_AXES(1), true)));
+    fc_array *outs[1] = {fc_div(e, fc_sum(e, FC_AXES(1), true))};
+    fcp_plan *p = expect_kernels("softmax 63 x 65536", outs, 1, 3, 3);
     plan_assert(p, count_kind(p, FCP_KERNEL_REDUCE) == 2 && count_kind(p, FCP_KERNEL_EW) == 1,
-                "softmax 64 x 65536", "%d reduce, %d elementwise kernels",
+                "softmax 63 x 65536", "%d reduce, %d elementwise kernels",
                 count_kind(p, FCP_KERNEL_REDUCE), count_kind(p, FCP_KERNEL_EW));
-    plan_assert(p, p->nboundary >= 2 && has_boundary_reason(p, "on chip"), "softmax 64 x 65536",
-                "%d boundaries, none says the row does not fit", p->nboundary);
+    plan_assert(p, p->nboundary >= 2 && has_boundary_reason(p, "too few rows"), "softmax 63 x 65536",
+                "%d boundaries, none says there are too few rows", p->nboundary);
     /* The materialised reductions are stored at their reduced size only. */
     for (int i = 0; i < p->nmat; i++)
-        plan_assert(p, p->mat[i] == outs[0] || fcg_node_numel(p->mat[i]) == 64, "softmax",
+        plan_assert(p, p->mat[i] == outs[0] || fcg_node_numel(p->mat[i]) == 63, "softmax",
                     "materialised node %d has %zu elements", i, fcg_node_numel(p->mat[i]));
     fcp_plan_destroy(p);
 }
 
-/* The same softmax where the row just fits (12288 f32 = 48 KiB): one ROW kernel. */
+/* The same softmax where the row just fits (11264 f32 = 44 KiB): one ROW kernel on chip; one
+ * more column and it streams its rows, still one kernel. */
 Test(fusion, softmax_row_at_the_on_chip_limit_one_kernel) {
     int64_t cols = FCP_ROW_MAX_BYTES / 4;
     fc_array *x = wl_input(ctx, 0, FC_F32, FC_SHAPE(256, cols));
     fc_array *e = fc_exp(fc_sub(x, fc_max(x, FC_AXES(1), true)));
     fc_array *outs[1] = {fc_div(e, fc_sum(e, FC_AXES(1), true))};
     fcp_plan *p = expect_kernels("softmax at the limit", outs, 1, 1, 1);
+    plan_assert(p, !p->kernels[0].long_rows, "softmax at the limit", "rows streamed (%d)", 1);
     fcp_plan_destroy(p);
-    /* One more column and it no longer fits. */
     x = wl_input(ctx, 1, FC_F32, FC_SHAPE(256, cols + 1));
     e = fc_exp(fc_sub(x, fc_max(x, FC_AXES(1), true)));
     outs[0] = fc_div(e, fc_sum(e, FC_AXES(1), true));
-    p = expect_kernels("softmax past the limit", outs, 1, 3, 3);
+    p = expect_kernels("softmax past the limit", outs, 1, 1, 1);
+    plan_assert(p, p->kernels[0].long_rows, "softmax past the limit", "rows kept on chip (%d)", 0);
     fcp_plan_destroy(p);
+}
+
+/* A layernorm with a scale and shift over rows of 4096 f32 (the issue's 'few thousand'): x's
+ * row is 16 KiB; gamma and beta are vectors every block reads, not rows to keep on chip. It was
+ * 3 kernels while they counted against FCP_ROW_MAX_BYTES. */
+Test(fusion, layernorm_with_scale_and_shift_keeps_rows_on_chip) {
+    fc_array *x = wl_input(ctx, 0, FC_F32, FC_SHAPE(16384, 4096));
+    fc_array *gam = wl_input(ctx, 1, FC_F32, FC_SHAPE(4096));
+    fc_array *bet = wl_input(ctx, 2, FC_F32, FC_SHAPE(4096));
+    fc_array *ln = fc_div(fc_sub(x, fc_mean(x, FC_AXES(1), true)),
+                          fc_sqrt(fc_add(fc_var(x, FC_AXES(1), true, 0), fc_f64(ctx, 1e-5))));
+    fc_array *outs[1] = {fc_add(fc_mul(ln, gam), bet)};
+    fcp_plan *p = expect_kernels("layernorm 16384 x 4096", outs, 1, 1, 1);
+    plan_assert(p, p->kernels[0].kind == FCP_KERNEL_ROW && !p->kernels[0].long_rows,
+                "layernorm 16384 x 4096", "a %s kernel, long_rows %d",
+                fcp_kernel_kind_names[p->kernels[0].kind], p->kernels[0].long_rows);
+    check_plan("layernorm 16384 x 4096", p);
+    fcp_plan_destroy(p);
+}
+
+/* Issue 13 item 2: the row chains whose rows did not fit on chip (3 kernels before) are one
+ * ROW kernel, at rows of 8192 (on chip: 32 KiB), 16384 and 65536 f32, and 6001 f64 (streamed):
+ * layernorm with a scale and shift, softmax, logsumexp (composite and by hand), normalise by
+ * the L2 norm, log-softmax. */
+Test(fusion, long_row_chains_are_one_streaming_kernel) {
+    static const int64_t lens[] = {8192, 16384, 65536};
+    for (int li = 0; li < 4; li++) {
+        bool f64 = li == 3;
+        int64_t L = f64 ? 6001 : lens[li];
+        fc_dtype t = f64 ? FC_F64 : FC_F32;
+        fc_array *x = wl_input(ctx, 10 * li, t, FC_SHAPE(256, L));
+        fc_array *gam = wl_input(ctx, 10 * li + 1, t, FC_SHAPE(L));
+        fc_array *bet = wl_input(ctx, 10 * li + 2, t, FC_SHAPE(L));
+        fc_array *mu = fc_mean(x, FC_AXES(1), true);
+        fc_array *ln = fc_div(fc_sub(x, mu), fc_sqrt(fc_add(fc_var(x, FC_AXES(1), true, 0), fc_f64(ctx, 1e-5))));
+        fc_array *m = fc_max(x, FC_AXES(1), true);
+        fc_array *e = fc_exp(fc_sub(x, m));
+        fc_array *lse = fc_add(fc_log(fc_sum(e, FC_AXES(1), true)), m);
+        fc_array *progs[6] = {
+            fc_add(fc_mul(ln, gam), bet),
+            fc_div(e, fc_sum(e, FC_AXES(1), true)),
+            fc_logsumexp(x, FC_AXES(1), false),
+            lse,
+            fc_div(x, fc_norm(x, FC_AXES(1), true, FC_NORM_L2)),
+            fc_sub(x, lse),
+        };
+        static const char *const names[6] = {"layernorm", "softmax", "logsumexp", "logsumexp by hand",
+                                              "x / norm(x)", "log-softmax"};
+        for (int q = 0; q < 6; q++) {
+            char what[96];
+            snprintf(what, sizeof what, "%s of %s[256, %lld]", names[q], fc_dtype_name(t), (long long)L);
+            fcp_plan *p = expect_kernels(what, &progs[q], 1, 1, 1);
+            bool fits = (double)L * (double)fc_dtype_size(t) <= FCP_ROW_MAX_BYTES;
+            plan_assert(p, p->kernels[0].kind == FCP_KERNEL_ROW && p->kernels[0].long_rows == !fits,
+                        what, "a %s kernel, long_rows %d", fcp_kernel_kind_names[p->kernels[0].kind],
+                        p->kernels[0].long_rows);
+            check_plan(what, p);
+            fcp_plan_destroy(p);
+        }
+    }
 }
 
 /* A reduction over a non-trailing axis feeding a broadcast: REDUCE + EW, with the reason. */
@@ -382,6 +461,14 @@ Test(fusion, row_kernels_merge_only_while_their_rows_fit_on_chip) {
     p = expect_kernels("two long softmaxes", outs, 2, 2, 2);
     plan_assert(p, count_kind(p, FCP_KERNEL_ROW) == 2, "two long softmaxes", "%d row kernels",
                 count_kind(p, FCP_KERNEL_ROW));
+    fcp_plan_destroy(p);
+    /* rows that stream already: one kernel reads each buffer as often as two would */
+    cols = FCP_ROW_MAX_BYTES / 4 * 2;
+    outs[0] = softmax_rows(wl_input(ctx, 4, FC_F32, FC_SHAPE(64, cols)));
+    outs[1] = softmax_rows(wl_input(ctx, 5, FC_F32, FC_SHAPE(64, cols)));
+    p = expect_kernels("two streamed softmaxes", outs, 2, 1, 1);
+    plan_assert(p, p->kernels[0].long_rows && p->kernels[0].nout == 2, "two streamed softmaxes",
+                "long_rows %d, %d stores", p->kernels[0].long_rows, p->kernels[0].nout);
     fcp_plan_destroy(p);
 }
 
@@ -852,6 +939,22 @@ static void check_plan(const char *what, fcp_plan *p) {
             uint32_t trailing = (uint32_t)(((1ull << k->ndim) - 1) & ~((1ull << first) - 1));
             plan_assert(p, k->rmask == trailing && k->rmask, what,
                         "row kernel %d reduces non-trailing axes 0x%x", i, k->rmask);
+            /* streamed rows: a row's loads do not fit on chip, and there is a row a block */
+            double row = 1, bytes = 0, rows = 1;
+            for (int d = 0; d < k->ndim; d++) {
+                if (k->rmask & (1u << d)) row *= (double)k->space[d];
+                else rows *= (double)k->space[d];
+            }
+            for (int l = 0; l < k->nleaf; l++)
+                if (same_shape(k->leaves[l], k->ndim, k->space))
+                    bytes += (double)fc_dtype_size((fc_dtype)k->leaves[l]->dtype);
+            if (bytes == 0) bytes = 4;
+            plan_assert(p, !k->long_rows || (rows >= FCP_ROW_LONG_MIN_ROWS && row * bytes > FCP_ROW_MAX_BYTES),
+                        what, "row kernel %d streams rows of %.0f elements (%.0f bytes each), %.0f rows",
+                        i, row, bytes, rows);
+        } else {
+            plan_assert(p, !k->long_rows, what, "%s kernel %d says long_rows",
+                        fcp_kernel_kind_names[k->kind], i);
         }
     }
     /* Every output is stored, or is a value already. */
