@@ -56,10 +56,13 @@ class ndarray(_fusec._Array):
         return _f.imag(self)
 
     def to_device(self, device, /, *, stream=None):
+        """This array's value in `device`, a fusec.Context (fusec's devices are contexts: a GPU,
+        or the host backend): itself where it already lives there, else a copy."""
         if device is self.context or device is None:
             return self
-        raise NotImplementedError("fusec: to_device between contexts (fc_copy_to) is not "
-                                  "bound yet")
+        if not isinstance(device, _fusec.Context):
+            raise TypeError(f"fusec: to_device takes a fusec.Context, not {type(device).__name__}")
+        return _fusec._copy_to(self, device)
 
     def __array_namespace__(self, /, *, api_version=None):
         if api_version not in (None, "2023.12", "2024.12"):

@@ -774,4 +774,13 @@ def gelu(x, /, approximate="none"):
 
 # ---- what fusec does not have yet ----------------------------------------------------------
 
-cross = _missing("cross")
+
+
+def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    """numpy.cross of 3-vectors (fusec.linalg.cross's; 2-vectors are not taken)."""
+    from . import linalg
+
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    a, b = moveaxis(asarray(a), axisa, -1), moveaxis(asarray(b), axisb, -1)
+    return moveaxis(linalg.cross(a, b, axis=-1), -1, axisc)

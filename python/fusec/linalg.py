@@ -9,6 +9,7 @@ from collections import namedtuple
 import numpy as np
 
 from . import _dtypes
+from . import _functions as _f
 from . import _fusec as _c
 from ._functions import (_missing, asarray, diagonal as _diagonal, matmul,  # noqa: F401
                          matrix_transpose, outer, tensordot, trace as _trace, vecdot)
@@ -80,27 +81,72 @@ _ORDS = {2: 0, None: 0, 1: 1, float("inf"): 2}
 
 
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
-    if ord not in _ORDS:
-        raise NotImplementedError(f"fusec.linalg.vector_norm: ord={ord!r} (2, 1 and inf)")
-    return _c.norm(x, axis, keepdims, _ORDS[ord])
+    """The array API's vector_norm: ord 2, 1 and inf in one fused reduction (fc_norm); -inf,
+    0 (the count of non-zeros) and any other p as NumPy defines them."""
+    x = asarray(x)
+    if ord in _ORDS:
+        return _c.norm(x, axis, keepdims, _ORDS[ord])
+    a = _f.abs(x)
+    if ord == float("-inf"):
+        return _f.min(a, axis=axis, keepdims=keepdims)
+    if ord == 0:
+        return _f.astype(_f.sum(_f.astype(a != 0, a.dtype), axis=axis, keepdims=keepdims),
+                         a.dtype)
+    p = float(ord)
+    return _f.sum(a ** p, axis=axis, keepdims=keepdims) ** (1.0 / p)
 
 
 def matrix_norm(x, /, *, keepdims=False, ord="fro"):
-    if ord != "fro":
-        raise NotImplementedError(f"fusec.linalg.matrix_norm: ord={ord!r} (only 'fro')")
-    return _c.norm(x, (-2, -1), keepdims, 0)
+    """The array API's matrix_norm over the last two axes: 'fro' (fc_norm), 'nuc', 2 and -2
+    (the singular values' sum, largest and smallest), 1, -1, inf and -inf (the largest or
+    smallest absolute column or row sum), as numpy.linalg.norm computes them."""
+    x = asarray(x)
+    if ord == "fro":
+        return _c.norm(x, (-2, -1), keepdims, 0)
+    if ord in ("nuc", 2, -2):
+        s = svdvals(x)
+        r = (_f.sum(s, axis=-1) if ord == "nuc" else
+             _f.max(s, axis=-1) if ord == 2 else _f.min(s, axis=-1))
+    elif ord in (1, -1, float("inf"), float("-inf")):
+        sums = _f.sum(_f.abs(x), axis=-2 if ord in (1, -1) else -1)
+        r = _f.max(sums, axis=-1) if ord > 0 else _f.min(sums, axis=-1)
+    else:
+        raise ValueError(f"fusec.linalg.matrix_norm: invalid ord {ord!r}")
+    return _f.expand_dims(_f.expand_dims(r, axis=-1), axis=-1) if keepdims else r
 
 
 def norm(x, ord=None, axis=None, keepdims=False):
-    """numpy.linalg.norm for vector norms (ord None, 2, 1, inf) and the Frobenius norm."""
+    """numpy.linalg.norm: vector norms over one axis (or the whole array, flattened, for ord
+    None), matrix norms over two axes (axis a pair, or a 2-d x with axis None)."""
     x = asarray(x)
-    if ord == "fro" or (ord is None and (axis is None or isinstance(axis, int))):
-        return _c.norm(x, axis, keepdims, 0)
-    if isinstance(axis, tuple) and len(axis) == 2:
-        raise NotImplementedError(f"fusec.linalg.norm: the matrix norm ord={ord!r}")
-    if axis is None and x.ndim != 1:
-        raise NotImplementedError(f"fusec.linalg.norm: ord={ord!r} of a matrix")
-    return vector_norm(x, axis=axis, keepdims=keepdims, ord=ord)
+    if isinstance(axis, int):
+        axis = (axis,)
+    if axis is None:
+        if ord is None:
+            return _c.norm(x, None, keepdims, 0)
+        axis = tuple(range(x.ndim))
+    axis = tuple(a % x.ndim if x.ndim else a for a in axis)
+    if len(axis) == 1:
+        if ord == "fro" or ord == "nuc":
+            raise ValueError(f"fusec.linalg.norm: invalid norm order {ord!r} for vectors")
+        return vector_norm(x, axis=axis, keepdims=keepdims, ord=2 if ord is None else ord)
+    if len(axis) != 2:
+        raise ValueError("fusec.linalg.norm: improper number of dimensions to norm")
+    m = _f.moveaxis(x, axis, (-2, -1))
+    r = matrix_norm(m, ord="fro" if ord is None else ord, keepdims=keepdims)
+    return _f.moveaxis(r, (-2, -1), axis) if keepdims else r
+
+
+def cross(x1, x2, /, *, axis=-1):
+    """The array API's linalg.cross of 3-vectors along `axis` (broadcast over the others)."""
+    a, b = _f.moveaxis(asarray(x1), axis, -1), _f.moveaxis(asarray(x2), axis, -1)
+    if a.shape[-1] != 3 or b.shape[-1] != 3:
+        raise ValueError(f"fusec.linalg.cross: axis {axis} must have size 3, not "
+                         f"{a.shape[-1]} and {b.shape[-1]}")
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    c = _f.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+    return _f.moveaxis(c, -1, axis)
 
 
 _NOVALUE = object()
@@ -147,6 +193,5 @@ def trace(x, /, *, offset=0, dtype=None):
     return _trace(x, offset, -2, -1, dtype)
 
 
-cross = _missing("linalg.cross")
 eig = _missing("linalg.eig", "fusec has eigh (Hermitian) only")
 eigvals = _missing("linalg.eigvals", "fusec has eigvalsh (Hermitian) only")

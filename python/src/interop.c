@@ -239,7 +239,17 @@ static PyObject *py_consumer_stream(PyObject *m, PyObject *args) {
     return PyLong_FromLongLong(handle ? (long long)(intptr_t)handle : 1);
 }
 
+/* _copy_to(a, ctx) -> a's value in another context (fc_copy_to: device to device, or through
+ * the host between backends) */
+static PyObject *py_copy_to(PyObject *m, PyObject *args) {
+    (void)m;
+    PyObject *arr, *ctx_obj;
+    if (!PyArg_ParseTuple(args, "O!O!", pf_array_base, &arr, pf_ctx_type, &ctx_obj)) return NULL;
+    return pf_wrap(fc_copy_to(pf_arr(arr), pf_fc_ctx(ctx_obj)), ctx_obj);
+}
+
 static PyMethodDef interop_methods[] = {
+    {"_copy_to", py_copy_to, METH_VARARGS, "_copy_to(a, ctx): a's value in context ctx."},
     {"_consumer_stream", py_consumer_stream, METH_VARARGS,
      "_consumer_stream(ctx, device_type): the stream a DLPack producer should order before."},
     {"_dlpack", py_dlpack, METH_VARARGS,

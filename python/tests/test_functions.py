@@ -304,8 +304,54 @@ def test_data_type_functions():
 
 
 def test_missing_functions_say_so():
-    with pytest.raises(NotImplementedError, match="cross"):
-        fusec.cross(fusec.zeros(3), fusec.zeros(3))
+    with pytest.raises(NotImplementedError, match="eig"):
+        fusec.linalg.eig(fusec.eye(3))
+
+
+@pytest.mark.parametrize("ord", [None, 2, 1, -1, np.inf, -np.inf, 0, 3, 0.5])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_vector_norms(ord, dtype):
+    x = np.random.default_rng(5).standard_normal((3, 4, 5)).astype(dtype)
+    x[0, 1, 2] = 0
+    o = 2 if ord is None else ord
+    with np.errstate(divide="ignore"):  # NumPy's 1 / |0| for the negative orders
+        want = np.linalg.vector_norm(x, axis=1, ord=o)
+    check(fusec.linalg.vector_norm(fusec.asarray(x), axis=1, ord=o), want,
+          rtol=1e-4 if dtype == "float32" else 1e-10)
+
+
+@pytest.mark.parametrize("ord", ["fro", "nuc", 2, -2, 1, -1, np.inf, -np.inf])
+def test_matrix_norms(ord):
+    x = np.random.default_rng(6).standard_normal((3, 4, 5))
+    a = fusec.asarray(x)
+    check(fusec.linalg.matrix_norm(a, ord=ord), np.linalg.matrix_norm(x, ord=ord), rtol=1e-10)
+    check(fusec.linalg.norm(a, ord=ord, axis=(2, 0), keepdims=True),
+          np.linalg.norm(x, ord=ord, axis=(2, 0), keepdims=True), rtol=1e-10)
+    check(fusec.linalg.norm(a[0], ord=ord), np.linalg.norm(x[0], ord=ord), rtol=1e-10)
+    with pytest.raises(ValueError):
+        fusec.linalg.matrix_norm(a, ord=3)
+
+
+def test_cross():
+    rng = np.random.default_rng(7)
+    u, v = rng.standard_normal((4, 3)), rng.standard_normal(3)
+    check(fusec.linalg.cross(fusec.asarray(u), fusec.asarray(v)), np.cross(u, v), rtol=1e-12)
+    check(fusec.cross(fusec.asarray(u.T), fusec.asarray(u[::-1].T), axis=0),
+          np.cross(u.T, u[::-1].T, axis=0), rtol=1e-12)
+    with pytest.raises(ValueError, match="size 3"):
+        fusec.linalg.cross(fusec.zeros((2, 2)), fusec.zeros((2, 2)))
+
+
+def test_to_device_copies_between_contexts():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4) * 0.5
+    a = fusec.asarray(x)
+    assert a.to_device(a.device) is a
+    with fusec.Context(backend="host") as other:
+        b = a.to_device(other)
+        assert b.device is other and b is not a
+    check(b + 1, x + 1)
+    with pytest.raises(TypeError):
+        a.to_device("gpu")
 
 
 # ---- pad, nan_to_num, gelu, pinv / lstsq / matrix_rank, NumPy's positional arguments --------
