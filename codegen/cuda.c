@@ -450,30 +450,34 @@ static int eval_source(gen *g, const fc_array *a, const ix *idx) {
     }
 }
 
-static int eval_ew(gen *g, const fc_array *a, const ix *idx) {
-    int vin[3];
-    fc_dtype loop = (fc_dtype)a->loop_dtype;
-    for (int i = 0; i < a->nin; i++) {
-        const fc_array *c = a->in[i];
-        ix ci = broadcast_index(a, c, idx);
-        int cv = eval(g, c, &ci);
-        fc_dtype want = loop;
-        if (a->op == FCG_OP_WHERE && i == 0) want = FC_BOOL;
-        if (a->op == FCG_OP_CAST) want = (fc_dtype)c->dtype;
-        vin[i] = convert(g, cv, (fc_dtype)c->dtype, want);
-    }
+/* The dtype an elementwise node computes input c in: its loop dtype, but where's condition is
+ * bool and a cast takes its input as it is. */
+static fc_dtype ew_want(const fc_array *a, int c) {
+    if (a->op == FCG_OP_WHERE && c == 0) return FC_BOOL;
+    if (a->op == FCG_OP_CAST) return (fc_dtype)a->in[c]->dtype;
+    return (fc_dtype)a->loop_dtype;
+}
+
+/* The prelude call of a 16-bit node's op on its converted inputs (in float; the caller rounds). */
+static const char *ew_half_call(gen *g, const fc_array *a, const int *vin) {
+    const char *cname = fcg_ops[a->op].cname;
+    /* nextafter steps the 16-bit format itself: in float the step would round away */
+    if (a->op == FCG_OP_NEXTAFTER) cname = str(g, "nextafter_%s", dt(a->loop_dtype));
+    return a->nin == 1   ? str(g, "fcx_%s(v%d)", cname, vin[0])
+           : a->nin == 2 ? str(g, "fcx_%s(v%d, v%d)", cname, vin[0], vin[1])
+                         : str(g, "fcx_%s(v%d, v%d, v%d)", cname, vin[0], vin[1], vin[2]);
+}
+
+/* Node a's value from its inputs' values vin[], each already in ew_want's dtype. */
+static int ew_apply(gen *g, const fc_array *a, const int *vin) {
     int v = new_var(g);
+    fc_dtype loop = (fc_dtype)a->loop_dtype;
     const char *cname = fcg_ops[a->op].cname;
     /* f16 and bf16 compute in float but round after every op, as NumPy and the host
      * reference do, so fused and unfused programs give the same bits. */
     fc_dtype od = (fc_dtype)a->dtype;
     if ((od == FC_F16 || od == FC_BF16) && a->op != FCG_OP_CAST) {
-        /* nextafter steps the 16-bit format itself: in float the step would round away */
-        if (a->op == FCG_OP_NEXTAFTER) cname = str(g, "nextafter_%s", dt(loop));
-        const char *call = a->nin == 1   ? str(g, "fcx_%s(v%d)", cname, vin[0])
-                           : a->nin == 2 ? str(g, "fcx_%s(v%d, v%d)", cname, vin[0], vin[1])
-                                         : str(g, "fcx_%s(v%d, v%d, v%d)", cname, vin[0], vin[1], vin[2]);
-        line(g, "const fcx_ct_%s v%d = fcx_cast_%s(%s);", dt(od), v, dt(od), call);
+        line(g, "const fcx_ct_%s v%d = fcx_cast_%s(%s);", dt(od), v, dt(od), ew_half_call(g, a, vin));
         return v;
     }
     if (a->op == FCG_OP_POW && a->in[1]->ndim == 0 && (loop == FC_F32 || loop == FC_F64)) {
@@ -494,6 +498,17 @@ static int eval_ew(gen *g, const fc_array *a, const ix *idx) {
         line(g, "const fcx_ct_%s v%d = fcx_%s(v%d, v%d, v%d);", dt(a->dtype), v, cname, vin[0],
              vin[1], vin[2]);
     return v;
+}
+
+static int eval_ew(gen *g, const fc_array *a, const ix *idx) {
+    int vin[3];
+    for (int i = 0; i < a->nin; i++) {
+        const fc_array *c = a->in[i];
+        ix ci = broadcast_index(a, c, idx);
+        int cv = eval(g, c, &ci);
+        vin[i] = convert(g, cv, (fc_dtype)c->dtype, ew_want(a, i));
+    }
+    return ew_apply(g, a, vin);
 }
 
 /* ---- user kernels ----------------------------------------------------------------------
@@ -994,6 +1009,284 @@ static void space_loop_open(gen *g, const char *first, ix *idx) {
     identity_index(g, idx, k->ndim, "c");
 }
 
+/* ---- 16-bit pairs in gen_ew's vector step (issue 13) --------------------------------------
+ * Where every node an elementwise kernel computes at the flat index is an elementwise op or a
+ * contiguous buffer read there, and every other operand is a single value (a scalar, a weak
+ * Python float), the vector step takes its elements two at a time: an f16 / bf16 node's two
+ * values are one fcx_h2 (the prelude's 16-bit pairs, which say why each packed op rounds as
+ * NumPy's per-op rounding does), a node of another dtype is two scalars (its lanes, computed
+ * by the scalar code), a single value one scalar computed once before the loop (splatted to a
+ * pair once where a 16-bit op needs it). A kernel with views, gathers, draws or broadcast
+ * buffers in its cone keeps the element-by-element step, and the scalar tail loop is the same
+ * in both. */
+
+typedef struct pval {
+    char kind;    /* 0 not yet; 'P' a pair v[0]; 'L' lanes v[0], v[1]; 'S' a single value v[0] */
+    int v[2];
+    int fast[2];  /* 'P': its lanes by the fast unpack, -1 until made */
+    int exact[2]; /* 'P': by the exact one */
+    int splat;    /* 'S': its pair, of dtype splat_to, -1 until made */
+    fc_dtype splat_to;
+} pval;
+
+typedef struct pair_gen {
+    gen *g;
+    pval *val;  /* per kernel position */
+    fcg_sb pre; /* statements before the loop: single values, their conversions and splats */
+    int indent; /* the indentation there */
+} pair_gen;
+
+static bool is_half(fc_dtype t) { return t == FC_F16 || t == FC_BF16; }
+
+static bool full_space(const fcp_kernel *k, const fc_array *a) {
+    return a->ndim == k->ndim && memcmp(a->shape, k->space, (size_t)k->ndim * 8) == 0;
+}
+
+/* A single value computed before the loop: sources, elementwise ops and views of them. */
+static bool single_fits(gen *g, const fc_array *a, int depth) {
+    if (pos_of(g, a) >= g->k->nnode) return true;
+    fcg_kind kd = fcg_ops[a->op].kind;
+    if (depth > 64 || (kd != FCG_KIND_SOURCE && kd != FCG_KIND_EW && kd != FCG_KIND_VIEW)) return false;
+    for (int i = 0; i < a->nin; i++)
+        if (!single_fits(g, a->in[i], depth + 1)) return false;
+    return true;
+}
+
+/* Whether a's cone at the flat index fits the pair step; counts its 16-bit elementwise ops. */
+static bool pair_fits(gen *g, const fc_array *a, bool *seen, int *half) {
+    const fcp_kernel *k = g->k;
+    int p = pos_of(g, a);
+    if (seen[p]) return true;
+    seen[p] = true;
+    if (!full_space(k, a)) return false;
+    if (p >= k->nnode) return true;
+    if (fcg_ops[a->op].kind != FCG_KIND_EW) return false;
+    if (is_half((fc_dtype)a->dtype)) (*half)++;
+    for (int i = 0; i < a->nin; i++) {
+        const fc_array *c = a->in[i];
+        if (full_space(k, c) ? !pair_fits(g, c, seen, half)
+                             : fcg_node_numel(c) != 1 || !single_fits(g, c, 0))
+            return false;
+    }
+    return true;
+}
+
+static bool pair_kernel(gen *g, int vec) {
+    const fcp_kernel *k = g->k;
+    if (vec % 2 || fcg_numel(k->ndim, k->space) < 2) return false;
+    size_t n = (size_t)(k->nnode + k->nleaf);
+    bool *seen = fcg_calloc(g->ctx, n + 1);
+    if (!seen) {
+        fail(g, FC_ERR_NOMEM, "codegen: out of memory");
+        return false;
+    }
+    int half = 0;
+    bool ok = true;
+    for (int q = 0; q < k->nout && ok; q++) ok = pair_fits(g, k->outs[q], seen, &half);
+    fcg_free(g->ctx, seen, n + 1);
+    return ok && half > 0;
+}
+
+/* Lines emitted meanwhile go before the loop. */
+static void pre_open(pair_gen *P, fcg_sb *save, int *indent) {
+    *save = P->g->body;
+    *indent = P->g->indent;
+    P->g->body = P->pre;
+    P->g->indent = P->indent;
+}
+static void pre_close(pair_gen *P, const fcg_sb *save, int indent) {
+    P->pre = P->g->body;
+    P->g->body = *save;
+    P->g->indent = indent;
+}
+
+static pval *peval(pair_gen *P, const fc_array *a);
+
+/* Input c's value: its pair or lanes, or a single value computed before the loop. */
+static pval *pinput(pair_gen *P, const fc_array *c) {
+    gen *g = P->g;
+    if (full_space(g->k, c)) return peval(P, c);
+    pval *x = &P->val[pos_of(g, c)];
+    if (!x->kind) {
+        ix z; /* what broadcast_index gives a single value: 0 on every axis */
+        memset(&z, 0, sizeof z);
+        z.nd = c->ndim;
+        for (int d = 0; d < c->ndim; d++) z.e[d] = "0";
+        fcg_sb save;
+        int ind;
+        pre_open(P, &save, &ind);
+        x->kind = 'S';
+        x->v[0] = eval(g, c, &z);
+        pre_close(P, &save, ind);
+    }
+    return x;
+}
+
+/* c's two values as variables of dtype `want` (compute types); `exact`: an f16 NaN keeps its
+ * sign and payload (the fast unpack may not). */
+static void planes(pair_gen *P, const fc_array *c, fc_dtype want, bool exact, int *out) {
+    gen *g = P->g;
+    pval *x = pinput(P, c);
+    fc_dtype from = (fc_dtype)c->dtype;
+    if (x->kind == 'S') {
+        fcg_sb save;
+        int ind;
+        pre_open(P, &save, &ind);
+        out[0] = out[1] = convert(g, x->v[0], from, want);
+        pre_close(P, &save, ind);
+        return;
+    }
+    int l[2] = {x->v[0], x->v[1]};
+    if (x->kind == 'P') {
+        bool fast = !exact && from == FC_F16; /* bf16's unpack is exact anyway */
+        int *m = fast ? x->fast : x->exact;
+        if (m[0] < 0) {
+            m[0] = new_var(g);
+            m[1] = new_var(g);
+            line(g, "const float v%d = fcx_lo%s_%s(v%d);", m[0], fast ? "" : "x", dt(from), x->v[0]);
+            line(g, "const float v%d = fcx_hi%s_%s(v%d);", m[1], fast ? "" : "x", dt(from), x->v[0]);
+        }
+        l[0] = m[0];
+        l[1] = m[1];
+    }
+    out[0] = convert(g, l[0], from, want);
+    out[1] = convert(g, l[1], from, want);
+}
+
+/* c's values as a pair of the 16-bit dtype `to`. */
+static int ppair(pair_gen *P, const fc_array *c, fc_dtype to) {
+    gen *g = P->g;
+    pval *x = pinput(P, c);
+    fc_dtype from = (fc_dtype)c->dtype;
+    if (x->kind == 'P' && from == to) return x->v[0];
+    if (x->kind == 'S' && x->splat >= 0 && x->splat_to == to) return x->splat;
+    int v = new_var(g);
+    if (x->kind == 'S') {
+        fcg_sb save;
+        int ind;
+        pre_open(P, &save, &ind);
+        int w = convert(g, x->v[0], from, to);
+        line(g, "const fcx_h2 v%d = fcx_splat_%s(v%d);", v, dt(to), w);
+        pre_close(P, &save, ind);
+        x->splat = v;
+        x->splat_to = to;
+        return v;
+    }
+    int l[2];
+    planes(P, c, to, true, l); /* each a value of `to` held in a float: its bits move */
+    line(g, "const fcx_h2 v%d = fcx_join_%s(v%d, v%d);", v, dt(to), l[0], l[1]);
+    return v;
+}
+
+/* The ops a packed instruction or a bit move computes exactly (see the prelude's pairs). */
+static const char *pair_native(const fc_array *a) {
+    if (a->loop_dtype != a->dtype) return NULL;
+    switch ((fcg_op)a->op) {
+    case FCG_OP_ADD: return "add2_";
+    case FCG_OP_SUB: return "sub2_";
+    case FCG_OP_MUL: return "mul2_";
+    case FCG_OP_SQUARE: return "mul2_";
+    case FCG_OP_NEGATIVE: return "neg2";
+    case FCG_OP_ABS: return "abs2";
+    case FCG_OP_WHERE: return "where2";
+    default: return NULL;
+    }
+}
+
+static pval *peval(pair_gen *P, const fc_array *a) {
+    gen *g = P->g;
+    const fcp_kernel *k = g->k;
+    int p = pos_of(g, a);
+    pval *x = &P->val[p];
+    if (x->kind || g->err != FC_OK) return x;
+    fc_dtype od = (fc_dtype)a->dtype;
+    const char *T = dt(od);
+    if (p >= k->nnode) { /* a buffer read at the flat index: from this step's vector */
+        int li = p - k->nnode;
+        g->vec_used[li] = g->flat_used[li] = true;
+        x->v[0] = new_var(g);
+        if (is_half(od)) {
+            x->kind = 'P';
+            line(g, "const fcx_h2 v%d = fcx_ld2_%s(&l%d.v[2 * u]);", x->v[0], T, li);
+        } else {
+            x->kind = 'L';
+            x->v[1] = new_var(g);
+            line(g, "const fcx_ct_%s v%d = fcx_load_%s(&l%d.v[2 * u]);", T, x->v[0], T, li);
+            line(g, "const fcx_ct_%s v%d = fcx_load_%s(&l%d.v[2 * u + 1]);", T, x->v[1], T, li);
+        }
+        return x;
+    }
+    int vin[2][3];
+    const char *nat = is_half(od) ? pair_native(a) : NULL;
+    if (is_half(od) && a->op == FCG_OP_CAST) {
+        int v = ppair(P, a->in[0], od);
+        x->kind = 'P';
+        x->v[0] = v;
+    } else if (nat) {
+        int h[3];
+        bool where = a->op == FCG_OP_WHERE;
+        if (where) planes(P, a->in[0], FC_BOOL, true, vin[0]);
+        for (int i = where; i < a->nin; i++) h[i] = ppair(P, a->in[i], od);
+        int v = new_var(g);
+        if (where)
+            line(g, "const fcx_h2 v%d = fcx_where2(v%d, v%d, v%d, v%d);", v, vin[0][0], vin[0][1], h[1], h[2]);
+        else if (a->nin == 2)
+            line(g, "const fcx_h2 v%d = fcx_%s%s(v%d, v%d);", v, nat, T, h[0], h[1]);
+        else if (a->op == FCG_OP_SQUARE)
+            line(g, "const fcx_h2 v%d = fcx_%s%s(v%d, v%d);", v, nat, T, h[0], h[0]);
+        else
+            line(g, "const fcx_h2 v%d = fcx_%s(v%d);", v, nat, h[0]);
+        x->kind = 'P';
+        x->v[0] = v;
+    } else {
+        /* Lane by lane, the scalar code. A 16-bit result is one packed rounding of the two
+         * float results, which see no more of a NaN operand than that it is NaN (copysign
+         * aside), so those operands may unpack fast. */
+        bool exact = !is_half(od) || a->op == FCG_OP_COPYSIGN;
+        int l[3][2];
+        for (int i = 0; i < a->nin; i++) planes(P, a->in[i], ew_want(a, i), exact, l[i]);
+        for (int j = 0; j < 2; j++)
+            for (int i = 0; i < a->nin; i++) vin[j][i] = l[i][j];
+        if (is_half(od)) {
+            int v = new_var(g);
+            line(g, "const fcx_h2 v%d = fcx_pack_%s(%s, %s);", v, T, ew_half_call(g, a, vin[0]),
+                 ew_half_call(g, a, vin[1]));
+            x->kind = 'P';
+            x->v[0] = v;
+        } else {
+            int v0 = ew_apply(g, a, vin[0]), v1 = ew_apply(g, a, vin[1]);
+            x->kind = 'L';
+            x->v[0] = v0;
+            x->v[1] = v1;
+        }
+    }
+    return x;
+}
+
+/* The pair step's loop body: outputs into w<q>.v[2u], v[2u + 1]. */
+static void pair_step(gen *g, pair_gen *P, int vec) {
+    const fcp_kernel *k = g->k;
+    line(g, "#pragma unroll");
+    line(g, "for (int u = 0; u < %d; u++) {", vec / 2);
+    g->indent++;
+    scope_push(g);
+    for (int q = 0; q < k->nout; q++) {
+        const fc_array *o = k->outs[q];
+        fc_dtype od = (fc_dtype)o->dtype;
+        if (is_half(od)) {
+            line(g, "fcx_st2_%s(&w%d.v[2 * u], v%d);", dt(od), q, ppair(P, o, od));
+        } else {
+            int l[2];
+            planes(P, o, od, true, l);
+            line(g, "fcx_store_%s(&w%d.v[2 * u], v%d);", dt(od), q, l[0]);
+            line(g, "fcx_store_%s(&w%d.v[2 * u + 1], v%d);", dt(od), q, l[1]);
+        }
+    }
+    scope_pop(g);
+    g->indent--;
+    line(g, "}");
+}
+
 static void gen_ew(gen *g) {
     const fcp_kernel *k = g->k;
     char buf[512];
@@ -1038,34 +1331,58 @@ static void gen_ew(gen *g) {
     if ((!any_flat && !g->flat_draw) || vec < 2 || k->ndim == 0) {
         line(g, "const idx_t s0 = 0;");
     } else {
-        line(g, "const idx_t nv = n / %d, s0 = nv * %d;", vec, vec);
-        line(g, "for (idx_t q = (idx_t)blockIdx.x * blockDim.x + threadIdx.x; q < nv; "
-                "q += (idx_t)gridDim.x * blockDim.x) {");
-        g->indent++;
-        /* The step's body first, to learn which buffers it reads from the vectors. */
+        /* The step's body first, to learn which buffers it reads from the vectors (and, for
+         * the pair step, what it computes before the loop). */
+        pair_gen P = {g, NULL, {0}, g->indent};
+        P.pre.ctx = g->ctx;
+        bool pairs = pair_kernel(g, vec);
+        size_t npos = (size_t)(k->nnode + k->nleaf) + 1;
+        if (pairs) {
+            P.val = fcg_calloc(g->ctx, npos * sizeof *P.val);
+            if (!P.val) {
+                fail(g, FC_ERR_NOMEM, "codegen: out of memory");
+                pairs = false;
+            }
+            for (size_t j = 0; P.val && j < npos; j++)
+                P.val[j] = (pval){0, {-1, -1}, {-1, -1}, {-1, -1}, -1, FC_F16};
+        }
         fcg_sb top = g->body;
         memset(&g->body, 0, sizeof g->body);
         g->body.ctx = g->ctx;
         memset(g->vec_used, 0, (size_t)(k->nleaf + 1) * sizeof *g->vec_used);
-        g->vec = vec;
-        g->ew_step = true;
-        line(g, "#pragma unroll");
-        line(g, "for (int u = 0; u < %d; u++) {", vec);
         g->indent++;
-        scope_push(g);
-        line(g, "const idx_t i = q * %d + u;", vec);
-        decode(g, "i", "c", k->ndim, k->space, (uint32_t)((1ull << k->ndim) - 1), true, NULL);
-        for (int q = 0; q < k->nout; q++) {
-            int v = eval(g, k->outs[q], &idx);
-            line(g, "fcx_store_%s(&w%d.v[u], v%d);", dt(k->outs[q]->dtype), q, v);
+        if (pairs) {
+            pair_step(g, &P, vec);
+        } else {
+            g->vec = vec;
+            g->ew_step = true;
+            line(g, "#pragma unroll");
+            line(g, "for (int u = 0; u < %d; u++) {", vec);
+            g->indent++;
+            scope_push(g);
+            line(g, "const idx_t i = q * %d + u;", vec);
+            decode(g, "i", "c", k->ndim, k->space, (uint32_t)((1ull << k->ndim) - 1), true, NULL);
+            for (int q = 0; q < k->nout; q++) {
+                int v = eval(g, k->outs[q], &idx);
+                line(g, "fcx_store_%s(&w%d.v[u], v%d);", dt(k->outs[q]->dtype), q, v);
+            }
+            scope_pop(g);
+            g->indent--;
+            line(g, "}");
+            g->vec = 0;
+            g->ew_step = false;
         }
-        scope_pop(g);
         g->indent--;
-        line(g, "}");
-        g->vec = 0;
-        g->ew_step = false;
         fcg_sb step = g->body;
         g->body = top;
+        if (P.pre.s) fcg_sb_puts(&g->body, P.pre.s);
+        if (P.pre.failed) g->body.failed = true;
+        fcg_sb_free(&P.pre);
+        if (P.val) fcg_free(g->ctx, P.val, npos * sizeof *P.val);
+        line(g, "const idx_t nv = n / %d, s0 = nv * %d;", vec, vec);
+        line(g, "for (idx_t q = (idx_t)blockIdx.x * blockDim.x + threadIdx.x; q < nv; "
+                "q += (idx_t)gridDim.x * blockDim.x) {");
+        g->indent++;
         for (int li = 0; li < k->nleaf; li++)
             if (g->vec_used[li])
                 line(g, "const fcx_vec<fcx_t_%s, %d> l%d = ((const fcx_vec<fcx_t_%s, %d> *)p.ptr[%d])[q];",

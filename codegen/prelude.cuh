@@ -22,6 +22,9 @@
  *                         the caller rounds at the store, as the host backend does.
  *   fcx_nextafter_<f16|bf16>(a, b)   the one exception: nextafter of a 16-bit loop steps the
  *                         16-bit format itself, so the caller names the loop dtype
+ *   fcx_h2 and fcx_<op>2_<f16|bf16>, fcx_pack_*, fcx_lo/hi_*, ...: two 16-bit values in one
+ *                         register, for the vector step of elementwise kernels (the 16-bit
+ *                         pairs section says why each packed op rounds as the scalar path)
  *   fcx_rand_<uniform|normal>_<f16|bf16|f32|f64>(seed, stream, index), fcx_rand_integer:
  *                         graph.h's fcg_random_*_at (Philox4x32-10), for the random op; the
  *                         same with _span<N>(seed, stream, q, out): elements q N .. q N + N - 1
@@ -53,7 +56,7 @@
  *
  * Chained f16 / bf16 ops: the host rounds every node to its dtype, so a kernel that keeps an
  * f16 / bf16 result in a register must round it with fcx_cast_f16 / fcx_cast_bf16 before the
- * next op uses it, or it will differ from the host.
+ * next op uses it, or it will differ from the host (a pair, fcx_h2, holds rounded values).
  *
  * Compile cost (NVRTC 13.0, sm_90, CPU time, measured on the H200 host): pasted in front of a
  * kernel, the prelude adds about 5-9 ms to every compile (a trivial kernel takes 6-9 ms);
@@ -309,23 +312,27 @@ template <class F> FCX_FN unsigned short fcx_f32_to_f16(F f) {
 template <class F> FCX_FN float fcx_round_f16(F f) {
     return f != f ? fcx_bitsf((fcx_fbits(f) & 0x80000000u) | 0x7fc00000u) : fcx_up_f16(fcx_rn_f16(f));
 }
-/* double -> f16 rounded once (host_convert.c's fch_f64_to_f16: NaN payload dropped) */
-template <class D> FCX_FN unsigned short fcx_f64_to_f16(D d) {
+/* double -> a 16-bit format of MANT stored bits and smallest normal exponent EMIN (largest
+ * 1 - EMIN), rounded once to nearest even; NaN quiet, payload dropped. f16 is host_convert.c's
+ * fch_f64_to_f16; the host build's bf16 pair instructions use the bf16 one (see fcx_h2). */
+template <int MANT, int EMIN, class D> FCX_FN unsigned short fcx_f64_to_16(D d) {
+    const unsigned inf = (unsigned)(3 - 2 * EMIN) << MANT; /* all-ones exponent */
     unsigned long long b = fcx_dbits(d), mag = b & 0x7fffffffffffffffull;
     unsigned sign = (unsigned)(b >> 48) & 0x8000u;
     if (mag >= 0x7ff0000000000000ull)
-        return (unsigned short)(sign | (mag == 0x7ff0000000000000ull ? 0x7c00u : 0x7e00u));
+        return (unsigned short)(sign | (mag == 0x7ff0000000000000ull ? inf : inf | (1u << (MANT - 1))));
     int e = (int)(mag >> 52) - 1023;
-    if (e > 15) return (unsigned short)(sign | 0x7c00u);
-    if (e < -25) return (unsigned short)sign;
+    if (e > 1 - EMIN) return (unsigned short)(sign | inf);
+    if (e < EMIN - MANT - 1) return (unsigned short)sign;
     unsigned long long m = (mag & 0xfffffffffffffull) | (1ull << 52);
-    int shift = e >= -14 ? 42 : 42 + (-14 - e);
+    int shift = e >= EMIN ? 52 - MANT : 52 - MANT + (EMIN - e);
     unsigned long long kept = m >> shift, rem = m & ((1ull << shift) - 1), half = 1ull << (shift - 1);
     if (rem > half || (rem == half && (kept & 1))) kept++;
-    if (e < -14) return (unsigned short)(sign | kept); /* a carry makes the smallest normal */
-    unsigned h = ((unsigned)(e + 14) << 10) + (unsigned)kept;
-    return (unsigned short)(sign | (h >= 0x7c00u ? 0x7c00u : h));
+    if (e < EMIN) return (unsigned short)(sign | kept); /* a carry makes the smallest normal */
+    unsigned h = ((unsigned)(e - EMIN) << MANT) + (unsigned)kept;
+    return (unsigned short)(sign | (h >= inf ? inf : h));
 }
+template <class D> FCX_FN unsigned short fcx_f64_to_f16(D d) { return fcx_f64_to_16<10, -14>(d); }
 template <class H> FCX_FN float fcx_bf16_to_f32(H h) { return fcx_bitsf((unsigned)h << 16); }
 template <class F> FCX_FN unsigned short fcx_f32_to_bf16(F f) {
     unsigned x = fcx_fbits(f);
@@ -458,6 +465,187 @@ template <class T> FCX_FN float fcx_cast_f32(T x) { return fcx_wf(x); }
 template <class T> FCX_FN double fcx_cast_f64(T x) { return fcx_wd(x); }
 template <class T> FCX_FN fcx_t_c64 fcx_cast_c64(T x) { return fcx_t_c64{fcx_wf(x), (float)fcx_wim(x)}; }
 template <class T> FCX_FN fcx_t_c128 fcx_cast_c128(T x) { return fcx_t_c128{fcx_wd(x), fcx_wim(x)}; }
+
+/* ---- 16-bit pairs: the vector step of elementwise kernels (issue 13) --------------------- *
+ *
+ * In the vector step of an elementwise kernel over contiguous data (codegen/cuda.c, gen_ew),
+ * an f16 / bf16 node's values at elements 2u and 2u + 1 travel as one fcx_h2: both 16-bit
+ * patterns in one 32-bit register, element 2u in the low half (their order in memory). A
+ * 16-byte load is four pairs with no conversion, and one instruction computes both elements
+ * wherever the hardware has a packed one that rounds as NumPy does:
+ *   - + - * (and square): NumPy's 16-bit op rounds the op's f32 result once to the 16-bit
+ *     format (ml_dtypes' bf16 likewise). For two p-bit operands (f16 p = 11, bf16 p = 8),
+ *     f32's 24 bits are at least 2p + 2, so rounding the exact result to f32 and then to the
+ *     16-bit format equals rounding it once to the 16-bit format (double rounding is
+ *     innocuous: Figueroa, "When is double rounding innocuous?", 1995; a product of two such
+ *     values, 22 or 16 bits, is even exact in f32 where it is an f32 normal; docs/ARCHITECTURE.md
+ *     covers the subnormal corners). One rounding of the exact result is what
+ *     add/sub/mul.rn.f16x2 and .bf16x2 compute (sm_90; sm_80 has bf16x2 only as fma.rn, which
+ *     with 1 or -0 as an operand is the same single rounding, signed zeros included). The .rn
+ *     forms are never contracted into an fma by ptxas, so NumPy's two roundings of a * b + c
+ *     stay two.
+ *   - negative, abs and where move bits (the sign bit, a select) and round nothing.
+ *   - everything else unpacks to floats (exact), calls the scalar function on each lane and
+ *     packs the two float results with one cvt.rn.f16x2.f32 (cvt.rn.bf16x2.f32): the single
+ *     rounding of a value computed in float, as fcx_round_f16. A value computed in double
+ *     keeps the exact routine per lane (fcx_pack_* picks by type, as fcx_cast_f16 does), and a
+ *     cast to a 16-bit dtype casts each lane (fcx_cast_*) and joins the bits (fcx_join_*).
+ *
+ * NaN: the packed instructions give the canonical NaN (0x7fff) where the scalar path gives
+ * the integer routines' quiet NaN (its sign kept, its payload dropped); a NaN's sign and
+ * payload are among the differences the GPU tests allow (tests/test_gpu_diff.c, rule 3).
+ * Loads, stores, where, negative, abs and casts keep a NaN's bits. The fast unpack (fcx_lo_*,
+ * fcx_hi_*: one conversion instruction) may lose an f16 NaN's sign and payload, so the
+ * generator uses it only where the result sees no more of an operand than whether it is NaN
+ * (the result a packed 16-bit value), and the exact one (fcx_lox_* / fcx_hix_*) for
+ * copysign, casts and results of other dtypes (signbit, comparisons).
+ *
+ * On the host (FCX_HOST) each instruction is its definition, lane by lane: the exact result
+ * in double, rounded once to the format (fcx_f64_to_16), a NaN result 0x7fff, and the fast
+ * unpack gives a NaN as a positive default NaN. A double holds the exact sum, difference or
+ * product of two f16 values (at most 40 bits) and the product of two bf16 values; a bf16 sum
+ * a double cannot hold has operands more than 2^45 apart, and then the exact sum and the
+ * double sum both lie within 2^-37 of an ulp of the larger operand, so both round to it.
+ * test_prelude checks these against the scalar float-then-round path (exhaustively for one
+ * operand), so the device's instructions and the host backend agree bit for bit, NaN bits
+ * aside. */
+struct fcx_h2 { unsigned bits; };
+
+#ifdef FCX_HOST
+template <bool BF, class H> inline fcx_h2 fcx_emu2(H a, H b, int op) {
+    unsigned r = 0;
+    for (int s = 0; s < 32; s += 16) {
+        unsigned x = (a.bits >> s) & 0xffffu, y = (b.bits >> s) & 0xffffu;
+        double dx = BF ? fcx_bf16_to_f32(x) : fcx_sw_f16_to_f32(x), dy = BF ? fcx_bf16_to_f32(y) : fcx_sw_f16_to_f32(y);
+        double e = op == 0 ? dx + dy : op == 1 ? dx - dy : dx * dy;
+        r |= (unsigned)(e != e ? 0x7fffu : BF ? fcx_f64_to_16<7, -126>(e) : fcx_f64_to_16<10, -14>(e)) << s;
+    }
+    return fcx_h2{r};
+}
+#endif
+
+/* OP: 0 add, 1 subtract, 2 multiply */
+template <int OP, class H> FCX_FN fcx_h2 fcx_f16x2(H a, H b) {
+#ifdef FCX_HOST
+    return fcx_emu2<false>(a, b, OP);
+#else
+    fcx_h2 d;
+    if constexpr (OP == 0) asm("add.rn.f16x2 %0, %1, %2;" : "=r"(d.bits) : "r"(a.bits), "r"(b.bits));
+    else if constexpr (OP == 1) asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(d.bits) : "r"(a.bits), "r"(b.bits));
+    else asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(d.bits) : "r"(a.bits), "r"(b.bits));
+    return d;
+#endif
+}
+template <int OP, class H> FCX_FN fcx_h2 fcx_bf16x2(H a, H b) {
+#ifdef FCX_HOST
+    return fcx_emu2<true>(a, b, OP);
+#elif __CUDA_ARCH__ >= 900
+    fcx_h2 d;
+    if constexpr (OP == 0) asm("add.rn.bf16x2 %0, %1, %2;" : "=r"(d.bits) : "r"(a.bits), "r"(b.bits));
+    else if constexpr (OP == 1) asm("sub.rn.bf16x2 %0, %1, %2;" : "=r"(d.bits) : "r"(a.bits), "r"(b.bits));
+    else asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(d.bits) : "r"(a.bits), "r"(b.bits));
+    return d;
+#elif __CUDA_ARCH__ >= 800 /* a * 1 + b, b * -1 + a, a * b + -0: exact but for the one rounding */
+    fcx_h2 d;
+    if constexpr (OP == 0)
+        asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d.bits) : "r"(a.bits), "r"(0x3f803f80u), "r"(b.bits));
+    else if constexpr (OP == 1)
+        asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d.bits) : "r"(b.bits), "r"(0xbf80bf80u), "r"(a.bits));
+    else asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d.bits) : "r"(a.bits), "r"(b.bits), "r"(0x80008000u));
+    return d;
+#else /* sm_75: no bf16 arithmetic; the float op and the integer rounding, lane by lane */
+    unsigned r = 0;
+    for (int s = 0; s < 32; s += 16) {
+        float x = fcx_bitsf((a.bits >> s) << 16), y = fcx_bitsf((b.bits >> s) << 16);
+        r |= (unsigned)fcx_sw_f32_to_bf16(OP == 0 ? x + y : OP == 1 ? x - y : x * y) << s;
+    }
+    return fcx_h2{r};
+#endif
+}
+
+/* The named pair ops of dtype D: loads and stores of elements p[0], p[1]; + - *; the lanes as
+ * floats (fast: fcx_lo/hi, exact: fcx_lox/hix); a pair from two floats computed in float (or
+ * double: then the exact routine), from two floats that hold values of D (bits moved), from
+ * one such value twice. */
+#define FCX_H2_OPS(D, X2)                                                                      \
+    template <class P> FCX_FN typename fcx_same<P, fcx_t_##D, fcx_h2>::type fcx_ld2_##D(const P *p) { \
+        return fcx_h2{(unsigned)p[0].bits | (unsigned)p[1].bits << 16};                        \
+    }                                                                                          \
+    template <class P> FCX_FN typename fcx_same<P, fcx_t_##D, void>::type fcx_st2_##D(P *p, fcx_h2 h) { \
+        p[0].bits = (unsigned short)h.bits;                                                    \
+        p[1].bits = (unsigned short)(h.bits >> 16);                                            \
+    }                                                                                          \
+    template <class H> FCX_FN typename fcx_same<H, fcx_h2, fcx_h2>::type fcx_add2_##D(H a, H b) { return X2<0>(a, b); } \
+    template <class H> FCX_FN typename fcx_same<H, fcx_h2, fcx_h2>::type fcx_sub2_##D(H a, H b) { return X2<1>(a, b); } \
+    template <class H> FCX_FN typename fcx_same<H, fcx_h2, fcx_h2>::type fcx_mul2_##D(H a, H b) { return X2<2>(a, b); } \
+    template <class H> FCX_FN typename fcx_same<H, fcx_h2, float>::type fcx_lox_##D(H h) { return fcx_##D##_to_f32(h.bits & 0xffffu); } \
+    template <class H> FCX_FN typename fcx_same<H, fcx_h2, float>::type fcx_hix_##D(H h) { return fcx_##D##_to_f32(h.bits >> 16); } \
+    template <class F> FCX_FN typename fcx_same<F, float, fcx_h2>::type fcx_join_##D(F a, F b) { \
+        return fcx_h2{(unsigned)fcx_f32_to_##D(a) | (unsigned)fcx_f32_to_##D(b) << 16};        \
+    }                                                                                          \
+    template <class F> FCX_FN typename fcx_same<F, float, fcx_h2>::type fcx_splat_##D(F x) {   \
+        return fcx_h2{(unsigned)fcx_f32_to_##D(x) * 0x10001u};                                 \
+    }
+FCX_H2_OPS(f16, fcx_f16x2)
+FCX_H2_OPS(bf16, fcx_bf16x2)
+#undef FCX_H2_OPS
+
+/* Fast unpack: f16 by the conversion instruction (NaN: see above); bf16 is exact by a shift */
+template <class H> FCX_FN typename fcx_same<H, fcx_h2, float>::type fcx_lo_f16(H h) {
+#ifdef FCX_HOST
+    return (h.bits & 0x7fffu) > 0x7c00u ? fcx_bitsf(0x7fffffffu) : fcx_sw_f16_to_f32(h.bits & 0xffffu);
+#else
+    return fcx_up_f16(h.bits & 0xffffu);
+#endif
+}
+template <class H> FCX_FN typename fcx_same<H, fcx_h2, float>::type fcx_hi_f16(H h) {
+#ifdef FCX_HOST
+    return fcx_lo_f16(fcx_h2{h.bits >> 16});
+#else
+    return fcx_up_f16(h.bits >> 16);
+#endif
+}
+template <class H> FCX_FN typename fcx_same<H, fcx_h2, float>::type fcx_lo_bf16(H h) { return fcx_bitsf(h.bits << 16); }
+template <class H> FCX_FN typename fcx_same<H, fcx_h2, float>::type fcx_hi_bf16(H h) { return fcx_bitsf(h.bits & 0xffff0000u); }
+
+/* Two floats computed in float, each rounded once (the per-op rounding of a 16-bit result) */
+template <class F> FCX_FN fcx_h2 fcx_pack_f16(F a, F b) {
+    if constexpr (fcx_kind<F>::v != 4 || sizeof(F) != 4) {
+        return fcx_join_f16(fcx_cast_f16(a), fcx_cast_f16(b)); /* computed in double */
+    } else {
+#ifdef FCX_HOST
+        return fcx_h2{(unsigned)(a != a ? 0x7fffu : fcx_sw_f32_to_f16(a)) | (unsigned)(b != b ? 0x7fffu : fcx_sw_f32_to_f16(b)) << 16};
+#elif __CUDA_ARCH__ >= 800
+        fcx_h2 d;
+        asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(d.bits) : "f"(b), "f"(a)); /* b in the high half */
+        return d;
+#else
+        return fcx_h2{(unsigned)fcx_rn_f16(a) | (unsigned)fcx_rn_f16(b) << 16};
+#endif
+    }
+}
+template <class F> FCX_FN fcx_h2 fcx_pack_bf16(F a, F b) {
+    if constexpr (fcx_kind<F>::v != 4 || sizeof(F) != 4) {
+        return fcx_join_bf16(fcx_cast_bf16(a), fcx_cast_bf16(b));
+    } else {
+#ifdef FCX_HOST
+        return fcx_h2{(unsigned)(a != a ? 0x7fffu : fcx_sw_f32_to_bf16(a)) | (unsigned)(b != b ? 0x7fffu : fcx_sw_f32_to_bf16(b)) << 16};
+#elif __CUDA_ARCH__ >= 800
+        fcx_h2 d;
+        asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d.bits) : "f"(b), "f"(a));
+        return d;
+#else
+        return fcx_h2{(unsigned)fcx_sw_f32_to_bf16(a) | (unsigned)fcx_sw_f32_to_bf16(b) << 16};
+#endif
+    }
+}
+
+/* Bit moves, the same for both formats: negative, abs, where */
+template <class H> FCX_FN typename fcx_same<H, fcx_h2, fcx_h2>::type fcx_neg2(H a) { return fcx_h2{a.bits ^ 0x80008000u}; }
+template <class H> FCX_FN typename fcx_same<H, fcx_h2, fcx_h2>::type fcx_abs2(H a) { return fcx_h2{a.bits & 0x7fff7fffu}; }
+template <class H> FCX_FN typename fcx_same<H, fcx_h2, fcx_h2>::type fcx_where2(bool c0, bool c1, H a, H b) {
+    return fcx_h2{((c0 ? a : b).bits & 0xffffu) | ((c1 ? a : b).bits & 0xffff0000u)};
+}
 
 /* ---- ops on every type ------------------------------------------------------------------ */
 

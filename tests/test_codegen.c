@@ -462,6 +462,57 @@ Test(codegen, every_elementwise_op_and_dtype_compiles_for_sm80_and_sm90) {
     fc_ctx_destroy(ctx);
 }
 
+/* The pair step (issue 13): elementwise ops over f16 and bf16 operands of one shape, one kernel
+ * an op with both loops' results, and casts between the 16-bit dtypes and others. Each kernel's
+ * vector step takes pairs and compiles for sm_80 (bf16 + - * as fma.rn.bf16x2) and sm_90
+ * (add/sub/mul.rn.bf16x2). The ops: one of each way the pair step computes (the packed ones,
+ * the bit moves, an op per lane packed once, copysign's exact unpack, nextafter's own function,
+ * results of other dtypes); every op's lane code is the scalar call, which the other tests
+ * compile, and test_codegen_emulated's sweep runs every unary op of f16 and bf16 in pairs. */
+Test(codegen, sixteen_bit_elementwise_ops_compile_in_pairs) {
+    fc_ctx *ctx = new_ctx();
+    cr_assert_not_null(ctx);
+    fc_scope_open(ctx);
+    static const unsigned char zeros[16 * 2];
+    static const fc_dtype hd[2] = {FC_F16, FC_BF16};
+    static const fcg_op ops[] = {FCG_OP_ADD, FCG_OP_SUB, FCG_OP_MUL, FCG_OP_SQUARE, FCG_OP_NEGATIVE,
+                                 FCG_OP_ABS, FCG_OP_WHERE, FCG_OP_DIV, FCG_OP_TANH, FCG_OP_POW,
+                                 FCG_OP_COPYSIGN, FCG_OP_NEXTAFTER, FCG_OP_CLIP, FCG_OP_SIGNBIT,
+                                 FCG_OP_LESS, FCG_OP_ISNAN};
+    klist l = {0};
+    for (size_t j = 0; j < sizeof ops / sizeof ops[0]; j++) {
+        int op = ops[j], nin = fcg_ops[op].nin, n = 0;
+        fc_array *outs[2];
+        for (int d = 0; d < 2; d++) {
+            fc_array *x[3];
+            for (int i = 0; i < nin; i++) x[i] = fc_from_host(ctx, hd[d], FC_SHAPE(16), zeros);
+            fc_array *y = nin == 1   ? fcg_unary_api[op](x[0])
+                          : nin == 2 ? fcg_binary_api[op](x[0], x[1])
+                                     : fcg_ternary_api[op](x[0], x[1], x[2]);
+            cr_assert_eq(fc_array_status(y), FC_OK, "%s of %s", fcg_ops[op].pyname, fc_dtype_name(hd[d]));
+            outs[n++] = fc_mul(y, x[0]); /* a 16-bit op after it, whatever its dtype */
+        }
+        char origin[64];
+        snprintf(origin, sizeof origin, "%s of f16 and bf16", fcg_ops[op].pyname);
+        klist_add(ctx, &l, outs, n, origin, false, 0);
+    }
+    static const fc_dtype others[] = {FC_BOOL, FC_I8, FC_U16, FC_I32, FC_I64, FC_F32, FC_F64};
+    for (size_t j = 0; j < sizeof others / sizeof others[0]; j++) {
+        fc_array *h = fc_from_host(ctx, FC_F16, FC_SHAPE(16), zeros);
+        fc_array *b = fc_from_host(ctx, FC_BF16, FC_SHAPE(16), zeros);
+        fc_array *o = fc_cast(h, others[j]);
+        fc_array *outs[3] = {fc_add(fc_cast(o, FC_F16), h), fc_add(fc_cast(o, FC_BF16), b),
+                             fc_add(o, fc_cast(fc_add(b, b), others[j]))};
+        klist_add(ctx, &l, outs, 3, "casts of f16 and bf16", false, 0);
+    }
+    for (int i = 0; i < l.n; i++)
+        cr_assert_not_null(strstr(l.k[i].src, "fcx_h2 v"), "%s: no pair step", l.k[i].origin);
+    compile_stats st[2];
+    compile_all(ctx, &l, "16-bit pairs", (const batch_pick[2]){{1, 0}, {1, 0}}, st);
+    klist_free(&l);
+    fc_ctx_destroy(ctx);
+}
+
 static void random_chunk(int chunk) {
     uint64_t per = RANDOM_DAGS / RANDOM_CHUNKS;
     uint64_t lo = per * (uint64_t)chunk, hi = lo + per;

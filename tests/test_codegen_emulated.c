@@ -183,6 +183,7 @@ typedef struct program {
     fcp_plan *plan;
     int first;                 /* index of its first kernel in the kernel table */
     bool exact;                /* every output bit for bit, floats too */
+    bool exact_nan;            /* the same, but any NaN meets any NaN */
 } program;
 
 typedef struct emu_set {
@@ -560,6 +561,12 @@ static char *run_program(emu_set *s, program *p) {
             bool ok;
             if (!fcg_is_inexact(t) || p->exact) {
                 ok = integral_equal(t, got, want, i);
+            } else if (p->exact_nan) {
+                double gr, gi, wr, wi;
+                element(t, got, i, &gr, &gi);
+                element(t, want, i, &wr, &wi);
+                ok = integral_equal(t, got, want, i) ||
+                     ((isnan(gr) || isnan(gi)) && (isnan(wr) || isnan(wi)));
             } else {
                 double gr, gi, wr, wi;
                 element(t, got, i, &gr, &gi);
@@ -1216,6 +1223,104 @@ Test(emulated, random_draws_bit_for_bit) {
     outs[0] = fc_keep(fc_mul(fc_transpose(d), x));
     set_add(&s, "standard_normal([64, 33]).T * x", false, 0, outs, 1);
     s.progs[s.nprog - 1].exact = true;
+    set_build(&s);
+    set_run_and_close(&s);
+}
+
+/* 16-bit pairs bit for bit (issue 13): f16 and bf16 chains whose vector step computes two
+ * elements at once (packed + - * and square, the bit moves negative / abs / where, float ops
+ * packed by one rounding, casts in and out, lanes of other dtypes beside them), at sizes around
+ * the step of 8 (0, 1, 7, 8, 9 and 1000: no launch, the scalar tail alone, one step, a step
+ * and its tail), over data with every kind of value: random bit patterns (subnormals, NaNs,
+ * infinities, the largest values, whose sums and products overflow) and exact ties. Outputs
+ * start poisoned (0xA5) and must equal the host backend's bits, a NaN meeting any NaN (the
+ * packed instructions' NaN is canonical; tests/test_gpu_diff.c's rule 3). */
+static fc_array *half_data(fc_ctx *ctx, fc_dtype t, int64_t n, uint64_t seed) {
+    static const uint16_t f16s[] = {0x0000, 0x8000, 0x3c00, 0xbc00, 0x7bff, 0xfbff, 0x0400, 0x0001,
+                                    0x03ff, 0x7c00, 0xfc00, 0x7e00, 0xfe00, 0x7c01, 0x3c01, 0x6801,
+                                    0x1400, 0x3800, 0x0002, 0x8001};
+    static const uint16_t bf16s[] = {0x0000, 0x8000, 0x3f80, 0xbf80, 0x7f7f, 0xff7f, 0x0080, 0x0001,
+                                     0x007f, 0x7f80, 0xff80, 0x7fc0, 0xffc0, 0x7f81, 0x3f81, 0x4b01,
+                                     0x3400, 0x3f00, 0x0002, 0x8001};
+    uint16_t *b = malloc((size_t)(n + 1) * 2);
+    cr_assert_not_null(b);
+    uint64_t r = seed * 0x9e3779b97f4a7c15ull + 1;
+    for (int64_t i = 0; i < n; i++) {
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        unsigned pick = (unsigned)(r >> 59), bits = (unsigned)(r >> 32) & 0xffffu;
+        if (pick < 8) /* a special value */
+            b[i] = (t == FC_F16 ? f16s : bf16s)[(r >> 40) % 20];
+        else if (pick < 20) /* near 1: sums and products round, ties among them */
+            b[i] = (uint16_t)((t == FC_F16 ? 0x3800u : 0x3f00u) + (bits & 0x3ffu) + ((bits >> 15) << 15));
+        else
+            b[i] = (uint16_t)bits;
+    }
+    fc_array *a = fc_from_host(ctx, t, FC_SHAPE(n), b);
+    free(b);
+    return a;
+}
+
+Test(emulated, half_pairs_bit_for_bit) {
+    emu_set s;
+    set_open(&s, "half_pairs", &(emu_cfg){8, 4, 2, false, false, false});
+    fc_ctx *ctx = s.ctx;
+    fc_scope_open(ctx);
+    static const int64_t sizes[] = {0, 1, 7, 8, 9, 1000};
+    static const fc_dtype hd[] = {FC_F16, FC_BF16};
+    int first[2 * 6 * 4], nchecked = 0;
+    for (int d = 0; d < 2; d++)
+        for (int z = 0; z < 6; z++) {
+            fc_dtype t = hd[d], other = hd[1 - d];
+            int64_t n = sizes[z];
+            uint64_t seed = (uint64_t)(d * 16 + z);
+            fc_array *x = half_data(ctx, t, n, 3 * seed), *y = half_data(ctx, t, n, 3 * seed + 1);
+            fc_array *xo = half_data(ctx, other, n, 3 * seed + 2);
+            fc_array *outs[WL_MAX_OUT];
+            char name[96];
+            /* the GELU chain of bench/fc/i13_gelu_*.fc: weak Python floats, tanh */
+            fc_array *inner = fc_mul(fc_f64(ctx, 0.7978845608),
+                                     fc_add(x, fc_mul(fc_mul(fc_mul(fc_f64(ctx, 0.044715), x), x), x)));
+            outs[0] = fc_keep(fc_mul(fc_mul(fc_f64(ctx, 0.5), x), fc_add(fc_i64(ctx, 1), fc_tanh(inner))));
+            snprintf(name, sizeof name, "GELU chain of %s [%lld]", fc_dtype_name(t), (long long)n);
+            set_add(&s, name, false, 0, outs, 1);
+            first[nchecked++] = s.nprog - 1;
+            /* the packed ops and bit moves; an op between two values in the format */
+            outs[0] = fc_keep(fc_sub(fc_mul(fc_add(x, y), fc_sub(x, y)), fc_square(x)));
+            outs[1] = fc_keep(fc_where(fc_less(x, y), fc_negative(x), fc_abs(y)));
+            outs[2] = fc_keep(fc_add(fc_mul(x, y), fc_f64(ctx, -1.5)));
+            snprintf(name, sizeof name, "packed ops of %s [%lld]", fc_dtype_name(t), (long long)n);
+            set_add(&s, name, false, 0, outs, 3);
+            first[nchecked++] = s.nprog - 1;
+            /* float ops packed once; copysign and signbit (exact unpacks: a NaN's sign counts,
+             * where a load or a bit move made it; arithmetic's NaN signs differ by design) */
+            outs[0] = fc_keep(fc_div(fc_sqrt(fc_abs(x)), fc_add(y, fc_exp(x))));
+            outs[1] = fc_keep(fc_copysign(fc_mul(x, fc_f64(ctx, 3.0)), y));
+            outs[2] = fc_keep(fc_signbit(fc_negative(x)));
+            outs[3] = fc_keep(fc_greater_equal(fc_add(x, y), y));
+            snprintf(name, sizeof name, "float ops of %s [%lld]", fc_dtype_name(t), (long long)n);
+            set_add(&s, name, false, 0, outs, 4);
+            first[nchecked++] = s.nprog - 1;
+            /* casts in and out: to f32 (exact lanes), the other 16-bit dtype, from an f64
+             * value (the exact double routine per lane), i8 operands, a strong f32 scalar */
+            fc_array *i8 = fc_cast(x, FC_I8);
+            outs[0] = fc_keep(fc_cast(fc_mul(x, y), FC_F32));
+            outs[1] = fc_keep(fc_add(fc_cast(xo, t), fc_cast(fc_add(x, y), other)));
+            outs[2] = fc_keep(fc_cast(fc_mul(fc_cast(x, FC_F64), fc_f64(ctx, 1.0000001)), t));
+            outs[3] = fc_keep(fc_add(fc_mul(x, i8), fc_cast(fc_mul(y, fc_scalar(ctx, FC_F32, 0.1)), t)));
+            snprintf(name, sizeof name, "casts of %s [%lld]", fc_dtype_name(t), (long long)n);
+            set_add(&s, name, false, 0, outs, 4);
+            first[nchecked++] = s.nprog - 1;
+        }
+    for (int i = 0; i < nchecked; i++) {
+        program *p = &s.progs[first[i]];
+        p->exact_nan = true;
+        /* the vector step of every kernel of a program of 7 or more elements takes pairs */
+        if (fcg_node_numel(p->out[0]) < 2) continue;
+        for (int k = 0; k < p->plan->nkernel; k++)
+            if (p->plan->kernels[k].kind == FCP_KERNEL_EW)
+                cr_assert_not_null(strstr(s.srcs[p->first + k].src, "fcx_h2 v"),
+                                   "%s kernel %d: no pair step", p->name, k);
+    }
     set_build(&s);
     set_run_and_close(&s);
 }

@@ -717,6 +717,123 @@ Test(prelude, half_rounding_is_rne) {
     cr_expect_eq(bad, 0, "%ld of %ld floats", bad, n);
 }
 
+/* 16-bit pairs (issue 13): each op of the elementwise vector step's pairs against the scalar
+ * path it stands for. + - * (and so square): the host build's packed instruction is its
+ * definition (the exact result, in double, rounded once to the format), the scalar path is
+ * NumPy's (the float op, rounded to the format): equal bits say that rounding through f32
+ * first changes nothing, the innocuous double rounding the pair step relies on. Every 16-bit
+ * pattern is the first operand, in both lanes, against a sample of second operands: the
+ * special values (zeros, infinities, NaNs, the largest and smallest values), the patterns
+ * around 1 (ties: 1 + ulp/2 multiples), random patterns of every class. Then the unpacks,
+ * packs, joins, splats and bit moves over every pattern. A NaN meets any NaN (the
+ * instructions' NaN is canonical). FCX_EXHAUSTIVE=1: every pair of patterns (minutes). */
+template <bool BF> static uint16_t scalar_op(int op, uint16_t a, uint16_t b) {
+    float x = BF ? fcx_bf16_to_f32(a) : fcx_f16_to_f32(a), y = BF ? fcx_bf16_to_f32(b) : fcx_f16_to_f32(b);
+    float r = op == 0 ? fcx_add(x, y) : op == 1 ? fcx_sub(x, y) : fcx_mul(x, y);
+    return BF ? fcx_f32_to_bf16(fcx_cast_bf16(r)) : fcx_f32_to_f16(fcx_cast_f16(r));
+}
+template <bool BF> static bool nan16(unsigned h) { return (h & 0x7fffu) > (BF ? 0x7f80u : 0x7c00u); }
+template <bool BF> static bool same16(unsigned got, unsigned want) {
+    return got == want || (nan16<BF>(got) && nan16<BF>(want));
+}
+template <bool BF> static fcx_h2 pair_op(int op, fcx_h2 a, fcx_h2 b) {
+    if (BF) return op == 0 ? fcx_add2_bf16(a, b) : op == 1 ? fcx_sub2_bf16(a, b) : fcx_mul2_bf16(a, b);
+    return op == 0 ? fcx_add2_f16(a, b) : op == 1 ? fcx_sub2_f16(a, b) : fcx_mul2_f16(a, b);
+}
+
+template <bool BF> static long check_pair_arith(const std::vector<uint16_t> &sample, long *n) {
+    long bad = 0;
+    for (int op = 0; op < 3; op++)
+        for (unsigned a = 0; a < 65536; a++)
+            for (size_t j = 0; j + 1 < sample.size(); j += 2) {
+                uint16_t b0 = sample[j], b1 = sample[j + 1], a1 = (uint16_t)(a ^ 0x8000u);
+                fcx_h2 r = pair_op<BF>(op, fcx_h2{a | (unsigned)a1 << 16}, fcx_h2{b0 | (unsigned)b1 << 16});
+                uint16_t w0 = scalar_op<BF>(op, (uint16_t)a, b0), w1 = scalar_op<BF>(op, a1, b1);
+                *n += 2;
+                if (!same16<BF>(r.bits & 0xffffu, w0) || !same16<BF>(r.bits >> 16, w1)) {
+                    if (bad++ < 8)
+                        cr_expect(false, "%s %s of 0x%04x, 0x%04x | 0x%04x, 0x%04x: pair 0x%08x, scalar 0x%04x 0x%04x",
+                                  BF ? "bf16" : "f16", op == 0 ? "add" : op == 1 ? "subtract" : "multiply",
+                                  a, b0, a1, b1, r.bits, w0, w1);
+                }
+            }
+    return bad;
+}
+
+template <bool BF> static std::vector<uint16_t> pair_sample(bool every) {
+    std::vector<uint16_t> s;
+    if (every) {
+        for (unsigned b = 0; b < 65536; b++) s.push_back((uint16_t)b);
+        return s;
+    }
+    const unsigned one = BF ? 0x3f80u : 0x3c00u, inf = BF ? 0x7f80u : 0x7c00u;
+    for (unsigned v : {0u, one, inf, inf | 1u, inf | (inf >> 1 & ~inf) /* quiet */, inf - 1u, 0x0001u,
+                       0x0002u, BF ? 0x007fu : 0x03ffu, BF ? 0x0080u : 0x0400u, one + 1u, one - 1u,
+                       BF ? 0x4b01u : 0x6801u /* 2^p + 1: sums with 1 tie */})
+        s.push_back((uint16_t)v), s.push_back((uint16_t)(v | 0x8000u));
+    for (unsigned d = 2; d < 64; d += 5) s.push_back((uint16_t)(one + d)), s.push_back((uint16_t)(one - d));
+    std::mt19937 rng(1316);
+    while (s.size() < 256) s.push_back((uint16_t)rng());
+    return s;
+}
+
+Test(prelude, half_pairs_match_the_scalar_path) {
+    bool every = getenv("FCX_EXHAUSTIVE") != nullptr;
+    long n = 0, bad = check_pair_arith<false>(pair_sample<false>(every), &n);
+    bad += check_pair_arith<true>(pair_sample<true>(every), &n);
+    cr_expect_eq(bad, 0, "%ld of %ld lanes of + - * differ from the scalar path", bad, n);
+    /* loads and stores keep element 0 in the low half; unpacks, joins, splats, bit moves */
+    long bad2 = 0;
+    for (unsigned h = 0; h < 65536; h++) {
+        uint16_t g = (uint16_t)(h * 40503u + 7u); /* another pattern for the other lane */
+        fcx_t_f16 m[2] = {{(uint16_t)h}, {g}}, back[2];
+        fcx_h2 p = fcx_ld2_f16(m), q = fcx_h2{g | h << 16};
+        fcx_st2_f16(back, p);
+        bool ok = p.bits == (h | (unsigned)g << 16) && back[0].bits == h && back[1].bits == g;
+        /* exact unpacks: the loads' bits; fast ones: the same value, NaN a NaN */
+        float lx = fcx_lox_f16(p), hx = fcx_hix_f16(q), ld = fcx_f16_to_f32(h), lf = fcx_lo_f16(p);
+        ok = ok && !memcmp(&lx, &ld, 4) && !memcmp(&hx, &ld, 4) && (nan16<false>(h) ? lf != lf : !memcmp(&lf, &ld, 4));
+        float bx = fcx_lox_bf16(p), bh = fcx_hi_bf16(q), bd = fcx_bf16_to_f32(h);
+        ok = ok && !memcmp(&bx, &bd, 4) && !memcmp(&bh, &bd, 4);
+        /* bit moves: the scalar path's values (NaN: a NaN) */
+        for (int bf = 0; bf < 2; bf++) {
+            float v = bf ? bd : ld;
+            unsigned neg = bf ? fcx_f32_to_bf16(fcx_cast_bf16(fcx_negative(v))) : fcx_f32_to_f16(fcx_cast_f16(fcx_negative(v)));
+            unsigned ab = bf ? fcx_f32_to_bf16(fcx_cast_bf16(fcx_abs(v))) : fcx_f32_to_f16(fcx_cast_f16(fcx_abs(v)));
+            bool nan = bf ? nan16<true>(h) : nan16<false>(h);
+            ok = ok && (nan || ((fcx_neg2(p).bits & 0xffffu) == neg && (fcx_abs2(p).bits & 0xffffu) == ab));
+            ok = ok && (fcx_neg2(p).bits >> 16) == (g ^ 0x8000u) && (fcx_abs2(q).bits >> 16) == (h & 0x7fffu);
+        }
+        fcx_h2 w = fcx_where2(true, false, p, q);
+        ok = ok && w.bits == (h | h << 16) && fcx_where2(false, true, p, q).bits == (g | (unsigned)g << 16);
+        /* joins and splats of values of the format (a quiet NaN keeps its bits) */
+        if (!nan16<false>(h) || (h & 0x200u)) {
+            ok = ok && fcx_join_f16(ld, 1.0f).bits == (h | 0x3c00u << 16) && fcx_splat_f16(ld).bits == (h | h << 16);
+        }
+        if (!nan16<true>(h) || (h & 0x40u)) {
+            ok = ok && fcx_join_bf16(2.0f, bd).bits == (0x4000u | h << 16) && fcx_splat_bf16(bd).bits == (h | h << 16);
+        }
+        if (!ok && bad2++ < 8) cr_expect(false, "pair moves of 0x%04x (other lane 0x%04x)", h, g);
+    }
+    /* packs of floats: each lane rounded once, as the scalar store (NaN: a NaN); from double,
+     * the exact routine */
+    std::mt19937 rng(2113);
+    for (int i = 0; i < (1 << 18); i++) {
+        uint32_t u = (uint32_t)rng(), v = (uint32_t)rng();
+        float a, b;
+        memcpy(&a, &u, 4);
+        memcpy(&b, &v, 4);
+        fcx_h2 f = fcx_pack_f16(a, b), bf = fcx_pack_bf16(a, b);
+        bool ok = same16<false>(f.bits & 0xffffu, fcx_f32_to_f16(a)) && same16<false>(f.bits >> 16, fcx_f32_to_f16(b)) &&
+                  same16<true>(bf.bits & 0xffffu, fcx_f32_to_bf16(a)) && same16<true>(bf.bits >> 16, fcx_f32_to_bf16(b));
+        double da = (double)a * (1.0 + 0x1p-40), db = (double)b;
+        fcx_h2 fd = fcx_pack_f16(da, db);
+        ok = ok && same16<false>(fd.bits & 0xffffu, fcx_f64_to_f16(da)) && same16<false>(fd.bits >> 16, fcx_f64_to_f16(db));
+        if (!ok && bad2++ < 8) cr_expect(false, "packs of floats 0x%08x, 0x%08x", u, v);
+    }
+    cr_expect_eq(bad2, 0);
+}
+
 /* Random draws: Philox4x32-10's known answers (Random123's tests/kat_vectors, "philox4x32 10"),
  * the prelude's layout functions against graph.h's, and the host backend's draws. */
 Test(prelude, random_draws) {
@@ -1050,14 +1167,23 @@ static void check_nvrtc(const char *arch) {
     fc_ctx_destroy(ctx);
 }
 
-/* sm_75 has no bf16 conversion instruction: the prelude's fallback, in a kernel of its own (the
- * whole every_call source takes seconds a compile) */
+/* sm_75 has no bf16 conversion or arithmetic, nor packed conversions: the prelude's fallbacks,
+ * in kernels of their own (the whole every_call source takes seconds a compile) */
 Test(prelude, nvrtc_sm75_bf16) {
     fc_ctx *ctx = tu_host_ctx();
     std::string src(fcx_prelude_source, fcx_prelude_size);
     src += "extern \"C\" __global__ void bf16_sm75(fcx_t_bf16 *p, const float *x) {\n"
            "    const int i = threadIdx.x;\n"
            "    fcx_store_bf16(p + i, fcx_cast_bf16(fcx_mul(fcx_load_bf16(p + i), x[i])));\n"
+           "}\n";
+    /* and the pair step's: bf16 + - * lane by lane, the f16 and bf16 packs without the packed
+     * conversions */
+    src += "extern \"C\" __global__ void pairs_sm75(fcx_t_bf16 *p, fcx_t_f16 *h) {\n"
+           "    const int i = 2 * threadIdx.x;\n"
+           "    const fcx_h2 a = fcx_ld2_bf16(p + i), b = fcx_ld2_f16(h + i);\n"
+           "    const fcx_h2 c = fcx_sub2_bf16(fcx_mul2_bf16(a, a), fcx_add2_bf16(a, a));\n"
+           "    fcx_st2_bf16(p + i, fcx_pack_bf16(fcx_lo_bf16(c) / 3, fcx_hi_bf16(c) / 3));\n"
+           "    fcx_st2_f16(h + i, fcx_pack_f16(fcx_lo_f16(b) / 3, fcx_hix_f16(b) / 3));\n"
            "}\n";
     fcn_cubin cubin;
     fc_status st = fcn_compile(ctx, src.c_str(), "prelude_sm75.cu", "sm_75", 0, NULL, 0, &cubin);
