@@ -1262,7 +1262,7 @@ static fc_array *half_data(fc_ctx *ctx, fc_dtype t, int64_t n, uint64_t seed) {
 
 Test(emulated, half_pairs_bit_for_bit) {
     emu_set s;
-    set_open(&s, "half_pairs", &(emu_cfg){8, 4, 2, false, false, false});
+    set_open(&s, "half_pairs", &(emu_cfg){8, 4, 2, false, false, false, false});
     fc_ctx *ctx = s.ctx;
     fc_scope_open(ctx);
     static const int64_t sizes[] = {0, 1, 7, 8, 9, 1000};
