@@ -302,10 +302,21 @@ Test(cache_damage, every_command_on_every_damaged_cache_exits_cleanly) {
     make_template(tmpl, good);
 
     static char cell[NCASES][NCOMMANDS][48];
-    int bad = 0;
+    int bad = 0, ran = 0;
     char first_bad[600] = "";
+    /* FUSEC_DAMAGE_SAMPLE=N runs the cells with (case + command) % N == 0: every case and
+     * every command still, a third of the cells at N = 3 (.ci/run's sanitizer pass, where each
+     * child process costs several times more; the plain pass runs them all). */
+    const char *sample_env = getenv("FUSEC_DAMAGE_SAMPLE");
+    int sample = sample_env ? atoi(sample_env) : 1;
+    if (sample < 1 || sample > NCOMMANDS) sample = 1;
     for (int i = 0; i < NCASES; i++)
         for (int j = 0; j < NCOMMANDS; j++) {
+            if ((i + j) % sample) {
+                snprintf(cell[i][j], sizeof cell[i][j], "-");
+                continue;
+            }
+            ran++;
             char dir[280], name[16];
             snprintf(name, sizeof name, "c%d_%d", i, j);
             path_join(dir, sizeof dir, tmp.root, name);
@@ -344,7 +355,8 @@ Test(cache_damage, every_command_on_every_damaged_cache_exits_cleanly) {
         for (int j = 0; j < NCOMMANDS; j++) fprintf(m, " | %-10s", cell[i][j]);
         fputc('\n', m);
     }
-    fprintf(m, "cells not clean: %d of %d\n", bad, NCASES * NCOMMANDS);
+    fprintf(m, "cells not clean: %d of %d run (%d in all; FUSEC_DAMAGE_SAMPLE=%d)\n", bad, ran,
+            NCASES * NCOMMANDS, sample);
     fclose(m);
     cr_log_info("cache damage matrix (command exit / exit of a warm after it):\n%s", text);
     const char *out = getenv("FUSEC_DAMAGE_MATRIX");
