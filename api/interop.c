@@ -8,7 +8,8 @@
  * keeps it until no export is left, then frees it (fusec's memory) or calls the owner's
  * release (imported memory, after fusec's reads of it). Export handles are released from any
  * thread: they, and records they leave with neither owner nor export, go on locked lists that
- * the context's thread drains at its next export, import or evaluation. The last release after fc_ctx_destroy finishes the destruction.
+ * the context's thread drains at its next export, import or evaluation. The last release after
+ * fc_ctx_destroy finishes the destruction.
  */
 #include "api.h"
 #include "fusec_dlpack.h"

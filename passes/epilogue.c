@@ -4,10 +4,11 @@
  * cuBLASLt's matmul adds a bias vector along the product's rows and applies ReLU or GELU in
  * the kernel that computes the product (CUBLASLT_EPILOGUE_BIAS / RELU / RELU_BIAS / GELU /
  * GELU_BIAS), so `maximum(a @ b + bias, 0)` is one pass over the result instead of the
- * product's pass and an elementwise one. The chains that qualify are defined here once: the fusion pass absorbs
- * them into the library kernel (passes/fuse.c, absorb_epilogues) and the backend reads them
- * back from the kernel (fcp_lib_epilogue) to set the library's epilogue. Likewise the views
- * a library reads through a flag of its own instead of a stored copy (fcp_lib_source).
+ * product's pass and an elementwise one. The chains that qualify are defined here once: the
+ * fusion pass absorbs them into the library kernel (passes/fuse.c, absorb_epilogues) and the
+ * backend reads them back from the kernel (fcp_lib_epilogue) to set the library's epilogue.
+ * Likewise the views a library reads through a flag of its own instead of a stored copy
+ * (fcp_lib_source).
  *
  * The product: f32 x f32 -> f32 of two matrices (2-D), K > 0: the type and shapes cuBLASLt's
  * epilogues take with results that equal the unfused chain's (an f32 bias added to an f32

@@ -190,7 +190,8 @@ static bool rows_aligned(fuse_state *s, fc_array *r, fc_array **reg, size_t nreg
 
 /* Whether a has the shape of space S (a row kernel keeps such a buffer's rows on chip). */
 static bool of_space(const fc_array *a, const fc_array *S) {
-    return a->ndim == S->ndim && memcmp(a->shape, S->shape, (size_t)S->ndim * sizeof *S->shape) == 0;
+    return a->ndim == S->ndim &&
+           memcmp(a->shape, S->shape, (size_t)S->ndim * sizeof *S->shape) == 0;
 }
 
 /* Decides what kernel a region can be. On FIT_NONE, *why says which rule failed. On FIT_ROW,
@@ -739,10 +740,11 @@ static fc_array *sole_reader(const fuse_state *s, const fc_array *a) {
 }
 
 /* A matmul whose only reader adds a bias vector along its last axis and / or takes
- * maximum(., 0) or gelu_tanh (fcp_epilogue_* say which chains qualify) is stored no more: the end of the
- * chain becomes the root of a library kernel with the product inside, and the library applies
- * the rest in its own epilogue (cuBLASLt's BIAS / RELU / GELU / ..._BIAS: one pass over the product
- * instead of two). A bias that is not a stored buffer yet is stored (cuBLASLt reads it). */
+ * maximum(., 0) or gelu_tanh (fcp_epilogue_* say which chains qualify) is stored no more: the
+ * end of the chain becomes the root of a library kernel with the product inside, and the
+ * library applies the rest in its own epilogue (cuBLASLt's BIAS / RELU / GELU / ..._BIAS: one
+ * pass over the product instead of two). A bias that is not a stored buffer yet is stored
+ * (cuBLASLt reads it). */
 static void absorb_epilogues(fuse_state *s, const fcp_plan *p) {
     for (size_t i = 0; i < s->n; i++) {
         fc_array *m = s->ord[i];
@@ -1217,7 +1219,8 @@ char *fcp_plan_describe(const fcp_plan *p) {
     for (int i = 0; i < p->nkernel; i++) {
         const fcp_kernel *k = &p->kernels[i];
         fcg_sb_printf(&b, "kernel %d: %s%s over %s", i, fcp_kernel_kind_names[k->kind],
-                  k->long_rows ? " (long rows, streamed)" : "", fcg_shape_str(sh, k->ndim, k->space));
+                  k->long_rows ? " (long rows, streamed)" : "",
+                  fcg_shape_str(sh, k->ndim, k->space));
         if (k->rmask) {
             fcg_sb_printf(&b, k->kind == FCP_KERNEL_SCAN ? " along axis" : " reducing axes");
             for (int d = 0; d < k->ndim; d++)
