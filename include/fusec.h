@@ -672,9 +672,9 @@ FC_API void fc_export_release(fc_export *e);
 /** Wraps a CUstream of the caller's (passed as void *) as an fc_stream, so that fusec's work
  *  on it (fc_eval_on, fc_write, fc_read_async...) is ordered with the caller's own. The
  *  stream must be a valid CUstream (the driver cannot tell a stale or made-up pointer from a
- *  stream: passing one is undefined, as in the driver API) and belong to the context's
- *  device's primary CUDA context (the one the runtime
- *  API, PyTorch and CuPy use), else FC_ERR_INVALID. NULL and CU_STREAM_LEGACY ((void *)1)
+ *  stream: passing one is undefined, as in the driver API) of the context's device's primary
+ *  CUDA context (the one the runtime API, PyTorch and CuPy use): a stream of another CUDA
+ *  context gives FC_ERR_INVALID. NULL and CU_STREAM_LEGACY ((void *)1)
  *  name the legacy default stream, CU_STREAM_PER_THREAD ((void *)2) the per-thread one (as
  *  DLPack's stream argument does). fc_stream_destroy of a wrapped stream waits for the work
  *  queued on it so far, then lets the wrapper go and leaves the CUstream alive; the CUstream
