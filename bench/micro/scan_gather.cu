@@ -6,41 +6,7 @@
 //   nvcc -O3 -std=c++17 -arch=sm_90 -I/usr/local/cuda/include/cccl bench/micro/scan_gather.cu
 #include <cub/cub.cuh>
 
-#include <algorithm>
-#include <cstdio>
-#include <cstdlib>
-#include <vector>
-
-#define CK(x)                                                                              \
-    do {                                                                                   \
-        cudaError_t e_ = (x);                                                              \
-        if (e_ != cudaSuccess) {                                                           \
-            fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));    \
-            exit(1);                                                                       \
-        }                                                                                  \
-    } while (0)
-
-// ---- timing ----------------------------------------------------------------------------
-
-template <class F> static float median_ms(F run, int reps = 15) {
-    for (int w = 0; w < 3; w++) run();
-    CK(cudaDeviceSynchronize());
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    std::vector<float> t;
-    for (int r = 0; r < reps; r++) {
-        CK(cudaEventRecord(a));
-        run();
-        CK(cudaEventRecord(b));
-        CK(cudaEventSynchronize(b));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, a, b));
-        t.push_back(ms);
-    }
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
-}
+#include "micro_timing.cuh"
 
 static double g_copy_gbs;
 static void report(const char *name, float ms, double bytes) {
