@@ -1,7 +1,8 @@
 /*
  * api/context.c - creating and destroying contexts: the default allocator, the environment
- * (FUSEC_BACKEND, FUSEC_LOG, FUSEC_TRACE) and the choice of backend. The graph layer owns the
- * context's core (graph/ctx.c); this layer attaches a backend to it and takes it down again.
+ * (FUSEC_BACKEND, FUSEC_FAST_MATH, FUSEC_LOG, FUSEC_TRACE) and the choice of backend. The graph
+ * layer owns the context's core (graph/ctx.c); this layer attaches a backend to it and takes it
+ * down again.
  */
 #include "api.h"
 #include "passes.h" /* fcp_log_check_env: FUSEC_LOG is checked where contexts start */
@@ -46,6 +47,26 @@ static fc_status backend_from_env(fc_backend asked, fc_backend *out) {
     return FC_OK;
 }
 
+/* The fast-math tier: the option when it says on (1) or off (-1), else FUSEC_FAST_MATH
+ * (1 on; 0, unset or "" off). Any other value is an error said on stderr, as FUSEC_BACKEND's:
+ * a typo must not quietly run another tier than meant. */
+static fc_status fast_math_from_env(int asked, bool *out) {
+    *out = asked > 0;
+    if (asked < -1 || asked > 1) {
+        fprintf(stderr, "fusec: fc_ctx_options.fast_math is %d (expected -1, 0 or 1)\n", asked);
+        return FC_ERR_INVALID;
+    }
+    const char *env = getenv("FUSEC_FAST_MATH");
+    if (asked != 0 || !env || !*env || strcmp(env, "0") == 0) return FC_OK;
+    if (strcmp(env, "1") != 0) {
+        fprintf(stderr, "fusec: FUSEC_FAST_MATH: unknown value \"%.64s\" (expected 0 or 1)\n",
+                env);
+        return FC_ERR_INVALID;
+    }
+    *out = true;
+    return FC_OK;
+}
+
 /* The graph frees a dying array's backend value through this hook (it cannot see the table). */
 static void free_backend_value(fc_ctx *ctx, fc_array *a) { ctx->be->free_value(ctx, a); }
 
@@ -60,6 +81,9 @@ fc_status fc_ctx_create(fc_ctx **out, const fc_ctx_options *opts) {
     fc_backend b;
     fc_status env_st = backend_from_env(opts ? opts->backend : FC_BACKEND_AUTO, &b);
     if (env_st != FC_OK) return env_st;
+    bool fast_math;
+    if ((env_st = fast_math_from_env(opts ? opts->fast_math : 0, &fast_math)) != FC_OK)
+        return env_st;
     fcp_log_check_env();
     fc_ctx *ctx;
     fc_status st = fcg_ctx_new(&alloc, &ctx);
@@ -69,6 +93,7 @@ fc_status fc_ctx_create(fc_ctx **out, const fc_ctx_options *opts) {
     ctx->device = opts ? opts->device : 0;
     ctx->memory_limit = opts ? opts->memory_limit : 0;
     ctx->cuda_graphs = opts ? opts->cuda_graphs : 0;
+    ctx->fast_math = fast_math;
     if (opts && opts->cache_dir && !(ctx->cache_dir = fcg_strdup(ctx, opts->cache_dir))) {
         fc_ctx_destroy(ctx);
         return FC_ERR_NOMEM;
@@ -76,6 +101,7 @@ fc_status fc_ctx_create(fc_ctx **out, const fc_ctx_options *opts) {
     if (opts && (opts->shards > 1 || opts->shards == FC_SHARDS_ALL)) {
         fc_ctx_options mo = *opts;
         mo.backend = b;
+        mo.fast_math = fast_math ? 1 : -1; /* the shards run the tier resolved here */
         if ((st = fcm_open(ctx, &mo)) != FC_OK) { /* sets ctx->be on success */
             if (st != FC_ERR_NOMEM) fprintf(stderr, "fusec: %s\n", ctx->errmsg);
             fc_ctx_destroy(ctx);
@@ -118,3 +144,5 @@ void fc_ctx_destroy(fc_ctx *ctx) {
 }
 
 fc_backend fc_ctx_backend(const fc_ctx *ctx) { return ctx ? ctx->be->kind : FC_BACKEND_HOST; }
+
+int fc_ctx_fast_math(const fc_ctx *ctx) { return ctx && ctx->fast_math; }

@@ -74,6 +74,9 @@ typedef struct fcx_kernel_src {
     int fields[FCX_NSIZES];  /* accumulator fields of one partial result, per byte size */
     int cached[FCX_NSIZES];  /* row kernels: buffers kept on chip, per element byte size */
     size_t static_smem;    /* bytes of static shared memory (the reductions' exchange) */
+    bool fast_math;        /* the context's fast-math tier: the source has
+                              codegen/fast_math.cuh in front of the prelude and compiles with
+                              --use_fast_math (both in the key) */
     char summary[FCX_SUMMARY_SIZE]; /* what it computes (fcp_kernel_summary), stored with the
                                        cached binary for `fusec cache list`; not in the key */
 } fcx_kernel_src;
@@ -248,5 +251,8 @@ bool fcx_batched_takes(const fc_array *a, fcx_batched_mode mode);
 /* The device prelude every kernel starts with (codegen/prelude.cuh, embedded at build). */
 extern const char fcx_prelude_source[];
 extern const size_t fcx_prelude_size;
+/* What a kernel of the fast-math tier has in front of it (codegen/fast_math.cuh). */
+extern const char fcx_fast_math_source[];
+extern const size_t fcx_fast_math_size;
 
 #endif /* FUSEC_CODEGEN_H */

@@ -3576,6 +3576,13 @@ fc_status fcx_generate_named(fc_ctx *ctx, const fcp_kernel *k, const char *name,
         for (int i = 0; i < k->nnode; i++) fcg_sb_printf(&src, " %s", fcg_ops[k->nodes[i]->op].pyname);
         fcg_sb_puts(&src, "\n");
         fcg_sb_printf(&src, "// codegen version %d\n", FCX_CODEGEN_VERSION);
+        /* The fast-math tier's overloads go in front of the prelude, which they take over
+         * from; the exact tier's source stays as it was before the tier existed. Without the
+         * prelude, whoever puts it in puts them in front of it too. */
+        if (ctx->fast_math)
+            fcg_sb_puts(&src, "// math tier: fast (FMA contraction, approximate f32 math, "
+                              "|z|^2 compares; include/fusec.h)\n");
+        if (ctx->fast_math && with_prelude) fcg_sb_puts(&src, fcx_fast_math_source);
         if (with_prelude) fcg_sb_puts(&src, fcx_prelude_source);
         else fcg_sb_printf(&src, "namespace %s {\n", name);
         fcg_sb_printf(&src, "\ntypedef %s idx_t;\n", idx64 ? "long long" : "int");
@@ -3656,6 +3663,7 @@ fc_status fcx_generate_named(fc_ctx *ctx, const fcp_kernel *k, const char *name,
     memcpy(out->fields, fields, sizeof fields);
     memcpy(out->cached, cached, sizeof cached);
     out->static_smem = static_smem;
+    out->fast_math = ctx->fast_math;
     fcp_kernel_summary(k, out->summary, sizeof out->summary);
     return FC_OK;
 }

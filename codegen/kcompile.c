@@ -27,10 +27,14 @@ fc_status fcx_cache(fc_ctx *ctx, fcc_cache **out) {
     return FC_OK;
 }
 
+unsigned fcx_nvrtc_flags(const fcx_kernel_src *src) {
+    return src->fast_math ? FCN_FAST_MATH : 0u;
+}
+
 fc_status fcx_key_fields(const fcx_kernel_src *src, const char *arch, char *options_buf,
                          size_t options_size, fcc_key_fields *out, char *msg, size_t msg_size) {
     fcn_options o;
-    fc_status st = fcn_options_make(&o, arch, 0, NULL, 0, msg, msg_size);
+    fc_status st = fcn_options_make(&o, arch, fcx_nvrtc_flags(src), NULL, 0, msg, msg_size);
     if (st != FC_OK) return st;
     size_t len = 0;
     options_buf[0] = '\0';
@@ -113,7 +117,7 @@ fc_status fcx_compile_missed(fc_ctx *ctx, fcc_cache *cache, const fcx_kernel_src
         return FC_OK; /* another process compiled it while we waited */
     }
     fcn_cubin cb;
-    st = fcn_compile(ctx, src->src, NULL, arch, 0, NULL, 0, &cb);
+    st = fcn_compile(ctx, src->src, NULL, arch, fcx_nvrtc_flags(src), NULL, 0, &cb);
     if (st != FC_OK) {
         fcc_unlock_key(cache, key, lock);
         snprintf(msg, msg_size, "%s", cb.message ? cb.message : fc_strerror(st));

@@ -24,6 +24,10 @@ typedef struct fcx_binary {
  * warning of the store (an unusable directory) is printed once to stderr. */
 fc_status fcx_cache(fc_ctx *ctx, fcc_cache **out);
 
+/* The NVRTC flags (nvrtc_compile.h's FCN_*) a generated kernel compiles with: the exact
+ * tier's defaults, or --use_fast_math in the fast-math tier. The key's options follow them. */
+unsigned fcx_nvrtc_flags(const fcx_kernel_src *src);
+
 /* The key fields of a kernel's source for an arch. options_buf receives the joined NVRTC
  * options the fields point at. */
 fc_status fcx_key_fields(const fcx_kernel_src *src, const char *arch, char *options_buf,

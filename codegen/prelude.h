@@ -18,6 +18,9 @@ extern "C" {
 /* The prelude's text, NUL-terminated; fcx_prelude_size bytes before the NUL. */
 extern const char fcx_prelude_source[];
 extern const size_t fcx_prelude_size;
+/* codegen/fast_math.cuh: what a kernel of the fast-math tier has in front of the prelude. */
+extern const char fcx_fast_math_source[];
+extern const size_t fcx_fast_math_size;
 /* codegen/sort.cuh, the radix sort kernels' template (codegen/sort.c), embedded the same way. */
 extern const char fcx_sort_kernels_source[];
 extern const size_t fcx_sort_kernels_size;

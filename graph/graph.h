@@ -475,6 +475,9 @@ struct fc_ctx {
     size_t host_in_use, host_peak; /* bytes held through the allocator (graph/ctx.c) */
     size_t memory_limit;  /* fc_ctx_options.memory_limit */
     int cuda_graphs;      /* fc_ctx_options.cuda_graphs */
+    bool fast_math;       /* the fast-math tier (fc_ctx_options.fast_math, FUSEC_FAST_MATH):
+                             simplify's complex-abs compare, codegen's fast_math.cuh and NVRTC's
+                             --use_fast_math, the plan key */
     fc_stream *streams;   /* live user streams */
     fc_event *events;     /* live events */
     uint32_t next_stream_id;
@@ -687,7 +690,8 @@ bool fcg_const_keyed(const fc_array *c);
 /* Fills a->shape_hash and a->local_hash (graph/hash.c); called when a node is made. */
 void fcg_node_hashes(fc_array *a);
 /* The plan cache's key, fast: the graph cut at values, each node by its precomputed
- * local_hash / shape_hash and its inputs' positions. *order_out is the walk's order (nodes by
+ * local_hash / shape_hash and its inputs' positions, and the context's fast-math tier when it
+ * is on. *order_out is the walk's order (nodes by
  * position), in a buffer the context owns: valid until the next call. */
 fc_status fcg_plan_key(fc_ctx *ctx, fc_array *const *arrays, int n, fc_hash *out,
                        fc_array *const **order_out, size_t *count_out);

@@ -235,11 +235,14 @@ fc_status fcg_plan_key(fc_ctx *ctx, fc_array *const *arrays, int n, fc_hash *out
             depth--;
         }
     }
-    if (!grow(ctx, (void **)&ctx->key_words, &ctx->key_words_cap, words + (size_t)n + 1,
+    if (!grow(ctx, (void **)&ctx->key_words, &ctx->key_words_cap, words + (size_t)n + 2,
               sizeof *ctx->key_words))
         goto nomem;
     ctx->key_words[words++] = (uint32_t)n;
     for (int r = 0; r < n; r++) ctx->key_words[words++] = (uint32_t)arrays[r]->order;
+    /* The fast-math tier plans other kernels: a word of its own, present only when it is on,
+     * so the exact tier's keys are what they were before the tier existed. */
+    if (ctx->fast_math) ctx->key_words[words++] = 0xfa57u;
     XXH128_hash_t h = XXH3_128bits(ctx->key_words, words * sizeof *ctx->key_words);
     out->lo = h.low64;
     out->hi = h.high64;

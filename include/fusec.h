@@ -234,7 +234,31 @@ typedef struct fc_ctx_options {
     const int *devices;            /**< shards > 1, CUDA backend: the device of each shard
                                         (NULL: 0 .. N-1). A device may repeat (testing on one
                                         GPU): collectives then go through host memory */
+    int fast_math;                 /**< 0: default (FUSEC_FAST_MATH=0|1, else off); 1 on;
+                                        -1 off. On: the fast-math tier (below), which trades
+                                        NumPy's exact results for speed */
 } fc_ctx_options;
+
+/* The fast-math tier (fc_ctx_options.fast_math, FUSEC_FAST_MATH=1, `fusec run --fast-math`).
+ * Off by default: every kernel then computes what NumPy computes (docs/ARCHITECTURE.md says
+ * within which bounds). On, generated kernels may differ from NumPy by more:
+ *   - NVRTC compiles with --use_fast_math: a * b + c contracts to one fused multiply-add (one
+ *     rounding instead of two, in f32 and f64), f32 subnormals flush to zero, f32 division and
+ *     square root are approximate (2 ulp);
+ *   - f32 exp, log, log2, log10, sin, cos, tan and pow use the GPU's approximate instructions
+ *     (CUDA's __expf, __logf, __sinf, ...: a few ulp near 0, larger relative error for
+ *     arguments of large magnitude, and sin / cos lose accuracy beyond |x| > pi); f64 math
+ *     keeps its libm functions;
+ *   - abs(z) <= r, abs(z) < r, r >= abs(z) and r > abs(z) with z complex compare
+ *     real(z)^2 + imag(z)^2 with r^2 (no hypot): the result may differ where |z| is within a
+ *     few ulp of r, or where a square overflows or underflows (|z| or r beyond about 1e154
+ *     in f64, 1e19 in f32, or below their square roots of the smallest normal). A negative or
+ *     NaN r still gives false, as abs(z) <= r does.
+ * The tier is part of every kernel's cache key and of the plan cache's key, so binaries of the
+ * two tiers never stand in for each other. The host backend ignores it (it stays exact). */
+
+/** Whether the context runs the fast-math tier (1) or the exact default (0; 0 for NULL). */
+FC_API int fc_ctx_fast_math(const fc_ctx *ctx);
 
 /** fc_ctx_options.shards: one shard per CUDA device of the host. */
 #define FC_SHARDS_ALL (-1)
@@ -244,8 +268,10 @@ typedef struct fc_ctx_options {
  *  @param[in]  opts  options, or NULL for defaults (backend AUTO, device 0).
  *  @return FC_OK; FC_ERR_NULL if out is NULL; FC_ERR_BACKEND if the backend asked for cannot be
  *          used (CUDA with no driver or device; AUTO then resolves to HOST); FC_ERR_INVALID if
- *          FUSEC_BACKEND (read for AUTO) is not host, cuda or auto (said on stderr);
- *          FC_ERR_NOMEM. Unknown words in FUSEC_LOG are warned about on stderr, once. */
+ *          FUSEC_BACKEND (read for AUTO) is not host, cuda or auto, if fast_math is not
+ *          -1, 0 or 1, or if FUSEC_FAST_MATH (read for fast_math 0) is not 0, 1 or empty
+ *          (said on stderr); FC_ERR_NOMEM. Unknown words in FUSEC_LOG are warned about on
+ *          stderr, once. */
 FC_API fc_status fc_ctx_create(fc_ctx **out, const fc_ctx_options *opts);
 /** Destroys a context: closes open scopes and frees every array still referenced.
  *  Handles into it are invalid afterwards. NULL is a no-op. */

@@ -25,6 +25,8 @@
  *   - where with a constant condition -> the branch it picks;
  *   - matmul the GEMM library cannot take (lower_matmul): integer and bool matmuls become
  *     NumPy's loop as a reduction, mixed float operands are cast to the loop dtype.
+ * One rule is not exact and fires only in the fast-math tier (ctx->fast_math): abs(z) <= r on
+ * complex z as real(z)^2 + imag(z)^2 <= r^2 (abs_compare).
  * A node that holds a value (fcg_has_value: on the host or in the backend) is a leaf: it is
  * neither rewritten nor looked through, since recomputing what it stores would cost more than
  * reading it. Rules that drop an operand
@@ -468,6 +470,74 @@ static fc_status unary(simp *s, const fc_array *a, fc_array **out) {
     return st;
 }
 
+/* ---- the fast-math tier ------------------------------------------------------------------ */
+
+/* Only in the fast-math tier (ctx->fast_math; inexact, so no exact rule may do it): abs(z) <= r
+ * and abs(z) < r (and r >= abs(z), r > abs(z)) with z complex and the comparison in f32 or f64
+ * compare real(z)^2 + imag(z)^2 with r^2 in that dtype, leaving out abs's hypot. abs(z) >= 0,
+ * so for r < 0 or NaN the answer is false while the squares may say true: a guard r >= 0 is
+ * and-ed in, unless r is a keyed constant that is >= 0 (a keyed constant below 0 leaves the
+ * node alone). NaN parts give false both ways; the squares differ from hypot only within a few
+ * ulp of |z| == r and where they overflow or underflow (include/fusec.h). */
+static fc_status abs_compare(simp *s, const fc_array *a, fc_array **out) {
+    *out = NULL;
+    fcg_op op = (fcg_op)a->op;
+    int side = op == FCG_OP_LESS || op == FCG_OP_LESS_EQUAL ? 0 : 1; /* where abs(z) is */
+    fc_array *abs = a->in[side], *r = a->in[1 - side];
+    fc_dtype loop = (fc_dtype)a->loop_dtype;
+    if (abs->op != FCG_OP_ABS || fcg_has_value(abs) || !fcg_is_complex((fc_dtype)abs->in[0]->dtype)
+        || (loop != FC_F32 && loop != FC_F64) || fcg_is_complex((fc_dtype)r->dtype))
+        return FC_OK;
+    const fc_array *c = const_base(r);
+    bool guard = true;
+    if (c) {
+        double v = is_intlike((fc_dtype)c->dtype) ? (double)c->p.ival : c->p.re;
+        if (!(v >= 0)) return FC_OK;
+        guard = false;
+    }
+    fc_array *z = abs->in[0], *part[2] = {NULL, NULL}, *sq[2] = {NULL, NULL};
+    fc_array *rl = NULL, *r2 = NULL, *sum = NULL, *cmp = NULL, *zero = NULL, *pos = NULL;
+    fc_array *res = NULL;
+    fc_status st = FC_OK;
+    for (int i = 0; i < 2 && st == FC_OK; i++) {
+        fc_array *p;
+        st = make_ew(s, i ? FCG_OP_IMAG : FCG_OP_REAL, 1, &z, 0, &p);
+        if (st != FC_OK || !p) break;
+        st = convert(s, p, loop, &part[i]);
+        fcg_release(p);
+        if (st == FC_OK && part[i])
+            st = make_ew(s, FCG_OP_MUL, 2, (fc_array *[]){part[i], part[i]}, 0, &sq[i]);
+    }
+    if (st == FC_OK && sq[0] && sq[1]) st = make_ew(s, FCG_OP_ADD, 2, sq, 0, &sum);
+    if (st == FC_OK && sum) st = convert(s, r, loop, &rl);
+    if (st == FC_OK && rl) st = make_ew(s, FCG_OP_MUL, 2, (fc_array *[]){rl, rl}, 0, &r2);
+    fc_array *cin[2] = {sum, r2};
+    if (side) cin[0] = r2, cin[1] = sum;
+    if (st == FC_OK && r2) st = make_ew(s, op, 2, cin, 0, &cmp);
+    if (st == FC_OK && cmp && guard) {
+        fcg_params p;
+        memset(&p, 0, sizeof p);
+        if (!(zero = fcg_node(s->ctx, FCG_OP_CONST, loop, loop, false, 0, NULL, 0, NULL, &p)))
+            st = FC_ERR_NOMEM;
+        if (st == FC_OK)
+            st = make_ew(s, FCG_OP_GREATER_EQUAL, 2, (fc_array *[]){rl, zero}, 0, &pos);
+        if (st == FC_OK && pos)
+            st = make_ew(s, FCG_OP_LOGICAL_AND, 2, (fc_array *[]){cmp, pos}, 0, &res);
+    } else if (st == FC_OK && cmp) {
+        res = cmp;
+        fcg_retain(res);
+    }
+    if (st == FC_OK && res) {
+        st = coerce(s, res, a, out);
+        res = NULL;
+        if (st == FC_OK && *out) s->stats.rewrites++;
+    }
+    fc_array *tmp[] = {part[0], part[1], sq[0], sq[1], rl, r2, sum, cmp, zero, pos, res};
+    for (size_t i = 0; i < sizeof tmp / sizeof *tmp; i++)
+        if (tmp[i]) fcg_release(tmp[i]);
+    return st;
+}
+
 /* One rule applied to node a, if any fires: *out is its replacement (owned), else NULL. */
 static fc_status rewrite_once(simp *s, fc_array *a, fc_array **out) {
     *out = NULL;
@@ -477,6 +547,8 @@ static fc_status rewrite_once(simp *s, fc_array *a, fc_array **out) {
     switch ((fcg_op)a->op) {
     case FCG_OP_ADD: case FCG_OP_SUB: case FCG_OP_MUL: case FCG_OP_DIV: case FCG_OP_POW:
         return arith(s, a, out);
+    case FCG_OP_LESS: case FCG_OP_LESS_EQUAL: case FCG_OP_GREATER: case FCG_OP_GREATER_EQUAL:
+        return s->ctx->fast_math ? abs_compare(s, a, out) : FC_OK;
     default: return unary(s, a, out);
     }
 }

@@ -160,6 +160,8 @@ typedef struct emu_cfg {
     bool sanitize; /* in a sanitizer build, the kernels too: a load outside a buffer fails */
     bool long_rows; /* every row kernel generated as for rows that do not fit on chip (they
                        stream the row in every phase, online sums): that form at every shape */
+    bool fast_math; /* the fast-math tier: its rewrites, codegen/fast_math.cuh's host stand-ins
+                       in front of the prelude, the tier's looser tolerance (close_enough) */
 } emu_cfg;
 
 /* Small split constants: pieces of a few elements, few pieces, a small scratch cap. */
@@ -183,6 +185,8 @@ typedef struct program {
     fcp_plan *plan;
     int first;                 /* index of its first kernel in the kernel table */
     bool exact;                /* every output bit for bit, floats too */
+    bool differs;              /* some float output must differ from the host in some bit (the
+                                  fast-math tier's functions are in effect) */
     bool exact_nan;            /* the same, but any NaN meets any NaN */
 } program;
 
@@ -211,6 +215,7 @@ static void set_open(emu_set *s, const char *tag, const emu_cfg *cfg) {
     s->tuning.warp = cfg->warp;
     fc_ctx_options o = {0};
     o.backend = FC_BACKEND_HOST;
+    o.fast_math = cfg->fast_math ? 1 : -1; /* never the tier FUSEC_FAST_MATH would pick */
     cr_assert_eq(fc_ctx_create(&s->ctx, &o), FC_OK);
     snprintf(s->cpp_path, sizeof s->cpp_path, "%s/tests/emulated_%s_%d.cpp", FUSEC_BINARY_DIR, tag,
              (int)getpid());
@@ -232,6 +237,9 @@ static void set_open(emu_set *s, const char *tag, const emu_cfg *cfg) {
                 s->tuning.split_target, s->tuning.split_min_chunk, s->tuning.split_max,
                 s->tuning.split_align, s->tuning.scratch_cap, s->tuning.scan_tile,
                 s->tuning.scan_min_row);
+    /* the tier's overloads go in front of the prelude, as codegen puts them (kernels generated
+     * without the prelude leave them out) */
+    if (cfg->fast_math) fputs(fcx_fast_math_source, s->cpp);
     fputs(fcx_prelude_source, s->cpp);
     fputs(SHIM, s->cpp);
 }
@@ -409,11 +417,17 @@ static bool integral_equal(fc_dtype t, const void *a, const void *b, int64_t i) 
     return memcmp((const char *)a + (size_t)i * w, (const char *)b + (size_t)i * w, w) == 0;
 }
 
-static bool close_enough(fc_dtype t, double got, double want) {
+/* fast: the fast-math tier, whose f32 results may differ by the GPU's approximate functions'
+ * bounds (CUDA's __expf: 2 + 1.16 |x| ulp; __logf, __sinf, __cosf: 2^-21.4 absolute on their
+ * main ranges): relative 1e-3 with an absolute floor of 1e-5 for f32 and c64, the default
+ * elsewhere (f64 differs only by FMA contraction, which the host compiler does not do). */
+static bool close_enough(fc_dtype t, double got, double want, bool fast) {
     if (isnan(got) || isnan(want)) return isnan(got) && isnan(want);
     if (isinf(got) || isinf(want)) return got == want;
     double tol = t == FC_F16 || t == FC_BF16 ? 2e-2 : t == FC_F32 || t == FC_C64 ? 1e-4 : 1e-6;
-    return fabs(got - want) <= tol * (fabs(want) + 1e-30) || fabs(got - want) <= tol * 1e-3;
+    double floor = tol * 1e-3;
+    if (fast && (t == FC_F32 || t == FC_C64)) tol = 1e-3, floor = 1e-5;
+    return fabs(got - want) <= tol * (fabs(want) + 1e-30) || fabs(got - want) <= floor;
 }
 
 /* Runs program p's kernels and compares its outputs. Returns a malloc'd report of the first
@@ -543,6 +557,7 @@ static char *run_program(emu_set *s, program *p) {
         free(flts);
     }
     /* Compare each output that a kernel stored with the host backend's value. */
+    int64_t differs = 0; /* float elements not bit for bit the host's */
     for (int o = 0; o < p->nout && !report; o++) {
         fc_array *y = p->out[o];
         const void *got = NULL;
@@ -571,8 +586,10 @@ static char *run_program(emu_set *s, program *p) {
                 double gr, gi, wr, wi;
                 element(t, got, i, &gr, &gi);
                 element(t, want, i, &wr, &wi);
-                ok = close_enough(t, gr, wr) && close_enough(t, gi, wi);
+                bool fast = s->cfg.fast_math;
+                ok = close_enough(t, gr, wr, fast) && close_enough(t, gi, wi, fast);
             }
+            if (fcg_is_inexact(t) && !integral_equal(t, got, want, i)) differs++;
             if (!ok && bad++ == 0) first = i;
         }
         if (bad) {
@@ -588,6 +605,13 @@ static char *run_program(emu_set *s, program *p) {
             fclose(m);
         }
         free(want);
+    }
+    if (!report && p->differs && differs == 0) {
+        size_t len = 0;
+        FILE *m = open_memstream(&report, &len);
+        fprintf(m, "%s: every float output is the host's bit for bit: the fast-math tier's "
+                   "functions were not used", p->name);
+        fclose(m);
     }
     fc_free(s->ctx, text);
     fcg_strfree(s->ctx, desc);
@@ -645,20 +669,69 @@ static void emulate_workloads(const char *tag, const emu_cfg *cfg) {
 }
 
 Test(emulated, workloads_one_thread) {
-    emulate_workloads("workloads_t1", &(emu_cfg){1, 1, 1, false, false, false, false});
+    emulate_workloads("workloads_t1", &(emu_cfg){1, 1, 1, false, false, false, false, false});
 }
 Test(emulated, workloads_eight_threads_three_blocks) {
-    emulate_workloads("workloads_t8", &(emu_cfg){8, 4, 3, true, false, false, false});
+    emulate_workloads("workloads_t8", &(emu_cfg){8, 4, 3, true, false, false, false, false});
 }
 /* Warps as wide as the device's: the shuffle trees run all five rounds. */
 Test(emulated, workloads_64_threads_warps_of_32) {
-    emulate_workloads("workloads_t64", &(emu_cfg){64, 32, 2, true, false, false, false});
+    emulate_workloads("workloads_t64", &(emu_cfg){64, 32, 2, true, false, false, false, false});
+}
+
+/* The fast-math tier (include/fusec.h): W1-W12 and W8 with z, and f32 / f16 transcendentals,
+ * generated in the tier and run with codegen/fast_math.cuh's host stand-ins (the GPU's
+ * approximate instructions are not available on the host: the stand-ins take the same steps
+ * with exact libm, so this checks the tier's rewrites, its overloads taking over from the
+ * prelude, and pow's sign and zero cases, not the instructions' own error), compared with the
+ * exact host backend within close_enough's fast-tier tolerance. W8's counts must match
+ * exactly: its |z|^2 <= 4 only differs from abs(z) <= 2 within ulps of the circle, and the
+ * host compiler contracts nothing (-ffp-contract=off). */
+Test(emulated, fast_math_tier_workloads_and_transcendentals) {
+    emu_set s;
+    emu_cfg cfg = {8, 4, 3, true, false, false, false, true};
+    set_open(&s, "fast_math", &cfg);
+    fc_scope_open(s.ctx);
+    wl_data_seed = 7;
+    for (int w = 0; w < WL_COUNT; w++) {
+        fc_array *outs[WL_MAX_OUT];
+        int n = wl_workloads[w].build(s.ctx, wl_workloads[w].small, outs);
+        for (int q = 0; q < n; q++) outs[q] = fc_keep(outs[q]);
+        set_add(&s, wl_workloads[w].name, false, 0, outs, n);
+    }
+    fc_array *outs[WL_MAX_OUT];
+    int n = wl_mandelbrot(s.ctx, (const int64_t[]){40}, outs, 60, true);
+    for (int q = 0; q < n; q++) outs[q] = fc_keep(outs[q]);
+    set_add(&s, "mandelbrot with z, 60 steps", false, 0, outs, n);
+    cr_assert(strstr(s.srcs[s.nsrc - 1].src, "math tier: fast") != NULL);
+    cr_assert(strstr(s.srcs[s.nsrc - 1].src, "= fcx_abs(v") == NULL, "W8 still calls abs");
+    /* x in [0.5, 4.5), h its f16: every overload of codegen/fast_math.cuh, pow of negative
+     * bases with odd, even and fractional exponents and of zero */
+    fc_ctx *c = s.ctx;
+    fc_array *x = fc_add(fc_mul(fc_random_uniform(c, FC_F32, FC_SHAPE(3000), 11), fc_f64(c, 4)),
+                         fc_f64(c, 0.5));
+    fc_array *h = fc_cast(x, FC_F16);
+    fc_array *t[WL_MAX_OUT], *nx = fc_negative(x);
+    t[0] = fc_add(fc_add(fc_mul(fc_exp(x), fc_log(x)), fc_log2(x)), fc_log10(x));
+    t[1] = fc_add(fc_sin(fc_mul(x, fc_f64(c, 3))),
+                  fc_mul(fc_cos(x), fc_tan(fc_mul(x, fc_f64(c, 0.3)))));
+    t[2] = fc_stack(c, (fc_array *[]){fc_pow(x, fc_f64(c, 2.5)), fc_pow(nx, fc_f64(c, 3)),
+                                      fc_pow(nx, fc_f64(c, 2)), fc_pow(nx, fc_f64(c, 0.5)),
+                                      fc_pow(fc_sub(x, x), x), fc_pow(x, fc_sub(x, x))},
+                    6, 0);
+    t[3] = fc_add(fc_mul(fc_exp(h), fc_sin(h)), fc_log(h));
+    for (int q = 0; q < WL_MAX_OUT; q++) t[q] = fc_keep(t[q]);
+    set_add(&s, "f32 and f16 transcendentals", false, 0, t, WL_MAX_OUT);
+    s.progs[s.nprog - 1].differs = true;
+    wl_data_seed = 0;
+    set_build(&s);
+    set_run_and_close(&s);
 }
 
 /* Programs that once went wrong. */
 Test(emulated, regressions) {
     emu_set s;
-    set_open(&s, "regressions", &(emu_cfg){4, 2, 2, true, false, true, false});
+    set_open(&s, "regressions", &(emu_cfg){4, 2, 2, true, false, true, false, false});
     fc_ctx *ctx = s.ctx;
     fc_scope_open(ctx);
     double vals[60];
@@ -727,7 +800,7 @@ Test(emulated, regressions) {
  * 8 x 100032.008 in f32). */
 Test(emulated, variance_batches_of_equal_values) {
     emu_set s;
-    set_open(&s, "variance_batches", &(emu_cfg){8, 4, 2, false, false, true, false});
+    set_open(&s, "variance_batches", &(emu_cfg){8, 4, 2, false, false, true, false, false});
     fc_ctx *ctx = s.ctx;
     fc_scope_open(ctx);
     fc_array *outs[WL_MAX_OUT];
@@ -806,7 +879,8 @@ Test(emulated, stencil_kernels) {
     };
     enum { N = sizeof cases / sizeof *cases };
     emu_set s;
-    set_open(&s, "stencil", &(emu_cfg){FCX_STENCIL_THREADS, 32, 3, false, false, false, false});
+    set_open(&s, "stencil",
+             &(emu_cfg){FCX_STENCIL_THREADS, 32, 3, false, false, false, false, false});
     int tiled = 0, untiled = 0, unrolled = 0;
     fcx_stencil plans[N];
     for (int c = 0; c < N; c++) {
@@ -885,7 +959,7 @@ Test(emulated, stencil_kernels) {
                 double gr, gi, wr, wi;
                 element(k->t, got, (int64_t)i, &gr, &gi);
                 element(k->t, want, (int64_t)i, &wr, &wi);
-                ok = close_enough(k->t, gr, wr) && close_enough(k->t, gi, wi);
+                ok = close_enough(k->t, gr, wr, false) && close_enough(k->t, gi, wi, false);
             }
             cr_assert(ok, "stencil case %d (%s %lldx%lld kernel, boundary %d): element %zu "
                       "differs from the host", c, fc_dtype_name(k->t), (long long)k->kh,
@@ -911,7 +985,7 @@ Test(emulated, stencil_kernels) {
  * clearing; the kept triangle must be src's (or dst's own) bytes, the other zeros. */
 Test(emulated, triangle_copies) {
     emu_set s;
-    set_open(&s, "tri", &(emu_cfg){8, 4, 3, false, false, false, false});
+    set_open(&s, "tri", &(emu_cfg){8, 4, 3, false, false, false, false, false});
     char *src = NULL;
     cr_assert_eq(fcx_tri_source(s.ctx, &src), FC_OK);
     fputs(src, s.cpp);
@@ -1016,7 +1090,7 @@ Test(emulated, triangle_copies) {
  * pointer arrays, and the marks of matrices whose eigenvalues are not finite. */
 Test(emulated, batched_moves) {
     emu_set s;
-    set_open(&s, "batched", &(emu_cfg){8, 4, 3, false, false, false, false});
+    set_open(&s, "batched", &(emu_cfg){8, 4, 3, false, false, false, false, false});
     char *src = NULL;
     cr_assert_eq(fcx_batched_source(s.ctx, &src), FC_OK);
     fputs(src, s.cpp);
@@ -1185,7 +1259,7 @@ Test(emulated, batched_moves) {
  * the prelude's float Box-Muller, graph/normal32.h, must agree in every bit). */
 Test(emulated, random_draws_bit_for_bit) {
     emu_set s;
-    set_open(&s, "random_draws", &(emu_cfg){64, 32, 3, false, false, false, false});
+    set_open(&s, "random_draws", &(emu_cfg){64, 32, 3, false, false, false, false, false});
     fc_ctx *ctx = s.ctx;
     fc_scope_open(ctx);
     fc_array *outs[WL_MAX_OUT];
@@ -1262,7 +1336,7 @@ static fc_array *half_data(fc_ctx *ctx, fc_dtype t, int64_t n, uint64_t seed) {
 
 Test(emulated, half_pairs_bit_for_bit) {
     emu_set s;
-    set_open(&s, "half_pairs", &(emu_cfg){8, 4, 2, false, false, false, false});
+    set_open(&s, "half_pairs", &(emu_cfg){8, 4, 2, false, false, false, false, false});
     fc_ctx *ctx = s.ctx;
     fc_scope_open(ctx);
     static const int64_t sizes[] = {0, 1, 7, 8, 9, 1000};
@@ -1369,15 +1443,15 @@ static void emulate_random(uint64_t lo, uint64_t hi, const emu_cfg *cfg) {
 /* Small split constants throughout, so reductions of these small shapes split between blocks
  * and combine through the scratch buffer (one block alone meets every piece in turn). */
 Test(emulated, random_dags_0_499_one_thread) {
-    emulate_random(0, 500, &(emu_cfg){1, 1, 1, true, false, false, false});
+    emulate_random(0, 500, &(emu_cfg){1, 1, 1, true, false, false, false, false});
 }
 Test(emulated, random_dags_500_999_eight_threads) {
-    emulate_random(500, 1000, &(emu_cfg){8, 4, 3, true, false, false, false});
+    emulate_random(500, 1000, &(emu_cfg){8, 4, 3, true, false, false, false, false});
 }
 /* Three warps a block (not a power of two), and no dynamic shared memory: row kernels read
  * their rows from global memory in every phase. */
 Test(emulated, random_dags_1000_1299_twelve_threads_no_shared_rows) {
-    emulate_random(1000, 1300, &(emu_cfg){12, 4, 2, true, true, false, false});
+    emulate_random(1000, 1300, &(emu_cfg){12, 4, 2, true, true, false, false, false});
 }
 
 /* ---- reductions of every kind, dtype and axis set; row kernels; long splits ------------- */
@@ -1475,10 +1549,10 @@ static void emulate_reduction_sweep(const char *tag, const emu_cfg *cfg) {
 }
 
 Test(emulated, reductions_every_kind_and_dtype_eight_threads) {
-    emulate_reduction_sweep("sweep_t8", &(emu_cfg){8, 4, 3, true, false, false, false});
+    emulate_reduction_sweep("sweep_t8", &(emu_cfg){8, 4, 3, true, false, false, false, false});
 }
 Test(emulated, reductions_every_kind_and_dtype_one_thread) {
-    emulate_reduction_sweep("sweep_t1", &(emu_cfg){1, 1, 2, true, false, false, false});
+    emulate_reduction_sweep("sweep_t1", &(emu_cfg){1, 1, 2, true, false, false, false, false});
 }
 
 /* Every scan of every dtype: along each axis of [6, 5, 9] (a thread per line) and over the
@@ -1551,7 +1625,7 @@ static void emulate_scan_sweep(const char *tag, const emu_cfg *cfg) {
  * kernel's rows, of a stored reduction, by computed indices in each mode, of every dtype. */
 Test(emulated, takes_in_every_kind_of_kernel) {
     emu_set s;
-    set_open(&s, "take", &(emu_cfg){8, 4, 3, true, false, false, false});
+    set_open(&s, "take", &(emu_cfg){8, 4, 3, true, false, false, false, false});
     fc_ctx *ctx = s.ctx;
     fc_scope_open(ctx);
     fc_array *x = sweep_input(ctx, 1, FC_F32, FC_SHAPE(6, 40));
@@ -1580,10 +1654,10 @@ Test(emulated, takes_in_every_kind_of_kernel) {
 }
 
 Test(emulated, scans_every_kind_and_dtype_eight_threads) {
-    emulate_scan_sweep("scan_t8", &(emu_cfg){8, 4, 3, true, false, false, false});
+    emulate_scan_sweep("scan_t8", &(emu_cfg){8, 4, 3, true, false, false, false, false});
 }
 Test(emulated, scans_every_kind_and_dtype_one_thread) {
-    emulate_scan_sweep("scan_t1", &(emu_cfg){1, 1, 2, true, false, false, false});
+    emulate_scan_sweep("scan_t1", &(emu_cfg){1, 1, 2, true, false, false, false, false});
 }
 
 /* User kernels (fc_elementwise_kernel / fc_reduction_kernel) fused with built-in ops, raw
@@ -1591,7 +1665,7 @@ Test(emulated, scans_every_kind_and_dtype_one_thread) {
  * against the same computation in built-in ops on the host. */
 Test(emulated, user_kernels) {
     emu_set s;
-    set_open(&s, "user", &(emu_cfg){8, 4, 3, true, false, false, false});
+    set_open(&s, "user", &(emu_cfg){8, 4, 3, true, false, false, false, false});
     fc_ctx *ctx = s.ctx;
     fc_scope_open(ctx);
     fc_kernel *axpb, *sd, *sumdiff, *rev, *idx2, *l2, *sop, *vmax;
@@ -1711,7 +1785,7 @@ static void emulate_ew_sweep(const char *tag, const emu_cfg *cfg) {
 }
 
 Test(emulated, elementwise_every_op_and_dtype) {
-    emulate_ew_sweep("ew_sweep_t8", &(emu_cfg){8, 4, 2, false, false, false, false});
+    emulate_ew_sweep("ew_sweep_t8", &(emu_cfg){8, 4, 2, false, false, false, false, false});
 }
 
 /* Rows of special values for softmax and logsumexp, in dtype t (f16, f32 or f64), [6, 37]:
@@ -1825,22 +1899,22 @@ static void emulate_row_kernels(const char *tag, const emu_cfg *cfg) {
 }
 
 Test(emulated, row_kernels_eight_threads) {
-    emulate_row_kernels("rows_t8", &(emu_cfg){8, 4, 3, true, false, false, false});
+    emulate_row_kernels("rows_t8", &(emu_cfg){8, 4, 3, true, false, false, false, false});
 }
 Test(emulated, row_kernels_one_thread_no_shared_rows) {
-    emulate_row_kernels("rows_t1", &(emu_cfg){1, 1, 2, true, true, false, false});
+    emulate_row_kernels("rows_t1", &(emu_cfg){1, 1, 2, true, true, false, false, false});
 }
 /* The same programs with every row kernel in its form for rows that do not fit on chip (issue
  * 13 item 2): the rows streamed in every phase, softmax's and logsumexp's sums online. */
 Test(emulated, row_kernels_streamed_eight_threads) {
-    emulate_row_kernels("rows_long_t8", &(emu_cfg){8, 4, 3, true, false, false, true});
+    emulate_row_kernels("rows_long_t8", &(emu_cfg){8, 4, 3, true, false, false, true, false});
 }
 Test(emulated, row_kernels_streamed_twelve_threads) {
-    emulate_row_kernels("rows_long_t12", &(emu_cfg){12, 4, 2, true, false, false, true});
+    emulate_row_kernels("rows_long_t12", &(emu_cfg){12, 4, 2, true, false, false, true, false});
 }
 /* Random programs with their row kernels streamed. */
 Test(emulated, random_dags_1300_1499_streamed_rows) {
-    emulate_random(1300, 1500, &(emu_cfg){8, 4, 3, true, false, false, true});
+    emulate_random(1300, 1500, &(emu_cfg){8, 4, 3, true, false, false, true, false});
 }
 
 /* Row chains at lengths that do not fit on chip, planned as they are (one streaming row
@@ -1849,7 +1923,7 @@ Test(emulated, random_dags_1300_1499_streamed_rows) {
  * (f32); odd lengths, so the rows' starts are unaligned for 16-byte steps. */
 Test(emulated, long_rows_one_kernel_at_their_lengths) {
     emu_set s;
-    set_open(&s, "long_rows", &(emu_cfg){8, 4, 2, false, false, false, false});
+    set_open(&s, "long_rows", &(emu_cfg){8, 4, 2, false, false, false, false, false});
     fc_ctx *ctx = s.ctx;
     fc_scope_open(ctx);
     fc_array *outs[WL_MAX_OUT];
@@ -1895,7 +1969,7 @@ Test(emulated, long_rows_one_kernel_at_their_lengths) {
  * recipe sizes (canaries behind it), the last block's combine. */
 Test(emulated, long_reductions_split_with_default_constants) {
     emu_set s;
-    set_open(&s, "long", &(emu_cfg){8, 4, 3, false, false, false, false});
+    set_open(&s, "long", &(emu_cfg){8, 4, 3, false, false, false, false, false});
     fc_ctx *ctx = s.ctx;
     fc_scope_open(ctx);
     fc_array *outs[WL_MAX_OUT];
@@ -1933,7 +2007,7 @@ Test(emulated, long_reductions_split_with_default_constants) {
 Test(emulated, gpu_diff_seeds) {
     static const uint64_t seeds[] = {8615, 32981, 34794, 37686, 43632, 126802, 29149};
     emu_set s;
-    set_open(&s, "gpu_diff_seeds", &(emu_cfg){8, 4, 3, true, false, false, false});
+    set_open(&s, "gpu_diff_seeds", &(emu_cfg){8, 4, 3, true, false, false, false, false});
     for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
         rdag d;
         cr_assert_eq(rdag_build(s.ctx, seeds[i], NULL, &d), FC_OK);

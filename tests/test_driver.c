@@ -12,6 +12,8 @@
 #include "kcompile.h"
 #include "counting_alloc.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char softmax_fc[] =
@@ -336,4 +338,81 @@ Test(driver, every_allocation_failure_is_clean) {
     for (int mode = 0; mode < 2; mode++)
         for (long n = 1; n < 200000; n++)
             if (!faulty_run(n, mode == 1)) break;
+}
+
+/* The fast-math tier's keys: a context with fast_math -1 (off) gives exactly the keys, sources
+ * and plan key of one that does not say (0, FUSEC_FAST_MATH unset); the tier (1) gives other
+ * kernel keys (other source: codegen/fast_math.cuh in front; other options: --use_fast_math)
+ * and another plan key. W8's compare of abs(z) with 2 is the tier's rewrite. */
+static const char w8_fc[] =
+    "re = linspace(-2.0, 0.5, 64, dtype=f64)\n"
+    "im = linspace(-1.25, 1.25, 64, dtype=f64)\n"
+    "c = re[None, :] + im[:, None] * 1j\n"
+    "z = zeros([64, 64], c128)\n"
+    "b = abs(z) <= 2\n"
+    "z1 = where(b, z * z + c, z)\n"
+    "n = (abs(z1) <= 2) + b\n"
+    "out n\n";
+
+typedef struct tier_keys {
+    fcc_key key;
+    fc_hash plan;
+    char options[1024];
+    char *src;
+} tier_keys;
+
+static void keys_of_tier(const char *text, int fast_math, tier_keys *out) {
+    fc_ctx_options o = {.backend = FC_BACKEND_HOST, .fast_math = fast_math};
+    fc_ctx *ctx;
+    cr_assert_eq(fc_ctx_create(&ctx, &o), FC_OK);
+    cr_assert_eq(fc_ctx_fast_math(ctx), fast_math > 0);
+    prog p;
+    cr_assert_eq(prog_build(ctx, text, &p), FC_OK, "%s", fc_errmsg(ctx));
+    fc_array *const *order;
+    size_t count;
+    cr_assert_eq(fcg_plan_key(ctx, p.outs, p.nout, &out->plan, &order, &count), FC_OK);
+    const char *arch = "sm_90";
+    fck_options co = fck_options_default();
+    co.stage = FCK_KEY;
+    co.archs = &arch;
+    co.narch = 1;
+    fck_result *r;
+    cr_assert_eq(fck_compile(ctx, p.outs, p.nout, &co, &r), FC_OK, "%s", fc_errmsg(ctx));
+    cr_assert_eq(r->nkernel, 1);
+    out->key = r->kernels[0].targets[0].key;
+    snprintf(out->options, sizeof out->options, "%s", r->kernels[0].targets[0].fields.options);
+    out->src = strdup(r->kernels[0].src.src);
+    fck_result_free(r);
+    prog_free(&p);
+    fc_ctx_destroy(ctx);
+}
+
+Test(driver, fast_math_tier_keys_differ_exact_keys_unchanged) {
+    unsetenv("FUSEC_FAST_MATH");
+    const char *texts[] = {w8_fc, softmax_fc};
+    for (int t = 0; t < 2; t++) {
+        tier_keys given, off, fast;
+        keys_of_tier(texts[t], 0, &given);
+        keys_of_tier(texts[t], -1, &off);
+        keys_of_tier(texts[t], 1, &fast);
+        cr_assert_eq(memcmp(&given.key, &off.key, sizeof given.key), 0, "program %d", t);
+        cr_assert_eq(memcmp(&given.plan, &off.plan, sizeof given.plan), 0, "program %d", t);
+        cr_assert_str_eq(given.src, off.src);
+        cr_assert_neq(memcmp(&given.key, &fast.key, sizeof given.key), 0, "program %d", t);
+        cr_assert_neq(memcmp(&given.plan, &fast.plan, sizeof given.plan), 0, "program %d", t);
+        cr_assert_null(strstr(given.src, "math tier"));
+        cr_assert_not_null(strstr(fast.src, "// math tier: fast"));
+        cr_assert_not_null(strstr(fast.src, fcx_fast_math_source));
+        cr_assert_null(strstr(given.options, "--use_fast_math"));
+        cr_assert_not_null(strstr(given.options, "--fmad=false"));
+        cr_assert_not_null(strstr(fast.options, "--use_fast_math"));
+        /* W8: abs (hypot) in the exact tier only */
+        if (t == 0) {
+            cr_assert_not_null(strstr(given.src, "= fcx_abs(v"));
+            cr_assert_null(strstr(fast.src, "= fcx_abs(v"));
+        }
+        free(given.src);
+        free(off.src);
+        free(fast.src);
+    }
 }

@@ -47,6 +47,7 @@ static void clean_env(void) {
     unsetenv("FUSEC_BACKEND");
     unsetenv("FUSEC_LOG");
     unsetenv("FUSEC_TRACE");
+    unsetenv("FUSEC_FAST_MATH");
 }
 
 TestSuite(env, .init = clean_env);
@@ -122,4 +123,42 @@ Test(env, known_log_words_do_not_warn) {
         fc_ctx_destroy(ctx);
         cr_assert_str_empty(err, "FUSEC_LOG=\"%s\" warned: %s", ok[i], err);
     }
+}
+
+/* FUSEC_FAST_MATH: 1 turns the fast-math tier on where fc_ctx_options.fast_math is 0; 0 or ""
+ * leave it off; the option (1 or -1) overrides it; anything else fails, naming the value. */
+Test(env, fast_math_from_variable_and_options) {
+    static const struct { const char *env; int opt; int want; } cases[] = {
+        {NULL, 0, 0}, {"0", 0, 0}, {"", 0, 0}, {"1", 0, 1}, {"1", -1, 0}, {"0", 1, 1},
+        {NULL, 1, 1}, {NULL, -1, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (cases[i].env) setenv("FUSEC_FAST_MATH", cases[i].env, 1);
+        else unsetenv("FUSEC_FAST_MATH");
+        fc_ctx_options o = {0};
+        o.backend = FC_BACKEND_HOST;
+        o.fast_math = cases[i].opt;
+        fc_ctx *ctx;
+        cr_assert_eq(fc_ctx_create(&ctx, &o), FC_OK, "case %zu", i);
+        cr_assert_eq(fc_ctx_fast_math(ctx), cases[i].want, "case %zu", i);
+        fc_ctx_destroy(ctx);
+    }
+    cr_assert_eq(fc_ctx_fast_math(NULL), 0);
+}
+
+Test(env, unknown_fast_math_value_and_option_fail) {
+    setenv("FUSEC_FAST_MATH", "yes", 1);
+    fc_ctx *ctx = (fc_ctx *)&ctx;
+    capture_begin();
+    fc_status st = fc_ctx_create(&ctx, &(fc_ctx_options){.backend = FC_BACKEND_HOST});
+    const char *err = capture_end();
+    cr_assert_eq(st, FC_ERR_INVALID);
+    cr_assert_null(ctx);
+    cr_assert(strstr(err, "FUSEC_FAST_MATH") && strstr(err, "\"yes\""), "stderr: %s", err);
+    unsetenv("FUSEC_FAST_MATH");
+    capture_begin();
+    st = fc_ctx_create(&ctx, &(fc_ctx_options){.backend = FC_BACKEND_HOST, .fast_math = 2});
+    err = capture_end();
+    cr_assert_eq(st, FC_ERR_INVALID);
+    cr_assert(strstr(err, "fast_math is 2"), "stderr: %s", err);
 }

@@ -29,6 +29,7 @@ static int n_owned;
 static void setup(void) {
     fc_ctx_options opts = {0};
     opts.backend = FC_BACKEND_HOST;
+    opts.fast_math = -1; /* the exact tier's rules, whatever FUSEC_FAST_MATH says */
     cr_assert_eq(fc_ctx_create(&ctx, &opts), FC_OK);
     cr_assert_not_null(fc_scope_open(ctx));
     n_owned = 0;
@@ -1066,4 +1067,107 @@ Test(simplify, out_of_memory) {
     }
     cr_assert(done);
     cr_log_info("out of memory at each of %ld allocations", runs);
+}
+
+/* ---- the fast-math tier --------------------------------------------------------------------- */
+
+/* z (complex t) and r (its real dtype) of n elements away from |z| == r: r is |z| times a
+ * factor in [0.5, 0.99] or [1.01, 2], or every 8th element a special case: r negative, NaN,
+ * zero or infinite, z zero, -0, NaN or infinite in one part (not NaN in the other: that |z| is
+ * infinite while |z|^2 is NaN, which the tier lets differ). */
+static void abs_compare_data(fc_dtype t, int n, fc_array **z, fc_array **r) {
+    double *zr = malloc(2 * (size_t)n * sizeof *zr), *rr = malloc((size_t)n * sizeof *rr);
+    cr_assert(zr && rr);
+    static const double special_r[] = {-1.0, NAN, 0.0, -0.0, INFINITY, -INFINITY, 3.0, 0.5};
+    static const double special_z[][2] = {{NAN, 1}, {0, 0}, {-0.0, 0}, {INFINITY, 1},
+                                          {1, -INFINITY}, {0.25, NAN}, {-3, 4}, {0, 0}};
+    for (int i = 0; i < n; i++) {
+        double a = rnd_double(20), b = rnd_double(20), f = 0.5 + (double)(rnd() % 1000) / 667;
+        if (f > 0.99 && f < 1.01) f = 1.5;
+        zr[2 * i] = a, zr[2 * i + 1] = b, rr[i] = hypot(a, b) * f;
+        if (i % 8 == 0) {
+            int k = (i / 8) % 8;
+            rr[i] = special_r[k];
+            const double *sz = special_z[(k + i / 64) % 8];
+            zr[2 * i] = sz[0], zr[2 * i + 1] = sz[1];
+        }
+    }
+    fc_dtype rt = fcg_real_dtype(t);
+    if (t == FC_C64) {
+        float *zf = malloc(2 * (size_t)n * sizeof *zf), *rf = malloc((size_t)n * sizeof *rf);
+        cr_assert(zf && rf);
+        for (int i = 0; i < 2 * n; i++) zf[i] = (float)zr[i];
+        for (int i = 0; i < n; i++) rf[i] = (float)rr[i];
+        *z = fc_from_host(ctx, t, FC_SHAPE(n), zf);
+        *r = fc_from_host(ctx, rt, FC_SHAPE(n), rf);
+        free(zf);
+        free(rf);
+    } else {
+        *z = fc_from_host(ctx, t, FC_SHAPE(n), zr);
+        *r = fc_from_host(ctx, rt, FC_SHAPE(n), rr);
+    }
+    free(zr);
+    free(rr);
+}
+
+/* The compares the tier rewrites, and one it leaves (abs(z) >= r). */
+static int abs_compares(fc_array *z, fc_array *r, fc_array **y, const char **what) {
+    fc_array *a = fc_abs(z);
+    int n = 0;
+    what[n] = "abs(z) <= r", y[n++] = fc_less_equal(a, r);
+    what[n] = "abs(z) < r", y[n++] = fc_less(a, r);
+    what[n] = "r >= abs(z)", y[n++] = fc_greater_equal(r, a);
+    what[n] = "r > abs(z)", y[n++] = fc_greater(r, a);
+    what[n] = "abs(z) <= 2", y[n++] = fc_less_equal(a, fc_i64(fc_array_ctx(z), 2));
+    what[n] = "abs(z) < 2.5", y[n++] = fc_less(a, fc_f64(fc_array_ctx(z), 2.5));
+    what[n] = "abs(z) >= r", y[n++] = fc_greater_equal(a, r);
+    return n;
+}
+
+static bool has_op(const fc_array *a, fcg_op op, int depth) {
+    if (a->op == op) return true;
+    for (int j = 0; j < a->nin && depth > 0; j++)
+        if (has_op(a->in[j], op, depth - 1)) return true;
+    return false;
+}
+
+Test(simplify, fast_math_abs_compare_rewritten_same_answers_away_from_the_boundary) {
+    fc_ctx_destroy(ctx); /* this test's context runs the tier; teardown destroys it */
+    fc_ctx_options opts = {0};
+    opts.backend = FC_BACKEND_HOST;
+    opts.fast_math = 1;
+    cr_assert_eq(fc_ctx_create(&ctx, &opts), FC_OK);
+    cr_assert_eq(fc_ctx_fast_math(ctx), 1);
+    cr_assert_not_null(fc_scope_open(ctx));
+    for (int k = 0; k < 2; k++) {
+        fc_dtype t = k ? FC_C128 : FC_C64;
+        fc_array *z, *r, *y[8];
+        const char *what[8];
+        abs_compare_data(t, 1024, &z, &r);
+        int n = abs_compares(z, r, y, what);
+        for (int i = 0; i < n; i++) {
+            fcp_pass_stats st;
+            fc_array *s = simplify_stats(y[i], &st);
+            bool rewritten = i < n - 1;
+            cr_assert_eq(has_op(s, FCG_OP_ABS, 4), !rewritten, "%s %s: abs %s", what[i],
+                         fc_dtype_name(t), rewritten ? "left" : "rewritten");
+            cr_assert_eq(st.rewrites > 0, rewritten, "%s", what[i]);
+            /* a guard r >= 0 exactly where r is not a keyed constant >= 0 */
+            cr_assert_eq(s->op == FCG_OP_LOGICAL_AND, rewritten && i != 4, "%s: %s at the top",
+                         what[i], fcg_ops[s->op].pyname);
+            check_same(y[i], s, what[i]); /* bit for bit: no element is near the boundary */
+        }
+    }
+}
+
+Test(simplify, exact_tier_leaves_abs_compare) {
+    cr_assert_eq(fc_ctx_fast_math(ctx), 0);
+    fc_array *z, *r, *y[8];
+    const char *what[8];
+    abs_compare_data(FC_C128, 64, &z, &r);
+    int n = abs_compares(z, r, y, what);
+    for (int i = 0; i < n; i++) {
+        fc_array *s = simplify_stats(y[i], NULL);
+        cr_assert(has_op(s, FCG_OP_ABS, 4), "%s: rewritten in the exact tier", what[i]);
+    }
 }

@@ -61,7 +61,9 @@ enum {
     OPT_OUTPUT_DIR = 1u << 14, /* --output-dir DIR */
     OPT_BENCH = 1u << 15,      /* --bench, --runs N, --warmup N, --json, --floor-bytes B,
                                   --time-build */
-    OPT_KEY = 1u << 16         /* --key FILE (cache export / import: sign, check) */
+    OPT_KEY = 1u << 16,        /* --key FILE (cache export / import: sign, check) */
+    OPT_FAST_MATH = 1u << 17   /* --fast-math: the context's fast-math tier (FUSEC_FAST_MATH=1
+                                  does the same) */
 };
 
 typedef struct cli_set {
@@ -91,6 +93,7 @@ typedef struct cli_opts {
     int narchs;        /* 0 until given; cli_parse sets the default for OPT_ARCH(S) */
     int jobs;          /* 0: one per online CPU */
     bool dot, delete_bad, quiet, no_prelude, help;
+    bool fast_math;    /* --fast-math */
     const char *cache_dir;
     const char *key_file;  /* --key FILE */
     cli_input inputs[CLI_MAX_INPUTS];
@@ -115,8 +118,12 @@ void cli_opts_free(cli_opts *o);
 int cli_usage(const char *usage, const cli_opts *o, int rc);
 
 /* A context for a command: the host backend unless backend says otherwise, the cache
- * directory of --cache-dir. Returns EXIT_OK or EXIT_EVAL (message printed). */
-int cli_open_ctx(fc_backend backend, const char *cache_dir, fc_ctx **ctx);
+ * directory of --cache-dir, the fast-math tier with --fast-math (else as FUSEC_FAST_MATH
+ * says). Returns EXIT_OK or EXIT_EVAL (message printed). */
+int cli_open_ctx(fc_backend backend, const char *cache_dir, bool fast_math, fc_ctx **ctx);
+
+/* The line dump, explain and run print about the context's math tier (fc_ctx_fast_math). */
+const char *cli_math_tier(const fc_ctx *ctx);
 
 /* The status -> exit code of a failed load or build. */
 int cli_status_exit(fc_status st);

@@ -225,6 +225,8 @@ int cli_parse(const char *cmd, int argc, char **argv, unsigned allowed, cli_opts
             o->jobs = (int)n;
         } else if ((allowed & OPT_DOT) && is_flag(a, "--dot")) {
             o->dot = true;
+        } else if ((allowed & OPT_FAST_MATH) && is_flag(a, "--fast-math")) {
+            o->fast_math = true;
         } else if ((allowed & OPT_NO_PRELUDE) && is_flag(a, "--no-prelude")) {
             o->no_prelude = true;
         } else if ((allowed & OPT_KEY) && is_option(a, "--key")) {
@@ -317,17 +319,24 @@ int cli_usage(const char *usage, const cli_opts *o, int rc) {
     return rc;
 }
 
-int cli_open_ctx(fc_backend backend, const char *cache_dir, fc_ctx **ctx) {
+int cli_open_ctx(fc_backend backend, const char *cache_dir, bool fast_math, fc_ctx **ctx) {
     fc_ctx_options opts;
     memset(&opts, 0, sizeof opts);
     opts.backend = backend;
     opts.cache_dir = cache_dir;
+    opts.fast_math = fast_math ? 1 : 0;
     fc_status st = fc_ctx_create(ctx, &opts);
     if (st != FC_OK) {
         cli_error("cannot create a context: %s", fc_strerror(st));
         return EXIT_EVAL;
     }
     return EXIT_OK;
+}
+
+const char *cli_math_tier(const fc_ctx *ctx) {
+    return fc_ctx_fast_math(ctx) ? "fast (--fast-math or FUSEC_FAST_MATH=1: FMA contraction, "
+                                   "approximate f32 math, |z|^2 compares)"
+                                 : "exact (NumPy's results)";
 }
 
 int cli_status_exit(fc_status st) {

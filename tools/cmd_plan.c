@@ -34,11 +34,12 @@ static int write_error(void) {
 
 static const char usage_dump[] =
     "usage: fusec dump FILE.fc... [--set NAME=VALUE ...] [--arch sm_XX] [--no-prelude]\n"
+    "                  [--fast-math]\n"
     "\n"
     "Prints the CUDA C source of every kernel the program compiles to, in execution order.\n"
     "Each kernel is preceded by one comment line:\n"
     "\n"
-    "    // ==== kernel I of N: KIND, key KEY (ARCH)\n"
+    "    // ==== kernel I of N: KIND, key KEY (ARCH)[, fast math]\n"
     "\n"
     "KIND is elementwise, reduce, row or library (a library call has no generated source);\n"
     "KEY is the kernel's cache key (32 hex digits) for ARCH. The source is the same for every\n"
@@ -48,16 +49,24 @@ static const char usage_dump[] =
     "  --set NAME=VALUE   binds a dimension symbol (repeat for each symbol)\n"
     "  --arch sm_XX       the architecture of the keys (default " CLI_DEFAULT_ARCH ")\n"
     "  --no-prelude       leave out the device prelude every kernel starts with (about a\n"
-    "                     thousand lines, the same in each; the key still covers it)\n";
+    "                     thousand lines, the same in each; the key still covers it)\n"
+    "  --fast-math        the fast-math tier (as FUSEC_FAST_MATH=1): FMA contraction,\n"
+    "                     approximate f32 math, abs(z) <= r on complex as |z|^2 <= r^2; its\n"
+    "                     kernels and keys differ from the exact default's\n";
 
-/* Writes a kernel's source, optionally with its prelude replaced by a one-line note. */
+/* Writes a kernel's source, optionally with its prelude (and the fast-math tier's text in
+ * front of it) replaced by a one-line note. */
 static void print_source(const char *text, bool no_prelude) {
     const char *pre = no_prelude ? strstr(text, fcx_prelude_source) : NULL;
+    const char *fast = no_prelude ? strstr(text, fcx_fast_math_source) : NULL;
     size_t len = strlen(text);
     if (pre) {
         int lines = 0;
         for (const char *c = fcx_prelude_source; *c; c++) lines += *c == '\n';
-        fwrite(text, 1, (size_t)(pre - text), stdout);
+        fwrite(text, 1, (size_t)((fast && fast < pre ? fast : pre) - text), stdout);
+        if (fast && fast < pre)
+            printf("// [the fast-math tier's functions, codegen/fast_math.cuh, left out by "
+                   "--no-prelude]\n");
         printf("// [the device prelude, codegen/prelude.cuh: %d lines, left out by --no-prelude]\n",
                lines);
         fputs(pre + strlen(fcx_prelude_source), stdout);
@@ -98,8 +107,8 @@ static int dump_one(fc_ctx *ctx, const cli_program *p, void *user) {
         }
         char hex[33];
         fcc_key_to_hex(&fk->targets[0].key, hex);
-        printf("// ==== kernel %d of %d: %s, key %s (%s)\n", i, plan->nkernel, kind_name(k), hex,
-               arch);
+        printf("// ==== kernel %d of %d: %s, key %s (%s)%s\n", i, plan->nkernel, kind_name(k),
+               hex, arch, fk->src.fast_math ? ", fast math" : "");
         print_source(fk->src.src, ds->o->no_prelude);
     }
     if (r->error != FC_OK) rc = cli_compile_failed(ctx, p, r);
@@ -110,14 +119,15 @@ static int dump_one(fc_ctx *ctx, const cli_program *p, void *user) {
 
 int cmd_dump(int argc, char **argv) {
     cli_opts o;
-    int rc = cli_parse("dump", argc, argv, OPT_SET | OPT_ARCH | OPT_NO_PRELUDE | OPT_FILES, &o);
+    int rc = cli_parse("dump", argc, argv,
+                       OPT_SET | OPT_ARCH | OPT_NO_PRELUDE | OPT_FILES | OPT_FAST_MATH, &o);
     if (rc || o.help) {
         rc = cli_usage(usage_dump, &o, rc);
         cli_opts_free(&o);
         return rc;
     }
     fc_ctx *ctx;
-    if (!(rc = cli_open_ctx(FC_BACKEND_HOST, NULL, &ctx))) {
+    if (!(rc = cli_open_ctx(FC_BACKEND_HOST, NULL, o.fast_math, &ctx))) {
         dump_state ds = {&o, o.nfiles > 1};
         for (int i = 0; i < o.nfiles; i++) {
             int r = cli_for_each_program(ctx, &o, o.files[i], false, false, dump_one, &ds);
@@ -133,7 +143,7 @@ int cmd_dump(int argc, char **argv) {
 /* ---- graph -------------------------------------------------------------------------------- */
 
 static const char usage_graph[] =
-    "usage: fusec graph FILE.fc... [--set NAME=VALUE ...] [--dot]\n"
+    "usage: fusec graph FILE.fc... [--set NAME=VALUE ...] [--dot] [--fast-math]\n"
     "\n"
     "Prints the program's plan: its kernels in execution order (kind, iteration space, the\n"
     "nodes each stores and loads, the ops fused into it) and the fusion boundaries with the\n"
@@ -144,7 +154,8 @@ static const char usage_graph[] =
     "                     one cluster per kernel, nodes labelled with op, dtype and shape,\n"
     "                     inputs as ellipses, stored outputs with a double border, edges\n"
     "                     between kernels in red, labelled with the boundary's reason; a\n"
-    "                     kernel of more than 64 nodes is drawn as one node counting its ops\n";
+    "                     kernel of more than 64 nodes is drawn as one node counting its ops\n"
+    "  --fast-math        the plan of the fast-math tier (as FUSEC_FAST_MATH=1)\n";
 
 /* Writes s as the inside of a DOT string: quotes and backslashes escaped, and long text
  * wrapped at spaces every ~40 characters. */
@@ -401,14 +412,14 @@ static int graph_one(fc_ctx *ctx, const cli_program *p, void *user) {
 
 int cmd_graph(int argc, char **argv) {
     cli_opts o;
-    int rc = cli_parse("graph", argc, argv, OPT_SET | OPT_DOT | OPT_FILES, &o);
+    int rc = cli_parse("graph", argc, argv, OPT_SET | OPT_DOT | OPT_FILES | OPT_FAST_MATH, &o);
     if (rc || o.help) {
         rc = cli_usage(usage_graph, &o, rc);
         cli_opts_free(&o);
         return rc;
     }
     fc_ctx *ctx;
-    if (!(rc = cli_open_ctx(FC_BACKEND_HOST, NULL, &ctx))) {
+    if (!(rc = cli_open_ctx(FC_BACKEND_HOST, NULL, o.fast_math, &ctx))) {
         graph_state gs = {&o, 0, o.nfiles > 1};
         if (o.dot) {
             printf("digraph fusec {\n  graph [fontname=\"Helvetica\", label=\"fusec plan: ");
@@ -435,6 +446,7 @@ int cmd_graph(int argc, char **argv) {
 
 static const char usage_explain[] =
     "usage: fusec explain FILE.fc... [--set NAME=VALUE ...] [--arch sm_XX] [--cache-dir DIR]\n"
+    "                     [--fast-math]\n"
     "\n"
     "Says why the program compiles to the kernels it does, and whether they are cached:\n"
     "\n"
@@ -448,7 +460,9 @@ static const char usage_explain[] =
     "  --set NAME=VALUE   binds a dimension symbol (repeat for each symbol)\n"
     "  --arch sm_XX       the architecture to look up (default " CLI_DEFAULT_ARCH ")\n"
     "  --cache-dir DIR    the kernel cache (default: $FUSEC_CACHE_DIR, $XDG_CACHE_HOME/fusec,\n"
-    "                     ~/.cache/fusec); opened read-only\n";
+    "                     ~/.cache/fusec); opened read-only\n"
+    "  --fast-math        the kernels of the fast-math tier (as FUSEC_FAST_MATH=1), said on a\n"
+    "                     line 'math tier: fast ...' after the program's\n";
 
 typedef struct explain_state {
     const cli_opts *o;
@@ -475,6 +489,7 @@ static int explain_one(fc_ctx *ctx, const cli_program *p, void *user) {
     char sum[300], sh[200];
     printf("%sprogram %s: %d kernel%s\n", es->programs++ ? "\n" : "", p->label, plan->nkernel,
            plan->nkernel == 1 ? "" : "s");
+    if (fc_ctx_fast_math(ctx)) printf("math tier: %s\n", cli_math_tier(ctx));
     /* Boundaries: each stored array that another kernel loads, with its consumers. */
     int nb = 0;
     for (int i = 0; i < plan->nkernel; i++) {
@@ -551,7 +566,8 @@ static int explain_one(fc_ctx *ctx, const cli_program *p, void *user) {
 
 int cmd_explain(int argc, char **argv) {
     cli_opts o;
-    int rc = cli_parse("explain", argc, argv, OPT_SET | OPT_ARCH | OPT_CACHE_DIR | OPT_FILES, &o);
+    int rc = cli_parse("explain", argc, argv,
+                       OPT_SET | OPT_ARCH | OPT_CACHE_DIR | OPT_FILES | OPT_FAST_MATH, &o);
     if (rc || o.help) {
         rc = cli_usage(usage_explain, &o, rc);
         cli_opts_free(&o);
@@ -571,7 +587,7 @@ int cmd_explain(int argc, char **argv) {
     const char *w = fcc_take_warning(cache);
     if (w) cli_warn("%s", w);
     fc_ctx *ctx;
-    if (!(rc = cli_open_ctx(FC_BACKEND_HOST, NULL, &ctx))) {
+    if (!(rc = cli_open_ctx(FC_BACKEND_HOST, NULL, o.fast_math, &ctx))) {
         explain_state es = {&o, cache, 0, 0};
         printf("cache: %s\n", fcc_dir(cache) ? fcc_dir(cache) : "(none)");
         for (int i = 0; i < o.nfiles; i++) {

@@ -72,7 +72,7 @@ static int simple_command(const char *cmd, const char *usage, int argc, char **a
         return rc;
     }
     fc_ctx *ctx;
-    if (!(rc = cli_open_ctx(FC_BACKEND_HOST, NULL, &ctx))) {
+    if (!(rc = cli_open_ctx(FC_BACKEND_HOST, NULL, false, &ctx))) {
         rc = cli_for_each_program(ctx, &o, o.files[0], true, true, fn, NULL);
         fc_ctx_destroy(ctx);
     }
@@ -101,6 +101,7 @@ int cmd_hash(int argc, char **argv) {
 static const char usage_run[] =
     "usage: fusec run FILE.fc [--set NAME=VALUE ...] [--input NAME=FILE.npy ...]\n"
     "                 [--output-dir DIR] [--seed S] [--backend host|auto|cuda] [--cache-dir DIR]\n"
+    "                 [--fast-math]\n"
     "                 [--bench [--runs N] [--warmup N] [--floor-bytes B] [--time-build] [--json]]\n"
     "\n"
     "Runs the program and evaluates all its outputs together. Inputs come from .npy files\n"
@@ -117,6 +118,9 @@ static const char usage_run[] =
     "  --backend B          host, auto (the GPU when usable, else host; default) or cuda\n"
     "  --cache-dir DIR      the kernel cache (default: $FUSEC_CACHE_DIR, $XDG_CACHE_HOME/fusec,\n"
     "                       ~/.cache/fusec)\n"
+    "  --fast-math          the fast-math tier (as FUSEC_FAST_MATH=1): FMA contraction,\n"
+    "                       approximate f32 math, abs(z) <= r on complex as |z|^2 <= r^2 (the\n"
+    "                       GPU's kernels; the host backend stays exact)\n"
     "\n"
     "  --bench              then times the program: each run rebuilds the outputs from the same\n"
     "                       inputs and evaluates them between two events (CUDA events on the GPU,\n"
@@ -449,6 +453,7 @@ typedef struct bench_result {
     double library_bytes; /* the library calls' workspaces (fc_memory_stats.library) */
     char device[160], arch[16];
     bool gpu;
+    bool fast_math; /* the context's fast-math tier */
 } bench_result;
 
 /* Whether some output already holds a value it did not get from this run: then the timed
@@ -542,6 +547,7 @@ static void print_bench_json(const cli_program *p, const cli_opts *o, const benc
     printf(", \"arch\": ");
     if (r->gpu) json_string(r->arch);
     else printf("null");
+    printf(", \"fast_math\": %s", r->fast_math ? "true" : "false");
     printf(", \"kernels\": %d, \"runs\": %d, \"warmup\": %d", r->kernels, o->runs, o->warmup);
     printf(", \"median_ms\": ");
     json_number(r->median_ms, true);
@@ -575,8 +581,9 @@ static void print_bench_json(const cli_program *p, const cli_opts *o, const benc
 
 static void print_bench_text(const cli_program *p, const cli_opts *o, const bench_result *r) {
     char b1[32], b2[32], b3[32];
-    printf("\nbench: %s on %s%s%s%s\n", p->label, r->device, r->gpu ? " (" : "",
-           r->gpu ? r->arch : "", r->gpu ? ")" : " (host backend: wall-clock events)");
+    printf("\nbench: %s on %s%s%s%s%s\n", p->label, r->device, r->gpu ? " (" : "",
+           r->gpu ? r->arch : "", r->gpu ? ")" : " (host backend: wall-clock events)",
+           r->fast_math ? ", fast-math tier" : "");
     printf("  %-22s %d\n", "kernels per eval", r->kernels);
     printf("  %-22s median %.4f ms   min %.4f ms   max %.4f ms   (%d runs after %d warm-up)\n",
            "time", r->median_ms, r->min_ms, r->max_ms, o->runs, o->warmup);
@@ -616,6 +623,7 @@ static int bench(fc_ctx *ctx, const cli_program *p, fc_array *const *ins, const 
     bench_result r;
     memset(&r, 0, sizeof r);
     r.gpu = fc_ctx_backend(ctx) == FC_BACKEND_CUDA;
+    r.fast_math = fc_ctx_fast_math(ctx) != 0;
     snprintf(r.device, sizeof r.device, "host");
     fc_device_info info;
     if (r.gpu && fc_device_get_info(fc_ctx_device(ctx), &info) == FC_OK) {
@@ -733,7 +741,7 @@ int cmd_run(int argc, char **argv) {
     cli_opts o;
     int rc = cli_parse("run", argc, argv,
                        OPT_SET | OPT_SEED | OPT_BACKEND | OPT_CACHE_DIR | OPT_INPUT |
-                           OPT_OUTPUT_DIR | OPT_BENCH,
+                           OPT_OUTPUT_DIR | OPT_BENCH | OPT_FAST_MATH,
                        &o);
     if (rc || o.help) {
         fputs(usage_run, o.help ? stdout : stderr);
@@ -742,7 +750,7 @@ int cmd_run(int argc, char **argv) {
     }
     fc_ctx *ctx;
     fc_array *loaded[CLI_MAX_INPUTS] = {NULL};
-    if (!(rc = cli_open_ctx(o.backend, o.cache_dir, &ctx))) {
+    if (!(rc = cli_open_ctx(o.backend, o.cache_dir, o.fast_math, &ctx))) {
         /* The files load first: their shapes bind the symbols no --set gave. */
         for (int j = 0; !rc && j < o.ninputs; j++) {
             loaded[j] = fc_npy_load(ctx, o.inputs[j].path);

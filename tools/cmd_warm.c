@@ -15,7 +15,7 @@
 
 static const char usage_warm[] =
     "usage: fusec warm [--arch sm_XX[,sm_YY...]] [-j N] [--set NAME=VALUE ...] [-q]\n"
-    "                  [--cache-dir DIR] FILE.fc...\n"
+    "                  [--cache-dir DIR] [--fast-math] FILE.fc...\n"
     "\n"
     "Compiles every kernel of every program in the files, for every architecture, into the\n"
     "kernel cache, so that later runs (on machines with those GPUs) find them there. Needs no\n"
@@ -38,6 +38,7 @@ static const char usage_warm[] =
     "  -q, --quiet        no progress output\n"
     "  --cache-dir DIR    the kernel cache (default: $FUSEC_CACHE_DIR, $XDG_CACHE_HOME/fusec,\n"
     "                     ~/.cache/fusec)\n"
+    "  --fast-math        the fast-math tier's kernels (as FUSEC_FAST_MATH=1; other keys)\n"
     "\n"
     "With FUSEC_REQUIRE_CACHED=1 nothing is compiled: each miss is reported with the key field\n"
     "that differs from the nearest cached entry, and the exit status is 5.\n"
@@ -168,7 +169,9 @@ static int warm_files(fc_ctx *ctx, cli_opts *o, warm_state *ws, fcc_cache *cache
 int cmd_warm(int argc, char **argv) {
     cli_opts o;
     int rc = cli_parse("warm", argc, argv,
-                       OPT_SET | OPT_ARCHS | OPT_JOBS | OPT_QUIET | OPT_CACHE_DIR | OPT_FILES, &o);
+                       OPT_SET | OPT_ARCHS | OPT_JOBS | OPT_QUIET | OPT_CACHE_DIR | OPT_FILES |
+                           OPT_FAST_MATH,
+                       &o);
     if (rc || o.help) {
         rc = cli_usage(usage_warm, &o, rc);
         cli_opts_free(&o);
@@ -176,7 +179,7 @@ int cmd_warm(int argc, char **argv) {
     }
     double t0 = cli_now();
     fc_ctx *ctx;
-    if ((rc = cli_open_ctx(FC_BACKEND_HOST, o.cache_dir, &ctx))) {
+    if ((rc = cli_open_ctx(FC_BACKEND_HOST, o.cache_dir, o.fast_math, &ctx))) {
         cli_opts_free(&o);
         return rc;
     }

@@ -92,10 +92,12 @@ PyObject *pf_wrap(fc_array *r, PyObject *ctx) {
 /* ---------------------------------------------------------------------------------------- */
 
 static int ctx_init(PyObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"backend", "device", NULL};
+    static char *kwlist[] = {"backend", "device", "fast_math", NULL};
     const char *backend = NULL;
     int device = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|zi:Context", kwlist, &backend, &device))
+    PyObject *fast_math = Py_None; /* None: FUSEC_FAST_MATH decides; True / False: on / off */
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|ziO:Context", kwlist, &backend, &device,
+                                     &fast_math))
         return -1;
     if (pf_fc_ctx(self)) {
         PyErr_SetString(PyExc_RuntimeError, "Context: already initialised");
@@ -104,6 +106,11 @@ static int ctx_init(PyObject *self, PyObject *args, PyObject *kw) {
     fc_ctx_options opts;
     memset(&opts, 0, sizeof opts);
     opts.device = device;
+    if (fast_math != Py_None) {
+        int on = PyObject_IsTrue(fast_math);
+        if (on < 0) return -1;
+        opts.fast_math = on ? 1 : -1;
+    }
     if (!backend || !strcmp(backend, "auto"))
         opts.backend = FC_BACKEND_AUTO;
     else if (!strcmp(backend, "host"))
@@ -146,6 +153,12 @@ static PyObject *ctx_backend(PyObject *self, void *closure) {
     if (ctx_check(self)) return NULL;
     return PyUnicode_FromString(fc_ctx_backend(pf_fc_ctx(self)) == FC_BACKEND_CUDA ? "cuda"
                                                                                     : "host");
+}
+
+static PyObject *ctx_fast_math(PyObject *self, void *closure) {
+    (void)closure;
+    if (ctx_check(self)) return NULL;
+    return PyBool_FromLong(fc_ctx_fast_math(pf_fc_ctx(self)));
 }
 
 static PyObject *ctx_device(PyObject *self, void *closure) {
@@ -199,12 +212,17 @@ static PyGetSetDef ctx_getset[] = {
     {"backend", ctx_backend, NULL, "'cuda' or 'host': the backend the context resolved to.",
      NULL},
     {"device", ctx_device, NULL, "The CUDA device ordinal, or -1 on the host backend.", NULL},
+    {"fast_math", ctx_fast_math, NULL,
+     "Whether the context runs the fast-math tier (include/fusec.h): FMA contraction, "
+     "approximate f32 math, abs(z) <= r on complex as |z|^2 <= r^2.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
 static PyType_Slot ctx_slots[] = {
-    {Py_tp_doc, "Context(backend='auto', device=0): a fusec context (a GPU, or the host "
-                "reference backend).\n\nArrays are made in the current context: the innermost "
+    {Py_tp_doc, "Context(backend='auto', device=0, fast_math=None): a fusec context (a GPU, "
+                "or the host reference backend). fast_math=True runs the fast-math tier, "
+                "False the exact default, None (default) as FUSEC_FAST_MATH=0|1 says."
+                "\n\nArrays are made in the current context: the innermost "
                 "`with Context(...)` block, else a process-wide default made on first use "
                 "(the GPU when there is one, else the host; FUSEC_BACKEND=host|cuda "
                 "overrides). Arrays of different contexts do not mix."},

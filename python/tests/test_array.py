@@ -139,6 +139,18 @@ def test_context_manager():
         fusec.Context(backend="tpu")
 
 
+def test_context_fast_math(monkeypatch):
+    monkeypatch.delenv("FUSEC_FAST_MATH", raising=False)
+    assert fusec.Context(backend="host", fast_math=True).fast_math is True
+    assert fusec.Context(backend="host", fast_math=False).fast_math is False
+    assert fusec.Context(backend="host").fast_math is False
+    monkeypatch.setenv("FUSEC_FAST_MATH", "1")
+    assert fusec.Context(backend="host").fast_math is True
+    assert fusec.Context(backend="host", fast_math=False).fast_math is False
+    with fusec.Context(backend="host", fast_math=True):   # the host backend stays exact
+        check(fusec.abs(fusec.asarray(np.asarray([3 + 4j]))) <= 5, np.asarray([True]))
+
+
 def test_special_values_print_as_numpy():
     a = np.asarray([np.nan, np.inf, -0.0, 1e-300, math.pi], np.float64)
     assert repr(fusec.asarray(a)) == repr(a)
