@@ -406,7 +406,7 @@ static jval *parse_one_object(const char *text) {
 static const char *const bench_keys[] = {
     "program", "backend", "device", "arch", "kernels", "runs", "warmup", "median_ms", "min_ms",
     "max_ms", "bytes", "gbps", "copy_gbps", "floor_ms", "floor_pct", "peak_bytes",
-    "library_bytes", "io_bytes", "outputs",
+    "library_bytes", "io_bytes", "fast_math", "outputs",
 };
 
 static double num(const jval *obj, const char *key) {
@@ -423,6 +423,8 @@ static void check_bench_json(const jval *o, bool gpu, double io_bytes) {
     cr_assert_str_eq(jget(o, "backend")->str, gpu ? "cuda" : "host");
     cr_assert_eq(jget(o, "program")->kind, J_STR);
     cr_assert_eq(jget(o, "device")->kind, J_STR);
+    /* the exact tier unless asked (FUSEC_FAST_MATH is not set in these tests) */
+    cr_assert(jget(o, "fast_math")->kind == J_BOOL && jget(o, "fast_math")->num == 0);
     cr_assert_eq(jget(o, "arch")->kind, gpu ? J_STR : J_NULL);
     const char *positive[] = {"kernels", "runs", "median_ms", "min_ms", "max_ms", "bytes", "gbps",
                               "io_bytes"};
