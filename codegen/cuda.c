@@ -94,6 +94,7 @@ typedef struct gen {
     int *online;          /* long rows: per kernel node, the position of the max whose phase an
                              online sum folds in (online_pairs), -1 elsewhere; NULL: none */
     bool plain;           /* generating an online sum's exact recomputation: it is a sum again */
+    bool seg_run;         /* a reduce kernel's rows are runs of R contiguous elements (row_loops) */
 } gen;
 
 static const char *dt(fc_dtype t) { return fc_dtype_name(t); }
@@ -283,6 +284,19 @@ static const char *linearize(gen *g, const fc_array *a, const ix *idx) {
     for (int d = 1; d < a->ndim; d++) {
         if (a->shape[d] == 1) continue; /* idx is 0 there */
         acc = bind_index(g, str(g, "(%s) * %s + (%s)", acc, extent(g, a, d), idx->e[d]));
+    }
+    return bind_index(g, acc);
+}
+
+/* Linear offset of idx within the kernel's space (its extents are arguments). */
+static const char *linearize_space(gen *g, const ix *idx) {
+    const fcp_kernel *k = g->k;
+    if (k->ndim == 0) return "0";
+    const char *acc = str(g, "(idx_t)(%s)", idx->e[0]);
+    for (int d = 1; d < k->ndim; d++) {
+        if (k->space[d] == 1) continue; /* idx is 0 there */
+        acc = bind_index(g, str(g, "(%s) * %s + (%s)", acc, iarg(g, FCX_SLOT_SPACE_EXTENT, NULL, d),
+                                idx->e[d]));
     }
     return bind_index(g, acc);
 }
@@ -2340,12 +2354,32 @@ static void row_loops(gen *g, const ix *sidx, const int *level, int lv, int vec,
     int np = k->nnode + k->nleaf;
     line(g, "{");
     g->indent++;
-    if (vec > 1 && trailing) {
-        line(g, "const idx_t nv = (base + eb) %% %d == 0 ? (ee - eb) / %d : 0;", vec, vec);
+    /* Segmented rows (a reduce kernel over non-trailing axes whose innermost axis is reduced,
+     * batch-norm's (0, 2)): a row is runs of R contiguous elements. When R and the piece's
+     * start are multiples of vec, no step straddles two runs, and the step's flat index (its
+     * first element's) is a multiple of vec as R is (every other axis's stride is a multiple
+     * of R): 16-byte loads, with the element's coordinates decoded once a step. */
+    bool segmented = !trailing && g->seg_run;
+    if (vec > 1 && (trailing || segmented)) {
+        if (trailing) line(g, "const idx_t nv = (base + eb) %% %d == 0 ? (ee - eb) / %d : 0;", vec, vec);
+        else line(g, "const idx_t nv = eb %% %d == 0 && R %% %d == 0 ? (ee - eb) / %d : 0;", vec, vec, vec);
         line(g, "#pragma unroll 4");
         line(g, "for (idx_t c = threadIdx.x; c < nv; c += blockDim.x) {");
         g->indent++;
         line(g, "const idx_t e0 = eb + c * %d;", vec);
+        const char *vbase = "(base + e0)";
+        ix vidx = *sidx;
+        if (segmented) {
+            decode(g, "e0", "s", k->ndim, k->space, k->rmask, true, NULL);
+            ix first;
+            first.nd = k->ndim;
+            first.identity = false;
+            for (int d = 0; d < k->ndim; d++)
+                first.e[d] = str(g, "%s%d", k->rmask & (1u << d) ? "s" : "o", d);
+            line(g, "const idx_t i0 = %s;", linearize_space(g, &first));
+            vbase = "i0";
+            vidx.identity = true; /* same-shape buffers come from the step's vectors */
+        }
         /* The step's body first, to learn which buffers and kept values it reads from
          * vectors and which kept values it stores. */
         fcg_sb head = g->body;
@@ -2363,7 +2397,7 @@ static void row_loops(gen *g, const ix *sidx, const int *level, int lv, int vec,
         scope_push(g);
         line(g, "const idx_t e = e0 + u;");
         decode(g, "e", "r", k->ndim, k->space, k->rmask, true, NULL);
-        row_element(g, sidx, level, lv, true);
+        row_element(g, &vidx, level, lv, true);
         flush_pending(g, true);
         scope_pop(g);
         g->indent--;
@@ -2376,8 +2410,8 @@ static void row_loops(gen *g, const ix *sidx, const int *level, int lv, int vec,
             if (!g->vec_used[li]) continue;
             int p = k->nnode + li;
             const char *T = dt(k->leaves[li]->dtype);
-            const char *glob = str(g, "((const fcx_vec<fcx_t_%s, %d> *)p.ptr[%d])[(base + e0) / %d]", T,
-                                   vec, li, vec);
+            const char *glob = str(g, "((const fcx_vec<fcx_t_%s, %d> *)p.ptr[%d])[%s / %d]", T,
+                                   vec, li, vbase, vec);
             bool live = g->phase <= 0 || g->phase >= 64 || (g->phases[p] & (1ull << g->phase));
             if (!live) { /* read only to recompute kept values, when the rows are not on chip */
                 line(g, "fcx_vec<fcx_t_%s, %d> l%d;", T, vec, li);
@@ -2425,8 +2459,8 @@ static void row_loops(gen *g, const ix *sidx, const int *level, int lv, int vec,
         if (lv == 0)
             for (int q = 0; q < k->nout; q++)
                 if (full_output(k, k->outs[q]))
-                    line(g, "((fcx_vec<fcx_t_%s, %d> *)p.ptr[%d])[(base + e0) / %d] = w%d;",
-                         dt(k->outs[q]->dtype), vec, k->nleaf + q, vec, q);
+                    line(g, "((fcx_vec<fcx_t_%s, %d> *)p.ptr[%d])[%s / %d] = w%d;",
+                         dt(k->outs[q]->dtype), vec, k->nleaf + q, vbase, vec, q);
         g->indent--;
         line(g, "}");
         line(g, "const idx_t es = eb + nv * %d;", vec);
@@ -2913,7 +2947,16 @@ static void gen_rows_body(gen *g, const int *level, int maxlevel, int *pos) {
     /* With the reduced axes trailing, element e of row `row` sits at flat row * L + e, so
      * same-shape buffers load without index arithmetic. */
     bool trailing = k->ndim && k->rmask == (uint32_t)(all & ~((1ull << first_red) - 1));
-    int vec = trailing ? row_vec_width(k) : 1;
+    /* Segmented rows (row_loops): the innermost non-unit axis reduced, the kept axes not all
+     * outside the reduced ones. R: the elements of one contiguous run of a row. */
+    int last_kept = k->ndim - 1;
+    while (last_kept >= 0 && ((k->rmask & (1u << last_kept)) || k->space[last_kept] == 1)) last_kept--;
+    uint32_t run = last_kept < 0 ? all : all & ~(uint32_t)((2ull << last_kept) - 1); /* after it */
+    g->seg_run = !trailing && !row_kind && !innermost_kept(k) && (run & k->rmask);
+    int vec = trailing || g->seg_run ? row_vec_width(k) : 1;
+    if (g->seg_run)
+        line(g, "const idx_t R = %s; /* elements of a contiguous run of a row */",
+             extent_product(g, run & k->rmask));
     ix sidx;
     sidx.nd = k->ndim;
     sidx.identity = trailing;
