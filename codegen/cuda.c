@@ -1805,9 +1805,14 @@ static bool row_constant_of(gen *g, const fc_array *a, const fc_array *M, bool *
 
 /* Finds the online sums of a long-row kernel: a sum or mean (of a real float accumulator) of
  * exp(A - B), with A the input of a max M of the kernel and B a row constant of M. */
+static fcx_strategy strategy_of(const fcp_kernel *k);
+
 static fc_status online_pairs(gen *g) {
     const fcp_kernel *k = g->k;
-    if (k->kind != FCP_KERNEL_ROW || !k->long_rows) return FC_OK;
+    /* Long rows, and column kernels (fusion merges a column max with the sum it shifts only
+     * where this pairs them: passes/fuse.c online_merge). */
+    if (!(k->kind == FCP_KERNEL_ROW && k->long_rows) && strategy_of(k) != FCX_STRATEGY_BLOCK_COL)
+        return FC_OK;
     g->online = fcg_malloc(g->ctx, (size_t)(k->nnode + 1) * sizeof *g->online);
     if (!g->online) return FC_ERR_NOMEM;
     for (int i = 0; i <= k->nnode; i++) g->online[i] = -1;
@@ -3199,6 +3204,58 @@ static void gen_rows(gen *g) {
  * in flight. Warps combine in order through shared memory; pieces through the scratch buffer. */
 #define COL_BATCH 8 /* elements (rows) a thread loads before it folds them: loads in flight */
 
+/* A column kernel's online sum (position pos) that ended non-finite in some column of the
+ * tile: the tile's sums again over the whole reduced range, with the columns' final maxima
+ * (from warp 0, through shared memory, to every warp), as plain sums: the program's two-pass
+ * sum (online_recheck's reason). The branch is uniform: the block decides it together. */
+static void cols_online_recheck(gen *g, const ix *sidx, int pos, bool contig) {
+    const fcp_kernel *k = g->k;
+    int pm = online_of(g, k->nodes[pos]);
+    const fc_array *M = k->nodes[pm];
+    int *lv = fcg_calloc(g->ctx, (size_t)(k->nnode + 1) * sizeof *lv);
+    if (!lv) {
+        fail(g, FC_ERR_NOMEM, "codegen: out of memory");
+        return;
+    }
+    lv[pos] = 1;
+    line(g, "{ /* a non-finite online sum: the two-pass sums of the tile */");
+    g->indent++;
+    line(g, "__shared__ bool fcx_redo%d;", pos);
+    line(g, "__shared__ fcx_ct_%s fcx_rm%d[FCX_WARP];", dt(acc_mean_dtype(M)), pos);
+    line(g, "__shared__ bool fcx_rh%d[FCX_WARP];", pos);
+    line(g, "if (threadIdx.x == 0) fcx_redo%d = false;", pos);
+    line(g, "__syncthreads();");
+    line(g, "if (wid == 0 && act && !fcx_isfinite(a%d)) fcx_redo%d = true;", pos, pos);
+    line(g, "if (wid == 0) { fcx_rm%d[lane] = a%d; fcx_rh%d[lane] = h%d; }", pos, pm, pos, pm);
+    line(g, "__syncthreads();");
+    line(g, "if (fcx_redo%d) {", pos);
+    g->indent++;
+    scope_push(g);
+    line(g, "a%d = fcx_rm%d[lane];", pm, pos);
+    line(g, "h%d = fcx_rh%d[lane];", pm, pos);
+    g->red_var[pm] = acc_finish(g, M, pm, "L");
+    g->plain = true;
+    acc_identity(g, k->nodes[pos], pos, "", false);
+    line(g, "if (act) for (idx_t e = wid; e < L; e += nw) {");
+    g->indent++;
+    scope_push(g);
+    decode(g, "e", "r", k->ndim, k->space, k->rmask, true, NULL);
+    if (contig) line(g, "const idx_t i = (o * L + e) * C + c;");
+    row_element(g, sidx, lv, 1, false);
+    scope_pop(g);
+    g->indent--;
+    line(g, "}");
+    block_reduce_cols(g, &pos, 1);
+    g->plain = false;
+    g->red_var[pm] = -1;
+    scope_pop(g);
+    g->indent--;
+    line(g, "}");
+    g->indent--;
+    line(g, "}");
+    fcg_free(g->ctx, lv, (size_t)(k->nnode + 1) * sizeof *lv);
+}
+
 static void gen_cols(gen *g) {
     const fcp_kernel *k = g->k;
     uint32_t all = k->ndim ? (uint32_t)((1ull << k->ndim) - 1) : 0;
@@ -3226,7 +3283,10 @@ static void gen_cols(gen *g) {
         fail(g, FC_ERR_NOMEM, "codegen: out of memory");
         return;
     }
-    reduction_levels(g, level);
+    if (online_pairs(g) != FC_OK) fail(g, FC_ERR_NOMEM, "codegen: out of memory");
+    if (reduction_levels(g, level) > 1)
+        fail(g, FC_ERR_UNSUPPORTED, "codegen: a column kernel with dependent reductions that "
+                                    "are no online sum (a fusion bug)");
     int n;
     collect_level(g, level, 1, pos, &n);
     g->part_bytes = partial_bytes(g);
@@ -3300,6 +3360,8 @@ static void gen_cols(gen *g) {
     line(g, "if (threadIdx.x == 0) fcx_cnt[ot] = 0; /* the scratch is zero again */");
     g->indent--;
     line(g, "}");
+    for (int j = 0; j < n; j++)
+        if (online_of(g, k->nodes[pos[j]]) >= 0) cols_online_recheck(g, &sidx, pos[j], contig);
     line(g, "if (wid == 0 && act) {");
     g->indent++;
     scope_push(g);

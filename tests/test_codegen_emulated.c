@@ -203,6 +203,7 @@ typedef struct emu_set {
     int n_rows_long, n_online; /* launches of row kernels that stream rows; of those with an
                                   online sum */
     int n_rows_seg;            /* reduce kernels over rows of contiguous runs (non-trailing axes) */
+    int n_cols_online;         /* column kernels with an online sum */
 } emu_set;
 
 static void set_open(emu_set *s, const char *tag, const emu_cfg *cfg) {
@@ -500,6 +501,8 @@ static char *run_program(emu_set *s, program *p) {
         s->n_rows_vec += src->strategy == FCX_STRATEGY_BLOCK_ROW && src->vec > 1;
         s->n_rows_long += kern->kind == FCP_KERNEL_ROW && kern->long_rows && grid > 0;
         s->n_rows_seg += grid > 0 && strstr(src->src, "contiguous run of a row") != NULL;
+        s->n_cols_online += grid > 0 && src->strategy == FCX_STRATEGY_BLOCK_COL &&
+                            strstr(src->src, "online sum") != NULL;
         s->n_online += kern->kind == FCP_KERNEL_ROW && kern->long_rows && grid > 0 &&
                        strstr(src->src, "online sum") != NULL;
         cr_assert(!kern->long_rows || smem == 0, "%s kernel %d: a streaming row kernel asks for "
@@ -1938,6 +1941,31 @@ static void emulate_non_trailing(const char *tag, const emu_cfg *cfg, bool big) 
     outs[1] = fc_keep(fc_max(y, FC_AXES(1, 3), true));
     set_add(&s, "sum, max of f32[3, 2, 5, 8] over (1, 3)", false, 0, outs, 2);
     n += 2;
+    /* Column softmax, logsumexp and mean(exp(x - max)) over axis 0 (and (0, 1)): statistics
+     * in one column kernel (the sum online), then the elementwise kernel; columns of -inf, a
+     * NaN, +inf take the two-pass sums again. */
+    static const fc_dtype ctypes[] = {FC_F32, FC_F64, FC_F16};
+    int nsoft = 0;
+    for (int ti = 0; ti < 3; ti++)
+        for (int si = 0; si < 3; si++) {
+            fc_dtype t = ctypes[ti];
+            fc_array *x = si == 0   ? fc_transpose(special_rows(ctx, t))
+                          : si == 1 ? sweep_input(ctx, (uint64_t)(950 + ti), t, FC_SHAPE(37, 5))
+                                    : sweep_input(ctx, (uint64_t)(960 + ti), t, FC_SHAPE(3, 5, 7));
+            fc_axes ax = si == 2 ? FC_AXES(0, 1) : FC_AXES(0);
+            char name[96];
+            fc_array *e = fc_exp(fc_sub(x, fc_max(x, ax, true)));
+            outs[0] = fc_keep(fc_div(e, fc_sum(e, ax, true)));
+            snprintf(name, sizeof name, "column softmax %s %d", fc_dtype_name(t), si);
+            set_add(&s, name, false, 0, outs, 1);
+            outs[0] = fc_keep(fc_logsumexp(x, ax, si == 1));
+            outs[1] = fc_keep(fc_mean(fc_exp(fc_sub(x, fc_max(x, ax, true))), ax, false));
+            snprintf(name, sizeof name, "column logsumexp, mean(exp(x - max)) %s %d",
+                     fc_dtype_name(t), si);
+            set_add(&s, name, false, 0, outs, 2);
+            n += 2;
+            nsoft += 2;
+        }
     if (big) {
         fc_array *z = sweep_input(ctx, 901, FC_F32, FC_SHAPE(8, 3, 4096));
         outs[0] = fc_keep(fc_mean(z, FC_AXES(0, 2), false));
@@ -1946,12 +1974,14 @@ static void emulate_non_trailing(const char *tag, const emu_cfg *cfg, bool big) 
         n++;
     }
     for (int i = 0; i < s.nprog; i++) /* statistics over the same axes: one pass */
-        cr_assert(strncmp(s.progs[i].name, "mean, var", 9) || s.progs[i].plan->nkernel <= 1,
+        cr_assert((strncmp(s.progs[i].name, "mean, var", 9) || s.progs[i].plan->nkernel <= 1) &&
+                  (strncmp(s.progs[i].name, "column", 6) || s.progs[i].plan->nkernel <= 2),
                   "%s: %d kernels", s.progs[i].name, s.progs[i].plan->nkernel);
     set_build(&s);
     set_run_and_close(&s);
     cr_assert_gt(n, 90);
     cr_assert(s.n_rows_seg > 40, "only %d launches over rows of contiguous runs", s.n_rows_seg);
+    cr_assert(s.n_cols_online >= nsoft, "%d column kernels with an online sum", s.n_cols_online);
     cr_assert(!cfg->small_splits || s.n_split > 20, "only %d launches split", s.n_split);
 }
 
