@@ -2366,8 +2366,11 @@ static void row_loops(gen *g, const ix *sidx, const int *level, int lv, int vec,
      * of R): 16-byte loads, with the element's coordinates decoded once a step. */
     bool segmented = !trailing && g->seg_run;
     if (vec > 1 && (trailing || segmented)) {
-        if (trailing) line(g, "const idx_t nv = (base + eb) %% %d == 0 ? (ee - eb) / %d : 0;", vec, vec);
-        else line(g, "const idx_t nv = eb %% %d == 0 && R %% %d == 0 ? (ee - eb) / %d : 0;", vec, vec, vec);
+        if (trailing)
+            line(g, "const idx_t nv = (base + eb) %% %d == 0 ? (ee - eb) / %d : 0;", vec, vec);
+        else
+            line(g, "const idx_t nv = eb %% %d == 0 && R %% %d == 0 ? (ee - eb) / %d : 0;",
+                 vec, vec, vec);
         line(g, "#pragma unroll 4");
         line(g, "for (idx_t c = threadIdx.x; c < nv; c += blockDim.x) {");
         g->indent++;
@@ -2955,7 +2958,8 @@ static void gen_rows_body(gen *g, const int *level, int maxlevel, int *pos) {
     /* Segmented rows (row_loops): the innermost non-unit axis reduced, the kept axes not all
      * outside the reduced ones. R: the elements of one contiguous run of a row. */
     int last_kept = k->ndim - 1;
-    while (last_kept >= 0 && ((k->rmask & (1u << last_kept)) || k->space[last_kept] == 1)) last_kept--;
+    while (last_kept >= 0 && ((k->rmask & (1u << last_kept)) || k->space[last_kept] == 1))
+        last_kept--;
     uint32_t run = last_kept < 0 ? all : all & ~(uint32_t)((2ull << last_kept) - 1); /* after it */
     g->seg_run = !trailing && !row_kind && !innermost_kept(k) && (run & k->rmask);
     int vec = trailing || g->seg_run ? row_vec_width(k) : 1;
@@ -3200,9 +3204,24 @@ static void gen_rows(gen *g) {
  * kept axes split into outer ones (before the last reduced axis, flat index o < O) and inner
  * ones (after it, c < C). A block takes a tile of FCX_WARP adjacent inner columns, one per
  * lane, and a piece of the reduced range; its warps take every nw-th element of the piece,
- * COL_BATCH at a time, so a warp's loads are one contiguous run per element and several are
- * in flight. Warps combine in order through shared memory; pieces through the scratch buffer. */
+ * col_batch elements at a time, so a warp's loads are one contiguous run per element and
+ * several are in flight. Warps combine in order through shared memory; pieces through the
+ * scratch buffer. */
 #define COL_BATCH 8 /* elements (rows) a thread loads before it folds them: loads in flight */
+
+/* A warp's load of a row of 4-byte columns is 128 bytes, of 8-byte ones 256: narrow columns
+ * take twice the batch, so as many bytes are in flight (W11's and W7's kernels keep their
+ * registers and occupancy at 16: ptxas, sm_90). */
+static int col_batch(const fcp_kernel *k) {
+    size_t widest = 0;
+    for (int q = 0; q < k->nleaf; q++) {
+        const fc_array *a = k->leaves[q];
+        if (a->ndim == k->ndim && memcmp(a->shape, k->space, (size_t)k->ndim * 8) == 0 &&
+            fc_dtype_size((fc_dtype)a->dtype) > widest)
+            widest = fc_dtype_size((fc_dtype)a->dtype);
+    }
+    return widest <= 4 ? 2 * COL_BATCH : COL_BATCH;
+}
 
 /* A column kernel's online sum (position pos) that ended non-finite in some column of the
  * tile: the tile's sums again over the whole reduced range, with the columns' final maxima
@@ -3320,12 +3339,13 @@ static void gen_cols(gen *g) {
     line(g, "if (act) {");
     g->indent++;
     line(g, "idx_t e4 = eb + wid;");
-    line(g, "for (; e4 + %d * nw < ee; e4 += %d * nw) {", COL_BATCH - 1, COL_BATCH);
+    const int batch = col_batch(k);
+    line(g, "for (; e4 + %d * nw < ee; e4 += %d * nw) {", batch - 1, batch);
     g->indent++;
-    for (int j = 0; j < n; j++) welford_batch_decl(g, k->nodes[pos[j]], pos[j], COL_BATCH);
-    g->batch = COL_BATCH;
+    for (int j = 0; j < n; j++) welford_batch_decl(g, k->nodes[pos[j]], pos[j], batch);
+    g->batch = batch;
     line(g, "#pragma unroll");
-    line(g, "for (int u = 0; u < %d; u++) {", COL_BATCH);
+    line(g, "for (int u = 0; u < %d; u++) {", batch);
     g->indent++;
     scope_push(g);
     line(g, "const idx_t e = e4 + u * nw;");
@@ -3336,7 +3356,7 @@ static void gen_cols(gen *g) {
     g->indent--;
     line(g, "}");
     g->batch = 0;
-    for (int j = 0; j < n; j++) welford_batch(g, k->nodes[pos[j]], pos[j], COL_BATCH);
+    for (int j = 0; j < n; j++) welford_batch(g, k->nodes[pos[j]], pos[j], batch);
     g->indent--;
     line(g, "}");
     line(g, "for (; e4 < ee; e4 += nw) {");

@@ -1025,9 +1025,9 @@ static fc_status fuse(fc_ctx *ctx, fcp_plan *p) {
             if (b_reads_a || a_reads_b) {
                 int prod = b_reads_a ? (int)a : (int)b, cons = b_reads_a ? (int)b : (int)a;
                 if (b_reads_a && a_reads_b) continue;
-                bool at_element = proto[a].kind == FCP_KERNEL_EW && proto[b].kind == FCP_KERNEL_EW &&
-                                  reads_at_element(&s, groups, group_of, &proto[prod], prod, cons,
-                                                   reg, seen);
+                bool at_element =
+                    proto[a].kind == FCP_KERNEL_EW && proto[b].kind == FCP_KERNEL_EW &&
+                    reads_at_element(&s, groups, group_of, &proto[prod], prod, cons, reg, seen);
                 if (!at_element && !online_merge(&s, groups, &proto[prod], prod, cons, reg))
                     continue;
             }

@@ -1916,7 +1916,8 @@ static void emulate_non_trailing(const char *tag, const emu_cfg *cfg, bool big) 
         for (int si = 0; si < 8; si++) {
             fc_dtype t = types[ti];
             const int64_t *sh = shapes[si];
-            fc_array *x = sweep_input(ctx, (uint64_t)(ti * 16 + si), t, FC_SHAPE(sh[0], sh[1], sh[2]));
+            fc_array *x =
+                sweep_input(ctx, (uint64_t)(ti * 16 + si), t, FC_SHAPE(sh[0], sh[1], sh[2]));
             bool keep = (ti + si) & 1;
             char name[96];
             outs[0] = fc_keep(fc_mean(x, FC_AXES(0, 2), keep));
@@ -1928,7 +1929,8 @@ static void emulate_non_trailing(const char *tag, const emu_cfg *cfg, bool big) 
             outs[0] = fc_keep(fc_std(fc_mul(x, x), FC_AXES(0, 2), !keep, 1));
             outs[1] = fc_keep(fc_sum(x, FC_AXES(1), keep));
             outs[2] = fc_keep(fc_var(x, FC_AXES(0), keep, 0));
-            snprintf(name, sizeof name, "std(x*x) over (0, 2), sum over 1, var over 0 of %s shape %d",
+            snprintf(name, sizeof name,
+                     "std(x*x) over (0, 2), sum over 1, var over 0 of %s shape %d",
                      fc_dtype_name(t), si);
             set_add(&s, name, false, 0, outs, 3);
             n += 2;
