@@ -94,6 +94,7 @@ typedef struct gen {
     int *online;          /* long rows: per kernel node, the position of the max whose phase an
                              online sum folds in (online_pairs), -1 elsewhere; NULL: none */
     bool plain;           /* generating an online sum's exact recomputation: it is a sum again */
+    bool seg_run;         /* a reduce kernel's rows are runs of R contiguous elements (row_loops) */
 } gen;
 
 static const char *dt(fc_dtype t) { return fc_dtype_name(t); }
@@ -283,6 +284,19 @@ static const char *linearize(gen *g, const fc_array *a, const ix *idx) {
     for (int d = 1; d < a->ndim; d++) {
         if (a->shape[d] == 1) continue; /* idx is 0 there */
         acc = bind_index(g, str(g, "(%s) * %s + (%s)", acc, extent(g, a, d), idx->e[d]));
+    }
+    return bind_index(g, acc);
+}
+
+/* Linear offset of idx within the kernel's space (its extents are arguments). */
+static const char *linearize_space(gen *g, const ix *idx) {
+    const fcp_kernel *k = g->k;
+    if (k->ndim == 0) return "0";
+    const char *acc = str(g, "(idx_t)(%s)", idx->e[0]);
+    for (int d = 1; d < k->ndim; d++) {
+        if (k->space[d] == 1) continue; /* idx is 0 there */
+        acc = bind_index(g, str(g, "(%s) * %s + (%s)", acc, iarg(g, FCX_SLOT_SPACE_EXTENT, NULL, d),
+                                idx->e[d]));
     }
     return bind_index(g, acc);
 }
@@ -1791,9 +1805,14 @@ static bool row_constant_of(gen *g, const fc_array *a, const fc_array *M, bool *
 
 /* Finds the online sums of a long-row kernel: a sum or mean (of a real float accumulator) of
  * exp(A - B), with A the input of a max M of the kernel and B a row constant of M. */
+static fcx_strategy strategy_of(const fcp_kernel *k);
+
 static fc_status online_pairs(gen *g) {
     const fcp_kernel *k = g->k;
-    if (k->kind != FCP_KERNEL_ROW || !k->long_rows) return FC_OK;
+    /* Long rows, and column kernels (fusion merges a column max with the sum it shifts only
+     * where this pairs them: passes/fuse.c online_merge). */
+    if (!(k->kind == FCP_KERNEL_ROW && k->long_rows) && strategy_of(k) != FCX_STRATEGY_BLOCK_COL)
+        return FC_OK;
     g->online = fcg_malloc(g->ctx, (size_t)(k->nnode + 1) * sizeof *g->online);
     if (!g->online) return FC_ERR_NOMEM;
     for (int i = 0; i <= k->nnode; i++) g->online[i] = -1;
@@ -2340,12 +2359,35 @@ static void row_loops(gen *g, const ix *sidx, const int *level, int lv, int vec,
     int np = k->nnode + k->nleaf;
     line(g, "{");
     g->indent++;
-    if (vec > 1 && trailing) {
-        line(g, "const idx_t nv = (base + eb) %% %d == 0 ? (ee - eb) / %d : 0;", vec, vec);
+    /* Segmented rows (a reduce kernel over non-trailing axes whose innermost axis is reduced,
+     * batch-norm's (0, 2)): a row is runs of R contiguous elements. When R and the piece's
+     * start are multiples of vec, no step straddles two runs, and the step's flat index (its
+     * first element's) is a multiple of vec as R is (every other axis's stride is a multiple
+     * of R): 16-byte loads, with the element's coordinates decoded once a step. */
+    bool segmented = !trailing && g->seg_run;
+    if (vec > 1 && (trailing || segmented)) {
+        if (trailing)
+            line(g, "const idx_t nv = (base + eb) %% %d == 0 ? (ee - eb) / %d : 0;", vec, vec);
+        else
+            line(g, "const idx_t nv = eb %% %d == 0 && R %% %d == 0 ? (ee - eb) / %d : 0;",
+                 vec, vec, vec);
         line(g, "#pragma unroll 4");
         line(g, "for (idx_t c = threadIdx.x; c < nv; c += blockDim.x) {");
         g->indent++;
         line(g, "const idx_t e0 = eb + c * %d;", vec);
+        const char *vbase = "(base + e0)";
+        ix vidx = *sidx;
+        if (segmented) {
+            decode(g, "e0", "s", k->ndim, k->space, k->rmask, true, NULL);
+            ix first;
+            first.nd = k->ndim;
+            first.identity = false;
+            for (int d = 0; d < k->ndim; d++)
+                first.e[d] = str(g, "%s%d", k->rmask & (1u << d) ? "s" : "o", d);
+            line(g, "const idx_t i0 = %s;", linearize_space(g, &first));
+            vbase = "i0";
+            vidx.identity = true; /* same-shape buffers come from the step's vectors */
+        }
         /* The step's body first, to learn which buffers and kept values it reads from
          * vectors and which kept values it stores. */
         fcg_sb head = g->body;
@@ -2363,7 +2405,7 @@ static void row_loops(gen *g, const ix *sidx, const int *level, int lv, int vec,
         scope_push(g);
         line(g, "const idx_t e = e0 + u;");
         decode(g, "e", "r", k->ndim, k->space, k->rmask, true, NULL);
-        row_element(g, sidx, level, lv, true);
+        row_element(g, &vidx, level, lv, true);
         flush_pending(g, true);
         scope_pop(g);
         g->indent--;
@@ -2376,8 +2418,8 @@ static void row_loops(gen *g, const ix *sidx, const int *level, int lv, int vec,
             if (!g->vec_used[li]) continue;
             int p = k->nnode + li;
             const char *T = dt(k->leaves[li]->dtype);
-            const char *glob = str(g, "((const fcx_vec<fcx_t_%s, %d> *)p.ptr[%d])[(base + e0) / %d]", T,
-                                   vec, li, vec);
+            const char *glob = str(g, "((const fcx_vec<fcx_t_%s, %d> *)p.ptr[%d])[%s / %d]", T,
+                                   vec, li, vbase, vec);
             bool live = g->phase <= 0 || g->phase >= 64 || (g->phases[p] & (1ull << g->phase));
             if (!live) { /* read only to recompute kept values, when the rows are not on chip */
                 line(g, "fcx_vec<fcx_t_%s, %d> l%d;", T, vec, li);
@@ -2425,8 +2467,8 @@ static void row_loops(gen *g, const ix *sidx, const int *level, int lv, int vec,
         if (lv == 0)
             for (int q = 0; q < k->nout; q++)
                 if (full_output(k, k->outs[q]))
-                    line(g, "((fcx_vec<fcx_t_%s, %d> *)p.ptr[%d])[(base + e0) / %d] = w%d;",
-                         dt(k->outs[q]->dtype), vec, k->nleaf + q, vec, q);
+                    line(g, "((fcx_vec<fcx_t_%s, %d> *)p.ptr[%d])[%s / %d] = w%d;",
+                         dt(k->outs[q]->dtype), vec, k->nleaf + q, vbase, vec, q);
         g->indent--;
         line(g, "}");
         line(g, "const idx_t es = eb + nv * %d;", vec);
@@ -2913,7 +2955,17 @@ static void gen_rows_body(gen *g, const int *level, int maxlevel, int *pos) {
     /* With the reduced axes trailing, element e of row `row` sits at flat row * L + e, so
      * same-shape buffers load without index arithmetic. */
     bool trailing = k->ndim && k->rmask == (uint32_t)(all & ~((1ull << first_red) - 1));
-    int vec = trailing ? row_vec_width(k) : 1;
+    /* Segmented rows (row_loops): the innermost non-unit axis reduced, the kept axes not all
+     * outside the reduced ones. R: the elements of one contiguous run of a row. */
+    int last_kept = k->ndim - 1;
+    while (last_kept >= 0 && ((k->rmask & (1u << last_kept)) || k->space[last_kept] == 1))
+        last_kept--;
+    uint32_t run = last_kept < 0 ? all : all & ~(uint32_t)((2ull << last_kept) - 1); /* after it */
+    g->seg_run = !trailing && !row_kind && !innermost_kept(k) && (run & k->rmask);
+    int vec = trailing || g->seg_run ? row_vec_width(k) : 1;
+    if (g->seg_run)
+        line(g, "const idx_t R = %s; /* elements of a contiguous run of a row */",
+             extent_product(g, run & k->rmask));
     ix sidx;
     sidx.nd = k->ndim;
     sidx.identity = trailing;
@@ -3152,9 +3204,76 @@ static void gen_rows(gen *g) {
  * kept axes split into outer ones (before the last reduced axis, flat index o < O) and inner
  * ones (after it, c < C). A block takes a tile of FCX_WARP adjacent inner columns, one per
  * lane, and a piece of the reduced range; its warps take every nw-th element of the piece,
- * COL_BATCH at a time, so a warp's loads are one contiguous run per element and several are
- * in flight. Warps combine in order through shared memory; pieces through the scratch buffer. */
+ * col_batch elements at a time, so a warp's loads are one contiguous run per element and
+ * several are in flight. Warps combine in order through shared memory; pieces through the
+ * scratch buffer. */
 #define COL_BATCH 8 /* elements (rows) a thread loads before it folds them: loads in flight */
+
+/* A warp's load of a row of 4-byte columns is 128 bytes, of 8-byte ones 256: narrow columns
+ * take twice the batch, so as many bytes are in flight (W11's and W7's kernels keep their
+ * registers and occupancy at 16: ptxas, sm_90). */
+static int col_batch(const fcp_kernel *k) {
+    size_t widest = 0;
+    for (int q = 0; q < k->nleaf; q++) {
+        const fc_array *a = k->leaves[q];
+        if (a->ndim == k->ndim && memcmp(a->shape, k->space, (size_t)k->ndim * 8) == 0 &&
+            fc_dtype_size((fc_dtype)a->dtype) > widest)
+            widest = fc_dtype_size((fc_dtype)a->dtype);
+    }
+    return widest <= 4 ? 2 * COL_BATCH : COL_BATCH;
+}
+
+/* A column kernel's online sum (position pos) that ended non-finite in some column of the
+ * tile: the tile's sums again over the whole reduced range, with the columns' final maxima
+ * (from warp 0, through shared memory, to every warp), as plain sums: the program's two-pass
+ * sum (online_recheck's reason). The branch is uniform: the block decides it together. */
+static void cols_online_recheck(gen *g, const ix *sidx, int pos, bool contig) {
+    const fcp_kernel *k = g->k;
+    int pm = online_of(g, k->nodes[pos]);
+    const fc_array *M = k->nodes[pm];
+    int *lv = fcg_calloc(g->ctx, (size_t)(k->nnode + 1) * sizeof *lv);
+    if (!lv) {
+        fail(g, FC_ERR_NOMEM, "codegen: out of memory");
+        return;
+    }
+    lv[pos] = 1;
+    line(g, "{ /* a non-finite online sum: the two-pass sums of the tile */");
+    g->indent++;
+    line(g, "__shared__ bool fcx_redo%d;", pos);
+    line(g, "__shared__ fcx_ct_%s fcx_rm%d[FCX_WARP];", dt(acc_mean_dtype(M)), pos);
+    line(g, "__shared__ bool fcx_rh%d[FCX_WARP];", pos);
+    line(g, "if (threadIdx.x == 0) fcx_redo%d = false;", pos);
+    line(g, "__syncthreads();");
+    line(g, "if (wid == 0 && act && !fcx_isfinite(a%d)) fcx_redo%d = true;", pos, pos);
+    line(g, "if (wid == 0) { fcx_rm%d[lane] = a%d; fcx_rh%d[lane] = h%d; }", pos, pm, pos, pm);
+    line(g, "__syncthreads();");
+    line(g, "if (fcx_redo%d) {", pos);
+    g->indent++;
+    scope_push(g);
+    line(g, "a%d = fcx_rm%d[lane];", pm, pos);
+    line(g, "h%d = fcx_rh%d[lane];", pm, pos);
+    g->red_var[pm] = acc_finish(g, M, pm, "L");
+    g->plain = true;
+    acc_identity(g, k->nodes[pos], pos, "", false);
+    line(g, "if (act) for (idx_t e = wid; e < L; e += nw) {");
+    g->indent++;
+    scope_push(g);
+    decode(g, "e", "r", k->ndim, k->space, k->rmask, true, NULL);
+    if (contig) line(g, "const idx_t i = (o * L + e) * C + c;");
+    row_element(g, sidx, lv, 1, false);
+    scope_pop(g);
+    g->indent--;
+    line(g, "}");
+    block_reduce_cols(g, &pos, 1);
+    g->plain = false;
+    g->red_var[pm] = -1;
+    scope_pop(g);
+    g->indent--;
+    line(g, "}");
+    g->indent--;
+    line(g, "}");
+    fcg_free(g->ctx, lv, (size_t)(k->nnode + 1) * sizeof *lv);
+}
 
 static void gen_cols(gen *g) {
     const fcp_kernel *k = g->k;
@@ -3183,7 +3302,10 @@ static void gen_cols(gen *g) {
         fail(g, FC_ERR_NOMEM, "codegen: out of memory");
         return;
     }
-    reduction_levels(g, level);
+    if (online_pairs(g) != FC_OK) fail(g, FC_ERR_NOMEM, "codegen: out of memory");
+    if (reduction_levels(g, level) > 1)
+        fail(g, FC_ERR_UNSUPPORTED, "codegen: a column kernel with dependent reductions that "
+                                    "are no online sum (a fusion bug)");
     int n;
     collect_level(g, level, 1, pos, &n);
     g->part_bytes = partial_bytes(g);
@@ -3217,12 +3339,13 @@ static void gen_cols(gen *g) {
     line(g, "if (act) {");
     g->indent++;
     line(g, "idx_t e4 = eb + wid;");
-    line(g, "for (; e4 + %d * nw < ee; e4 += %d * nw) {", COL_BATCH - 1, COL_BATCH);
+    const int batch = col_batch(k);
+    line(g, "for (; e4 + %d * nw < ee; e4 += %d * nw) {", batch - 1, batch);
     g->indent++;
-    for (int j = 0; j < n; j++) welford_batch_decl(g, k->nodes[pos[j]], pos[j], COL_BATCH);
-    g->batch = COL_BATCH;
+    for (int j = 0; j < n; j++) welford_batch_decl(g, k->nodes[pos[j]], pos[j], batch);
+    g->batch = batch;
     line(g, "#pragma unroll");
-    line(g, "for (int u = 0; u < %d; u++) {", COL_BATCH);
+    line(g, "for (int u = 0; u < %d; u++) {", batch);
     g->indent++;
     scope_push(g);
     line(g, "const idx_t e = e4 + u * nw;");
@@ -3233,7 +3356,7 @@ static void gen_cols(gen *g) {
     g->indent--;
     line(g, "}");
     g->batch = 0;
-    for (int j = 0; j < n; j++) welford_batch(g, k->nodes[pos[j]], pos[j], COL_BATCH);
+    for (int j = 0; j < n; j++) welford_batch(g, k->nodes[pos[j]], pos[j], batch);
     g->indent--;
     line(g, "}");
     line(g, "for (; e4 < ee; e4 += nw) {");
@@ -3257,6 +3380,8 @@ static void gen_cols(gen *g) {
     line(g, "if (threadIdx.x == 0) fcx_cnt[ot] = 0; /* the scratch is zero again */");
     g->indent--;
     line(g, "}");
+    for (int j = 0; j < n; j++)
+        if (online_of(g, k->nodes[pos[j]]) >= 0) cols_online_recheck(g, &sidx, pos[j], contig);
     line(g, "if (wid == 0 && act) {");
     g->indent++;
     scope_push(g);

@@ -546,6 +546,67 @@ static bool reaches(fuse_state *s, const group *groups, const int *group_of, int
     return false;
 }
 
+/* Whether a is a row constant of reduction M: elementwise ops, broadcasts, unit reshapes,
+ * constants and one-element values over M (codegen's row_constant_of); *uses says it reads M. */
+static bool row_constant(fuse_state *s, const fc_array *a, const fc_array *M, bool *uses,
+                         int depth) {
+    if (a == M) {
+        *uses = true;
+        return true;
+    }
+    if (depth > 64) return false;
+    if (is_leaf(a) || s->mat[ix(s, a)]) return fcg_node_numel(a) == 1;
+    if (a->op == FCG_OP_CONST) return true;
+    if (kind_of(a) != FCG_KIND_EW && a->op != FCG_OP_BROADCAST &&
+        !(a->op == FCG_OP_RESHAPE && fcg_unit_reshape(a)))
+        return false;
+    for (int i = 0; i < a->nin; i++)
+        if (!row_constant(s, a->in[i], M, uses, depth + 1)) return false;
+    return true;
+}
+
+/* Whether reduce group cons (one root: a sum or mean of exp(A - B), B a row constant of a max
+ * M of reduce group prod over A) can join prod, both over the same space and axes with the
+ * innermost axis kept (a column kernel): codegen then folds the sum into the max's pass as an
+ * online sum (codegen/cuda.c online_pairs, which must pair them: it fails otherwise), so a
+ * column softmax's statistics take one pass. cons loads nothing but values and M, so merging
+ * makes no cycle. */
+static bool online_merge(fuse_state *s, const group *groups, const fcp_kernel *kp, int prod,
+                         int cons, fc_array **reg) {
+    if (kp->kind != FCP_KERNEL_REDUCE || groups[cons].nroot != 1) return false;
+    int inner = kp->ndim - 1;
+    while (inner >= 0 && kp->space[inner] == 1) inner--;
+    if (inner < 0 || (kp->rmask & (1u << inner))) return false; /* not a column kernel */
+    fc_array *r = s->ord[groups[cons].roots[0]];
+    if (!is_reduce(r)) return false;
+    const fcg_reduction *d = fcg_reduction_of(r);
+    fc_dtype lt = fcg_reduce_acc_dtype(r);
+    if (d->combine != FCG_COMBINE_ADD || d->map != FCG_MAP_VALUE ||
+        (d->finish != FCG_FINISH_NONE && d->finish != FCG_FINISH_MEAN) || !fcg_is_inexact(lt) ||
+        fcg_is_complex(lt))
+        return false;
+    const fc_array *t = r->in[0];
+    if (is_leaf(t) || s->mat[ix(s, t)] || t->op != FCG_OP_EXP || fcg_is_complex((fc_dtype)t->dtype))
+        return false;
+    const fc_array *sub = t->in[0];
+    if (is_leaf(sub) || s->mat[ix(s, sub)] || sub->op != FCG_OP_SUB) return false;
+    const fc_array *M = NULL;
+    for (int q = 0; q < groups[prod].nroot && !M; q++) {
+        const fc_array *c = s->ord[groups[prod].roots[q]];
+        bool uses = false;
+        if (is_reduce(c) && fcg_reduction_of(c)->combine == FCG_COMBINE_MAX &&
+            c->in[0] == sub->in[0] && !fcg_is_complex((fc_dtype)c->dtype) &&
+            c->p.axes == r->p.axes && row_constant(s, sub->in[1], c, &uses, 0) && uses &&
+            (sub->in[1] == c || (!is_leaf(sub->in[1]) && !s->mat[ix(s, sub->in[1])])))
+            M = c;
+    }
+    if (!M) return false;
+    size_t m = collect(s, r, reg);
+    for (size_t k = 1; k < m; k++)
+        if (!is_leaf(reg[k]) && s->mat[ix(s, reg[k])] && reg[k] != M) return false;
+    return true;
+}
+
 /* Whether elementwise group b can join group a (a scan, or an elementwise kernel over the
  * same space) although it reads what a stores: b reads a's roots only through elementwise ops
  * of a's space (so at the element a has just computed, in the same thread: the merged kernel
@@ -963,9 +1024,11 @@ static fc_status fuse(fc_ctx *ctx, fcp_plan *p) {
             bool a_reads_b = reaches(&s, groups, group_of, (int)a, (int)b, seen);
             if (b_reads_a || a_reads_b) {
                 int prod = b_reads_a ? (int)a : (int)b, cons = b_reads_a ? (int)b : (int)a;
-                if ((b_reads_a && a_reads_b) || proto[a].kind != FCP_KERNEL_EW ||
-                    proto[b].kind != FCP_KERNEL_EW ||
-                    !reads_at_element(&s, groups, group_of, &proto[prod], prod, cons, reg, seen))
+                if (b_reads_a && a_reads_b) continue;
+                bool at_element =
+                    proto[a].kind == FCP_KERNEL_EW && proto[b].kind == FCP_KERNEL_EW &&
+                    reads_at_element(&s, groups, group_of, &proto[prod], prod, cons, reg, seen);
+                if (!at_element && !online_merge(&s, groups, &proto[prod], prod, cons, reg))
                     continue;
             }
             if (union_loads(&s, &groups[a], &groups[b], reg, seen) > FCP_MAX_LEAVES) continue;

@@ -206,6 +206,8 @@ typedef struct emu_set {
     int n_scatter_on_chip;
     int n_rows_long, n_online; /* launches of row kernels that stream rows; of those with an
                                   online sum */
+    int n_rows_seg;            /* reduce kernels over rows of contiguous runs (non-trailing axes) */
+    int n_cols_online;         /* column kernels with an online sum */
 } emu_set;
 
 static void set_open(emu_set *s, const char *tag, const emu_cfg *cfg) {
@@ -512,6 +514,9 @@ static char *run_program(emu_set *s, program *p) {
         s->n_rows_on_chip += smem > 0;
         s->n_rows_vec += src->strategy == FCX_STRATEGY_BLOCK_ROW && src->vec > 1;
         s->n_rows_long += kern->kind == FCP_KERNEL_ROW && kern->long_rows && grid > 0;
+        s->n_rows_seg += grid > 0 && strstr(src->src, "contiguous run of a row") != NULL;
+        s->n_cols_online += grid > 0 && src->strategy == FCX_STRATEGY_BLOCK_COL &&
+                            strstr(src->src, "online sum") != NULL;
         s->n_online += kern->kind == FCP_KERNEL_ROW && kern->long_rows && grid > 0 &&
                        strstr(src->src, "online sum") != NULL;
         cr_assert(!kern->long_rows || smem == 0, "%s kernel %d: a streaming row kernel asks for "
@@ -1963,6 +1968,107 @@ Test(emulated, long_rows_one_kernel_at_their_lengths) {
     set_run_and_close(&s);
     cr_assert_eq(s.n_rows_long, nprog, "%d of %d kernels streamed their rows", s.n_rows_long, nprog);
     cr_assert_eq(s.n_online, 4, "%d kernels with an online sum", s.n_online);
+}
+
+/* Reductions over non-trailing axes (issue 13 item 3): batch-norm statistics (mean and var
+ * over (0, 2), one pass whose rows are runs of contiguous elements, loaded 16 bytes at a time
+ * where the runs allow), over (0, 3) and (1, 3) of 4-D arrays, and column reductions over (0)
+ * and (1) of 3-D ones; several dtypes, keepdims, odd runs (no 16-byte steps), zero-size and
+ * size-1 extents, a prologue; `big` adds shapes long enough to split with the device's
+ * constants. */
+static void emulate_non_trailing(const char *tag, const emu_cfg *cfg, bool big) {
+    emu_set s;
+    set_open(&s, tag, cfg);
+    fc_ctx *ctx = s.ctx;
+    fc_scope_open(ctx);
+    static const fc_dtype types[] = {FC_F32, FC_F64, FC_F16, FC_BF16, FC_I32, FC_I16};
+    static const int64_t shapes[][3] = {{5, 3, 8}, {3, 4, 12}, {2, 3, 7}, {0, 3, 8}, {2, 3, 0},
+                                        {1, 3, 8}, {6, 1, 16}, {4, 2, 1}};
+    fc_array *outs[WL_MAX_OUT];
+    int n = 0;
+    for (int ti = 0; ti < 6; ti++)
+        for (int si = 0; si < 8; si++) {
+            fc_dtype t = types[ti];
+            const int64_t *sh = shapes[si];
+            fc_array *x =
+                sweep_input(ctx, (uint64_t)(ti * 16 + si), t, FC_SHAPE(sh[0], sh[1], sh[2]));
+            bool keep = (ti + si) & 1;
+            char name[96];
+            outs[0] = fc_keep(fc_mean(x, FC_AXES(0, 2), keep));
+            outs[1] = fc_keep(fc_var(x, FC_AXES(0, 2), keep, 0));
+            outs[2] = fc_keep(fc_sum(x, FC_AXES(0, 2), keep));
+            snprintf(name, sizeof name, "mean, var, sum of %s shape %d over (0, 2)",
+                     fc_dtype_name(t), si);
+            set_add(&s, name, false, 0, outs, 3);
+            outs[0] = fc_keep(fc_std(fc_mul(x, x), FC_AXES(0, 2), !keep, 1));
+            outs[1] = fc_keep(fc_sum(x, FC_AXES(1), keep));
+            outs[2] = fc_keep(fc_var(x, FC_AXES(0), keep, 0));
+            snprintf(name, sizeof name,
+                     "std(x*x) over (0, 2), sum over 1, var over 0 of %s shape %d",
+                     fc_dtype_name(t), si);
+            set_add(&s, name, false, 0, outs, 3);
+            n += 2;
+        }
+    fc_array *y = sweep_input(ctx, 900, FC_F32, FC_SHAPE(3, 2, 5, 8));
+    outs[0] = fc_keep(fc_mean(y, FC_AXES(0, 3), false));
+    outs[1] = fc_keep(fc_var(y, FC_AXES(0, 3), false, 0));
+    set_add(&s, "mean, var of f32[3, 2, 5, 8] over (0, 3)", false, 0, outs, 2);
+    outs[0] = fc_keep(fc_sum(y, FC_AXES(1, 3), true));
+    outs[1] = fc_keep(fc_max(y, FC_AXES(1, 3), true));
+    set_add(&s, "sum, max of f32[3, 2, 5, 8] over (1, 3)", false, 0, outs, 2);
+    n += 2;
+    /* Column softmax, logsumexp and mean(exp(x - max)) over axis 0 (and (0, 1)): statistics
+     * in one column kernel (the sum online), then the elementwise kernel; columns of -inf, a
+     * NaN, +inf take the two-pass sums again. */
+    static const fc_dtype ctypes[] = {FC_F32, FC_F64, FC_F16};
+    int nsoft = 0;
+    for (int ti = 0; ti < 3; ti++)
+        for (int si = 0; si < 3; si++) {
+            fc_dtype t = ctypes[ti];
+            fc_array *x = si == 0   ? fc_transpose(special_rows(ctx, t))
+                          : si == 1 ? sweep_input(ctx, (uint64_t)(950 + ti), t, FC_SHAPE(37, 5))
+                                    : sweep_input(ctx, (uint64_t)(960 + ti), t, FC_SHAPE(3, 5, 7));
+            fc_axes ax = si == 2 ? FC_AXES(0, 1) : FC_AXES(0);
+            char name[96];
+            fc_array *e = fc_exp(fc_sub(x, fc_max(x, ax, true)));
+            outs[0] = fc_keep(fc_div(e, fc_sum(e, ax, true)));
+            snprintf(name, sizeof name, "column softmax %s %d", fc_dtype_name(t), si);
+            set_add(&s, name, false, 0, outs, 1);
+            outs[0] = fc_keep(fc_logsumexp(x, ax, si == 1));
+            outs[1] = fc_keep(fc_mean(fc_exp(fc_sub(x, fc_max(x, ax, true))), ax, false));
+            snprintf(name, sizeof name, "column logsumexp, mean(exp(x - max)) %s %d",
+                     fc_dtype_name(t), si);
+            set_add(&s, name, false, 0, outs, 2);
+            n += 2;
+            nsoft += 2;
+        }
+    if (big) {
+        fc_array *z = sweep_input(ctx, 901, FC_F32, FC_SHAPE(8, 3, 4096));
+        outs[0] = fc_keep(fc_mean(z, FC_AXES(0, 2), false));
+        outs[1] = fc_keep(fc_var(z, FC_AXES(0, 2), false, 0));
+        set_add(&s, "mean, var of f32[8, 3, 4096] over (0, 2)", false, 0, outs, 2);
+        n++;
+    }
+    for (int i = 0; i < s.nprog; i++) /* statistics over the same axes: one pass */
+        cr_assert((strncmp(s.progs[i].name, "mean, var", 9) || s.progs[i].plan->nkernel <= 1) &&
+                  (strncmp(s.progs[i].name, "column", 6) || s.progs[i].plan->nkernel <= 2),
+                  "%s: %d kernels", s.progs[i].name, s.progs[i].plan->nkernel);
+    set_build(&s);
+    set_run_and_close(&s);
+    cr_assert_gt(n, 90);
+    cr_assert(s.n_rows_seg > 40, "only %d launches over rows of contiguous runs", s.n_rows_seg);
+    cr_assert(s.n_cols_online >= nsoft, "%d column kernels with an online sum", s.n_cols_online);
+    cr_assert(!cfg->small_splits || s.n_split > 20, "only %d launches split", s.n_split);
+}
+
+Test(emulated, non_trailing_reductions_eight_threads) {
+    emulate_non_trailing("nontrail_t8", &(emu_cfg){8, 4, 3, true, false, false, false}, false);
+}
+Test(emulated, non_trailing_reductions_one_thread) {
+    emulate_non_trailing("nontrail_t1", &(emu_cfg){1, 1, 2, true, false, false, false}, false);
+}
+Test(emulated, non_trailing_reductions_default_splits) {
+    emulate_non_trailing("nontrail_def", &(emu_cfg){12, 4, 3, false, false, false, false}, true);
 }
 
 /* Long reductions with the device's split constants: the pieces, the scratch the launch

@@ -316,6 +316,35 @@ Test(fusion, sum_and_max_of_one_input_one_kernel) {
     fcp_plan_destroy(p);
 }
 
+/* Batch-norm statistics (issue 13 item 3): mean and var over the same non-trailing axes
+ * (0, 2) share one REDUCE kernel that reads x once. */
+Test(fusion, batch_norm_statistics_one_pass) {
+    fc_array *x = wl_input(ctx, 0, FC_F32, FC_SHAPE(64, 256, 4096));
+    fc_array *outs[2] = {fc_mean(x, FC_AXES(0, 2), false), fc_var(x, FC_AXES(0, 2), false, 0)};
+    fcp_plan *p = expect_kernels("mean, var over (0, 2)", outs, 2, 1, 1);
+    plan_assert(p, p->kernels[0].kind == FCP_KERNEL_REDUCE && p->kernels[0].nleaf == 1,
+                "mean, var over (0, 2)", "kind %s, loads %d",
+                fcp_kernel_kind_names[p->kernels[0].kind], p->kernels[0].nleaf);
+    fcp_plan_destroy(p);
+}
+
+/* Column softmax: the max and the sum of exp(x - max) in one column kernel (the sum online),
+ * then the elementwise kernel; logsumexp over axis 0 likewise (its log an elementwise kernel). */
+Test(fusion, column_softmax_two_kernels) {
+    fc_array *x = wl_input(ctx, 0, FC_F32, FC_SHAPE(8192, 8192));
+    fc_array *e = fc_exp(fc_sub(x, fc_max(x, FC_AXES(0), true)));
+    fc_array *outs[1] = {fc_div(e, fc_sum(e, FC_AXES(0), true))};
+    fcp_plan *p = expect_kernels("column softmax", outs, 1, 2, 2);
+    plan_assert(p, p->kernels[0].kind == FCP_KERNEL_REDUCE && p->kernels[0].nout == 2 &&
+                p->kernels[0].nleaf == 1 && p->kernels[1].kind == FCP_KERNEL_EW,
+                "column softmax", "kinds %s, %s", fcp_kernel_kind_names[p->kernels[0].kind],
+                fcp_kernel_kind_names[p->kernels[1].kind]);
+    fcp_plan_destroy(p);
+    outs[0] = fc_logsumexp(x, FC_AXES(0), false);
+    p = expect_kernels("logsumexp over axis 0", outs, 1, 2, 2); /* and its epilogue */
+    fcp_plan_destroy(p);
+}
+
 /* Outputs of different shapes cannot share an elementwise kernel. */
 Test(fusion, outputs_of_different_shapes_two_kernels) {
     fc_array *x = wl_input(ctx, 0, FC_F32, FC_SHAPE(256, 256));
