@@ -28,6 +28,13 @@
 
 /* ---- generator state -------------------------------------------------------------------- */
 
+/* Shifted-slice stencils (gen_ew_tiles): most taps read through the tile, the output tile
+ * (rows x columns) and the largest spread of the taps' starts along each axis it stages. */
+#define EWT_TAPS_MAX 32
+#define EWT_TH 32
+#define EWT_TW 32
+#define EWT_HALO 4
+
 typedef struct ix {
     int nd;
     const char *e[FC_MAX_DIMS];
@@ -95,6 +102,12 @@ typedef struct gen {
                              online sum folds in (online_pairs), -1 elsewhere; NULL: none */
     bool plain;           /* generating an online sum's exact recomputation: it is a sum again */
     bool seg_run;         /* a reduce kernel's rows are runs of R contiguous elements (row_loops) */
+    /* shifted-slice stencils (gen_ew_tiles): the value the taps slice, the taps, and whether
+       the tiled body is being generated (taps at the space's own index read the tile) */
+    const fc_array *tap_src;
+    const fc_array *tap[EWT_TAPS_MAX];
+    int ntap;
+    bool tap_tile;
 } gen;
 
 static const char *dt(fc_dtype t) { return fc_dtype_name(t); }
@@ -684,6 +697,8 @@ static int user_finish(gen *g, const fc_array *r, int pos) {
     return v;
 }
 
+static int tap_read(gen *g, const fc_array *a);
+
 static int eval_view(gen *g, const fc_array *a, const ix *idx) {
     const fc_array *c = a->in[0];
     ix ci;
@@ -697,6 +712,10 @@ static int eval_view(gen *g, const fc_array *a, const ix *idx) {
         for (int i = 0; i < a->ndim; i++) ci.e[a->p.a[i]] = idx->e[i];
         return eval(g, c, &ci);
     case FCG_OP_SLICE:
+        if (g->tap_tile && idx->identity) {
+            int v = tap_read(g, a);
+            if (v >= 0) return v;
+        }
         for (int d = 0; d < c->ndim; d++) {
             if (a->shape[d] == 1)
                 ci.e[d] = iarg(g, FCX_SLOT_PARAM_A, a, d);
@@ -1301,15 +1320,192 @@ static void pair_step(gen *g, pair_gen *P, int vec) {
     line(g, "}");
 }
 
-static void gen_ew(gen *g) {
+/* ---- shifted-slice stencils (issue 13 item 6) ----------------------------------------------
+ * An elementwise kernel that reads one value S (a buffer, or a computed value such as a pad)
+ * through three or more slices ("taps") of the space's shape, each at the space's own index
+ * (W9's nine windows of pad(x), a Laplacian's five of u), spends most of its time on index
+ * arithmetic when each tap computes its own offsets and, for a pad, its own reflection. Such a
+ * kernel gets a second body in front of the direct one: a block takes output tiles of EWT_TH
+ * rows by EWT_TW columns of the last two axes, evaluates S once at each element of the tile
+ * plus its halo (S's own code: a coalesced load, or the pad's reflection once an element) into
+ * shared memory, and computes each output with every tap reading the tile. Only where the taps'
+ * values come from changes, so both bodies give the same bits. Which body runs is decided once
+ * per launch from the arguments (a uniform branch): the taps must step by 1 along the last two
+ * axes, start within EWT_HALO of each other there, and agree on the other axes; so one kernel
+ * serves every shape and slice. Blocks take tiles grid-stride and threads take the tile's
+ * elements block-stride, so any grid and block size are correct. */
+
+/* Whether t is a slice of src of the space's shape. */
+static bool tap_of(const fcp_kernel *k, const fc_array *t, const fc_array *src) {
+    return t->op == FCG_OP_SLICE && t->in[0] == src && t->ndim == k->ndim &&
+           memcmp(t->shape, k->space, (size_t)k->ndim * 8) == 0;
+}
+
+/* Picks S, the value with the most taps (at least 3; the first in kernel order on a tie). */
+static void taps_find(gen *g) {
     const fcp_kernel *k = g->k;
-    char buf[512];
-    size_t len = 0;
-    buf[0] = '\0';
-    for (int d = 0; d < k->ndim && len < sizeof buf; d++)
-        len += (size_t)snprintf(buf + len, sizeof buf - len, "%s(idx_t)%s", d ? " * " : "",
-                                ival(g, FCX_SLOT_SPACE_EXTENT, NULL, d));
-    line(g, "const idx_t n = %s;", k->ndim ? buf : "1");
+    g->ntap = 0;
+    if (k->kind != FCP_KERNEL_EW || k->ndim < 2) return;
+    int best = 0;
+    for (int i = 0; i < k->nnode; i++) {
+        const fc_array *src = k->nodes[i]->op == FCG_OP_SLICE ? k->nodes[i]->in[0] : NULL;
+        if (!src || !tap_of(k, k->nodes[i], src)) continue;
+        bool seen = false;
+        for (int j = 0; j < i && !seen; j++) seen = tap_of(k, k->nodes[j], src);
+        int n = 0;
+        for (int j = i; j < k->nnode; j++) n += tap_of(k, k->nodes[j], src);
+        if (!seen && n > best) {
+            best = n;
+            g->tap_src = src;
+        }
+    }
+    if (best < 3) return;
+    for (int i = 0; i < k->nnode && g->ntap < EWT_TAPS_MAX; i++)
+        if (tap_of(k, k->nodes[i], g->tap_src)) g->tap[g->ntap++] = k->nodes[i];
+}
+
+/* A tap read at the space's own index in the tiled body: from the tile. -1: not a tap. */
+static int tap_read(gen *g, const fc_array *a) {
+    for (int t = 0; t < g->ntap; t++)
+        if (g->tap[t] == a) {
+            int v = new_var(g);
+            line(g, "const fcx_ct_%s v%d = tt_at[tt_o%d];", dt(a->dtype), v, t);
+            return v;
+        }
+    return -1;
+}
+
+/* Ends a C block opened with its own memo scope. */
+static void block_close(gen *g) {
+    scope_pop(g);
+    g->indent--;
+    line(g, "}");
+}
+
+/* The tiled body: a block of its own that returns, in front of the direct loops. */
+static void gen_ew_tiles(gen *g) {
+    const fcp_kernel *k = g->k;
+    const int nd = k->ndim, ra = nd - 2, ca = nd - 1;
+    const int SH = EWT_TH + EWT_HALO, SW = EWT_TW + EWT_HALO;
+    line(g, "{ /* shifted slices: tiles through shared memory when the taps allow (above) */");
+    g->indent++;
+    scope_push(g);
+    /* the taps' starts along the last two axes, their spread, and the run-time conditions */
+    for (int t = 0; t < g->ntap; t++)
+        line(g, "const idx_t tt_a%d = %s, tt_b%d = %s;", t,
+             iarg(g, FCX_SLOT_PARAM_A, g->tap[t], ra), t, iarg(g, FCX_SLOT_PARAM_A, g->tap[t], ca));
+    line(g, "idx_t tt_ma = tt_a0, tt_xa = tt_a0, tt_mb = tt_b0, tt_xb = tt_b0;");
+    line(g, "bool tt_ok = true;");
+    for (int t = 0; t < g->ntap; t++) {
+        const fc_array *tap = g->tap[t];
+        if (t > 0) {
+            for (int ax = 0; ax < 2; ax++)
+                line(g, "tt_m%c = tt_%c%d < tt_m%c ? tt_%c%d : tt_m%c; "
+                        "tt_x%c = tt_%c%d > tt_x%c ? tt_%c%d : tt_x%c;",
+                     "ab"[ax], "ab"[ax], t, "ab"[ax], "ab"[ax], t, "ab"[ax], "ab"[ax], "ab"[ax], t,
+                     "ab"[ax], "ab"[ax], t, "ab"[ax]);
+        }
+        for (int d = 0; d < nd; d++) {
+            bool unit = k->space[d] == 1; /* the slice reads its start alone there */
+            if (d >= ra && !unit)
+                line(g, "tt_ok = tt_ok && %s == 1;", iarg(g, FCX_SLOT_PARAM_B, tap, d));
+            if (d < ra && t > 0) {
+                line(g, "tt_ok = tt_ok && %s == %s;", iarg(g, FCX_SLOT_PARAM_A, tap, d),
+                     iarg(g, FCX_SLOT_PARAM_A, g->tap[0], d));
+                if (!unit)
+                    line(g, "tt_ok = tt_ok && %s == %s;", iarg(g, FCX_SLOT_PARAM_B, tap, d),
+                         iarg(g, FCX_SLOT_PARAM_B, g->tap[0], d));
+            }
+        }
+    }
+    const char *R = iarg(g, FCX_SLOT_SPACE_EXTENT, NULL, ra);
+    const char *C = iarg(g, FCX_SLOT_SPACE_EXTENT, NULL, ca);
+    line(g, "if (tt_ok && tt_xa - tt_ma <= %d && tt_xb - tt_mb <= %d && %s >= FCX_TILE_MIN_EXTENT "
+            "&& %s >= FCX_TILE_MIN_EXTENT) {", EWT_HALO, EWT_HALO, R, C);
+    g->indent++;
+    const char *T = dt(g->tap_src->dtype);
+    line(g, "__shared__ fcx_ct_%s tt_tile[%d * %d];", T, SH, SW);
+    line(g, "FCX_STENCIL_TILED();");
+    line(g, "const idx_t tt_tr = (%s + %d) / %d, tt_tc = (%s + %d) / %d;", R, EWT_TH - 1, EWT_TH, C,
+         EWT_TW - 1, EWT_TW);
+    const char *nt = "tt_tr * tt_tc";
+    for (int d = 0; d < ra; d++)
+        nt = str(g, "%s * (idx_t)%s", nt, ival(g, FCX_SLOT_SPACE_EXTENT, NULL, d));
+    line(g, "const idx_t tt_nt = %s;", nt);
+    for (int t = 0; t < g->ntap; t++)
+        line(g, "const int tt_o%d = (int)((tt_a%d - tt_ma) * %d + (tt_b%d - tt_mb));", t, t, SW, t);
+    line(g, "for (idx_t tt_t = (idx_t)blockIdx.x; tt_t < tt_nt; tt_t += (idx_t)gridDim.x) {");
+    g->indent++;
+    scope_push(g);
+    line(g, "const idx_t tt_r0 = tt_t / tt_tc %% tt_tr * %d, tt_q0 = tt_t %% tt_tc * %d;", EWT_TH,
+         EWT_TW);
+    if (ra > 0) {
+        line(g, "const idx_t tt_bt = tt_t / tt_tc / tt_tr;");
+        decode(g, "tt_bt", "c", nd, k->space, (uint32_t)((1u << ra) - 1), true, NULL);
+    }
+    line(g, "const int tt_nr = (int)(%s - tt_r0 < %d ? %s - tt_r0 : %d) + (int)(tt_xa - tt_ma);", R,
+         EWT_TH, R, EWT_TH);
+    line(g, "const int tt_nc = (int)(%s - tt_q0 < %d ? %s - tt_q0 : %d) + (int)(tt_xb - tt_mb);", C,
+         EWT_TW, C, EWT_TW);
+    line(g, "__syncthreads(); /* the last tile's readers are done */");
+    /* S at the tile and its halo: every element staged is one some tap reads (the taps are
+     * slices within S), so all lie inside S */
+    line(g, "for (int tt_e = (int)threadIdx.x; tt_e < %d; tt_e += (int)blockDim.x) {", SH * SW);
+    g->indent++;
+    line(g, "const int tt_sr = tt_e / %d, tt_sc = tt_e - tt_sr * %d;", SW, SW);
+    line(g, "if (tt_sr < tt_nr && tt_sc < tt_nc) {");
+    g->indent++;
+    scope_push(g);
+    ix si;
+    si.nd = nd;
+    si.identity = false;
+    for (int d = 0; d < ra; d++) /* tap 0's coordinate: every tap's (checked above) */
+        si.e[d] = k->space[d] == 1 ? iarg(g, FCX_SLOT_PARAM_A, g->tap[0], d)
+                                   : bind_index(g, str(g, "%s + (idx_t)(c%d) * %s",
+                                                       iarg(g, FCX_SLOT_PARAM_A, g->tap[0], d), d,
+                                                       iarg(g, FCX_SLOT_PARAM_B, g->tap[0], d)));
+    si.e[ra] = "tt_r0 + tt_ma + tt_sr";
+    si.e[ca] = "tt_q0 + tt_mb + tt_sc";
+    int sv = eval(g, g->tap_src, &si);
+    line(g, "tt_tile[tt_e] = v%d;", sv);
+    block_close(g);
+    g->indent--;
+    line(g, "}");
+    line(g, "__syncthreads();");
+    /* the outputs at the tile's elements, the taps from the tile */
+    line(g, "for (int tt_e = (int)threadIdx.x; tt_e < %d; tt_e += (int)blockDim.x) {",
+         EWT_TH * EWT_TW);
+    g->indent++;
+    scope_push(g);
+    line(g, "const int tt_er = tt_e / %d, tt_ec = tt_e - tt_er * %d;", EWT_TW, EWT_TW);
+    line(g, "const idx_t c%d = tt_r0 + tt_er, c%d = tt_q0 + tt_ec;", ra, ca);
+    line(g, "if (c%d >= %s || c%d >= %s) continue;", ra, R, ca, C);
+    /* the taps' offsets are loop-invariant: an add per tap to this address */
+    line(g, "const fcx_ct_%s *const tt_at = tt_tile + (tt_er * %d + tt_ec);", T, SW);
+    const char *flat = "c0";
+    for (int d = 1; d < nd; d++)
+        flat = bind_index(g, str(g, "(%s) * %s + c%d", flat,
+                                 iarg(g, FCX_SLOT_SPACE_EXTENT, NULL, d), d));
+    line(g, "const idx_t i = %s;", flat);
+    ix idx;
+    identity_index(g, &idx, nd, "c");
+    g->tap_tile = true;
+    for (int q = 0; q < k->nout; q++) {
+        int v = eval(g, k->outs[q], &idx);
+        store(g, k->outs[q], q, v, "i");
+    }
+    g->tap_tile = false;
+    block_close(g);
+    block_close(g);
+    line(g, "return;");
+    g->indent--;
+    line(g, "}");
+    block_close(g);
+}
+
+/* The grid-stride loops over the space (after the line defining n). */
+static void gen_ew_direct(gen *g) {
+    const fcp_kernel *k = g->k;
     /* The scalar loop is generated first (into its own buffer): it shows whether every
      * buffer is read at the flat index, the condition for the vectorised loop, which then
      * goes in front and leaves the scalar loop the tail. */
@@ -1417,6 +1613,36 @@ static void gen_ew(gen *g) {
     if (scalar.s) fcg_sb_puts(&g->body, scalar.s);
     if (scalar.failed) g->body.failed = true;
     fcg_sb_free(&scalar);
+}
+
+static void gen_ew(gen *g) {
+    const fcp_kernel *k = g->k;
+    char buf[512];
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int d = 0; d < k->ndim && len < sizeof buf; d++)
+        len += (size_t)snprintf(buf + len, sizeof buf - len, "%s(idx_t)%s", d ? " * " : "",
+                                ival(g, FCX_SLOT_SPACE_EXTENT, NULL, d));
+    line(g, "const idx_t n = %s;", k->ndim ? buf : "1");
+    taps_find(g);
+    if (g->ntap == 0) {
+        gen_ew_direct(g);
+        return;
+    }
+    /* The direct loops first, as without taps (what they record decides their own shape),
+     * then the tiled body, which goes in front of them: it may not reuse their values. */
+    fcg_sb head = g->body;
+    memset(&g->body, 0, sizeof g->body);
+    g->body.ctx = g->ctx;
+    size_t nmemo = g->nmemo;
+    gen_ew_direct(g);
+    g->nmemo = nmemo;
+    fcg_sb direct = g->body;
+    g->body = head;
+    gen_ew_tiles(g);
+    if (direct.s) fcg_sb_puts(&g->body, direct.s);
+    if (direct.failed) g->body.failed = true;
+    fcg_sb_free(&direct);
 }
 
 /* ---- scatters ----------------------------------------------------------------------------- */
@@ -3700,6 +3926,11 @@ fc_status fcx_generate_named(fc_ctx *ctx, const fcp_kernel *k, const char *name,
                           ? "; long rows: each phase streams the row from memory" : "");
         for (int i = 0; i < k->nnode; i++) fcg_sb_printf(&src, " %s", fcg_ops[k->nodes[i]->op].pyname);
         fcg_sb_puts(&src, "\n");
+        if (g.ntap)
+            fcg_sb_printf(&src, "// stencil: %d shifted slices of one %s value through "
+                                "shared-memory tiles of %dx%d and their halo, when their steps "
+                                "are 1 and their starts within %d\n",
+                          g.ntap, fcg_ops[g.tap_src->op].pyname, EWT_TH, EWT_TW, EWT_HALO);
         fcg_sb_printf(&src, "// codegen version %d\n", FCX_CODEGEN_VERSION);
         /* The fast-math tier's overloads go in front of the prelude, which they take over
          * from; the exact tier's source stays as it was before the tier existed. Without the

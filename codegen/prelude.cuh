@@ -91,6 +91,17 @@ __device__ unsigned int fcx_value_error;
 #define fcx_raise(bit) atomicOr(&fcx_value_error, (bit))
 #endif
 
+/* Elementwise kernels' shifted-slice tiles (codegen/cuda.c, gen_ew_tiles): the fewest rows
+ * and columns a space needs for them (a thinner one would leave most of a tile's threads
+ * idle; the direct loops serve it), and a hook called once a block that takes them: nothing
+ * on the device; tests/test_codegen_emulated.c counts them, with tiles at every extent. */
+#ifndef FCX_TILE_MIN_EXTENT
+#define FCX_TILE_MIN_EXTENT 16
+#endif
+#ifndef FCX_STENCIL_TILED
+#define FCX_STENCIL_TILED()
+#endif
+
 /* ---- storage and compute types ---------------------------------------------------------- */
 
 typedef bool fcx_t_bool;

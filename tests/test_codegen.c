@@ -950,6 +950,52 @@ Test(codegen, sources_are_shape_generic) {
     fc_ctx_destroy(ctx);
 }
 
+/* Shifted slices of one value take shared-memory tiles (issue 13 item 6): W9's nine windows of
+ * a pad and the Laplacian's five of its input, each one kernel whose header (what `fusec dump`
+ * shows) says so; two slices do not. The emulator checks what the tiles compute. */
+Test(codegen, shifted_slices_take_tiles) {
+    static const struct { const char *file, *want; } cases[] = {
+        {"w09_box_blur.fc", "// stencil: 9 shifted slices of one pad value"},
+        {"i13_laplacian.fc", "// stencil: 5 shifted slices of one input value"},
+    };
+    fc_ctx *ctx = new_ctx();
+    cr_assert_not_null(ctx);
+    fc_scope_open(ctx);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/bench/fc/%s", FUSEC_SOURCE_DIR, cases[c].file);
+        fc_program *prog = NULL;
+        cr_assert_eq(fc_program_load(ctx, path, &prog), FC_OK, "%s: %s", path, fc_errmsg(ctx));
+        fc_array *out = NULL;
+        cr_assert_eq(fc_program_num_outputs(prog), 1);
+        cr_assert_eq(fc_program_build(prog, NULL, &out), FC_OK, "%s: %s", path, fc_errmsg(ctx));
+        fcp_plan *p = NULL;
+        cr_assert_eq(fcp_plan_build(ctx, &out, 1, &p), FC_OK, "%s: %s", path, fc_errmsg(ctx));
+        cr_assert_eq(p->nkernel, 1, "%s: %d kernels", path, p->nkernel);
+        fcx_kernel_src src;
+        cr_assert_eq(fcx_generate(ctx, &p->kernels[0], &src), FC_OK);
+        cr_assert(strstr(src.src, cases[c].want) != NULL, "%s: no line \"%s\" in:\n%.600s", path,
+                  cases[c].want, src.src);
+        cr_assert(strstr(src.src, "__shared__ fcx_ct_f32 tt_tile[") != NULL, "%s", path);
+        fcx_kernel_src_free(ctx, &src);
+        fcp_plan_destroy(p);
+        fc_program_destroy(prog);
+    }
+    float v[64] = {0};
+    fc_array *x = fc_from_host(ctx, FC_F32, FC_SHAPE(8, 8), v);
+    fc_array *two =
+        fc_add(fc_slice(x, FC_S(0, 7, 1), FC_COLON), fc_slice(x, FC_S(1, 8, 1), FC_COLON));
+    fcp_plan *p = NULL;
+    cr_assert_eq(fcp_plan_build(ctx, &two, 1, &p), FC_OK, "%s", fc_errmsg(ctx));
+    fcx_kernel_src src;
+    cr_assert_eq(fcx_generate(ctx, &p->kernels[0], &src), FC_OK);
+    cr_assert(strstr(src.src, "// stencil: ") == NULL && strstr(src.src, "tt_tile") == NULL,
+              "two slices took tiles");
+    fcx_kernel_src_free(ctx, &src);
+    fcp_plan_destroy(p);
+    fc_ctx_destroy(ctx);
+}
+
 /* Past 2^31 elements indexing becomes 64-bit: only the index type's lines change. */
 Test(codegen, index_width_follows_the_size_class) {
     fc_ctx *ctx = new_ctx();

@@ -102,6 +102,8 @@ static const char SHIM[] =
     "template <class T> static T fcx_ldcg(const T *p) { return *p; }\n"
     "template <class U> static unsigned fcx_atomic_add(U *p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }\n"
     "template <int = 0> static void fcx_fence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }\n"
+    "static unsigned long long emu_tiled_count;\n"
+    "extern \"C\" unsigned long long emu_tiled(void) { return emu_tiled_count; }\n"
     "static unsigned char *emu_dsmem;\n"
     "static unsigned emu_dsmem_bytes;\n"
     "template <int = 0> static unsigned fcx_dsmem_size() { return emu_dsmem_bytes; }\n"
@@ -188,6 +190,8 @@ typedef struct program {
     bool differs;              /* some float output must differ from the host in some bit (the
                                   fast-math tier's functions are in effect) */
     bool exact_nan;            /* the same, but any NaN meets any NaN */
+    bool check_tiled;          /* whether a launch took the shifted-slice tiles is checked: */
+    bool want_tiled;           /* some did (else none did) */
 } program;
 
 typedef struct emu_set {
@@ -208,6 +212,7 @@ typedef struct emu_set {
                                   online sum */
     int n_rows_seg;            /* reduce kernels over rows of contiguous runs (non-trailing axes) */
     int n_cols_online;         /* column kernels with an online sum */
+    int n_tiled;               /* launches that took the shifted-slice tiles */
 } emu_set;
 
 static void set_open(emu_set *s, const char *tag, const emu_cfg *cfg) {
@@ -239,6 +244,11 @@ static void set_open(emu_set *s, const char *tag, const emu_cfg *cfg) {
                 s->tuning.split_target, s->tuning.split_min_chunk, s->tuning.split_max,
                 s->tuning.split_align, s->tuning.scratch_cap, s->tuning.scan_tile,
                 s->tuning.scan_min_row);
+    /* every thread of a block that takes an elementwise kernel's shifted-slice tiles counts,
+     * and tiles are taken at every extent (the tiny ones too) */
+    fputs("#define FCX_TILE_MIN_EXTENT 1\n", s->cpp);
+    fputs("#define FCX_STENCIL_TILED() __atomic_fetch_add(&emu_tiled_count, 1ull, "
+          "__ATOMIC_RELAXED)\n", s->cpp);
     /* the tier's overloads go in front of the prelude, as codegen puts them (kernels generated
      * without the prelude leave them out) */
     if (cfg->fast_math) fputs(fcx_fast_math_source, s->cpp);
@@ -454,6 +464,7 @@ static char *run_program(emu_set *s, program *p) {
     char *desc = fcp_plan_describe(plan);
     char *text = NULL;
     fc_program_print(s->ctx, p->out, p->nout, NULL, &text);
+    int tiled_launches = 0;
     for (int k = 0; k < plan->nkernel && !report; k++) {
         const fcp_kernel *kern = &plan->kernels[k];
         if (kern->kind == FCP_KERNEL_LIB) {
@@ -525,9 +536,19 @@ static char *run_program(emu_set *s, program *p) {
         snprintf(sym, sizeof sym, "emu_k%d", p->first + k);
         emu_call fn = (emu_call)(uintptr_t)dlsym(s->so, sym);
         cr_assert_not_null(fn, "no symbol %s", sym);
+        unsigned long long (*tiled)(void) =
+            (unsigned long long (*)(void))(uintptr_t)dlsym(s->so, "emu_tiled");
+        cr_assert_not_null(tiled);
+        unsigned long long tiled_before = tiled();
         if (grid > 0)
             cr_assert_eq(fn(ptr, ints, flts, grid, dsmem, (unsigned)smem), 0,
                          "%s kernel %d: the emulated launch failed", p->name, k);
+        if (tiled() != tiled_before) {
+            cr_assert(strstr(src->src, "// stencil: ") != NULL, "%s kernel %d: tiles without "
+                      "the header line", p->name, k);
+            s->n_tiled++;
+            tiled_launches++;
+        }
         if (grid > 0 && src->strategy == FCX_STRATEGY_SCAN_TILES && lc.scratch_bytes) {
             /* the counters and status words are zero again (the runtime keeps the scratch
              * for the next launch): a second launch must compute the same */
@@ -561,6 +582,9 @@ static char *run_program(emu_set *s, program *p) {
         free(ints);
         free(flts);
     }
+    cr_assert(!p->check_tiled || (tiled_launches > 0) == p->want_tiled,
+              "%s: %d launches took the shifted-slice tiles, expected %s", p->name,
+              tiled_launches, p->want_tiled ? "some" : "none");
     /* Compare each output that a kernel stored with the host backend's value. */
     int64_t differs = 0; /* float elements not bit for bit the host's */
     for (int o = 0; o < p->nout && !report; o++) {
@@ -979,6 +1003,139 @@ Test(emulated, stencil_kernels) {
         fc_scope_close(sc);
     }
     set_close(&s);
+}
+
+/* ---- shifted-slice stencils in elementwise kernels (issue 13 item 6) ------------------------
+ * Kernels that read one value through several slices take tiles through shared memory when
+ * the slices' steps are 1 and their starts lie close (codegen/cuda.c, gen_ew_tiles), else the
+ * direct loops. Each program says which it must take (the kernels count the blocks that took
+ * tiles), at extents that are not multiples of the tile, tiny ones, every pad mode, several
+ * dtypes, batches, other inputs beside the taps, and every block shape. */
+
+static fc_array *sweep_input(fc_ctx *ctx, uint64_t seed, fc_dtype t, fc_shape shape);
+
+/* s[..., r : r + (oh - 1) * step + 1 : step, c : c + ow] */
+static fc_array *tap_at(fc_array *s, int64_t r, int64_t c, int64_t oh, int64_t ow, int64_t step) {
+    fc_idx rows = FC_S(r, r + (oh - 1) * step + 1, step), cols = FC_S(c, c + ow, 1);
+    if (fc_array_shape(s).ndim == 2) return fc_slice(s, rows, cols);
+    return fc_slice(s, FC_COLON, rows, cols);
+}
+
+/* The sum of the k x k taps of s `gap` apart, rows `step` apart. */
+static fc_array *window_sum(fc_array *s, int k, int64_t gap, int64_t step) {
+    fc_shape sh = fc_array_shape(s);
+    int64_t span = (k - 1) * gap, h = sh.dim[sh.ndim - 2], w = sh.dim[sh.ndim - 1];
+    int64_t oh = (h - span - 1) / step + 1, ow = w - span;
+    fc_array *sum = NULL;
+    for (int di = 0; di < k; di++)
+        for (int dj = 0; dj < k; dj++) {
+            fc_array *t = tap_at(s, di * gap, dj * gap, oh, ow, step);
+            sum = sum ? fc_add(sum, t) : t;
+        }
+    return sum;
+}
+
+/* The 5-point Laplacian of u over its interior (bench/fc/i13_laplacian.fc). */
+static fc_array *laplacian(fc_ctx *ctx, fc_array *u) {
+    fc_shape sh = fc_array_shape(u);
+    int64_t oh = sh.dim[0] - 2, ow = sh.dim[1] - 2;
+    fc_array *y = fc_add(tap_at(u, 0, 1, oh, ow, 1), tap_at(u, 2, 1, oh, ow, 1));
+    y = fc_add(fc_add(y, tap_at(u, 1, 0, oh, ow, 1)), tap_at(u, 1, 2, oh, ow, 1));
+    return fc_sub(y, fc_mul(fc_i64(ctx, 4), tap_at(u, 1, 1, oh, ow, 1)));
+}
+
+static void add_tiled(emu_set *s, const char *name, bool want, fc_array **outs, int n) {
+    for (int q = 0; q < n; q++) outs[q] = fc_keep(outs[q]);
+    set_add(s, name, false, 0, outs, n);
+    program *p = &s->progs[s->nprog - 1];
+    p->check_tiled = true;
+    p->want_tiled = want;
+    p->exact = true; /* the taps' values are the direct path's, the arithmetic the host's */
+}
+
+static void emulate_shifted_slices(const char *tag, const emu_cfg *cfg) {
+    emu_set s;
+    set_open(&s, tag, cfg);
+    fc_ctx *ctx = s.ctx;
+    fc_scope_open(ctx);
+    char name[96];
+    fc_array *outs[WL_MAX_OUT];
+    wl_data_seed = 11;
+    static const int64_t blur[][2] = {{37, 45}, {70, 33}, {1, 5}, {6, 1}, {2, 2}, {1, 1}};
+    for (size_t i = 0; i < sizeof blur / sizeof blur[0]; i++) {
+        wl_w09_box_blur(ctx, blur[i], outs);
+        snprintf(name, sizeof name, "W9 box blur %lldx%lld", (long long)blur[i][0],
+                 (long long)blur[i][1]);
+        add_tiled(&s, name, true, outs, 1);
+    }
+    wl_data_seed = 0;
+    static const struct { fc_dtype t; int64_t h, w; } lap[] = {
+        {FC_F32, 37, 45}, {FC_F32, 3, 3}, {FC_F32, 66, 35}, {FC_F64, 20, 70},
+        {FC_I32, 19, 40}, {FC_F16, 33, 34}, {FC_F32, 3, 40}, {FC_F32, 40, 3},
+        {FC_C64, 18, 35}, {FC_I8, 35, 18}};
+    for (size_t i = 0; i < sizeof lap / sizeof lap[0]; i++) {
+        fc_array *u = sweep_input(ctx, 100 + i, lap[i].t, FC_SHAPE(lap[i].h, lap[i].w));
+        outs[0] = laplacian(ctx, u);
+        snprintf(name, sizeof name, "laplacian %s %lldx%lld", fc_dtype_name(lap[i].t),
+                 (long long)lap[i].h, (long long)lap[i].w);
+        add_tiled(&s, name, true, outs, 1);
+    }
+    /* every pad mode; a spread of 4 (5x5 taps of a pad by 2) is the most the tiles take */
+    fc_array *x = sweep_input(ctx, 200, FC_F64, FC_SHAPE(23, 41));
+    static const char *const modes[] = {"constant", "edge", "reflect", "symmetric"};
+    for (int m = 0; m < 4; m++)
+        for (int64_t wd = 1; wd <= 2; wd++) {
+            fc_array *pd = fc_pad(x, 1, (const int64_t[][2]){{wd, wd}}, (fc_pad_mode)m, 2.5);
+            outs[0] = window_sum(pd, (int)(2 * wd + 1), 1, 1);
+            snprintf(name, sizeof name, "%dx%d taps of pad(x, %lld, %s)", (int)(2 * wd + 1),
+                     (int)(2 * wd + 1), (long long)wd, modes[m]);
+            add_tiled(&s, name, true, outs, 1);
+        }
+    outs[0] = window_sum(x, 3, 2, 1);
+    add_tiled(&s, "3x3 taps 2 apart: a spread of 4", true, outs, 1);
+    /* the direct loops: rows 2 apart, or starts spread beyond the halo */
+    outs[0] = window_sum(x, 3, 1, 2);
+    add_tiled(&s, "3x3 taps with a row step of 2", false, outs, 1);
+    outs[0] = window_sum(x, 3, 3, 1);
+    add_tiled(&s, "3x3 taps 3 apart: a spread of 6", false, outs, 1);
+    outs[0] = window_sum(x, 2, 5, 1);
+    add_tiled(&s, "2x2 taps 5 apart", false, outs, 1);
+    /* other inputs beside the taps: a same-shape buffer and a broadcast row */
+    fc_array *xf = sweep_input(ctx, 201, FC_F32, FC_SHAPE(45, 38));
+    fc_array *z = sweep_input(ctx, 202, FC_F32, FC_SHAPE(43, 36));
+    fc_array *b = sweep_input(ctx, 203, FC_F32, FC_SHAPE(36));
+    outs[0] = fc_add(fc_mul(window_sum(xf, 3, 1, 1), z), b);
+    add_tiled(&s, "taps * z + b", true, outs, 1);
+    /* a computed value as the taps' source, and two outputs */
+    fc_array *y = sweep_input(ctx, 204, FC_F32, FC_SHAPE(45, 38));
+    fc_array *src = fc_add(fc_exp(fc_mul(xf, fc_f64(ctx, 0.25))), y);
+    outs[0] = window_sum(src, 3, 1, 1);
+    outs[1] = fc_sub(tap_at(src, 1, 1, 43, 36, 1), z);
+    add_tiled(&s, "taps of exp(x / 4) + y, two outputs", true, outs, 2);
+    /* batches: every tap at the same batch offset, or not */
+    fc_array *x3 = sweep_input(ctx, 205, FC_F32, FC_SHAPE(3, 20, 37));
+    outs[0] = window_sum(x3, 3, 1, 1);
+    add_tiled(&s, "3x3 taps of x[3, 20, 37]", true, outs, 1);
+    outs[0] = fc_add(fc_add(fc_slice(x3, FC_S(0, 2, 1), FC_S(0, 19, 1), FC_S(0, 36, 1)),
+                            fc_slice(x3, FC_S(1, 3, 1), FC_S(1, 20, 1), FC_S(1, 37, 1))),
+                     fc_slice(x3, FC_S(0, 2, 1), FC_S(1, 20, 1), FC_S(0, 36, 1)));
+    add_tiled(&s, "taps of x[3, 20, 37] at two batch offsets", false, outs, 1);
+    fc_array *x1 = sweep_input(ctx, 206, FC_I32, FC_SHAPE(1, 9, 30));
+    outs[0] = window_sum(x1, 3, 1, 1);
+    add_tiled(&s, "3x3 taps of i32 x[1, 9, 30]", true, outs, 1);
+    set_build(&s);
+    set_run_and_close(&s);
+}
+
+Test(emulated, shifted_slices_one_thread) {
+    emulate_shifted_slices("slices_t1", &(emu_cfg){1, 1, 1, false, false, false, false, false});
+}
+/* three warps of 4: a tile's elements do not divide among the threads */
+Test(emulated, shifted_slices_twelve_threads) {
+    emulate_shifted_slices("slices_t12", &(emu_cfg){12, 4, 2, false, false, false, false, false});
+}
+Test(emulated, shifted_slices_64_threads_warps_of_32) {
+    emulate_shifted_slices("slices_t64", &(emu_cfg){64, 32, 3, false, false, false, false, false});
 }
 
 /* The triangle copy kernels (codegen/tri.c) on the host shim: every element size, both
@@ -2062,13 +2219,13 @@ static void emulate_non_trailing(const char *tag, const emu_cfg *cfg, bool big) 
 }
 
 Test(emulated, non_trailing_reductions_eight_threads) {
-    emulate_non_trailing("nontrail_t8", &(emu_cfg){8, 4, 3, true, false, false, false}, false);
+    emulate_non_trailing("nontrail_t8", &(emu_cfg){8, 4, 3, true, false, false, false, false}, false);
 }
 Test(emulated, non_trailing_reductions_one_thread) {
-    emulate_non_trailing("nontrail_t1", &(emu_cfg){1, 1, 2, true, false, false, false}, false);
+    emulate_non_trailing("nontrail_t1", &(emu_cfg){1, 1, 2, true, false, false, false, false}, false);
 }
 Test(emulated, non_trailing_reductions_default_splits) {
-    emulate_non_trailing("nontrail_def", &(emu_cfg){12, 4, 3, false, false, false, false}, true);
+    emulate_non_trailing("nontrail_def", &(emu_cfg){12, 4, 3, false, false, false, false, false}, true);
 }
 
 /* Long reductions with the device's split constants: the pieces, the scratch the launch
