@@ -7,7 +7,11 @@
  * themselves need a GPU and are left out, so it runs anywhere. The kernel cache is opened
  * inside the timed span, as a new process's first evaluation opens it.
  *
- *     startup [--arch sm_XX] [--set NAME=VALUE ...] [--cache-dir DIR] [--json] FILE.fc
+ *     startup [--arch sm_XX] [--set NAME=VALUE ...] [--cache-dir DIR] [--json]
+ *             [--no-plan-entry] FILE.fc
+ *
+ * --no-plan-entry takes the path without persisted plan entries (passes, codegen, keys, then
+ * the kernel cache), as fusec did before them: the "before" of issue 13's figures.
  *
  * One program per process (run it once per file): the point is the first evaluation of a
  * process. Prints one line, or one JSON object with --json:
@@ -20,7 +24,10 @@
 #include <string.h>
 
 static const char usage[] =
-    "usage: startup [--arch sm_XX] [--set NAME=VALUE ...] [--cache-dir DIR] [--json] FILE.fc\n";
+    "usage: startup [--arch sm_XX] [--set NAME=VALUE ...] [--cache-dir DIR] [--json]\n"
+    "               [--no-plan-entry] FILE.fc\n";
+
+static bool no_plan_entry;
 
 static const char *plan_state_name(fck_plan_state s) {
     switch (s) {
@@ -38,6 +45,7 @@ static int time_one(fc_ctx *ctx, const cli_program *p, void *user) {
     co.stage = FCK_BINARY;
     co.archs = &arch;
     co.narch = 1;
+    co.no_plan_entry = no_plan_entry;
     fck_result *r = NULL;
     double t0 = cli_now();
     fc_hash key;
@@ -65,14 +73,22 @@ static int time_one(fc_ctx *ctx, const cli_program *p, void *user) {
 }
 
 int main(int argc, char **argv) {
+    /* This tool's own flags, anywhere; the rest are the CLI's options. */
+    bool json = false;
+    int n = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--no-plan-entry") == 0) no_plan_entry = true;
+        else if (strcmp(argv[i], "--json") == 0) json = true;
+        else argv[++n] = argv[i];
+    }
     cli_opts o;
-    int rc = cli_parse("startup", argc - 1, argv + 1,
-                       OPT_SET | OPT_ARCH | OPT_CACHE_DIR | OPT_BENCH, &o);
+    int rc = cli_parse("startup", n, argv + 1, OPT_SET | OPT_ARCH | OPT_CACHE_DIR, &o);
     if (rc || o.help) {
         fputs(usage, o.help ? stdout : stderr);
         cli_opts_free(&o);
         return rc;
     }
+    o.json = json;
     fc_ctx *ctx;
     if (!(rc = cli_open_ctx(FC_BACKEND_HOST, o.cache_dir, &ctx))) {
         rc = cli_for_each_program(ctx, &o, o.files[0], true, true, time_one, &o);

@@ -532,18 +532,18 @@ fc_status fck_add(fck_result *pub, fc_array *const *arrays, int n) {
     if (st != FC_OK) return failed(r, st, FCK_PLAN, -1);
     pub->programs++;
     if (!o->batch) pub->plan = plan;
-    if (entries && !o->batch) {
+    /* A program of library calls alone has nothing to skip: no entry, no cache opened. */
+    int ngen = 0;
+    for (int i = 0; i < plan->nkernel; i++) ngen += plan->kernels[i].kind != FCP_KERNEL_LIB;
+    if (entries && !o->batch && ngen) {
         fcc_cache *cache = o->cache;
         if (!cache && (st = fcx_cache(ctx, &cache)) != FC_OK) return failed(r, st, FCK_PLAN, -1);
         pub->plan_entry = serve_from_entries(r, cache, &structure, plan, call,
                                              o->stage >= FCK_BINARY);
         if (pub->plan_entry == FCK_PLAN_HIT && o->stage >= FCK_BINARY) return FC_OK;
     }
-    /* The entry to write once the kernels are built (none for a program of library calls
-     * alone: there is nothing to skip). */
+    /* The entry to write once the kernels are built. */
     pending *pend = NULL;
-    int ngen = 0;
-    for (int i = 0; i < plan->nkernel; i++) ngen += plan->kernels[i].kind != FCP_KERNEL_LIB;
     if (entries && o->stage >= FCK_BINARY && ngen) {
         if (!(pend = pending_add(r, &structure, plan->nkernel))) {
             if (o->batch) fcp_plan_destroy(plan);

@@ -108,7 +108,8 @@ typedef struct fck_options {
 
 /* What became of a program's persisted plan entry (compile/plan_entry.h). */
 typedef enum fck_plan_state {
-    FCK_PLAN_UNUSED,  /* not looked up: a batch, below FCK_LOOKUP, or no_plan_entry */
+    FCK_PLAN_UNUSED,  /* not looked up: a batch, below FCK_LOOKUP, no_plan_entry, or a program
+                         of library calls alone (nothing to skip) */
     FCK_PLAN_HIT,     /* found for every arch and fits the plan; at FCK_BINARY it served the
                          program: no kernel was generated or keyed, each target is FCK_CACHED
                          and each kernel's src holds its recipe without text (src NULL) and
