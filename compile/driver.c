@@ -379,11 +379,10 @@ static fck_plan_state serve_from_entries(impl *r, fcc_cache *cache, const fc_has
     fck_plan_kernel **dec = fcg_calloc(ctx, (size_t)na * sizeof *dec);
     fck_kernel *ks = NULL;
     if (!dec) return FCK_PLAN_MISS;
-    for (int a = 0; a < na && state == FCK_PLAN_HIT; a++) {
-        int n;
-        state = entry_get(r, cache, structure, plan, a, &dec[a], &n);
-        nk = n;
-    }
+    /* An entry found fits the plan: plan->nkernel kernels, whatever the arch. */
+    for (int a = 0; a < na && state == FCK_PLAN_HIT; a++)
+        state = entry_get(r, cache, structure, plan, a, &dec[a], &nk);
+    nk = plan->nkernel;
     if (state == FCK_PLAN_HIT && use) {
         ks = fcg_calloc(ctx, (size_t)(nk ? nk : 1) * sizeof *ks);
         if (!ks) state = FCK_PLAN_MISS;
@@ -435,7 +434,8 @@ static fck_plan_state serve_from_entries(impl *r, fcc_cache *cache, const fc_has
             kernel_free(ctx, na, i < pushed ? &pub->kernels[first + i] : &ks[i], NULL);
         pub->nkernel = first;
     }
-    for (int a = 0; a < na; a++) fck_plan_kernels_free(ctx, dec[a], nk);
+    for (int a = 0; a < na; a++)
+        if (dec[a]) fck_plan_kernels_free(ctx, dec[a], nk);
     fcg_free(ctx, dec, (size_t)na * sizeof *dec);
     fcg_free(ctx, ks, (size_t)(nk ? nk : 1) * sizeof *ks);
     return state;

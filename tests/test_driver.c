@@ -652,6 +652,17 @@ static bool faulty_served_run(fcc_cache *cache, long fail_at) {
                   fc_strerror(st), fc_errmsg(ctx));
         if (st == FC_OK) cr_assert_eq(r->cached, r->nkernel, "N=%ld", fail_at);
         fck_result_free(r);
+        /* Two archs, one entry missing: the other's decoded kernels are freed whole. */
+        const char *archs[] = {"sm_80", "sm_90"};
+        o.stage = FCK_LOOKUP;
+        o.archs = archs;
+        o.narch = 2;
+        r = NULL;
+        st = fck_compile(ctx, p.outs, p.nout, &o, &r);
+        cr_assert(st == FC_OK || (st == FC_ERR_NOMEM && ca.injected), "N=%ld: %s (%s)", fail_at,
+                  fc_strerror(st), fc_errmsg(ctx));
+        if (st == FC_OK) cr_assert_eq(r->plan_entry, FCK_PLAN_MISS, "N=%ld", fail_at);
+        fck_result_free(r);
     }
     prog_free(&p);
     fc_ctx_destroy(ctx);
