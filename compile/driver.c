@@ -495,8 +495,14 @@ static void write_entries(impl *r, fcc_cache *cache) {
             snprintf(summary, sizeof summary, "plan entry: %d kernel%s, %d library call%s",
                      p->ngen, p->ngen == 1 ? "" : "s", p->nk - p->ngen,
                      p->nk - p->ngen == 1 ? "" : "s");
-            fc_status st = fcc_put(cache, &f, summary, blob, size, NULL, 0);
-            if (st == FC_OK || st == FC_ERR_IO) r->pub.plan_entries_written++;
+            /* The same entry already stored is not written again: a warm of a trace of many
+             * cached programs would otherwise make a write transaction for each. */
+            fcc_entry old;
+            bool same = false;
+            if (fcc_get(cache, &key, &old, &same) == FC_OK && same)
+                same = old.cubin_size == size && memcmp(old.cubin, blob, size) == 0;
+            fc_status st = same ? FC_OK : fcc_put(cache, &f, summary, blob, size, NULL, 0);
+            if (!same && (st == FC_OK || st == FC_ERR_IO)) r->pub.plan_entries_written++;
             fcg_free(ctx, blob, size);
         }
         pending_free(ctx, p);

@@ -115,8 +115,9 @@ typedef enum fck_plan_state {
                          and each kernel's src holds its recipe without text (src NULL) and
                          its targets no key fields */
     FCK_PLAN_MISS,    /* not in the cache for some arch */
-    FCK_PLAN_STALE    /* found, but it does not decode, does not fit the plan, or (at
-                         FCK_BINARY) a kernel it names is not cached: the whole path ran */
+    FCK_PLAN_STALE    /* found, but it does not decode (or memory ran out decoding it),
+                         does not fit the plan, or (at FCK_BINARY) a kernel it names is not
+                         cached: the whole path ran */
 } fck_plan_state;
 
 /* The driver's result. Read-only to callers. */
@@ -140,7 +141,8 @@ typedef struct fck_result {
     int compiled, cached, missed, failed; /* targets, as built so far */
     fck_plan_state plan_entry; /* one program: its persisted plan entry */
     int plan_entries_written;  /* FCK_BINARY: entries stored (per program and arch) once all
-                                  their kernels were built */
+                                  their kernels were built; one already stored, byte for
+                                  byte, is not written again */
 } fck_result;
 
 /* Defaults: FCK_BINARY, no archs, the context's cache, one thread, stop at the first
