@@ -2358,6 +2358,7 @@ static fc_status fcr_eval(fc_ctx *ctx, fc_array *const *arrays, int n, fc_stream
     co.stage = FCK_BINARY;
     co.archs = &arch;
     co.narch = 1;
+    co.plan_key = &key; /* names the persisted plan entry: a new process skips codegen */
     fck_result *res = NULL;
     st = fck_compile(ctx, arrays, n, &co, &res);
     if (st == FC_OK) {

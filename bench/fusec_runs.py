@@ -10,7 +10,9 @@ softmax, argmax, an optimizer step, an outer product, a batched transpose, row s
 Laplacian) and the size sweep of W1 and W6 (bench/fc/sweep/*_n.fc with
 --set n=...) through the fusec CLI, one process each, and collects their JSON objects into one
 file. A run that fails or times out gives an entry with "error" (its exit code and the tail of its stderr); the others go
-on.
+on. Each row is timed two ways (`fusec run --bench --back-to-back`): "median_ms", CUDA events
+around each call, and "b2b", batches of calls issued back to back over the wall clock with one
+wait a batch, the method peers.py uses for jax.jit.
 
     python3 bench/fusec_runs.py --fusec PATH/fusec --json fusec.json [--runs 15] ...
 """
@@ -295,12 +297,21 @@ def main(argv=None):
     ap.add_argument("--sweep-max", type=int, default=28)
     ap.add_argument("--sweep-step", type=int, default=2)
     ap.add_argument("--cache-dir", help="--cache-dir of fusec run (default: $FUSEC_CACHE_DIR)")
+    ap.add_argument("--no-back-to-back", action="store_true",
+                    help="leave out --back-to-back (the second timing, JAX's method)")
+    ap.add_argument("--batch", type=int, default=0,
+                    help="--batch of --back-to-back (default 0: about 50 ms of work)")
     args = ap.parse_args(argv)
 
     common = ["--backend", args.backend, "--bench", "--json", "--runs", str(args.runs),
               "--warmup", str(args.warmup)]
     if args.cache_dir:
         common += ["--cache-dir", args.cache_dir]
+    # Two timings of every row: median_ms, CUDA events around each call (the one the tables
+    # used so far), and "b2b", calls back to back over the wall clock, one wait a batch (how
+    # peers.py times jax.jit, so that the two compare by the same method)
+    if not args.no_back_to_back:
+        common += ["--back-to-back", "--batch", str(args.batch)]
     want = set(args.only.split(",")) if args.only else None
     res = {"tool": "bench/fusec_runs.py", "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
            "fusec": args.fusec, "settings": {k: v for k, v in vars(args).items()},

@@ -312,10 +312,13 @@ def verdict(wid, r, cells):
 
 def table_workloads(d, out):
     out.append("### (i) Workloads\n")
-    out.append("Times in ms: median of the timed runs; CUDA events around each call for fusec, "
-               "CuPy, cupy.fuse, PyTorch and torch.compile; back-to-back jax.jit calls over the "
-               "wall clock for JAX/XLA (a batch of calls, then block_until_ready; the time a "
-               "call = the batch's / its size). GB/s and % of floor are "
+    out.append("Times in ms: median of the timed runs. Each column's method: 'fusec', CuPy, "
+               "cupy.fuse, PyTorch and torch.compile: CUDA events around each call; JAX/XLA: "
+               "back-to-back jax.jit calls over the wall clock (a batch of calls, then "
+               "block_until_ready; the time a call = the batch's / its size); 'fusec b2b': "
+               "fusec timed as JAX is (`fusec run --bench --back-to-back`: batches of "
+               "evaluations issued back to back, one wait a batch), where the run has it; "
+               "'fusec / best' uses the 'fusec' column. GB/s and % of floor are "
                "fusec's (floor = bytes that must move / the copy bandwidth its own run "
                "measured). Ratio = fusec / best peer (below 1: fusec is faster); the best peer "
                "is the fastest of every column and library form, JAX included. Peers: "
@@ -326,7 +329,7 @@ def table_workloads(d, out):
                "conditions (I11, I13) is met only when all of them hold.\n")
     head = ["id", "program", "kernels", "fusec", "GB/s", "% floor"] + \
         [label for _, label in PEER_COLS] + ["other", "best peer", "fusec / best", "target",
-                                             "met"]
+                                             "fusec b2b", "met"]
     out.append("| " + " | ".join(head) + " |")
     out.append("|" + "---|" * len(head))
     met = missed = 0
@@ -358,11 +361,13 @@ def table_workloads(d, out):
             missed += 1
         rows.append(wid)
         bound = wid in NO_FLOOR
+        b2b = num(((r or {}).get("b2b") or {}).get("median_ms"))
         out.append("| " + " | ".join([
             wid, PROGRAM.get(wid, ""), str(d.kernels(wid) or "-"), fus_cell,
             "%.0f" % r["gbps"] if num((r or {}).get("gbps")) and not bound else "-",
             "n/a" if bound else fpct((r or {}).get("floor_pct")), *peer_vals, others or "-",
             "%s %s" % (b[0], fms(b[1])) if b else "-", ratio, target,
+            fms(b2b) if b2b is not None else "-",
             ok + (" (%s)" % detail if detail else "")]) + " |")
     out.append("")
     out.append("Targets met: %d, missed: %d, not measured: %d (of %d rows).\n"

@@ -58,6 +58,9 @@ def synth_fusec():
 
     put("W1", bench_obj("w01.fc", at_pct(8 * n, 89.9), 8 * n, 8 * n))          # missed
     put("W2", bench_obj("w02.fc", at_pct(12 * n, 95), 12 * n, 12 * n))         # met
+    # W2 timed back to back too (fusec run --back-to-back)
+    w["W2"]["result"]["b2b"] = {"timing": "back-to-back wall clock", "batch": 50, "batches": 15,
+                                "median_ms": 0.25, "min_ms": 0.24, "max_ms": 0.26}
     put("W3", bench_obj("w03.fc", at_pct(8 * n, 92), 8 * n, 8 * n + 4, peak_extra=8192))
     put("W4", bench_obj("w04.fc", at_pct(8 << 26, 70), 8 << 26, 8 << 26))      # missed
     put("W5", bench_obj("w05.fc", at_pct(8 * n, 91), 8 * n, 8 * n))
@@ -238,6 +241,11 @@ def main():
               "met", "W12: 1.05x a library misses 1.02x, 1.00x meets it")
         check(row(table1, "W12_fft")[5] == "n/a", "library-bound rows have no % of floor")
         head = row(table1, "id")
+        check(head[15] == "fusec b2b" and head[-1] == "met", "the back-to-back column")
+        check(row(table1, "W2")[15] == report.fms(0.25) and row(table1, "W1")[15] == "-",
+              "fusec b2b: the b2b median where the run has it, else '-'")
+        check("'fusec b2b': fusec timed as JAX is" in table1,
+              "the table says which method each column uses")
         check(head[6:11] == ["CuPy", "cupy.fuse", "PyTorch", "torch.compile", "JAX/XLA"] and
               head[11] == "other" and head[12] == "best peer", "the peer columns, JAX/XLA last")
         r4 = row(table1, "W4")

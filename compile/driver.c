@@ -6,6 +6,7 @@
 
 #include "kcompile.h"
 #include "nvrtc_compile.h"
+#include "plan_entry.h"
 #include "raw.h"
 
 #include <pthread.h>
@@ -26,6 +27,16 @@ typedef struct held {
     size_t prelude_at; /* where the prelude goes back in; SIZE_MAX: the source had none */
 } held;
 
+/* A program whose plan entry is written once its kernels are built: per plan kernel its
+ * fingerprint, and for a generated one the held kernel that has its binaries (in a batch,
+ * maybe another program's with the same key) and its recipe. */
+typedef struct pending {
+    fc_hash structure;
+    int nk, ngen;
+    fck_plan_kernel *k;
+    int *held;          /* per plan kernel: index in fck_result.kernels, or -1 */
+} pending;
+
 typedef struct impl {
     fck_result pub;    /* first, so that a result is its impl */
     fck_options opt;   /* opt.archs points at arch_ptr */
@@ -38,6 +49,8 @@ typedef struct impl {
     int calls;         /* fck_add calls */
     int *table;        /* batch: open addressing on targets[0].key, kernel index + 1 */
     size_t table_cap;
+    pending *pend;     /* plan entries to write after fck_build */
+    int npend, cappend;
 } impl;
 
 static impl *impl_of(fck_result *r) { return (impl *)r; }
@@ -97,10 +110,18 @@ static void kernel_free(fc_ctx *ctx, int narch, fck_kernel *k, held *h) {
     if (h) fcg_strfree(ctx, h->body);
 }
 
+static void pending_free(fc_ctx *ctx, pending *p) {
+    fck_plan_kernels_free(ctx, p->k, p->nk);
+    fcg_free(ctx, p->held, (size_t)(p->nk ? p->nk : 1) * sizeof *p->held);
+    memset(p, 0, sizeof *p);
+}
+
 void fck_result_free(fck_result *pub) {
     if (!pub) return;
     impl *r = impl_of(pub);
     fc_ctx *ctx = pub->ctx;
+    for (int i = 0; i < r->npend; i++) pending_free(ctx, &r->pend[i]);
+    fcg_free(ctx, r->pend, (size_t)r->cappend * sizeof *r->pend);
     for (int i = 0; i < pub->nkernel; i++)
         kernel_free(ctx, pub->narch, &pub->kernels[i], &r->held[i]);
     fcg_free(ctx, pub->kernels, (size_t)r->kcap * sizeof *pub->kernels);
@@ -295,6 +316,200 @@ static fc_status stencil_module(impl *r, const fcp_kernel *k) {
     return raw_module(r, st, src);
 }
 
+/* ---- plan entries ------------------------------------------------------------------------- */
+
+/* Whether a decoded entry describes this plan: the same kernels, each of the same kind and
+ * fingerprint, its recipe's pointers and slots within the plan kernel. The key says so
+ * already; this makes a damaged or colliding entry a miss rather than a wrong launch. */
+static bool entry_fits(const fcp_plan *plan, const fck_plan_kernel *k, int nk) {
+    if (nk != plan->nkernel) return false;
+    for (int i = 0; i < nk; i++) {
+        const fcp_kernel *pk = &plan->kernels[i];
+        const fck_plan_kernel *q = &k[i];
+        if (q->lib != (pk->kind == FCP_KERNEL_LIB) || q->nleaf != pk->nleaf ||
+            q->nnode != pk->nnode || q->nout != pk->nout)
+            return false;
+        if (q->lib) continue;
+        const fcx_kernel_src *s = &q->recipe;
+        int io = pk->nleaf + pk->nout;
+        if (s->nptr != io && s->nptr != io + 1) return false;
+        for (int j = 0; j < s->nint + s->nflt; j++) {
+            const fcx_slot *sl = j < s->nint ? &s->islots[j] : &s->fslots[j - s->nint];
+            if (sl->node >= pk->nnode + pk->nleaf) return false;
+        }
+    }
+    return true;
+}
+
+/* Looks up and decodes the program's entry for arch a: FCK_PLAN_HIT (then *out, *nk),
+ * FCK_PLAN_MISS or FCK_PLAN_STALE. */
+static fck_plan_state entry_get(impl *r, fcc_cache *cache, const fc_hash *structure,
+                                const fcp_plan *plan, int a, fck_plan_kernel **out, int *nk) {
+    fc_ctx *ctx = r->pub.ctx;
+    char options[OPTIONS_MAX], source[160], msg[256];
+    fcc_key_fields f;
+    fcc_key key;
+    *out = NULL;
+    *nk = 0;
+    if (fck_plan_entry_key(structure, r->arch_ptr[a], options, sizeof options, source,
+                           sizeof source, &f, &key, msg, sizeof msg) != FC_OK)
+        return FCK_PLAN_MISS;
+    fcc_entry e;
+    bool found = false;
+    if (fcc_get(cache, &key, &e, &found) != FC_OK || !found) return FCK_PLAN_MISS;
+    if (!fck_plan_entry_decode(ctx, e.cubin, e.cubin_size, structure, out, nk))
+        return FCK_PLAN_STALE;
+    if (!entry_fits(plan, *out, *nk)) {
+        fck_plan_kernels_free(ctx, *out, *nk);
+        *out = NULL;
+        *nk = 0;
+        return FCK_PLAN_STALE;
+    }
+    return FCK_PLAN_HIT;
+}
+
+/* One program from its plan entries: every arch's found and fitting, every kernel's cubin
+ * cached. Then the result holds the plan's kernels with their recipes and binaries, and
+ * nothing was generated. Else the result is untouched and the state says why. */
+static fck_plan_state serve_from_entries(impl *r, fcc_cache *cache, const fc_hash *structure,
+                                         const fcp_plan *plan, int call, bool use) {
+    fc_ctx *ctx = r->pub.ctx;
+    int na = r->pub.narch, nk = 0;
+    fck_plan_state state = FCK_PLAN_HIT;
+    fck_plan_kernel **dec = fcg_calloc(ctx, (size_t)na * sizeof *dec);
+    fck_kernel *ks = NULL;
+    if (!dec) return FCK_PLAN_MISS;
+    /* An entry found fits the plan: plan->nkernel kernels, whatever the arch. */
+    for (int a = 0; a < na && state == FCK_PLAN_HIT; a++)
+        state = entry_get(r, cache, structure, plan, a, &dec[a], &nk);
+    nk = plan->nkernel;
+    if (state == FCK_PLAN_HIT && use) {
+        ks = fcg_calloc(ctx, (size_t)(nk ? nk : 1) * sizeof *ks);
+        if (!ks) state = FCK_PLAN_MISS;
+    }
+    for (int i = 0; i < nk && ks && state == FCK_PLAN_HIT; i++) {
+        fck_kernel *k = &ks[i];
+        k->k = &plan->kernels[i];
+        k->program = call;
+        k->index = i;
+        k->lib = dec[0][i].lib;
+        if (k->lib) continue;
+        if (!(k->targets = fcg_calloc(ctx, (size_t)na * sizeof *k->targets))) {
+            state = FCK_PLAN_MISS;
+            break;
+        }
+        for (int a = 0; a < na && state == FCK_PLAN_HIT; a++) {
+            fck_target *t = &k->targets[a];
+            char msg[256];
+            fcx_binary bin;
+            bool found = false;
+            t->key = dec[a][i].key;
+            if (fcx_lookup(cache, &t->key, &bin, &found, msg, sizeof msg) != FC_OK || !found) {
+                state = FCK_PLAN_STALE;
+            } else {
+                t->state = FCK_CACHED;
+                t->cubin = bin.cubin;
+                t->cubin_size = bin.size;
+            }
+        }
+        /* The recipe moves from the decoded entry to the kernel. */
+        k->src = dec[0][i].recipe;
+        memset(&dec[0][i].recipe, 0, sizeof dec[0][i].recipe);
+    }
+    fck_result *pub = &r->pub;
+    int pushed = 0, first = pub->nkernel;
+    for (int i = 0; i < nk && ks && state == FCK_PLAN_HIT; i++) {
+        held h = {NULL, SIZE_MAX};
+        if (push_kernel(r, &ks[i], &h) != FC_OK) state = FCK_PLAN_MISS;
+        else pushed++;
+    }
+    if (!ks) {
+        /* only looked up (use false), or out of memory */
+    } else if (state == FCK_PLAN_HIT) {
+        for (int i = 0; i < nk; i++)
+            if (!ks[i].lib) pub->targets += na, pub->cached += na;
+    } else {
+        /* Nothing stays: the whole path runs instead. */
+        for (int i = 0; i < nk; i++)
+            kernel_free(ctx, na, i < pushed ? &pub->kernels[first + i] : &ks[i], NULL);
+        pub->nkernel = first;
+    }
+    for (int a = 0; a < na; a++)
+        if (dec[a]) fck_plan_kernels_free(ctx, dec[a], nk);
+    fcg_free(ctx, dec, (size_t)na * sizeof *dec);
+    fcg_free(ctx, ks, (size_t)(nk ? nk : 1) * sizeof *ks);
+    return state;
+}
+
+/* Starts the record of a program whose entry is to be written. */
+static pending *pending_add(impl *r, const fc_hash *structure, int nk) {
+    fc_ctx *ctx = r->pub.ctx;
+    if (r->npend == r->cappend) {
+        int nc = r->cappend ? r->cappend * 2 : 8;
+        pending *g = fcg_realloc(ctx, r->pend, (size_t)r->cappend * sizeof *g,
+                                 (size_t)nc * sizeof *g);
+        if (!g) return NULL;
+        r->pend = g;
+        r->cappend = nc;
+    }
+    pending *p = &r->pend[r->npend];
+    memset(p, 0, sizeof *p);
+    p->structure = *structure;
+    p->k = fcg_calloc(ctx, (size_t)(nk ? nk : 1) * sizeof *p->k);
+    p->held = fcg_calloc(ctx, (size_t)(nk ? nk : 1) * sizeof *p->held);
+    if (!p->k || !p->held) {
+        fcg_free(ctx, p->k, (size_t)(nk ? nk : 1) * sizeof *p->k);
+        fcg_free(ctx, p->held, (size_t)(nk ? nk : 1) * sizeof *p->held);
+        return NULL;
+    }
+    p->nk = nk;
+    r->npend++;
+    return p;
+}
+
+/* Writes the entry of each pending program for each arch whose kernels all have binaries.
+ * A failure to write is no failure of the build: the next run takes the whole path again. */
+static void write_entries(impl *r, fcc_cache *cache) {
+    fc_ctx *ctx = r->pub.ctx;
+    for (int i = 0; i < r->npend; i++) {
+        pending *p = &r->pend[i];
+        for (int a = 0; a < r->pub.narch && p->ngen; a++) {
+            bool built = true;
+            for (int j = 0; j < p->nk && built; j++) {
+                if (p->k[j].lib) continue;
+                const fck_target *t = p->held[j] < 0 ? NULL
+                                      : &r->pub.kernels[p->held[j]].targets[a];
+                built = t && (t->state == FCK_CACHED || t->state == FCK_COMPILED);
+                if (built) p->k[j].key = t->key;
+            }
+            if (!built) continue;
+            char options[OPTIONS_MAX], source[160], msg[256], summary[96];
+            fcc_key_fields f;
+            fcc_key key;
+            void *blob = NULL;
+            size_t size = 0;
+            if (fck_plan_entry_key(&p->structure, r->arch_ptr[a], options, sizeof options,
+                                   source, sizeof source, &f, &key, msg, sizeof msg) != FC_OK ||
+                fck_plan_entry_encode(ctx, &p->structure, p->k, p->nk, &blob, &size) != FC_OK)
+                continue;
+            snprintf(summary, sizeof summary, "plan entry: %d kernel%s, %d library call%s",
+                     p->ngen, p->ngen == 1 ? "" : "s", p->nk - p->ngen,
+                     p->nk - p->ngen == 1 ? "" : "s");
+            /* The same entry already stored is not written again: a warm of a trace of many
+             * cached programs would otherwise make a write transaction for each. */
+            fcc_entry old;
+            bool same = false;
+            if (fcc_get(cache, &key, &old, &same) == FC_OK && same)
+                same = old.cubin_size == size && memcmp(old.cubin, blob, size) == 0;
+            fc_status st = same ? FC_OK : fcc_put(cache, &f, summary, blob, size, NULL, 0);
+            if (!same && (st == FC_OK || st == FC_ERR_IO)) r->pub.plan_entries_written++;
+            fcg_free(ctx, blob, size);
+        }
+        pending_free(ctx, p);
+    }
+    r->npend = 0;
+}
+
 fc_status fck_add(fck_result *pub, fc_array *const *arrays, int n) {
     impl *r = impl_of(pub);
     fc_ctx *ctx = pub->ctx;
@@ -306,11 +521,49 @@ fc_status fck_add(fck_result *pub, fc_array *const *arrays, int n) {
     if (!o->batch && call > 0)
         return failed(r, fcg_error(ctx, FC_ERR_INVALID, "compile: one program per result "
                                    "unless it is a batch (fusec bug)"), FCK_PLAN, -1);
+    /* The structure names the plan entry: taken before planning, as the runtime takes it. */
+    fc_hash structure;
+    bool entries = !o->no_plan_entry && o->stage >= FCK_LOOKUP;
+    fc_status st = FC_OK;
+    if (entries && o->plan_key) {
+        structure = *o->plan_key;
+    } else if (entries) {
+        fc_array *const *order;
+        size_t count;
+        if ((st = fcg_plan_key(ctx, arrays, n, &structure, &order, &count)) != FC_OK)
+            return failed(r, st, FCK_PLAN, -1);
+    }
     fcp_plan *plan;
-    fc_status st = fcp_plan_build(ctx, arrays, n, &plan);
+    st = fcp_plan_build(ctx, arrays, n, &plan);
     if (st != FC_OK) return failed(r, st, FCK_PLAN, -1);
     pub->programs++;
     if (!o->batch) pub->plan = plan;
+    /* A program of library calls alone has nothing to skip: no entry, no cache opened. */
+    int ngen = 0;
+    for (int i = 0; i < plan->nkernel; i++) ngen += plan->kernels[i].kind != FCP_KERNEL_LIB;
+    if (entries && !o->batch && ngen) {
+        fcc_cache *cache = o->cache;
+        if (!cache && (st = fcx_cache(ctx, &cache)) != FC_OK) return failed(r, st, FCK_PLAN, -1);
+        pub->plan_entry = serve_from_entries(r, cache, &structure, plan, call,
+                                             o->stage >= FCK_BINARY);
+        if (pub->plan_entry == FCK_PLAN_HIT && o->stage >= FCK_BINARY) return FC_OK;
+    }
+    /* The entry to write once the kernels are built. */
+    pending *pend = NULL;
+    if (entries && o->stage >= FCK_BINARY && ngen) {
+        if (!(pend = pending_add(r, &structure, plan->nkernel))) {
+            if (o->batch) fcp_plan_destroy(plan);
+            return failed(r, fcg_error(ctx, FC_ERR_NOMEM, "compile: out of memory"), FCK_PLAN,
+                          -1);
+        }
+        pend->ngen = ngen;
+        for (int i = 0; i < plan->nkernel; i++) {
+            const fcp_kernel *pk = &plan->kernels[i];
+            pend->k[i] = (fck_plan_kernel){pk->kind == FCP_KERNEL_LIB, pk->nleaf, pk->nnode,
+                                           pk->nout, {{0}}, {0}};
+            pend->held[i] = -1;
+        }
+    }
     for (int i = 0; i < plan->nkernel; i++) {
         const fcp_kernel *pk = &plan->kernels[i];
         bool lib = pk->kind == FCP_KERNEL_LIB;
@@ -345,12 +598,14 @@ fc_status fck_add(fck_result *pub, fc_array *const *arrays, int n) {
             st = make_targets(r, &k);
             if (st == FC_OK) at = FCK_SOURCE;
         }
+        if (st == FC_OK && pend && !lib) st = fck_recipe_copy(ctx, &k.src, &pend->k[i].recipe);
         if (st == FC_OK && o->batch) {
             bool dup;
             if (!(slot = table_slot(r, &k.targets[0].key, &dup))) {
                 st = fcg_error(ctx, FC_ERR_NOMEM, "compile: out of memory");
             } else if (dup) {
                 pub->duplicates++;
+                if (pend) pend->held[i] = *slot - 1;
                 kernel_free(ctx, pub->narch, &k, NULL);
                 continue;
             } else if ((st = strip_prelude(ctx, &k, &h)) == FC_OK) {
@@ -364,6 +619,7 @@ fc_status fck_add(fck_result *pub, fc_array *const *arrays, int n) {
             break;
         }
         if (slot) *slot = pub->nkernel; /* its index + 1 */
+        if (pend) pend->held[i] = pub->nkernel - 1;
         if (!lib && o->stage >= FCK_KEY) pub->targets += pub->narch;
     }
     if (o->batch) fcp_plan_destroy(plan);
@@ -589,13 +845,17 @@ fc_status fck_build(fck_result *pub) {
     for (int i = 0; i < pub->nkernel; i++)
         for (int a = 0; a < pub->narch && !pub->kernels[i].lib; a++)
             njobs += pub->kernels[i].targets[a].state == FCK_PENDING;
-    if (njobs == 0) return FC_OK;
     pool p;
     memset(&p, 0, sizeof p);
     p.r = r;
     p.cache = o->cache;
     fc_status st;
+    if (njobs == 0 && r->npend == 0) return FC_OK;
     if (!p.cache && (st = fcx_cache(ctx, &p.cache)) != FC_OK) return st;
+    if (njobs == 0) {
+        write_entries(r, p.cache);
+        return FC_OK;
+    }
     if (!(p.jobs = fcg_malloc(ctx, (size_t)njobs * sizeof *p.jobs)))
         return fcg_error(ctx, FC_ERR_NOMEM, "compile: out of memory");
     /* Arch-major: a build cut short has whole archs done. */
@@ -621,6 +881,7 @@ fc_status fck_build(fck_result *pub) {
     pthread_mutex_destroy(&p.mu);
     pthread_cond_destroy(&p.cv);
     fcg_free(ctx, p.jobs, (size_t)njobs * sizeof *p.jobs);
+    if (o->stage >= FCK_BINARY) write_entries(r, p.cache);
     /* The first failure in kernel order is the one to report, as a serial build would. */
     for (int i = 0; i < pub->nkernel; i++)
         for (int a = 0; a < pub->narch && !pub->kernels[i].lib; a++) {

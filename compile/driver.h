@@ -101,7 +101,24 @@ typedef struct fck_options {
                                those not yet started stay FCK_PENDING) */
     fck_progress_fn progress; /* fck_build (may be NULL) */
     void *progress_user;
+    const fc_hash *plan_key; /* the arrays' fcg_plan_key, when the caller has it (the runtime);
+                                NULL: computed here. Names the persisted plan entry */
+    bool no_plan_entry;     /* neither use nor write persisted plan entries */
 } fck_options;
+
+/* What became of a program's persisted plan entry (compile/plan_entry.h). */
+typedef enum fck_plan_state {
+    FCK_PLAN_UNUSED,  /* not looked up: a batch, below FCK_LOOKUP, no_plan_entry, or a program
+                         of library calls alone (nothing to skip) */
+    FCK_PLAN_HIT,     /* found for every arch and fits the plan; at FCK_BINARY it served the
+                         program: no kernel was generated or keyed, each target is FCK_CACHED
+                         and each kernel's src holds its recipe without text (src NULL) and
+                         its targets no key fields */
+    FCK_PLAN_MISS,    /* not in the cache for some arch */
+    FCK_PLAN_STALE    /* found, but it does not decode (or memory ran out decoding it),
+                         does not fit the plan, or (at FCK_BINARY) a kernel it names is not
+                         cached: the whole path ran */
+} fck_plan_state;
 
 /* The driver's result. Read-only to callers. */
 typedef struct fck_result {
@@ -122,10 +139,20 @@ typedef struct fck_result {
     int duplicates;         /* a batch: kernels not held again (same key as one held) */
     int targets;            /* kernels to build x archs (library calls excluded) */
     int compiled, cached, missed, failed; /* targets, as built so far */
+    fck_plan_state plan_entry; /* one program: its persisted plan entry */
+    int plan_entries_written;  /* FCK_BINARY: entries stored (per program and arch) once all
+                                  their kernels were built; one already stored, byte for
+                                  byte, is not written again */
 } fck_result;
 
 /* Defaults: FCK_BINARY, no archs, the context's cache, one thread, stop at the first
- * failure, no progress. */
+ * failure, no progress, plan entries used and written.
+ *
+ * Plan entries: at FCK_BINARY a program (not a batch) is served from its persisted plan entry
+ * when there is one for every arch and every kernel it names is cached; otherwise the whole
+ * path runs and, once every kernel is built, the entry is written for each arch (a batch
+ * writes one per program too). At FCK_LOOKUP the entry is only looked up (plan_entry says
+ * what was found); below that it is not looked at. */
 fck_options fck_options_default(void);
 
 /* An empty result. @return FC_OK; FC_ERR_INVALID (no arch from FCK_KEY on, a NULL one, or a

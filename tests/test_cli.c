@@ -14,6 +14,7 @@
 #include <fusec.h>
 
 #include "cache.h"
+#include "plan_entry.h"
 #include "codegen.h"
 #include "kcompile.h"
 #include "plan.h"
@@ -137,10 +138,27 @@ static void keys_from_dump(const char *text, keyset *k) {
 }
 
 /* Keys from `fusec cache list` (the first word of each line). */
+/* Whether a `cache list` line is a plan entry's (compile/plan_entry.h): one per program and
+ * arch that warm or a run wrote beside the kernels. */
+static bool plan_line(const char *p) {
+    const char *end = strchr(p, '\n');
+    const char *hit = strstr(p, " UTC  plan entry: ");
+    return hit && (!end || hit < end);
+}
+
+/* Plan entries listed. */
+static int plan_lines(const char *text) {
+    int n = 0;
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        n += *p != '\n' && plan_line(p);
+    return n;
+}
+
+/* The kernels' keys of a `cache list` (plan entries left out) and their count. */
 static void keys_from_list(const char *text, keyset *k, int *lines) {
     *lines = 0;
     for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-        if (*p == '\n') continue;
+        if (*p == '\n' || plan_line(p)) continue;
         char hex[33];
         memcpy(hex, p, 32);
         hex[32] = '\0';
@@ -159,8 +177,9 @@ static bool keysets_equal(const keyset *a, const keyset *b) {
 
 /* ---- the store, raw ------------------------------------------------------------------------- */
 
-/* Entries in the store's "entries" database; -1 while it does not exist yet. */
-static long raw_entry_count(const char *dir) {
+/* Entries in the store's "entries" database, or with kernels_only its kernels' (plan entries
+ * left out; a value that does not decode counts as a kernel's); -1 while it does not exist. */
+static long raw_count(const char *dir, bool kernels_only) {
     char data[600];
     snprintf(data, sizeof data, "%s/data.mdb", dir);
     if (access(data, R_OK) != 0) return -1;
@@ -170,18 +189,33 @@ static long raw_entry_count(const char *dir) {
     long count = -1;
     MDB_txn *txn;
     MDB_dbi dbi;
-    MDB_stat st;
+    MDB_cursor *cur;
+    MDB_val k, v;
     if (mdb_env_open(env, dir, MDB_RDONLY, 0644) == 0 &&
         mdb_txn_begin(env, NULL, MDB_RDONLY, &txn) == 0) {
-        if (mdb_dbi_open(txn, FCC_DB_ENTRIES, 0, &dbi) == 0 && mdb_stat(txn, dbi, &st) == 0)
-            count = (long)st.ms_entries;
+        if (mdb_dbi_open(txn, FCC_DB_ENTRIES, 0, &dbi) == 0 &&
+            mdb_cursor_open(txn, dbi, &cur) == 0) {
+            count = 0;
+            for (int op = MDB_FIRST; mdb_cursor_get(cur, &k, &v, op) == 0; op = MDB_NEXT) {
+                fcc_entry_info info;
+                count += !kernels_only ||
+                         fcc_decode_value(v.mv_data, v.mv_size, NULL, &info) !=
+                             FCC_PROBLEM_NONE ||
+                         strcmp(info.kernel_name, FCK_PLAN_ENTRY_NAME) != 0;
+            }
+            mdb_cursor_close(cur);
+        }
         mdb_txn_abort(txn);
     }
     mdb_env_close(env);
     return count;
 }
 
-/* Flips one payload byte of the first entry (by key order); returns its key in hex. No fusec
+static long raw_entry_count(const char *dir) { return raw_count(dir, false); }
+static long raw_kernel_count(const char *dir) { return raw_count(dir, true); }
+
+/* Flips one payload byte of the first kernel entry (by key order; plan entries are passed
+ * over); returns its key in hex. No fusec
  * process may have the store open (LMDB allows one open environment per process, and this
  * one is the test's). */
 static void corrupt_first_entry(const char *dir, char hex[33]) {
@@ -196,7 +230,11 @@ static void corrupt_first_entry(const char *dir, char hex[33]) {
     cr_assert_eq(mdb_txn_begin(env, NULL, 0, &txn), 0);
     cr_assert_eq(mdb_dbi_open(txn, FCC_DB_ENTRIES, 0, &dbi), 0);
     cr_assert_eq(mdb_cursor_open(txn, dbi, &cur), 0);
+    fcc_entry_info info;
     cr_assert_eq(mdb_cursor_get(cur, &k, &v, MDB_FIRST), 0);
+    while (fcc_decode_value(v.mv_data, v.mv_size, NULL, &info) == FCC_PROBLEM_NONE &&
+           strcmp(info.kernel_name, FCK_PLAN_ENTRY_NAME) == 0)
+        cr_assert_eq(mdb_cursor_get(cur, &k, &v, MDB_NEXT), 0, "no kernel entry");
     cr_assert_eq(k.mv_size, 16);
     fcc_key key;
     memcpy(key.bytes, k.mv_data, 16);
@@ -535,7 +573,13 @@ Test(cli, warm_twice_compiles_nothing_the_second_time) {
     cr_expect(keysets_equal(&got, &want));
     cli_result s = run(cache, NULL, "cache", "stats", NULL);
     cr_assert_eq(s.code, 0);
-    cr_expect_eq(cli_field(s.out, "entries"), want.n, "%s", s.out);
+    /* Beside the kernels, a plan entry per program (each has a generated kernel). */
+    int plans = plan_lines(l.out);
+    cr_expect_eq(plans, NSMALL, "%s", l.out);
+    cr_expect_eq(cli_field(s.out, "entries"), want.n + plans, "%s", s.out);
+    char split[64];
+    snprintf(split, sizeof split, "(%d kernels, %d plan entries)", want.n, plans);
+    cr_expect(strstr(s.out, split), "no '%s' in:\n%s", split, s.out);
     /* A duplicated program compiles once. */
     const char *dup[] = {"warm",           "-q", "--arch", "sm_80", small_programs[0],
                          small_programs[0], NULL};
@@ -577,7 +621,7 @@ Test(cli, concurrent_warms_store_one_entry_per_key) {
     keys_from_list(l.out, &got, &lines);
     cr_expect_eq(lines, want.n, "%s", l.out);
     cr_expect(keysets_equal(&got, &want));
-    cr_expect_eq(raw_entry_count(cache), want.n);
+    cr_expect_eq(raw_kernel_count(cache), want.n);
     cli_result v = run(cache, NULL, "cache", "verify", NULL);
     cr_expect_eq(v.code, 0, "%s%s", v.out, v.err);
     cleanup();
@@ -711,7 +755,7 @@ Test(cli, corrupted_entry_is_reported_and_recompiled) {
     cr_assert_eq(cli_field(w.out, "compiled"), 2);
     cli_result ok = run(cache, NULL, "cache", "verify", NULL);
     cr_assert_eq(ok.code, 0, "%s", ok.err);
-    cr_expect_eq(cli_field(ok.out, "checked"), 2);
+    cr_expect_eq(cli_field(ok.out, "checked"), 4, "2 kernels and 2 plan entries: %s", ok.out);
 
     char hex[33];
     corrupt_first_entry(cache, hex);
@@ -738,10 +782,56 @@ Test(cli, corrupted_entry_is_reported_and_recompiled) {
     cli_result d = run(cache, NULL, "cache", "verify", "--delete-bad", NULL);
     cr_expect_eq(d.code, 0, "%s%s", d.out, d.err);
     cr_expect_eq(cli_field(d.out, "deleted"), 1, "%s", d.out);
-    cr_expect_eq(raw_entry_count(cache), 1);
+    cr_expect_eq(raw_kernel_count(cache), 1);
     cli_result c = run(cache, NULL, "cache", "clear", NULL);
     cr_expect_eq(c.code, 0);
     cr_expect_eq(raw_entry_count(cache), 0);
+    cleanup();
+}
+
+/* warm writes each program's plan entry for every arch asked for, GPU or none here; another
+ * process finds it (explain reports it per arch), and a run that compiles the program writes
+ * it too. */
+Test(cli, warm_writes_plan_entries_for_every_arch) {
+    make_tmp();
+    char *cache = cache_dir("cache");
+    /* A product alone is a library call: nothing generated, no plan entry. */
+    char *matmul = tmp_path("matmul.fc");
+    FILE *f = fopen(matmul, "w");
+    cr_assert_not_null(f);
+    fputs("a = input f32 [64, 64]\nb = input f32 [64, 64]\ny = a @ b\nout y\n", f);
+    fclose(f);
+    cli_result miss = run(cache, NULL, "explain", "--arch", "sm_86", FC("w04_softmax.fc"), NULL);
+    cr_assert_eq(miss.code, 0, "%s", miss.err);
+    cr_expect(strstr(miss.out, "plan entry (sm_86): not cached"), "%s", miss.out);
+    cli_result w = run(cache, NULL, "warm", "-q", "--arch", "sm_80,sm_86", FC("w04_softmax.fc"),
+                       FC("w07_normalize_cols.fc"), matmul, NULL);
+    cr_assert_eq(w.code, 0, "%s", w.err);
+    const char *archs[] = {"sm_80", "sm_86"};
+    for (int a = 0; a < 2; a++) {
+        char want[64];
+        snprintf(want, sizeof want, "plan entry (%s): cached", archs[a]);
+        cli_result e = run(cache, NULL, "explain", "--arch", archs[a], FC("w04_softmax.fc"),
+                           FC("w07_normalize_cols.fc"), NULL);
+        cr_assert_eq(e.code, 0, "%s", e.err);
+        const char *first = strstr(e.out, want);
+        cr_expect(first && strstr(first + 1, want), "both programs' entries for %s:\n%s",
+                  archs[a], e.out);
+    }
+    cli_result e = run(cache, NULL, "explain", "--arch", "sm_90", FC("w04_softmax.fc"), matmul,
+                       NULL);
+    cr_expect(strstr(e.out, "plan entry (sm_90): not cached"), "not warmed for sm_90:\n%s",
+              e.out);
+    cr_expect(strstr(e.out, "plan entry (sm_90): none needed (no generated kernel)"), "%s",
+              e.out);
+    /* 2 programs with kernels x 2 archs; the matmul is a library call alone: none */
+    cli_result l = run(cache, NULL, "cache", "list", NULL);
+    cr_expect_eq(plan_lines(l.out), 4, "%s", l.out);
+    cli_result s = run(cache, NULL, "cache", "stats", NULL);
+    cr_expect(strstr(s.out, "(6 kernels, 4 plan entries)"), "%s", s.out); /* 3 a arch */
+    cli_result v = run(cache, NULL, "cache", "verify", NULL);
+    cr_expect_eq(v.code, 0, "%s%s", v.out, v.err);
+    cr_expect_eq(cli_field(v.out, "checked"), 10, "%s", v.out);
     cleanup();
 }
 
@@ -757,7 +847,7 @@ Test(cli, require_cached_turns_a_miss_into_exit_5) {
     cr_expect(strstr(miss.err, "arch (sm_90 wanted, sm_80 cached)"), "%s", miss.err);
     cr_expect_eq(cli_field(miss.out, "failed"), 1);
     cr_expect_eq(cli_field(miss.out, "compiled"), 0);
-    cr_expect_eq(raw_entry_count(cache), 1); /* nothing compiled */
+    cr_expect_eq(raw_kernel_count(cache), 1); /* nothing compiled */
     /* Cached for the arch asked for: success. "0" means off. */
     cli_result hit = run(cache, "1", "warm", "-q", "--arch", "sm_80", FC("w04_softmax.fc"), NULL);
     cr_expect_eq(hit.code, 0, "%s", hit.err);
@@ -778,10 +868,11 @@ Test(cli, export_import_round_trip) {
     cr_assert_eq(cli_field(w.out, "compiled"), 6);
     cli_result e = run(a, NULL, "cache", "export", file, NULL);
     cr_assert_eq(e.code, 0, "%s", e.err);
-    cr_expect(strstr(e.out, "exported: 6 entries"), "%s", e.out);
+    /* 6 kernels and 6 plan entries (3 programs, 2 archs) */
+    cr_expect(strstr(e.out, "exported: 12 entries"), "%s", e.out);
     cli_result i = run(NULL, NULL, "cache", "import", file, "--cache-dir", b, NULL);
     cr_assert_eq(i.code, 0, "%s", i.err);
-    cr_expect(strstr(i.out, "imported: 6 entries"), "%s", i.out);
+    cr_expect(strstr(i.out, "imported: 12 entries"), "%s", i.out);
     cli_result la = run(a, NULL, "cache", "list", NULL), lb = run(b, NULL, "cache", "list", NULL);
     keyset ka = {0}, kb = {0};
     int na, nb;
@@ -1234,7 +1325,7 @@ Test(cli, signed_export_and_import_refuse_what_they_should) {
     cr_expect_eq(wrong.code, 6, "%s", wrong.err);
     cli_result ok = run(b, NULL, "cache", "import", "--key", key, file, NULL);
     cr_expect_eq(ok.code, 0, "%s", ok.err);
-    cr_expect(strstr(ok.out, "holds: 2 entries for sm_90;") &&
+    cr_expect(strstr(ok.out, "holds: 4 entries for sm_90;") && /* 2 kernels, 2 plan entries */
               strstr(ok.out, "signed (HMAC-SHA256)"), "%s", ok.out);
     /* A FIFO is refused at once, never read (a read would block forever). */
     char *fifo = tmp_path("pipe");

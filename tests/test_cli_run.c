@@ -406,7 +406,7 @@ static jval *parse_one_object(const char *text) {
 static const char *const bench_keys[] = {
     "program", "backend", "device", "arch", "kernels", "runs", "warmup", "median_ms", "min_ms",
     "max_ms", "bytes", "gbps", "copy_gbps", "floor_ms", "floor_pct", "peak_bytes",
-    "library_bytes", "io_bytes", "fast_math", "outputs",
+    "library_bytes", "io_bytes", "fast_math", "outputs", "timing",
 };
 
 static double num(const jval *obj, const char *key) {
@@ -419,8 +419,12 @@ static double num(const jval *obj, const char *key) {
 static void check_bench_json(const jval *o, bool gpu, double io_bytes) {
     for (size_t k = 0; k < sizeof bench_keys / sizeof bench_keys[0]; k++)
         cr_assert_not_null(jget(o, bench_keys[k]), "key '%s' is missing", bench_keys[k]);
-    cr_assert_eq(o->n, (int)(sizeof bench_keys / sizeof bench_keys[0]), "%d keys", o->n);
+    /* "b2b" only with --back-to-back (check_b2b_json) */
+    cr_assert_eq(o->n, (int)(sizeof bench_keys / sizeof bench_keys[0]) + (jget(o, "b2b") != NULL),
+                 "%d keys", o->n);
     cr_assert_str_eq(jget(o, "backend")->str, gpu ? "cuda" : "host");
+    cr_assert_str_eq(jget(o, "timing")->str,
+                     gpu ? "cuda events per call" : "host wall clock per call");
     cr_assert_eq(jget(o, "program")->kind, J_STR);
     cr_assert_eq(jget(o, "device")->kind, J_STR);
     /* the exact tier unless asked (FUSEC_FAST_MATH is not set in these tests) */
@@ -450,6 +454,25 @@ static void check_bench_json(const jval *o, bool gpu, double io_bytes) {
         cr_assert_float_eq(num(o, "floor_pct"), floor_ms / num(o, "median_ms") * 100,
                            1e-6 * num(o, "floor_pct"));
     }
+}
+
+/* The "b2b" object of --back-to-back: batches batches of batch evaluations (batch 0: any
+ * size the default rule gives, 1..100); figures per evaluation, GB/s from the same bytes. */
+static void check_b2b_json(const jval *o, bool gpu, int batches, int batch) {
+    const jval *b = jget(o, "b2b");
+    cr_assert(b && b->kind == J_OBJ, "no \"b2b\" object");
+    cr_assert_eq(b->n, 8, "%d keys in b2b", b->n);
+    cr_assert_str_eq(jget(b, "timing")->str, "back-to-back wall clock");
+    cr_assert_eq(num(b, "batches"), batches);
+    if (batch) cr_assert_eq(num(b, "batch"), batch);
+    cr_assert(num(b, "batch") >= 1 && num(b, "batch") <= 100, "batch %g", num(b, "batch"));
+    cr_assert_gt(num(b, "min_ms"), 0);
+    cr_assert(num(b, "min_ms") <= num(b, "median_ms") && num(b, "median_ms") <= num(b, "max_ms"));
+    double gbps = num(o, "bytes") / (num(b, "median_ms") * 1e-3) / 1e9;
+    cr_assert_float_eq(num(b, "gbps"), gbps, 1e-6 * gbps);
+    if (gpu) cr_assert_float_eq(num(b, "floor_pct"), num(o, "floor_ms") / num(b, "median_ms") *
+                                100, 1e-6 * num(b, "floor_pct"));
+    else cr_assert_eq(jget(b, "floor_pct")->kind, J_NULL, "b2b floor_pct is not null");
 }
 
 /* ---- --bench ------------------------------------------------------------------------------ */
@@ -545,11 +568,75 @@ Test(cli_run, bench_text_summary_on_the_host_backend, .init = make_tmp, .fini = 
                        "--runs", "4", "--warmup", "1", NULL);
     cr_assert_eq(r.code, 0, "exit %d: %s", r.code, r.err);
     const char *expect[] = {"y: f32 [10000]", "eval: ", "bench: ", "kernels per eval",
-                            "median ", " ms", "(4 runs after 1 warm-up)", "bytes that must move",
-                            "160.0 kB", "GB/s", "not measured on the host backend"};
+                            "median ", " ms",
+                            "(4 runs after 1 warm-up, wall clock around each call)",
+                            "bytes that must move", "160.0 kB", "GB/s",
+                            "not measured on the host backend"};
     for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++)
         cr_assert(strstr(r.out, expect[i]), "no '%s' in:\n%s", expect[i], r.out);
+    cr_assert_null(strstr(r.out, "back-to-back"), "back-to-back without asking:\n%s", r.out);
     cli_result_free(&r);
+
+    /* --back-to-back adds its line: per evaluation, batches of --batch. */
+    r = run("run", prog_path, "--set", "n=10000", "--backend", "host", "--bench", "--runs", "3",
+            "--warmup", "1", "--back-to-back", "--batch", "4", NULL);
+    cr_assert_eq(r.code, 0, "exit %d: %s", r.code, r.err);
+    const char *line = strstr(r.out, "\n  back-to-back ");
+    cr_assert(line, "no back-to-back line in:\n%s", r.out);
+    double med, lo, hi;
+    cr_assert_eq(sscanf(line, "\n  back-to-back median %lf ms min %lf ms max %lf ms", &med, &lo,
+                        &hi), 3, "%s", line);
+    cr_assert(lo > 0 && lo <= med && med <= hi, "%s", line);
+    cr_assert(strstr(line, "(per evaluation: 3 batches of 4 back to back, wall clock, one wait a "
+                           "batch)"), "%s", line);
+    cli_result_free(&r);
+}
+
+/* --back-to-back on the host backend: the "b2b" object beside the per-call figures, each
+ * evaluation of a batch really computing; usage errors of its options. */
+Test(cli_run, bench_back_to_back_on_the_host_backend, .init = make_tmp, .fini = cleanup) {
+    const char *prog_path = tmp_path("b.fc");
+    write_text(prog_path, bench_prog);
+    enum { N = 1 << 17 };
+    cli_result r = run("run", prog_path, "--set", "n=131072", "--backend", "host", "--bench",
+                       "--json", "--runs", "3", "--warmup", "1", "--back-to-back", "--batch", "5",
+                       NULL);
+    cr_assert_eq(r.code, 0, "exit %d: %s", r.code, r.err);
+    jval *o = parse_one_object(r.out);
+    check_bench_json(o, false, (double)N * 16 + 8);
+    check_b2b_json(o, false, 3, 5);
+    /* A batch's evaluations each compute (the host backend waits for each): an evaluation of
+     * a batch takes about what one timed call does, not a thousandth of it. */
+    cr_assert_gt(num(jget(o, "b2b"), "median_ms"), 0.2 * num(o, "min_ms"), "b2b %g, call %g",
+                 num(jget(o, "b2b"), "median_ms"), num(o, "min_ms"));
+    jfree(o);
+    cli_result_free(&r);
+
+    /* The default batch: about 50 ms of work, 1..100 evaluations. */
+    r = run("run", prog_path, "--set", "n=4096", "--backend", "host", "--bench", "--json",
+            "--runs", "2", "--warmup", "0", "--back-to-back", NULL);
+    cr_assert_eq(r.code, 0, "exit %d: %s", r.code, r.err);
+    o = parse_one_object(r.out);
+    check_b2b_json(o, false, 2, 0);
+    jfree(o);
+    cli_result_free(&r);
+
+    struct {
+        const char *args[4], *msg;
+    } bad[] = {
+        {{"--back-to-back", NULL}, "--back-to-back needs --bench"},
+        {{"--bench", "--batch", "4", NULL}, "--batch needs --back-to-back"},
+        {{"--bench", "--back-to-back", "--batch", "x"}, "--batch"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *a[4] = {NULL};
+        for (int k = 0; k < 4; k++) a[k] = bad[i].args[k];
+        r = run("run", prog_path, "--set", "n=8", "--backend", "host", a[0], a[1], a[2], a[3],
+                NULL);
+        cr_assert_eq(r.code, 1, "case %zu: exit %d: %s", i, r.code, r.err);
+        cr_assert(strstr(r.err, bad[i].msg), "case %zu: no '%s' in: %s", i, bad[i].msg, r.err);
+        cli_result_free(&r);
+    }
 }
 
 /* On a GPU: the copy bandwidth, the floor and the peak memory are measured. */
@@ -564,11 +651,12 @@ Test(cli_run, bench_json_on_the_gpu, .init = make_tmp, .fini = cleanup) {
     write_text(prog_path, bench_prog);
     const char *outdir = tmp_path("out");
     cli_result r = run("run", prog_path, "--set", "n=4194304", "--backend", "cuda", "--bench",
-                       "--json", "--output-dir", outdir, NULL);
+                       "--json", "--output-dir", outdir, "--back-to-back", NULL);
     cr_assert_eq(r.code, 0, "exit %d: %s", r.code, r.err);
     jval *o = parse_one_object(r.out);
     double io = 4194304.0 * (4 + 8 + 4) + 8;
     check_bench_json(o, true, io);
+    check_b2b_json(o, true, 15, 0);
     /* Fused intermediates are never stored (each would be 16 MB here): the peak is the inputs
      * and outputs, a little scratch, and the pool's rounding of 4 blocks. */
     cr_assert_leq(num(o, "peak_bytes"), io + (1 << 20) + 4 * (2 << 20),

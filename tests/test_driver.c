@@ -2,7 +2,9 @@
  * tests/test_driver.c - the compile driver (compile/driver.h): stages, the batch's dedup,
  * lookups and builds on threads, failures in kernel order, and that no stage after the graph
  * writes the nodes' scratch fields. A fault-injection loop runs a compile to keys with the Nth
- * allocation failing.
+ * allocation failing. Persisted plan entries: served, missed for another arch, shape or build,
+ * unusable ones missed and rewritten, their decoding under damage, their paths under
+ * allocation failures.
  */
 #include <criterion/criterion.h>
 
@@ -10,6 +12,7 @@
 #include "graph.h"
 #include "driver.h"
 #include "kcompile.h"
+#include "plan_entry.h"
 #include "counting_alloc.h"
 
 #include <stdio.h>
@@ -415,4 +418,367 @@ Test(driver, fast_math_tier_keys_differ_exact_keys_unchanged) {
         free(off.src);
         free(fast.src);
     }
+}
+
+/* ---- persisted plan entries (compile/plan_entry.h) ---------------------------------------- */
+
+/* A compile of the program to binaries for arch through cache. */
+static fck_result *binaries(fc_ctx *ctx, const prog *p, fcc_cache *cache, const char *arch,
+                            fck_stage stage) {
+    fck_options o = fck_options_default();
+    o.stage = stage;
+    o.archs = &arch;
+    o.narch = 1;
+    o.cache = cache;
+    fck_result *r;
+    cr_assert_eq(fck_compile(ctx, p->outs, p->nout, &o, &r), FC_OK, "%s", fc_errmsg(ctx));
+    return r;
+}
+
+/* The plan entry's key for the program's outputs. */
+static fcc_key entry_key(fc_ctx *ctx, const prog *p, const char *arch, fcc_key_fields *f,
+                         char *options, char *source) {
+    fc_hash h;
+    fc_array *const *order;
+    size_t count;
+    cr_assert_eq(fcg_plan_key(ctx, p->outs, p->nout, &h, &order, &count), FC_OK);
+    fcc_key key;
+    char msg[256];
+    cr_assert_eq(fck_plan_entry_key(&h, arch, options, 1024, source, 160, f, &key, msg,
+                                    sizeof msg), FC_OK, "%s", msg);
+    return key;
+}
+
+/* A recipe served from an entry is the one codegen gives, text aside. */
+static void assert_same_recipe(const fcx_kernel_src *a, const fcx_kernel_src *b) {
+    cr_assert_eq(a->nptr, b->nptr);
+    cr_assert_eq(a->nint, b->nint);
+    cr_assert_eq(a->nflt, b->nflt);
+    cr_assert_eq(a->strategy, b->strategy);
+    cr_assert_eq(a->block, b->block);
+    cr_assert_eq(a->idx64, b->idx64);
+    cr_assert_eq(a->vec, b->vec);
+    cr_assert_eq(a->splits, b->splits);
+    cr_assert_eq(memcmp(a->fields, b->fields, sizeof a->fields), 0);
+    cr_assert_eq(memcmp(a->cached, b->cached, sizeof a->cached), 0);
+    cr_assert_eq(a->static_smem, b->static_smem);
+    for (int j = 0; j < a->nint; j++)
+        cr_assert(a->islots[j].kind == b->islots[j].kind && a->islots[j].node ==
+                  b->islots[j].node && a->islots[j].dim == b->islots[j].dim, "int slot %d", j);
+    for (int j = 0; j < a->nflt; j++)
+        cr_assert(a->fslots[j].kind == b->fslots[j].kind && a->fslots[j].node ==
+                  b->fslots[j].node && a->fslots[j].dim == b->fslots[j].dim, "float slot %d", j);
+}
+
+static void assert_served(fc_ctx *ctx, const fck_result *r) {
+    cr_assert_eq(r->plan_entry, FCK_PLAN_HIT);
+    cr_assert_eq(r->nkernel, r->plan->nkernel);
+    cr_assert_eq(r->cached, r->nkernel);
+    cr_assert_eq(r->compiled, 0);
+    for (int i = 0; i < r->nkernel; i++) {
+        const fck_kernel *k = &r->kernels[i];
+        cr_assert_eq(k->k, &r->plan->kernels[i]);
+        cr_assert_null(k->src.src, "kernel %d: no source generated", i);
+        cr_assert_eq(k->targets[0].state, FCK_CACHED);
+        cr_assert_not_null(k->targets[0].cubin);
+        fcx_kernel_src src;
+        cr_assert_eq(fcx_generate(ctx, k->k, &src), FC_OK);
+        assert_same_recipe(&k->src, &src);
+        fcx_kernel_src_free(ctx, &src);
+    }
+}
+
+/* A host context, a memory cache, and a program compiled into it for sm_80 (its plan entry
+ * written). */
+typedef struct fixture {
+    fc_ctx *ctx;
+    fcc_cache *cache;
+    prog p;
+} fixture;
+
+static void fixture_open(fixture *f, const char *text) {
+    f->ctx = host_ctx();
+    f->cache = memory_cache();
+    cr_assert_eq(prog_build(f->ctx, text, &f->p), FC_OK);
+    fck_result *r = binaries(f->ctx, &f->p, f->cache, "sm_80", FCK_BINARY);
+    cr_assert_eq(r->plan_entries_written, 1);
+    fck_result_free(r);
+}
+
+static void fixture_close(fixture *f) {
+    prog_free(&f->p);
+    fcc_close(f->cache);
+    fc_ctx_destroy(f->ctx);
+}
+
+/* A batch of the program (as fusec warm builds it) into a cache that holds its kernels and
+ * its plan entry: everything cached, nothing written. */
+static void o_batch_again(fc_ctx *ctx, const prog *p, fcc_cache *cache) {
+    const char *arch = "sm_80";
+    fck_options o = fck_options_default();
+    o.archs = &arch;
+    o.narch = 1;
+    o.cache = cache;
+    o.batch = true;
+    fck_result *r;
+    cr_assert_eq(fck_result_create(ctx, &o, &r), FC_OK);
+    cr_assert_eq(fck_add(r, p->outs, p->nout), FC_OK);
+    cr_assert_eq(fck_build(r), FC_OK, "%s", fc_errmsg(ctx));
+    cr_assert_eq(r->cached, r->nkernel);
+    cr_assert_eq(r->plan_entries_written, 0, "the same entry is not written again");
+    fck_result_free(r);
+}
+
+Test(driver, plan_entry_serves_a_later_compile_without_codegen) {
+    fc_ctx *ctx = host_ctx();
+    fcc_cache *cache = memory_cache();
+    prog p;
+    cr_assert_eq(prog_build(ctx, two_fc, &p), FC_OK);
+    fck_result *r = binaries(ctx, &p, cache, "sm_80", FCK_BINARY);
+    cr_assert_eq(r->plan_entry, FCK_PLAN_MISS);
+    cr_assert_eq(r->plan_entries_written, 1);
+    cr_assert_eq(r->compiled, r->nkernel);
+    const void *cubin0 = r->kernels[0].targets[0].cubin;
+    fcc_key key0 = r->kernels[0].targets[0].key;
+    fck_result_free(r);
+
+    /* The whole path again (no_plan_entry off, but a batch never serves): the entry is the
+     * same and is not written again. */
+    o_batch_again(ctx, &p, cache);
+
+    /* A lookup only reports it; the kernels are generated as before. */
+    r = binaries(ctx, &p, cache, "sm_80", FCK_LOOKUP);
+    cr_assert_eq(r->plan_entry, FCK_PLAN_HIT);
+    cr_assert_not_null(r->kernels[0].src.src);
+    fck_result_free(r);
+
+    /* Binaries come from it: the same keys and cubins, codegen's recipes, no source. */
+    r = binaries(ctx, &p, cache, "sm_80", FCK_BINARY);
+    assert_served(ctx, r);
+    cr_assert_eq(r->kernels[0].targets[0].cubin, cubin0);
+    cr_assert_eq(memcmp(&r->kernels[0].targets[0].key, &key0, sizeof key0), 0);
+    cr_assert_eq(r->plan_entries_written, 0, "a served program writes nothing");
+    fck_result_free(r);
+
+    /* The same program built again (new nodes, same structure) and the caller's key. */
+    prog q;
+    cr_assert_eq(prog_build(ctx, two_fc, &q), FC_OK);
+    fc_hash h;
+    fc_array *const *order;
+    size_t count;
+    cr_assert_eq(fcg_plan_key(ctx, q.outs, q.nout, &h, &order, &count), FC_OK);
+    const char *arch = "sm_80";
+    fck_options o = fck_options_default();
+    o.archs = &arch;
+    o.narch = 1;
+    o.cache = cache;
+    o.plan_key = &h;
+    cr_assert_eq(fck_compile(ctx, q.outs, q.nout, &o, &r), FC_OK);
+    assert_served(ctx, r);
+    fck_result_free(r);
+
+    /* no_plan_entry: neither used nor written. */
+    o.no_plan_entry = true;
+    cr_assert_eq(fck_compile(ctx, q.outs, q.nout, &o, &r), FC_OK);
+    cr_assert_eq(r->plan_entry, FCK_PLAN_UNUSED);
+    cr_assert_not_null(r->kernels[0].src.src);
+    cr_assert_eq(r->plan_entries_written, 0);
+    fck_result_free(r);
+    prog_free(&q);
+    prog_free(&p);
+    fcc_close(cache);
+    fc_ctx_destroy(ctx);
+}
+
+Test(driver, plan_entry_misses_for_another_arch_shape_or_build) {
+    fixture fx;
+    fixture_open(&fx, softmax_fc);
+    fc_ctx *ctx = fx.ctx;
+    fcc_cache *cache = fx.cache;
+    prog p = fx.p;
+    fck_result *r = binaries(ctx, &p, cache, "sm_90", FCK_LOOKUP);
+    cr_assert_eq(r->plan_entry, FCK_PLAN_MISS, "another arch is another entry");
+    fck_result_free(r);
+
+    /* Another build of fusec (another hash of the planning and codegen sources). */
+    fck_plan_entry_set_build_for_tests("another build");
+    r = binaries(ctx, &p, cache, "sm_80", FCK_LOOKUP);
+    cr_assert_eq(r->plan_entry, FCK_PLAN_MISS, "another build is another entry");
+    fck_result_free(r);
+    fck_plan_entry_set_build_for_tests(NULL);
+    r = binaries(ctx, &p, cache, "sm_80", FCK_LOOKUP);
+    cr_assert_eq(r->plan_entry, FCK_PLAN_HIT);
+    fck_result_free(r);
+
+    /* Another shape is another structure (its kernels are the same: shape-generic). */
+    prog q;
+    char other[sizeof softmax_fc + 8];
+    snprintf(other, sizeof other, "%s", softmax_fc);
+    memcpy(strstr(other, "[64, 256]"), "[64, 512]", 9);
+    cr_assert_eq(prog_build(ctx, other, &q), FC_OK);
+    r = binaries(ctx, &q, cache, "sm_80", FCK_BINARY);
+    cr_assert_eq(r->plan_entry, FCK_PLAN_MISS);
+    cr_assert_eq(r->cached, r->nkernel, "the kernels were cached already");
+    cr_assert_eq(r->plan_entries_written, 1);
+    fck_result_free(r);
+    prog_free(&q);
+    fixture_close(&fx);
+}
+
+/* A plan entry that is unusable is a miss, never a failure: garbage under its key (a valid
+ * checksum: the cache cannot tell), another plan's entry under its key, an entry whose
+ * kernels are gone. Each time the whole path runs and writes it again. */
+Test(driver, unusable_plan_entries_are_misses_and_are_rewritten) {
+    fixture fx;
+    fixture_open(&fx, softmax_fc);
+    fc_ctx *ctx = fx.ctx;
+    fcc_cache *cache = fx.cache;
+    prog p = fx.p, q;
+    cr_assert_eq(prog_build(ctx, two_fc, &q), FC_OK);
+    fck_result_free(binaries(ctx, &q, cache, "sm_80", FCK_BINARY));
+    char options[1024], source[160], qoptions[1024], qsource[160];
+    fcc_key_fields f, qf;
+    fcc_key key = entry_key(ctx, &p, "sm_80", &f, options, source);
+    fcc_key qkey = entry_key(ctx, &q, "sm_80", &qf, qoptions, qsource);
+    fcc_entry good, other;
+    bool found;
+    cr_assert_eq(fcc_get(cache, &key, &good, &found), FC_OK);
+    cr_assert(found);
+    cr_assert_eq(fcc_get(cache, &qkey, &other, &found), FC_OK);
+    cr_assert(found);
+
+    const char garbage[] = "not a plan entry at all";
+    struct {
+        const void *value;
+        size_t size;
+    } bad[] = {
+        {garbage, sizeof garbage},
+        {other.cubin, other.cubin_size}, /* two_fc's entry: another structure */
+        {good.cubin, good.cubin_size - 1},
+        {"", 0},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cr_assert_eq(fcc_put(cache, &f, "bad", bad[i].value, bad[i].size, NULL, 0), FC_OK);
+        fck_result *r = binaries(ctx, &p, cache, "sm_80", FCK_BINARY);
+        cr_assert_eq(r->plan_entry, FCK_PLAN_STALE, "case %zu", i);
+        cr_assert_not_null(r->kernels[0].src.src, "case %zu: the whole path ran", i);
+        cr_assert_eq(r->plan_entries_written, 1, "case %zu: written again", i);
+        fck_result_free(r);
+        r = binaries(ctx, &p, cache, "sm_80", FCK_BINARY);
+        assert_served(ctx, r);
+        fck_result_free(r);
+    }
+
+    /* The entry alone, in a cache without its kernels: stale, the kernels compile. */
+    fcc_cache *bare = memory_cache();
+    cr_assert_eq(fcc_get(cache, &key, &good, &found), FC_OK);
+    cr_assert_eq(fcc_put(bare, &f, "plan", good.cubin, good.cubin_size, NULL, 0), FC_OK);
+    fck_result *r = binaries(ctx, &p, bare, "sm_80", FCK_BINARY);
+    cr_assert_eq(r->plan_entry, FCK_PLAN_STALE);
+    cr_assert_eq(r->compiled, r->nkernel);
+    fck_result_free(r);
+    r = binaries(ctx, &p, bare, "sm_80", FCK_BINARY);
+    assert_served(ctx, r);
+    fck_result_free(r);
+    fcc_close(bare);
+    prog_free(&q);
+    fixture_close(&fx);
+}
+
+/* Decoding a damaged value never reads outside it: every truncation is refused, every byte
+ * flipped either refused or decoded within bounds (checked by the sanitizer builds). */
+Test(driver, plan_entry_decoding_survives_any_damage) {
+    fixture fx;
+    fixture_open(&fx, two_fc);
+    fc_ctx *ctx = fx.ctx;
+    fcc_cache *cache = fx.cache;
+    prog p = fx.p;
+    char options[1024], source[160];
+    fcc_key_fields f;
+    fcc_key key = entry_key(ctx, &p, "sm_80", &f, options, source);
+    fcc_entry e;
+    bool found;
+    cr_assert_eq(fcc_get(cache, &key, &e, &found), FC_OK);
+    cr_assert(found);
+    fc_hash h;
+    fc_array *const *order;
+    size_t count;
+    cr_assert_eq(fcg_plan_key(ctx, p.outs, p.nout, &h, &order, &count), FC_OK);
+    fck_plan_kernel *k;
+    int nk;
+    cr_assert(fck_plan_entry_decode(ctx, e.cubin, e.cubin_size, &h, &k, &nk));
+    cr_assert_geq(nk, 2);
+    fck_plan_kernels_free(ctx, k, nk);
+    uint8_t *copy = malloc(e.cubin_size);
+    for (size_t len = 0; len < e.cubin_size; len++) {
+        memcpy(copy, e.cubin, len); /* exactly len bytes: a read past them is caught */
+        uint8_t *exact = malloc(len ? len : 1);
+        memcpy(exact, copy, len);
+        cr_assert(!fck_plan_entry_decode(ctx, exact, len, &h, &k, &nk), "%zu bytes", len);
+        free(exact);
+    }
+    for (size_t at = 0; at < e.cubin_size; at++)
+        for (int bit = 0; bit < 8; bit += 3) {
+            memcpy(copy, e.cubin, e.cubin_size);
+            copy[at] ^= (uint8_t)(1u << bit);
+            if (fck_plan_entry_decode(ctx, copy, e.cubin_size, &h, &k, &nk))
+                fck_plan_kernels_free(ctx, k, nk);
+        }
+    free(copy);
+    fixture_close(&fx);
+}
+
+/* The served path and the writing path with the Nth allocation failing: a failure is clean
+ * (nothing leaked, the sizes freed are the sizes allocated); a served compile needs no NVRTC,
+ * so every N is tried. */
+static bool faulty_served_run(fcc_cache *cache, long fail_at) {
+    counting_alloc ca = {.fail_at = fail_at};
+    fc_allocator hooks = {ca_malloc, ca_realloc, ca_free, &ca};
+    fc_ctx_options opts = {.backend = FC_BACKEND_HOST, .allocator = &hooks};
+    fc_ctx *ctx;
+    if (fc_ctx_create(&ctx, &opts) != FC_OK) return true;
+    prog p;
+    fc_status st = prog_build(ctx, two_fc, &p);
+    if (st == FC_OK) {
+        const char *arch = "sm_80";
+        fck_options o = fck_options_default();
+        o.archs = &arch;
+        o.narch = 1;
+        o.cache = cache;
+        fck_result *r = NULL;
+        st = fck_compile(ctx, p.outs, p.nout, &o, &r);
+        cr_assert(st == FC_OK || (st == FC_ERR_NOMEM && ca.injected), "N=%ld: %s (%s)", fail_at,
+                  fc_strerror(st), fc_errmsg(ctx));
+        if (st == FC_OK) cr_assert_eq(r->cached, r->nkernel, "N=%ld", fail_at);
+        fck_result_free(r);
+        /* Two archs, one entry missing: the other's decoded kernels are freed whole. */
+        const char *archs[] = {"sm_80", "sm_90"};
+        o.stage = FCK_LOOKUP;
+        o.archs = archs;
+        o.narch = 2;
+        r = NULL;
+        st = fck_compile(ctx, p.outs, p.nout, &o, &r);
+        cr_assert(st == FC_OK || (st == FC_ERR_NOMEM && ca.injected), "N=%ld: %s (%s)", fail_at,
+                  fc_strerror(st), fc_errmsg(ctx));
+        /* (stale when decoding sm_80's ran out of memory; no kernels at all when building
+         * the program did, and left its outputs poisoned) */
+        if (st == FC_OK && r->nkernel)
+            cr_assert(r->plan_entry == FCK_PLAN_MISS ||
+                      (ca.injected && r->plan_entry == FCK_PLAN_STALE), "N=%ld: state %d",
+                      fail_at, (int)r->plan_entry);
+        fck_result_free(r);
+    }
+    prog_free(&p);
+    fc_ctx_destroy(ctx);
+    cr_assert_eq(ca.live, 0, "N=%ld: %ld blocks leaked", fail_at, ca.live);
+    cr_assert_eq(ca.size_mismatches, 0, "N=%ld: frees named wrong sizes", fail_at);
+    return ca.injected;
+}
+
+Test(driver, plan_entry_paths_survive_every_allocation_failure) {
+    fixture fx;
+    fixture_open(&fx, two_fc);
+    for (long n = 1; n < 200000; n++)
+        if (!faulty_served_run(fx.cache, n)) break;
+    fixture_close(&fx);
 }

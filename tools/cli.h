@@ -60,7 +60,7 @@ enum {
     OPT_INPUT = 1u << 13,      /* --input NAME=FILE.npy (repeatable) */
     OPT_OUTPUT_DIR = 1u << 14, /* --output-dir DIR */
     OPT_BENCH = 1u << 15,      /* --bench, --runs N, --warmup N, --json, --floor-bytes B,
-                                  --time-build */
+                                  --time-build, --back-to-back, --batch N */
     OPT_KEY = 1u << 16,        /* --key FILE (cache export / import: sign, check) */
     OPT_FAST_MATH = 1u << 17   /* --fast-math: the context's fast-math tier (FUSEC_FAST_MATH=1
                                   does the same) */
@@ -105,6 +105,10 @@ typedef struct cli_opts {
     int runs, warmup;     /* --bench: timed runs (default 15), warm-up runs (default 3) */
     uint64_t floor_bytes; /* --floor-bytes; 0: inputs + outputs */
     bool time_build;      /* --time-build: the timed span starts before the outputs are built */
+    bool back_to_back;    /* --back-to-back: also time batches of evaluations issued back to
+                             back, over the wall clock, synchronised once a batch */
+    int batch;            /* --batch: evaluations a batch; 0 (default): about 50 ms of work,
+                             from the per-call time, at most 100 */
 } cli_opts;
 
 /* Parses a command's arguments (argv[0] is the first argument after the command name).

@@ -170,6 +170,7 @@ int cli_parse(const char *cmd, int argc, char **argv, unsigned allowed, cli_opts
     o->runs = 15;
     o->warmup = 3;
     const char *bench_only = NULL; /* an option that means something only with --bench */
+    bool batch_given = false;
     o->files = malloc(((size_t)argc + 1) * sizeof *o->files);
     if (!o->files) {
         cli_error("out of memory");
@@ -263,6 +264,17 @@ int cli_parse(const char *cmd, int argc, char **argv, unsigned allowed, cli_opts
                 return EXIT_USAGE;
             *(opt[2] == 'r' ? &o->runs : &o->warmup) = (int)n;
             bench_only = opt;
+        } else if ((allowed & OPT_BENCH) && is_flag(a, "--back-to-back")) {
+            o->back_to_back = true;
+            bench_only = "--back-to-back";
+        } else if ((allowed & OPT_BENCH) && is_option(a, "--batch")) {
+            uint64_t n;
+            if (!(v = option_value("--batch", argc, argv, &i)) ||
+                !parse_count("--batch", v, 0, 100000, &n))
+                return EXIT_USAGE;
+            o->batch = (int)n;
+            batch_given = true;
+            bench_only = "--batch";
         } else if ((allowed & OPT_BENCH) && is_option(a, "--floor-bytes")) {
             if (!(v = option_value("--floor-bytes", argc, argv, &i)) ||
                 !parse_count("--floor-bytes", v, 1, (uint64_t)1 << 62, &o->floor_bytes))
@@ -282,6 +294,10 @@ int cli_parse(const char *cmd, int argc, char **argv, unsigned allowed, cli_opts
     }
     if (bench_only && !o->bench) {
         cli_error("%s: %s needs --bench", cmd, bench_only);
+        return EXIT_USAGE;
+    }
+    if (batch_given && !o->back_to_back) {
+        cli_error("%s: --batch needs --back-to-back", cmd);
         return EXIT_USAGE;
     }
     if ((allowed & OPT_NO_FILE) && o->nfiles > 0) {

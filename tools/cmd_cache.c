@@ -3,6 +3,7 @@
  * clear, export, import).
  */
 #include "cli.h"
+#include "plan_entry.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -89,6 +90,12 @@ static void human(uint64_t bytes, char *buf, size_t size) {
     else snprintf(buf, size, "%.1f %s", v, unit[u]);
 }
 
+static int count_plan_entry(const fcc_entry_info *info, void *user) {
+    if (info->problem == FCC_PROBLEM_NONE && strcmp(info->kernel_name, FCK_PLAN_ENTRY_NAME) == 0)
+        ++*(uint64_t *)user;
+    return 0;
+}
+
 static int cache_stats(fcc_cache *c) {
     fcc_stats s;
     if (fcc_get_stats(c, &s) != FC_OK) {
@@ -101,7 +108,11 @@ static int cache_stats(fcc_cache *c) {
     human(s.map_size, size, sizeof size);
     human(s.map_cap, cap, sizeof cap);
     printf("directory: %s\n", fcc_dir(c));
-    printf("entries: %" PRIu64 "\n", s.entries);
+    /* Plan entries (compile/plan_entry.h) are entries too: they name a program's kernels. */
+    uint64_t plans = 0;
+    if (!fcc_is_absent(c) && fcc_is_persistent(c)) fcc_list(c, count_plan_entry, &plans);
+    printf("entries: %" PRIu64 " (%" PRIu64 " kernels, %" PRIu64 " plan entries)\n", s.entries,
+           s.entries - plans, plans);
     printf("bytes: %" PRIu64 " (%s)\n", s.bytes, b);
     if (fcc_is_absent(c)) printf("map: none yet (cap %s)\n", cap);
     else printf("map: %s used of %s (cap %s)\n", used, size, cap);

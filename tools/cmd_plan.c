@@ -455,7 +455,9 @@ static const char usage_explain[] =
     "    was asked for as an output, or that a library call needs a stored buffer);\n"
     "  - every kernel: in the cache for the architecture or not, and for a miss the nearest\n"
     "    entry in the cache and which key fields differ (source, arch, options, codegen or\n"
-    "    NVRTC version, ...).\n"
+    "    NVRTC version, ...);\n"
+    "  - the program's plan entry: cached or not (it lets a new process skip generating the\n"
+    "    kernels' source to find them; written by the first run and by fusec warm).\n"
     "\n"
     "  --set NAME=VALUE   binds a dimension symbol (repeat for each symbol)\n"
     "  --arch sm_XX       the architecture to look up (default " CLI_DEFAULT_ARCH ")\n"
@@ -559,6 +561,19 @@ static int explain_one(fc_ctx *ctx, const cli_program *p, void *user) {
             rc = t->status == FC_ERR_NOMEM ? EXIT_PROGRAM : EXIT_IO;
         }
     }
+    int ngen = 0;
+    for (int i = 0; i < plan->nkernel; i++) ngen += plan->kernels[i].kind != FCP_KERNEL_LIB;
+    if (!rc && !ngen)
+        printf("plan entry (%s): none needed (no generated kernel)\n", arch);
+    else if (!rc && r->plan_entry == FCK_PLAN_HIT)
+        printf("plan entry (%s): cached: a new process's first run takes its kernels' keys and "
+               "launch recipes from it, without generating their source\n", arch);
+    else if (!rc && r->plan_entry == FCK_PLAN_STALE)
+        printf("plan entry (%s): unusable (damaged, or not this plan's): ignored, and written "
+               "again by the next run that compiles the program\n", arch);
+    else if (!rc)
+        printf("plan entry (%s): not cached (written by the first run that compiles the "
+               "program, or by fusec warm)\n", arch);
     fck_result_free(r);
     if (!rc && (ferror(stdout) || fflush(stdout) != 0)) rc = write_error();
     return rc;

@@ -102,7 +102,8 @@ static const char usage_run[] =
     "usage: fusec run FILE.fc [--set NAME=VALUE ...] [--input NAME=FILE.npy ...]\n"
     "                 [--output-dir DIR] [--seed S] [--backend host|auto|cuda] [--cache-dir DIR]\n"
     "                 [--fast-math]\n"
-    "                 [--bench [--runs N] [--warmup N] [--floor-bytes B] [--time-build] [--json]]\n"
+    "                 [--bench [--runs N] [--warmup N] [--floor-bytes B] [--time-build]\n"
+    "                          [--back-to-back [--batch N]] [--json]]\n"
     "\n"
     "Runs the program and evaluates all its outputs together. Inputs come from .npy files\n"
     "(--input) or are random (floats uniform in [0, 1), small integers, random bools). For each\n"
@@ -135,6 +136,14 @@ static const char usage_run[] =
     "  --time-build         the timed span starts before the outputs are built: for programs\n"
     "                       whose building evaluates (a mask subscript's count), as CuPy's\n"
     "                       x[x > 0.5] counts, synchronises and gathers in one timed call\n"
+    "  --back-to-back       also times evaluations issued back to back, as JAX's timing\n"
+    "                       does: after one untimed batch, --runs batches of --batch\n"
+    "                       evaluations (each builds the outputs and evaluates them without\n"
+    "                       waiting), each batch synchronised once at its end; a batch's wall\n"
+    "                       time / its size is one figure, the median is reported beside the\n"
+    "                       per-call time (JSON: \"b2b\")\n"
+    "  --batch N            evaluations a back-to-back batch (default 0: about 50 ms of work\n"
+    "                       from the per-call time, at most 100)\n"
     "  --json               prints one JSON object instead of the text summaries\n"
     "\n"
     "Exit codes: 0 ok, 1 usage (an --input naming no input, or of the wrong dtype or shape),\n"
@@ -441,6 +450,8 @@ static void json_number(double v, bool measured) {
     else printf("%.9g", v);
 }
 
+static double median_of(double *ms, int n);
+
 typedef struct bench_result {
     int kernels;
     double median_ms, min_ms, max_ms;
@@ -454,6 +465,10 @@ typedef struct bench_result {
     char device[160], arch[16];
     bool gpu;
     bool fast_math; /* the context's fast-math tier */
+    /* --back-to-back: per evaluation, from batches timed over the wall clock */
+    bool have_b2b;
+    double b2b_median_ms, b2b_min_ms, b2b_max_ms;
+    int b2b_batch;
 } bench_result;
 
 /* Whether some output already holds a value it did not get from this run: then the timed
@@ -463,6 +478,21 @@ static bool output_precomputed(fc_array *const *outs, int nout) {
     for (int q = 0; q < nout; q++)
         if (fcg_has_value(outs[q]) && outs[q]->op != FCG_OP_DATA) return true;
     return false;
+}
+
+/* Builds the outputs of a timed run from the inputs; none may hold a value yet. */
+static int build_outputs(fc_ctx *ctx, const cli_program *p, fc_array *const *ins,
+                         fc_array **outs, int nout) {
+    if (fc_program_build(p->prog, ins, outs) != FC_OK) {
+        cli_error("%s", fc_errmsg(ctx));
+        return EXIT_PROGRAM;
+    }
+    if (output_precomputed(outs, nout)) {
+        cli_error("bench: an output already holds a value before its run (a fusec bug: the "
+                  "timing would measure nothing)");
+        return EXIT_EVAL;
+    }
+    return EXIT_OK;
 }
 
 /* The timed runs. Each rebuilds the outputs from the same input arrays inside a scope of its
@@ -494,14 +524,11 @@ static int bench_runs(fc_ctx *ctx, const cli_program *p, fc_array *const *ins, c
             break;
         }
         fc_status st = o->time_build ? fc_event_record(start, NULL) : FC_OK;
-        if (st == FC_OK) st = fc_program_build(p->prog, ins, outs);
         if (st != FC_OK) {
             cli_error("%s", fc_errmsg(ctx));
-            rc = EXIT_PROGRAM;
-        } else if (output_precomputed(outs, nout)) {
-            cli_error("bench: an output already holds a value before its run (a fusec bug: "
-                      "the timing would measure nothing)");
             rc = EXIT_EVAL;
+        } else {
+            rc = build_outputs(ctx, p, ins, outs, nout);
         }
         float t = 0;
         if (!rc && ((!o->time_build && (st = fc_event_record(start, NULL)) != FC_OK) ||
@@ -525,14 +552,82 @@ static int bench_runs(fc_ctx *ctx, const cli_program *p, fc_array *const *ins, c
             r->library_bytes = (double)ms_stats.library;
             r->peak_bytes = (double)(ms_stats.peak - ms_stats.library);
         }
-        qsort(ms, (size_t)o->runs, sizeof *ms, cmp_double);
         int n = o->runs;
-        r->median_ms = n % 2 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
+        r->median_ms = median_of(ms, n);
         r->min_ms = ms[0];
         r->max_ms = ms[n - 1];
     }
     fc_event_destroy(start);
     fc_event_destroy(end);
+    free(ms);
+    free(outs);
+    return rc;
+}
+
+static double median_of(double *ms, int n) {
+    qsort(ms, (size_t)n, sizeof *ms, cmp_double);
+    return n % 2 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
+}
+
+/* Calls a batch holds by default: about 50 ms of work, at most 100 (bench/peers.py's rule for
+ * jax.jit, so both sides amortise the one wait a batch alike). */
+#define B2B_TARGET_MS 50.0
+#define B2B_BATCH_MAX 100
+
+/* --back-to-back: the time of an evaluation when evaluations are issued back to back, as
+ * JAX's timing takes it (bench/peers.py): after one untimed batch, o->runs batches of
+ * r->b2b_batch evaluations, each building the outputs from the inputs in a scope of its own
+ * and evaluating them without waiting, the batch then synchronised once; a batch's wall time
+ * / its size is one figure, and the median of the batches is reported. Builds are inside the
+ * span (a caller's loop builds too), and the work of one evaluation may overlap the host's
+ * side of the next, which per-call events never see. */
+static int bench_back_to_back(fc_ctx *ctx, const cli_program *p, fc_array *const *ins,
+                              const cli_opts *o, bench_result *r) {
+    int nout = fc_program_num_outputs(p->prog);
+    fc_array **outs = calloc((size_t)nout + 1, sizeof *outs);
+    double *ms = calloc((size_t)o->runs, sizeof *ms);
+    int rc = EXIT_OK, batch = o->batch;
+    if (batch <= 0) {
+        double per = r->median_ms > 1e-3 ? r->median_ms : 1e-3;
+        batch = (int)(B2B_TARGET_MS / per);
+        batch = batch < 1 ? 1 : batch > B2B_BATCH_MAX ? B2B_BATCH_MAX : batch;
+    }
+    if (!outs || !ms) {
+        cli_error("out of memory");
+        rc = EXIT_EVAL;
+    }
+    for (int it = -1; !rc && it < o->runs; it++) {
+        double t0 = cli_now();
+        for (int j = 0; !rc && j < batch; j++) {
+            fc_scope *scope = fc_scope_open(ctx);
+            if (!scope) {
+                cli_error("out of memory");
+                rc = EXIT_EVAL;
+                break;
+            }
+            fc_status st;
+            if ((rc = build_outputs(ctx, p, ins, outs, nout)) != EXIT_OK) {
+                /* said */
+            } else if ((st = fc_eval_on(ctx, outs, nout, NULL)) != FC_OK) {
+                cli_error("bench back-to-back batch %d: %s", it + 2, fc_errmsg(ctx));
+                rc = eval_exit(st);
+            }
+            fc_scope_close(scope);
+        }
+        fc_status st = rc ? FC_OK : fc_ctx_synchronize(ctx);
+        if (st != FC_OK) {
+            cli_error("bench back-to-back batch %d: %s", it + 2, fc_errmsg(ctx));
+            rc = eval_exit(st);
+        }
+        if (!rc && it >= 0) ms[it] = (cli_now() - t0) * 1e3 / batch;
+    }
+    if (!rc) {
+        r->have_b2b = true;
+        r->b2b_batch = batch;
+        r->b2b_median_ms = median_of(ms, o->runs);
+        r->b2b_min_ms = ms[0];
+        r->b2b_max_ms = ms[o->runs - 1];
+    }
     free(ms);
     free(outs);
     return rc;
@@ -549,6 +644,8 @@ static void print_bench_json(const cli_program *p, const cli_opts *o, const benc
     else printf("null");
     printf(", \"fast_math\": %s", r->fast_math ? "true" : "false");
     printf(", \"kernels\": %d, \"runs\": %d, \"warmup\": %d", r->kernels, o->runs, o->warmup);
+    /* How median_ms was taken: per call, between two events */
+    printf(", \"timing\": \"%s\"", r->gpu ? "cuda events per call" : "host wall clock per call");
     printf(", \"median_ms\": ");
     json_number(r->median_ms, true);
     printf(", \"min_ms\": ");
@@ -567,7 +664,22 @@ static void print_bench_json(const cli_program *p, const cli_opts *o, const benc
     json_number(r->peak_bytes, r->have_peak);
     printf(", \"library_bytes\": ");
     json_number(r->library_bytes, r->have_peak);
-    printf(", \"io_bytes\": %.0f, \"outputs\": [", r->io_bytes);
+    printf(", \"io_bytes\": %.0f", r->io_bytes);
+    if (r->have_b2b) {
+        printf(", \"b2b\": {\"timing\": \"back-to-back wall clock\", \"batch\": %d, "
+               "\"batches\": %d, \"median_ms\": ", r->b2b_batch, o->runs);
+        json_number(r->b2b_median_ms, true);
+        printf(", \"min_ms\": ");
+        json_number(r->b2b_min_ms, true);
+        printf(", \"max_ms\": ");
+        json_number(r->b2b_max_ms, true);
+        printf(", \"gbps\": ");
+        json_number(r->bytes / (r->b2b_median_ms * 1e-3) / 1e9, r->b2b_median_ms > 0);
+        printf(", \"floor_pct\": ");
+        json_number(r->floor_ms / r->b2b_median_ms * 100, r->have_copy && r->b2b_median_ms > 0);
+        printf("}");
+    }
+    printf(", \"outputs\": [");
     for (int q = 0; q < nout; q++) {
         printf("%s{\"name\": ", q ? ", " : "");
         json_string(oi[q].name);
@@ -585,8 +697,17 @@ static void print_bench_text(const cli_program *p, const cli_opts *o, const benc
            r->gpu ? r->arch : "", r->gpu ? ")" : " (host backend: wall-clock events)",
            r->fast_math ? ", fast-math tier" : "");
     printf("  %-22s %d\n", "kernels per eval", r->kernels);
-    printf("  %-22s median %.4f ms   min %.4f ms   max %.4f ms   (%d runs after %d warm-up)\n",
-           "time", r->median_ms, r->min_ms, r->max_ms, o->runs, o->warmup);
+    printf("  %-22s median %.4f ms   min %.4f ms   max %.4f ms   (%d runs after %d warm-up, "
+           "%s)\n", "time", r->median_ms, r->min_ms, r->max_ms, o->runs, o->warmup,
+           r->gpu ? "CUDA events around each call" : "wall clock around each call");
+    if (r->have_b2b) {
+        printf("  %-22s median %.4f ms   min %.4f ms   max %.4f ms   (per evaluation: %d batches "
+               "of %d back to back, wall clock, one wait a batch)\n", "back-to-back",
+               r->b2b_median_ms, r->b2b_min_ms, r->b2b_max_ms, o->runs, r->b2b_batch);
+        if (r->have_copy && r->b2b_median_ms > 0)
+            printf("  %-22s %.1f%% of floor\n", "back-to-back floor",
+                   r->floor_ms / r->b2b_median_ms * 100);
+    }
     if (o->floor_bytes)
         printf("  %-22s %s  (--floor-bytes; inputs + outputs are %s)\n", "bytes that must move",
                fmt_bytes(b1, sizeof b1, r->bytes), fmt_bytes(b2, sizeof b2, r->io_bytes));
@@ -670,6 +791,7 @@ static int bench(fc_ctx *ctx, const cli_program *p, fc_array *const *ins, const 
         }
     }
     if ((rc = bench_runs(ctx, p, ins, o, &r)) != EXIT_OK) return rc;
+    if (o->back_to_back && (rc = bench_back_to_back(ctx, p, ins, o, &r)) != EXIT_OK) return rc;
     if (r.median_ms > 0) r.gbps = r.bytes / (r.median_ms * 1e-3) / 1e9;
     if (r.have_copy) {
         r.floor_ms = r.bytes / (r.copy_gbps * 1e9) * 1e3;
