@@ -90,7 +90,7 @@ int main(int argc, char **argv) {
     }
     o.json = json;
     fc_ctx *ctx;
-    if (!(rc = cli_open_ctx(FC_BACKEND_HOST, o.cache_dir, &ctx))) {
+    if (!(rc = cli_open_ctx(FC_BACKEND_HOST, o.cache_dir, false, &ctx))) {
         rc = cli_for_each_program(ctx, &o, o.files[0], true, true, time_one, &o);
         fc_ctx_destroy(ctx);
     }
