@@ -880,17 +880,17 @@ static void emulate_tiles(const char *tag, const emu_cfg *cfg) {
 }
 
 Test(emulated, tiled_transposes_eight_threads) {
-    emulate_tiles("tiles_t8", &(emu_cfg){8, 4, 3, false, false, false, false});
+    emulate_tiles("tiles_t8", &(emu_cfg){8, 4, 3, false, false, false, false, false});
 }
 Test(emulated, tiled_transposes_twelve_threads) {
-    emulate_tiles("tiles_t12", &(emu_cfg){12, 4, 2, false, false, false, false});
+    emulate_tiles("tiles_t12", &(emu_cfg){12, 4, 2, false, false, false, false, false});
 }
 Test(emulated, tiled_transposes_64_threads) {
-    emulate_tiles("tiles_t64", &(emu_cfg){64, 32, 5, false, false, false, false});
+    emulate_tiles("tiles_t64", &(emu_cfg){64, 32, 5, false, false, false, false, false});
 }
 /* The device's block: FCX_TILE_THREADS at its default, four elements a thread. */
 Test(emulated, tiled_transposes_256_threads) {
-    emulate_tiles("tiles_t256", &(emu_cfg){256, 32, 2, false, false, false, false});
+    emulate_tiles("tiles_t256", &(emu_cfg){256, 32, 2, false, false, false, false, false});
 }
 
 /* The variance of equal values is 0, in the batches of 8 that u8 loads give (without small
