@@ -2157,13 +2157,13 @@ static void emulate_non_trailing(const char *tag, const emu_cfg *cfg, bool big) 
 }
 
 Test(emulated, non_trailing_reductions_eight_threads) {
-    emulate_non_trailing("nontrail_t8", &(emu_cfg){8, 4, 3, true, false, false, false}, false);
+    emulate_non_trailing("nontrail_t8", &(emu_cfg){8, 4, 3, true, false, false, false, false}, false);
 }
 Test(emulated, non_trailing_reductions_one_thread) {
-    emulate_non_trailing("nontrail_t1", &(emu_cfg){1, 1, 2, true, false, false, false}, false);
+    emulate_non_trailing("nontrail_t1", &(emu_cfg){1, 1, 2, true, false, false, false, false}, false);
 }
 Test(emulated, non_trailing_reductions_default_splits) {
-    emulate_non_trailing("nontrail_def", &(emu_cfg){12, 4, 3, false, false, false, false}, true);
+    emulate_non_trailing("nontrail_def", &(emu_cfg){12, 4, 3, false, false, false, false, false}, true);
 }
 
 /* Long reductions with the device's split constants: the pieces, the scratch the launch
