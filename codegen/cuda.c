@@ -22,6 +22,7 @@
 #include "codegen.h"
 #include "nodemap.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 #include <xxhash.h>
@@ -108,6 +109,10 @@ typedef struct gen {
     const fc_array *tap[EWT_TAPS_MAX];
     int ntap;
     bool tap_tile;
+    /* tiled elementwise kernels */
+    int *tile_of;         /* per kernel node: its tile (a permute read across the rows), or -1;
+                             NULL: not tiled */
+    bool tile_write;      /* generating the write phase: tiled permutes read their tile */
 } gen;
 
 static const char *dt(fc_dtype t) { return fc_dtype_name(t); }
@@ -698,6 +703,7 @@ static int user_finish(gen *g, const fc_array *r, int pos) {
 }
 
 static int tap_read(gen *g, const fc_array *a);
+static int tile_read(gen *g, const fc_array *a);
 
 static int eval_view(gen *g, const fc_array *a, const ix *idx) {
     const fc_array *c = a->in[0];
@@ -709,6 +715,8 @@ static int eval_view(gen *g, const fc_array *a, const ix *idx) {
         ci = broadcast_index(a, c, idx);
         return eval(g, c, &ci);
     case FCG_OP_PERMUTE:
+        if (g->tile_write && idx->identity && g->tile_of[pos_of(g, a)] >= 0)
+            return tile_read(g, a);
         for (int i = 0; i < a->ndim; i++) ci.e[a->p.a[i]] = idx->e[i];
         return eval(g, c, &ci);
     case FCG_OP_SLICE:
@@ -1016,6 +1024,54 @@ static void decode(gen *g, const char *flat, const char *prefix, int nd, const i
         const char *e = use_space_slots ? iarg(g, FCX_SLOT_SPACE_EXTENT, NULL, d) : extent(g, node, d);
         if (d == first) line(g, "const idx_t %s%d = t_%s;", prefix, d, prefix);
         else line(g, "const idx_t %s%d = t_%s %% %s; t_%s /= %s;", prefix, d, prefix, e, prefix, e);
+    }
+}
+
+/* Whether generated text names a coordinate c0.. of the space (no other name is c<digits>). */
+static bool mentions_coords(const char *text) {
+    for (const char *p = strchr(text, 'c'); p; p = strchr(p + 1, 'c')) {
+        bool starts = p == text || !(isalnum((unsigned char)p[-1]) || p[-1] == '_');
+        if (starts && isdigit((unsigned char)p[1])) return true;
+    }
+    return false;
+}
+
+/* Mutable coordinates <prefix>0.. of the space at flat index `flat` (zero on extent-1 axes),
+ * for coords_advance to step. */
+static void decode_mutable(gen *g, const char *flat, const char *prefix) {
+    const fcp_kernel *k = g->k;
+    line(g, "idx_t t_%s = %s;", prefix, flat);
+    for (int d = k->ndim - 1; d >= 0; d--) {
+        if (k->space[d] == 1 || d == 0) {
+            line(g, "idx_t %s%d = %s;", prefix, d, k->space[d] == 1 ? "0" : str(g, "t_%s", prefix));
+            continue;
+        }
+        const char *e = iarg(g, FCX_SLOT_SPACE_EXTENT, NULL, d);
+        line(g, "idx_t %s%d = t_%s %% %s; t_%s /= %s;", prefix, d, prefix, e, prefix, e);
+    }
+}
+
+/* Moves the coordinates <prefix>0.. to the next flat index: the innermost axis steps and
+ * carries outwards (extent-1 axes stay 0; the outermost axis only counts). */
+static void coords_advance(gen *g, const char *prefix) {
+    const fcp_kernel *k = g->k;
+    int opened = 0;
+    for (int d = k->ndim - 1; d >= 0; d--) {
+        if (k->space[d] == 1) continue;
+        bool outer = true;
+        for (int e = d - 1; e >= 0; e--) outer &= k->space[e] == 1;
+        if (outer) {
+            line(g, "++%s%d;", prefix, d);
+            break;
+        }
+        line(g, "if (++%s%d == %s) {", prefix, d, iarg(g, FCX_SLOT_SPACE_EXTENT, NULL, d));
+        g->indent++;
+        line(g, "%s%d = 0;", prefix, d);
+        opened++;
+    }
+    while (opened-- > 0) {
+        g->indent--;
+        line(g, "}");
     }
 }
 
@@ -1503,6 +1559,23 @@ static void gen_ew_tiles(gen *g) {
     block_close(g);
 }
 
+/* Whether an elementwise kernel is write-bound: a few ops (WRITE_BOUND_MAX_OPS; a long
+ * computation, W8's iterations, is bound by its arithmetic and would only grow fourfold in
+ * the unrolled step) on broadcasts of buffers and sources (creation ops). The step's scalar
+ * loads of an element each then hit few distinct lines, where a stencil's shifted windows
+ * (slices, pads) would each touch four times the sectors of a warp's coalesced load. */
+#define WRITE_BOUND_MAX_OPS 16
+static bool write_bound(const fcp_kernel *k) {
+    if (k->nnode > WRITE_BOUND_MAX_OPS) return false;
+    for (int i = 0; i < k->nnode; i++) {
+        const fc_array *a = k->nodes[i];
+        fcg_kind kd = fcg_ops[a->op].kind;
+        bool spread = a->op == FCG_OP_BROADCAST || (a->op == FCG_OP_RESHAPE && fcg_unit_reshape(a));
+        if (kd != FCG_KIND_EW && kd != FCG_KIND_SOURCE && !spread) return false;
+    }
+    return true;
+}
+
 /* The grid-stride loops over the space (after the line defining n). */
 static void gen_ew_direct(gen *g) {
     const fcp_kernel *k = g->k;
@@ -1537,8 +1610,10 @@ static void gen_ew_direct(gen *g) {
         if (fc_dtype_size((fc_dtype)k->outs[q]->dtype) > widest) widest = fc_dtype_size((fc_dtype)k->outs[q]->dtype);
     int vec = (int)(16 / widest);
     if (vec > 8) vec = 8;
-    /* A random draw at the flat index also wants the step: its elements share Philox blocks. */
-    if ((!any_flat && !g->flat_draw) || vec < 2 || k->ndim == 0) {
+    /* A random draw at the flat index also wants the step: its elements share Philox blocks.
+     * So do write-bound kernels (broadcasts that expand, outer products, creation ops), for
+     * its 16-byte stores and its carried coordinates. */
+    if ((!any_flat && !g->flat_draw && !write_bound(k)) || vec < 2 || k->ndim == 0) {
         line(g, "const idx_t s0 = 0;");
     } else {
         /* The step's body first, to learn which buffers it reads from the vectors (and, for
@@ -1566,17 +1641,38 @@ static void gen_ew_direct(gen *g) {
         } else {
             g->vec = vec;
             g->ew_step = true;
-            line(g, "#pragma unroll");
-            line(g, "for (int u = 0; u < %d; u++) {", vec);
+            /* The loop body first: whether it needs the coordinates. */
+            fcg_sb around = g->body;
+            memset(&g->body, 0, sizeof g->body);
+            g->body.ctx = g->ctx;
             g->indent++;
             scope_push(g);
-            line(g, "const idx_t i = q * %d + u;", vec);
-            decode(g, "i", "c", k->ndim, k->space, (uint32_t)((1ull << k->ndim) - 1), true, NULL);
             for (int q = 0; q < k->nout; q++) {
                 int v = eval(g, k->outs[q], &idx);
                 line(g, "fcx_store_%s(&w%d.v[u], v%d);", dt(k->outs[q]->dtype), q, v);
             }
             scope_pop(g);
+            g->indent--;
+            fcg_sb inner = g->body;
+            g->body = around;
+            /* The step's elements are consecutive: the coordinates are decoded once, at its
+             * first element, and carried forward element by element (a compare a step, not a
+             * division an element). */
+            bool coords = inner.s && mentions_coords(inner.s);
+            if (coords) {
+                char first[32];
+                snprintf(first, sizeof first, "q * %d", vec);
+                decode_mutable(g, first, "k");
+            }
+            line(g, "#pragma unroll");
+            line(g, "for (int u = 0; u < %d; u++) {", vec);
+            g->indent++;
+            line(g, "const idx_t i = q * %d + u;", vec);
+            for (int d = 0; coords && d < k->ndim; d++) line(g, "const idx_t c%d = k%d;", d, d);
+            if (inner.s) fcg_sb_puts(&g->body, inner.s);
+            if (inner.failed) g->body.failed = true;
+            fcg_sb_free(&inner);
+            if (coords) coords_advance(g, "k");
             g->indent--;
             line(g, "}");
             g->vec = 0;
@@ -3622,6 +3718,197 @@ static void gen_cols(gen *g) {
     fcg_free(g->ctx, pos, (size_t)(k->nred + 1) * sizeof *pos);
 }
 
+/* ---- transposed reads through shared-memory tiles (issue 13) ----------------------------
+ * An elementwise kernel that reads a buffer through a permute whose input's fastest-varying
+ * axis is a space axis A other than the innermost L (a transpose of the last two axes,
+ * batched or not) would read it a stride apart from one thread to the next. Such a kernel
+ * gives each block FCX_TILE x FCX_TILE tiles of the (A, L) plane (the other axes and the
+ * tiles grid-stride over the blocks): first the threads read every tiled permute's input with
+ * lanes along A, so those reads coalesce, into a padded tile in shared memory; then they
+ * compute the outputs with lanes along L, so the stores and every buffer read in output order
+ * coalesce, and take the permutes' values from the tiles (a column a warp: the padding puts
+ * its lanes in distinct banks). Everything else (broadcasts, other views) is evaluated as in
+ * gen_ew. Which permutes are tiled is a function of the kernel's structure (tile_plan): the
+ * permutes of the kernel's buffers whose shape is the space's and whose input's last axis
+ * follows the same space axis A, while their tiles fit TILE_SMEM_BYTES. Extents are arguments;
+ * the tile edges are bounds-checked. */
+
+#define TILE_SMEM_BYTES (34 * 1024) /* static shared memory of a tiled kernel's tiles */
+
+static bool is_leaf_of(const fcp_kernel *k, const fc_array *a) {
+    for (int i = 0; i < k->nleaf; i++)
+        if (k->leaves[i] == a) return true;
+    return false;
+}
+
+/* The space axis that runs along the last axis of permute a's input, when a is a tiled
+ * candidate (see above), else -1. */
+static int transposed_axis(const fcp_kernel *k, const fc_array *a) {
+    if (a->op != FCG_OP_PERMUTE || !full_space(k, a) || !is_leaf_of(k, a->in[0])) return -1;
+    const int L = k->ndim - 1, last = a->in[0]->ndim - 1;
+    if (k->space[L] == 1) return -1;
+    for (int i = 0; i < a->ndim; i++)
+        if (a->p.a[i] == last) return i != L && k->space[i] != 1 ? i : -1;
+    return -1;
+}
+
+static size_t tile_bytes(const fc_array *a) {
+    return (size_t)FCX_TILE * (FCX_TILE + 1) * (size_t)ct_size((fc_dtype)a->dtype);
+}
+
+/* The tiled axis A of elementwise kernel k, or -1 when it is not tiled; tile_of (k->nnode
+ * entries, or NULL) gets each node's tile number or -1, *smem the tiles' bytes. */
+static int tile_plan(const fcp_kernel *k, int *tile_of, size_t *smem) {
+    int axis = -1, n = 0;
+    size_t used = 0;
+    for (int i = 0; i < k->nnode; i++) {
+        if (tile_of) tile_of[i] = -1;
+        if (k->kind != FCP_KERNEL_EW || k->ndim < 2) continue;
+        int A = transposed_axis(k, k->nodes[i]);
+        size_t b = A >= 0 ? tile_bytes(k->nodes[i]) : 0;
+        if (A < 0 || (axis >= 0 && A != axis) || used + b > TILE_SMEM_BYTES) continue;
+        axis = A;
+        used += b;
+        if (tile_of) tile_of[i] = n;
+        n++;
+    }
+    if (smem) *smem = used;
+    return axis;
+}
+
+/* Tiles of kernel k over tiled axis A: FCX_TILE x FCX_TILE of (A, last), times the other
+ * axes' extents. */
+static long long tile_count(const fcp_kernel *k, int A) {
+    const int L = k->ndim - 1;
+    long long n = ((k->space[A] + FCX_TILE - 1) / FCX_TILE) *
+                  ((k->space[L] + FCX_TILE - 1) / FCX_TILE);
+    for (int d = 0; d < k->ndim; d++)
+        if (d != A && d != L) n *= k->space[d];
+    return n;
+}
+
+/* Permute a's value at the write phase's element: its tile, transposed. */
+static int tile_read(gen *g, const fc_array *a) {
+    int v = new_var(g);
+    line(g, "const fcx_ct_%s v%d = fcx_tile%d[e %% %d][e / %d];", dt(a->dtype), v,
+         g->tile_of[pos_of(g, a)], FCX_TILE, FCX_TILE);
+    return v;
+}
+
+/* Opens one phase's loop over the tile's elements e (this thread's, FCX_TILE_THREADS apart)
+ * with the coordinates c0.. of element e: along `lanes` (A or L) the element's column, along
+ * the other tiled axis its row; `lhs` (a declaration or an lvalue) whether it lies inside the
+ * space. */
+static void tile_phase_open(gen *g, int A, int lanes, const char *lhs) {
+    const fcp_kernel *k = g->k;
+    const int L = k->ndim - 1, T = FCX_TILE;
+    line(g, "#pragma unroll");
+    line(g, "for (int s = 0; s < (%d + FCX_TILE_THREADS - 1) / FCX_TILE_THREADS; s++) {", T * T);
+    g->indent++;
+    line(g, "const int e = (int)threadIdx.x + s * FCX_TILE_THREADS;");
+    for (int d = 0; d < k->ndim; d++) {
+        if (d == A || d == L)
+            line(g, "const idx_t c%d = t%s + (idx_t)(e %s %d);", d, d == A ? "a" : "l",
+                 d == lanes ? "%" : "/", T);
+        else
+            line(g, "const idx_t c%d = %s;", d, k->space[d] == 1 ? "0" : str(g, "o%d", d));
+    }
+    line(g, "%s = e < %d && c%d < %s && c%d < %s;", lhs, T * T, A,
+         iarg(g, FCX_SLOT_SPACE_EXTENT, NULL, A), L, iarg(g, FCX_SLOT_SPACE_EXTENT, NULL, L));
+}
+
+static void gen_ew_tile(gen *g, int A) {
+    const fcp_kernel *k = g->k;
+    const int L = k->ndim - 1, T = FCX_TILE;
+    const char *EA = iarg(g, FCX_SLOT_SPACE_EXTENT, NULL, A);
+    const char *EL = iarg(g, FCX_SLOT_SPACE_EXTENT, NULL, L);
+    const char *steps = str(g, "(%d + FCX_TILE_THREADS - 1) / FCX_TILE_THREADS", T * T);
+    for (int i = 0; i < k->nnode; i++)
+        if (g->tile_of[i] >= 0)
+            line(g, "__shared__ fcx_ct_%s fcx_tile%d[%d][%d];", dt(k->nodes[i]->dtype),
+                 g->tile_of[i], T, T + 1);
+    line(g, "const idx_t nta = (%s + %d) / %d, ntl = (%s + %d) / %d;", EA, T - 1, T, EL, T - 1, T);
+    const char *count = "nta * ntl";
+    int outermost = -1;
+    for (int d = 0; d < k->ndim; d++)
+        if (d != A && d != L && k->space[d] != 1) {
+            count = str(g, "%s * %s", count, iarg(g, FCX_SLOT_SPACE_EXTENT, NULL, d));
+            if (outermost < 0) outermost = d;
+        }
+    line(g, "const idx_t ntiles = %s;", count);
+    line(g, "for (idx_t t = (idx_t)blockIdx.x; t < ntiles; t += (idx_t)gridDim.x) {");
+    g->indent++;
+    line(g, "idx_t tr = t;");
+    line(g, "const idx_t tl = tr %% ntl * %d; tr /= ntl;", T);
+    line(g, "const idx_t ta = tr %% nta * %d; tr /= nta;", T);
+    for (int d = k->ndim - 1; d >= 0; d--) {
+        if (d == A || d == L || k->space[d] == 1) continue;
+        const char *e = iarg(g, FCX_SLOT_SPACE_EXTENT, NULL, d);
+        if (d == outermost) line(g, "const idx_t o%d = tr;", d);
+        else line(g, "const idx_t o%d = tr %% %s; tr /= %s;", d, e, e);
+    }
+    line(g, "__syncthreads(); /* the last tile's reads are done */");
+    /* Read phase, lanes along A: every load into registers first, then the tiles. */
+    line(g, "bool tin[%s];", steps);
+    for (int i = 0; i < k->nnode; i++)
+        if (g->tile_of[i] >= 0)
+            line(g, "fcx_ct_%s tv%d[%s];", dt(k->nodes[i]->dtype), g->tile_of[i], steps);
+    tile_phase_open(g, A, A, "tin[s]");
+    line(g, "if (tin[s]) {");
+    g->indent++;
+    scope_push(g);
+    ix in;
+    identity_index(g, &in, k->ndim, "c");
+    in.identity = false; /* a load of the permute's input, not a tile read */
+    for (int i = 0; i < k->nnode; i++)
+        if (g->tile_of[i] >= 0)
+            line(g, "tv%d[s] = v%d;", g->tile_of[i], eval(g, k->nodes[i], &in));
+    scope_pop(g);
+    g->indent--;
+    line(g, "}");
+    g->indent--;
+    line(g, "}");
+    line(g, "#pragma unroll");
+    line(g, "for (int s = 0; s < %s; s++) {", steps);
+    g->indent++;
+    line(g, "const int e = (int)threadIdx.x + s * FCX_TILE_THREADS;");
+    line(g, "if (tin[s]) {");
+    for (int i = 0; i < k->nnode; i++)
+        if (g->tile_of[i] >= 0)
+            line(g, "    fcx_tile%d[e / %d][e %% %d] = tv%d[s];", g->tile_of[i], T, T,
+                 g->tile_of[i]);
+    line(g, "}");
+    g->indent--;
+    line(g, "}");
+    line(g, "__syncthreads();");
+    /* Write phase, lanes along L. */
+    tile_phase_open(g, A, L, "const bool win");
+    line(g, "if (win) {");
+    g->indent++;
+    scope_push(g);
+    const char *flat = "c0";
+    for (int d = 1; d < k->ndim; d++)
+        if (k->space[d] != 1)
+            flat = bind_index(g, str(g, "(%s) * %s + c%d", flat,
+                                     iarg(g, FCX_SLOT_SPACE_EXTENT, NULL, d), d));
+    line(g, "const idx_t i = %s;", flat);
+    ix idx;
+    identity_index(g, &idx, k->ndim, "c");
+    g->tile_write = true;
+    for (int q = 0; q < k->nout; q++) {
+        int v = eval(g, k->outs[q], &idx);
+        store(g, k->outs[q], q, v, "i");
+    }
+    g->tile_write = false;
+    scope_pop(g);
+    g->indent--;
+    line(g, "}");
+    g->indent--;
+    line(g, "}");
+    g->indent--;
+    line(g, "}");
+}
+
 /* ---- the whole kernel ------------------------------------------------------------------- */
 
 static bool needs_idx64(const fcp_kernel *k) {
@@ -3745,6 +4032,13 @@ void fcx_launch_config_tuned(const fcp_kernel *k, const fcx_kernel_src *src, int
         out->grid = (unsigned)(ntiles < most ? ntiles : most);
         return;
     }
+    if (src->strategy == FCX_STRATEGY_EW_TILE) {
+        /* A block a tile, up to a grid that fills the device once; blocks stride over the
+         * rest. The kernel is written for blocks of exactly FCX_BLOCK threads. */
+        long long tiles = tile_count(k, tile_plan(k, NULL, NULL));
+        out->grid = (unsigned)(tiles < resident ? tiles : resident);
+        return;
+    }
     if (src->strategy == FCX_STRATEGY_EW || src->strategy == FCX_STRATEGY_SCATTER || scan) {
         /* Enough blocks to fill the GPU at the kernel's occupancy; the kernels stride (a
          * scan's threads over its lines). */
@@ -3821,7 +4115,9 @@ static void gen_free_arrays(gen *g) {
     fcg_free(g->ctx, g->pend, npos * sizeof *g->pend);
     fcg_free(g->ctx, g->pend_var, npos * sizeof *g->pend_var);
     fcg_free(g->ctx, g->online, (size_t)(k->nnode + 1) * sizeof *g->online);
+    fcg_free(g->ctx, g->tile_of, (size_t)(k->nnode + 1) * sizeof *g->tile_of);
     g->online = NULL;
+    g->tile_of = NULL;
     g->red_var = NULL;
     g->span = NULL;
     g->vec_used = g->flat_used = g->vfill = g->vread = NULL;
@@ -3877,12 +4173,23 @@ fc_status fcx_generate_named(fc_ctx *ctx, const fcp_kernel *k, const char *name,
     for (int i = 0; i <= k->nnode; i++) g.red_var[i] = -1;
     bool idx64 = needs_idx64(k);
     fcx_strategy strategy = strategy_of(k);
+    int tile_axis = -1;
+    size_t tile_smem = 0;
+    if (strategy == FCX_STRATEGY_EW && tile_plan(k, NULL, NULL) >= 0) {
+        g.tile_of = fcg_malloc(ctx, (size_t)(k->nnode + 1) * sizeof *g.tile_of);
+        if (!g.tile_of) {
+            gen_free_arrays(&g);
+            return fcg_error(ctx, FC_ERR_NOMEM, "codegen: out of memory");
+        }
+        tile_axis = tile_plan(k, g.tile_of, &tile_smem);
+        strategy = FCX_STRATEGY_EW_TILE;
+    }
     int block = strategy == FCX_STRATEGY_EW          ? FCX_BLOCK
                 : strategy == FCX_STRATEGY_BLOCK_COL ? FCX_COL_BLOCK
                                                      : FCX_ROW_BLOCK_MAX;
 
     if (strategy == FCX_STRATEGY_EW || strategy == FCX_STRATEGY_SCAN_LINES ||
-        strategy == FCX_STRATEGY_SCATTER)
+        strategy == FCX_STRATEGY_SCATTER || strategy == FCX_STRATEGY_EW_TILE)
         block = FCX_BLOCK;
     if (strategy == FCX_STRATEGY_SCAN_TILES) block = FCX_SCAN_BLOCK;
     if (strategy == FCX_STRATEGY_EW) gen_ew(&g);
@@ -3890,11 +4197,13 @@ fc_status fcx_generate_named(fc_ctx *ctx, const fcp_kernel *k, const char *name,
     else if (strategy == FCX_STRATEGY_SCAN_TILES) gen_scan_tiles(&g);
     else if (strategy == FCX_STRATEGY_SCAN_LINES) gen_scan_lines(&g);
     else if (strategy == FCX_STRATEGY_SCATTER) gen_scatter(&g);
+    else if (strategy == FCX_STRATEGY_EW_TILE) gen_ew_tile(&g, tile_axis);
     else gen_rows(&g);
     /* The exchange buffer of the block reductions (sized by the largest group). */
     int xlanes = strategy == FCX_STRATEGY_BLOCK_COL ? FCX_COL_BLOCK : 32;
     size_t static_smem = (size_t)g.xch_lane_bytes * (size_t)xlanes +
-                         (strategy != FCX_STRATEGY_EW && k->kind == FCP_KERNEL_REDUCE ? 16 : 0);
+                         (strategy != FCX_STRATEGY_EW && k->kind == FCP_KERNEL_REDUCE ? 16 : 0) +
+                         tile_smem;
     /* Reduce kernels may split long reductions between blocks: their last pointer is the
      * scratch buffer (NULL when a launch does not split). */
     bool splits = strategy != FCX_STRATEGY_EW && strategy != FCX_STRATEGY_SCATTER &&
@@ -3914,7 +4223,8 @@ fc_status fcx_generate_named(fc_ctx *ctx, const fcp_kernel *k, const char *name,
             "a warp's lanes over adjacent columns, its warps over the rows",
             "a block per tile of a row, tiles chained by decoupled look-back",
             "a thread per line along the scanned axis, in order",
-            "grid-stride over the updates, an atomic read-modify-write each"};
+            "grid-stride over the updates, an atomic read-modify-write each",
+            "32 x 32 tiles a block, transposed reads through shared memory"};
         fcg_sb_printf(&src, "// fusec kernel: %s over rank %d", fcp_kernel_kind_names[k->kind], k->ndim);
         if (k->rmask)
             fcg_sb_printf(&src, k->kind == FCP_KERNEL_SCAN ? ", scanning axes mask 0x%x"

@@ -1798,6 +1798,12 @@ template <class I> FCX_FN I fcx_align16(I n) { return (n + 15) / 16 * 16; }
 #ifndef FCX_SCAN_THREADS
 #define FCX_SCAN_THREADS 256
 #endif
+/* Threads of a tiled elementwise kernel's block (codegen.h's FCX_BLOCK, FCX_STRATEGY_EW_TILE):
+ * each thread takes the tile's elements FCX_TILE_THREADS apart, a compile-time count, so its
+ * loads are all in flight at once. The host emulation runs other block sizes. */
+#ifndef FCX_TILE_THREADS
+#define FCX_TILE_THREADS 256
+#endif
 /* A tile's element j in shared memory: one word of padding every 32 elements, so that a warp
  * whose threads each walk their own run of 2^k consecutive elements hits distinct banks. */
 #define FCX_SCAN_PAD(j) ((j) + (j) / 32)

@@ -996,6 +996,50 @@ Test(codegen, shifted_slices_take_tiles) {
     fc_ctx_destroy(ctx);
 }
 
+/* The strategy of the one kernel of bench/fc/<name>.fc (its inputs at their sizes there). */
+static fcx_strategy bench_strategy(fc_ctx *ctx, const char *name, char **src) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/bench/fc/%s.fc", FUSEC_SOURCE_DIR, name);
+    fc_program *prog = NULL;
+    cr_assert_eq(fc_program_load(ctx, path, &prog), FC_OK, "%s: %s", path, fc_errmsg(ctx));
+    fc_array *outs[1];
+    cr_assert_eq(fc_program_num_outputs(prog), 1);
+    cr_assert_eq(fc_program_build(prog, NULL, outs), FC_OK, "%s: %s", path, fc_errmsg(ctx));
+    fcp_plan *p = NULL;
+    cr_assert_eq(fcp_plan_build(ctx, outs, 1, &p), FC_OK, "%s: %s", name, fc_errmsg(ctx));
+    cr_assert_eq(p->nkernel, 1, "%s: %d kernels", name, p->nkernel);
+    fcx_kernel_src k;
+    cr_assert_eq(fcx_generate(ctx, &p->kernels[0], &k), FC_OK, "%s: %s", name, fc_errmsg(ctx));
+    fcx_strategy st = k.strategy;
+    *src = k.src;
+    k.src = NULL;
+    fcx_kernel_src_free(ctx, &k);
+    fcp_plan_destroy(p);
+    fc_program_destroy(prog);
+    return st;
+}
+
+/* Issue 13: an elementwise op over a batched transpose of the last two axes reads it through
+ * shared-memory tiles; a contiguous op (an f16 GELU chain) and an outer product stay grid-stride, and the
+ * outer product, which reads nothing at the flat index, still stores 16 bytes at a time with
+ * its coordinates carried, not divided, element by element. */
+Test(codegen, transposed_reads_go_through_tiles_and_outer_products_store_wide) {
+    fc_ctx *ctx = new_ctx();
+    cr_assert_not_null(ctx);
+    fc_scope_open(ctx);
+    char *src = NULL;
+    cr_assert_eq(bench_strategy(ctx, "i13_transpose_ew", &src), FCX_STRATEGY_EW_TILE);
+    cr_assert_not_null(strstr(src, "__shared__ fcx_ct_f32 fcx_tile0[32][33];"));
+    fcg_strfree(ctx, src);
+    cr_assert_eq(bench_strategy(ctx, "i13_gelu_f16", &src), FCX_STRATEGY_EW);
+    fcg_strfree(ctx, src);
+    cr_assert_eq(bench_strategy(ctx, "i13_outer", &src), FCX_STRATEGY_EW);
+    cr_assert_not_null(strstr(src, "((fcx_vec<fcx_t_f32, 4> *)p.ptr[2])[q] = w0;"), "%s", src);
+    cr_assert_not_null(strstr(src, "if (++k1 == "), "%s", src);
+    fcg_strfree(ctx, src);
+    fc_ctx_destroy(ctx);
+}
+
 /* Past 2^31 elements indexing becomes 64-bit: only the index type's lines change. */
 Test(codegen, index_width_follows_the_size_class) {
     fc_ctx *ctx = new_ctx();

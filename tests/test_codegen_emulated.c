@@ -208,6 +208,7 @@ typedef struct emu_set {
     /* launches seen, by what they exercise (the tests check each path ran) */
     int n_split, n_cols, n_rows_on_chip, n_rows_vec, n_scan_tiles, n_scan_lines, n_scatter;
     int n_scatter_on_chip;
+    int n_tiled;               /* launches of tiled elementwise kernels */
     int n_rows_long, n_online; /* launches of row kernels that stream rows; of those with an
                                   online sum */
     int n_rows_seg;            /* reduce kernels over rows of contiguous runs (non-trailing axes) */
@@ -233,7 +234,8 @@ static void set_open(emu_set *s, const char *tag, const emu_cfg *cfg) {
     cr_assert(cfg->threads % cfg->warp == 0 && cfg->threads / cfg->warp <= cfg->warp,
               "a block of %d threads in warps of %d", cfg->threads, cfg->warp);
     fprintf(s->cpp, "#define FCX_HOST\n#define EMU_THREADS %d\n#define FCX_WARP %d\n"
-                    "#define FCX_SCAN_THREADS %d\n", cfg->threads, cfg->warp, cfg->threads);
+                    "#define FCX_SCAN_THREADS %d\n#define FCX_TILE_THREADS %d\n", cfg->threads,
+            cfg->warp, cfg->threads, cfg->threads);
     /* tiles of a scan that leave only their total published: look-back over totals runs */
     fputs("#define FCX_SCAN_PUBLISH(tile) ((tile) % 3 == 2 ? 1u : 2u)\n", s->cpp);
     if (cfg->small_splits)
@@ -522,6 +524,7 @@ static char *run_program(emu_set *s, program *p) {
         s->n_scatter += src->strategy == FCX_STRATEGY_SCATTER && lc.grid > 0;
         s->n_scatter_on_chip += src->strategy == FCX_STRATEGY_SCATTER && lc.grid > 0 && lc.smem_bytes > 0;
         s->n_cols += src->strategy == FCX_STRATEGY_BLOCK_COL;
+        s->n_tiled += src->strategy == FCX_STRATEGY_EW_TILE && grid > 0;
         s->n_rows_on_chip += smem > 0;
         s->n_rows_vec += src->strategy == FCX_STRATEGY_BLOCK_ROW && src->vec > 1;
         s->n_rows_long += kern->kind == FCP_KERNEL_ROW && kern->long_rows && grid > 0;
@@ -651,8 +654,9 @@ static char *run_program(emu_set *s, program *p) {
 }
 
 /* Runs every program of the set, then closes it; fails with the first few mismatches (the
- * report is kept in a static buffer, so that failing leaks nothing). */
-static void set_run_and_close(emu_set *s) {
+ * report is kept in a static buffer, so that failing leaks nothing). Returns the launches of
+ * tiled elementwise kernels. */
+static int set_run_and_close(emu_set *s) {
     static char first[8192];
     int failures = 0, nprog = s->nprog;
     first[0] = '\0';
@@ -665,13 +669,15 @@ static void set_run_and_close(emu_set *s) {
         failures++;
     }
     cr_log_info("%s: %d launches split a reduction, %d were column kernels, %d kept rows on chip, "
-                "%d row kernels had 16-byte steps, %d scatter launches (%d on chip)", s->cpp_path,
-                s->n_split, s->n_cols, s->n_rows_on_chip, s->n_rows_vec, s->n_scatter,
-                s->n_scatter_on_chip);
+                "%d row kernels had 16-byte steps, %d scatter launches (%d on chip), %d tiled "
+                "elementwise launches", s->cpp_path, s->n_split, s->n_cols, s->n_rows_on_chip,
+                s->n_rows_vec, s->n_scatter, s->n_scatter_on_chip, s->n_tiled);
+    int tiled = s->n_tiled;
     set_close(s);
     if (failures)
         cr_assert_fail("%d of %d programs differ from the host backend; the first:\n%s", failures,
                        nprog, first);
+    return tiled;
 }
 
 /* ---- the tests ------------------------------------------------------------------------------ */
@@ -820,6 +826,95 @@ Test(emulated, regressions) {
             outs, 2);
     set_build(&s);
     set_run_and_close(&s);
+}
+
+/* ---- tiled transposes ------------------------------------------------------------------------ */
+
+/* A value of dtype t and the given shape, its elements a pattern of `salt` (every element
+ * distinct within a few hundred, so a transposed or shifted read shows). */
+static fc_array *tile_value(fc_ctx *ctx, fc_dtype t, fc_shape shape, int salt) {
+    int64_t n = 1;
+    for (int d = 0; d < shape.ndim; d++) n *= shape.dim[d];
+    double *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
+    cr_assert_not_null(v);
+    for (int64_t i = 0; i < n; i++) v[i] = (double)((i * 37 + salt * 11) % 251) / 8.0 - 15.0;
+    fc_array *a = fc_cast(fc_from_host(ctx, FC_F64, shape, v), t);
+    free(v);
+    cr_assert_eq(fc_eval(ctx, &a, 1), FC_OK, "%s", fc_errmsg(ctx));
+    return a;
+}
+
+/* Elementwise kernels over permuted buffers, tiled through shared memory (each tile's reads
+ * along one axis, its writes along another): batched and unbatched transposes at extents
+ * that are not multiples of the tile (and are, and are 1 or 0), several transposed inputs
+ * beside buffers read in output order and broadcasts, permutes along other axes, and every
+ * kind of dtype. Grids of a few blocks, so that blocks take several tiles in turn. */
+static void emulate_tiles(const char *tag, const emu_cfg *cfg) {
+    emu_set s;
+    set_open(&s, tag, cfg);
+    fc_ctx *ctx = s.ctx;
+    fc_scope_open(ctx);
+    fc_array *outs[WL_MAX_OUT];
+    fc_array *x = tile_value(ctx, FC_F32, FC_SHAPE(3, 37, 45), 1);
+    outs[0] = fc_keep(fc_add(fc_mul(fc_f64(ctx, 2.0), fc_permute(x, FC_AXES(0, 2, 1))),
+                             fc_f64(ctx, 1.0)));
+    set_add(&s, "2 * transpose(x[3, 37, 45], (0, 2, 1)) + 1", false, 0, outs, 1);
+    fc_array *m = tile_value(ctx, FC_F64, FC_SHAPE(33, 70), 2);
+    fc_array *b = tile_value(ctx, FC_F64, FC_SHAPE(33), 3);
+    outs[0] = fc_keep(fc_sub(fc_transpose(m), b));
+    set_add(&s, "x[33, 70].T - b[33]", false, 0, outs, 1);
+    fc_array *p = tile_value(ctx, FC_F32, FC_SHAPE(40, 50), 4);
+    fc_array *q = tile_value(ctx, FC_F32, FC_SHAPE(40, 50), 5);
+    fc_array *w = tile_value(ctx, FC_F32, FC_SHAPE(50, 40), 6);
+    outs[0] = fc_keep(fc_add(fc_mul(fc_transpose(p), fc_transpose(q)), w));
+    outs[1] = fc_keep(fc_sub(w, fc_transpose(p)));
+    set_add(&s, "p.T * q.T + w, w - p.T", false, 0, outs, 2);
+    fc_array *r = tile_value(ctx, FC_F32, FC_SHAPE(5, 6, 35), 7);
+    outs[0] = fc_keep(fc_exp(fc_permute(r, FC_AXES(2, 1, 0))));
+    outs[1] = fc_keep(fc_add(fc_permute(r, FC_AXES(2, 1, 0)),
+                             fc_permute(tile_value(ctx, FC_F32, FC_SHAPE(35, 5, 6), 8),
+                                        FC_AXES(0, 2, 1))));
+    set_add(&s, "exp(r.transpose(2, 1, 0)), r.transpose(2, 1, 0) + t.transpose(0, 2, 1)", false,
+            0, outs, 2);
+    fc_array *u = tile_value(ctx, FC_F32, FC_SHAPE(1, 40, 33), 9);
+    outs[0] = fc_keep(fc_negative(fc_permute(u, FC_AXES(0, 2, 1))));
+    outs[1] = fc_keep(fc_transpose(tile_value(ctx, FC_I32, FC_SHAPE(64, 96), 10)));
+    outs[2] = fc_keep(fc_abs(fc_permute(tile_value(ctx, FC_I16, FC_SHAPE(2, 0, 7), 11),
+                                        FC_AXES(0, 2, 1))));
+    set_add(&s, "-u[1, 40, 33] (0, 2, 1), i32 x[64, 96].T, abs(i16 x[2, 0, 7] (0, 2, 1))", false,
+            0, outs, 3);
+    static const fc_dtype types[] = {FC_F16, FC_BF16, FC_F64, FC_C64, FC_C128, FC_BOOL, FC_U8,
+                                     FC_I64};
+    for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
+        fc_dtype t = types[i];
+        fc_array *v = tile_value(ctx, t, FC_SHAPE(2, 35, 33), 12 + (int)i);
+        fc_array *y = t == FC_BOOL ? fc_logical_not(fc_permute(v, FC_AXES(0, 2, 1)))
+                                   : fc_add(fc_permute(v, FC_AXES(0, 2, 1)),
+                                            fc_permute(v, FC_AXES(0, 2, 1)));
+        outs[0] = fc_keep(y);
+        char name[64];
+        snprintf(name, sizeof name, "%s x[2, 35, 33] (0, 2, 1), doubled", fc_dtype_name(t));
+        set_add(&s, name, false, 0, outs, 1);
+    }
+    /* every program above has a tiled kernel but the empty one (no launch) */
+    int want = s.nprog - 1;
+    set_build(&s);
+    int tiled = set_run_and_close(&s);
+    cr_assert_geq(tiled, want, "%d tiled launches, %d wanted", tiled, want);
+}
+
+Test(emulated, tiled_transposes_eight_threads) {
+    emulate_tiles("tiles_t8", &(emu_cfg){8, 4, 3, false, false, false, false, false});
+}
+Test(emulated, tiled_transposes_twelve_threads) {
+    emulate_tiles("tiles_t12", &(emu_cfg){12, 4, 2, false, false, false, false, false});
+}
+Test(emulated, tiled_transposes_64_threads) {
+    emulate_tiles("tiles_t64", &(emu_cfg){64, 32, 5, false, false, false, false, false});
+}
+/* The device's block: FCX_TILE_THREADS at its default, four elements a thread. */
+Test(emulated, tiled_transposes_256_threads) {
+    emulate_tiles("tiles_t256", &(emu_cfg){256, 32, 2, false, false, false, false, false});
 }
 
 /* The variance of equal values is 0, in the batches of 8 that u8 loads give (without small

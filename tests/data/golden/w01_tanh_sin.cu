@@ -15,8 +15,6 @@ extern "C" __global__ void __launch_bounds__(256) fusec_kernel(const fcx_params 
         #pragma unroll
         for (int u = 0; u < 4; u++) {
             const idx_t i = q * 4 + u;
-            idx_t t_c = i;
-            const idx_t c0 = t_c;
             const fcx_ct_f32 v7 = fcx_load_f32(&l0.v[u]);
             const fcx_ct_f32 v8 = fcx_sin(v7);
             const fcx_ct_f64 v9 = (fcx_ct_f64)p.f[0];
