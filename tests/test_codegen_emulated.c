@@ -213,7 +213,7 @@ typedef struct emu_set {
                                   online sum */
     int n_rows_seg;            /* reduce kernels over rows of contiguous runs (non-trailing axes) */
     int n_cols_online;         /* column kernels with an online sum */
-    int n_tiled;               /* launches that took the shifted-slice tiles */
+    int n_slice_tiled;         /* launches that took the shifted-slice tiles */
 } emu_set;
 
 static void set_open(emu_set *s, const char *tag, const emu_cfg *cfg) {
@@ -549,7 +549,7 @@ static char *run_program(emu_set *s, program *p) {
         if (tiled() != tiled_before) {
             cr_assert(strstr(src->src, "// stencil: ") != NULL, "%s kernel %d: tiles without "
                       "the header line", p->name, k);
-            s->n_tiled++;
+            s->n_slice_tiled++;
             tiled_launches++;
         }
         if (grid > 0 && src->strategy == FCX_STRATEGY_SCAN_TILES && lc.scratch_bytes) {
