@@ -3671,6 +3671,18 @@ static void gen_cols(gen *g) {
     line(g, "for (; e4 + %d * nw < ee; e4 += %d * nw) {", batch - 1, batch);
     g->indent++;
     for (int j = 0; j < n; j++) welford_batch_decl(g, k->nodes[pos[j]], pos[j], batch);
+    /* An online sum's fold calls out of line when the shift moves (the rescaling's exp), which
+     * keeps the compiler from issuing a later row's load before it: the batch's rows of each
+     * full-shape buffer go to L2 first, all in flight together. */
+    bool online = false;
+    for (int j = 0; j < n; j++) online = online || online_of(g, k->nodes[pos[j]]) >= 0;
+    for (int q = 0; online && contig && q < k->nleaf; q++)
+        if (k->leaves[q]->ndim == k->ndim &&
+            memcmp(k->leaves[q]->shape, k->space, (size_t)k->ndim * 8) == 0) {
+            line(g, "#pragma unroll");
+            line(g, "for (int u = 0; u < %d; u++) fcx_prefetch_l2((const fcx_t_%s *)p.ptr[%d] + "
+                    "(o * L + e4 + u * nw) * C + c);", batch, dt(k->leaves[q]->dtype), q);
+        }
     g->batch = batch;
     line(g, "#pragma unroll");
     line(g, "for (int u = 0; u < %d; u++) {", batch);

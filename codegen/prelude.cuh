@@ -1956,6 +1956,12 @@ template <class T> FCX_FN T fcx_ldcg(const T *p) {
 }
 template <class U> FCX_FN unsigned fcx_atomic_add(U *p, unsigned v) { return atomicAdd(p, v); }
 template <int = 0> FCX_FN void fcx_fence() { __threadfence(); }
+/* Asks L2 for the line at p, returning nothing: a column kernel whose per-element fold calls
+ * out of line (an online sum's rescaling) issues its batch's rows this way first, so they are
+ * in flight together. */
+template <class T> FCX_FN void fcx_prefetch_l2(const T *p) {
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
 /* A vote of the warp's lanes: bit l set where lane l's p holds (every lane takes part). */
 template <int = 0> FCX_FN unsigned fcx_ballot(bool p) { return __ballot_sync(0xffffffffu, p); }
 /* The warp's lanes meet: shared memory one wrote is visible to the others. */

@@ -102,6 +102,7 @@ static const char SHIM[] =
     "template <class T> static T fcx_ldcg(const T *p) { return *p; }\n"
     "template <class U> static unsigned fcx_atomic_add(U *p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }\n"
     "template <int = 0> static void fcx_fence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }\n"
+    "template <class T> static void fcx_prefetch_l2(const T *) {}\n"
     "static unsigned long long emu_tiled_count;\n"
     "extern \"C\" unsigned long long emu_tiled(void) { return emu_tiled_count; }\n"
     "static unsigned char *emu_dsmem;\n"
