@@ -2515,8 +2515,10 @@ static void leaf_vec_lines(gen *g, int vec, bool grouped) {
  * of G steps whose loads are all issued first, then the rest one at a time. A thread folds its
  * elements in the same order either way. Welford reductions (welford_batch) take a group's
  * values as one batch. `work` is a step's work after its loads, made two levels deeper than
- * the loop. */
-static void row_steps(gen *g, int vec, const fcg_sb *work, const int *level, int lv) {
+ * the loop. `reverse`: the thread takes its steps from the last one down (long rows' output
+ * phase: the end of a row, read last by the phase before, is the likeliest still in L2). */
+static void row_steps(gen *g, int vec, const fcg_sb *work, const int *level, int lv,
+                      bool reverse) {
     const fcp_kernel *k = g->k;
     int nload = 0;
     for (int li = 0; li < k->nleaf; li++) nload += leaf_prefetched(g, li);
@@ -2525,10 +2527,21 @@ static void row_steps(gen *g, int vec, const fcg_sb *work, const int *level, int
     for (int li = 0; li < k->nleaf; li++) rows |= g->rvec_used[li];
     line(g, "const idx_t nv = (base + eb) %% %d == 0%s ? (ee - eb) / %d : 0;", vec,
          rows ? str(g, " && eb %% %d == 0", vec) : "", vec);
-    line(g, "idx_t c = threadIdx.x;");
+    /* The step gi of a group at c: c + gi blockDim forwards, c - gi blockDim in reverse. */
+    const char *step = reverse ? "c - (idx_t)(gi * blockDim.x)" : "c + (idx_t)(gi * blockDim.x)";
+    if (reverse)
+        line(g, "idx_t c = (idx_t)threadIdx.x < nv ? (idx_t)threadIdx.x + (nv - 1 - "
+                "(idx_t)threadIdx.x) / (idx_t)blockDim.x * (idx_t)blockDim.x : (idx_t)-1; "
+                "/* its last step */");
+    else
+        line(g, "idx_t c = threadIdx.x;");
     if (G > 1) {
-        line(g, "for (; c + (idx_t)(%d * blockDim.x) < nv; c += (idx_t)(%d * blockDim.x)) {", G - 1,
-             G);
+        if (reverse)
+            line(g, "for (; c >= (idx_t)(%d * blockDim.x); c -= (idx_t)(%d * blockDim.x)) {", G - 1,
+                 G);
+        else
+            line(g, "for (; c + (idx_t)(%d * blockDim.x) < nv; c += (idx_t)(%d * blockDim.x)) {",
+                 G - 1, G);
         g->indent++;
         for (int li = 0; li < k->nleaf; li++)
             if (leaf_prefetched(g, li))
@@ -2537,7 +2550,7 @@ static void row_steps(gen *g, int vec, const fcg_sb *work, const int *level, int
         line(g, "#pragma unroll");
         line(g, "for (int gi = 0; gi < %d; gi++) {", G);
         g->indent++;
-        line(g, "const idx_t e0 = eb + (c + (idx_t)(gi * blockDim.x)) * %d;", vec);
+        line(g, "const idx_t e0 = eb + (%s) * %d;", step, vec);
         for (int li = 0; li < k->nleaf; li++)
             if (leaf_prefetched(g, li))
                 line(g, "lg%d[gi] = %s;", li, leaf_vec_load(g, li, vec, "e0"));
@@ -2546,7 +2559,7 @@ static void row_steps(gen *g, int vec, const fcg_sb *work, const int *level, int
         line(g, "#pragma unroll");
         line(g, "for (int gi = 0; gi < %d; gi++) {", G);
         g->indent++;
-        line(g, "const idx_t e0 = eb + (c + (idx_t)(gi * blockDim.x)) * %d;", vec);
+        line(g, "const idx_t e0 = eb + (%s) * %d;", step, vec);
         leaf_vec_lines(g, vec, true);
         batch_offset(g, level, lv, str(g, "gi * %d", vec));
         g->indent--;
@@ -2558,7 +2571,8 @@ static void row_steps(gen *g, int vec, const fcg_sb *work, const int *level, int
     } else {
         line(g, "#pragma unroll 4");
     }
-    line(g, "for (; c < nv; c += blockDim.x) {");
+    if (reverse) line(g, "for (; c >= 0; c -= (idx_t)blockDim.x) {");
+    else line(g, "for (; c < nv; c += blockDim.x) {");
     g->indent++;
     line(g, "const idx_t e0 = eb + c * %d;", vec);
     leaf_vec_lines(g, vec, false);
@@ -2643,7 +2657,7 @@ static void row_loops(gen *g, const ix *sidx, const int *level, int lv, int vec,
         g->indent -= 2;
         fcg_sb work = g->body;
         g->body = head;
-        row_steps(g, vec, &work, level, lv);
+        row_steps(g, vec, &work, level, lv, lv == 0 && k->kind == FCP_KERNEL_ROW && k->long_rows);
         if (work.failed) g->body.failed = true;
         fcg_sb_free(&work);
         line(g, "const idx_t es = eb + nv * %d;", vec);

@@ -203,6 +203,7 @@ typedef struct emu_set {
     int n_rows_long, n_online; /* launches of row kernels that stream rows; of those with an
                                   online sum */
     int n_rows_grouped; /* launches whose vector steps issue several steps' loads together */
+    int n_rows_reverse; /* launches of streaming row kernels whose output phase runs backwards */
 } emu_set;
 
 static void set_open(emu_set *s, const char *tag, const emu_cfg *cfg) {
@@ -499,6 +500,7 @@ static char *run_program(emu_set *s, program *p) {
         s->n_rows_on_chip += smem > 0;
         s->n_rows_vec += src->strategy == FCX_STRATEGY_BLOCK_ROW && src->vec > 1;
         s->n_rows_grouped += grid > 0 && strstr(src->src, "for (int gi = 0;") != NULL;
+        s->n_rows_reverse += grid > 0 && strstr(src->src, "/* its last step */") != NULL;
         s->n_rows_long += kern->kind == FCP_KERNEL_ROW && kern->long_rows && grid > 0;
         s->n_online += kern->kind == FCP_KERNEL_ROW && kern->long_rows && grid > 0 &&
                        strstr(src->src, "online sum") != NULL;
@@ -1821,9 +1823,9 @@ static void emulate_row_kernels(const char *tag, const emu_cfg *cfg) {
     cr_assert(cfg->no_dsmem || cfg->long_rows || s.n_rows_on_chip > 40,
               "only %d row kernels kept rows on chip", s.n_rows_on_chip);
     cr_assert(s.n_rows_vec > 40, "only %d row kernels had 16-byte steps", s.n_rows_vec);
-    cr_assert(!cfg->long_rows || (s.n_rows_long > 60 && s.n_online > 20),
-              "only %d row kernels streamed their rows, %d with an online sum", s.n_rows_long,
-              s.n_online);
+    cr_assert(!cfg->long_rows || (s.n_rows_long > 60 && s.n_online > 20 && s.n_rows_reverse > 40),
+              "only %d row kernels streamed their rows, %d with an online sum, %d backwards",
+              s.n_rows_long, s.n_online, s.n_rows_reverse);
 }
 
 Test(emulated, row_kernels_eight_threads) {
@@ -1980,6 +1982,9 @@ Test(emulated, long_rows_one_kernel_at_their_lengths) {
     set_build(&s);
     set_run_and_close(&s);
     cr_assert_eq(s.n_rows_long, nprog, "%d of %d kernels streamed their rows", s.n_rows_long, nprog);
+    /* every program has an output phase but logsumexp's, whose output is per row */
+    cr_assert_eq(s.n_rows_reverse, nprog - 1, "%d of %d output phases ran backwards",
+                 s.n_rows_reverse, nprog - 1);
     cr_assert_eq(s.n_online, 4, "%d kernels with an online sum", s.n_online);
 }
 
