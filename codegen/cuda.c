@@ -1452,6 +1452,12 @@ static void taps_find(gen *g) {
         }
     }
     if (best < 3) return;
+    /* A buffer's taps stay direct loads: neighbouring threads' taps hit L1, and the direct
+     * loops ran the 5-point Laplacian at 63.5% of the floor where the tiles took 42.5% (H200,
+     * session 16). The tiles pay where S costs work per element (a pad's reflection: W9 19% ->
+     * 30%). */
+    for (int q = 0; q < k->nleaf; q++)
+        if (k->leaves[q] == g->tap_src) return;
     for (int i = 0; i < k->nnode && g->ntap < EWT_TAPS_MAX; i++)
         if (tap_of(k, k->nodes[i], g->tap_src)) g->tap[g->ntap++] = k->nodes[i];
 }

@@ -956,7 +956,6 @@ Test(codegen, sources_are_shape_generic) {
 Test(codegen, shifted_slices_take_tiles) {
     static const struct { const char *file, *want; } cases[] = {
         {"w09_box_blur.fc", "// stencil: 9 shifted slices of one pad value"},
-        {"i13_laplacian.fc", "// stencil: 5 shifted slices of one input value"},
     };
     fc_ctx *ctx = new_ctx();
     cr_assert_not_null(ctx);
@@ -977,6 +976,23 @@ Test(codegen, shifted_slices_take_tiles) {
         cr_assert(strstr(src.src, cases[c].want) != NULL, "%s: no line \"%s\" in:\n%.600s", path,
                   cases[c].want, src.src);
         cr_assert(strstr(src.src, "__shared__ fcx_ct_f32 tt_tile[") != NULL, "%s", path);
+        fcx_kernel_src_free(ctx, &src);
+        fcp_plan_destroy(p);
+        fc_program_destroy(prog);
+    }
+    /* a buffer's taps (the Laplacian's) stay direct loads: L1 serves them (taps_find) */
+    {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/bench/fc/i13_laplacian.fc", FUSEC_SOURCE_DIR);
+        fc_program *prog = NULL;
+        cr_assert_eq(fc_program_load(ctx, path, &prog), FC_OK, "%s: %s", path, fc_errmsg(ctx));
+        fc_array *out = NULL;
+        cr_assert_eq(fc_program_build(prog, NULL, &out), FC_OK, "%s: %s", path, fc_errmsg(ctx));
+        fcp_plan *p = NULL;
+        cr_assert_eq(fcp_plan_build(ctx, &out, 1, &p), FC_OK, "%s: %s", path, fc_errmsg(ctx));
+        fcx_kernel_src src;
+        cr_assert_eq(fcx_generate(ctx, &p->kernels[0], &src), FC_OK);
+        cr_assert(strstr(src.src, "// stencil: ") == NULL, "the Laplacian took tiles");
         fcx_kernel_src_free(ctx, &src);
         fcp_plan_destroy(p);
         fc_program_destroy(prog);

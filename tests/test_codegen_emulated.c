@@ -1180,7 +1180,7 @@ static void emulate_shifted_slices(const char *tag, const emu_cfg *cfg) {
         outs[0] = laplacian(ctx, u);
         snprintf(name, sizeof name, "laplacian %s %lldx%lld", fc_dtype_name(lap[i].t),
                  (long long)lap[i].h, (long long)lap[i].w);
-        add_tiled(&s, name, true, outs, 1);
+        add_tiled(&s, name, false, outs, 1); /* a buffer's taps: direct loads (taps_find) */
     }
     /* every pad mode; a spread of 4 (5x5 taps of a pad by 2) is the most the tiles take */
     fc_array *x = sweep_input(ctx, 200, FC_F64, FC_SHAPE(23, 41));
@@ -1193,20 +1193,24 @@ static void emulate_shifted_slices(const char *tag, const emu_cfg *cfg) {
                      (int)(2 * wd + 1), (long long)wd, modes[m]);
             add_tiled(&s, name, true, outs, 1);
         }
-    outs[0] = window_sum(x, 3, 2, 1);
+    /* taps of a computed value (a buffer's taps stay direct loads: taps_find) */
+    fc_array *xc = fc_mul(x, fc_f64(ctx, 1.5));
+    outs[0] = window_sum(x, 3, 1, 1);
+    add_tiled(&s, "3x3 taps of a buffer", false, outs, 1);
+    outs[0] = window_sum(xc, 3, 2, 1);
     add_tiled(&s, "3x3 taps 2 apart: a spread of 4", true, outs, 1);
     /* the direct loops: rows 2 apart, or starts spread beyond the halo */
-    outs[0] = window_sum(x, 3, 1, 2);
+    outs[0] = window_sum(xc, 3, 1, 2);
     add_tiled(&s, "3x3 taps with a row step of 2", false, outs, 1);
-    outs[0] = window_sum(x, 3, 3, 1);
+    outs[0] = window_sum(xc, 3, 3, 1);
     add_tiled(&s, "3x3 taps 3 apart: a spread of 6", false, outs, 1);
-    outs[0] = window_sum(x, 2, 5, 1);
+    outs[0] = window_sum(xc, 2, 5, 1);
     add_tiled(&s, "2x2 taps 5 apart", false, outs, 1);
     /* other inputs beside the taps: a same-shape buffer and a broadcast row */
     fc_array *xf = sweep_input(ctx, 201, FC_F32, FC_SHAPE(45, 38));
     fc_array *z = sweep_input(ctx, 202, FC_F32, FC_SHAPE(43, 36));
     fc_array *b = sweep_input(ctx, 203, FC_F32, FC_SHAPE(36));
-    outs[0] = fc_add(fc_mul(window_sum(xf, 3, 1, 1), z), b);
+    outs[0] = fc_add(fc_mul(window_sum(fc_sqrt(xf), 3, 1, 1), z), b);
     add_tiled(&s, "taps * z + b", true, outs, 1);
     /* a computed value as the taps' source, and two outputs */
     fc_array *y = sweep_input(ctx, 204, FC_F32, FC_SHAPE(45, 38));
@@ -1215,14 +1219,14 @@ static void emulate_shifted_slices(const char *tag, const emu_cfg *cfg) {
     outs[1] = fc_sub(tap_at(src, 1, 1, 43, 36, 1), z);
     add_tiled(&s, "taps of exp(x / 4) + y, two outputs", true, outs, 2);
     /* batches: every tap at the same batch offset, or not */
-    fc_array *x3 = sweep_input(ctx, 205, FC_F32, FC_SHAPE(3, 20, 37));
+    fc_array *x3 = fc_sqrt(sweep_input(ctx, 205, FC_F32, FC_SHAPE(3, 20, 37)));
     outs[0] = window_sum(x3, 3, 1, 1);
     add_tiled(&s, "3x3 taps of x[3, 20, 37]", true, outs, 1);
     outs[0] = fc_add(fc_add(fc_slice(x3, FC_S(0, 2, 1), FC_S(0, 19, 1), FC_S(0, 36, 1)),
                             fc_slice(x3, FC_S(1, 3, 1), FC_S(1, 20, 1), FC_S(1, 37, 1))),
                      fc_slice(x3, FC_S(0, 2, 1), FC_S(1, 20, 1), FC_S(0, 36, 1)));
     add_tiled(&s, "taps of x[3, 20, 37] at two batch offsets", false, outs, 1);
-    fc_array *x1 = sweep_input(ctx, 206, FC_I32, FC_SHAPE(1, 9, 30));
+    fc_array *x1 = fc_abs(sweep_input(ctx, 206, FC_I32, FC_SHAPE(1, 9, 30)));
     outs[0] = window_sum(x1, 3, 1, 1);
     add_tiled(&s, "3x3 taps of i32 x[1, 9, 30]", true, outs, 1);
     set_build(&s);
