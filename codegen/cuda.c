@@ -81,6 +81,9 @@ typedef struct gen {
     bool strided_load;    /* a buffer was loaded at anything but the flat index i */
     /* per leaf (k->nleaf entries) */
     bool *vec_used;       /* read from this step's vector l<leaf> */
+    bool *rvec_used;      /* row kernels: read at the element's position in the row, from this
+                             step's vector lr<leaf> (row_operand) */
+    bool rows_vec;        /* generating a row or reduce kernel's vector step */
     bool *flat_used;      /* read at the flat index somewhere */
     /* row kernels: values kept on chip, per kernel position (nodes, then leaves) */
     uint64_t *phases;     /* the phases (a bit each) that evaluate it at the flat index */
@@ -113,6 +116,7 @@ typedef struct gen {
     int *tile_of;         /* per kernel node: its tile (a permute read across the rows), or -1;
                              NULL: not tiled */
     bool tile_write;      /* generating the write phase: tiled permutes read their tile */
+    bool idx64;           /* idx_t is 64-bit (needs_idx64): an arg* index field's width */
 } gen;
 
 static const char *dt(fc_dtype t) { return fc_dtype_name(t); }
@@ -319,6 +323,33 @@ static const char *linearize_space(gen *g, const ix *idx) {
     return bind_index(g, acc);
 }
 
+/* A buffer that a row kernel's element reads at its own position within the row (a
+ * layernorm's weight and bias): the reduced axes, with the space's extents, read at the
+ * element's coordinates r<d>, and nothing else (extent 1 elsewhere). Its offset is then the
+ * element's index e in the row, so a vector step of the row reads it as one aligned vector
+ * too, where it used to take a scalar load an element (eight a step for a layernorm). */
+static bool row_operand(gen *g, const fc_array *a, const ix *idx) {
+    const fcp_kernel *k = g->k;
+    if (a->ndim == 0 || a->ndim > k->ndim ||
+        (int)fc_dtype_size((fc_dtype)a->dtype) * g->vec > 16)
+        return false;
+    int lead = k->ndim - a->ndim;
+    for (int d = 0; d < lead; d++)
+        if ((k->rmask & (1u << d)) && k->space[d] != 1) return false;
+    char name[16];
+    for (int d = 0; d < a->ndim; d++) {
+        int sd = d + lead;
+        if (a->shape[d] == 1 && k->space[sd] == 1) continue;
+        if (!(k->rmask & (1u << sd))) {
+            if (a->shape[d] != 1) return false;
+            continue;
+        }
+        snprintf(name, sizeof name, "r%d", sd);
+        if (a->shape[d] != k->space[sd] || strcmp(idx->e[d], name) != 0) return false;
+    }
+    return true;
+}
+
 static int eval_leaf(gen *g, const fc_array *a, const ix *idx) {
     const fcp_kernel *k = g->k;
     int li = leaf_index(g, a);
@@ -348,6 +379,11 @@ static int eval_leaf(gen *g, const fc_array *a, const ix *idx) {
             pend_add(g, p, v);
             return v;
         }
+    } else if (g->vec && g->rows_vec && row_operand(g, a, idx)) {
+        g->rvec_used[li] = true; /* from the vector of this step's row positions */
+        int v = new_var(g);
+        line(g, "const fcx_ct_%s v%d = fcx_load_%s(&lr%d.v[u]);", T, v, T, li);
+        return v;
     } else {
         off = linearize(g, a, idx);
         g->strided_load = true;
@@ -1880,6 +1916,7 @@ typedef struct field {
 } field;
 
 static int online_of(gen *g, const fc_array *r);
+static void pairwise_sum(gen *g, const char *t, int k);
 
 static int red_fields(gen *g, const fc_array *r, field *f) {
     fc_dtype lt = acc_mean_dtype(r), at = fcg_real_dtype(lt);
@@ -1904,7 +1941,10 @@ static int red_fields(gen *g, const fc_array *r, field *f) {
         break;
     case FCG_COMBINE_ARGMAX: case FCG_COMBINE_ARGMIN:
         f[n++] = (field){'a', L, ct_size(lt)};
-        f[n++] = (field){'x', "long long", 8};
+        /* The element's index within the reduction: idx_t, which holds every index of the
+         * kernel's space, so that 32-bit kernels compare and shuffle one word (issue 13);
+         * the result widens to i64 at the end. */
+        f[n++] = (field){'x', "idx_t", g->idx64 ? 8 : 4};
         break;
     case FCG_COMBINE_MOMENTS:
         f[n++] = (field){'a', L, ct_size(lt)};
@@ -1979,7 +2019,7 @@ static void acc_update(gen *g, const fc_array *r, int pos, int v, const char *e)
     switch (d->map) {
     case FCG_MAP_VALUE:
         if (d->combine == FCG_COMBINE_MOMENTS && g->batch && is_welford(r)) {
-            line(g, "bv%d[u] = v%d;", pos, v); /* merged a batch at a time (welford_batch) */
+            line(g, "bv%d[bo + u] = v%d;", pos, v); /* merged a batch at a time (welford_batch) */
             return;
         }
         x = str(g, "v%d", widen(g, r, v));
@@ -2015,10 +2055,13 @@ static void acc_update(gen *g, const fc_array *r, int pos, int v, const char *e)
         break;
     case FCG_COMBINE_ARGMAX: case FCG_COMBINE_ARGMIN:
         /* Sequential order within a thread: a later element wins only if strictly better
-         * (or the first NaN). */
-        line(g, "%sif (x%d < 0 || (!fcx_isnan(a%d) && (fcx_isnan(%s) || fcx_%s(%s, a%d)))) { a%d = %s; "
-                "x%d = (long long)(%s); }%s", pre, pos, pos, x,
-             d->combine == FCG_COMBINE_ARGMAX ? "greater" : "less", x, pos, pos, x, pos, e, post);
+         * (or the first NaN). Non-short-circuit operators and selects: a branch per element
+         * would serialise the thread's loop. */
+        line(g, "%s{ const bool tk = (x%d < 0) | (!fcx_isnan(a%d) & (fcx_isnan(%s) | "
+                "fcx_%s(%s, a%d))); a%d = tk ? %s : a%d; x%d = tk ? (idx_t)(%s) : x%d; }%s", pre,
+             pos, pos, x,
+             d->combine == FCG_COMBINE_ARGMAX ? "greater" : "less", x, pos, pos, x, pos, pos, e,
+             pos, post);
         break;
     case FCG_COMBINE_MOMENTS:
         /* Welford: the running mean and the sum of squared deviations. */
@@ -2034,11 +2077,6 @@ static void acc_update(gen *g, const fc_array *r, int pos, int v, const char *e)
     }
 }
 
-/* Declares the batch array of a Welford reduction (k values of its loop dtype per step). */
-static void welford_batch_decl(gen *g, const fc_array *r, int pos, int k) {
-    if (is_welford(r)) line(g, "fcx_ct_%s bv%d[%d];", dt(r->loop_dtype), pos, k);
-}
-
 /* Merges the k values of bv<pos> into the running (n, mean, M2): the batch's mean and squared
  * deviations in the loop's precision, then Chan et al.'s update in the wide type. The batch's
  * mean mp = (sum of k values) / k is rounded (the sum is), and deviations taken about a point
@@ -2048,7 +2086,17 @@ static void welford_batch_decl(gen *g, const fc_array *r, int pos, int k) {
  * exact where x and mp are within a factor two of each other, and corrects both: the mean to
  * mp + sum(d) / k and M2 to sum(d^2) - |sum(d)|^2 / k (the corrected two-pass formula; never
  * below 0), both in the wide type. One division per k elements and no per-element double
- * arithmetic keep W7-like kernels memory-bound. */
+ * arithmetic keep W7-like kernels memory-bound.
+ * A batch is a vector step (k = vec), a column kernel's COL_BATCH rows, or a group of vector
+ * steps whose loads were issued together (row_steps: k = G vec, up to 32). Its sums are
+ * pairwise in the loop's precision, so that a larger batch keeps the accuracy: a pairwise sum
+ * of k values errs by at most ceil(log2 k) u times the sum of their magnitudes (u the loop's
+ * unit roundoff), so sum(d^2), whose terms are positive and each rounded once (the square;
+ * d = x - mp once more where x and mp are not within a factor two), is within about
+ * (ceil(log2 k) + 2) u of the batch's exact M2 relatively (plus the k e^2 that the correction
+ * removes): 6u at k = 16, against (k + 1) u for the sequential sums of 4 values it replaced
+ * (5u). The merge in double adds nothing at f32 precision, so var and std stay within a few
+ * ulps of f32, as before, with the double update and its division once per 16 elements. */
 static void welford_batch(gen *g, const fc_array *r, int pos, int k) {
     if (!is_welford(r)) return;
     const char *L = dt(acc_mean_dtype(r)), *A = acc_type(r);
@@ -2056,14 +2104,22 @@ static void welford_batch(gen *g, const fc_array *r, int pos, int k) {
     const char *P = dt(lt), *PA = dt(fcg_real_dtype(lt));
     line(g, "{");
     g->indent++;
-    line(g, "fcx_ct_%s s = bv%d[0];", P, pos);
-    for (int u = 1; u < k; u++) line(g, "s = fcx_add(s, bv%d[%d]);", pos, u);
-    line(g, "const fcx_ct_%s mp = fcx_mul(s, fcx_cast_%s(%.17g));", P, P, 1.0 / k);
-    line(g, "fcx_ct_%s qp = fcx_cast_%s(0);", PA, PA);
-    line(g, "fcx_ct_%s dp = fcx_cast_%s(0);", P, P);
-    for (int u = 0; u < k; u++)
-        line(g, "{ const fcx_ct_%s d = fcx_sub(bv%d[%d], mp); const fcx_ct_%s t = fcx_abs(d); "
-                "dp = fcx_add(dp, d); qp = fcx_add(qp, fcx_mul(t, t)); }", P, pos, u, PA);
+    line(g, "fcx_ct_%s t[%d];", P, k);
+    line(g, "#pragma unroll");
+    line(g, "for (int i = 0; i < %d; i++) t[i] = bv%d[i];", k, pos);
+    pairwise_sum(g, "t", k);
+    line(g, "const fcx_ct_%s mp = fcx_mul(t[0], fcx_cast_%s(%.17g));", P, P, 1.0 / k);
+    line(g, "fcx_ct_%s tq[%d];", PA, k);
+    line(g, "#pragma unroll");
+    line(g, "for (int i = 0; i < %d; i++) {", k);
+    line(g, "    t[i] = fcx_sub(bv%d[i], mp);", pos);
+    line(g, "    const fcx_ct_%s ta = fcx_abs(t[i]);", PA);
+    line(g, "    tq[i] = fcx_mul(ta, ta);");
+    line(g, "}");
+    pairwise_sum(g, "t", k);
+    pairwise_sum(g, "tq", k);
+    line(g, "const fcx_ct_%s dp = t[0];", P);
+    line(g, "const fcx_ct_%s qp = tq[0];", PA);
     line(g, "const fcx_ct_%s dw = fcx_cast_%s(dp);", L, L);
     line(g, "const fcx_ct_%s mb = fcx_add(fcx_cast_%s(mp), fcx_mul(dw, fcx_cast_%s(%.17g)));", L, L,
          L, 1.0 / k);
@@ -2088,6 +2144,51 @@ static void welford_batch(gen *g, const fc_array *r, int pos, int k) {
     line(g, "}");
 }
 
+
+/* Declares the batch array of a Welford reduction (k values of its loop dtype). Sums are not
+ * batched: they keep a double add an element, since an f32 sum of a batch would cost the
+ * mean its last bit against the exact sum, which a layernorm's x - mean amplifies. */
+static void batch_decl(gen *g, const fc_array *r, int pos, int k) {
+    if (is_welford(r)) line(g, "fcx_ct_%s bv%d[%d];", dt(r->loop_dtype), pos, k);
+}
+
+/* Sums t[0..k) into t[0], pairwise: t[i] += t[i + ceil(w / 2)] over halving widths w, so
+ * each value passes through at most ceil(log2 k) additions. Eight additions a line. */
+static void pairwise_sum(gen *g, const char *t, int k) {
+    for (int w = k; w > 1; w = (w + 1) / 2)
+        for (int i0 = 0; i0 < w / 2; i0 += 8) {
+            char buf[512];
+            size_t n = 0;
+            for (int i = i0; i < w / 2 && i < i0 + 8; i++)
+                n += (size_t)snprintf(buf + n, sizeof buf - n,
+                                      "%s%s[%d] = fcx_add(%s[%d], %s[%d]);", i > i0 ? " " : "",
+                                      t, i, t, i, t, i + (w + 1) / 2);
+            line(g, "%s", buf);
+        }
+}
+
+/* The batch arrays of the Welford reductions of phase lv (k values each); their merge. */
+static void level_batch_decls(gen *g, const int *level, int lv, int k) {
+    for (int j = 0; j < g->k->nred && lv > 0; j++) {
+        int pos = pos_of(g, g->k->reds[j]);
+        if (level[pos] == lv) batch_decl(g, g->k->reds[j], pos, k);
+    }
+}
+static void level_batch_merges(gen *g, const int *level, int lv, int k) {
+    for (int j = 0; j < g->k->nred && lv > 0; j++) {
+        int pos = pos_of(g, g->k->reds[j]);
+        if (level[pos] == lv) welford_batch(g, g->k->reds[j], pos, k);
+    }
+}
+
+/* Where a step stores its values in the batch arrays: at bo + u, bo being the step's offset in
+ * a batch of several steps (0 where a batch is one step). Declared where a batch is in use. */
+static void batch_offset(gen *g, const int *level, int lv, const char *bo) {
+    bool any = false;
+    for (int j = 0; j < g->k->nred && lv > 0; j++)
+        any |= level[pos_of(g, g->k->reds[j])] == lv && is_welford(g->k->reds[j]);
+    if (any) line(g, "const int bo = %s;", bo);
+}
 
 /* ---- long rows: online sums ------------------------------------------------------------
  * A row kernel whose rows do not fit on chip (k->long_rows) reads its rows from memory in
@@ -2460,7 +2561,7 @@ static int acc_finish(gen *g, const fc_array *r, int pos, const char *count) {
         line(g, "const fcx_ct_%s v%d = fcx_cast_%s(fcx_div(a%d, fcx_cast_%s((double)(%s))));", O, v, O,
              pos, L, count);
         break;
-    case FCG_FINISH_INDEX: line(g, "const fcx_ct_i64 v%d = x%d;", v, pos); break;
+    case FCG_FINISH_INDEX: line(g, "const fcx_ct_i64 v%d = (fcx_ct_i64)x%d;", v, pos); break;
     case FCG_FINISH_VARIANCE: case FCG_FINISH_STD:
         line(g, "const long long dd%d = n%d - %d;", v, pos, r->p.ddof);
         line(g, "const fcx_ct_%s w%d = fcx_div(m%d, fcx_cast_%s((double)(dd%d > 0 ? dd%d : 0)));", A, v,
@@ -2682,6 +2783,197 @@ static void flush_pending(gen *g, bool vec) {
     g->npend = 0;
 }
 
+/* Vector steps whose loads a thread issues together, at most: a step's work that branches (an
+ * argmax's compare, a Welford merge's division) otherwise keeps the compiler from hoisting the
+ * next step's load above it, leaving one 16-byte load in flight per thread, a latency-bound
+ * loop (issue 13: argmax rows at 49% of the copy floor). ROW_GROUP_LOADS 16-byte loads of all
+ * the step's buffers together, so that kernels reading several buffers keep their registers. */
+#define ROW_GROUP_LOADS 4
+
+/* Text made at indent + levels, pasted `levels` shallower. */
+static void paste_dedent(gen *g, const char *text, int levels) {
+    if (!text) return;
+    size_t cut = (size_t)levels * 4;
+    for (const char *s = text; *s;) {
+        const char *nl = strchr(s, '\n');
+        size_t n = nl ? (size_t)(nl - s) + 1 : strlen(s), skip = 0;
+        while (skip < cut && skip < n && s[skip] == ' ') skip++;
+        char buf[1024];
+        size_t m = n - skip < sizeof buf - 1 ? n - skip : sizeof buf - 1;
+        memcpy(buf, s + skip, m);
+        buf[m] = '\0';
+        fcg_sb_puts(&g->body, buf);
+        s += n;
+    }
+}
+
+/* The flat index of a vector step's first element e0: base + e0 where the rows are trailing,
+ * i0 (step_index) where they are runs of R contiguous elements (g->seg_run). */
+static const char *step_flat(gen *g) { return g->seg_run ? "i0" : "(base + e0)"; }
+
+/* Segmented rows: the flat index i0 of the step at e0, from its coordinates. Each step of a
+ * group decodes its own (its first element may start another run than the step before). */
+static void step_index(gen *g) {
+    const fcp_kernel *k = g->k;
+    if (!g->seg_run) return;
+    decode(g, "e0", "s", k->ndim, k->space, k->rmask, true, NULL);
+    ix first;
+    first.nd = k->ndim;
+    first.identity = false;
+    for (int d = 0; d < k->ndim; d++)
+        first.e[d] = str(g, "%s%d", k->rmask & (1u << d) ? "s" : "o", d);
+    line(g, "const idx_t i0 = %s;", linearize_space(g, &first));
+}
+
+/* The global vector of leaf li at the step's flat index. */
+static const char *leaf_vec_global(gen *g, int li, int vec) {
+    const char *T = dt(g->k->leaves[li]->dtype);
+    return str(g, "((const fcx_vec<fcx_t_%s, %d> *)p.ptr[%d])[%s / %d]", T, vec, li, step_flat(g),
+               vec);
+}
+
+/* The vector load of leaf li for the step at e0 (an expression), or NULL when the step reads
+ * it only to recompute kept values (conditional: not prefetched). */
+static const char *leaf_vec_load(gen *g, int li, int vec, const char *e0) {
+    const fcp_kernel *k = g->k;
+    int p = k->nnode + li;
+    const char *T = dt(k->leaves[li]->dtype);
+    const char *glob = leaf_vec_global(g, li, vec);
+    bool live = g->phase <= 0 || g->phase >= 64 || (g->phases[p] & (1ull << g->phase));
+    if (!live) return NULL;
+    if (g->fill[p] > 0 && g->phase > g->fill[p])
+        return str(g, "rc ? ((const fcx_vec<fcx_t_%s, %d> *)c%d)[(%s) / %d] : %s", T, vec, p, e0,
+                   vec, glob);
+    return glob;
+}
+
+/* Whether a group of steps loads leaf li's vectors before its work: those read from global
+ * memory. Rows kept on chip read back from shared memory, whose latency needs no groups (and
+ * the registers of a group would cost the kernel occupancy). */
+static bool leaf_prefetched(gen *g, int li) {
+    int p = g->k->nnode + li;
+    return g->vec_used[li] && leaf_vec_load(g, li, 1, "e0") &&
+           !(g->fill[p] > 0 && g->phase > g->fill[p]);
+}
+
+/* The leaf loads of one step at e0, from the prefetched lg<leaf>[gi] where `grouped`. */
+static void leaf_vec_lines(gen *g, int vec, bool grouped) {
+    const fcp_kernel *k = g->k;
+    for (int li = 0; li < k->nleaf; li++) {
+        if (!g->vec_used[li]) continue;
+        const char *T = dt(k->leaves[li]->dtype);
+        const char *src = leaf_vec_load(g, li, vec, "e0");
+        if (!src) { /* read only to recompute kept values, when the rows are not on chip */
+            line(g, "fcx_vec<fcx_t_%s, %d> l%d;", T, vec, li);
+            line(g, "if (!rc) l%d = %s;", li, leaf_vec_global(g, li, vec));
+        } else {
+            line(g, "const fcx_vec<fcx_t_%s, %d> l%d = %s;", T, vec, li,
+                 grouped && leaf_prefetched(g, li) ? str(g, "lg%d[gi]", li) : src);
+        }
+    }
+    /* Row operands hit in cache (every row reads the same): loaded per step, not prefetched. */
+    for (int li = 0; li < k->nleaf; li++) {
+        if (!g->rvec_used[li]) continue;
+        const char *T = dt(k->leaves[li]->dtype);
+        line(g, "const fcx_vec<fcx_t_%s, %d> lr%d = "
+                "((const fcx_vec<fcx_t_%s, %d> *)p.ptr[%d])[e0 / %d];",
+             T, vec, li, T, vec, li, vec);
+    }
+}
+
+/* Whether a group's work reads at the step's flat index (step_flat) after the prefetched
+ * loads: leaves not prefetched, or the row's outputs (phase 0). */
+static bool group_reads_flat(gen *g, int lv) {
+    const fcp_kernel *k = g->k;
+    for (int q = 0; q < k->nout && lv == 0; q++)
+        if (full_output(k, k->outs[q])) return true;
+    for (int li = 0; li < k->nleaf; li++)
+        if (g->vec_used[li] && !leaf_prefetched(g, li)) return true;
+    return false;
+}
+
+/* A thread's vector steps c = threadIdx.x + j blockDim.x of the row piece (nv of them): groups
+ * of G steps whose loads are all issued first, then the rest one at a time. A thread folds its
+ * elements in the same order either way. Welford reductions (welford_batch) take a group's
+ * values as one batch. `work` is a step's work after its loads, made two levels deeper than
+ * the loop. `reverse`: the thread takes its steps from the last one down (long rows' output
+ * phase: the end of a row, read last by the phase before, is the likeliest still in L2). */
+static void row_steps(gen *g, int vec, const fcg_sb *work, const int *level, int lv,
+                      bool reverse) {
+    const fcp_kernel *k = g->k;
+    int nload = 0;
+    for (int li = 0; li < k->nleaf; li++) nload += leaf_prefetched(g, li);
+    int G = nload > 0 ? ROW_GROUP_LOADS / nload : 1;
+    bool rows = false; /* row operands load at e0, aligned where the piece's start eb is */
+    for (int li = 0; li < k->nleaf; li++) rows |= g->rvec_used[li];
+    if (g->seg_run) /* eb a multiple of vec already, as row operands need */
+        line(g, "const idx_t nv = eb %% %d == 0 && R %% %d == 0 ? (ee - eb) / %d : 0;", vec, vec,
+             vec);
+    else
+        line(g, "const idx_t nv = (base + eb) %% %d == 0%s ? (ee - eb) / %d : 0;", vec,
+             rows ? str(g, " && eb %% %d == 0", vec) : "", vec);
+    /* The step gi of a group at c: c + gi blockDim forwards, c - gi blockDim in reverse. */
+    const char *step = reverse ? "c - (idx_t)(gi * blockDim.x)" : "c + (idx_t)(gi * blockDim.x)";
+    if (reverse)
+        line(g, "idx_t c = (idx_t)threadIdx.x < nv ? (idx_t)threadIdx.x + (nv - 1 - "
+                "(idx_t)threadIdx.x) / (idx_t)blockDim.x * (idx_t)blockDim.x : (idx_t)-1; "
+                "/* its last step */");
+    else
+        line(g, "idx_t c = threadIdx.x;");
+    if (G > 1) {
+        if (reverse)
+            line(g, "for (; c >= (idx_t)(%d * blockDim.x); c -= (idx_t)(%d * blockDim.x)) {", G - 1,
+                 G);
+        else
+            line(g, "for (; c + (idx_t)(%d * blockDim.x) < nv; c += (idx_t)(%d * blockDim.x)) {",
+                 G - 1, G);
+        g->indent++;
+        for (int li = 0; li < k->nleaf; li++)
+            if (leaf_prefetched(g, li))
+                line(g, "fcx_vec<fcx_t_%s, %d> lg%d[%d];", dt(k->leaves[li]->dtype), vec, li, G);
+        level_batch_decls(g, level, lv, G * vec);
+        line(g, "#pragma unroll");
+        line(g, "for (int gi = 0; gi < %d; gi++) {", G);
+        g->indent++;
+        line(g, "const idx_t e0 = eb + (%s) * %d;", step, vec);
+        step_index(g);
+        for (int li = 0; li < k->nleaf; li++)
+            if (leaf_prefetched(g, li))
+                line(g, "lg%d[gi] = %s;", li, leaf_vec_load(g, li, vec, "e0"));
+        g->indent--;
+        line(g, "}");
+        line(g, "#pragma unroll");
+        line(g, "for (int gi = 0; gi < %d; gi++) {", G);
+        g->indent++;
+        line(g, "const idx_t e0 = eb + (%s) * %d;", step, vec);
+        if (group_reads_flat(g, lv)) step_index(g);
+        leaf_vec_lines(g, vec, true);
+        batch_offset(g, level, lv, str(g, "gi * %d", vec));
+        g->indent--;
+        if (work->s) fcg_sb_puts(&g->body, work->s);
+        line(g, "}");
+        level_batch_merges(g, level, lv, G * vec);
+        g->indent--;
+        line(g, "}");
+    } else {
+        line(g, "#pragma unroll 4");
+    }
+    if (reverse) line(g, "for (; c >= 0; c -= (idx_t)blockDim.x) {");
+    else line(g, "for (; c < nv; c += blockDim.x) {");
+    g->indent++;
+    line(g, "const idx_t e0 = eb + c * %d;", vec);
+    step_index(g);
+    leaf_vec_lines(g, vec, false);
+    level_batch_decls(g, level, lv, vec);
+    batch_offset(g, level, lv, "0");
+    g->indent--;
+    paste_dedent(g, work->s, 1);
+    g->indent++;
+    level_batch_merges(g, level, lv, vec);
+    g->indent--;
+    line(g, "}");
+}
+
 static void row_loops(gen *g, const ix *sidx, const int *level, int lv, int vec, bool trailing) {
     const fcp_kernel *k = g->k;
     int np = k->nnode + k->nleaf;
@@ -2691,39 +2983,23 @@ static void row_loops(gen *g, const ix *sidx, const int *level, int lv, int vec,
      * batch-norm's (0, 2)): a row is runs of R contiguous elements. When R and the piece's
      * start are multiples of vec, no step straddles two runs, and the step's flat index (its
      * first element's) is a multiple of vec as R is (every other axis's stride is a multiple
-     * of R): 16-byte loads, with the element's coordinates decoded once a step. */
+     * of R): 16-byte loads, with the element's coordinates decoded once a step (step_index). */
     bool segmented = !trailing && g->seg_run;
     if (vec > 1 && (trailing || segmented)) {
-        if (trailing)
-            line(g, "const idx_t nv = (base + eb) %% %d == 0 ? (ee - eb) / %d : 0;", vec, vec);
-        else
-            line(g, "const idx_t nv = eb %% %d == 0 && R %% %d == 0 ? (ee - eb) / %d : 0;",
-                 vec, vec, vec);
-        line(g, "#pragma unroll 4");
-        line(g, "for (idx_t c = threadIdx.x; c < nv; c += blockDim.x) {");
-        g->indent++;
-        line(g, "const idx_t e0 = eb + c * %d;", vec);
-        const char *vbase = "(base + e0)";
         ix vidx = *sidx;
-        if (segmented) {
-            decode(g, "e0", "s", k->ndim, k->space, k->rmask, true, NULL);
-            ix first;
-            first.nd = k->ndim;
-            first.identity = false;
-            for (int d = 0; d < k->ndim; d++)
-                first.e[d] = str(g, "%s%d", k->rmask & (1u << d) ? "s" : "o", d);
-            line(g, "const idx_t i0 = %s;", linearize_space(g, &first));
-            vbase = "i0";
-            vidx.identity = true; /* same-shape buffers come from the step's vectors */
-        }
-        /* The step's body first, to learn which buffers and kept values it reads from
-         * vectors and which kept values it stores. */
+        if (segmented) vidx.identity = true; /* same-shape buffers come from the step's vectors */
+        /* The step's work (everything after its loads) first, one level deeper than the
+         * plain loop's body, to learn which buffers and kept values it reads from vectors
+         * and which kept values it stores. */
         fcg_sb head = g->body;
         memset(&g->body, 0, sizeof g->body);
         g->body.ctx = g->ctx;
         memset(g->vec_used, 0, (size_t)(k->nleaf + 1) * sizeof *g->vec_used);
+        memset(g->rvec_used, 0, (size_t)(k->nleaf + 1) * sizeof *g->rvec_used);
         memset(g->vfill, 0, (size_t)(np + 1) * sizeof *g->vfill);
         memset(g->vread, 0, (size_t)(np + 1) * sizeof *g->vread);
+        g->rows_vec = true;
+        g->indent += 2;
         g->vec = vec;
         g->batch = vec;
         g->npend = 0;
@@ -2740,25 +3016,10 @@ static void row_loops(gen *g, const ix *sidx, const int *level, int lv, int vec,
         line(g, "}");
         g->vec = 0;
         g->batch = 0;
-        fcg_sb body = g->body;
-        g->body = head;
-        for (int li = 0; li < k->nleaf; li++) {
-            if (!g->vec_used[li]) continue;
-            int p = k->nnode + li;
-            const char *T = dt(k->leaves[li]->dtype);
-            const char *glob = str(g, "((const fcx_vec<fcx_t_%s, %d> *)p.ptr[%d])[%s / %d]", T,
-                                   vec, li, vbase, vec);
-            bool live = g->phase <= 0 || g->phase >= 64 || (g->phases[p] & (1ull << g->phase));
-            if (!live) { /* read only to recompute kept values, when the rows are not on chip */
-                line(g, "fcx_vec<fcx_t_%s, %d> l%d;", T, vec, li);
-                line(g, "if (!rc) l%d = %s;", li, glob);
-            } else if (g->fill[p] > 0 && g->phase > g->fill[p]) {
-                line(g, "const fcx_vec<fcx_t_%s, %d> l%d = rc ? ((const fcx_vec<fcx_t_%s, %d> *)c%d)[e0 / %d] "
-                        ": %s;", T, vec, li, T, vec, p, vec, glob);
-            } else {
-                line(g, "const fcx_vec<fcx_t_%s, %d> l%d = %s;", T, vec, li, glob);
-            }
-        }
+        g->rows_vec = false;
+        fcg_sb elems = g->body; /* the step's elements; its declarations go before them */
+        memset(&g->body, 0, sizeof g->body);
+        g->body.ctx = g->ctx;
         for (int p = 0; p < k->nnode; p++) {
             const char *T = dt(pos_dtype(k, p));
             if (g->vread[p]) {
@@ -2770,17 +3031,9 @@ static void row_loops(gen *g, const ix *sidx, const int *level, int lv, int vec,
         if (lv == 0)
             for (int q = 0; q < k->nout; q++)
                 if (full_output(k, k->outs[q])) line(g, "fcx_vec<fcx_t_%s, %d> w%d;", dt(k->outs[q]->dtype), vec, q);
-        for (int j = 0; j < k->nred && lv > 0; j++) {
-            int pos = pos_of(g, k->reds[j]);
-            if (level[pos] == lv) welford_batch_decl(g, k->reds[j], pos, vec);
-        }
-        if (body.s) fcg_sb_puts(&g->body, body.s);
-        if (body.failed) g->body.failed = true;
-        fcg_sb_free(&body);
-        for (int j = 0; j < k->nred && lv > 0; j++) {
-            int pos = pos_of(g, k->reds[j]);
-            if (level[pos] == lv) welford_batch(g, k->reds[j], pos, vec);
-        }
+        if (elems.s) fcg_sb_puts(&g->body, elems.s);
+        if (elems.failed) g->body.failed = true;
+        fcg_sb_free(&elems);
         /* Kept values stored after every read of this step (slots may be shared). */
         for (int li = 0; li < k->nleaf; li++) {
             int p = k->nnode + li;
@@ -2796,9 +3049,13 @@ static void row_loops(gen *g, const ix *sidx, const int *level, int lv, int vec,
             for (int q = 0; q < k->nout; q++)
                 if (full_output(k, k->outs[q]))
                     line(g, "((fcx_vec<fcx_t_%s, %d> *)p.ptr[%d])[%s / %d] = w%d;",
-                         dt(k->outs[q]->dtype), vec, k->nleaf + q, vbase, vec, q);
-        g->indent--;
-        line(g, "}");
+                         dt(k->outs[q]->dtype), vec, k->nleaf + q, step_flat(g), vec, q);
+        g->indent -= 2;
+        fcg_sb work = g->body;
+        g->body = head;
+        row_steps(g, vec, &work, level, lv, lv == 0 && k->kind == FCP_KERNEL_ROW && k->long_rows);
+        if (work.failed) g->body.failed = true;
+        fcg_sb_free(&work);
         line(g, "const idx_t es = eb + nv * %d;", vec);
     } else {
         line(g, "const idx_t es = eb;");
@@ -3670,7 +3927,8 @@ static void gen_cols(gen *g) {
     const int batch = col_batch(k);
     line(g, "for (; e4 + %d * nw < ee; e4 += %d * nw) {", batch - 1, batch);
     g->indent++;
-    for (int j = 0; j < n; j++) welford_batch_decl(g, k->nodes[pos[j]], pos[j], batch);
+    for (int j = 0; j < n; j++) batch_decl(g, k->nodes[pos[j]], pos[j], batch);
+    batch_offset(g, level, 1, "0");
     /* An online sum's fold calls out of line when the shift moves (the rescaling's exp), which
      * keeps the compiler from issuing a later row's load before it: the batch's rows of each
      * full-shape buffer go to L2 first, all in flight together. */
@@ -4124,6 +4382,7 @@ static void gen_free_arrays(gen *g) {
     fcg_free(g->ctx, g->red_var, (size_t)(k->nnode + 1) * sizeof *g->red_var);
     fcg_free(g->ctx, g->span, (size_t)(k->nnode + 1) * sizeof *g->span);
     fcg_free(g->ctx, g->vec_used, nl * sizeof *g->vec_used);
+    fcg_free(g->ctx, g->rvec_used, nl * sizeof *g->rvec_used);
     fcg_free(g->ctx, g->flat_used, nl * sizeof *g->flat_used);
     fcg_free(g->ctx, g->phases, npos * sizeof *g->phases);
     fcg_free(g->ctx, g->fill, npos * sizeof *g->fill);
@@ -4138,7 +4397,7 @@ static void gen_free_arrays(gen *g) {
     g->tile_of = NULL;
     g->red_var = NULL;
     g->span = NULL;
-    g->vec_used = g->flat_used = g->vfill = g->vread = NULL;
+    g->vec_used = g->rvec_used = g->flat_used = g->vfill = g->vread = NULL;
     g->phases = NULL;
     g->fill = g->slot = g->pend = g->pend_var = NULL;
     fcg_nodemap_free(&g->pos);
@@ -4175,6 +4434,7 @@ fc_status fcx_generate_named(fc_ctx *ctx, const fcp_kernel *k, const char *name,
     g.red_var = fcg_malloc(ctx, (size_t)(k->nnode + 1) * sizeof *g.red_var);
     g.span = fcg_calloc(ctx, (size_t)(k->nnode + 1) * sizeof *g.span);
     g.vec_used = fcg_calloc(ctx, nl * sizeof *g.vec_used);
+    g.rvec_used = fcg_calloc(ctx, nl * sizeof *g.rvec_used);
     g.flat_used = fcg_calloc(ctx, nl * sizeof *g.flat_used);
     g.phases = fcg_calloc(ctx, npos * sizeof *g.phases);
     g.fill = fcg_calloc(ctx, npos * sizeof *g.fill);
@@ -4183,13 +4443,14 @@ fc_status fcx_generate_named(fc_ctx *ctx, const fcp_kernel *k, const char *name,
     g.vread = fcg_calloc(ctx, npos * sizeof *g.vread);
     g.pend = fcg_calloc(ctx, npos * sizeof *g.pend);
     g.pend_var = fcg_calloc(ctx, npos * sizeof *g.pend_var);
-    if (!g.red_var || !g.span || !g.vec_used || !g.flat_used || !g.phases || !g.fill || !g.slot ||
-        !g.vfill || !g.vread || !g.pend || !g.pend_var) {
+    if (!g.red_var || !g.span || !g.vec_used || !g.rvec_used || !g.flat_used || !g.phases ||
+        !g.fill || !g.slot || !g.vfill || !g.vread || !g.pend || !g.pend_var) {
         gen_free_arrays(&g);
         return fcg_error(ctx, FC_ERR_NOMEM, "codegen: out of memory");
     }
     for (int i = 0; i <= k->nnode; i++) g.red_var[i] = -1;
     bool idx64 = needs_idx64(k);
+    g.idx64 = idx64;
     fcx_strategy strategy = strategy_of(k);
     int tile_axis = -1;
     size_t tile_smem = 0;

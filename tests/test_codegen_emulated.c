@@ -215,6 +215,9 @@ typedef struct emu_set {
     int n_rows_seg;            /* reduce kernels over rows of contiguous runs (non-trailing axes) */
     int n_cols_online;         /* column kernels with an online sum */
     int n_slice_tiled;         /* launches that took the shifted-slice tiles */
+    int n_rows_grouped; /* launches whose vector steps issue several steps' loads together */
+    int n_rows_reverse; /* launches of streaming row kernels whose output phase runs backwards */
+    int n_rows_seg_grouped; /* launches over rows of contiguous runs whose steps load in groups */
 } emu_set;
 
 static void set_open(emu_set *s, const char *tag, const emu_cfg *cfg) {
@@ -528,8 +531,12 @@ static char *run_program(emu_set *s, program *p) {
         s->n_tiled += src->strategy == FCX_STRATEGY_EW_TILE && grid > 0;
         s->n_rows_on_chip += smem > 0;
         s->n_rows_vec += src->strategy == FCX_STRATEGY_BLOCK_ROW && src->vec > 1;
+        s->n_rows_grouped += grid > 0 && strstr(src->src, "for (int gi = 0;") != NULL;
+        s->n_rows_reverse += grid > 0 && strstr(src->src, "/* its last step */") != NULL;
         s->n_rows_long += kern->kind == FCP_KERNEL_ROW && kern->long_rows && grid > 0;
         s->n_rows_seg += grid > 0 && strstr(src->src, "contiguous run of a row") != NULL;
+        s->n_rows_seg_grouped += grid > 0 && strstr(src->src, "contiguous run of a row") != NULL &&
+                                 strstr(src->src, "for (int gi = 0;") != NULL;
         s->n_cols_online += grid > 0 && src->strategy == FCX_STRATEGY_BLOCK_COL &&
                             strstr(src->src, "online sum") != NULL;
         s->n_online += kern->kind == FCP_KERNEL_ROW && kern->long_rows && grid > 0 &&
@@ -2155,9 +2162,9 @@ static void emulate_row_kernels(const char *tag, const emu_cfg *cfg) {
     cr_assert(cfg->no_dsmem || cfg->long_rows || s.n_rows_on_chip > 40,
               "only %d row kernels kept rows on chip", s.n_rows_on_chip);
     cr_assert(s.n_rows_vec > 40, "only %d row kernels had 16-byte steps", s.n_rows_vec);
-    cr_assert(!cfg->long_rows || (s.n_rows_long > 60 && s.n_online > 20),
-              "only %d row kernels streamed their rows, %d with an online sum", s.n_rows_long,
-              s.n_online);
+    cr_assert(!cfg->long_rows || (s.n_rows_long > 60 && s.n_online > 20 && s.n_rows_reverse > 40),
+              "only %d row kernels streamed their rows, %d with an online sum, %d backwards",
+              s.n_rows_long, s.n_online, s.n_rows_reverse);
 }
 
 Test(emulated, row_kernels_eight_threads) {
@@ -2177,6 +2184,96 @@ Test(emulated, row_kernels_streamed_twelve_threads) {
 /* Random programs with their row kernels streamed. */
 Test(emulated, random_dags_1300_1499_streamed_rows) {
     emulate_random(1300, 1500, &(emu_cfg){8, 4, 3, true, false, false, true, false});
+}
+
+/* Rows of m x l values of dtype t with ties everywhere (values 0..4) and, for inexact dtypes,
+ * NaNs: row 0 all equal, row 1 a NaN first, row 2 a NaN last, row 3 two NaNs, a few scattered
+ * ones elsewhere. */
+static fc_array *tie_rows(fc_ctx *ctx, fc_dtype t, int64_t m, int64_t l, uint64_t seed) {
+    size_t n = (size_t)(m * l);
+    double *v = malloc((n ? n : 1) * sizeof *v);
+    cr_assert_not_null(v);
+    uint64_t st = seed * 0x9e3779b97f4a7c15ull + 7;
+    for (size_t i = 0; i < n; i++) {
+        st = st * 6364136223846793005ull + 1442695040888963407ull;
+        v[i] = (double)((st >> 33) % 5);
+        if (fcg_is_inexact(t) && (st >> 20) % 211 == 0) v[i] = NAN;
+    }
+    bool nan = fcg_is_inexact(t) && l > 0;
+    for (int64_t j = 0; j < l && m > 0; j++) v[j] = 2.0;
+    if (nan && m > 1) v[1 * l] = NAN;
+    if (nan && m > 2) v[2 * l + l - 1] = NAN;
+    if (nan && m > 3) v[3 * l + l / 2] = v[3 * l + l / 3] = NAN;
+    fc_array *a = fc_cast(fc_from_host(ctx, FC_F64, FC_SHAPE(m, l), v), t);
+    free(v);
+    return a;
+}
+
+/* Issue 13's row reductions: argmax and argmin of every dtype along rows of lengths 1, odd,
+ * long enough that a thread issues several vector steps' loads together (row_steps) and that
+ * small split constants split them between blocks, and no rows at all, with ties and NaNs
+ * (NumPy: the first of equals, the first NaN); and mean, std and var of the same rows in one
+ * kernel (Welford batches of a group of steps: f32 16 values, f16 32), also of rows far from
+ * 0 whose deviations are small. */
+static void emulate_row_reductions(const char *tag, const emu_cfg *cfg) {
+    emu_set s;
+    set_open(&s, tag, cfg);
+    fc_ctx *ctx = s.ctx;
+    fc_scope_open(ctx);
+    static const int64_t lens[][2] = {{5, 1}, {6, 7}, {4, 131}, {5, 517}, {3, 4099}, {0, 7}};
+    fc_array *outs[WL_MAX_OUT];
+    char name[96];
+    int n = 0;
+    for (int t = 0; t < FC_DTYPE_COUNT; t++)
+        for (int li = 0; li < 6; li++) {
+            int64_t m = lens[li][0], l = lens[li][1];
+            fc_array *x = tie_rows(ctx, (fc_dtype)t, m, l, (uint64_t)(t * 10 + li));
+            fc_array *amax = fc_argmax(x, 1, false), *amin = fc_argmin(x, 1, li & 1);
+            if (fc_array_status(amax) != FC_OK || fc_array_status(amin) != FC_OK) {
+                fc_clear_error(ctx); /* not defined for this dtype */
+                continue;
+            }
+            outs[0] = fc_keep(amax);
+            outs[1] = fc_keep(amin);
+            snprintf(name, sizeof name, "argmax, argmin of %s[%lld, %lld] with ties and NaNs",
+                     fc_dtype_name((fc_dtype)t), (long long)m, (long long)l);
+            set_add(&s, name, false, 0, outs, 2);
+            n++;
+        }
+    static const fc_dtype mtypes[] = {FC_F32, FC_F64, FC_F16, FC_BF16, FC_C64};
+    for (int ti = 0; ti < 5; ti++)
+        for (int li = 0; li < 6; li++) {
+            fc_dtype t = mtypes[ti];
+            int64_t m = lens[li][0], l = lens[li][1];
+            fc_array *x = sweep_input(ctx, (uint64_t)(500 + ti * 10 + li), t, FC_SHAPE(m, l));
+            if (li & 1) /* far from 0: 1000 + x / 64 */
+                x = fc_add(fc_mul(x, fc_scalar(ctx, t, 0.015625)), fc_scalar(ctx, t, 1000.0));
+            outs[0] = fc_keep(fc_mean(x, FC_AXES(1), false));
+            outs[1] = fc_keep(fc_std(x, FC_AXES(1), false, 1));
+            outs[2] = fc_keep(fc_var(x, FC_AXES(1), true, 0));
+            snprintf(name, sizeof name, "mean, std, var of %s[%lld, %lld]%s", fc_dtype_name(t),
+                     (long long)m, (long long)l, li & 1 ? " about 1000" : "");
+            set_add(&s, name, false, 0, outs, 3);
+            int nk = s.progs[s.nprog - 1].plan->nkernel;
+            cr_assert(nk == 1 || m * l == 0, "%s: %d kernels", name, nk);
+            n++;
+        }
+    cr_assert_gt(n, 80, "only %d programs built", n);
+    set_build(&s);
+    set_run_and_close(&s);
+    cr_assert(s.n_rows_grouped > 40, "only %d launches grouped their vector steps' loads",
+              s.n_rows_grouped);
+    cr_assert(!cfg->small_splits || s.n_split > 20, "only %d launches split", s.n_split);
+}
+
+Test(emulated, row_reductions_eight_threads) {
+    emulate_row_reductions("rowred_t8", &(emu_cfg){8, 4, 3, true, false, false, false, false});
+}
+Test(emulated, row_reductions_one_thread) {
+    emulate_row_reductions("rowred_t1", &(emu_cfg){1, 1, 2, true, false, false, false, false});
+}
+Test(emulated, row_reductions_64_threads_default_splits) {
+    emulate_row_reductions("rowred_t64", &(emu_cfg){64, 32, 2, false, false, false, false, false});
 }
 
 /* Row chains at lengths that do not fit on chip, planned as they are (one streaming row
@@ -2224,6 +2321,9 @@ Test(emulated, long_rows_one_kernel_at_their_lengths) {
     set_build(&s);
     set_run_and_close(&s);
     cr_assert_eq(s.n_rows_long, nprog, "%d of %d kernels streamed their rows", s.n_rows_long, nprog);
+    /* every program has an output phase but logsumexp's, whose output is per row */
+    cr_assert_eq(s.n_rows_reverse, nprog - 1, "%d of %d output phases ran backwards",
+                 s.n_rows_reverse, nprog - 1);
     cr_assert_eq(s.n_online, 4, "%d kernels with an online sum", s.n_online);
 }
 
@@ -2239,12 +2339,15 @@ static void emulate_non_trailing(const char *tag, const emu_cfg *cfg, bool big) 
     fc_ctx *ctx = s.ctx;
     fc_scope_open(ctx);
     static const fc_dtype types[] = {FC_F32, FC_F64, FC_F16, FC_BF16, FC_I32, FC_I16};
+    /* {9, 2, 12}: runs of 12, so a group of 16-byte steps spans runs (each step decodes its
+     * own flat index) */
     static const int64_t shapes[][3] = {{5, 3, 8}, {3, 4, 12}, {2, 3, 7}, {0, 3, 8}, {2, 3, 0},
-                                        {1, 3, 8}, {6, 1, 16}, {4, 2, 1}};
+                                        {1, 3, 8}, {6, 1, 16}, {4, 2, 1}, {9, 2, 12}};
+    enum { NSHAPE = sizeof shapes / sizeof *shapes };
     fc_array *outs[WL_MAX_OUT];
     int n = 0;
     for (int ti = 0; ti < 6; ti++)
-        for (int si = 0; si < 8; si++) {
+        for (int si = 0; si < NSHAPE; si++) {
             fc_dtype t = types[ti];
             const int64_t *sh = shapes[si];
             fc_array *x =
@@ -2314,6 +2417,9 @@ static void emulate_non_trailing(const char *tag, const emu_cfg *cfg, bool big) 
     set_run_and_close(&s);
     cr_assert_gt(n, 90);
     cr_assert(s.n_rows_seg > 40, "only %d launches over rows of contiguous runs", s.n_rows_seg);
+    cr_assert(s.n_rows_seg_grouped > 0, "no launch over rows of contiguous runs grouped its loads");
+    cr_log_info("%s: %d launches over rows of contiguous runs, %d grouped their loads", tag,
+                s.n_rows_seg, s.n_rows_seg_grouped);
     cr_assert(s.n_cols_online >= nsoft, "%d column kernels with an online sum", s.n_cols_online);
     cr_assert(!cfg->small_splits || s.n_split > 20, "only %d launches split", s.n_split);
 }

@@ -28,8 +28,30 @@ extern "C" __global__ void __launch_bounds__(512) fusec_kernel(const fcx_params 
         bool h0 = false;
         {
             const idx_t nv = (base + eb) % 4 == 0 ? (ee - eb) / 4 : 0;
-            #pragma unroll 4
-            for (idx_t c = threadIdx.x; c < nv; c += blockDim.x) {
+            idx_t c = threadIdx.x;
+            for (; c + (idx_t)(3 * blockDim.x) < nv; c += (idx_t)(4 * blockDim.x)) {
+                fcx_vec<fcx_t_f32, 4> lg0[4];
+                #pragma unroll
+                for (int gi = 0; gi < 4; gi++) {
+                    const idx_t e0 = eb + (c + (idx_t)(gi * blockDim.x)) * 4;
+                    lg0[gi] = ((const fcx_vec<fcx_t_f32, 4> *)p.ptr[0])[(base + e0) / 4];
+                }
+                #pragma unroll
+                for (int gi = 0; gi < 4; gi++) {
+                    const idx_t e0 = eb + (c + (idx_t)(gi * blockDim.x)) * 4;
+                    const fcx_vec<fcx_t_f32, 4> l0 = lg0[gi];
+                    #pragma unroll
+                    for (int u = 0; u < 4; u++) {
+                        const idx_t e = e0 + u;
+                        idx_t t_r = e;
+                        const idx_t r1 = t_r;
+                        const fcx_ct_f32 v0 = fcx_load_f32(&l0.v[u]);
+                        a0 = h0 ? fcx_maximum(a0, v0) : v0; h0 = true;
+                    }
+                    if (rc) ((fcx_vec<fcx_t_f32, 4> *)c5)[e0 / 4] = l0;
+                }
+            }
+            for (; c < nv; c += blockDim.x) {
                 const idx_t e0 = eb + c * 4;
                 const fcx_vec<fcx_t_f32, 4> l0 = ((const fcx_vec<fcx_t_f32, 4> *)p.ptr[0])[(base + e0) / 4];
                 #pragma unroll
@@ -89,10 +111,11 @@ extern "C" __global__ void __launch_bounds__(512) fusec_kernel(const fcx_params 
         fcx_ct_f64 a3 = fcx_cast_f64(0);
         {
             const idx_t nv = (base + eb) % 4 == 0 ? (ee - eb) / 4 : 0;
+            idx_t c = threadIdx.x;
             #pragma unroll 4
-            for (idx_t c = threadIdx.x; c < nv; c += blockDim.x) {
+            for (; c < nv; c += blockDim.x) {
                 const idx_t e0 = eb + c * 4;
-                const fcx_vec<fcx_t_f32, 4> l0 = rc ? ((const fcx_vec<fcx_t_f32, 4> *)c5)[e0 / 4] : ((const fcx_vec<fcx_t_f32, 4> *)p.ptr[0])[(base + e0) / 4];
+                const fcx_vec<fcx_t_f32, 4> l0 = rc ? ((const fcx_vec<fcx_t_f32, 4> *)c5)[(e0) / 4] : ((const fcx_vec<fcx_t_f32, 4> *)p.ptr[0])[(base + e0) / 4];
                 fcx_vec<fcx_t_f32, 4> wc2;
                 #pragma unroll
                 for (int u = 0; u < 4; u++) {
@@ -150,8 +173,9 @@ extern "C" __global__ void __launch_bounds__(512) fusec_kernel(const fcx_params 
         const fcx_ct_f32 v11 = fcx_cast_f32(a3);
         {
             const idx_t nv = (base + eb) % 4 == 0 ? (ee - eb) / 4 : 0;
+            idx_t c = threadIdx.x;
             #pragma unroll 4
-            for (idx_t c = threadIdx.x; c < nv; c += blockDim.x) {
+            for (; c < nv; c += blockDim.x) {
                 const idx_t e0 = eb + c * 4;
                 fcx_vec<fcx_t_f32, 4> l0;
                 if (!rc) l0 = ((const fcx_vec<fcx_t_f32, 4> *)p.ptr[0])[(base + e0) / 4];
