@@ -12,7 +12,7 @@ cp /tmp/i13/RESULTS.md $OUT/i13-RESULTS.md 2>/dev/null
 sed -n '/^| id | program | kernels/,/^Targets met/p' $OUT/i13-RESULTS.md | cut -d'|' -f2,4-7,12-16
 tar czf $OUT/i13.tgz -C /tmp i13 run_i13.txt 2>/dev/null
 export FUSEC_CACHE_DIR=$(mktemp -d /tmp/fc-cache-XXXX)
-timeout 200 python3 bench/fusec_runs.py --fusec $PWD/build/tools/fusec --json $OUT/fusec-w-i11.json \
+timeout 170 python3 bench/fusec_runs.py --fusec $PWD/build/tools/fusec --json $OUT/fusec-w-i11.json \
   --only W1,W2,W3,W4,W5,W6,W7,W8,W9,W10,W11,W12_fft,W12_matmul,I11 --runs 9 --warmup 2 --no-sweep > /dev/null 2>&1; echo "fusec_runs rc=$?"
 python3 - $OUT/fusec-w-i11.json <<'PY'
 import json, sys
@@ -25,5 +25,5 @@ for k, v in w.items():
           r.get('floor_pct') or 0, v.get('error') or ''))
 PY
 printf 'W8 fast-math: '; FUSEC_FAST_MATH=1 build/tools/fusec run bench/fc/w08_mandelbrot.fc --backend cuda --bench --runs 15 2>&1 | grep median | sed -E 's/ +/ /g'
-timeout 100 build/bench/latency --json $OUT/latency.json bench/fc/w01_tanh_sin.fc bench/fc/w04_softmax.fc bench/fc/w08_mandelbrot.fc bench/fc/w11_col_mean_scaled.fc > $OUT/latency.txt 2>&1; echo "latency rc=$?"
+timeout 70 build/bench/latency --json $OUT/latency.json bench/fc/w01_tanh_sin.fc bench/fc/w04_softmax.fc bench/fc/w08_mandelbrot.fc bench/fc/w11_col_mean_scaled.fc > $OUT/latency.txt 2>&1; echo "latency rc=$?"
 tail -25 $OUT/latency.txt
