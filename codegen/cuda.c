@@ -1480,6 +1480,25 @@ static void block_close(gen *g) {
     line(g, "}");
 }
 
+/* Every output evaluated at the space's coordinates c0, c1, ... (the caller declares them;
+ * an axis of extent 1 needs none) and stored at their flat index i: the tiled bodies' last
+ * phase. */
+static void outputs_at_coords(gen *g) {
+    const fcp_kernel *k = g->k;
+    const char *flat = "c0";
+    for (int d = 1; d < k->ndim; d++)
+        if (k->space[d] != 1)
+            flat = bind_index(g, str(g, "(%s) * %s + c%d", flat,
+                                     iarg(g, FCX_SLOT_SPACE_EXTENT, NULL, d), d));
+    line(g, "const idx_t i = %s;", flat);
+    ix idx;
+    identity_index(g, &idx, k->ndim, "c");
+    for (int q = 0; q < k->nout; q++) {
+        int v = eval(g, k->outs[q], &idx);
+        store(g, k->outs[q], q, v, "i");
+    }
+}
+
 /* The tiled body: a block of its own that returns, in front of the direct loops. */
 static void gen_ew_tiles(gen *g) {
     const fcp_kernel *k = g->k;
@@ -1580,18 +1599,8 @@ static void gen_ew_tiles(gen *g) {
     line(g, "if (c%d >= %s || c%d >= %s) continue;", ra, R, ca, C);
     /* the taps' offsets are loop-invariant: an add per tap to this address */
     line(g, "const fcx_ct_%s *const tt_at = tt_tile + (tt_er * %d + tt_ec);", T, SW);
-    const char *flat = "c0";
-    for (int d = 1; d < nd; d++)
-        flat = bind_index(g, str(g, "(%s) * %s + c%d", flat,
-                                 iarg(g, FCX_SLOT_SPACE_EXTENT, NULL, d), d));
-    line(g, "const idx_t i = %s;", flat);
-    ix idx;
-    identity_index(g, &idx, nd, "c");
     g->tap_tile = true;
-    for (int q = 0; q < k->nout; q++) {
-        int v = eval(g, k->outs[q], &idx);
-        store(g, k->outs[q], q, v, "i");
-    }
+    outputs_at_coords(g);
     g->tap_tile = false;
     block_close(g);
     block_close(g);
@@ -4162,19 +4171,8 @@ static void gen_ew_tile(gen *g, int A) {
     line(g, "if (win) {");
     g->indent++;
     scope_push(g);
-    const char *flat = "c0";
-    for (int d = 1; d < k->ndim; d++)
-        if (k->space[d] != 1)
-            flat = bind_index(g, str(g, "(%s) * %s + c%d", flat,
-                                     iarg(g, FCX_SLOT_SPACE_EXTENT, NULL, d), d));
-    line(g, "const idx_t i = %s;", flat);
-    ix idx;
-    identity_index(g, &idx, k->ndim, "c");
     g->tile_write = true;
-    for (int q = 0; q < k->nout; q++) {
-        int v = eval(g, k->outs[q], &idx);
-        store(g, k->outs[q], q, v, "i");
-    }
+    outputs_at_coords(g);
     g->tile_write = false;
     scope_pop(g);
     g->indent--;
