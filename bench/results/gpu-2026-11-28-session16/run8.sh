@@ -22,3 +22,7 @@ timeout 200 python3 -m pytest -q -p no:cacheprovider python/tests > $OUT/pytest.
 tail -2 $OUT/pytest.txt; grep -E "^FAILED" $OUT/pytest.txt | head -8
 for py in examples/python/[a-z]*.py; do timeout 60 python3 $py > /tmp/py-$(basename $py .py).txt 2>&1 || echo "FAILED $py"; done
 grep -h "overhead" /tmp/py-overhead.txt
+# the rows whose kernels outputs_at_coords generates (their source is unchanged: a check)
+for p in w09_box_blur i13_transpose_ew i13_laplacian; do
+  printf '%-18s ' $p; build/tools/fusec run bench/fc/$p.fc --backend cuda --bench --runs 15 2>&1 | grep -E "median|floor " | tr '\n' ' ' | sed -E 's/ +/ /g; s/\(15 runs[^)]*\)//; s/copy bandwidth.*floor/floor/'; echo
+done
