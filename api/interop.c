@@ -371,6 +371,36 @@ static fc_array *strided(fc_ctx *ctx, const fc_external *ext, fc_stream *stream,
     return x;
 }
 
+/* A compact import whose data is not 16-byte aligned (a slice of another array's memory):
+ * kernels read a buffer read at its flat index 16 bytes at a time, which would fault there. The
+ * leaf starts at the 16-byte boundary below data instead (within the same allocation: CUDA's
+ * allocators align theirs to 256 bytes or more) and the array is the view that skips those k
+ * elements, which kernels read element by element, as they read a strided import. Like a
+ * strided import, fc_write on it writes a value of its own, not the memory. NULL with *st from the leaf, or
+ * the view (the caller's scope's), poisoned if an op failed. */
+static fc_array *unaligned(fc_ctx *ctx, const fc_external *ext, fc_stream *stream, int64_t k,
+                           int64_t n, fc_status *st) {
+    fc_scope *scope = fc_scope_open(ctx);
+    if (!scope) {
+        *st = FC_ERR_NOMEM;
+        return NULL;
+    }
+    int64_t span = k + n;
+    size_t es = fc_dtype_size(ext->dtype);
+    fc_array *x = leaf(ctx, ext, (char *)ext->data - k * (int64_t)es, 1, &span, stream, st);
+    if (!x) {
+        fc_scope_close(scope);
+        return NULL;
+    }
+    share *r = x->share;
+    x = fcg_ret(ctx, x); /* the scope's */
+    x = fc_reshape(fc_index(x, 1, (fc_idx[]){FC_S(k, span, 1)}), ext->shape);
+    x = fcg_scope_return(ctx, scope, x);
+    /* as in strided: the owner's release is fusec's business once the view stands */
+    if ((*st = fc_array_status(x)) == FC_OK) r->release = ext->release, r->user = ext->user;
+    return x;
+}
+
 static bool compact(const fc_shape *sh, const int64_t *strides) {
     if (!strides) return true;
     int64_t want = 1;
@@ -417,6 +447,12 @@ fc_array *fc_from_external(fc_ctx *ctx, const fc_external *ext, fc_stream *strea
                           "bytes (an element of %s)", ext->data, align,
                           fc_dtype_name(ext->dtype));
     fc_status st = FC_OK;
+    /* device memory only: the host backend's loops read element by element */
+    size_t skew = (uintptr_t)ext->data % 16; /* a multiple of es (checked above) */
+    if (n && skew && ext->device >= 0 && compact(sh, ext->strides)) {
+        fc_array *a = unaligned(ctx, ext, stream, (int64_t)(skew / es), (int64_t)n, &st);
+        return a ? a : fcg_poison_ctx(ctx, st);
+    }
     if (n == 0 || compact(sh, ext->strides)) {
         fc_array *a = leaf(ctx, ext, n ? ext->data : NULL, sh->ndim, sh->dim, stream, &st);
         if (!a) return fcg_poison_ctx(ctx, st);

@@ -637,7 +637,10 @@ typedef struct fc_external {
  *  fc_broadcast_to and fc_index make, so evaluating it writes a new compact value and reads
  *  the memory only then. Strides that overlap, or whose dimensions do not nest (each stride
  *  a multiple of the next smaller one, an extent's span within the stride above), cannot be
- *  described so and fail; fusec never copies silently.
+ *  described so and fail; fusec never copies silently. Compact device memory whose data is
+ *  not 16-byte aligned (a slice of another array) is such a view too, of the memory from the
+ *  16-byte boundary below data (in the same allocation), since fused kernels read a compact
+ *  value 16 bytes at a time; fc_write on any view writes a value of its own, not the memory.
  *  `release` is called exactly once, when the last array that may read the memory is gone
  *  (this one, views of it, unevaluated expressions over it; an evaluated result has its own
  *  value) and fusec's queued work that reads it is done: on the GPU this waits for it. It is

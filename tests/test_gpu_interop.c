@@ -14,6 +14,7 @@
 
 #include <cuda.h>
 #include <dlfcn.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -135,6 +136,62 @@ Test(gpu_interop, wrap_compute_export_import) {
     fc_release(x);
     cr_assert_eq(o.freed, 1);
     fc_release(xh);
+}
+
+/* Compact imports whose data is 1 to 3 elements (4 to 12 bytes) past a 16-byte boundary, as
+ * a slice of a PyTorch tensor gives: kernels that read whole buffers 16 bytes at a time
+ * (elementwise, row reductions) must not meet them there (a misaligned-address fault, seen
+ * from Python before the import read them as a view); values as the host's, the release
+ * once. Also f64 one element off and f16 (8 a vector) several off. */
+Test(gpu_interop, unaligned_compact_imports) {
+    SKIP("unaligned_compact_imports");
+    static const struct { fc_dtype t; int skip; } cases[] = {
+        {FC_F32, 1}, {FC_F32, 2}, {FC_F32, 3}, {FC_F64, 1}, {FC_F16, 3}, {FC_F16, 7}};
+    float host[N + 8];
+    for (int i = 0; i < N + 8; i++) host[i] = frand();
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        fc_dtype t = cases[c].t;
+        size_t es = fc_dtype_size(t);
+        /* the host values in t, then on the device from its aligned start */
+        fc_array *all = fc_cast(fc_from_host(hc, FC_F32, FC_SHAPE(N + 8), host), t);
+        unsigned char bytes[(N + 8) * 8];
+        cr_assert_eq(fc_to_host(all, bytes, (N + 8) * es), FC_OK, "%s", fc_errmsg(hc));
+        owned o = {0};
+        CK(cu.MemAlloc(&o.p, (N + 8) * es));
+        CK(cu.MemcpyHtoD(o.p, bytes, (N + 8) * es));
+        fc_external e = {.data = (void *)(uintptr_t)(o.p + cases[c].skip * es), .dtype = t,
+                         .shape = FC_SHAPE(16, N / 16), .device = fc_ctx_device(gc),
+                         .release = free_owned, .user = &o};
+        fc_array *x = fc_from_external(gc, &e, NULL);
+        cr_assert_eq(fc_array_status(x), FC_OK, "%s", fc_errmsg(gc));
+        fc_array *xh = fc_reshape(fc_slice(all, FC_S(cases[c].skip, cases[c].skip + N, 1)),
+                                  FC_SHAPE(16, N / 16));
+        fc_scope *s = fc_scope_open(gc), *sh = fc_scope_open(hc);
+        fc_array *y[2] = {fc_keep(fc_add(fc_mul(x, fc_f64(gc, 2.0)), fc_f64(gc, 1.0))),
+                          fc_keep(fc_sum(fc_cast(x, FC_F64), FC_AXES(1), false))};
+        fc_array *yh[2] = {fc_keep(fc_add(fc_mul(xh, fc_f64(hc, 2.0)), fc_f64(hc, 1.0))),
+                           fc_keep(fc_sum(fc_cast(xh, FC_F64), FC_AXES(1), false))};
+        fc_scope_close(s);
+        fc_scope_close(sh);
+        cr_assert_eq(fc_eval(gc, y, 2), FC_OK, "case %zu: %s", c, fc_errmsg(gc));
+        for (int q = 0; q < 2; q++) {
+            double got[N], want[N];
+            int64_t n = q ? 16 : N;
+            memset(got, 0xA5, sizeof got);
+            cr_assert_eq(fc_to_host(fc_cast(y[q], FC_F64), got, (size_t)n * 8), FC_OK,
+                         "%s", fc_errmsg(gc));
+            cr_assert_eq(fc_to_host(fc_cast(yh[q], FC_F64), want, (size_t)n * 8), FC_OK);
+            for (int64_t i = 0; i < n; i++)
+                cr_assert(got[i] == want[i] || fabs(got[i] - want[i]) <= 1e-9 * fabs(want[i]),
+                          "case %zu output %d element %lld: %g, want %g", c, q, (long long)i,
+                          got[i], want[i]);
+            fc_release(y[q]);
+            fc_release(yh[q]);
+        }
+        cr_assert_eq(o.freed, 0, "x still holds the buffer");
+        fc_release(x);
+        cr_assert_eq(o.freed, 1);
+    }
 }
 
 Test(gpu_interop, dlpack_import_of_own_buffer_deleter_once) {
