@@ -2064,8 +2064,19 @@ static void acc_update(gen *g, const fc_array *r, int pos, int v, const char *e)
         break;
     case FCG_COMBINE_ARGMAX: case FCG_COMBINE_ARGMIN:
         /* Sequential order within a thread: a later element wins only if strictly better
-         * (or the first NaN). Non-short-circuit operators and selects: a branch per element
-         * would serialise the thread's loop. */
+         * (or the first NaN). For real and integer values, "not <=" is "> or unordered", so
+         * with a not NaN it is the whole test: five instructions an element on sm_90, half
+         * the long form's (this spelling, a conditional on x < 0 and & inside, is the one
+         * NVRTC turns into three predicate steps: && branches, | materialises bools).
+         * Complex order is lexicographic, where "not <=" misses a NaN imaginary part: the
+         * long form. */
+        if (!fcg_is_complex(fcg_reduce_acc_dtype(r))) {
+            line(g, "%s{ const bool tk = x%d < 0 ? true : (!fcx_isnan(a%d) & !fcx_%s(%s, a%d)); "
+                    "a%d = tk ? %s : a%d; x%d = tk ? (idx_t)(%s) : x%d; }%s", pre, pos, pos,
+                 d->combine == FCG_COMBINE_ARGMAX ? "less_equal" : "greater_equal", x, pos, pos, x,
+                 pos, pos, e, pos, post);
+            break;
+        }
         line(g, "%s{ const bool tk = (x%d < 0) | (!fcx_isnan(a%d) & (fcx_isnan(%s) | "
                 "fcx_%s(%s, a%d))); a%d = tk ? %s : a%d; x%d = tk ? (idx_t)(%s) : x%d; }%s", pre,
              pos, pos, x,
@@ -2365,15 +2376,16 @@ static void acc_combine(gen *g, const fc_array *r, int pos, const char *d, const
         const char *gt = c == FCG_COMBINE_ARGMAX ? "greater" : "less";
         line(g, "{");
         g->indent++;
-        line(g, "const bool ta = %sx%d >= 0, tb = %sx%d >= 0;", d, pos, s, pos);
-        line(g, "bool take = tb && !ta;");
-        line(g, "if (ta && tb) {");
-        line(g, "    const bool na = fcx_isnan(%sa%d), nb = fcx_isnan(%sa%d);", d, pos, s, pos);
-        line(g, "    if (na || nb) take = nb && (!na || %sx%d < %sx%d);", s, pos, d, pos);
-        line(g, "    else if (fcx_%s(%sa%d, %sa%d)) take = true;", gt, s, pos, d, pos);
-        line(g, "    else if (!fcx_%s(%sa%d, %sa%d)) take = %sx%d < %sx%d;", gt, d, pos, s, pos, s, pos, d, pos);
-        line(g, "}");
-        line(g, "if (take) { %sa%d = %sa%d; %sx%d = %sx%d; }", d, pos, s, pos, d, pos, s, pos);
+        /* Branch-free (non-short-circuit operators, selects): the warp trees run this once a
+         * round, and branches there cost more than the reading of a row. */
+        line(g, "const bool na = fcx_isnan(%sa%d), nb = fcx_isnan(%sa%d), lo = %sx%d < %sx%d;", d,
+             pos, s, pos, s, pos, d, pos);
+        line(g, "const bool better = (nb & (!na | lo)) | (!na & !nb & (fcx_%s(%sa%d, %sa%d) | "
+                "(!fcx_%s(%sa%d, %sa%d) & lo)));",
+             gt, s, pos, d, pos, gt, d, pos, s, pos);
+        line(g, "const bool take = (%sx%d >= 0) & ((%sx%d < 0) | better);", s, pos, d, pos);
+        line(g, "%sa%d = take ? %sa%d : %sa%d;", d, pos, s, pos, d, pos);
+        line(g, "%sx%d = take ? %sx%d : %sx%d;", d, pos, s, pos, d, pos);
         g->indent--;
         line(g, "}");
         break;
@@ -2439,9 +2451,19 @@ static int lane_bytes(gen *g, const fc_array *r) {
     return b;
 }
 
-/* One round of the warp tree for reductions pos[0..n): lane l absorbs lane l + d. */
-static void warp_tree(gen *g, const fcp_kernel *k, const int *pos, int n) {
-    line(g, "for (int d = FCX_WARP / 2; d > 0; d >>= 1) {");
+/* The warp tree for reductions pos[0..n): lane l absorbs lane l + d, for d from half of
+ * `lanes` rounded up to a power of two down to 1, so lane 0 ends with lanes [0, lanes). The
+ * second stage of a block reduction combines only the nw warps' results: a 256-thread block
+ * needs 3 rounds there, not 5 (for argmax's pairs, each round is a dozen instructions a
+ * warp, and a row of 4096 f32 spent more of them in the reduction than in reading). */
+static void warp_tree(gen *g, const fcp_kernel *k, const int *pos, int n, const char *lanes) {
+    if (strcmp(lanes, "FCX_WARP") == 0) {
+        line(g, "for (int d = FCX_WARP / 2; d > 0; d >>= 1) {");
+    } else {
+        line(g, "int d_top = 1;");
+        line(g, "while (d_top < %s) d_top <<= 1;", lanes);
+        line(g, "for (int d = d_top / 2; d > 0; d >>= 1) {");
+    }
     g->indent++;
     for (int j = 0; j < n; j++) {
         const fc_array *r = k->nodes[pos[j]];
@@ -2469,7 +2491,7 @@ static void block_reduce_rows(gen *g, const int *pos, int n) {
         line(g, "{ /* block reduction: warps by shuffles, then the warps' results */");
         g->indent++;
         xch_pointers(g, k, pos + j0, j1 - j0, false);
-        warp_tree(g, k, pos + j0, j1 - j0);
+        warp_tree(g, k, pos + j0, j1 - j0, "FCX_WARP");
         line(g, "if (lane == 0) {");
         g->indent++;
         for (int j = j0; j < j1; j++) {
@@ -2493,7 +2515,7 @@ static void block_reduce_rows(gen *g, const int *pos, int n) {
         for (int j = j0; j < j1; j++) acc_identity(g, k->nodes[pos[j]], pos[j], "", false);
         g->indent--;
         line(g, "}");
-        warp_tree(g, k, pos + j0, j1 - j0);
+        warp_tree(g, k, pos + j0, j1 - j0, "nw");
         for (int j = j0; j < j1; j++) {
             field f[3];
             int nf = red_fields(g, k->nodes[pos[j]], f);

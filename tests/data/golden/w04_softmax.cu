@@ -96,7 +96,9 @@ extern "C" __global__ void __launch_bounds__(512) fusec_kernel(const fcx_params 
                 a0 = fcx_cast_f32(0);
                 h0 = false;
             }
-            for (int d = FCX_WARP / 2; d > 0; d >>= 1) {
+            int d_top = 1;
+            while (d_top < nw) d_top <<= 1;
+            for (int d = d_top / 2; d > 0; d >>= 1) {
                 {
                     const fcx_ct_f32 b_a0 = fcx_shfl_down(a0, d);
                     const bool b_h0 = fcx_shfl_down(h0, d);
@@ -161,7 +163,9 @@ extern "C" __global__ void __launch_bounds__(512) fusec_kernel(const fcx_params 
             } else {
                 a3 = fcx_cast_f64(0);
             }
-            for (int d = FCX_WARP / 2; d > 0; d >>= 1) {
+            int d_top = 1;
+            while (d_top < nw) d_top <<= 1;
+            for (int d = d_top / 2; d > 0; d >>= 1) {
                 {
                     const fcx_ct_f64 b_a3 = fcx_shfl_down(a3, d);
                     a3 = fcx_add(a3, b_a3);

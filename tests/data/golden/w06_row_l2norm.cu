@@ -90,7 +90,9 @@ extern "C" __global__ void __launch_bounds__(512) fusec_kernel(const fcx_params 
             } else {
                 a1 = fcx_cast_f64(0);
             }
-            for (int d = FCX_WARP / 2; d > 0; d >>= 1) {
+            int d_top = 1;
+            while (d_top < nw) d_top <<= 1;
+            for (int d = d_top / 2; d > 0; d >>= 1) {
                 {
                     const fcx_ct_f64 b_a1 = fcx_shfl_down(a1, d);
                     a1 = fcx_add(a1, b_a1);
@@ -137,7 +139,9 @@ extern "C" __global__ void __launch_bounds__(512) fusec_kernel(const fcx_params 
                 } else {
                     a1 = fcx_cast_f64(0);
                 }
-                for (int d = FCX_WARP / 2; d > 0; d >>= 1) {
+                int d_top = 1;
+                while (d_top < nw) d_top <<= 1;
+                for (int d = d_top / 2; d > 0; d >>= 1) {
                     {
                         const fcx_ct_f64 b_a1 = fcx_shfl_down(a1, d);
                         a1 = fcx_add(a1, b_a1);
