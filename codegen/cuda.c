@@ -2856,11 +2856,13 @@ static void step_index(gen *g) {
     line(g, "const idx_t i0 = %s;", linearize_space(g, &first));
 }
 
-/* The global vector of leaf li at the step's flat index. */
+/* The global vector of leaf li at the step's flat index (a multiple of vec). Element
+ * pointer plus index, not vector pointer indexed by index / vec: the signed division costs
+ * three instructions a load. */
 static const char *leaf_vec_global(gen *g, int li, int vec) {
     const char *T = dt(g->k->leaves[li]->dtype);
-    return str(g, "((const fcx_vec<fcx_t_%s, %d> *)p.ptr[%d])[%s / %d]", T, vec, li, step_flat(g),
-               vec);
+    return str(g, "*(const fcx_vec<fcx_t_%s, %d> *)((const fcx_t_%s *)p.ptr[%d] + %s)", T, vec, T,
+               li, step_flat(g));
 }
 
 /* The vector load of leaf li for the step at e0 (an expression), or NULL when the step reads
@@ -2907,8 +2909,8 @@ static void leaf_vec_lines(gen *g, int vec, bool grouped) {
         if (!g->rvec_used[li]) continue;
         const char *T = dt(k->leaves[li]->dtype);
         line(g, "const fcx_vec<fcx_t_%s, %d> lr%d = "
-                "((const fcx_vec<fcx_t_%s, %d> *)p.ptr[%d])[e0 / %d];",
-             T, vec, li, T, vec, li, vec);
+                "*(const fcx_vec<fcx_t_%s, %d> *)((const fcx_t_%s *)p.ptr[%d] + e0);",
+             T, vec, li, T, vec, T, li);
     }
 }
 
@@ -3079,8 +3081,9 @@ static void row_loops(gen *g, const ix *sidx, const int *level, int lv, int vec,
         if (lv == 0)
             for (int q = 0; q < k->nout; q++)
                 if (full_output(k, k->outs[q]))
-                    line(g, "((fcx_vec<fcx_t_%s, %d> *)p.ptr[%d])[%s / %d] = w%d;",
-                         dt(k->outs[q]->dtype), vec, k->nleaf + q, step_flat(g), vec, q);
+                    line(g, "*(fcx_vec<fcx_t_%s, %d> *)((fcx_t_%s *)p.ptr[%d] + %s) = w%d;",
+                         dt(k->outs[q]->dtype), vec, dt(k->outs[q]->dtype), k->nleaf + q,
+                         step_flat(g), q);
         g->indent -= 2;
         fcg_sb work = g->body;
         g->body = head;

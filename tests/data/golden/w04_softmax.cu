@@ -34,7 +34,7 @@ extern "C" __global__ void __launch_bounds__(512) fusec_kernel(const fcx_params 
                 #pragma unroll
                 for (int gi = 0; gi < 4; gi++) {
                     const idx_t e0 = eb + (c + (idx_t)(gi * blockDim.x)) * 4;
-                    lg0[gi] = ((const fcx_vec<fcx_t_f32, 4> *)p.ptr[0])[(base + e0) / 4];
+                    lg0[gi] = *(const fcx_vec<fcx_t_f32, 4> *)((const fcx_t_f32 *)p.ptr[0] + (base + e0));
                 }
                 #pragma unroll
                 for (int gi = 0; gi < 4; gi++) {
@@ -53,7 +53,7 @@ extern "C" __global__ void __launch_bounds__(512) fusec_kernel(const fcx_params 
             }
             for (; c < nv; c += blockDim.x) {
                 const idx_t e0 = eb + c * 4;
-                const fcx_vec<fcx_t_f32, 4> l0 = ((const fcx_vec<fcx_t_f32, 4> *)p.ptr[0])[(base + e0) / 4];
+                const fcx_vec<fcx_t_f32, 4> l0 = *(const fcx_vec<fcx_t_f32, 4> *)((const fcx_t_f32 *)p.ptr[0] + (base + e0));
                 #pragma unroll
                 for (int u = 0; u < 4; u++) {
                     const idx_t e = e0 + u;
@@ -117,7 +117,7 @@ extern "C" __global__ void __launch_bounds__(512) fusec_kernel(const fcx_params 
             #pragma unroll 4
             for (; c < nv; c += blockDim.x) {
                 const idx_t e0 = eb + c * 4;
-                const fcx_vec<fcx_t_f32, 4> l0 = rc ? ((const fcx_vec<fcx_t_f32, 4> *)c5)[(e0) / 4] : ((const fcx_vec<fcx_t_f32, 4> *)p.ptr[0])[(base + e0) / 4];
+                const fcx_vec<fcx_t_f32, 4> l0 = rc ? ((const fcx_vec<fcx_t_f32, 4> *)c5)[(e0) / 4] : *(const fcx_vec<fcx_t_f32, 4> *)((const fcx_t_f32 *)p.ptr[0] + (base + e0));
                 fcx_vec<fcx_t_f32, 4> wc2;
                 #pragma unroll
                 for (int u = 0; u < 4; u++) {
@@ -182,7 +182,7 @@ extern "C" __global__ void __launch_bounds__(512) fusec_kernel(const fcx_params 
             for (; c < nv; c += blockDim.x) {
                 const idx_t e0 = eb + c * 4;
                 fcx_vec<fcx_t_f32, 4> l0;
-                if (!rc) l0 = ((const fcx_vec<fcx_t_f32, 4> *)p.ptr[0])[(base + e0) / 4];
+                if (!rc) l0 = *(const fcx_vec<fcx_t_f32, 4> *)((const fcx_t_f32 *)p.ptr[0] + (base + e0));
                 fcx_vec<fcx_t_f32, 4> cv2;
                 if (rc) cv2 = ((const fcx_vec<fcx_t_f32, 4> *)c2)[e0 / 4];
                 fcx_vec<fcx_t_f32, 4> w0;
@@ -202,7 +202,7 @@ extern "C" __global__ void __launch_bounds__(512) fusec_kernel(const fcx_params 
                     const fcx_ct_f32 v16 = fcx_div(v12, v11);
                     fcx_store_f32(&w0.v[u], v16);
                 }
-                ((fcx_vec<fcx_t_f32, 4> *)p.ptr[1])[(base + e0) / 4] = w0;
+                *(fcx_vec<fcx_t_f32, 4> *)((fcx_t_f32 *)p.ptr[1] + (base + e0)) = w0;
             }
             const idx_t es = eb + nv * 4;
             for (idx_t e = es + threadIdx.x; e < ee; e += blockDim.x) {

@@ -30,7 +30,7 @@ extern "C" __global__ void __launch_bounds__(512) fusec_kernel(const fcx_params 
                 #pragma unroll
                 for (int gi = 0; gi < 4; gi++) {
                     const idx_t e0 = eb + (c + (idx_t)(gi * blockDim.x)) * 4;
-                    lg0[gi] = ((const fcx_vec<fcx_t_f32, 4> *)p.ptr[0])[(base + e0) / 4];
+                    lg0[gi] = *(const fcx_vec<fcx_t_f32, 4> *)((const fcx_t_f32 *)p.ptr[0] + (base + e0));
                 }
                 #pragma unroll
                 for (int gi = 0; gi < 4; gi++) {
@@ -50,7 +50,7 @@ extern "C" __global__ void __launch_bounds__(512) fusec_kernel(const fcx_params 
             }
             for (; c < nv; c += blockDim.x) {
                 const idx_t e0 = eb + c * 4;
-                const fcx_vec<fcx_t_f32, 4> l0 = ((const fcx_vec<fcx_t_f32, 4> *)p.ptr[0])[(base + e0) / 4];
+                const fcx_vec<fcx_t_f32, 4> l0 = *(const fcx_vec<fcx_t_f32, 4> *)((const fcx_t_f32 *)p.ptr[0] + (base + e0));
                 #pragma unroll
                 for (int u = 0; u < 4; u++) {
                     const idx_t e = e0 + u;
