@@ -17,6 +17,7 @@
 #include "nvrtc_compile.h"
 #include "cuda_lib.h"
 #include "plan.h"
+#include "passes.h" /* fcp_log_enabled: FUSEC_LOG=timing */
 
 #include <cuda.h>
 #include <dlfcn.h>
@@ -24,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define FCR_ABI_VERSION 12000
 
@@ -251,6 +253,12 @@ typedef struct pinned_block {
     struct pinned_block *next;
 } pinned_block;
 
+static double fcr_now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 typedef struct cuda_state {
     CUdevice dev;
     CUcontext cu;
@@ -280,6 +288,9 @@ typedef struct cuda_state {
     size_t pinned_busy, pinned_free;
     bool dead;            /* a sticky error poisoned the CUDA context */
     char dead_msg[FCG_ERRMSG_MAX];
+    bool log_timing;      /* FUSEC_LOG=timing: each evaluation's phases on stderr */
+    double alloc_s;       /* time in cuMemAllocAsync, and its calls, since the last line */
+    int alloc_calls;
 } cuda_state;
 
 static const char *cu_err(CUresult r) {
@@ -486,7 +497,12 @@ static fc_status dev_alloc(fc_ctx *ctx, size_t bytes, CUstream s, CUdeviceptr *o
         return fcg_error(ctx, FC_ERR_NOMEM, "GPU memory limit: %zu bytes in use, %zu more asked, "
                          "limit %zu (FUSEC_GPU_MEMORY_LIMIT or fc_ctx_options.memory_limit)",
                          cs->in_use, bytes, cs->limit);
+    const double t0 = cs->log_timing ? fcr_now_s() : 0;
     CUresult r = drv.MemAllocAsync(out, bytes, s);
+    if (cs->log_timing) {
+        cs->alloc_s += fcr_now_s() - t0;
+        cs->alloc_calls++;
+    }
     if (r == CUDA_ERROR_OUT_OF_MEMORY) {
         drv.CtxSynchronize();
         drv.MemPoolTrimTo(cs->pool, 0);
@@ -767,6 +783,7 @@ fc_status fcr_open(fc_ctx *ctx, int device) {
     CU(ctx, MemPoolSetAttribute(cs->pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep));
     const char *lim = getenv("FUSEC_GPU_MEMORY_LIMIT");
     cs->limit = ctx->memory_limit ? ctx->memory_limit : lim ? parse_size(lim) : 0;
+    cs->log_timing = fcp_log_enabled("timing");
     const char *g = getenv("FUSEC_CUDA_GRAPHS");
     cs->graphs = ctx->cuda_graphs > 0 || (ctx->cuda_graphs == 0 && !(g && strcmp(g, "0") == 0));
     ctx->be = &fcr_backend;
@@ -2316,18 +2333,45 @@ static fc_status dying_nodes(fc_ctx *ctx, fc_array *const *arrays, int n, fc_arr
     return FC_OK;
 }
 
+/* FUSEC_LOG=timing: one line an evaluation, the host time of each phase up to the return of
+ * the last launch (the GPU's work is not waited for): t[0] start, t[1] plan key and lookup
+ * done, t[2] compile driver done (a miss), t[3] entry built (module loads, constants). */
+static void log_timing(cuda_state *cs, const char *what, const double *t, const fck_result *res) {
+    const double end = fcr_now_s(), ms = 1e3;
+    if (!res) {
+        fprintf(stderr, "fusec timing: %s: key %.3f ms, run %.3f ms (of it %d allocations "
+                "%.3f ms); total %.3f ms\n", what, (t[1] - t[0]) * ms, (end - t[1]) * ms,
+                cs->alloc_calls, cs->alloc_s * ms, (end - t[0]) * ms);
+        return;
+    }
+    static const char *const entry_word[] = {"not looked up", "used", "missing", "stale"};
+    int pe = (int)res->plan_entry;
+    fprintf(stderr, "fusec timing: %s: key %.3f ms, compile %.3f ms (%d kernels: %d cached, %d "
+            "compiled; plan entry %s), load %.3f ms, run %.3f ms (of it %d allocations %.3f ms); "
+            "total %.3f ms\n", what, (t[1] - t[0]) * ms, (t[2] - t[1]) * ms, res->nkernel,
+            res->cached, res->compiled, pe >= 0 && pe < 4 ? entry_word[pe] : "?",
+            (t[3] - t[2]) * ms, (end - t[3]) * ms, cs->alloc_calls, cs->alloc_s * ms,
+            (end - t[0]) * ms);
+}
+
 static fc_status fcr_eval(fc_ctx *ctx, fc_array *const *arrays, int n, fc_stream *stream) {
     cuda_state *cs = ctx->be_state;
     fc_status st = alive(ctx);
     if (st != FC_OK) return st;
     make_current(cs);
     uint32_t sid = stream_id(stream);
+    double t[4] = {cs->log_timing ? fcr_now_s() : 0, 0, 0, 0};
     /* The plan cache's key: the graph cut at nodes that hold values. */
     fc_hash key;
     fc_array *const *order;
     size_t count;
     if ((st = fcg_plan_key(ctx, arrays, n, &key, &order, &count)) != FC_OK) return st;
     plan_entry *e = cache_find(cs, &key);
+    if (cs->log_timing) {
+        t[1] = t[2] = fcr_now_s();
+        cs->alloc_s = 0;
+        cs->alloc_calls = 0;
+    }
     /* Which values die with this evaluation, where a result may take a buffer: before the
      * compile driver's plan takes references of its own. */
     const uint8_t *dies = NULL;
@@ -2343,6 +2387,7 @@ static fc_status fcr_eval(fc_ctx *ctx, fc_array *const *arrays, int n, fc_stream
         e->last_use = ++cs->clock;
         st = run_entry(ctx, e, leaves, arrays, dies, sid);
         if (leaves != small) fcg_free(ctx, leaves, (size_t)e->nleaf * sizeof *leaves);
+        if (cs->log_timing) log_timing(cs, "hit", t, NULL);
         return st;
     }
     /* A miss: the compile driver (passes, codegen, kernel cache or NVRTC), module loads; then
@@ -2361,13 +2406,20 @@ static fc_status fcr_eval(fc_ctx *ctx, fc_array *const *arrays, int n, fc_stream
     co.plan_key = &key; /* names the persisted plan entry: a new process skips codegen */
     fck_result *res = NULL;
     st = fck_compile(ctx, arrays, n, &co, &res);
+    if (cs->log_timing) t[2] = fcr_now_s();
     if (st == FC_OK) {
         st = entry_build(ctx, res, &lm, &cm, &e);
+        if (cs->log_timing) {
+            t[3] = fcr_now_s();
+            cs->alloc_s = 0; /* the entry's constants and scratch: counted in "build" */
+            cs->alloc_calls = 0;
+        }
         if (st == FC_OK) {
             e->key = key;
             e->uses = 1;
             e->last_use = ++cs->clock;
             st = run_entry(ctx, e, e->leaf_node, arrays, dies, sid);
+            if (cs->log_timing) log_timing(cs, "miss", t, res);
             /* Library steps now read their copies of the plan's nodes; one that fell back to
              * the host, or has no copy, needs the live plan: such entries run once and go. */
             for (int i = 0; i < e->nstep && st == FC_OK; i++)

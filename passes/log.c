@@ -20,7 +20,7 @@
 #include <string.h>
 
 /* The words FUSEC_LOG knows: every fcp_log_enabled caller asks for one of these. */
-static const char *const log_words[] = {"passes", "fusion", "shard", "all"};
+static const char *const log_words[] = {"passes", "fusion", "shard", "timing", "all"};
 
 /* The next word of a FUSEC_LOG list (words separated by commas and / or spaces) at or after
  * *p: its start, with its length in *len; NULL at the end. */
@@ -65,7 +65,7 @@ void fcp_log_check_env(void) {
     }
     if (!nbad || atomic_flag_test_and_set(&warned)) return;
     fprintf(stderr, "fusec: warning: FUSEC_LOG: unknown value%s %s (expected passes, fusion, "
-                    "shard or all, separated by commas); ignored\n", nbad == 1 ? "" : "s", bad);
+                    "shard, timing or all, separated by commas); ignored\n", nbad == 1 ? "" : "s", bad);
 }
 
 /* A bounded appender: text past the end of the line buffer is dropped, never overrun. */

@@ -107,11 +107,11 @@ Test(env, unknown_log_word_warns_once) {
     cr_assert_eq(count(err, "FUSEC_LOG"), 1, "expected one warning, got:\n%s", err);
     cr_assert_not_null(strstr(err, "unknown value \"bogus\""), "%s", err);
     cr_assert_null(strstr(err, "\"passes\""), "a known word was reported: %s", err);
-    cr_assert_not_null(strstr(err, "passes, fusion, shard or all"), "%s", err);
+    cr_assert_not_null(strstr(err, "passes, fusion, shard, timing or all"), "%s", err);
 }
 
 Test(env, known_log_words_do_not_warn) {
-    const char *ok[] = {"passes", "fusion", "shard", "all", "passes,fusion,shard",
+    const char *ok[] = {"passes", "fusion", "shard", "timing", "all", "passes,fusion,shard,timing",
                         " fusion , passes ", ""};
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         setenv("FUSEC_LOG", ok[i], 1);

@@ -982,6 +982,59 @@ Test(gpu, evaluated_arrays_feed_later_programs) {
     fc_ctx_destroy(c);
 }
 
+/* FUSEC_LOG=timing: a line an evaluation on stderr, a miss naming its compile, load and run
+ * phases and its allocations, a hit its key and run; the results are unchanged. */
+Test(gpu, fusec_log_timing_reports_each_evaluation) {
+    NEED_GPU();
+    cr_assert_eq(setenv("FUSEC_LOG", "timing", 1), 0);
+    char path[] = "/tmp/fusec-timing-log-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    fflush(stderr);
+    int saved = dup(2);
+    cr_assert(saved >= 0 && dup2(fd, 2) >= 0);
+    fc_ctx *c = make_ctx(FC_BACKEND_CUDA, 0);
+    unsetenv("FUSEC_LOG");
+    enum { N = 1000 };
+    float x[N], w[N], got[N];
+    fill_random(x, N, 21);
+    fill_random(w, N, 22);
+    fc_status st[2];
+    for (int round = 0; round < 2; round++) { /* a miss, then a plan-cache hit */
+        fc_scope *s = fc_scope_open(c);
+        fc_array *y = program(fc_from_host(c, FC_F32, FC_SHAPE(N), x),
+                              fc_from_host(c, FC_F32, FC_SHAPE(N), w));
+        for (int i = 0; i < N; i++) got[i] = NAN;
+        st[round] = fc_to_host(y, got, sizeof got);
+        fc_scope_close(s);
+    }
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    fc_ctx_destroy(c);
+    cr_assert_eq(st[0], FC_OK);
+    cr_assert_eq(st[1], FC_OK);
+    for (int i = 0; i < N; i++) {
+        float want = tanhf(sinf(x[i]) + 0.1f * x[i]) * w[i];
+        cr_assert(fabsf(got[i] - want) <= 1e-5f * (1.0f + fabsf(want)), "element %d", i);
+    }
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f);
+    char log[4096];
+    size_t len = fread(log, 1, sizeof log - 1, f);
+    log[len] = '\0';
+    fclose(f);
+    close(fd);
+    unlink(path);
+    const char *miss = strstr(log, "fusec timing: miss: key ");
+    cr_assert_not_null(miss, "no miss line in:\n%s", log);
+    cr_assert_not_null(strstr(miss, "compile "), "%s", log);
+    cr_assert_not_null(strstr(miss, "1 kernels"), "%s", log);
+    cr_assert_not_null(strstr(miss, "load "), "%s", log);
+    cr_assert_not_null(strstr(miss, " allocations "), "%s", log);
+    cr_assert_not_null(strstr(log, "fusec timing: hit: key "), "no hit line in:\n%s", log);
+}
+
 /* NumPy refuses an integer to a negative power; the GPU reports it as the host does. */
 Test(gpu, integer_negative_power_is_a_value_error) {
     NEED_GPU();
