@@ -1771,6 +1771,13 @@ template <class I> FCX_FN void fcx_split(long long items, long long len, long lo
         if (s > cap) s = cap;
         if (s < 1) s = 1;
     }
+    if (s == 1) { /* unsplit, the usual case: the same S and CH without two 64-bit divisions
+                     (~150 instructions a warp; a grid of short rows runs this once a row) */
+        const long long whole = (len + FCX_SPLIT_ALIGN - 1) / FCX_SPLIT_ALIGN * FCX_SPLIT_ALIGN;
+        *S = (I)1;
+        *CH = (I)(whole < 1 ? 1 : whole);
+        return;
+    }
     long long ch = (len + s - 1) / s;
     ch = (ch + FCX_SPLIT_ALIGN - 1) / FCX_SPLIT_ALIGN * FCX_SPLIT_ALIGN;
     if (ch < 1) ch = 1;
