@@ -326,7 +326,10 @@ def to_jax(a):
         return None
     if is_jax(a):
         return a
-    if JAX_DEVICE.platform == "gpu" and hasattr(a, "__dlpack__"):
+    # Not a NumPy array: it has __dlpack__ too, and JAX would take it as a host (CPU) array,
+    # so that the cell ran on the CPU (--no-cupy --no-torch, whose inputs are NumPy's).
+    on_host = type(a).__module__ == "numpy"
+    if JAX_DEVICE.platform == "gpu" and hasattr(a, "__dlpack__") and not on_host:
         try:
             return jax.block_until_ready(jax.dlpack.from_dlpack(a))
         except Exception:  # noqa: BLE001 - a dtype or layout DLPack does not carry: copy
