@@ -4292,22 +4292,35 @@ static void gen_ew_tile(gen *g, int A) {
     fcg_sb head = g->body;
     memset(&g->body, 0, sizeof g->body);
     g->body.ctx = g->ctx;
-    line(g, "for (idx_t t = (idx_t)blockIdx.x; t < ntiles; t += (idx_t)gridDim.x) {");
+    /* A block takes a run of consecutive tiles (L fastest, then A, then the batch), so that
+     * the next tile's corner is a carry, not two divisions. */
+    line(g, "const idx_t per = (ntiles + (idx_t)gridDim.x - 1) / (idx_t)gridDim.x;");
+    line(g, "idx_t t = (idx_t)blockIdx.x * per;");
+    line(g, "const idx_t tend = t + per < ntiles ? t + per : ntiles;");
+    line(g, "idx_t ob = t / (nta * ntl), ta = t %% (nta * ntl) / ntl * %d, tl = t %% ntl * %d;",
+         T, T);
+    line(g, "for (; t < tend; t++) {");
     g->indent++;
-    line(g, "idx_t tr = t;");
-    line(g, "const idx_t tl = tr %% ntl * %d; tr /= ntl;", T);
-    line(g, "const idx_t ta = tr %% nta * %d; tr /= nta;", T);
-    for (int d = k->ndim - 1; d >= 0; d--) {
-        if (d == A || d == L || k->space[d] == 1) continue;
-        const char *e = iarg(g, FCX_SLOT_SPACE_EXTENT, NULL, d);
-        if (d == outermost) line(g, "const idx_t o%d = tr;", d);
-        else line(g, "const idx_t o%d = tr %% %s; tr /= %s;", d, e, e);
+    if (outermost >= 0) {
+        line(g, "idx_t tr = ob;");
+        for (int d = k->ndim - 1; d >= 0; d--) {
+            if (d == A || d == L || k->space[d] == 1) continue;
+            const char *e = iarg(g, FCX_SLOT_SPACE_EXTENT, NULL, d);
+            if (d == outermost) line(g, "const idx_t o%d = tr;", d);
+            else line(g, "const idx_t o%d = tr %% %s; tr /= %s;", d, e, e);
+        }
     }
     line(g, "__syncthreads(); /* the last tile's reads are done */");
     tile_read_phase(g, A, V);
     line(g, "__syncthreads();");
     const char *vl = "false";
     tile_write_phase(g, A, V, &vl);
+    line(g, "tl += %d;", T);
+    line(g, "if (tl >= %s) {", EL);
+    line(g, "    tl = 0;");
+    line(g, "    ta += %d;", T);
+    line(g, "    if (ta >= %s) ta = 0, ob++;", EA);
+    line(g, "}");
     g->indent--;
     line(g, "}");
     fcg_sb loop = g->body;
@@ -4446,8 +4459,9 @@ void fcx_launch_config_tuned(const fcp_kernel *k, const fcx_kernel_src *src, int
         return;
     }
     if (src->strategy == FCX_STRATEGY_EW_TILE) {
-        /* A block a tile, up to a grid that fills the device once; blocks stride over the
-         * rest. The kernel is written for blocks of exactly FCX_BLOCK threads. */
+        /* A block a tile, up to a grid that fills the device once; each block takes an equal
+         * run of consecutive tiles. The kernel is written for blocks of exactly FCX_BLOCK
+         * threads. */
         long long tiles = tile_count(k, tile_plan(k, NULL, NULL));
         out->grid = (unsigned)(tiles < resident ? tiles : resident);
         return;

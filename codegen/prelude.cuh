@@ -1835,15 +1835,14 @@ template <int N, class Vec, class T> FCX_FN void fcx_tile_store(T *p, const Vec 
 }
 /* A thread's N x N block of a tile into shared memory, transposed: r[j] holds N elements
  * along the source's contiguous axis (tile rows ab N + i) at tile column lb N + j. The tile
- * is C vectors a row, a row's vector lb stored at lb ^ (row / N): a quarter warp storing the
- * same lb of rows of different ab, or loading consecutive vectors of one row, touches C
- * distinct 16-byte bank groups (a swizzle instead of padding, which vectors cannot take). */
+ * is C vectors a row, a row's vector lb stored at lb ^ (row / N): the lanes of one access
+ * (a quarter warp of 16-byte vectors, a half warp of 8-byte ones) storing the same lb of rows
+ * of different ab, or loading consecutive vectors of one row, hit distinct banks (a swizzle
+ * instead of padding, which vectors cannot take). */
 template <int N, int C, class Vec> FCX_FN void fcx_tile_put(Vec *tile, int ab, int lb,
                                                             const Vec *r) {
-#pragma unroll
-    for (int i = 0; i < N; i++) {
+    for (int i = 0; i < N; i++) { /* N is a constant: unrolled */
         Vec t;
-#pragma unroll
         for (int j = 0; j < N; j++) t.v[j] = r[j].v[i];
         tile[(ab * N + i) * C + (lb ^ ab)] = t;
     }
