@@ -13,7 +13,7 @@
 #include "plan.h"
 
 /* Version of the generated code: part of the cache key; bump on any change to codegen. */
-#define FCX_CODEGEN_VERSION 3
+#define FCX_CODEGEN_VERSION 4
 
 /* Where an argument's value comes from. `node` indexes the kernel's nodes (0..nnode-1) then
  * its leaves (nnode..nnode+nleaf-1). */
@@ -45,14 +45,17 @@ typedef enum fcx_strategy {
     FCX_STRATEGY_SCAN_LINES, /* a scan along a strided axis (or short rows): a thread per line,
                                 in order, adjacent threads on adjacent lines */
     FCX_STRATEGY_SCATTER,    /* grid-stride over the updates, an atomic read-modify-write each */
-    FCX_STRATEGY_EW_TILE     /* elementwise, a block per FCX_TILE x FCX_TILE tile of two axes:
-                                transposed reads pass through shared memory, so that reads
-                                and writes both coalesce */
+    FCX_STRATEGY_EW_TILE     /* elementwise, a block per tile of two axes (FCX_TILE_CHUNKS
+                                vectors of up to FCX_TILE_VEC elements each way): transposed
+                                reads pass through shared memory, so that reads and writes
+                                both coalesce */
 } fcx_strategy;
 
 #define FCX_BLOCK 256          /* threads per block of elementwise kernels (tiled ones too:
                                   the prelude's FCX_TILE_THREADS, which they are written for) */
-#define FCX_TILE 32            /* edge of an elementwise kernel's tile (FCX_STRATEGY_EW_TILE) */
+#define FCX_TILE_CHUNKS 16     /* vectors along each edge of an elementwise kernel's tile
+                                  (FCX_STRATEGY_EW_TILE): 256 V x V blocks, one a thread */
+#define FCX_TILE_VEC 4         /* most elements V of such a tile's vectors (16 bytes of f32) */
 #define FCX_ROW_BLOCK_MAX 512  /* most threads per block of row kernels (launch bound) */
 #define FCX_COL_BLOCK 256      /* threads per block of column kernels */
 #define FCX_KERNEL_NAME "fusec_kernel"

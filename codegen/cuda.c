@@ -4032,18 +4032,26 @@ static void gen_cols(gen *g) {
  * An elementwise kernel that reads a buffer through a permute whose input's fastest-varying
  * axis is a space axis A other than the innermost L (a transpose of the last two axes,
  * batched or not) would read it a stride apart from one thread to the next. Such a kernel
- * gives each block FCX_TILE x FCX_TILE tiles of the (A, L) plane (the other axes and the
- * tiles grid-stride over the blocks): first the threads read every tiled permute's input with
- * lanes along A, so those reads coalesce, into a padded tile in shared memory; then they
- * compute the outputs with lanes along L, so the stores and every buffer read in output order
- * coalesce, and take the permutes' values from the tiles (a column a warp: the padding puts
- * its lanes in distinct banks). Everything else (broadcasts, other views) is evaluated as in
- * gen_ew. Which permutes are tiled is a function of the kernel's structure (tile_plan): the
- * permutes of the kernel's buffers whose shape is the space's and whose input's last axis
- * follows the same space axis A, while their tiles fit TILE_SMEM_BYTES. Extents are arguments;
- * the tile edges are bounds-checked. */
+ * gives each block tiles of T x T elements of the (A, L) plane, T = FCX_TILE_CHUNKS V (the
+ * other axes and the tiles grid-stride over the blocks), and moves them as vectors of V
+ * elements (tile_vec: 16 bytes of the widest type that moves as vectors, at most
+ * FCX_TILE_VEC). Read phase: a thread loads its V x V block of each tiled permute's input,
+ * V vectors along A (a warp's lanes along A, so the loads coalesce), all of them before any
+ * store; it transposes the block in registers and stores it as V vectors along L into the
+ * tile in shared memory, swizzled (the prelude's fcx_tile_put) so that neither side
+ * conflicts on banks. Write phase, after a barrier: a thread takes vectors of V outputs along
+ * L (lanes along L, so stores and every buffer read in output order coalesce), with the
+ * tiled permutes' values from a vector of the tile and buffers read in output order loaded
+ * as vectors too (g->vec, as gen_ew's vector step); everything else (broadcasts, other
+ * views) evaluates element by element as in gen_ew. Which permutes are tiled is a function
+ * of the kernel's structure (tile_plan): the permutes of the kernel's buffers whose shape is
+ * the space's and whose input's last axis follows the same space axis A, while their tiles
+ * fit TILE_SMEM_BYTES. Extents are arguments: a side moves whole vectors where its rows'
+ * extent is a multiple of V and its buffers' starts are aligned to the vector (decided once
+ * a launch), element by element at the tile's edges and otherwise, so one kernel serves
+ * every size. */
 
-#define TILE_SMEM_BYTES (34 * 1024) /* static shared memory of a tiled kernel's tiles */
+#define TILE_SMEM_BYTES (32 * 1024) /* static shared memory of a tiled kernel's tiles */
 
 static bool is_leaf_of(const fcp_kernel *k, const fc_array *a) {
     for (int i = 0; i < k->nleaf; i++)
@@ -4054,6 +4062,7 @@ static bool is_leaf_of(const fcp_kernel *k, const fc_array *a) {
 /* The space axis that runs along the last axis of permute a's input, when a is a tiled
  * candidate (see above), else -1. */
 static int transposed_axis(const fcp_kernel *k, const fc_array *a) {
+    if (k->kind != FCP_KERNEL_EW || k->ndim < 2) return -1;
     if (a->op != FCG_OP_PERMUTE || !full_space(k, a) || !is_leaf_of(k, a->in[0])) return -1;
     const int L = k->ndim - 1, last = a->in[0]->ndim - 1;
     if (k->space[L] == 1) return -1;
@@ -4062,20 +4071,40 @@ static int transposed_axis(const fcp_kernel *k, const fc_array *a) {
     return -1;
 }
 
-static size_t tile_bytes(const fc_array *a) {
-    return (size_t)FCX_TILE * (FCX_TILE + 1) * (size_t)ct_size((fc_dtype)a->dtype);
+/* Elements V of a tiled kernel's vectors: as many of the widest of its candidate permutes,
+ * outputs and buffers of the space's shape (those a vector reads in output order) as fit
+ * 16 bytes, at most FCX_TILE_VEC. */
+static int tile_vec(const fcp_kernel *k) {
+    size_t widest = 1;
+    for (int i = 0; i < k->nnode; i++)
+        if (transposed_axis(k, k->nodes[i]) >= 0 &&
+            fc_dtype_size((fc_dtype)k->nodes[i]->dtype) > widest)
+            widest = fc_dtype_size((fc_dtype)k->nodes[i]->dtype);
+    for (int q = 0; q < k->nout; q++)
+        if (fc_dtype_size((fc_dtype)k->outs[q]->dtype) > widest)
+            widest = fc_dtype_size((fc_dtype)k->outs[q]->dtype);
+    for (int i = 0; i < k->nleaf; i++)
+        if (full_space(k, k->leaves[i]) && fc_dtype_size((fc_dtype)k->leaves[i]->dtype) > widest)
+            widest = fc_dtype_size((fc_dtype)k->leaves[i]->dtype);
+    int v = (int)(16 / widest);
+    return v > FCX_TILE_VEC ? FCX_TILE_VEC : v < 1 ? 1 : v;
+}
+
+/* Bytes of a tile of permute a's values: (FCX_TILE_CHUNKS V)^2 elements. */
+static size_t tile_bytes(const fc_array *a, int V) {
+    size_t edge = (size_t)FCX_TILE_CHUNKS * (size_t)V;
+    return edge * edge * fc_dtype_size((fc_dtype)a->dtype);
 }
 
 /* The tiled axis A of elementwise kernel k, or -1 when it is not tiled; tile_of (k->nnode
  * entries, or NULL) gets each node's tile number or -1, *smem the tiles' bytes. */
 static int tile_plan(const fcp_kernel *k, int *tile_of, size_t *smem) {
-    int axis = -1, n = 0;
+    int axis = -1, n = 0, V = tile_vec(k);
     size_t used = 0;
     for (int i = 0; i < k->nnode; i++) {
         if (tile_of) tile_of[i] = -1;
-        if (k->kind != FCP_KERNEL_EW || k->ndim < 2) continue;
         int A = transposed_axis(k, k->nodes[i]);
-        size_t b = A >= 0 ? tile_bytes(k->nodes[i]) : 0;
+        size_t b = A >= 0 ? tile_bytes(k->nodes[i], V) : 0;
         if (A < 0 || (axis >= 0 && A != axis) || used + b > TILE_SMEM_BYTES) continue;
         axis = A;
         used += b;
@@ -4086,57 +4115,187 @@ static int tile_plan(const fcp_kernel *k, int *tile_of, size_t *smem) {
     return axis;
 }
 
-/* Tiles of kernel k over tiled axis A: FCX_TILE x FCX_TILE of (A, last), times the other
- * axes' extents. */
+/* Tiles of kernel k over tiled axis A: T x T of (A, last), times the other axes' extents. */
 static long long tile_count(const fcp_kernel *k, int A) {
     const int L = k->ndim - 1;
-    long long n = ((k->space[A] + FCX_TILE - 1) / FCX_TILE) *
-                  ((k->space[L] + FCX_TILE - 1) / FCX_TILE);
+    const long long T = (long long)FCX_TILE_CHUNKS * tile_vec(k);
+    long long n = ((k->space[A] + T - 1) / T) * ((k->space[L] + T - 1) / T);
     for (int d = 0; d < k->ndim; d++)
         if (d != A && d != L) n *= k->space[d];
     return n;
 }
 
-/* Permute a's value at the write phase's element: its tile, transposed. */
+/* Permute a's value at the write phase's element u: from its tile's vector. */
 static int tile_read(gen *g, const fc_array *a) {
     int v = new_var(g);
-    line(g, "const fcx_ct_%s v%d = fcx_tile%d[e %% %d][e / %d];", dt(a->dtype), v,
-         g->tile_of[pos_of(g, a)], FCX_TILE, FCX_TILE);
+    line(g, "const fcx_ct_%s v%d = fcx_load_%s(&tw%d.v[u]);", dt(a->dtype), v, dt(a->dtype),
+         g->tile_of[pos_of(g, a)]);
     return v;
 }
 
-/* Opens one phase's loop over the tile's elements e (this thread's, FCX_TILE_THREADS apart)
- * with the coordinates c0.. of element e: along `lanes` (A or L) the element's column, along
- * the other tiled axis its row; `lhs` (a declaration or an lvalue) whether it lies inside the
- * space. */
-static void tile_phase_open(gen *g, int A, int lanes, const char *lhs) {
+/* Declares the coordinates c<d> of the axes other than A and L (the tile's batch). */
+static void tile_batch_coords(gen *g, int A) {
     const fcp_kernel *k = g->k;
-    const int L = k->ndim - 1, T = FCX_TILE;
-    line(g, "#pragma unroll");
-    line(g, "for (int s = 0; s < (%d + FCX_TILE_THREADS - 1) / FCX_TILE_THREADS; s++) {", T * T);
-    g->indent++;
-    line(g, "const int e = (int)threadIdx.x + s * FCX_TILE_THREADS;");
-    for (int d = 0; d < k->ndim; d++) {
-        if (d == A || d == L)
-            line(g, "const idx_t c%d = t%s + (idx_t)(e %s %d);", d, d == A ? "a" : "l",
-                 d == lanes ? "%" : "/", T);
-        else
+    for (int d = 0; d < k->ndim; d++)
+        if (d != A && d != k->ndim - 1)
             line(g, "const idx_t c%d = %s;", d, k->space[d] == 1 ? "0" : str(g, "o%d", d));
+}
+
+/* The read phase: each thread's V x V blocks of every tiled permute's input into registers
+ * (loads only), then transposed into the tiles. */
+static void tile_read_phase(gen *g, int A, int V) {
+    const fcp_kernel *k = g->k;
+    const int L = k->ndim - 1, C = FCX_TILE_CHUNKS;
+    const char *EA = iarg(g, FCX_SLOT_SPACE_EXTENT, NULL, A);
+    const char *EL = iarg(g, FCX_SLOT_SPACE_EXTENT, NULL, L);
+    const char *steps = str(g, "(%d + FCX_TILE_THREADS - 1) / FCX_TILE_THREADS", C * C);
+    for (int i = 0; i < k->nnode; i++)
+        if (g->tile_of[i] >= 0)
+            line(g, "fcx_vec<fcx_t_%s, %d> tv%d[%s][%d];", dt(k->nodes[i]->dtype), V,
+                 g->tile_of[i], steps, V);
+    line(g, "#pragma unroll");
+    line(g, "for (int s = 0; s < %s; s++) {", steps);
+    g->indent++;
+    line(g, "const int b = (int)threadIdx.x + s * FCX_TILE_THREADS; /* the thread's block */");
+    line(g, "const int ab = b %% %d, lb = b / %d; /* its vector along A, its columns along L */",
+         C, C);
+    tile_batch_coords(g, A);
+    line(g, "const idx_t c%d = ta + (idx_t)(ab * %d);", A, V);
+    line(g, "#pragma unroll");
+    line(g, "for (int j = 0; j < %d; j++) {", V);
+    g->indent++;
+    line(g, "const idx_t c%d = tl + (idx_t)(lb * %d + j);", L, V);
+    line(g, "const bool in = b < %d && c%d < %s && c%d < %s;", C * C, A, EA, L, EL);
+    scope_push(g);
+    for (int i = 0; i < k->nnode; i++) {
+        if (g->tile_of[i] < 0) continue;
+        const fc_array *a = k->nodes[i], *x = a->in[0];
+        ix ci;
+        ci.nd = x->ndim;
+        ci.identity = false;
+        for (int d = 0; d < a->ndim; d++) ci.e[a->p.a[d]] = str(g, "c%d", d);
+        const char *off = linearize(g, x, &ci), *T = dt(x->dtype);
+        int n = g->tile_of[i];
+        line(g, "tv%d[s][j] = in ? fcx_tile_load<fcx_vec<fcx_t_%s, %d>, %d>((const fcx_t_%s *)"
+                "p.ptr[%d] + %s, fcx_va%d, (long long)(%s - c%d)) : fcx_vec<fcx_t_%s, %d>();",
+             n, T, V, V, T, leaf_index(g, x), off, n, EA, A, T, V);
     }
-    line(g, "%s = e < %d && c%d < %s && c%d < %s;", lhs, T * T, A,
-         iarg(g, FCX_SLOT_SPACE_EXTENT, NULL, A), L, iarg(g, FCX_SLOT_SPACE_EXTENT, NULL, L));
+    scope_pop(g);
+    g->indent--;
+    line(g, "}");
+    g->indent--;
+    line(g, "}");
+    line(g, "#pragma unroll");
+    line(g, "for (int s = 0; s < %s; s++) {", steps);
+    g->indent++;
+    line(g, "const int b = (int)threadIdx.x + s * FCX_TILE_THREADS;");
+    line(g, "if (b < %d) {", C * C);
+    for (int i = 0; i < k->nnode; i++)
+        if (g->tile_of[i] >= 0)
+            line(g, "    fcx_tile_put<%d, %d>(fcx_tile%d, b %% %d, b / %d, tv%d[s]);", V, C,
+                 g->tile_of[i], C, C, g->tile_of[i]);
+    line(g, "}");
+    g->indent--;
+    line(g, "}");
+}
+
+/* The write phase: vectors of V outputs along L, a tile row's vector of each tiled permute,
+ * buffers read in output order as vectors (which ones the body says: *vl gets the condition
+ * that their accesses and the stores move whole vectors). */
+static void tile_write_phase(gen *g, int A, int V, const char **vl) {
+    const fcp_kernel *k = g->k;
+    const int L = k->ndim - 1, C = FCX_TILE_CHUNKS, T = C * V;
+    const char *EA = iarg(g, FCX_SLOT_SPACE_EXTENT, NULL, A);
+    const char *EL = iarg(g, FCX_SLOT_SPACE_EXTENT, NULL, L);
+    line(g, "#pragma unroll");
+    line(g, "for (int s = 0; s < (%d + FCX_TILE_THREADS - 1) / FCX_TILE_THREADS; s++) {", T * C);
+    g->indent++;
+    line(g, "const int w = (int)threadIdx.x + s * FCX_TILE_THREADS;");
+    line(g, "const int wr = w / %d, wc = w %% %d; /* the tile's row (along A), its vector */",
+         C, C);
+    tile_batch_coords(g, A);
+    line(g, "const idx_t c%d = ta + (idx_t)wr, l0 = tl + (idx_t)(wc * %d);", A, V);
+    line(g, "if (w < %d && c%d < %s && l0 < %s) {", T * C, A, EA, EL);
+    g->indent++;
+    scope_push(g);
+    line(g, "const long long nl = (long long)(%s - l0); /* of the vector's elements inside */",
+         EL);
+    const char *flat = "c0";
+    for (int d = 1; d < k->ndim; d++)
+        if (k->space[d] != 1)
+            flat = bind_index(g, str(g, "(%s) * %s + %s", flat,
+                                     iarg(g, FCX_SLOT_SPACE_EXTENT, NULL, d),
+                                     d == L ? "l0" : str(g, "c%d", d)));
+    line(g, "const idx_t i0 = %s;", flat);
+    for (int i = 0; i < k->nnode; i++)
+        if (g->tile_of[i] >= 0)
+            line(g, "const fcx_vec<fcx_t_%s, %d> tw%d = fcx_tile_get<%d, %d>(fcx_tile%d, wr, wc);",
+                 dt(k->nodes[i]->dtype), V, g->tile_of[i], V, C, g->tile_of[i]);
+    /* The element loop first, to learn which buffers it reads as vectors. */
+    fcg_sb around = g->body;
+    memset(&g->body, 0, sizeof g->body);
+    g->body.ctx = g->ctx;
+    memset(g->vec_used, 0, (size_t)(k->nleaf + 1) * sizeof *g->vec_used);
+    for (int q = 0; q < k->nout; q++)
+        line(g, "fcx_vec<fcx_t_%s, %d> wv%d;", dt(k->outs[q]->dtype), V, q);
+    line(g, "#pragma unroll");
+    line(g, "for (int u = 0; u < %d; u++) {", V);
+    g->indent++;
+    /* an element outside the space (the tile's edge) is evaluated at the vector's first
+     * element, so that nothing reads outside a buffer; it is not stored */
+    line(g, "const int uu = u < nl ? u : 0;");
+    line(g, "const idx_t c%d = l0 + (idx_t)uu, i = i0 + (idx_t)uu;", L);
+    scope_push(g);
+    ix idx;
+    identity_index(g, &idx, k->ndim, "c");
+    g->vec = V;
+    g->tile_write = true;
+    for (int q = 0; q < k->nout; q++) {
+        int v = eval(g, k->outs[q], &idx);
+        line(g, "fcx_store_%s(&wv%d.v[u], v%d);", dt(k->outs[q]->dtype), q, v);
+    }
+    g->tile_write = false;
+    g->vec = 0;
+    scope_pop(g);
+    g->indent--;
+    line(g, "}");
+    fcg_sb inner = g->body;
+    g->body = around;
+    const char *cond = str(g, "%s %% %d == 0", EL, V);
+    for (int li = 0; li < k->nleaf; li++) {
+        if (!g->vec_used[li]) continue;
+        const char *D = dt(k->leaves[li]->dtype);
+        line(g, "const fcx_vec<fcx_t_%s, %d> l%d = fcx_tile_load<fcx_vec<fcx_t_%s, %d>, %d>("
+                "(const fcx_t_%s *)p.ptr[%d] + i0, fcx_vl, nl);", D, V, li, D, V, V, D, li);
+        cond = str(g, "%s && fcx_aligned(p.ptr[%d], %d)", cond, li,
+                   V * (int)fc_dtype_size((fc_dtype)k->leaves[li]->dtype));
+    }
+    if (inner.s) fcg_sb_puts(&g->body, inner.s);
+    if (inner.failed) g->body.failed = true;
+    fcg_sb_free(&inner);
+    for (int q = 0; q < k->nout; q++) {
+        line(g, "fcx_tile_store<%d>((fcx_t_%s *)p.ptr[%d] + i0, wv%d, fcx_vl, nl);", V,
+             dt(k->outs[q]->dtype), k->nleaf + q, q);
+        cond = str(g, "%s && fcx_aligned(p.ptr[%d], %d)", cond, k->nleaf + q,
+                   V * (int)fc_dtype_size((fc_dtype)k->outs[q]->dtype));
+    }
+    *vl = cond;
+    scope_pop(g);
+    g->indent--;
+    line(g, "}");
+    g->indent--;
+    line(g, "}");
 }
 
 static void gen_ew_tile(gen *g, int A) {
     const fcp_kernel *k = g->k;
-    const int L = k->ndim - 1, T = FCX_TILE;
+    const int L = k->ndim - 1, V = tile_vec(k), C = FCX_TILE_CHUNKS, T = C * V;
     const char *EA = iarg(g, FCX_SLOT_SPACE_EXTENT, NULL, A);
     const char *EL = iarg(g, FCX_SLOT_SPACE_EXTENT, NULL, L);
-    const char *steps = str(g, "(%d + FCX_TILE_THREADS - 1) / FCX_TILE_THREADS", T * T);
     for (int i = 0; i < k->nnode; i++)
         if (g->tile_of[i] >= 0)
-            line(g, "__shared__ fcx_ct_%s fcx_tile%d[%d][%d];", dt(k->nodes[i]->dtype),
-                 g->tile_of[i], T, T + 1);
+            line(g, "__shared__ fcx_vec<fcx_t_%s, %d> fcx_tile%d[%d]; /* %d x %d, swizzled */",
+                 dt(k->nodes[i]->dtype), V, g->tile_of[i], T * C, T, T);
     line(g, "const idx_t nta = (%s + %d) / %d, ntl = (%s + %d) / %d;", EA, T - 1, T, EL, T - 1, T);
     const char *count = "nta * ntl";
     int outermost = -1;
@@ -4146,66 +4305,59 @@ static void gen_ew_tile(gen *g, int A) {
             if (outermost < 0) outermost = d;
         }
     line(g, "const idx_t ntiles = %s;", count);
-    line(g, "for (idx_t t = (idx_t)blockIdx.x; t < ntiles; t += (idx_t)gridDim.x) {");
+    /* whole vectors along A where the source's rows are a multiple of V and its start aligned */
+    for (int i = 0; i < k->nnode; i++)
+        if (g->tile_of[i] >= 0) {
+            const fc_array *x = k->nodes[i]->in[0];
+            line(g, "const bool fcx_va%d = %s %% %d == 0 && fcx_aligned(p.ptr[%d], %d);",
+                 g->tile_of[i], EA, V, leaf_index(g, x),
+                 V * (int)fc_dtype_size((fc_dtype)x->dtype));
+        }
+    /* The tile loop first: the write phase says what its whole vectors need. */
+    fcg_sb head = g->body;
+    memset(&g->body, 0, sizeof g->body);
+    g->body.ctx = g->ctx;
+    /* A block takes a run of consecutive tiles (L fastest, then A, then the batch), so that
+     * the next tile's corner is a carry, not two divisions. */
+    line(g, "const idx_t per = (ntiles + (idx_t)gridDim.x - 1) / (idx_t)gridDim.x;");
+    line(g, "idx_t t = (idx_t)blockIdx.x * per;");
+    line(g, "const idx_t tend = t + per < ntiles ? t + per : ntiles;");
+    line(g, "idx_t ob = t / (nta * ntl), ta = t %% (nta * ntl) / ntl * %d, tl = t %% ntl * %d;",
+         T, T);
+    line(g, "for (; t < tend; t++) {");
     g->indent++;
-    line(g, "idx_t tr = t;");
-    line(g, "const idx_t tl = tr %% ntl * %d; tr /= ntl;", T);
-    line(g, "const idx_t ta = tr %% nta * %d; tr /= nta;", T);
-    for (int d = k->ndim - 1; d >= 0; d--) {
-        if (d == A || d == L || k->space[d] == 1) continue;
-        const char *e = iarg(g, FCX_SLOT_SPACE_EXTENT, NULL, d);
-        if (d == outermost) line(g, "const idx_t o%d = tr;", d);
-        else line(g, "const idx_t o%d = tr %% %s; tr /= %s;", d, e, e);
+    if (outermost >= 0) {
+        line(g, "idx_t tr = ob;");
+        for (int d = k->ndim - 1; d >= 0; d--) {
+            if (d == A || d == L || k->space[d] == 1) continue;
+            const char *e = iarg(g, FCX_SLOT_SPACE_EXTENT, NULL, d);
+            if (d == outermost) line(g, "const idx_t o%d = tr;", d);
+            else line(g, "const idx_t o%d = tr %% %s; tr /= %s;", d, e, e);
+        }
     }
     line(g, "__syncthreads(); /* the last tile's reads are done */");
-    /* Read phase, lanes along A: every load into registers first, then the tiles. */
-    line(g, "bool tin[%s];", steps);
-    for (int i = 0; i < k->nnode; i++)
-        if (g->tile_of[i] >= 0)
-            line(g, "fcx_ct_%s tv%d[%s];", dt(k->nodes[i]->dtype), g->tile_of[i], steps);
-    tile_phase_open(g, A, A, "tin[s]");
-    line(g, "if (tin[s]) {");
-    g->indent++;
-    scope_push(g);
-    ix in;
-    identity_index(g, &in, k->ndim, "c");
-    in.identity = false; /* a load of the permute's input, not a tile read */
-    for (int i = 0; i < k->nnode; i++)
-        if (g->tile_of[i] >= 0)
-            line(g, "tv%d[s] = v%d;", g->tile_of[i], eval(g, k->nodes[i], &in));
-    scope_pop(g);
-    g->indent--;
-    line(g, "}");
-    g->indent--;
-    line(g, "}");
-    line(g, "#pragma unroll");
-    line(g, "for (int s = 0; s < %s; s++) {", steps);
-    g->indent++;
-    line(g, "const int e = (int)threadIdx.x + s * FCX_TILE_THREADS;");
-    line(g, "if (tin[s]) {");
-    for (int i = 0; i < k->nnode; i++)
-        if (g->tile_of[i] >= 0)
-            line(g, "    fcx_tile%d[e / %d][e %% %d] = tv%d[s];", g->tile_of[i], T, T,
-                 g->tile_of[i]);
-    line(g, "}");
-    g->indent--;
-    line(g, "}");
+    tile_read_phase(g, A, V);
     line(g, "__syncthreads();");
-    /* Write phase, lanes along L. */
-    tile_phase_open(g, A, L, "const bool win");
-    line(g, "if (win) {");
-    g->indent++;
-    scope_push(g);
-    g->tile_write = true;
-    outputs_at_coords(g);
-    g->tile_write = false;
-    scope_pop(g);
-    g->indent--;
+    const char *vl = "false";
+    tile_write_phase(g, A, V, &vl);
+    line(g, "tl += %d;", T);
+    line(g, "if (tl >= %s) {", EL);
+    line(g, "    tl = 0;");
+    line(g, "    ta += %d;", T);
+    line(g, "    if (ta >= %s) ta = 0, ob++;", EA);
     line(g, "}");
     g->indent--;
     line(g, "}");
-    g->indent--;
-    line(g, "}");
+    fcg_sb loop = g->body;
+    g->body = head;
+    line(g, "const bool fcx_vl = %s;", vl);
+    const char *whole = "fcx_vl";
+    for (int i = 0; i < k->nnode; i++)
+        if (g->tile_of[i] >= 0) whole = str(g, "%s && fcx_va%d", whole, g->tile_of[i]);
+    line(g, "FCX_TILE_VECTORS(%s);", whole);
+    if (loop.s) fcg_sb_puts(&g->body, loop.s);
+    if (loop.failed) g->body.failed = true;
+    fcg_sb_free(&loop);
 }
 
 /* ---- the whole kernel ------------------------------------------------------------------- */
@@ -4332,8 +4484,9 @@ void fcx_launch_config_tuned(const fcp_kernel *k, const fcx_kernel_src *src, int
         return;
     }
     if (src->strategy == FCX_STRATEGY_EW_TILE) {
-        /* A block a tile, up to a grid that fills the device once; blocks stride over the
-         * rest. The kernel is written for blocks of exactly FCX_BLOCK threads. */
+        /* A block a tile, up to a grid that fills the device once; each block takes an equal
+         * run of consecutive tiles. The kernel is written for blocks of exactly FCX_BLOCK
+         * threads. */
         long long tiles = tile_count(k, tile_plan(k, NULL, NULL));
         out->grid = (unsigned)(tiles < resident ? tiles : resident);
         return;
@@ -4527,7 +4680,7 @@ fc_status fcx_generate_named(fc_ctx *ctx, const fcp_kernel *k, const char *name,
             "a block per tile of a row, tiles chained by decoupled look-back",
             "a thread per line along the scanned axis, in order",
             "grid-stride over the updates, an atomic read-modify-write each",
-            "32 x 32 tiles a block, transposed reads through shared memory"};
+            "tiles of V x V blocks, vectors both ways, transposed through shared memory"};
         fcg_sb_printf(&src, "// fusec kernel: %s over rank %d", fcp_kernel_kind_names[k->kind], k->ndim);
         if (k->rmask)
             fcg_sb_printf(&src, k->kind == FCP_KERNEL_SCAN ? ", scanning axes mask 0x%x"
@@ -4539,6 +4692,12 @@ fc_status fcx_generate_named(fc_ctx *ctx, const fcp_kernel *k, const char *name,
                           ? "; long rows: each phase streams the row from memory" : "");
         for (int i = 0; i < k->nnode; i++) fcg_sb_printf(&src, " %s", fcg_ops[k->nodes[i]->op].pyname);
         fcg_sb_puts(&src, "\n");
+        if (strategy == FCX_STRATEGY_EW_TILE) {
+            int V = tile_vec(k);
+            fcg_sb_printf(&src, "// tiles: %d x %d elements, %d x %d blocks of %d x %d a thread's, "
+                                "vectors of %d\n", FCX_TILE_CHUNKS * V, FCX_TILE_CHUNKS * V,
+                          FCX_TILE_CHUNKS, FCX_TILE_CHUNKS, V, V, V);
+        }
         if (g.ntap)
             fcg_sb_printf(&src, "// stencil: %d shifted slices of one %s value through "
                                 "shared-memory tiles of %dx%d and their halo, when their steps "

@@ -101,6 +101,11 @@ __device__ unsigned int fcx_value_error;
 #ifndef FCX_STENCIL_TILED
 #define FCX_STENCIL_TILED()
 #endif
+/* A tiled elementwise kernel's threads report whether every access of the launch moves whole
+ * vectors (the host emulation counts them; nothing on the device). */
+#ifndef FCX_TILE_VECTORS
+#define FCX_TILE_VECTORS(whole)
+#endif
 
 /* ---- storage and compute types ---------------------------------------------------------- */
 
@@ -1806,11 +1811,54 @@ template <class I> FCX_FN I fcx_align16(I n) { return (n + 15) / 16 * 16; }
 #define FCX_SCAN_THREADS 256
 #endif
 /* Threads of a tiled elementwise kernel's block (codegen.h's FCX_BLOCK, FCX_STRATEGY_EW_TILE):
- * each thread takes the tile's elements FCX_TILE_THREADS apart, a compile-time count, so its
- * loads are all in flight at once. The host emulation runs other block sizes. */
+ * each thread takes the tile's blocks and vectors FCX_TILE_THREADS apart, a compile-time
+ * count, so its loads are all in flight at once. The host emulation runs other block sizes. */
 #ifndef FCX_TILE_THREADS
 #define FCX_TILE_THREADS 256
 #endif
+/* Whether address p is a multiple of `bytes` (a power of two): a tile's vector accesses need
+ * the buffer's start aligned to the vector. */
+FCX_FN bool fcx_aligned(const void *p, unsigned bytes) {
+    return ((unsigned long long)(size_t)p & (bytes - 1)) == 0;
+}
+/* Up to N elements at p as one vector Vec (of N elements): one access where `whole` (p is
+ * aligned to the vector and all N lie inside), else the first min(n, N) one by one and the
+ * rest zero, so that a tile's edges are never read past. */
+template <class Vec, int N, class T> FCX_FN Vec fcx_tile_load(const T *p, bool whole, long long n) {
+    if (whole) return *(const Vec *)p;
+    Vec r;
+    for (int u = 0; u < N; u++) r.v[u] = u < n ? p[u] : T();
+    return r;
+}
+/* The first min(n, N) elements of w at p: one access where `whole`, else one by one. */
+template <int N, class Vec, class T> FCX_FN void fcx_tile_store(T *p, const Vec &w, bool whole,
+                                                                long long n) {
+    if (whole) {
+        *(Vec *)p = w;
+        return;
+    }
+    for (int u = 0; u < N; u++)
+        if (u < n) p[u] = w.v[u];
+}
+/* A thread's N x N block of a tile into shared memory, transposed: r[j] holds N elements
+ * along the source's contiguous axis (tile rows ab N + i) at tile column lb N + j. The tile
+ * is C vectors a row, a row's vector lb stored at lb ^ (row / N): the lanes of one access
+ * (a quarter warp of 16-byte vectors, a half warp of 8-byte ones) storing the same lb of rows
+ * of different ab, or loading consecutive vectors of one row, hit distinct banks (a swizzle
+ * instead of padding, which vectors cannot take). */
+template <int N, int C, class Vec> FCX_FN void fcx_tile_put(Vec *tile, int ab, int lb,
+                                                            const Vec *r) {
+    for (int i = 0; i < N; i++) { /* N is a constant: unrolled */
+        Vec t;
+        for (int j = 0; j < N; j++) t.v[j] = r[j].v[i];
+        tile[(ab * N + i) * C + (lb ^ ab)] = t;
+    }
+}
+/* Tile row `row`'s vector c (N elements along the destination's contiguous axis). */
+template <int N, int C, class Vec> FCX_FN const Vec &fcx_tile_get(const Vec *tile, int row,
+                                                                  int c) {
+    return tile[row * C + (c ^ (row / N))];
+}
 /* A tile's element j in shared memory: one word of padding every 32 elements, so that a warp
  * whose threads each walk their own run of 2^k consecutive elements hits distinct banks. */
 #define FCX_SCAN_PAD(j) ((j) + (j) / 32)

@@ -1036,7 +1036,7 @@ static fcx_strategy bench_strategy(fc_ctx *ctx, const char *name, char **src) {
 }
 
 /* Issue 13: an elementwise op over a batched transpose of the last two axes reads it through
- * shared-memory tiles; a contiguous op (an f16 GELU chain) and an outer product stay grid-stride, and the
+ * shared-memory tiles, 16-byte vectors on both sides; a contiguous op (an f16 GELU chain) and an outer product stay grid-stride, and the
  * outer product, which reads nothing at the flat index, still stores 16 bytes at a time with
  * its coordinates carried, not divided, element by element. */
 Test(codegen, transposed_reads_go_through_tiles_and_outer_products_store_wide) {
@@ -1045,7 +1045,11 @@ Test(codegen, transposed_reads_go_through_tiles_and_outer_products_store_wide) {
     fc_scope_open(ctx);
     char *src = NULL;
     cr_assert_eq(bench_strategy(ctx, "i13_transpose_ew", &src), FCX_STRATEGY_EW_TILE);
-    cr_assert_not_null(strstr(src, "__shared__ fcx_ct_f32 fcx_tile0[32][33];"));
+    /* 64 x 64 tiles moved as 16-byte vectors both ways */
+    cr_assert_not_null(strstr(src, "__shared__ fcx_vec<fcx_t_f32, 4> fcx_tile0[1024];"), "%s", src);
+    cr_assert_not_null(strstr(src, "fcx_tile_put<4, 16>(fcx_tile0, "), "%s", src);
+    cr_assert_not_null(strstr(src, "fcx_tile_store<4>((fcx_t_f32 *)p.ptr[1] + i0, wv0, fcx_vl, "
+                                   "nl);"), "%s", src);
     fcg_strfree(ctx, src);
     cr_assert_eq(bench_strategy(ctx, "i13_gelu_f16", &src), FCX_STRATEGY_EW);
     fcg_strfree(ctx, src);

@@ -105,6 +105,10 @@ static const char SHIM[] =
     "template <class T> static void fcx_prefetch_l2(const T *) {}\n"
     "static unsigned long long emu_tiled_count;\n"
     "extern \"C\" unsigned long long emu_tiled(void) { return emu_tiled_count; }\n"
+    "static unsigned long long emu_tile_vectors_count[2];\n"
+    "extern \"C\" unsigned long long emu_tile_vectors(int whole) {\n"
+    "    return emu_tile_vectors_count[whole];\n"
+    "}\n"
     "static unsigned char *emu_dsmem;\n"
     "static unsigned emu_dsmem_bytes;\n"
     "template <int = 0> static unsigned fcx_dsmem_size() { return emu_dsmem_bytes; }\n"
@@ -175,6 +179,9 @@ typedef struct emu_cfg {
                        stream the row in every phase, online sums): that form at every shape */
     bool fast_math; /* the fast-math tier: its rewrites, codegen/fast_math.cuh's host stand-ins
                        in front of the prelude, the tier's looser tolerance (close_enough) */
+    bool misalign;  /* every buffer starts an element (of its first value's dtype, below 16
+                       bytes) past a 16-byte boundary: vector accesses must not assume more;
+                       only for kernels that check (the tiled ones) */
 } emu_cfg;
 
 /* Small split constants: pieces of a few elements, few pieces, a small scratch cap. */
@@ -220,6 +227,8 @@ typedef struct emu_set {
     int n_split, n_cols, n_rows_on_chip, n_rows_vec, n_scan_tiles, n_scan_lines, n_scatter;
     int n_scatter_on_chip;
     int n_tiled;               /* launches of tiled elementwise kernels */
+    int n_tile_whole, n_tile_part; /* of those with vectors of several elements: every access
+                                      a whole vector; some element by element */
     int n_rows_long, n_online; /* launches of row kernels that stream rows; of those with an
                                   online sum */
     int n_rows_seg;            /* reduce kernels over rows of contiguous runs (non-trailing axes) */
@@ -265,6 +274,8 @@ static void set_open(emu_set *s, const char *tag, const emu_cfg *cfg) {
     fputs("#define FCX_TILE_MIN_EXTENT 1\n", s->cpp);
     fputs("#define FCX_STENCIL_TILED() __atomic_fetch_add(&emu_tiled_count, 1ull, "
           "__ATOMIC_RELAXED)\n", s->cpp);
+    fputs("#define FCX_TILE_VECTORS(whole) __atomic_fetch_add(&emu_tile_vectors_count[(whole) ? "
+          "1 : 0], 1ull, __ATOMIC_RELAXED)\n", s->cpp);
     /* the tier's overloads go in front of the prelude, as codegen puts them (kernels generated
      * without the prelude leave them out) */
     if (cfg->fast_math) fputs(fcx_fast_math_source, s->cpp);
@@ -467,10 +478,18 @@ static char *run_program(emu_set *s, program *p) {
     /* One buffer per materialised node, as a GPU runtime would bind the plan's slots. The
      * plan's slot assignment is used, so aliasing slots show up as wrong results. */
     void **slot = calloc((size_t)plan->nbuf + 1, sizeof *slot);
-    cr_assert_not_null(slot);
+    unsigned char **base = calloc((size_t)plan->nbuf + 1, sizeof *base);
+    cr_assert(slot && base);
     for (int b = 0; b < plan->nbuf; b++) {
-        slot[b] = malloc(plan->buf_bytes[b] + 16);
-        cr_assert_not_null(slot[b]);
+        size_t shift = 0; /* cfg.misalign: the slot's first value's element size, below 16 */
+        for (int m = 0; m < plan->nmat && s->cfg.misalign; m++)
+            if (plan->mat_buf[m] == b) {
+                shift = fc_dtype_size((fc_dtype)plan->mat[m]->dtype) % 16;
+                break;
+            }
+        base[b] = aligned_alloc(16, (plan->buf_bytes[b] + 47) / 16 * 16);
+        cr_assert_not_null(base[b]);
+        slot[b] = base[b] + shift;
         memset(slot[b], 0xA5, plan->buf_bytes[b] + 16);
     }
     for (int m = 0; m < plan->nmat; m++) buf[m] = slot[plan->mat_buf[m]];
@@ -497,13 +516,21 @@ static char *run_program(emu_set *s, program *p) {
         const void **ptr = calloc((size_t)src->nptr + 1, sizeof *ptr);
         long long *ints = calloc((size_t)src->nint + 1, sizeof *ints);
         double *flts = calloc((size_t)src->nflt + 1, sizeof *flts);
-        cr_assert(ptr && ints && flts);
+        unsigned char **moved = calloc((size_t)kern->nleaf + 1, sizeof *moved);
+        cr_assert(ptr && ints && flts && moved);
         for (int l = 0; l < kern->nleaf; l++) {
             const fc_array *a = kern->leaves[l];
             ptr[l] = a->host;
             for (int m = 0; m < plan->nmat; m++)
                 if (plan->mat[m] == a) ptr[l] = buf[m];
             cr_assert_not_null(ptr[l], "%s kernel %d: leaf %d has no buffer", p->name, k, l);
+            if (s->cfg.misalign && ptr[l] == a->host) { /* an input: a copy an element off */
+                size_t shift = fc_dtype_size((fc_dtype)a->dtype) % 16;
+                moved[l] = aligned_alloc(16, (node_bytes(a) + 47) / 16 * 16);
+                cr_assert_not_null(moved[l]);
+                memcpy(moved[l] + shift, a->host, node_bytes(a));
+                ptr[l] = moved[l] + shift;
+            }
         }
         for (int q = 0; q < kern->nout; q++)
             for (int m = 0; m < plan->nmat; m++)
@@ -561,9 +588,20 @@ static char *run_program(emu_set *s, program *p) {
             (unsigned long long (*)(void))(uintptr_t)dlsym(s->so, "emu_tiled");
         cr_assert_not_null(tiled);
         unsigned long long tiled_before = tiled();
+        unsigned long long (*vectors)(int) =
+            (unsigned long long (*)(int))(uintptr_t)dlsym(s->so, "emu_tile_vectors");
+        cr_assert_not_null(vectors);
+        unsigned long long whole_before = vectors(1), part_before = vectors(0);
         if (grid > 0)
             cr_assert_eq(fn(ptr, ints, flts, grid, dsmem, (unsigned)smem), 0,
                          "%s kernel %d: the emulated launch failed", p->name, k);
+        /* a tiled launch whose vectors hold several elements: all whole, or not */
+        const char *vec_line = strstr(src->src, ", vectors of ");
+        if (src->strategy == FCX_STRATEGY_EW_TILE && grid > 0 && vec_line &&
+            atoi(vec_line + strlen(", vectors of ")) > 1) {
+            s->n_tile_whole += vectors(1) != whole_before && vectors(0) == part_before;
+            s->n_tile_part += vectors(0) != part_before;
+        }
         if (tiled() != tiled_before) {
             cr_assert(strstr(src->src, "// stencil: ") != NULL, "%s kernel %d: tiles without "
                       "the header line", p->name, k);
@@ -597,6 +635,8 @@ static char *run_program(emu_set *s, program *p) {
                 cr_assert_eq(scratch[lc.scratch_bytes + b], 0x5A, "%s kernel %d: wrote past its %zu "
                              "bytes of scratch", p->name, k, lc.scratch_bytes);
         }
+        for (int l = 0; l < kern->nleaf; l++) free(moved[l]);
+        free(moved);
         free(scratch);
         free(dsmem);
         free(ptr);
@@ -665,7 +705,8 @@ static char *run_program(emu_set *s, program *p) {
     }
     fc_free(s->ctx, text);
     fcg_strfree(s->ctx, desc);
-    for (int b = 0; b < plan->nbuf; b++) free(slot[b]);
+    for (int b = 0; b < plan->nbuf; b++) free(base[b]);
+    free(base);
     free(slot);
     free(buf);
     return report;
@@ -722,14 +763,14 @@ static void emulate_workloads(const char *tag, const emu_cfg *cfg) {
 }
 
 Test(emulated, workloads_one_thread) {
-    emulate_workloads("workloads_t1", &(emu_cfg){1, 1, 1, false, false, false, false, false});
+    emulate_workloads("workloads_t1", &(emu_cfg){1, 1, 1, false, false, false, false, false, false});
 }
 Test(emulated, workloads_eight_threads_three_blocks) {
-    emulate_workloads("workloads_t8", &(emu_cfg){8, 4, 3, true, false, false, false, false});
+    emulate_workloads("workloads_t8", &(emu_cfg){8, 4, 3, true, false, false, false, false, false});
 }
 /* Warps as wide as the device's: the shuffle trees run all five rounds. */
 Test(emulated, workloads_64_threads_warps_of_32, EMU_OTHER_SHAPE) {
-    emulate_workloads("workloads_t64", &(emu_cfg){64, 32, 2, true, false, false, false, false});
+    emulate_workloads("workloads_t64", &(emu_cfg){64, 32, 2, true, false, false, false, false, false});
 }
 
 /* The fast-math tier (include/fusec.h): W1-W12 and W8 with z, and f32 / f16 transcendentals,
@@ -742,7 +783,7 @@ Test(emulated, workloads_64_threads_warps_of_32, EMU_OTHER_SHAPE) {
  * host compiler contracts nothing (-ffp-contract=off). */
 Test(emulated, fast_math_tier_workloads_and_transcendentals) {
     emu_set s;
-    emu_cfg cfg = {8, 4, 3, true, false, false, false, true};
+    emu_cfg cfg = {8, 4, 3, true, false, false, false, true, false};
     set_open(&s, "fast_math", &cfg);
     fc_scope_open(s.ctx);
     wl_data_seed = 7;
@@ -784,7 +825,7 @@ Test(emulated, fast_math_tier_workloads_and_transcendentals) {
 /* Programs that once went wrong. */
 Test(emulated, regressions) {
     emu_set s;
-    set_open(&s, "regressions", &(emu_cfg){4, 2, 2, true, false, true, false, false});
+    set_open(&s, "regressions", &(emu_cfg){4, 2, 2, true, false, true, false, false, false});
     fc_ctx *ctx = s.ctx;
     fc_scope_open(ctx);
     double vals[60];
@@ -866,7 +907,10 @@ static fc_array *tile_value(fc_ctx *ctx, fc_dtype t, fc_shape shape, int salt) {
  * along one axis, its writes along another): batched and unbatched transposes at extents
  * that are not multiples of the tile (and are, and are 1 or 0), several transposed inputs
  * beside buffers read in output order and broadcasts, permutes along other axes, and every
- * kind of dtype. Grids of a few blocks, so that blocks take several tiles in turn. */
+ * kind of dtype. Grids of a few blocks, so that blocks take several tiles in turn. Extents
+ * that are multiples of the vector (and edge tiles that are not whole tiles) move whole
+ * vectors, odd ones element by element: the set checks both ran (none whole where
+ * cfg->misalign puts every buffer an element off its vector's alignment). */
 static void emulate_tiles(const char *tag, const emu_cfg *cfg) {
     emu_set s;
     set_open(&s, tag, cfg);
@@ -914,25 +958,72 @@ static void emulate_tiles(const char *tag, const emu_cfg *cfg) {
         snprintf(name, sizeof name, "%s x[2, 35, 33] (0, 2, 1), doubled", fc_dtype_name(t));
         set_add(&s, name, false, 0, outs, 1);
     }
+    /* Extents that are multiples of 4 (whole vectors of up to 4 elements), but not of the
+     * tile: edge tiles of partial rows and columns. */
+    static const fc_dtype vtypes[] = {FC_F32, FC_F16, FC_BF16, FC_F64, FC_C64, FC_C128, FC_U8,
+                                      FC_I16, FC_I64, FC_BOOL};
+    for (size_t i = 0; i < sizeof vtypes / sizeof *vtypes; i++) {
+        fc_dtype t = vtypes[i];
+        fc_array *v = tile_value(ctx, t, FC_SHAPE(2, 36, 68), 30 + (int)i);
+        fc_array *w2 = tile_value(ctx, t, FC_SHAPE(2, 68, 36), 40 + (int)i);
+        fc_array *y = t == FC_BOOL ? fc_logical_xor(fc_permute(v, FC_AXES(0, 2, 1)), w2)
+                                   : fc_sub(fc_permute(v, FC_AXES(0, 2, 1)), w2);
+        outs[0] = fc_keep(y);
+        char name[64];
+        snprintf(name, sizeof name, "%s x[2, 36, 68] (0, 2, 1) - w[2, 68, 36]", fc_dtype_name(t));
+        set_add(&s, name, false, 0, outs, 1);
+    }
+    /* f32 unbatched, whole tiles and a partial one: a transposed input, one read in output
+     * order, a broadcast row and column, two outputs of different dtypes */
+    fc_array *g = tile_value(ctx, FC_F32, FC_SHAPE(132, 64), 50);
+    fc_array *h = tile_value(ctx, FC_F32, FC_SHAPE(64, 132), 51);
+    fc_array *row = tile_value(ctx, FC_F32, FC_SHAPE(132), 52);
+    fc_array *col = tile_value(ctx, FC_F32, FC_SHAPE(64, 1), 53);
+    outs[0] = fc_keep(fc_add(fc_mul(fc_transpose(g), h), fc_add(row, col)));
+    outs[1] = fc_keep(fc_cast(fc_transpose(g), FC_F16));
+    set_add(&s, "g[132, 64].T * h + row + col, f16(g.T)", false, 0, outs, 2);
+    /* an f64 transpose into f32 (vectors of 2: the widest), an f32 one into c128 (of 1) */
+    outs[0] = fc_keep(fc_cast(fc_transpose(tile_value(ctx, FC_F64, FC_SHAPE(20, 44), 54)),
+                              FC_F32));
+    set_add(&s, "f32(f64 x[20, 44].T)", false, 0, outs, 1);
+    outs[0] = fc_keep(fc_cast(fc_transpose(tile_value(ctx, FC_F32, FC_SHAPE(24, 20), 55)),
+                              FC_C128));
+    set_add(&s, "c128(f32 x[24, 20].T)", false, 0, outs, 1);
+    /* extents below one vector, and a row of 1 beside a wide one */
+    outs[0] = fc_keep(fc_transpose(tile_value(ctx, FC_F32, FC_SHAPE(3, 2), 56)));
+    outs[1] = fc_keep(fc_permute(tile_value(ctx, FC_F32, FC_SHAPE(5, 1, 8), 57),
+                                 FC_AXES(1, 2, 0)));
+    set_add(&s, "x[3, 2].T, x[5, 1, 8] (1, 2, 0)", false, 0, outs, 2);
     /* every program above has a tiled kernel but the empty one (no launch) */
     int want = s.nprog - 1;
     set_build(&s);
     int tiled = set_run_and_close(&s);
     cr_assert_geq(tiled, want, "%d tiled launches, %d wanted", tiled, want);
+    cr_assert_gt(s.n_tile_part, 0, "no tiled launch moved elements one by one");
+    if (cfg->misalign)
+        cr_assert_eq(s.n_tile_whole, 0, "%d tiled launches took whole vectors off their "
+                     "alignment", s.n_tile_whole);
+    else
+        cr_assert_geq(s.n_tile_whole, 11, "%d tiled launches took whole vectors, 11 wanted",
+                      s.n_tile_whole);
 }
 
 Test(emulated, tiled_transposes_eight_threads) {
-    emulate_tiles("tiles_t8", &(emu_cfg){8, 4, 3, false, false, false, false, false});
+    emulate_tiles("tiles_t8", &(emu_cfg){8, 4, 3, false, false, false, false, false, false});
 }
 Test(emulated, tiled_transposes_twelve_threads, EMU_OTHER_SHAPE) {
-    emulate_tiles("tiles_t12", &(emu_cfg){12, 4, 2, false, false, false, false, false});
+    emulate_tiles("tiles_t12", &(emu_cfg){12, 4, 2, false, false, false, false, false, false});
 }
 Test(emulated, tiled_transposes_64_threads, EMU_OTHER_SHAPE) {
-    emulate_tiles("tiles_t64", &(emu_cfg){64, 32, 5, false, false, false, false, false});
+    emulate_tiles("tiles_t64", &(emu_cfg){64, 32, 5, false, false, false, false, false, false});
 }
-/* The device's block: FCX_TILE_THREADS at its default, four elements a thread. */
+/* Every buffer an element off a 16-byte boundary: the vectors fall back to elements. */
+Test(emulated, tiled_transposes_misaligned) {
+    emulate_tiles("tiles_mis", &(emu_cfg){8, 4, 3, false, false, false, false, false, true});
+}
+/* The device's block: FCX_TILE_THREADS at its default, a block of a tile a thread. */
 Test(emulated, tiled_transposes_256_threads, EMU_OTHER_SHAPE) {
-    emulate_tiles("tiles_t256", &(emu_cfg){256, 32, 2, false, false, false, false, false});
+    emulate_tiles("tiles_t256", &(emu_cfg){256, 32, 2, false, false, false, false, false, false});
 }
 
 /* The variance of equal values is 0, in the batches of 8 that u8 loads give (without small
@@ -942,7 +1033,7 @@ Test(emulated, tiled_transposes_256_threads, EMU_OTHER_SHAPE) {
  * 8 x 100032.008 in f32). */
 Test(emulated, variance_batches_of_equal_values) {
     emu_set s;
-    set_open(&s, "variance_batches", &(emu_cfg){8, 4, 2, false, false, true, false, false});
+    set_open(&s, "variance_batches", &(emu_cfg){8, 4, 2, false, false, true, false, false, false});
     fc_ctx *ctx = s.ctx;
     fc_scope_open(ctx);
     fc_array *outs[WL_MAX_OUT];
@@ -1022,7 +1113,7 @@ Test(emulated, stencil_kernels) {
     enum { N = sizeof cases / sizeof *cases };
     emu_set s;
     set_open(&s, "stencil",
-             &(emu_cfg){FCX_STENCIL_THREADS, 32, 3, false, false, false, false, false});
+             &(emu_cfg){FCX_STENCIL_THREADS, 32, 3, false, false, false, false, false, false});
     int tiled = 0, untiled = 0, unrolled = 0;
     fcx_stencil plans[N];
     for (int c = 0; c < N; c++) {
@@ -1245,14 +1336,14 @@ static void emulate_shifted_slices(const char *tag, const emu_cfg *cfg) {
 }
 
 Test(emulated, shifted_slices_one_thread) {
-    emulate_shifted_slices("slices_t1", &(emu_cfg){1, 1, 1, false, false, false, false, false});
+    emulate_shifted_slices("slices_t1", &(emu_cfg){1, 1, 1, false, false, false, false, false, false});
 }
 /* three warps of 4: a tile's elements do not divide among the threads */
 Test(emulated, shifted_slices_twelve_threads, EMU_OTHER_SHAPE) {
-    emulate_shifted_slices("slices_t12", &(emu_cfg){12, 4, 2, false, false, false, false, false});
+    emulate_shifted_slices("slices_t12", &(emu_cfg){12, 4, 2, false, false, false, false, false, false});
 }
 Test(emulated, shifted_slices_64_threads_warps_of_32, EMU_OTHER_SHAPE) {
-    emulate_shifted_slices("slices_t64", &(emu_cfg){64, 32, 3, false, false, false, false, false});
+    emulate_shifted_slices("slices_t64", &(emu_cfg){64, 32, 3, false, false, false, false, false, false});
 }
 
 /* The triangle copy kernels (codegen/tri.c) on the host shim: every element size, both
@@ -1264,7 +1355,7 @@ Test(emulated, shifted_slices_64_threads_warps_of_32, EMU_OTHER_SHAPE) {
  * clearing; the kept triangle must be src's (or dst's own) bytes, the other zeros. */
 Test(emulated, triangle_copies) {
     emu_set s;
-    set_open(&s, "tri", &(emu_cfg){8, 4, 3, false, false, false, false, false});
+    set_open(&s, "tri", &(emu_cfg){8, 4, 3, false, false, false, false, false, false});
     char *src = NULL;
     cr_assert_eq(fcx_tri_source(s.ctx, &src), FC_OK);
     fputs(src, s.cpp);
@@ -1369,7 +1460,7 @@ Test(emulated, triangle_copies) {
  * pointer arrays, and the marks of matrices whose eigenvalues are not finite. */
 Test(emulated, batched_moves) {
     emu_set s;
-    set_open(&s, "batched", &(emu_cfg){8, 4, 3, false, false, false, false, false});
+    set_open(&s, "batched", &(emu_cfg){8, 4, 3, false, false, false, false, false, false});
     char *src = NULL;
     cr_assert_eq(fcx_batched_source(s.ctx, &src), FC_OK);
     fputs(src, s.cpp);
@@ -1538,7 +1629,7 @@ Test(emulated, batched_moves) {
  * the prelude's float Box-Muller, graph/normal32.h, must agree in every bit). */
 Test(emulated, random_draws_bit_for_bit) {
     emu_set s;
-    set_open(&s, "random_draws", &(emu_cfg){64, 32, 3, false, false, false, false, false});
+    set_open(&s, "random_draws", &(emu_cfg){64, 32, 3, false, false, false, false, false, false});
     fc_ctx *ctx = s.ctx;
     fc_scope_open(ctx);
     fc_array *outs[WL_MAX_OUT];
@@ -1615,7 +1706,7 @@ static fc_array *half_data(fc_ctx *ctx, fc_dtype t, int64_t n, uint64_t seed) {
 
 Test(emulated, half_pairs_bit_for_bit) {
     emu_set s;
-    set_open(&s, "half_pairs", &(emu_cfg){8, 4, 2, false, false, false, false, false});
+    set_open(&s, "half_pairs", &(emu_cfg){8, 4, 2, false, false, false, false, false, false});
     fc_ctx *ctx = s.ctx;
     fc_scope_open(ctx);
     static const int64_t sizes[] = {0, 1, 7, 8, 9, 1000};
@@ -1722,15 +1813,15 @@ static void emulate_random(uint64_t lo, uint64_t hi, const emu_cfg *cfg) {
 /* Small split constants throughout, so reductions of these small shapes split between blocks
  * and combine through the scratch buffer (one block alone meets every piece in turn). */
 Test(emulated, random_dags_0_499_one_thread) {
-    emulate_random(0, 500, &(emu_cfg){1, 1, 1, true, false, false, false, false});
+    emulate_random(0, 500, &(emu_cfg){1, 1, 1, true, false, false, false, false, false});
 }
 Test(emulated, random_dags_500_999_eight_threads) {
-    emulate_random(500, 1000, &(emu_cfg){8, 4, 3, true, false, false, false, false});
+    emulate_random(500, 1000, &(emu_cfg){8, 4, 3, true, false, false, false, false, false});
 }
 /* Three warps a block (not a power of two), and no dynamic shared memory: row kernels read
  * their rows from global memory in every phase. */
 Test(emulated, random_dags_1000_1299_twelve_threads_no_shared_rows) {
-    emulate_random(1000, 1300, &(emu_cfg){12, 4, 2, true, true, false, false, false});
+    emulate_random(1000, 1300, &(emu_cfg){12, 4, 2, true, true, false, false, false, false});
 }
 
 /* ---- reductions of every kind, dtype and axis set; row kernels; long splits ------------- */
@@ -1828,10 +1919,10 @@ static void emulate_reduction_sweep(const char *tag, const emu_cfg *cfg) {
 }
 
 Test(emulated, reductions_every_kind_and_dtype_eight_threads) {
-    emulate_reduction_sweep("sweep_t8", &(emu_cfg){8, 4, 3, true, false, false, false, false});
+    emulate_reduction_sweep("sweep_t8", &(emu_cfg){8, 4, 3, true, false, false, false, false, false});
 }
 Test(emulated, reductions_every_kind_and_dtype_one_thread) {
-    emulate_reduction_sweep("sweep_t1", &(emu_cfg){1, 1, 2, true, false, false, false, false});
+    emulate_reduction_sweep("sweep_t1", &(emu_cfg){1, 1, 2, true, false, false, false, false, false});
 }
 
 /* Every scan of every dtype: along each axis of [6, 5, 9] (a thread per line) and over the
@@ -1904,7 +1995,7 @@ static void emulate_scan_sweep(const char *tag, const emu_cfg *cfg) {
  * kernel's rows, of a stored reduction, by computed indices in each mode, of every dtype. */
 Test(emulated, takes_in_every_kind_of_kernel) {
     emu_set s;
-    set_open(&s, "take", &(emu_cfg){8, 4, 3, true, false, false, false, false});
+    set_open(&s, "take", &(emu_cfg){8, 4, 3, true, false, false, false, false, false});
     fc_ctx *ctx = s.ctx;
     fc_scope_open(ctx);
     fc_array *x = sweep_input(ctx, 1, FC_F32, FC_SHAPE(6, 40));
@@ -1933,10 +2024,10 @@ Test(emulated, takes_in_every_kind_of_kernel) {
 }
 
 Test(emulated, scans_every_kind_and_dtype_eight_threads) {
-    emulate_scan_sweep("scan_t8", &(emu_cfg){8, 4, 3, true, false, false, false, false});
+    emulate_scan_sweep("scan_t8", &(emu_cfg){8, 4, 3, true, false, false, false, false, false});
 }
 Test(emulated, scans_every_kind_and_dtype_one_thread) {
-    emulate_scan_sweep("scan_t1", &(emu_cfg){1, 1, 2, true, false, false, false, false});
+    emulate_scan_sweep("scan_t1", &(emu_cfg){1, 1, 2, true, false, false, false, false, false});
 }
 
 /* User kernels (fc_elementwise_kernel / fc_reduction_kernel) fused with built-in ops, raw
@@ -1944,7 +2035,7 @@ Test(emulated, scans_every_kind_and_dtype_one_thread) {
  * against the same computation in built-in ops on the host. */
 Test(emulated, user_kernels) {
     emu_set s;
-    set_open(&s, "user", &(emu_cfg){8, 4, 3, true, false, false, false, false});
+    set_open(&s, "user", &(emu_cfg){8, 4, 3, true, false, false, false, false, false});
     fc_ctx *ctx = s.ctx;
     fc_scope_open(ctx);
     fc_kernel *axpb, *sd, *sumdiff, *rev, *idx2, *l2, *sop, *vmax;
@@ -2064,7 +2155,7 @@ static void emulate_ew_sweep(const char *tag, const emu_cfg *cfg) {
 }
 
 Test(emulated, elementwise_every_op_and_dtype) {
-    emulate_ew_sweep("ew_sweep_t8", &(emu_cfg){8, 4, 2, false, false, false, false, false});
+    emulate_ew_sweep("ew_sweep_t8", &(emu_cfg){8, 4, 2, false, false, false, false, false, false});
 }
 
 /* Rows of special values for softmax and logsumexp, in dtype t (f16, f32 or f64), [6, 37]:
@@ -2178,22 +2269,22 @@ static void emulate_row_kernels(const char *tag, const emu_cfg *cfg) {
 }
 
 Test(emulated, row_kernels_eight_threads) {
-    emulate_row_kernels("rows_t8", &(emu_cfg){8, 4, 3, true, false, false, false, false});
+    emulate_row_kernels("rows_t8", &(emu_cfg){8, 4, 3, true, false, false, false, false, false});
 }
 Test(emulated, row_kernels_one_thread_no_shared_rows) {
-    emulate_row_kernels("rows_t1", &(emu_cfg){1, 1, 2, true, true, false, false, false});
+    emulate_row_kernels("rows_t1", &(emu_cfg){1, 1, 2, true, true, false, false, false, false});
 }
 /* The same programs with every row kernel in its form for rows that do not fit on chip (issue
  * 13 item 2): the rows streamed in every phase, softmax's and logsumexp's sums online. */
 Test(emulated, row_kernels_streamed_eight_threads) {
-    emulate_row_kernels("rows_long_t8", &(emu_cfg){8, 4, 3, true, false, false, true, false});
+    emulate_row_kernels("rows_long_t8", &(emu_cfg){8, 4, 3, true, false, false, true, false, false});
 }
 Test(emulated, row_kernels_streamed_twelve_threads) {
-    emulate_row_kernels("rows_long_t12", &(emu_cfg){12, 4, 2, true, false, false, true, false});
+    emulate_row_kernels("rows_long_t12", &(emu_cfg){12, 4, 2, true, false, false, true, false, false});
 }
 /* Random programs with their row kernels streamed. */
 Test(emulated, random_dags_1300_1499_streamed_rows) {
-    emulate_random(1300, 1500, &(emu_cfg){8, 4, 3, true, false, false, true, false});
+    emulate_random(1300, 1500, &(emu_cfg){8, 4, 3, true, false, false, true, false, false});
 }
 
 /* Rows of m x l values of dtype t with ties everywhere (values 0..4) and, for inexact dtypes,
@@ -2277,13 +2368,13 @@ static void emulate_row_reductions(const char *tag, const emu_cfg *cfg) {
 }
 
 Test(emulated, row_reductions_eight_threads) {
-    emulate_row_reductions("rowred_t8", &(emu_cfg){8, 4, 3, true, false, false, false, false});
+    emulate_row_reductions("rowred_t8", &(emu_cfg){8, 4, 3, true, false, false, false, false, false});
 }
 Test(emulated, row_reductions_one_thread, EMU_OTHER_SHAPE) {
-    emulate_row_reductions("rowred_t1", &(emu_cfg){1, 1, 2, true, false, false, false, false});
+    emulate_row_reductions("rowred_t1", &(emu_cfg){1, 1, 2, true, false, false, false, false, false});
 }
 Test(emulated, row_reductions_64_threads_default_splits, EMU_OTHER_SHAPE) {
-    emulate_row_reductions("rowred_t64", &(emu_cfg){64, 32, 2, false, false, false, false, false});
+    emulate_row_reductions("rowred_t64", &(emu_cfg){64, 32, 2, false, false, false, false, false, false});
 }
 
 /* Row chains at lengths that do not fit on chip, planned as they are (one streaming row
@@ -2292,7 +2383,7 @@ Test(emulated, row_reductions_64_threads_default_splits, EMU_OTHER_SHAPE) {
  * (f32); odd lengths, so the rows' starts are unaligned for 16-byte steps. */
 Test(emulated, long_rows_one_kernel_at_their_lengths) {
     emu_set s;
-    set_open(&s, "long_rows", &(emu_cfg){8, 4, 2, false, false, false, false, false});
+    set_open(&s, "long_rows", &(emu_cfg){8, 4, 2, false, false, false, false, false, false});
     fc_ctx *ctx = s.ctx;
     fc_scope_open(ctx);
     fc_array *outs[WL_MAX_OUT];
@@ -2435,20 +2526,20 @@ static void emulate_non_trailing(const char *tag, const emu_cfg *cfg, bool big) 
 }
 
 Test(emulated, non_trailing_reductions_eight_threads) {
-    emulate_non_trailing("nontrail_t8", &(emu_cfg){8, 4, 3, true, false, false, false, false}, false);
+    emulate_non_trailing("nontrail_t8", &(emu_cfg){8, 4, 3, true, false, false, false, false, false}, false);
 }
 Test(emulated, non_trailing_reductions_one_thread, EMU_OTHER_SHAPE) {
-    emulate_non_trailing("nontrail_t1", &(emu_cfg){1, 1, 2, true, false, false, false, false}, false);
+    emulate_non_trailing("nontrail_t1", &(emu_cfg){1, 1, 2, true, false, false, false, false, false}, false);
 }
 Test(emulated, non_trailing_reductions_default_splits, EMU_OTHER_SHAPE) {
-    emulate_non_trailing("nontrail_def", &(emu_cfg){12, 4, 3, false, false, false, false, false}, true);
+    emulate_non_trailing("nontrail_def", &(emu_cfg){12, 4, 3, false, false, false, false, false, false}, true);
 }
 
 /* Long reductions with the device's split constants: the pieces, the scratch the launch
  * recipe sizes (canaries behind it), the last block's combine. */
 Test(emulated, long_reductions_split_with_default_constants) {
     emu_set s;
-    set_open(&s, "long", &(emu_cfg){8, 4, 3, false, false, false, false, false});
+    set_open(&s, "long", &(emu_cfg){8, 4, 3, false, false, false, false, false, false});
     fc_ctx *ctx = s.ctx;
     fc_scope_open(ctx);
     fc_array *outs[WL_MAX_OUT];
@@ -2486,7 +2577,7 @@ Test(emulated, long_reductions_split_with_default_constants) {
 Test(emulated, gpu_diff_seeds) {
     static const uint64_t seeds[] = {8615, 32981, 34794, 37686, 43632, 126802, 29149};
     emu_set s;
-    set_open(&s, "gpu_diff_seeds", &(emu_cfg){8, 4, 3, true, false, false, false, false});
+    set_open(&s, "gpu_diff_seeds", &(emu_cfg){8, 4, 3, true, false, false, false, false, false});
     for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
         rdag d;
         cr_assert_eq(rdag_build(s.ctx, seeds[i], NULL, &d), FC_OK);
