@@ -108,6 +108,7 @@ typedef struct gen {
     bool online_batch;    /* column batches: online sums store their A in ob<pos>[u] (their
                              terms follow the batch: online_batch_terms) */
     bool seg_run;         /* a reduce kernel's rows are runs of R contiguous elements (row_loops) */
+    uint32_t run_axes;    /* seg_run: the reduced axes of a run (after the last kept one) */
     /* shifted-slice stencils (gen_ew_tiles): the value the taps slice, the taps, and whether
        the tiled body is being generated (taps at the space's own index read the tile) */
     const fc_array *tap_src;
@@ -2857,17 +2858,23 @@ static void paste_dedent(gen *g, const char *text, int levels) {
 static const char *step_flat(gen *g) { return g->seg_run ? "i0" : "(base + e0)"; }
 
 /* Segmented rows: the flat index i0 of the step at e0, from its coordinates. Each step of a
- * group decodes its own (its first element may start another run than the step before). */
+ * group decodes its own (its first element may start another run than the step before): its
+ * run sq = e0 / R (by the kernel's fcx_dR: no division) and its place sr in the run, which is
+ * the run axes' whole share of the flat index (they are trailing and contiguous); sq decodes
+ * into the other reduced axes. */
 static void step_index(gen *g) {
     const fcp_kernel *k = g->k;
     if (!g->seg_run) return;
-    decode(g, "e0", "s", k->ndim, k->space, k->rmask, true, NULL);
+    line(g, "const idx_t sq = fcx_div_by(e0, fcx_dR), sr = e0 - sq * R;");
+    decode(g, "sq", "s", k->ndim, k->space, k->rmask & ~g->run_axes, true, NULL);
     ix first;
     first.nd = k->ndim;
     first.identity = false;
     for (int d = 0; d < k->ndim; d++)
-        first.e[d] = str(g, "%s%d", k->rmask & (1u << d) ? "s" : "o", d);
-    line(g, "const idx_t i0 = %s;", linearize_space(g, &first));
+        first.e[d] = g->run_axes & (1u << d) ? "0"
+                     : k->rmask & (1u << d)  ? str(g, "s%d", d)
+                                             : str(g, "o%d", d);
+    line(g, "const idx_t i0 = %s + sr;", linearize_space(g, &first));
 }
 
 /* The global vector of leaf li at the step's flat index. */
@@ -3593,9 +3600,12 @@ static void gen_rows_body(gen *g, const int *level, int maxlevel, int *pos) {
     uint32_t run = last_kept < 0 ? all : all & ~(uint32_t)((2ull << last_kept) - 1); /* after it */
     g->seg_run = !trailing && !row_kind && !innermost_kept(k) && (run & k->rmask);
     int vec = trailing || g->seg_run ? row_vec_width(k) : 1;
-    if (g->seg_run)
+    g->run_axes = run & k->rmask;
+    if (g->seg_run) {
         line(g, "const idx_t R = %s; /* elements of a contiguous run of a row */",
              extent_product(g, run & k->rmask));
+        line(g, "const fcx_divider<idx_t> fcx_dR = fcx_divider_of(R);");
+    }
     ix sidx;
     sidx.nd = k->ndim;
     sidx.identity = trailing;
