@@ -105,7 +105,10 @@ typedef struct gen {
     int *online;          /* long rows: per kernel node, the position of the max whose phase an
                              online sum folds in (online_pairs), -1 elsewhere; NULL: none */
     bool plain;           /* generating an online sum's exact recomputation: it is a sum again */
+    bool online_batch;    /* column batches: online sums store their A in ob<pos>[u] (their
+                             terms follow the batch: online_batch_terms) */
     bool seg_run;         /* a reduce kernel's rows are runs of R contiguous elements (row_loops) */
+    uint32_t run_axes;    /* seg_run: the reduced axes of a run (after the last kept one) */
     /* shifted-slice stencils (gen_ew_tiles): the value the taps slice, the taps, and whether
        the tiled body is being generated (taps at the space's own index read the tile) */
     const fc_array *tap_src;
@@ -2713,28 +2716,35 @@ static void reduced_outputs(gen *g, bool skip_full) {
     }
 }
 
-/* Folds the element at sidx into online sum r (position pos): the max it has seen rises
- * (the sum rescaled to the new shift; a non-finite shift poisons the sum), then the term
- * exp(A - B(m)) is added, computed as the program computes it with the running max m. */
-static void online_update(gen *g, const fc_array *r, int pos, const ix *sidx) {
-    const fcp_kernel *k = g->k;
-    int pm = online_of(g, r);
-    const fc_array *M = k->nodes[pm];
-    const char *MT = dt(acc_mean_dtype(M)), *L = dt(acc_mean_dtype(r));
-    int xa = eval(g, M->in[0], sidx);
-    xa = widen(g, M, convert(g, xa, (fc_dtype)M->in[0]->dtype, (fc_dtype)M->loop_dtype));
-    line(g, "{ /* online sum: the max seen, the sum relative to its shift */");
+/* A lazy online sum (column batches) keeps its shift while the max's shift rises by at most
+ * this: its terms are then at most e^8 times those against the max itself (no overflow, no
+ * rounding of consequence: f32 exp errs relatively), and a column of random data moves it
+ * about once, where each batch's rise used to cost a double exp in most warps. */
+#define ONLINE_LAZY_RISE 8
+
+/* Moves online sum r's max to `mn` (declared by the caller) where it rises: the sum rescaled
+ * to the new shift; a non-finite shift poisons the sum. `lazy`: only where the shift rises by
+ * more than ONLINE_LAZY_RISE (or falls, or is not finite), so that the sum's max o<pos> may
+ * stay below the max seen (online_settle moves it there before the result is used). */
+static void online_move(gen *g, const fc_array *r, int pos, bool lazy) {
+    const char *L = dt(acc_mean_dtype(r));
+    int bn = -1, bo = -1;
+    if (lazy) {
+        scope_push(g);
+        bn = online_shift(g, r, "mn");
+        bo = online_shift(g, r, str(g, "o%d", pos));
+        line(g, "const auto rise%d = v%d - v%d; /* B's real compute type */", pos, bn, bo);
+        line(g, "if (!h%d || !(rise%d >= 0 && rise%d <= %d)) {", pos, pos, pos, ONLINE_LAZY_RISE);
+    } else {
+        line(g, "if (!h%d || !(mn == o%d)) {", pos, pos);
+    }
     g->indent++;
     scope_push(g);
-    line(g, "const fcx_ct_%s mn = h%d ? fcx_maximum(o%d, v%d) : v%d;", MT, pos, pos, xa, xa);
-    line(g, "if (!h%d || !(mn == o%d)) {", pos, pos);
-    g->indent++;
-    scope_push(g);
-    int bn = online_shift(g, r, "mn");
+    if (!lazy) bn = online_shift(g, r, "mn");
     line(g, "if (!fcx_isfinite(v%d)) a%d = fcx_nan_of<fcx_ct_%s>();", bn, pos, L);
     line(g, "else if (h%d) {", pos);
     g->indent++;
-    int bo = online_shift(g, r, str(g, "o%d", pos));
+    if (!lazy) bo = online_shift(g, r, str(g, "o%d", pos));
     line(g, "a%d = %s;", pos, online_rescale(g, r, str(g, "a%d", pos), bo, bn));
     g->indent--;
     line(g, "}");
@@ -2743,6 +2753,14 @@ static void online_update(gen *g, const fc_array *r, int pos, const ix *sidx) {
     scope_pop(g);
     g->indent--;
     line(g, "}");
+    if (lazy) scope_pop(g);
+}
+
+/* Adds the term exp(A - B(m)) at sidx to online sum r, computed as the program computes it
+ * with the shift of the max o<pos> the sum holds. */
+static void online_term(gen *g, const fc_array *r, int pos, const ix *sidx) {
+    int pm = online_of(g, r);
+    const fc_array *M = g->k->nodes[pm];
     int mv = new_var(g);
     line(g, "const fcx_ct_%s v%d = fcx_cast_%s(o%d);", dt(M->dtype), mv, dt(M->dtype), pos);
     int saved = g->red_var[pm];
@@ -2751,6 +2769,21 @@ static void online_update(gen *g, const fc_array *r, int pos, const ix *sidx) {
     v = convert(g, v, (fc_dtype)r->in[0]->dtype, (fc_dtype)r->loop_dtype);
     acc_update(g, r, pos, v, "e");
     g->red_var[pm] = saved;
+}
+
+/* Folds the element at sidx into online sum r (position pos): the max it has seen rises
+ * (online_move), then the term exp(A - B(m)) is added with the running max m. */
+static void online_update(gen *g, const fc_array *r, int pos, const ix *sidx) {
+    const fc_array *M = g->k->nodes[online_of(g, r)];
+    const char *MT = dt(acc_mean_dtype(M));
+    int xa = eval(g, M->in[0], sidx);
+    xa = widen(g, M, convert(g, xa, (fc_dtype)M->in[0]->dtype, (fc_dtype)M->loop_dtype));
+    line(g, "{ /* online sum: the max seen, the sum relative to its shift */");
+    g->indent++;
+    scope_push(g);
+    line(g, "const fcx_ct_%s mn = h%d ? fcx_maximum(o%d, v%d) : v%d;", MT, pos, pos, xa, xa);
+    online_move(g, r, pos, false);
+    online_term(g, r, pos, sidx);
     scope_pop(g);
     g->indent--;
     line(g, "}");
@@ -2765,6 +2798,10 @@ static void row_element(gen *g, const ix *sidx, const int *level, int lv, bool v
             const fc_array *r = k->reds[j];
             int pos = pos_of(g, r);
             if (level[pos] != lv) continue;
+            if (online_of(g, r) >= 0 && g->online_batch) {
+                line(g, "ob%d[u] = v%d;", pos, eval(g, r->in[0]->in[0]->in[0], sidx));
+                continue;
+            }
             if (online_of(g, r) >= 0) {
                 online_update(g, r, pos, sidx);
                 continue;
@@ -2843,17 +2880,23 @@ static void paste_dedent(gen *g, const char *text, int levels) {
 static const char *step_flat(gen *g) { return g->seg_run ? "i0" : "(base + e0)"; }
 
 /* Segmented rows: the flat index i0 of the step at e0, from its coordinates. Each step of a
- * group decodes its own (its first element may start another run than the step before). */
+ * group decodes its own (its first element may start another run than the step before): its
+ * run sq = e0 / R (by the kernel's fcx_dR: no division) and its place sr in the run, which is
+ * the run axes' whole share of the flat index (they are trailing and contiguous); sq decodes
+ * into the other reduced axes. */
 static void step_index(gen *g) {
     const fcp_kernel *k = g->k;
     if (!g->seg_run) return;
-    decode(g, "e0", "s", k->ndim, k->space, k->rmask, true, NULL);
+    line(g, "const idx_t sq = fcx_div_by(e0, fcx_dR), sr = e0 - sq * R;");
+    decode(g, "sq", "s", k->ndim, k->space, k->rmask & ~g->run_axes, true, NULL);
     ix first;
     first.nd = k->ndim;
     first.identity = false;
     for (int d = 0; d < k->ndim; d++)
-        first.e[d] = str(g, "%s%d", k->rmask & (1u << d) ? "s" : "o", d);
-    line(g, "const idx_t i0 = %s;", linearize_space(g, &first));
+        first.e[d] = g->run_axes & (1u << d) ? "0"
+                     : k->rmask & (1u << d)  ? str(g, "s%d", d)
+                                             : str(g, "o%d", d);
+    line(g, "const idx_t i0 = %s + sr;", linearize_space(g, &first));
 }
 
 /* The global vector of leaf li at the step's flat index (a multiple of vec). Element
@@ -3582,9 +3625,12 @@ static void gen_rows_body(gen *g, const int *level, int maxlevel, int *pos) {
     uint32_t run = last_kept < 0 ? all : all & ~(uint32_t)((2ull << last_kept) - 1); /* after it */
     g->seg_run = !trailing && !row_kind && !innermost_kept(k) && (run & k->rmask);
     int vec = trailing || g->seg_run ? row_vec_width(k) : 1;
-    if (g->seg_run)
+    g->run_axes = run & k->rmask;
+    if (g->seg_run) {
         line(g, "const idx_t R = %s; /* elements of a contiguous run of a row */",
              extent_product(g, run & k->rmask));
+        line(g, "const fcx_divider<idx_t> fcx_dR = fcx_divider_of(R);");
+    }
     ix sidx;
     sidx.nd = k->ndim;
     sidx.identity = trailing;
@@ -3842,6 +3888,15 @@ static int col_batch(const fcp_kernel *k) {
     return widest <= 4 ? 2 * COL_BATCH : COL_BATCH;
 }
 
+/* A column kernel's element: its row e (from `e`, NULL where the loop names it e), its
+ * coordinates r<d> and, where the axes are contiguous, its flat index i. */
+static void cols_element(gen *g, const char *e, bool contig) {
+    const fcp_kernel *k = g->k;
+    if (e) line(g, "const idx_t e = %s;", e);
+    decode(g, "e", "r", k->ndim, k->space, k->rmask, true, NULL);
+    if (contig) line(g, "const idx_t i = (o * L + e) * C + c;");
+}
+
 /* A column kernel's online sum (position pos) that ended non-finite in some column of the
  * tile: the tile's sums again over the whole reduced range, with the columns' final maxima
  * (from warp 0, through shared memory, to every warp), as plain sums: the program's two-pass
@@ -3877,8 +3932,7 @@ static void cols_online_recheck(gen *g, const ix *sidx, int pos, bool contig) {
     line(g, "if (act) for (idx_t e = wid; e < L; e += nw) {");
     g->indent++;
     scope_push(g);
-    decode(g, "e", "r", k->ndim, k->space, k->rmask, true, NULL);
-    if (contig) line(g, "const idx_t i = (o * L + e) * C + c;");
+    cols_element(g, NULL, contig);
     row_element(g, sidx, lv, 1, false);
     scope_pop(g);
     g->indent--;
@@ -3892,6 +3946,65 @@ static void cols_online_recheck(gen *g, const ix *sidx, int pos, bool contig) {
     g->indent--;
     line(g, "}");
     fcg_free(g->ctx, lv, (size_t)(k->nnode + 1) * sizeof *lv);
+}
+
+/* Whether a column kernel folds its online sums a batch at a time: every online sum's max M
+ * takes the values themselves (map VALUE), so that M's accumulator after a batch is the
+ * running max that the sum's shift follows (lazily: online_move). */
+static bool cols_online_batched(gen *g, const int *pos, int n) {
+    bool any = false;
+    for (int j = 0; j < n; j++) {
+        int pm = online_of(g, g->k->nodes[pos[j]]);
+        if (pm < 0) continue;
+        if (fcg_reduction_of(g->k->nodes[pm])->map != FCG_MAP_VALUE) return false;
+        any = true;
+    }
+    return any;
+}
+
+/* The terms of online sum r (position pos) for a batch of k rows whose values A the batch
+ * stored in ob<pos>[u]: the shift moves at most once, lazily, towards the max after the whole
+ * batch (M's own accumulator), then the k terms exp(A - B(m)) are added. At most one rescale
+ * (a double exp) a batch, rarely taken, where it used to be one an element the max rose on,
+ * and no branch between the batch's loads. */
+static void online_batch_terms(gen *g, const fc_array *r, int pos, int k, const ix *sidx,
+                               bool contig) {
+    const fcp_kernel *kn = g->k;
+    int pm = online_of(g, r);
+    const fc_array *t = r->in[0], *sub = t->in[0], *A = sub->in[0];
+    const char *MT = dt(acc_mean_dtype(kn->nodes[pm]));
+    line(g, "{ /* online sum: the batch's max, then its terms */");
+    g->indent++;
+    scope_push(g);
+    line(g, "const fcx_ct_%s mn = fcx_cast_%s(a%d);", MT, MT, pm);
+    online_move(g, r, pos, true);
+    line(g, "#pragma unroll");
+    line(g, "for (int u = 0; u < %d; u++) {", k);
+    g->indent++;
+    scope_push(g);
+    cols_element(g, "e4 + u * nw", contig);
+    /* A's value at the element, as the batch stored it: the term's own evaluation of A finds
+     * it (memo) instead of loading it again. */
+    ix ti = broadcast_index(t, sub, sidx), ai = broadcast_index(sub, A, &ti);
+    int va = new_var(g);
+    line(g, "const fcx_ct_%s v%d = ob%d[u];", dt(A->dtype), va, pos);
+    memo_add(g, A, index_key(&ai), va);
+    online_term(g, r, pos, sidx);
+    block_close(g);
+    block_close(g);
+}
+
+/* Moves a lazy online sum's shift (online_batch_terms) to its max M itself, the shift the
+ * program's two-pass sum has: in warp 0, which holds the columns' combined sums. */
+static void online_settle(gen *g, const fc_array *r, int pos) {
+    int pm = online_of(g, r);
+    const char *MT = dt(acc_mean_dtype(g->k->nodes[pm]));
+    line(g, "if (wid == 0 && h%d && h%d) { /* the lazy shift moved to the max itself */", pm, pos);
+    g->indent++;
+    scope_push(g);
+    line(g, "const fcx_ct_%s mn = fcx_cast_%s(a%d);", MT, MT, pm);
+    online_move(g, r, pos, false);
+    block_close(g);
 }
 
 static void gen_cols(gen *g) {
@@ -3963,12 +4076,24 @@ static void gen_cols(gen *g) {
     g->indent++;
     for (int j = 0; j < n; j++) batch_decl(g, k->nodes[pos[j]], pos[j], batch);
     batch_offset(g, level, 1, "0");
-    /* An online sum's fold calls out of line when the shift moves (the rescaling's exp), which
-     * keeps the compiler from issuing a later row's load before it: the batch's rows of each
-     * full-shape buffer go to L2 first, all in flight together. */
-    bool online = false;
-    for (int j = 0; j < n; j++) online = online || online_of(g, k->nodes[pos[j]]) >= 0;
-    for (int q = 0; online && contig && q < k->nleaf; q++)
+    const bool obatch = cols_online_batched(g, pos, n);
+    for (int j = 0; j < n && obatch; j++)
+        if (online_of(g, k->nodes[pos[j]]) >= 0)
+            line(g, "fcx_ct_%s ob%d[%d];", dt(k->nodes[pos[j]]->in[0]->in[0]->in[0]->dtype), pos[j],
+                 batch);
+    /* The batch's rows of each full-shape buffer go to L2 first, all in flight together,
+     * where the compiler would not issue the batch's loads together: an online sum folded an
+     * element at a time branches out of line when the shift moves (the rescaling's exp), and
+     * a plain sum's loads ptxas interleaves with their adds (W11: 32 registers, 4 to 5 loads
+     * in flight a thread, in a kernel of one wave whose threads read 64 rows each: latency
+     * bound). A prefetch holds no register. Batches whose values are used together (Welford
+     * batches, batched online sums) issue their loads together already. */
+    bool online = false, together = obatch;
+    for (int j = 0; j < n; j++) {
+        online = online || online_of(g, k->nodes[pos[j]]) >= 0;
+        together = together || is_welford(k->nodes[pos[j]]);
+    }
+    for (int q = 0; (online || !together) && !obatch && contig && q < k->nleaf; q++)
         if (k->leaves[q]->ndim == k->ndim &&
             memcmp(k->leaves[q]->shape, k->space, (size_t)k->ndim * 8) == 0) {
             line(g, "#pragma unroll");
@@ -3976,27 +4101,28 @@ static void gen_cols(gen *g) {
                     "(o * L + e4 + u * nw) * C + c);", batch, dt(k->leaves[q]->dtype), q);
         }
     g->batch = batch;
+    g->online_batch = obatch;
     line(g, "#pragma unroll");
     line(g, "for (int u = 0; u < %d; u++) {", batch);
     g->indent++;
     scope_push(g);
-    line(g, "const idx_t e = e4 + u * nw;");
-    decode(g, "e", "r", k->ndim, k->space, k->rmask, true, NULL);
-    if (contig) line(g, "const idx_t i = (o * L + e) * C + c;");
+    cols_element(g, "e4 + u * nw", contig);
     row_element(g, &sidx, level, 1, false);
     scope_pop(g);
     g->indent--;
     line(g, "}");
     g->batch = 0;
+    g->online_batch = false;
     for (int j = 0; j < n; j++) welford_batch(g, k->nodes[pos[j]], pos[j], batch);
+    for (int j = 0; j < n && obatch; j++)
+        if (online_of(g, k->nodes[pos[j]]) >= 0)
+            online_batch_terms(g, k->nodes[pos[j]], pos[j], batch, &sidx, contig);
     g->indent--;
     line(g, "}");
     line(g, "for (; e4 < ee; e4 += nw) {");
     g->indent++;
     scope_push(g);
-    line(g, "const idx_t e = e4;");
-    decode(g, "e", "r", k->ndim, k->space, k->rmask, true, NULL);
-    if (contig) line(g, "const idx_t i = (o * L + e) * C + c;");
+    cols_element(g, "e4", contig);
     row_element(g, &sidx, level, 1, false);
     scope_pop(g);
     g->indent--;
@@ -4012,6 +4138,8 @@ static void gen_cols(gen *g) {
     line(g, "if (threadIdx.x == 0) fcx_cnt[ot] = 0; /* the scratch is zero again */");
     g->indent--;
     line(g, "}");
+    for (int j = 0; j < n && obatch; j++)
+        if (online_of(g, k->nodes[pos[j]]) >= 0) online_settle(g, k->nodes[pos[j]], pos[j]);
     for (int j = 0; j < n; j++)
         if (online_of(g, k->nodes[pos[j]]) >= 0) cols_online_recheck(g, &sidx, pos[j], contig);
     line(g, "if (wid == 0 && act) {");

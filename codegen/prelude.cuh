@@ -32,7 +32,8 @@
  *                         normals are graph/normal32.h, which the build splices in.
  *   reduction helpers at the end: identities, NaN-propagating max / min, argmax / argmin pairs
  *   block-level machinery of reduce and row kernels: FCX_WARP, the split of long reductions
- *   (fcx_split, FCX_SPLIT_*: the same function as codegen/cuda.c's fcx_split_plan), word-wise
+ *   (fcx_split, FCX_SPLIT_*: the same function as codegen/cuda.c's fcx_split_plan), division
+ *   by a kernel-wide divisor without a divide (fcx_divider_of / fcx_div_by), word-wise
  *   warp shuffles (fcx_shfl_down / fcx_shfl_idx), L1-bypassing loads of other blocks' partial
  *   results (fcx_ldcg), fcx_atomic_add, fcx_fence, and the dynamic shared memory a launch
  *   got (FCX_DSMEM, fcx_dsmem_size). The device-only ones have no host version here:
@@ -1756,6 +1757,39 @@ template <class T> FCX_FN bool fcx_sort_less(T a, T b) { return a < b || (b != b
 #ifndef FCX_SCRATCH_CAP
 #define FCX_SCRATCH_CAP 1048576 /* bytes of partial results a split may need */
 #endif
+
+/* Division by a divisor fixed for a whole kernel (a reduce kernel's run length R): a step's
+ * decode then takes a multiply-high, an add and a shift where a division by a runtime value
+ * takes about twenty instructions (issue 13: batch-norm statistics). Granlund and
+ * Montgomery's round-up multiplier m for 32-bit indices: with s = ceil(log2 d) and
+ * m = floor(2^32 (2^s - d) / d) + 1, n / d = (mulhi(m, n) + n) >> s for every n < 2^32, and
+ * for n < 2^31 (a 32-bit idx_t) the sum does not overflow. 64-bit indices divide plainly. */
+template <class I> struct fcx_divider {
+    I d;
+    unsigned m;
+    int s;
+};
+template <class I> FCX_FN fcx_divider<I> fcx_divider_of(I d) {
+    fcx_divider<I> v{d, 1u, 0};
+    if (sizeof(I) == 4 && d > 1) {
+        while ((1ull << v.s) < (unsigned long long)d) v.s++;
+        v.m = (unsigned)(((((1ull << v.s) - (unsigned long long)d) << 32) / (unsigned long long)d) + 1);
+    }
+    return v;
+}
+template <class I> FCX_FN I fcx_div_by(I n, const fcx_divider<I> &v) {
+    if constexpr (sizeof(I) == 4) {
+        const unsigned u = (unsigned)n;
+#ifdef FCX_HOST
+        const unsigned t = (unsigned)(((unsigned long long)u * v.m) >> 32);
+#else
+        const unsigned t = __umulhi(u, v.m);
+#endif
+        return (I)((t + u) >> v.s);
+    } else {
+        return n / v.d;
+    }
+}
 
 /* The split of `items` independent reductions of `len` elements each (rows; for column
  * kernels, tiles of FCX_WARP columns and len rows): *S pieces of *CH elements (the last one

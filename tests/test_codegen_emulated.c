@@ -233,6 +233,7 @@ typedef struct emu_set {
                                   online sum */
     int n_rows_seg;            /* reduce kernels over rows of contiguous runs (non-trailing axes) */
     int n_cols_online;         /* column kernels with an online sum */
+    int n_cols_online_batched; /* launches of those that fold it a batch of rows at a time */
     int n_slice_tiled;         /* launches that took the shifted-slice tiles */
     int n_rows_grouped; /* launches whose vector steps issue several steps' loads together */
     int n_rows_reverse; /* launches of streaming row kernels whose output phase runs backwards */
@@ -576,6 +577,8 @@ static char *run_program(emu_set *s, program *p) {
                                  strstr(src->src, "for (int gi = 0;") != NULL;
         s->n_cols_online += grid > 0 && src->strategy == FCX_STRATEGY_BLOCK_COL &&
                             strstr(src->src, "online sum") != NULL;
+        s->n_cols_online_batched += grid > 0 && src->strategy == FCX_STRATEGY_BLOCK_COL &&
+                                    strstr(src->src, "the batch's max") != NULL;
         s->n_online += kern->kind == FCP_KERNEL_ROW && kern->long_rows && grid > 0 &&
                        strstr(src->src, "online sum") != NULL;
         cr_assert(!kern->long_rows || smem == 0, "%s kernel %d: a streaming row kernel asks for "
@@ -2178,6 +2181,42 @@ static fc_array *special_rows(fc_ctx *ctx, fc_dtype t) {
     return fc_cast(a, t);
 }
 
+/* Columns of special values for column softmax and logsumexp, in dtype t, [R, 45] with R
+ * rows enough for several batches of every warp (a column kernel folds its online sum a batch
+ * of rows at a time, its shift moving lazily): 45 columns, not a multiple of a warp, of 12
+ * kinds: random; -inf in the first rows; a +inf, a NaN in the middle of a batch; all -inf;
+ * all equal; rising by 3 a row (the shift moves every batch, over a range exp overflows);
+ * rising by 0.01 and by 0.05 a row (the shift lags behind the max, by less than the lazy
+ * bound or past it); falling; random of magnitude 1000; one spike of 500 late in the column. */
+static fc_array *special_columns(fc_ctx *ctx, fc_dtype t, int R) {
+    enum { C = 45, MAXR = 400 };
+    static double v[MAXR * C];
+    cr_assert(R <= MAXR);
+    uint64_t st = 777;
+    for (int i = 0; i < R; i++)
+        for (int j = 0; j < C; j++) {
+            st = st * 6364136223846793005ull + 1442695040888963407ull;
+            double u = (double)(st >> 11) * 0x1p-53 * 8.0 - 4.0, x = u;
+            switch (j % 12) {
+            case 1: x = i < 20 + j ? -INFINITY : u; break;
+            case 2: x = i == R / 2 + j % 5 ? INFINITY : u; break;
+            case 3: x = i == R / 3 + j % 7 ? NAN : u; break;
+            case 4: x = -INFINITY; break;
+            case 5: x = 2.5; break;
+            case 6: x = 3.0 * i - 600.0; break;
+            case 7: x = 0.01 * i + 0.1 * u; break;
+            case 8: x = 0.05 * i + 0.1 * u; break;
+            case 9: x = -0.2 * i + u; break;
+            case 10: x = 250.0 * u; break;
+            case 11: x = i == R - 7 ? 500.0 : u; break;
+            default: break;
+            }
+            v[i * C + j] = x;
+        }
+    fc_array *a = fc_from_host(ctx, FC_F64, FC_SHAPE(R, C), v);
+    return fc_cast(a, t);
+}
+
 /* Reduce -> broadcast -> elementwise chains (row kernels) of several dtypes and row lengths:
  * odd lengths leave rows unaligned for 16-byte steps, some rows keep several buffers on chip;
  * rows of length 1, no rows at all, rows of special values. */
@@ -2503,6 +2542,21 @@ static void emulate_non_trailing(const char *tag, const emu_cfg *cfg, bool big) 
             n += 2;
             nsoft += 2;
         }
+    /* Columns long enough for the online sum's batches, of special values. */
+    for (int ti = 0; ti < 3; ti++) {
+        fc_dtype t = ctypes[ti];
+        fc_array *x = special_columns(ctx, t, ti == 1 ? 133 : 300);
+        char name[96];
+        fc_array *e = fc_exp(fc_sub(x, fc_max(x, FC_AXES(0), true)));
+        outs[0] = fc_keep(fc_div(e, fc_sum(e, FC_AXES(0), true)));
+        snprintf(name, sizeof name, "column softmax of special columns, %s", fc_dtype_name(t));
+        set_add(&s, name, false, 0, outs, 1);
+        outs[0] = fc_keep(fc_logsumexp(x, FC_AXES(0), false));
+        snprintf(name, sizeof name, "column logsumexp of special columns, %s", fc_dtype_name(t));
+        set_add(&s, name, false, 0, outs, 1);
+        n += 2;
+        nsoft += 2;
+    }
     if (big) {
         fc_array *z = sweep_input(ctx, 901, FC_F32, FC_SHAPE(8, 3, 4096));
         outs[0] = fc_keep(fc_mean(z, FC_AXES(0, 2), false));
@@ -2522,6 +2576,8 @@ static void emulate_non_trailing(const char *tag, const emu_cfg *cfg, bool big) 
     cr_log_info("%s: %d launches over rows of contiguous runs, %d grouped their loads", tag,
                 s.n_rows_seg, s.n_rows_seg_grouped);
     cr_assert(s.n_cols_online >= nsoft, "%d column kernels with an online sum", s.n_cols_online);
+    cr_assert(s.n_cols_online_batched >= 6, "only %d column kernels folded online batches",
+              s.n_cols_online_batched);
     cr_assert(!cfg->small_splits || s.n_split > 20, "only %d launches split", s.n_split);
 }
 
