@@ -4081,19 +4081,13 @@ static void gen_cols(gen *g) {
         if (online_of(g, k->nodes[pos[j]]) >= 0)
             line(g, "fcx_ct_%s ob%d[%d];", dt(k->nodes[pos[j]]->in[0]->in[0]->in[0]->dtype), pos[j],
                  batch);
-    /* The batch's rows of each full-shape buffer go to L2 first, all in flight together,
-     * where the compiler would not issue the batch's loads together: an online sum folded an
-     * element at a time branches out of line when the shift moves (the rescaling's exp), and
-     * a plain sum's loads ptxas interleaves with their adds (W11: 32 registers, 4 to 5 loads
-     * in flight a thread, in a kernel of one wave whose threads read 64 rows each: latency
-     * bound). A prefetch holds no register. Batches whose values are used together (Welford
-     * batches, batched online sums) issue their loads together already. */
-    bool online = false, together = obatch;
-    for (int j = 0; j < n; j++) {
-        online = online || online_of(g, k->nodes[pos[j]]) >= 0;
-        together = together || is_welford(k->nodes[pos[j]]);
-    }
-    for (int q = 0; (online || !together) && !obatch && contig && q < k->nleaf; q++)
+    /* An online sum folded an element at a time branches out of line when the shift moves
+     * (the rescaling's exp), which keeps the compiler from issuing a later row's load before
+     * it: the batch's rows of each full-shape buffer go to L2 first, all in flight together.
+     * Batched online sums leave the batch's loads free of branches. */
+    bool online = false;
+    for (int j = 0; j < n; j++) online = online || online_of(g, k->nodes[pos[j]]) >= 0;
+    for (int q = 0; online && !obatch && contig && q < k->nleaf; q++)
         if (k->leaves[q]->ndim == k->ndim &&
             memcmp(k->leaves[q]->shape, k->space, (size_t)k->ndim * 8) == 0) {
             line(g, "#pragma unroll");
