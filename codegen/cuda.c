@@ -35,6 +35,8 @@
 #define EWT_TH 32
 #define EWT_TW 32
 #define EWT_HALO 4
+/* Buffers' shifted slices (gen_ew_strips): the most nodes a kernel that takes strips has. */
+#define STRIP_MAX_NODES 256
 
 typedef struct ix {
     int nd;
@@ -115,6 +117,12 @@ typedef struct gen {
     const fc_array *tap[EWT_TAPS_MAX];
     int ntap;
     bool tap_tile;
+    bool tap_strips;      /* S is a buffer or a pad of one: the taps take strips
+                             (gen_ew_strips), not tiles */
+    bool strip_body;      /* generating the strips: a tap's step along the last axis is 1 */
+    bool pad_inside;      /* generating a strip whose taps of S = pad(buffer) all read inside
+                             the buffer: the pad is a shift of the index there */
+    bool pad_tap;         /* evaluating S for such a tap */
     /* tiled elementwise kernels */
     int *tile_of;         /* per kernel node: its tile (a permute read across the rows), or -1;
                              NULL: not tiled */
@@ -742,6 +750,7 @@ static int user_finish(gen *g, const fc_array *r, int pos) {
 }
 
 static int tap_read(gen *g, const fc_array *a);
+static int tap_index(const gen *g, const fc_array *a);
 static int tile_read(gen *g, const fc_array *a);
 
 static int eval_view(gen *g, const fc_array *a, const ix *idx) {
@@ -766,9 +775,18 @@ static int eval_view(gen *g, const fc_array *a, const ix *idx) {
         for (int d = 0; d < c->ndim; d++) {
             if (a->shape[d] == 1)
                 ci.e[d] = iarg(g, FCX_SLOT_PARAM_A, a, d);
+            else if (g->strip_body && d == c->ndim - 1 && tap_index(g, a) >= 0)
+                ci.e[d] = bind_index(g, str(g, "%s + %s", iarg(g, FCX_SLOT_PARAM_A, a, d),
+                                            idx->e[d]));
             else
                 ci.e[d] = bind_index(g, str(g, "%s + (idx_t)(%s) * %s", iarg(g, FCX_SLOT_PARAM_A, a, d),
                                            idx->e[d], iarg(g, FCX_SLOT_PARAM_B, a, d)));
+        }
+        if (g->pad_inside && tap_index(g, a) >= 0) { /* a read strip_pad_inside checked */
+            g->pad_tap = true;
+            int v = eval(g, c, &ci);
+            g->pad_tap = false;
+            return v;
         }
         return eval(g, c, &ci);
     case FCG_OP_RESHAPE:
@@ -809,6 +827,14 @@ static int eval_view(gen *g, const fc_array *a, const ix *idx) {
         for (int d = 0; d < c->ndim; d++) {
             if (a->p.a[d] == 0 && a->p.b[d] == 0) { /* axis not padded: pass through */
                 ci.e[d] = idx->e[d];
+                continue;
+            }
+            if (g->pad_tap && a == g->tap_src) {
+                /* A tap's read inside the input (gen_ew_strips): a shift. The tap's index is
+                 * a sum (or a name), and the shift goes in front of it, so that the strip's
+                 * constant column offset stays outermost and folds into the load's address. */
+                ci.e[d] = bind_index(g, str(g, "-%s + %s", iarg(g, FCX_SLOT_PARAM_A, a, d),
+                                            idx->e[d]));
                 continue;
             }
             const char *len = extent(g, c, d);
@@ -1455,25 +1481,35 @@ static void taps_find(gen *g) {
         }
     }
     if (best < 3) return;
-    /* A buffer's taps stay direct loads: neighbouring threads' taps hit L1, and the direct
-     * loops ran the 5-point Laplacian at 63.5% of the floor where the tiles took 42.5% (H200,
-     * session 16). The tiles pay where S costs work per element (a pad's reflection: W9 19% ->
-     * 30%). */
-    for (int q = 0; q < k->nleaf; q++)
-        if (k->leaves[q] == g->tap_src) return;
+    /* The taps of a buffer, or of a pad of one, take strips (gen_ew_strips): neighbouring
+     * threads' taps hit L1, and the direct loops ran the 5-point Laplacian at 63.5% of the
+     * floor where the tiles took 42.5% (H200, session 16); inside the buffer a pad is a shift
+     * of the index. The tiles pay where S is computed: each element of it once, not once a
+     * tap. */
+    const fc_array *base = g->tap_src->op == FCG_OP_PAD ? g->tap_src->in[0] : g->tap_src;
+    g->tap_strips = false;
+    for (int q = 0; q < k->nleaf; q++) g->tap_strips |= k->leaves[q] == base;
+    /* a long computation is bound by its arithmetic, and the strips' copies of it (up to
+     * three a column of a thread's) would make its source long: the direct loops serve it */
+    if (g->tap_strips && k->nnode > STRIP_MAX_NODES) return;
     for (int i = 0; i < k->nnode && g->ntap < EWT_TAPS_MAX; i++)
         if (tap_of(k, k->nodes[i], g->tap_src)) g->tap[g->ntap++] = k->nodes[i];
 }
 
+/* Which tap a is, or -1. */
+static int tap_index(const gen *g, const fc_array *a) {
+    for (int t = 0; t < g->ntap; t++)
+        if (g->tap[t] == a) return t;
+    return -1;
+}
+
 /* A tap read at the space's own index in the tiled body: from the tile. -1: not a tap. */
 static int tap_read(gen *g, const fc_array *a) {
-    for (int t = 0; t < g->ntap; t++)
-        if (g->tap[t] == a) {
-            int v = new_var(g);
-            line(g, "const fcx_ct_%s v%d = tt_at[tt_o%d];", dt(a->dtype), v, t);
-            return v;
-        }
-    return -1;
+    int t = tap_index(g, a);
+    if (t < 0) return -1;
+    int v = new_var(g);
+    line(g, "const fcx_ct_%s v%d = tt_at[tt_o%d];", dt(a->dtype), v, t);
+    return v;
 }
 
 /* Ends a C block opened with its own memo scope. */
@@ -1606,6 +1642,188 @@ static void gen_ew_tiles(gen *g) {
     outputs_at_coords(g);
     g->tap_tile = false;
     block_close(g);
+    block_close(g);
+    line(g, "return;");
+    g->indent--;
+    line(g, "}");
+    block_close(g);
+}
+
+/* ---- shifted slices of a buffer: strips ---------------------------------------------------
+ * Where S is a buffer (the Laplacian's u) or a pad of one (W9's), neighbouring threads share
+ * its taps' lines through L1 and the tiles do not pay (taps_find); what the direct loops
+ * spend is instructions, about
+ * 54 an output of the Laplacian: each output decodes its coordinates (divisions) and builds
+ * every tap's offset from the slices' starts and steps, then waits on its five loads. The
+ * strips body gives a thread several outputs of one row, 32 columns apart: a run of 32
+ * threads (a warp on the device) covers a strip of 32 x V consecutive columns, so each load
+ * of a warp is a coalesced row segment. Coordinates are decoded once a strip; with every
+ * tap's step along the last axis 1 (checked once a launch, as the tiles' conditions are) a
+ * tap's column at output u is its column at output 0 plus 32 u, so its V loads are one
+ * address plus constants, and all of a whole strip's loads are issued before its first
+ * store (the compiler must assume an output may alias S). A strip that overhangs its row
+ * guards each output. For S = pad(x), a whole strip whose taps all read inside x (checked
+ * per strip) evaluates the pad as a shift of the index, without its boundary rule. The outputs
+ * are the same expressions at the same coordinates as in the direct loops, so all bodies give
+ * the same bits. */
+
+/* Outputs per thread of a strip: V of S's words, fewer when its taps would hold more than 96
+ * registers of loaded values (W9's nine f32 taps: 8, at 62 registers for sm_90). */
+static int strip_outputs_per_thread(const gen *g) {
+    int words = (int)fc_dtype_size((fc_dtype)g->tap_src->dtype) / 4;
+    if (words < 1) words = 1;
+    int v = 8 / words;
+    while (v > 2 && g->ntap * v * words > 96) v /= 2;
+    return v < 2 ? 2 : v;
+}
+
+/* The outputs of the strip's V columns c<last> + 32 u, stored at ts_i + 32 u: all evaluated
+ * first, or (guarded) each only where its column lies in the row. */
+static void strip_outputs(gen *g, int v, bool guarded, bool taps_first) {
+    const fcp_kernel *k = g->k;
+    const int ca = k->ndim - 1;
+    const char *C = iarg(g, FCX_SLOT_SPACE_EXTENT, NULL, ca);
+    /* unguarded: the taps at every column first (taps_first: where they are loads, not a
+     * pad's reflections, which would hold too many registers), then the outputs, then their
+     * stores (each pass finds the values of the one before in the memo), so that every load
+     * is issued before the arithmetic (an exact division's slow path is a call the compiler
+     * does not move loads across) */
+    for (int pass = guarded || !taps_first ? 1 : 0; pass < (guarded ? 2 : 3); pass++)
+        for (int u = 0; u < v; u++) {
+            ix idx;
+            identity_index(g, &idx, k->ndim, "c");
+            idx.identity = false; /* buffers read at their coordinates: there is no flat i */
+            if (u > 0) idx.e[ca] = str(g, "c%d + %d", ca, 32 * u);
+            if (guarded) {
+                line(g, "if (c%d + %d < %s) {", ca, 32 * u, C);
+                g->indent++;
+                scope_push(g);
+            }
+            for (int t = 0; t < g->ntap && pass == 0; t++) eval(g, g->tap[t], &idx);
+            for (int q = 0; q < k->nout && pass > 0; q++) {
+                int var = eval(g, k->outs[q], &idx);
+                if (guarded || pass == 2)
+                    store(g, k->outs[q], q, var, str(g, "ts_i + %d", 32 * u));
+            }
+            if (guarded) block_close(g);
+        }
+}
+
+/* S = pad(buffer): along each padded axis, the least and greatest start of the taps (ts_lo<d>,
+ * ts_hi<d>) and whether their steps agree (ts_pads), so that a strip can tell at a few
+ * compares whether every tap reads inside the buffer (strip_pad_inside). */
+static void strip_pad_bounds(gen *g) {
+    const fcp_kernel *k = g->k;
+    const fc_array *pad = g->tap_src;
+    line(g, "bool ts_pads = true;");
+    for (int d = 0; d < k->ndim; d++) {
+        if (pad->p.a[d] == 0 && pad->p.b[d] == 0) continue;
+        line(g, "idx_t ts_lo%d = %s, ts_hi%d = ts_lo%d;", d,
+             iarg(g, FCX_SLOT_PARAM_A, g->tap[0], d), d, d);
+        for (int t = 1; t < g->ntap; t++) {
+            const char *a = iarg(g, FCX_SLOT_PARAM_A, g->tap[t], d);
+            line(g, "ts_lo%d = %s < ts_lo%d ? %s : ts_lo%d; ts_hi%d = %s > ts_hi%d ? %s : ts_hi%d;",
+                 d, a, d, a, d, d, a, d, a, d);
+            if (d < k->ndim - 1 && k->space[d] != 1)
+                line(g, "ts_pads = ts_pads && %s == %s;", iarg(g, FCX_SLOT_PARAM_B, g->tap[t], d),
+                     iarg(g, FCX_SLOT_PARAM_B, g->tap[0], d));
+        }
+    }
+}
+
+/* ts_in: every tap of the whole strip from column ts_c0 (sw wide) at the strip's coordinates
+ * reads S = pad(X) inside X. A tap reads S at start + coordinate * step (its start alone on
+ * an axis of extent 1; step 1 along the last axis), X at that less the pad's width before. */
+static void strip_pad_inside(gen *g, int sw) {
+    const fcp_kernel *k = g->k;
+    const fc_array *pad = g->tap_src, *x = pad->in[0];
+    const int ca = k->ndim - 1;
+    line(g, "bool ts_in = ts_pads;");
+    for (int d = 0; d < k->ndim; d++) {
+        if (pad->p.a[d] == 0 && pad->p.b[d] == 0) continue;
+        const char *shift = "0", *span = "0";
+        if (d == ca && k->space[d] != 1) {
+            shift = "ts_c0";
+            span = str(g, "%d", sw - 1);
+        } else if (k->space[d] != 1) {
+            shift = str(g, "c%d * %s", d, iarg(g, FCX_SLOT_PARAM_B, g->tap[0], d));
+        }
+        const char *lo = iarg(g, FCX_SLOT_PARAM_A, pad, d);
+        line(g, "ts_in = ts_in && ts_lo%d + %s - %s >= 0 && ts_hi%d + %s + %s - %s < %s;", d,
+             shift, lo, d, shift, span, lo, extent(g, x, d));
+    }
+}
+
+/* The strips body: a block of its own that returns, in front of the direct loops. */
+static void gen_ew_strips(gen *g) {
+    const fcp_kernel *k = g->k;
+    const int nd = k->ndim, ca = nd - 1, v = strip_outputs_per_thread(g), sw = 32 * v;
+    line(g, "{ /* shifted slices of a buffer: strips of %d columns when the taps allow "
+            "(above) */", sw);
+    g->indent++;
+    scope_push(g);
+    line(g, "bool ts_ok = true;");
+    for (int t = 0; t < g->ntap && k->space[ca] != 1; t++)
+        line(g, "ts_ok = ts_ok && %s == 1;", iarg(g, FCX_SLOT_PARAM_B, g->tap[t], ca));
+    const fc_array *pad = g->tap_src->op == FCG_OP_PAD ? g->tap_src : NULL;
+    if (pad) strip_pad_bounds(g);
+    const char *C = iarg(g, FCX_SLOT_SPACE_EXTENT, NULL, ca);
+    const char *rows = "(idx_t)1";
+    for (int d = 0; d < ca; d++)
+        rows = str(g, "%s * %s", rows, iarg(g, FCX_SLOT_SPACE_EXTENT, NULL, d));
+    line(g, "const idx_t ts_w = (%s + %d) / %d, ts_rows = %s;", C, sw - 1, sw, rows);
+    /* the lanes, rows rounded up to whole strips, fit the index width with a grid to spare
+     * (needs_idx64) */
+    line(g, "if (ts_ok && %s >= FCX_STRIP_MIN_EXTENT && (long long)ts_w * ts_rows < %s) {", C,
+         g->idx64 ? "(1LL << 56)" : "(1LL << 25)");
+    g->indent++;
+    line(g, "FCX_STENCIL_STRIPS();");
+    /* Lane q of the launch starts at strip q / 32 (row-major over rows and strips), lane
+     * q % 32; each step moves it on by the grid's lanes, carried from the lane to the strip
+     * to the row without a division. */
+    line(g, "const idx_t ts_t = (idx_t)gridDim.x * blockDim.x, ts_ts = ts_t >> 5;");
+    line(g, "const idx_t ts_tr = ts_ts / ts_w, ts_tw = ts_ts - ts_tr * ts_w;");
+    line(g, "const idx_t ts_q = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;");
+    line(g, "idx_t ts_l = ts_q & 31, ts_r = (ts_q >> 5) / ts_w, ts_k = (ts_q >> 5) - ts_r * ts_w;");
+    line(g, "for (; ts_r < ts_rows; ts_r += ts_tr) {");
+    g->indent++;
+    scope_push(g);
+    line(g, "const idx_t ts_c0 = ts_k * %d, c%d = ts_c0 + ts_l;", sw, ca);
+    if (ca > 0) decode(g, "ts_r", "c", nd, k->space, (uint32_t)((1u << ca) - 1), true, NULL);
+    line(g, "const idx_t ts_i = ts_r * %s + c%d;", C, ca);
+    g->strip_body = true;
+    line(g, "if (ts_c0 + %d <= %s) { /* a whole strip */", sw, C);
+    g->indent++;
+    scope_push(g);
+    if (pad) {
+        strip_pad_inside(g, sw);
+        line(g, "if (ts_in) {");
+        g->indent++;
+        scope_push(g);
+        g->pad_inside = true;
+        strip_outputs(g, v, false, true);
+        g->pad_inside = false;
+        block_close(g);
+        line(g, "else {");
+        g->indent++;
+        scope_push(g);
+    }
+    strip_outputs(g, v, false, !pad);
+    if (pad) block_close(g);
+    block_close(g);
+    line(g, "else {");
+    g->indent++;
+    scope_push(g);
+    strip_outputs(g, v, true, false);
+    block_close(g);
+    g->strip_body = false;
+    line(g, "ts_l += ts_t & 31;");
+    line(g, "ts_k += ts_tw + (ts_l >> 5);");
+    line(g, "ts_l &= 31;");
+    line(g, "if (ts_k >= ts_w) {");
+    line(g, "    ts_k -= ts_w;");
+    line(g, "    ts_r++;");
+    line(g, "}");
     block_close(g);
     line(g, "return;");
     g->indent--;
@@ -1789,7 +2007,8 @@ static void gen_ew(gen *g) {
     g->nmemo = nmemo;
     fcg_sb direct = g->body;
     g->body = head;
-    gen_ew_tiles(g);
+    if (g->tap_strips) gen_ew_strips(g);
+    else gen_ew_tiles(g);
     if (direct.s) fcg_sb_puts(&g->body, direct.s);
     if (direct.failed) g->body.failed = true;
     fcg_sb_free(&direct);
@@ -4820,7 +5039,12 @@ fc_status fcx_generate_named(fc_ctx *ctx, const fcp_kernel *k, const char *name,
                                 "vectors of %d\n", FCX_TILE_CHUNKS * V, FCX_TILE_CHUNKS * V,
                           FCX_TILE_CHUNKS, FCX_TILE_CHUNKS, V, V, V);
         }
-        if (g.ntap)
+        if (g.ntap && g.tap_strips)
+            fcg_sb_printf(&src, "// stencil: %d shifted slices of one %s value in strips of "
+                                "32 lanes x %d columns, when their steps along the last axis "
+                                "are 1\n", g.ntap, g.tap_src->op == FCG_OP_PAD ? "pad" : "buffer",
+                          strip_outputs_per_thread(&g));
+        else if (g.ntap)
             fcg_sb_printf(&src, "// stencil: %d shifted slices of one %s value through "
                                 "shared-memory tiles of %dx%d and their halo, when their steps "
                                 "are 1 and their starts within %d\n",

@@ -950,12 +950,31 @@ Test(codegen, sources_are_shape_generic) {
     fc_ctx_destroy(ctx);
 }
 
-/* Shifted slices of one value take shared-memory tiles (issue 13 item 6): W9's nine windows of
- * a pad and the Laplacian's five of its input, each one kernel whose header (what `fusec dump`
- * shows) says so; two slices do not. The emulator checks what the tiles compute. */
-Test(codegen, shifted_slices_take_tiles) {
-    static const struct { const char *file, *want; } cases[] = {
-        {"w09_box_blur.fc", "// stencil: 9 shifted slices of one pad value"},
+/* Shifted slices of one value (issue 13 item 6): those of a buffer or a pad of one take strips
+ * (W9's nine windows of a pad, with the pad a shift where a strip reads inside x; the
+ * Laplacian's five of its input), those of a computed value shared-memory tiles, each one
+ * kernel whose header (what `fusec dump` shows) says so; two slices do not. The emulator
+ * checks what the strips and tiles compute. */
+
+/* The source of the one kernel computing out. */
+static char *one_kernel_source(fc_ctx *ctx, fc_array *out) {
+    fcp_plan *p = NULL;
+    cr_assert_eq(fcp_plan_build(ctx, &out, 1, &p), FC_OK, "%s", fc_errmsg(ctx));
+    cr_assert_eq(p->nkernel, 1, "%d kernels", p->nkernel);
+    fcx_kernel_src src;
+    cr_assert_eq(fcx_generate(ctx, &p->kernels[0], &src), FC_OK);
+    char *text = src.src;
+    src.src = NULL;
+    fcx_kernel_src_free(ctx, &src);
+    fcp_plan_destroy(p);
+    return text;
+}
+
+Test(codegen, shifted_slices_take_strips_or_tiles) {
+    static const struct { const char *file, *want, *also; } cases[] = {
+        {"w09_box_blur.fc", "// stencil: 9 shifted slices of one pad value in strips", "ts_in"},
+        {"i13_laplacian.fc", "// stencil: 5 shifted slices of one buffer value in strips",
+         "ts_ok"},
     };
     fc_ctx *ctx = new_ctx();
     cr_assert_not_null(ctx);
@@ -968,47 +987,31 @@ Test(codegen, shifted_slices_take_tiles) {
         fc_array *out = NULL;
         cr_assert_eq(fc_program_num_outputs(prog), 1);
         cr_assert_eq(fc_program_build(prog, NULL, &out), FC_OK, "%s: %s", path, fc_errmsg(ctx));
-        fcp_plan *p = NULL;
-        cr_assert_eq(fcp_plan_build(ctx, &out, 1, &p), FC_OK, "%s: %s", path, fc_errmsg(ctx));
-        cr_assert_eq(p->nkernel, 1, "%s: %d kernels", path, p->nkernel);
-        fcx_kernel_src src;
-        cr_assert_eq(fcx_generate(ctx, &p->kernels[0], &src), FC_OK);
-        cr_assert(strstr(src.src, cases[c].want) != NULL, "%s: no line \"%s\" in:\n%.600s", path,
-                  cases[c].want, src.src);
-        cr_assert(strstr(src.src, "__shared__ fcx_ct_f32 tt_tile[") != NULL, "%s", path);
-        fcx_kernel_src_free(ctx, &src);
-        fcp_plan_destroy(p);
-        fc_program_destroy(prog);
-    }
-    /* a buffer's taps (the Laplacian's) stay direct loads: L1 serves them (taps_find) */
-    {
-        char path[1024];
-        snprintf(path, sizeof path, "%s/bench/fc/i13_laplacian.fc", FUSEC_SOURCE_DIR);
-        fc_program *prog = NULL;
-        cr_assert_eq(fc_program_load(ctx, path, &prog), FC_OK, "%s: %s", path, fc_errmsg(ctx));
-        fc_array *out = NULL;
-        cr_assert_eq(fc_program_build(prog, NULL, &out), FC_OK, "%s: %s", path, fc_errmsg(ctx));
-        fcp_plan *p = NULL;
-        cr_assert_eq(fcp_plan_build(ctx, &out, 1, &p), FC_OK, "%s: %s", path, fc_errmsg(ctx));
-        fcx_kernel_src src;
-        cr_assert_eq(fcx_generate(ctx, &p->kernels[0], &src), FC_OK);
-        cr_assert(strstr(src.src, "// stencil: ") == NULL, "the Laplacian took tiles");
-        fcx_kernel_src_free(ctx, &src);
-        fcp_plan_destroy(p);
+        char *src = one_kernel_source(ctx, out);
+        cr_assert(strstr(src, cases[c].want) != NULL, "%s: no line \"%s\" in:\n%.600s", path,
+                  cases[c].want, src);
+        cr_assert(strstr(src, cases[c].also) != NULL && strstr(src, "tt_tile") == NULL, "%s",
+                  path);
+        fcg_strfree(ctx, src);
         fc_program_destroy(prog);
     }
     float v[64] = {0};
     fc_array *x = fc_from_host(ctx, FC_F32, FC_SHAPE(8, 8), v);
+    /* taps of a computed value: tiles */
+    fc_array *sx = fc_sqrt(x);
+    fc_array *three = fc_add(fc_add(fc_slice(sx, FC_S(0, 6, 1), FC_COLON),
+                                    fc_slice(sx, FC_S(1, 7, 1), FC_COLON)),
+                             fc_slice(sx, FC_S(2, 8, 1), FC_COLON));
+    char *src = one_kernel_source(ctx, three);
+    cr_assert(strstr(src, "// stencil: 3 shifted slices of one sqrt value through shared-memory "
+                          "tiles") != NULL && strstr(src, "tt_tile") != NULL, "%.600s", src);
+    fcg_strfree(ctx, src);
     fc_array *two =
         fc_add(fc_slice(x, FC_S(0, 7, 1), FC_COLON), fc_slice(x, FC_S(1, 8, 1), FC_COLON));
-    fcp_plan *p = NULL;
-    cr_assert_eq(fcp_plan_build(ctx, &two, 1, &p), FC_OK, "%s", fc_errmsg(ctx));
-    fcx_kernel_src src;
-    cr_assert_eq(fcx_generate(ctx, &p->kernels[0], &src), FC_OK);
-    cr_assert(strstr(src.src, "// stencil: ") == NULL && strstr(src.src, "tt_tile") == NULL,
-              "two slices took tiles");
-    fcx_kernel_src_free(ctx, &src);
-    fcp_plan_destroy(p);
+    src = one_kernel_source(ctx, two);
+    cr_assert(strstr(src, "// stencil: ") == NULL && strstr(src, "tt_tile") == NULL &&
+                  strstr(src, "ts_ok") == NULL, "two slices took tiles or strips");
+    fcg_strfree(ctx, src);
     fc_ctx_destroy(ctx);
 }
 
@@ -1195,7 +1198,7 @@ Test(codegen, sort_kernels_compile_for_each_key_kind) {
                           ARCHS[a]);
             fcn_cubin_free(ctx, &c);
         }
-        fcg_free(ctx, src, strlen(src) + 1);
+        fcg_strfree(ctx, src);
     }
     fprintf(stderr, "codegen: sort kernels for %d dtypes (sm_90; f32 for sm_80 too): "
             "%.0f ms of NVRTC\n", (int)(sizeof dts / sizeof *dts), ms);

@@ -103,12 +103,13 @@ static const char SHIM[] =
     "template <class U> static unsigned fcx_atomic_add(U *p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }\n"
     "template <int = 0> static void fcx_fence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }\n"
     "template <class T> static void fcx_prefetch_l2(const T *) {}\n"
-    "static unsigned long long emu_tiled_count;\n"
+    "static unsigned long long emu_tiled_count, emu_strips_count;\n"
     "extern \"C\" unsigned long long emu_tiled(void) { return emu_tiled_count; }\n"
     "static unsigned long long emu_tile_vectors_count[2];\n"
     "extern \"C\" unsigned long long emu_tile_vectors(int whole) {\n"
     "    return emu_tile_vectors_count[whole];\n"
     "}\n"
+    "extern \"C\" unsigned long long emu_strips(void) { return emu_strips_count; }\n"
     "static unsigned char *emu_dsmem;\n"
     "static unsigned emu_dsmem_bytes;\n"
     "template <int = 0> static unsigned fcx_dsmem_size() { return emu_dsmem_bytes; }\n"
@@ -210,6 +211,7 @@ typedef struct program {
     bool exact_nan;            /* the same, but any NaN meets any NaN */
     bool check_tiled;          /* whether a launch took the shifted-slice tiles is checked: */
     bool want_tiled;           /* some did (else none did) */
+    bool want_strips;          /* and some took a buffer's strips (else none did) */
 } program;
 
 typedef struct emu_set {
@@ -235,6 +237,7 @@ typedef struct emu_set {
     int n_cols_online;         /* column kernels with an online sum */
     int n_cols_online_batched; /* launches of those that fold it a batch of rows at a time */
     int n_slice_tiled;         /* launches that took the shifted-slice tiles */
+    int n_slice_strips;        /* launches that took a buffer's shifted-slice strips */
     int n_rows_grouped; /* launches whose vector steps issue several steps' loads together */
     int n_rows_reverse; /* launches of streaming row kernels whose output phase runs backwards */
     int n_rows_seg_grouped; /* launches over rows of contiguous runs whose steps load in groups */
@@ -277,6 +280,10 @@ static void set_open(emu_set *s, const char *tag, const emu_cfg *cfg) {
           "__ATOMIC_RELAXED)\n", s->cpp);
     fputs("#define FCX_TILE_VECTORS(whole) __atomic_fetch_add(&emu_tile_vectors_count[(whole) ? "
           "1 : 0], 1ull, __ATOMIC_RELAXED)\n", s->cpp);
+    /* the same for a buffer's strips, taken at every width */
+    fputs("#define FCX_STRIP_MIN_EXTENT 1\n", s->cpp);
+    fputs("#define FCX_STENCIL_STRIPS() __atomic_fetch_add(&emu_strips_count, 1ull, "
+          "__ATOMIC_RELAXED)\n", s->cpp);
     /* the tier's overloads go in front of the prelude, as codegen puts them (kernels generated
      * without the prelude leave them out) */
     if (cfg->fast_math) fputs(fcx_fast_math_source, s->cpp);
@@ -500,7 +507,7 @@ static char *run_program(emu_set *s, program *p) {
     char *desc = fcp_plan_describe(plan);
     char *text = NULL;
     fc_program_print(s->ctx, p->out, p->nout, NULL, &text);
-    int tiled_launches = 0;
+    int tiled_launches = 0, strip_launches = 0;
     for (int k = 0; k < plan->nkernel && !report; k++) {
         const fcp_kernel *kern = &plan->kernels[k];
         if (kern->kind == FCP_KERNEL_LIB) {
@@ -590,11 +597,14 @@ static char *run_program(emu_set *s, program *p) {
         unsigned long long (*tiled)(void) =
             (unsigned long long (*)(void))(uintptr_t)dlsym(s->so, "emu_tiled");
         cr_assert_not_null(tiled);
-        unsigned long long tiled_before = tiled();
         unsigned long long (*vectors)(int) =
             (unsigned long long (*)(int))(uintptr_t)dlsym(s->so, "emu_tile_vectors");
         cr_assert_not_null(vectors);
         unsigned long long whole_before = vectors(1), part_before = vectors(0);
+        unsigned long long (*strips)(void) =
+            (unsigned long long (*)(void))(uintptr_t)dlsym(s->so, "emu_strips");
+        cr_assert_not_null(strips);
+        unsigned long long tiled_before = tiled(), strips_before = strips();
         if (grid > 0)
             cr_assert_eq(fn(ptr, ints, flts, grid, dsmem, (unsigned)smem), 0,
                          "%s kernel %d: the emulated launch failed", p->name, k);
@@ -610,6 +620,12 @@ static char *run_program(emu_set *s, program *p) {
                       "the header line", p->name, k);
             s->n_slice_tiled++;
             tiled_launches++;
+        }
+        if (strips() != strips_before) {
+            cr_assert(strstr(src->src, "// stencil: ") != NULL, "%s kernel %d: strips without "
+                      "the header line", p->name, k);
+            s->n_slice_strips++;
+            strip_launches++;
         }
         if (grid > 0 && src->strategy == FCX_STRATEGY_SCAN_TILES && lc.scratch_bytes) {
             /* the counters and status words are zero again (the runtime keeps the scratch
@@ -649,6 +665,9 @@ static char *run_program(emu_set *s, program *p) {
     cr_assert(!p->check_tiled || (tiled_launches > 0) == p->want_tiled,
               "%s: %d launches took the shifted-slice tiles, expected %s", p->name,
               tiled_launches, p->want_tiled ? "some" : "none");
+    cr_assert(!p->check_tiled || (strip_launches > 0) == p->want_strips,
+              "%s: %d launches took the shifted-slice strips, expected %s", p->name,
+              strip_launches, p->want_strips ? "some" : "none");
     /* Compare each output that a kernel stored with the host backend's value. */
     int64_t differs = 0; /* float elements not bit for bit the host's */
     for (int o = 0; o < p->nout && !report; o++) {
@@ -1251,12 +1270,16 @@ static fc_array *laplacian(fc_ctx *ctx, fc_array *u) {
     return fc_sub(y, fc_mul(fc_i64(ctx, 4), tap_at(u, 1, 1, oh, ow, 1)));
 }
 
-static void add_tiled(emu_set *s, const char *name, bool want, fc_array **outs, int n) {
+/* The body a program's stencil kernel must take. */
+typedef enum { TAKES_DIRECT, TAKES_TILES, TAKES_STRIPS } slice_body;
+
+static void add_tiled(emu_set *s, const char *name, slice_body want, fc_array **outs, int n) {
     for (int q = 0; q < n; q++) outs[q] = fc_keep(outs[q]);
     set_add(s, name, false, 0, outs, n);
     program *p = &s->progs[s->nprog - 1];
     p->check_tiled = true;
-    p->want_tiled = want;
+    p->want_tiled = want == TAKES_TILES;
+    p->want_strips = want == TAKES_STRIPS;
     p->exact = true; /* the taps' values are the direct path's, the arithmetic the host's */
 }
 
@@ -1268,72 +1291,109 @@ static void emulate_shifted_slices(const char *tag, const emu_cfg *cfg) {
     char name[96];
     fc_array *outs[WL_MAX_OUT];
     wl_data_seed = 11;
-    static const int64_t blur[][2] = {{37, 45}, {70, 33}, {1, 5}, {6, 1}, {2, 2}, {1, 1}};
+    /* taps of a pad of a buffer take strips: rows wider than a strip (256 f32 columns)
+     * have strips whose taps all read inside x (the pad a shift) between those that do not */
+    static const int64_t blur[][2] = {{37, 45}, {70, 33}, {1, 5}, {6, 1}, {2, 2}, {1, 1},
+                                      {5, 600}, {4, 1030}};
     for (size_t i = 0; i < sizeof blur / sizeof blur[0]; i++) {
         wl_w09_box_blur(ctx, blur[i], outs);
         snprintf(name, sizeof name, "W9 box blur %lldx%lld", (long long)blur[i][0],
                  (long long)blur[i][1]);
-        add_tiled(&s, name, true, outs, 1);
+        add_tiled(&s, name, TAKES_STRIPS, outs, 1);
     }
     wl_data_seed = 0;
     static const struct { fc_dtype t; int64_t h, w; } lap[] = {
         {FC_F32, 37, 45}, {FC_F32, 3, 3}, {FC_F32, 66, 35}, {FC_F64, 20, 70},
         {FC_I32, 19, 40}, {FC_F16, 33, 34}, {FC_F32, 3, 40}, {FC_F32, 40, 3},
-        {FC_C64, 18, 35}, {FC_I8, 35, 18}};
+        {FC_C64, 18, 35}, {FC_I8, 35, 18},
+        /* whole strips (256 f32 columns, 128 f64, 64 c128) and a part of one */
+        {FC_F32, 7, 600}, {FC_F32, 4, 258}, {FC_F64, 9, 300}, {FC_C128, 4, 131},
+        {FC_I8, 5, 521}, {FC_F16, 6, 515}};
     for (size_t i = 0; i < sizeof lap / sizeof lap[0]; i++) {
         fc_array *u = sweep_input(ctx, 100 + i, lap[i].t, FC_SHAPE(lap[i].h, lap[i].w));
         outs[0] = laplacian(ctx, u);
         snprintf(name, sizeof name, "laplacian %s %lldx%lld", fc_dtype_name(lap[i].t),
                  (long long)lap[i].h, (long long)lap[i].w);
-        add_tiled(&s, name, false, outs, 1); /* a buffer's taps: direct loads (taps_find) */
+        add_tiled(&s, name, TAKES_STRIPS, outs, 1); /* a buffer's taps (taps_find) */
     }
-    /* every pad mode; a spread of 4 (5x5 taps of a pad by 2) is the most the tiles take */
+    /* a view of a buffer (its first element not 16-byte aligned) and a batch of them: the
+     * strips take any starts and row steps; a column step of 2 takes the direct loops; an
+     * empty result launches nothing */
+    fc_array *ub = sweep_input(ctx, 120, FC_F32, FC_SHAPE(41, 303));
+    outs[0] = laplacian(ctx, fc_slice(ub, FC_S(1, 41, 1), FC_S(3, 303, 1)));
+    add_tiled(&s, "laplacian of ub[1:, 3:]", TAKES_STRIPS, outs, 1);
+    fc_array *u3 = sweep_input(ctx, 121, FC_F32, FC_SHAPE(3, 6, 290));
+    outs[0] = window_sum(u3, 3, 1, 1);
+    add_tiled(&s, "3x3 taps of buffer u[3, 6, 290]", TAKES_STRIPS, outs, 1);
+    outs[0] = fc_add(fc_add(fc_slice(u3, FC_S(0, 2, 1), FC_S(0, 5, 1), FC_S(0, 289, 1)),
+                            fc_slice(u3, FC_S(1, 3, 1), FC_S(1, 6, 1), FC_S(1, 290, 1))),
+                     fc_slice(u3, FC_S(0, 2, 1), FC_S(1, 6, 1), FC_S(0, 289, 1)));
+    add_tiled(&s, "taps of buffer u[3, 6, 290] at two batch offsets", TAKES_STRIPS, outs, 1);
+    outs[0] = window_sum(ub, 3, 1, 2);
+    add_tiled(&s, "3x3 taps of a buffer with a row step of 2", TAKES_STRIPS, outs, 1);
+    outs[0] = fc_add(fc_add(fc_slice(ub, FC_S(0, 40, 1), FC_S(0, 299, 2)),
+                            fc_slice(ub, FC_S(1, 41, 1), FC_S(1, 300, 2))),
+                     fc_slice(ub, FC_S(0, 40, 1), FC_S(2, 301, 2)));
+    add_tiled(&s, "taps of a buffer with a column step of 2", TAKES_DIRECT, outs, 1);
+    static const int64_t empty[][2] = {{2, 40}, {40, 2}};
+    for (size_t i = 0; i < 2; i++) {
+        outs[0] = laplacian(ctx, sweep_input(ctx, 122 + i, FC_F32, FC_SHAPE(empty[i][0],
+                                                                            empty[i][1])));
+        snprintf(name, sizeof name, "laplacian f32 %lldx%lld: empty", (long long)empty[i][0],
+                 (long long)empty[i][1]);
+        add_tiled(&s, name, TAKES_DIRECT, outs, 1);
+    }
+    /* every pad mode, narrow and wide (strips of 128 f64 columns for 3x3 taps, 64 for 5x5:
+     * some inside x) */
     fc_array *x = sweep_input(ctx, 200, FC_F64, FC_SHAPE(23, 41));
+    fc_array *xw = sweep_input(ctx, 207, FC_F64, FC_SHAPE(6, 300));
     static const char *const modes[] = {"constant", "edge", "reflect", "symmetric"};
     for (int m = 0; m < 4; m++)
-        for (int64_t wd = 1; wd <= 2; wd++) {
-            fc_array *pd = fc_pad(x, 1, (const int64_t[][2]){{wd, wd}}, (fc_pad_mode)m, 2.5);
-            outs[0] = window_sum(pd, (int)(2 * wd + 1), 1, 1);
-            snprintf(name, sizeof name, "%dx%d taps of pad(x, %lld, %s)", (int)(2 * wd + 1),
-                     (int)(2 * wd + 1), (long long)wd, modes[m]);
-            add_tiled(&s, name, true, outs, 1);
-        }
-    /* taps of a computed value (a buffer's taps stay direct loads: taps_find) */
+        for (int64_t wd = 1; wd <= 2; wd++)
+            for (int wide = 0; wide < 2; wide++) {
+                fc_array *pd = fc_pad(wide ? xw : x, 1, (const int64_t[][2]){{wd, wd}},
+                                      (fc_pad_mode)m, 2.5);
+                outs[0] = window_sum(pd, (int)(2 * wd + 1), 1, 1);
+                snprintf(name, sizeof name, "%dx%d taps of pad(%s, %lld, %s)", (int)(2 * wd + 1),
+                         (int)(2 * wd + 1), wide ? "xw" : "x", (long long)wd, modes[m]);
+                add_tiled(&s, name, TAKES_STRIPS, outs, 1);
+            }
+    /* taps of a computed value (a buffer's take strips: taps_find) */
     fc_array *xc = fc_mul(x, fc_f64(ctx, 1.5));
     outs[0] = window_sum(x, 3, 1, 1);
-    add_tiled(&s, "3x3 taps of a buffer", false, outs, 1);
+    add_tiled(&s, "3x3 taps of a buffer", TAKES_STRIPS, outs, 1);
     outs[0] = window_sum(xc, 3, 2, 1);
-    add_tiled(&s, "3x3 taps 2 apart: a spread of 4", true, outs, 1);
+    add_tiled(&s, "3x3 taps 2 apart: a spread of 4", TAKES_TILES, outs, 1);
     /* the direct loops: rows 2 apart, or starts spread beyond the halo */
     outs[0] = window_sum(xc, 3, 1, 2);
-    add_tiled(&s, "3x3 taps with a row step of 2", false, outs, 1);
+    add_tiled(&s, "3x3 taps with a row step of 2", TAKES_DIRECT, outs, 1);
     outs[0] = window_sum(xc, 3, 3, 1);
-    add_tiled(&s, "3x3 taps 3 apart: a spread of 6", false, outs, 1);
+    add_tiled(&s, "3x3 taps 3 apart: a spread of 6", TAKES_DIRECT, outs, 1);
     outs[0] = window_sum(xc, 2, 5, 1);
-    add_tiled(&s, "2x2 taps 5 apart", false, outs, 1);
+    add_tiled(&s, "2x2 taps 5 apart", TAKES_DIRECT, outs, 1);
     /* other inputs beside the taps: a same-shape buffer and a broadcast row */
     fc_array *xf = sweep_input(ctx, 201, FC_F32, FC_SHAPE(45, 38));
     fc_array *z = sweep_input(ctx, 202, FC_F32, FC_SHAPE(43, 36));
     fc_array *b = sweep_input(ctx, 203, FC_F32, FC_SHAPE(36));
     outs[0] = fc_add(fc_mul(window_sum(fc_sqrt(xf), 3, 1, 1), z), b);
-    add_tiled(&s, "taps * z + b", true, outs, 1);
+    add_tiled(&s, "taps * z + b", TAKES_TILES, outs, 1);
     /* a computed value as the taps' source, and two outputs */
     fc_array *y = sweep_input(ctx, 204, FC_F32, FC_SHAPE(45, 38));
     fc_array *src = fc_add(fc_exp(fc_mul(xf, fc_f64(ctx, 0.25))), y);
     outs[0] = window_sum(src, 3, 1, 1);
     outs[1] = fc_sub(tap_at(src, 1, 1, 43, 36, 1), z);
-    add_tiled(&s, "taps of exp(x / 4) + y, two outputs", true, outs, 2);
+    add_tiled(&s, "taps of exp(x / 4) + y, two outputs", TAKES_TILES, outs, 2);
     /* batches: every tap at the same batch offset, or not */
     fc_array *x3 = fc_sqrt(sweep_input(ctx, 205, FC_F32, FC_SHAPE(3, 20, 37)));
     outs[0] = window_sum(x3, 3, 1, 1);
-    add_tiled(&s, "3x3 taps of x[3, 20, 37]", true, outs, 1);
+    add_tiled(&s, "3x3 taps of x[3, 20, 37]", TAKES_TILES, outs, 1);
     outs[0] = fc_add(fc_add(fc_slice(x3, FC_S(0, 2, 1), FC_S(0, 19, 1), FC_S(0, 36, 1)),
                             fc_slice(x3, FC_S(1, 3, 1), FC_S(1, 20, 1), FC_S(1, 37, 1))),
                      fc_slice(x3, FC_S(0, 2, 1), FC_S(1, 20, 1), FC_S(0, 36, 1)));
-    add_tiled(&s, "taps of x[3, 20, 37] at two batch offsets", false, outs, 1);
+    add_tiled(&s, "taps of x[3, 20, 37] at two batch offsets", TAKES_DIRECT, outs, 1);
     fc_array *x1 = fc_abs(sweep_input(ctx, 206, FC_I32, FC_SHAPE(1, 9, 30)));
     outs[0] = window_sum(x1, 3, 1, 1);
-    add_tiled(&s, "3x3 taps of i32 x[1, 9, 30]", true, outs, 1);
+    add_tiled(&s, "3x3 taps of i32 x[1, 9, 30]", TAKES_TILES, outs, 1);
     set_build(&s);
     set_run_and_close(&s);
 }
