@@ -1481,14 +1481,20 @@ static void taps_find(gen *g) {
         }
     }
     if (best < 3) return;
-    /* The taps of a buffer, or of a pad of one, take strips (gen_ew_strips): neighbouring
-     * threads' taps hit L1, and the direct loops ran the 5-point Laplacian at 63.5% of the
-     * floor where the tiles took 42.5% (H200, session 16); inside the buffer a pad is a shift
-     * of the index. The tiles pay where S is computed: each element of it once, not once a
-     * tap. */
-    const fc_array *base = g->tap_src->op == FCG_OP_PAD ? g->tap_src->in[0] : g->tap_src;
-    g->tap_strips = false;
-    for (int q = 0; q < k->nleaf; q++) g->tap_strips |= k->leaves[q] == base;
+    /* The taps of a pad of a buffer take strips (gen_ew_strips): neighbouring threads' taps
+     * hit L1, and inside the buffer the pad is a shift of the index (W9: 0.0961 ms on an
+     * H200, the tiles 0.110). A buffer's own taps keep the direct loops: the 5-point
+     * Laplacian took 0.204 ms there, 0.249 in strips and 0.305 in tiles (H200, sessions 16
+     * and 17). The tiles pay where S is computed: each element of it once, not once a tap. */
+    const bool pad = g->tap_src->op == FCG_OP_PAD;
+    const fc_array *base = pad ? g->tap_src->in[0] : g->tap_src;
+    bool leaf = false;
+    for (int q = 0; q < k->nleaf; q++) leaf |= k->leaves[q] == base;
+    if (leaf && !pad) {
+        g->tap_src = NULL;
+        return;
+    }
+    g->tap_strips = leaf;
     /* a long computation is bound by its arithmetic, and the strips' copies of it (up to
      * three a column of a thread's) would make its source long: the direct loops serve it */
     if (g->tap_strips && k->nnode > STRIP_MAX_NODES) return;

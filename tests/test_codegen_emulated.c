@@ -1314,23 +1314,23 @@ static void emulate_shifted_slices(const char *tag, const emu_cfg *cfg) {
         outs[0] = laplacian(ctx, u);
         snprintf(name, sizeof name, "laplacian %s %lldx%lld", fc_dtype_name(lap[i].t),
                  (long long)lap[i].h, (long long)lap[i].w);
-        add_tiled(&s, name, TAKES_STRIPS, outs, 1); /* a buffer's taps (taps_find) */
+        add_tiled(&s, name, TAKES_DIRECT, outs, 1); /* a buffer's taps (taps_find) */
     }
-    /* a view of a buffer (its first element not 16-byte aligned) and a batch of them: the
-     * strips take any starts and row steps; a column step of 2 takes the direct loops; an
+    /* a view of a buffer (its first element not 16-byte aligned), a batch of them, steps of
+     * 2: a buffer's taps take the direct loops (strips are for pads of one: taps_find); an
      * empty result launches nothing */
     fc_array *ub = sweep_input(ctx, 120, FC_F32, FC_SHAPE(41, 303));
     outs[0] = laplacian(ctx, fc_slice(ub, FC_S(1, 41, 1), FC_S(3, 303, 1)));
-    add_tiled(&s, "laplacian of ub[1:, 3:]", TAKES_STRIPS, outs, 1);
+    add_tiled(&s, "laplacian of ub[1:, 3:]", TAKES_DIRECT, outs, 1);
     fc_array *u3 = sweep_input(ctx, 121, FC_F32, FC_SHAPE(3, 6, 290));
     outs[0] = window_sum(u3, 3, 1, 1);
-    add_tiled(&s, "3x3 taps of buffer u[3, 6, 290]", TAKES_STRIPS, outs, 1);
+    add_tiled(&s, "3x3 taps of buffer u[3, 6, 290]", TAKES_DIRECT, outs, 1);
     outs[0] = fc_add(fc_add(fc_slice(u3, FC_S(0, 2, 1), FC_S(0, 5, 1), FC_S(0, 289, 1)),
                             fc_slice(u3, FC_S(1, 3, 1), FC_S(1, 6, 1), FC_S(1, 290, 1))),
                      fc_slice(u3, FC_S(0, 2, 1), FC_S(1, 6, 1), FC_S(0, 289, 1)));
-    add_tiled(&s, "taps of buffer u[3, 6, 290] at two batch offsets", TAKES_STRIPS, outs, 1);
+    add_tiled(&s, "taps of buffer u[3, 6, 290] at two batch offsets", TAKES_DIRECT, outs, 1);
     outs[0] = window_sum(ub, 3, 1, 2);
-    add_tiled(&s, "3x3 taps of a buffer with a row step of 2", TAKES_STRIPS, outs, 1);
+    add_tiled(&s, "3x3 taps of a buffer with a row step of 2", TAKES_DIRECT, outs, 1);
     outs[0] = fc_add(fc_add(fc_slice(ub, FC_S(0, 40, 1), FC_S(0, 299, 2)),
                             fc_slice(ub, FC_S(1, 41, 1), FC_S(1, 300, 2))),
                      fc_slice(ub, FC_S(0, 40, 1), FC_S(2, 301, 2)));
@@ -1358,10 +1358,10 @@ static void emulate_shifted_slices(const char *tag, const emu_cfg *cfg) {
                          (int)(2 * wd + 1), wide ? "xw" : "x", (long long)wd, modes[m]);
                 add_tiled(&s, name, TAKES_STRIPS, outs, 1);
             }
-    /* taps of a computed value (a buffer's take strips: taps_find) */
+    /* taps of a computed value (a buffer's take the direct loops: taps_find) */
     fc_array *xc = fc_mul(x, fc_f64(ctx, 1.5));
     outs[0] = window_sum(x, 3, 1, 1);
-    add_tiled(&s, "3x3 taps of a buffer", TAKES_STRIPS, outs, 1);
+    add_tiled(&s, "3x3 taps of a buffer", TAKES_DIRECT, outs, 1);
     outs[0] = window_sum(xc, 3, 2, 1);
     add_tiled(&s, "3x3 taps 2 apart: a spread of 4", TAKES_TILES, outs, 1);
     /* the direct loops: rows 2 apart, or starts spread beyond the halo */
