@@ -547,6 +547,8 @@ static const char *ew_half_call(gen *g, const fc_array *a, const int *vin) {
                          : str(g, "fcx_%s(v%d, v%d, v%d)", cname, vin[0], vin[1], vin[2]);
 }
 
+static bool row_constant_of(gen *g, const fc_array *a, const fc_array *M, bool *uses, int depth);
+
 /* Node a's value from its inputs' values vin[], each already in ew_want's dtype. */
 static int ew_apply(gen *g, const fc_array *a, const int *vin) {
     int v = new_var(g);
@@ -567,7 +569,15 @@ static int ew_apply(gen *g, const fc_array *a, const int *vin) {
              dt(loop), vin[0], vin[0], vin[1]);
         return v;
     }
-    if (a->op == FCG_OP_CAST)
+    bool uses = false, uses0 = false;
+    if (a->op == FCG_OP_DIV && loop == FC_F32 && od == FC_F32 &&
+        row_constant_of(g, a->in[1], NULL, &uses, 0) && uses &&
+        !row_constant_of(g, a->in[0], NULL, &uses0, 0)) {
+        /* an element over a row's sum or norm: the divisor's wide reciprocal, which the
+         * compiler hoists out of the row's loop, and the prelude's exact division by it */
+        line(g, "const fcx_ct_f32 v%d = fcx_div_recip(v%d, v%d, fcx_recip_wide(v%d));", v, vin[0],
+             vin[1], vin[1]);
+    } else if (a->op == FCG_OP_CAST)
         line(g, "const fcx_ct_%s v%d = fcx_cast_%s(v%d);", dt(a->dtype), v, dt(a->dtype), vin[0]);
     else if (a->nin == 1)
         line(g, "const fcx_ct_%s v%d = fcx_%s(v%d);", dt(a->dtype), v, cname, vin[0]);
@@ -2463,14 +2473,18 @@ static int online_of(gen *g, const fc_array *r) {
 }
 
 /* Whether a (inside the kernel) is a row constant computed from reduction M alone:
- * elementwise ops, broadcasts, unit reshapes and constants over M; *uses says it reads M. */
+ * elementwise ops, broadcasts, unit reshapes and constants over M; *uses says it reads M.
+ * M NULL: from any of the kernel's reductions, and loaded scalars do not count (the caller
+ * wants values the compiler keeps in registers across the row's loop). */
 static bool row_constant_of(gen *g, const fc_array *a, const fc_array *M, bool *uses, int depth) {
-    if (a == M) {
+    bool red = a == M;
+    for (int j = 0; j < g->k->nred && !M; j++) red |= a == g->k->reds[j];
+    if (red) {
         *uses = true;
         return true;
     }
     if (depth > 64) return false;
-    if (pos_of(g, a) >= g->k->nnode) return fcg_node_numel(a) == 1; /* a loaded scalar */
+    if (pos_of(g, a) >= g->k->nnode) return M && fcg_node_numel(a) == 1; /* a loaded scalar */
     if (a->op == FCG_OP_CONST) return true;
     if (fcg_ops[a->op].kind != FCG_KIND_EW && a->op != FCG_OP_BROADCAST &&
         !(a->op == FCG_OP_RESHAPE && fcg_unit_reshape(a)))
@@ -2630,12 +2644,18 @@ static void acc_combine(gen *g, const fc_array *r, int pos, const char *d, const
         line(g, "else {");
         g->indent++;
         line(g, "const long long na = %sn%d, nb = %sn%d, nn = na + nb;", d, pos, s, pos);
+        /* The weights nb / nn and na nb / nn. Equal counts, what the lanes of a block
+         * reduction nearly always hold, make them 1/2 and na / 2, which is what the divisions
+         * give exactly while na^2 is exact (na <= 2^26): the same bits without the two double
+         * divisions, which were most of a row kernel's block reduction (issue 13). */
+        line(g, "double wb = 0.5, wab = 0.5 * (double)na;");
+        line(g, "if (na != nb || na > (1ll << 26)) { wb = (double)nb / (double)nn; "
+                "wab = (double)na * (double)nb / (double)nn; }");
         line(g, "const fcx_ct_%s dd = fcx_sub(%sa%d, %sa%d);", L, s, pos, d, pos);
-        line(g, "%sa%d = fcx_add(%sa%d, fcx_mul(dd, fcx_cast_%s((double)nb / (double)nn)));", d, pos,
-             d, pos, L);
+        line(g, "%sa%d = fcx_add(%sa%d, fcx_mul(dd, fcx_cast_%s(wb)));", d, pos, d, pos, L);
         line(g, "const fcx_ct_%s ad = fcx_abs(dd);", A);
-        line(g, "%sm%d = fcx_add(fcx_add(%sm%d, %sm%d), fcx_mul(fcx_mul(ad, ad), fcx_cast_%s((double)na * "
-                "(double)nb / (double)nn)));", d, pos, d, pos, s, pos, A);
+        line(g, "%sm%d = fcx_add(fcx_add(%sm%d, %sm%d), fcx_mul(fcx_mul(ad, ad), fcx_cast_%s(wab)));",
+             d, pos, d, pos, s, pos, A);
         line(g, "%sn%d = nn;", d, pos);
         g->indent--;
         line(g, "}");
@@ -2709,34 +2729,55 @@ static void warp_tree(gen *g, const fcp_kernel *k, const int *pos, int n, const 
     line(g, "}");
 }
 
-/* Row kernels: the block's accumulators combined; every thread ends with the block's result. */
+/* Stores the accumulators of reductions pos[0..n) at slot `at` of the exchange buffer, in
+ * the threads where `cond` holds; loads them back from slot `at`. */
+static void xch_store(gen *g, const int *pos, int n, const char *cond, const char *at) {
+    line(g, "if (%s) {", cond);
+    g->indent++;
+    for (int j = 0; j < n; j++) {
+        field f[3];
+        int nf = red_fields(g, g->k->nodes[pos[j]], f);
+        for (int i = 0; i < nf; i++) line(g, "s%c%d[%s] = %c%d;", f[i].c, pos[j], at, f[i].c, pos[j]);
+    }
+    g->indent--;
+    line(g, "}");
+}
+static void xch_load(gen *g, const int *pos, int n, const char *at) {
+    for (int j = 0; j < n; j++) {
+        field f[3];
+        int nf = red_fields(g, g->k->nodes[pos[j]], f);
+        for (int i = 0; i < nf; i++) line(g, "%c%d = s%c%d[%s];", f[i].c, pos[j], f[i].c, pos[j], at);
+    }
+}
+
+/* Row kernels: the block's accumulators combined; every thread ends with the block's result.
+ * Where a combine is costly (Welford's: tens of instructions a step), warp 0 alone combines
+ * the warps' results and hands them to the others through the exchange buffer, for one more
+ * barrier: the second tree in every warp was most of the instructions of a layernorm's block
+ * reduction (issue 13). Cheap combines (a softmax's max and sum) keep the tree in every warp
+ * and a shuffle from lane 0, without that barrier. */
 static void block_reduce_rows(gen *g, const int *pos, int n) {
     const fcp_kernel *k = g->k;
     for (int j0 = 0; j0 < n;) {
         int j1 = j0, bytes = 0;
-        while (j1 < n && (j1 == j0 || bytes + lane_bytes(g, k->nodes[pos[j1]]) <= XCH_ROW_LANE_BYTES))
+        bool costly = false;
+        while (j1 < n && (j1 == j0 || bytes + lane_bytes(g, k->nodes[pos[j1]]) <= XCH_ROW_LANE_BYTES)) {
+            costly |= fcg_reduction_of(k->nodes[pos[j1]])->combine == FCG_COMBINE_MOMENTS;
             bytes += lane_bytes(g, k->nodes[pos[j1++]]);
+        }
         line(g, "{ /* block reduction: warps by shuffles, then the warps' results */");
         g->indent++;
         xch_pointers(g, k, pos + j0, j1 - j0, false);
         warp_tree(g, k, pos + j0, j1 - j0, "FCX_WARP");
-        line(g, "if (lane == 0) {");
-        g->indent++;
-        for (int j = j0; j < j1; j++) {
-            field f[3];
-            int nf = red_fields(g, k->nodes[pos[j]], f);
-            for (int i = 0; i < nf; i++) line(g, "s%c%d[wid] = %c%d;", f[i].c, pos[j], f[i].c, pos[j]);
-        }
-        g->indent--;
-        line(g, "}");
+        xch_store(g, pos + j0, j1 - j0, "lane == 0", "wid");
         line(g, "__syncthreads();");
+        if (costly) {
+            line(g, "if (wid == 0) {");
+            g->indent++;
+        }
         line(g, "if (lane < nw) {");
         g->indent++;
-        for (int j = j0; j < j1; j++) {
-            field f[3];
-            int nf = red_fields(g, k->nodes[pos[j]], f);
-            for (int i = 0; i < nf; i++) line(g, "%c%d = s%c%d[lane];", f[i].c, pos[j], f[i].c, pos[j]);
-        }
+        xch_load(g, pos + j0, j1 - j0, "lane");
         g->indent--;
         line(g, "} else {");
         g->indent++;
@@ -2744,11 +2785,19 @@ static void block_reduce_rows(gen *g, const int *pos, int n) {
         g->indent--;
         line(g, "}");
         warp_tree(g, k, pos + j0, j1 - j0, "nw");
-        for (int j = j0; j < j1; j++) {
-            field f[3];
-            int nf = red_fields(g, k->nodes[pos[j]], f);
-            for (int i = 0; i < nf; i++)
-                line(g, "%c%d = fcx_shfl_idx(%c%d, 0);", f[i].c, pos[j], f[i].c, pos[j]);
+        if (costly) {
+            xch_store(g, pos + j0, j1 - j0, "lane == 0", "0");
+            g->indent--;
+            line(g, "}");
+            line(g, "__syncthreads();");
+            xch_load(g, pos + j0, j1 - j0, "0");
+        } else {
+            for (int j = j0; j < j1; j++) {
+                field f[3];
+                int nf = red_fields(g, k->nodes[pos[j]], f);
+                for (int i = 0; i < nf; i++)
+                    line(g, "%c%d = fcx_shfl_idx(%c%d, 0);", f[i].c, pos[j], f[i].c, pos[j]);
+            }
         }
         line(g, "__syncthreads();");
         g->indent--;
@@ -3143,8 +3192,8 @@ static const char *leaf_vec_load(gen *g, int li, int vec, const char *e0) {
     bool live = g->phase <= 0 || g->phase >= 64 || (g->phases[p] & (1ull << g->phase));
     if (!live) return NULL;
     if (g->fill[p] > 0 && g->phase > g->fill[p])
-        return str(g, "rc ? ((const fcx_vec<fcx_t_%s, %d> *)c%d)[(%s) / %d] : %s", T, vec, p, e0,
-                   vec, glob);
+        return str(g, "rc ? *(const fcx_vec<fcx_t_%s, %d> *)(c%d + (%s)) : %s", T, vec, p, e0,
+                   glob);
     return glob;
 }
 
@@ -3325,7 +3374,7 @@ static void row_loops(gen *g, const ix *sidx, const int *level, int lv, int vec,
             const char *T = dt(pos_dtype(k, p));
             if (g->vread[p]) {
                 line(g, "fcx_vec<fcx_t_%s, %d> cv%d;", T, vec, p);
-                line(g, "if (rc) cv%d = ((const fcx_vec<fcx_t_%s, %d> *)c%d)[e0 / %d];", p, T, vec, p, vec);
+                line(g, "if (rc) cv%d = *(const fcx_vec<fcx_t_%s, %d> *)(c%d + e0);", p, T, vec, p);
             }
             if (g->vfill[p]) line(g, "fcx_vec<fcx_t_%s, %d> wc%d;", T, vec, p);
         }
@@ -3339,13 +3388,13 @@ static void row_loops(gen *g, const ix *sidx, const int *level, int lv, int vec,
         for (int li = 0; li < k->nleaf; li++) {
             int p = k->nnode + li;
             if (g->vec_used[li] && g->fill[p] == g->phase && g->phase > 0)
-                line(g, "if (rc) ((fcx_vec<fcx_t_%s, %d> *)c%d)[e0 / %d] = l%d;", dt(k->leaves[li]->dtype),
-                     vec, p, vec, li);
+                line(g, "if (rc) *(fcx_vec<fcx_t_%s, %d> *)(c%d + e0) = l%d;", dt(k->leaves[li]->dtype),
+                     vec, p, li);
         }
         for (int p = 0; p < k->nnode; p++)
             if (g->vfill[p])
-                line(g, "if (rc) ((fcx_vec<fcx_t_%s, %d> *)c%d)[e0 / %d] = wc%d;", dt(pos_dtype(k, p)), vec,
-                     p, vec, p);
+                line(g, "if (rc) *(fcx_vec<fcx_t_%s, %d> *)(c%d + e0) = wc%d;", dt(pos_dtype(k, p)), vec,
+                     p, p);
         if (lv == 0)
             for (int q = 0; q < k->nout; q++)
                 if (full_output(k, k->outs[q]))

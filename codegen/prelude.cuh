@@ -823,6 +823,29 @@ FCX_F(type) fcx_add(T a, T b) { return a + b; }
 FCX_F(type) fcx_sub(T a, T b) { return a - b; }
 FCX_F(type) fcx_mul(T a, T b) { return a * b; }
 FCX_F(type) fcx_div(T a, T b) { return a / b; }
+/* a / b for float a and a divisor b that is constant over a row kernel's loop (a row's sum or
+ * norm), given rb = fcx_recip_wide(b) computed once: the same bits as a / b, in a double
+ * multiply and two conversions instead of the division's 10-odd instructions each element
+ * (issue 13: layernorm and softmax rows were instruction-bound). Why exact: rb = 1/b (1 + e1),
+ * q = a rb (1 + e2), |e1|, |e2| <= 2^-53, so q is within 2^-52 of a / b relatively. Rounding
+ * q to float can only differ from rounding a / b if a float midpoint M = N 2^k (N odd, of 25
+ * bits, normal range and the overflow threshold alike) lies between them; but a - b M is not
+ * 0 (the odd part of a has at most 24 bits, that of b M at least 25: a quotient of floats is
+ * never a midpoint) and is a multiple of 2^min(ea, eb + k) (ea, eb: the exponents of the
+ * last bits of a, b), so |a / b - M| > 2^-49 M, far outside q's error. Below FLT_MIN the
+ * midpoints have fewer bits and a quotient can be one (2^-149 / 2 is a tie), so a result
+ * there takes the division; zeros, infinities and NaN come out of the multiply as the
+ * division gives them (signs included; NaN payloads aside, as everywhere on the device). */
+template <class T> FCX_FN double fcx_recip_wide(T b) {
+    static_assert(sizeof(T) == 4, "fcx_recip_wide: float divisors only");
+    return 1.0 / (double)b;
+}
+template <class T> FCX_FN T fcx_div_recip(T a, T b, double rb) {
+    static_assert(sizeof(T) == 4, "fcx_div_recip: float quotients only");
+    const double q = (double)a * rb;
+    if (fcx_m_fabs(q) < 0x1p-126 && a != 0) return a / b;
+    return (T)q;
+}
 /* npy_divmod: fmod, moved to the divisor's sign, the quotient snapped to an integer */
 FCX_F(type) fcx_divmod(T a, T b, T *modp) {
     T mod = fcx_m_fmod(a, b);

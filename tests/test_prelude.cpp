@@ -1062,6 +1062,45 @@ Test(prelude, reductions) {
     fc_ctx_destroy(ctx);
 }
 
+/* fcx_div_recip (a row kernel's a / b over a row constant b, through b's double reciprocal)
+ * gives the division's bits: every pair of special values, quotients that are exact ties
+ * below FLT_MIN (the fallback's case: without it 3 2^-149 / 6 rounds up), quotients around
+ * FLT_MIN and the overflow threshold, and random pairs of all magnitudes. */
+Test(prelude, division_by_a_wide_reciprocal) {
+    std::vector<float> sp = {0.0f, 1.0f, 3.0f, 6.0f, 0.1f, 1.5f, 7.0f, FLT_MIN, FLT_TRUE_MIN,
+                             3 * FLT_TRUE_MIN, FLT_MIN - FLT_TRUE_MIN, FLT_MAX, 1e-30f, 1e30f,
+                             INFINITY, NAN, 0x1p-126f * 1.5f, 0x1p127f, 0x1.fffffep-1f};
+    for (size_t i = 0, n = sp.size(); i < n; i++) sp.push_back(-sp[i]);
+    long bad = 0, checked = 0;
+    auto check = [&](float a, float b) {
+        float want = a / b, got = fcx_div_recip(a, b, fcx_recip_wide(b));
+        bool same = std::isnan(want) ? std::isnan(got) : fcx_fbits(want) == fcx_fbits(got);
+        if (!same && bad++ < 5)
+            cr_log_error("%a / %a: %a, the division %a", (double)a, (double)b, (double)got,
+                         (double)want);
+        checked++;
+    };
+    for (float a : sp)
+        for (float b : sp) check(a, b);
+    for (int n = 1; n < 1 << 12; n += 2) /* a / b = n 2^-150 exactly: ties */
+        for (int d = 1; d < 64; d += 2) {
+            check(std::ldexp((float)(d * n), -149), (float)(2 * d));
+            check(-std::ldexp((float)(d * n), -148), (float)(4 * d));
+        }
+    std::mt19937_64 rng(13);
+    std::uniform_int_distribution<unsigned> bits(0, 0x7f7fffffu);
+    for (int i = 0; i < 2000000; i++) {
+        float a = fcx_bitsf(bits(rng) | (unsigned)(rng() & 1) << 31), b = fcx_bitsf(bits(rng));
+        check(a, b);
+        /* the quotient near FLT_MIN or near FLT_MAX */
+        float m = std::ldexp(1.0f + (float)(rng() & 0xffffff) * 0x1p-24f, (int)(rng() % 40) - 20);
+        check(std::ldexp(m, -126) * b, b);
+        check(a, std::ldexp(a, -125) / m);
+        check(std::ldexp(m, 127), std::ldexp(1.0f, (int)(rng() % 3)) * m * 0.999999f);
+    }
+    cr_expect_eq(bad, 0, "%ld of %ld quotients differ from the division", bad, checked);
+}
+
 /* ---- NVRTC ------------------------------------------------------------------------------ */
 
 /* Kernels calling every prelude function for every loop dtype the API gives each op, every

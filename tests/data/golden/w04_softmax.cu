@@ -48,7 +48,7 @@ extern "C" __global__ void __launch_bounds__(512) fusec_kernel(const fcx_params 
                         const fcx_ct_f32 v0 = fcx_load_f32(&l0.v[u]);
                         a0 = h0 ? fcx_maximum(a0, v0) : v0; h0 = true;
                     }
-                    if (rc) ((fcx_vec<fcx_t_f32, 4> *)c5)[e0 / 4] = l0;
+                    if (rc) *(fcx_vec<fcx_t_f32, 4> *)(c5 + e0) = l0;
                 }
             }
             for (; c < nv; c += blockDim.x) {
@@ -62,7 +62,7 @@ extern "C" __global__ void __launch_bounds__(512) fusec_kernel(const fcx_params 
                     const fcx_ct_f32 v0 = fcx_load_f32(&l0.v[u]);
                     a0 = h0 ? fcx_maximum(a0, v0) : v0; h0 = true;
                 }
-                if (rc) ((fcx_vec<fcx_t_f32, 4> *)c5)[e0 / 4] = l0;
+                if (rc) *(fcx_vec<fcx_t_f32, 4> *)(c5 + e0) = l0;
             }
             const idx_t es = eb + nv * 4;
             for (idx_t e = es + threadIdx.x; e < ee; e += blockDim.x) {
@@ -117,7 +117,7 @@ extern "C" __global__ void __launch_bounds__(512) fusec_kernel(const fcx_params 
             #pragma unroll 4
             for (; c < nv; c += blockDim.x) {
                 const idx_t e0 = eb + c * 4;
-                const fcx_vec<fcx_t_f32, 4> l0 = rc ? ((const fcx_vec<fcx_t_f32, 4> *)c5)[(e0) / 4] : *(const fcx_vec<fcx_t_f32, 4> *)((const fcx_t_f32 *)p.ptr[0] + (base + e0));
+                const fcx_vec<fcx_t_f32, 4> l0 = rc ? *(const fcx_vec<fcx_t_f32, 4> *)(c5 + (e0)) : *(const fcx_vec<fcx_t_f32, 4> *)((const fcx_t_f32 *)p.ptr[0] + (base + e0));
                 fcx_vec<fcx_t_f32, 4> wc2;
                 #pragma unroll
                 for (int u = 0; u < 4; u++) {
@@ -131,7 +131,7 @@ extern "C" __global__ void __launch_bounds__(512) fusec_kernel(const fcx_params 
                     a3 = fcx_add(a3, v6);
                     fcx_store_f32(&wc2.v[u], v5);
                 }
-                if (rc) ((fcx_vec<fcx_t_f32, 4> *)c2)[e0 / 4] = wc2;
+                if (rc) *(fcx_vec<fcx_t_f32, 4> *)(c2 + e0) = wc2;
             }
             const idx_t es = eb + nv * 4;
             for (idx_t e = es + threadIdx.x; e < ee; e += blockDim.x) {
@@ -184,7 +184,7 @@ extern "C" __global__ void __launch_bounds__(512) fusec_kernel(const fcx_params 
                 fcx_vec<fcx_t_f32, 4> l0;
                 if (!rc) l0 = *(const fcx_vec<fcx_t_f32, 4> *)((const fcx_t_f32 *)p.ptr[0] + (base + e0));
                 fcx_vec<fcx_t_f32, 4> cv2;
-                if (rc) cv2 = ((const fcx_vec<fcx_t_f32, 4> *)c2)[e0 / 4];
+                if (rc) cv2 = *(const fcx_vec<fcx_t_f32, 4> *)(c2 + e0);
                 fcx_vec<fcx_t_f32, 4> w0;
                 #pragma unroll
                 for (int u = 0; u < 4; u++) {
@@ -199,7 +199,7 @@ extern "C" __global__ void __launch_bounds__(512) fusec_kernel(const fcx_params 
                         const fcx_ct_f32 v15 = fcx_exp(v14);
                         v12 = v15;
                     }
-                    const fcx_ct_f32 v16 = fcx_div(v12, v11);
+                    const fcx_ct_f32 v16 = fcx_div_recip(v12, v11, fcx_recip_wide(v11));
                     fcx_store_f32(&w0.v[u], v16);
                 }
                 *(fcx_vec<fcx_t_f32, 4> *)((fcx_t_f32 *)p.ptr[1] + (base + e0)) = w0;
@@ -217,7 +217,7 @@ extern "C" __global__ void __launch_bounds__(512) fusec_kernel(const fcx_params 
                     const fcx_ct_f32 v20 = fcx_exp(v19);
                     v17 = v20;
                 }
-                const fcx_ct_f32 v21 = fcx_div(v17, v11);
+                const fcx_ct_f32 v21 = fcx_div_recip(v17, v11, fcx_recip_wide(v11));
                 fcx_store_f32((fcx_t_f32 *)p.ptr[1] + i, v21);
             }
         }
