@@ -4684,18 +4684,18 @@ static void tile_write_phase(gen *g, int A, int V, const char **vl) {
     line(g, "const int wr = w / %d, wc = w %% %d; /* the tile's row (along A), its vector */",
          C, C);
     tile_batch_coords(g, A);
-    line(g, "const idx_t c%d = ta + (idx_t)wr, l0 = tl + (idx_t)(wc * %d);", A, V);
-    line(g, "if (w < %d && c%d < %s && l0 < %s) {", T * C, A, EA, EL);
+    line(g, "const idx_t c%d = ta + (idx_t)wr, tile_l0 = tl + (idx_t)(wc * %d);", A, V);
+    line(g, "if (w < %d && c%d < %s && tile_l0 < %s) {", T * C, A, EA, EL);
     g->indent++;
     scope_push(g);
-    line(g, "const long long nl = (long long)(%s - l0); /* of the vector's elements inside */",
+    line(g, "const long long nl = (long long)(%s - tile_l0); /* of the vector's elements inside */",
          EL);
     const char *flat = "c0";
     for (int d = 1; d < k->ndim; d++)
         if (k->space[d] != 1)
             flat = bind_index(g, str(g, "(%s) * %s + %s", flat,
                                      iarg(g, FCX_SLOT_SPACE_EXTENT, NULL, d),
-                                     d == L ? "l0" : str(g, "c%d", d)));
+                                     d == L ? "tile_l0" : str(g, "c%d", d)));
     line(g, "const idx_t i0 = %s;", flat);
     for (int i = 0; i < k->nnode; i++)
         if (g->tile_of[i] >= 0)
@@ -4714,7 +4714,7 @@ static void tile_write_phase(gen *g, int A, int V, const char **vl) {
     /* an element outside the space (the tile's edge) is evaluated at the vector's first
      * element, so that nothing reads outside a buffer; it is not stored */
     line(g, "const int uu = u < nl ? u : 0;");
-    line(g, "const idx_t c%d = l0 + (idx_t)uu, i = i0 + (idx_t)uu;", L);
+    line(g, "const idx_t c%d = tile_l0 + (idx_t)uu, i = i0 + (idx_t)uu;", L);
     scope_push(g);
     ix idx;
     identity_index(g, &idx, k->ndim, "c");

@@ -1031,6 +1031,11 @@ static void emulate_tiles(const char *tag, const emu_cfg *cfg) {
     outs[0] = fc_keep(fc_add(fc_mul(fc_transpose(g), h), fc_add(row, col)));
     outs[1] = fc_keep(fc_cast(fc_transpose(g), FC_F16));
     set_add(&s, "g[132, 64].T * h + row + col, f16(g.T)", false, 0, outs, 2);
+    /* one buffer read both ways, the first leaf read in output order (its vector is l0: a
+     * tile coordinate of that name once broke the compile, tests/test_gpu_interop.c) */
+    fc_array *sq = tile_value(ctx, FC_F32, FC_SHAPE(72, 72), 58);
+    outs[0] = fc_keep(fc_tanh(fc_add(fc_mul(sq, sq), fc_transpose(sq))));
+    set_add(&s, "tanh(x * x + x.T), x[72, 72]", false, 0, outs, 1);
     /* an f64 transpose into f32 (vectors of 2: the widest), an f32 one into c128 (of 1) */
     outs[0] = fc_keep(fc_cast(fc_transpose(tile_value(ctx, FC_F64, FC_SHAPE(20, 44), 54)),
                               FC_F32));
