@@ -9,15 +9,15 @@
  * which makes shared subexpressions free. Names come from positions and counters in a fixed
  * walk, so the text is a pure function of the kernel's structure.
  *
- * Kernel shapes (fcx_strategy): elementwise kernels stride over the space, 16 bytes a step for
- * buffers read at the flat index, several steps' loads issued together. Reduce and row kernels
- * with the reduced axes innermost give a block to each row (a long row of a reduce kernel is split
- * into pieces, each a block's, combined by the block that finishes last); row kernels keep the
- * rows, and values computed from them, that several phases need in shared memory, so each input is
- * read from global memory once. Reduce kernels whose innermost axis is kept give a warp's lanes
- * adjacent columns. Block-level combines are warp shuffles in a fixed tree. The split of the work
- * depends on the shape alone (fcx_launch_config), so results have the same bits on every run and
- * device.
+ * Kernel shapes (fcx_strategy): elementwise kernels stride over the space, 16 bytes a step
+ * for buffers read at the flat index. Reduce and row kernels with the reduced axes innermost
+ * give a block to each row (a long row of a reduce kernel is split into pieces, each a
+ * block's, combined by the block that finishes last); row kernels keep the rows, and values
+ * computed from them, that several phases need in shared memory, so each input is read from
+ * global memory once. Reduce kernels whose innermost axis is kept give a warp's lanes
+ * adjacent columns. Block-level combines are warp shuffles in a fixed tree. The split of the
+ * work depends on the shape alone (fcx_launch_config), so results have the same bits on every
+ * run and device.
  */
 #include "codegen.h"
 #include "nodemap.h"
@@ -1847,25 +1847,6 @@ static void gen_ew_strips(gen *g) {
     block_close(g);
 }
 
-/* Text made at some indent, pasted `shift` levels deeper (shallower where negative). */
-static void paste_shifted(gen *g, const char *text, int shift) {
-    if (!text) return;
-    size_t cut = shift < 0 ? (size_t)-shift * 4 : 0, add = shift > 0 ? (size_t)shift * 4 : 0;
-    for (const char *s = text; *s;) {
-        const char *nl = strchr(s, '\n');
-        size_t n = nl ? (size_t)(nl - s) + 1 : strlen(s), skip = 0;
-        while (skip < cut && skip < n && s[skip] == ' ') skip++;
-        size_t pad = s[skip] == '\n' ? 0 : add; /* an empty line stays empty */
-        char buf[1024];
-        size_t m = n - skip < sizeof buf - 1 - pad ? n - skip : sizeof buf - 1 - pad;
-        memset(buf, ' ', pad);
-        memcpy(buf + pad, s + skip, m);
-        buf[pad + m] = '\0';
-        fcg_sb_puts(&g->body, buf);
-        s += n;
-    }
-}
-
 /* Whether an elementwise kernel is write-bound: a few ops (WRITE_BOUND_MAX_OPS; a long
  * computation, W8's iterations, is bound by its arithmetic and would only grow fourfold in
  * the unrolled step) on broadcasts of buffers and sources (creation ops). The step's scalar
@@ -1881,58 +1862,6 @@ static bool write_bound(const fcp_kernel *k) {
         if (kd != FCG_KIND_EW && kd != FCG_KIND_SOURCE && !spread) return false;
     }
     return true;
-}
-
-static bool kernel_gathers(const fcp_kernel *k);
-
-/* A vector of leaf li's elements, vec of them: the type of its 16-byte loads. */
-static const char *ew_vec_type(gen *g, int li, int vec) {
-    return str(g, "fcx_vec<fcx_t_%s, %d>", dt(g->k->leaves[li]->dtype), vec);
-}
-
-/* Loads of 16 bytes a thread has in flight in gen_ew's vector loop, at most: EW_GROUP_LOADS
- * over the buffers the step reads as vectors, as many consecutive grid-stride steps (2 or 4)
- * load together before any of them computes. A step's stores may alias the next step's
- * loads as far as the compiler knows, so without the groups it issues one step's loads at a
- * time: a thread kept 16 bytes a buffer in flight and the H200 waited on memory (issue 13: W1
- * at 90.6% of the copy floor, Adam's step at 92.6%, 68 cycles between issues). */
-#define EW_GROUP_LOADS 8
-#define EW_GROUP_MAX 4
-#define EW_GROUP_MAX_OPS 64
-
-/* The steps a group of gen_ew's vector loop loads together; 1: no groups. Not for kernels
- * that gather (a thread an element there, and a grid that large could overflow a 32-bit
- * q0 + 3 qs), nor for long computations (W8's iterations: bound by their arithmetic, whose
- * code would only grow) or steps that read no vector. */
-static int ew_group_steps(gen *g) {
-    const fcp_kernel *k = g->k;
-    int nload = 0;
-    for (int li = 0; li < k->nleaf; li++) nload += g->vec_used[li];
-    if (nload == 0 || kernel_gathers(k) || k->nnode > EW_GROUP_MAX_OPS) return 1;
-    int G = EW_GROUP_LOADS / nload;
-    return G >= EW_GROUP_MAX ? EW_GROUP_MAX : G >= 2 ? 2 : 1;
-}
-
-/* One vector step at q: its vectors (from the group's lg<leaf>[gi] where `grouped`), its
- * draws, the step's work (pasted `shift` levels deeper than it was made) and its 16-byte
- * stores. */
-static void ew_step_body(gen *g, int vec, const fcg_sb *step, int shift, bool grouped) {
-    const fcp_kernel *k = g->k;
-    for (int li = 0; li < k->nleaf; li++) {
-        if (!g->vec_used[li]) continue;
-        const char *V = ew_vec_type(g, li, vec);
-        if (grouped) line(g, "const %s l%d = lg%d[gi];", V, li, li);
-        else line(g, "const %s l%d = ((const %s *)p.ptr[%d])[q];", V, li, V, li);
-    }
-    for (int p = 0; p < k->nnode; p++)
-        if (g->span[p]) line(g, "%s", g->span[p]);
-    for (int q = 0; q < k->nout; q++)
-        line(g, "fcx_vec<fcx_t_%s, %d> w%d;", dt(k->outs[q]->dtype), vec, q);
-    paste_shifted(g, step->s, shift);
-    if (step->failed) g->body.failed = true;
-    for (int q = 0; q < k->nout; q++)
-        line(g, "((fcx_vec<fcx_t_%s, %d> *)p.ptr[%d])[q] = w%d;", dt(k->outs[q]->dtype), vec,
-             k->nleaf + q, q);
 }
 
 /* The grid-stride loops over the space (after the line defining n). */
@@ -2045,45 +1974,25 @@ static void gen_ew_direct(gen *g) {
         fcg_sb_free(&P.pre);
         if (P.val) fcg_free(g->ctx, P.val, npos * sizeof *P.val);
         line(g, "const idx_t nv = n / %d, s0 = nv * %d;", vec, vec);
-        int G = ew_group_steps(g);
-        if (G > 1) {
-            line(g, "const idx_t qs = (idx_t)gridDim.x * blockDim.x;");
-            line(g, "idx_t q0 = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;");
-            line(g, "#pragma unroll 1"); /* copies of the group would not load together */
-            line(g, "for (; q0 < nv - %d * qs; q0 += %d * qs) { /* %d steps' loads first */", G - 1,
-                 G, G);
-            g->indent++;
-            for (int li = 0; li < k->nleaf; li++)
-                if (g->vec_used[li]) line(g, "%s lg%d[%d];", ew_vec_type(g, li, vec), li, G);
-            line(g, "#pragma unroll");
-            line(g, "for (int gi = 0; gi < %d; gi++) {", G);
-            g->indent++;
-            for (int li = 0; li < k->nleaf; li++)
-                if (g->vec_used[li])
-                    line(g, "lg%d[gi] = ((const %s *)p.ptr[%d])[q0 + gi * qs];", li,
-                         ew_vec_type(g, li, vec), li);
-            g->indent--;
-            line(g, "}");
-            line(g, "#pragma unroll");
-            line(g, "for (int gi = 0; gi < %d; gi++) {", G);
-            g->indent++;
-            line(g, "const idx_t q = q0 + gi * qs;");
-            ew_step_body(g, vec, &step, 1, true);
-            g->indent--;
-            line(g, "}");
-            g->indent--;
-            line(g, "}");
-            line(g, "#pragma unroll 1"); /* fewer than G steps left: a single copy of the step */
-            line(g, "for (idx_t q = q0; q < nv; q += qs) {");
-        } else {
-            line(g, "for (idx_t q = (idx_t)blockIdx.x * blockDim.x + threadIdx.x; q < nv; "
-                    "q += (idx_t)gridDim.x * blockDim.x) {");
-        }
+        line(g, "for (idx_t q = (idx_t)blockIdx.x * blockDim.x + threadIdx.x; q < nv; "
+                "q += (idx_t)gridDim.x * blockDim.x) {");
         g->indent++;
-        ew_step_body(g, vec, &step, 0, false);
+        for (int li = 0; li < k->nleaf; li++)
+            if (g->vec_used[li])
+                line(g, "const fcx_vec<fcx_t_%s, %d> l%d = ((const fcx_vec<fcx_t_%s, %d> *)p.ptr[%d])[q];",
+                     dt(k->leaves[li]->dtype), vec, li, dt(k->leaves[li]->dtype), vec, li);
+        for (int p = 0; p < k->nnode; p++)
+            if (g->span[p]) line(g, "%s", g->span[p]);
+        for (int q = 0; q < k->nout; q++)
+            line(g, "fcx_vec<fcx_t_%s, %d> w%d;", dt(k->outs[q]->dtype), vec, q);
+        if (step.s) fcg_sb_puts(&g->body, step.s);
+        if (step.failed) g->body.failed = true;
+        fcg_sb_free(&step);
+        for (int q = 0; q < k->nout; q++)
+            line(g, "((fcx_vec<fcx_t_%s, %d> *)p.ptr[%d])[q] = w%d;", dt(k->outs[q]->dtype), vec,
+                 k->nleaf + q, q);
         g->indent--;
         line(g, "}");
-        fcg_sb_free(&step);
     }
     if (scalar.s) fcg_sb_puts(&g->body, scalar.s);
     if (scalar.failed) g->body.failed = true;
@@ -3223,6 +3132,23 @@ static void flush_pending(gen *g, bool vec) {
  * the step's buffers together, so that kernels reading several buffers keep their registers. */
 #define ROW_GROUP_LOADS 4
 
+/* Text made at indent + levels, pasted `levels` shallower. */
+static void paste_dedent(gen *g, const char *text, int levels) {
+    if (!text) return;
+    size_t cut = (size_t)levels * 4;
+    for (const char *s = text; *s;) {
+        const char *nl = strchr(s, '\n');
+        size_t n = nl ? (size_t)(nl - s) + 1 : strlen(s), skip = 0;
+        while (skip < cut && skip < n && s[skip] == ' ') skip++;
+        char buf[1024];
+        size_t m = n - skip < sizeof buf - 1 ? n - skip : sizeof buf - 1;
+        memcpy(buf, s + skip, m);
+        buf[m] = '\0';
+        fcg_sb_puts(&g->body, buf);
+        s += n;
+    }
+}
+
 /* The flat index of a vector step's first element e0: base + e0 where the rows are trailing,
  * i0 (step_index) where they are runs of R contiguous elements (g->seg_run). */
 static const char *step_flat(gen *g) { return g->seg_run ? "i0" : "(base + e0)"; }
@@ -3391,7 +3317,7 @@ static void row_steps(gen *g, int vec, const fcg_sb *work, const int *level, int
     level_batch_decls(g, level, lv, vec);
     batch_offset(g, level, lv, "0");
     g->indent--;
-    paste_shifted(g, work->s, -1);
+    paste_dedent(g, work->s, 1);
     g->indent++;
     level_batch_merges(g, level, lv, vec);
     g->indent--;

@@ -241,8 +241,6 @@ typedef struct emu_set {
     int n_rows_grouped; /* launches whose vector steps issue several steps' loads together */
     int n_rows_reverse; /* launches of streaming row kernels whose output phase runs backwards */
     int n_rows_seg_grouped; /* launches over rows of contiguous runs whose steps load in groups */
-    int n_ew_grouped;   /* elementwise launches where a thread loaded a group of vector steps */
-    int n_ew_group_rest; /* of those, where a thread took steps one at a time after its groups */
 } emu_set;
 
 static void set_open(emu_set *s, const char *tag, const emu_cfg *cfg) {
@@ -481,29 +479,6 @@ static bool close_enough(fc_dtype t, double got, double want, bool fast) {
 
 /* Runs program p's kernels and compares its outputs. Returns a malloc'd report of the first
  * mismatch, or NULL. */
-/* gen_ew's vector loop in groups ("q0 += G * qs": G grid-stride steps' loads first, then the
- * rest of a thread's steps one at a time): counts a launch where some thread of the grid ran
- * a group, and one where some thread also ran steps after its groups. A thread t < nv takes
- * m = ceil((nv - t) / qs) steps, m / G of them in groups. */
-static void ew_group_coverage(emu_set *s, const fcp_kernel *kern, const fcx_kernel_src *src,
-                              unsigned grid) {
-    const char *gs = strstr(src->src, "q0 += "), *vs = strstr(src->src, "const idx_t nv = n / ");
-    int G = 0, vec = 0;
-    if (src->strategy != FCX_STRATEGY_EW || grid == 0 || !gs || !vs) return;
-    cr_assert_eq(sscanf(gs, "q0 += %d * qs", &G), 1);
-    cr_assert_eq(sscanf(vs, "const idx_t nv = n / %d", &vec), 1);
-    long long nv = (long long)fcg_numel(kern->ndim, kern->space) / vec;
-    long long qs = (long long)grid * s->cfg.threads;
-    bool grouped = false, rest = false;
-    for (long long t = 0; t < qs && t < nv; t++) {
-        long long m = (nv - t + qs - 1) / qs;
-        grouped |= m >= G;
-        rest |= m >= G && m % G != 0;
-    }
-    s->n_ew_grouped += grouped;
-    s->n_ew_group_rest += rest;
-}
-
 static char *run_program(emu_set *s, program *p) {
     fcp_plan *plan = p->plan;
     void **buf = calloc((size_t)plan->nmat + 1, sizeof *buf);
@@ -601,9 +576,7 @@ static char *run_program(emu_set *s, program *p) {
         s->n_tiled += src->strategy == FCX_STRATEGY_EW_TILE && grid > 0;
         s->n_rows_on_chip += smem > 0;
         s->n_rows_vec += src->strategy == FCX_STRATEGY_BLOCK_ROW && src->vec > 1;
-        s->n_rows_grouped += grid > 0 && src->strategy != FCX_STRATEGY_EW &&
-                             strstr(src->src, "for (int gi = 0;") != NULL;
-        ew_group_coverage(s, kern, src, grid);
+        s->n_rows_grouped += grid > 0 && strstr(src->src, "for (int gi = 0;") != NULL;
         s->n_rows_reverse += grid > 0 && strstr(src->src, "/* its last step */") != NULL;
         s->n_rows_long += kern->kind == FCP_KERNEL_ROW && kern->long_rows && grid > 0;
         s->n_rows_seg += grid > 0 && strstr(src->src, "contiguous run of a row") != NULL;
@@ -1862,106 +1835,6 @@ Test(emulated, half_pairs_bit_for_bit) {
     }
     set_build(&s);
     set_run_and_close(&s);
-}
-
-/* Elementwise kernels whose vector loop loads several grid-stride steps together (gen_ew's
- * groups: 4 steps for one or two buffers, 2 for three or four, none for more) and takes the
- * rest of a thread's steps one at a time, then the scalar tail: sizes around the group's span
- * of G x vector x threads (no element, one, the scalar tail alone, whole groups, groups with
- * steps after them, a ragged tail), every special path of the step inside a group (16-bit
- * pairs, random draws, broadcast operands, single values, strided views beside contiguous
- * buffers, outputs that feed outputs, 8-byte and 1-byte elements, five buffers: no groups). */
-static void emulate_ew_groups(const char *tag, const emu_cfg *cfg) {
-    emu_set s;
-    set_open(&s, tag, cfg);
-    fc_ctx *ctx = s.ctx;
-    fc_scope_open(ctx);
-    static const int64_t sizes[] = {0, 1, 5, 131, 1000, 1536, 1539, 1553, 2300, 4099};
-    enum { NS = sizeof sizes / sizeof *sizes };
-    bool exact = !cfg->fast_math; /* FMA contraction moves the tier's roundings */
-    fc_rng rng = fc_rng_init(0x5eed);
-    for (int z = 0; z < NS; z++) {
-        int64_t n = sizes[z];
-        uint64_t seed = (uint64_t)z * 16;
-        fc_array *x = sweep_input(ctx, seed, FC_F32, FC_SHAPE(n));
-        fc_array *y = sweep_input(ctx, seed + 1, FC_F32, FC_SHAPE(n));
-        fc_array *m = sweep_input(ctx, seed + 2, FC_F32, FC_SHAPE(n));
-        fc_array *v = fc_abs(sweep_input(ctx, seed + 3, FC_F32, FC_SHAPE(n)));
-        fc_array *outs[WL_MAX_OUT];
-        char name[96];
-        /* bench/fc/i13_adam.fc: four buffers (groups of 2), p from the new m and v */
-        fc_array *m1 = fc_add(fc_mul(fc_f64(ctx, 0.9), m), fc_mul(fc_f64(ctx, 0.1), y));
-        fc_array *v1 = fc_add(fc_mul(fc_f64(ctx, 0.999), v),
-                              fc_mul(fc_f64(ctx, 0.001), fc_mul(y, y)));
-        outs[0] = fc_keep(fc_sub(x, fc_div(fc_mul(fc_f64(ctx, 0.001), m1),
-                                           fc_add(fc_sqrt(v1), fc_f64(ctx, 1e-8)))));
-        outs[1] = fc_keep(m1);
-        outs[2] = fc_keep(v1);
-        snprintf(name, sizeof name, "Adam step [%lld]", (long long)n);
-        set_add(&s, name, false, 0, outs, 3);
-        s.progs[s.nprog - 1].exact = exact;
-        /* W1 (one buffer, groups of 4) and W2 with a strong scalar (two) */
-        outs[0] = fc_keep(fc_tanh(fc_add(fc_sin(x), fc_mul(fc_f64(ctx, 0.1), x))));
-        outs[1] = fc_keep(fc_add(fc_square(x), fc_mul(fc_scalar(ctx, FC_F32, 2.0), y)));
-        snprintf(name, sizeof name, "W1 and W2 [%lld]", (long long)n);
-        set_add(&s, name, false, 0, outs, 2);
-        /* GELU of f16 and bf16 (the pair step, 8 elements a vector) */
-        for (int d = 0; d < 2; d++) {
-            fc_dtype t = d ? FC_BF16 : FC_F16;
-            fc_array *h = half_data(ctx, t, n, seed + 4 + (uint64_t)d);
-            fc_array *cube = fc_mul(fc_mul(fc_mul(fc_f64(ctx, 0.044715), h), h), h);
-            fc_array *in = fc_mul(fc_f64(ctx, 0.7978845608), fc_add(h, cube));
-            outs[0] = fc_keep(fc_mul(fc_mul(fc_f64(ctx, 0.5), h),
-                                     fc_add(fc_i64(ctx, 1), fc_tanh(in))));
-            snprintf(name, sizeof name, "GELU of %s [%lld]", fc_dtype_name(t), (long long)n);
-            set_add(&s, name, false, 0, outs, 1);
-            s.progs[s.nprog - 1].exact_nan = exact;
-        }
-        /* a draw at the flat index beside a buffer; a strided view beside one */
-        fc_array *w = sweep_input(ctx, seed + 6, FC_F32, FC_SHAPE(2 * n + 1));
-        outs[0] = fc_keep(fc_add(x, fc_rng_standard_normal(ctx, &rng, FC_F32, FC_SHAPE(n))));
-        outs[1] = fc_keep(fc_mul(fc_slice(w, FC_S(1, 2 * n + 1, 2)), y));
-        snprintf(name, sizeof name, "draw and strided view beside buffers [%lld]", (long long)n);
-        set_add(&s, name, false, 0, outs, 2);
-        s.progs[s.nprog - 1].exact = exact;
-        /* 8-byte elements (2 a vector), 1-byte (8 a vector), five buffers (no groups) */
-        fc_array *d64 = sweep_input(ctx, seed + 7, FC_F64, FC_SHAPE(n));
-        fc_array *i8 = sweep_input(ctx, seed + 8, FC_I8, FC_SHAPE(n));
-        outs[0] = fc_keep(fc_sub(fc_mul(d64, d64), fc_cast(x, FC_F64)));
-        outs[1] = fc_keep(fc_add(fc_bitwise_xor(i8, fc_scalar(ctx, FC_I8, 5)), i8));
-        outs[2] = fc_keep(fc_add(fc_add(fc_add(x, y), fc_mul(m, v)), fc_cast(i8, FC_F32)));
-        snprintf(name, sizeof name, "f64, i8, five buffers [%lld]", (long long)n);
-        set_add(&s, name, false, 0, outs, 3);
-        s.progs[s.nprog - 1].exact = exact;
-        /* a broadcast operand: rows of 37 times a [37] vector, plus a second buffer */
-        int64_t r = n / 37 + 1;
-        fc_array *a2 = sweep_input(ctx, seed + 9, FC_F32, FC_SHAPE(r, 37));
-        fc_array *b2 = sweep_input(ctx, seed + 10, FC_F32, FC_SHAPE(r, 37));
-        fc_array *row = sweep_input(ctx, seed + 11, FC_F32, FC_SHAPE(37));
-        outs[0] = fc_keep(fc_add(fc_mul(a2, row), b2));
-        snprintf(name, sizeof name, "x * row + y [%lld, 37]", (long long)r);
-        set_add(&s, name, false, 0, outs, 1);
-        s.progs[s.nprog - 1].exact = exact;
-    }
-    set_build(&s);
-    int nprog = s.nprog;
-    set_run_and_close(&s);
-    cr_assert(s.n_ew_grouped > nprog / 2 && s.n_ew_group_rest > nprog / 4,
-              "%d programs: %d launches ran groups of vector steps, %d steps after groups", nprog,
-              s.n_ew_grouped, s.n_ew_group_rest);
-}
-
-Test(emulated, elementwise_groups_one_thread) {
-    emulate_ew_groups("ew_groups_t1",
-                      &(emu_cfg){1, 1, 1, false, false, false, false, false, false});
-}
-Test(emulated, elementwise_groups_eight_threads_three_blocks) {
-    emulate_ew_groups("ew_groups_t8",
-                      &(emu_cfg){8, 4, 3, false, false, false, false, false, false});
-}
-Test(emulated, elementwise_groups_fast_math) {
-    emulate_ew_groups("ew_groups_fast",
-                      &(emu_cfg){8, 4, 3, false, false, false, false, true, false});
 }
 
 /* Under AddressSanitizer, a quarter of each set of random DAGs: the generated kernels are

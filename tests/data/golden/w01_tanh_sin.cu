@@ -9,37 +9,7 @@ struct fcx_params {
 extern "C" __global__ void __launch_bounds__(256) fusec_kernel(const fcx_params p) {
     const idx_t n = (idx_t)p.i[0];
     const idx_t nv = n / 4, s0 = nv * 4;
-    const idx_t qs = (idx_t)gridDim.x * blockDim.x;
-    idx_t q0 = (idx_t)blockIdx.x * blockDim.x + threadIdx.x;
-    #pragma unroll 1
-    for (; q0 < nv - 3 * qs; q0 += 4 * qs) { /* 4 steps' loads first */
-        fcx_vec<fcx_t_f32, 4> lg0[4];
-        #pragma unroll
-        for (int gi = 0; gi < 4; gi++) {
-            lg0[gi] = ((const fcx_vec<fcx_t_f32, 4> *)p.ptr[0])[q0 + gi * qs];
-        }
-        #pragma unroll
-        for (int gi = 0; gi < 4; gi++) {
-            const idx_t q = q0 + gi * qs;
-            const fcx_vec<fcx_t_f32, 4> l0 = lg0[gi];
-            fcx_vec<fcx_t_f32, 4> w0;
-            #pragma unroll
-            for (int u = 0; u < 4; u++) {
-                const idx_t i = q * 4 + u;
-                const fcx_ct_f32 v7 = fcx_load_f32(&l0.v[u]);
-                const fcx_ct_f32 v8 = fcx_sin(v7);
-                const fcx_ct_f64 v9 = (fcx_ct_f64)p.f[0];
-                const fcx_ct_f32 v10 = fcx_cast_f32(v9);
-                const fcx_ct_f32 v11 = fcx_mul(v10, v7);
-                const fcx_ct_f32 v12 = fcx_add(v8, v11);
-                const fcx_ct_f32 v13 = fcx_tanh(v12);
-                fcx_store_f32(&w0.v[u], v13);
-            }
-            ((fcx_vec<fcx_t_f32, 4> *)p.ptr[1])[q] = w0;
-        }
-    }
-    #pragma unroll 1
-    for (idx_t q = q0; q < nv; q += qs) {
+    for (idx_t q = (idx_t)blockIdx.x * blockDim.x + threadIdx.x; q < nv; q += (idx_t)gridDim.x * blockDim.x) {
         const fcx_vec<fcx_t_f32, 4> l0 = ((const fcx_vec<fcx_t_f32, 4> *)p.ptr[0])[q];
         fcx_vec<fcx_t_f32, 4> w0;
         #pragma unroll
