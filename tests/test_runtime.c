@@ -12,6 +12,7 @@
 #include "backend.h" /* fcr_plan_cache_stats, fcr_test_fault */
 #include "cache.h"
 #include "plan.h"
+#include "test_util.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -987,12 +988,8 @@ Test(gpu, evaluated_arrays_feed_later_programs) {
 Test(gpu, fusec_log_timing_reports_each_evaluation) {
     NEED_GPU();
     cr_assert_eq(setenv("FUSEC_LOG", "timing", 1), 0);
-    char path[] = "/tmp/fusec-timing-log-XXXXXX";
-    int fd = mkstemp(path);
-    cr_assert(fd >= 0);
-    fflush(stderr);
-    int saved = dup(2);
-    cr_assert(saved >= 0 && dup2(fd, 2) >= 0);
+    FILE *cap;
+    int saved = tu_stderr_begin(&cap);
     fc_ctx *c = make_ctx(FC_BACKEND_CUDA, 0);
     unsetenv("FUSEC_LOG");
     enum { N = 1000 };
@@ -1008,9 +1005,7 @@ Test(gpu, fusec_log_timing_reports_each_evaluation) {
         st[round] = fc_to_host(y, got, sizeof got);
         fc_scope_close(s);
     }
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
+    char *log = tu_stderr_end(cap, saved);
     fc_ctx_destroy(c);
     cr_assert_eq(st[0], FC_OK);
     cr_assert_eq(st[1], FC_OK);
@@ -1018,14 +1013,6 @@ Test(gpu, fusec_log_timing_reports_each_evaluation) {
         float want = tanhf(sinf(x[i]) + 0.1f * x[i]) * w[i];
         cr_assert(fabsf(got[i] - want) <= 1e-5f * (1.0f + fabsf(want)), "element %d", i);
     }
-    FILE *f = fopen(path, "r");
-    cr_assert_not_null(f);
-    char log[4096];
-    size_t len = fread(log, 1, sizeof log - 1, f);
-    log[len] = '\0';
-    fclose(f);
-    close(fd);
-    unlink(path);
     const char *miss = strstr(log, "fusec timing: miss: key ");
     cr_assert_not_null(miss, "no miss line in:\n%s", log);
     cr_assert_not_null(strstr(miss, "compile "), "%s", log);
@@ -1033,6 +1020,7 @@ Test(gpu, fusec_log_timing_reports_each_evaluation) {
     cr_assert_not_null(strstr(miss, "load "), "%s", log);
     cr_assert_not_null(strstr(miss, " allocations "), "%s", log);
     cr_assert_not_null(strstr(log, "fusec timing: hit: key "), "no hit line in:\n%s", log);
+    free(log);
 }
 
 /* NumPy refuses an integer to a negative power; the GPU reports it as the host does. */

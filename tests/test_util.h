@@ -1,7 +1,7 @@
 /*
  * tests/test_util.h - small helpers several tests share, as static inline functions (C11 and
- * C++17): a host-backend context, whether a GPU is there, a whole file read into memory, and the check of a malformed
- * .fc program's error. They assert (Criterion).
+ * C++17): a host-backend context, whether a GPU is there, a whole file read into memory, what
+ * a piece of code wrote to stderr, and the check of a malformed .fc program's error. They assert (Criterion).
  */
 #ifndef FUSEC_TESTS_TEST_UTIL_H
 #define FUSEC_TESTS_TEST_UTIL_H
@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* A context on the host backend that allocates through alloc (NULL: the default allocator). */
 static inline fc_ctx *tu_host_ctx_with(const fc_allocator *alloc) {
@@ -108,6 +109,31 @@ static inline char *tu_read_file(const char *path, size_t *len) {
     buf[n] = '\0';
     *len = (size_t)n;
     return buf;
+}
+
+/* stderr of the code between tu_stderr_begin and tu_stderr_end, as a malloc'd string: the
+ * begin call sends file descriptor 2 to a temporary file and returns the saved descriptor. */
+static inline int tu_stderr_begin(FILE **file) {
+    fflush(stderr);
+    *file = tmpfile();
+    cr_assert_not_null(*file);
+    int saved = dup(2);
+    cr_assert(saved >= 0 && dup2(fileno(*file), 2) >= 0);
+    return saved;
+}
+static inline char *tu_stderr_end(FILE *file, int saved) {
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    fseek(file, 0, SEEK_END); /* written through the descriptor, not the stream */
+    long n = ftell(file);
+    rewind(file);
+    char *text = (char *)malloc((size_t)(n > 0 ? n : 0) + 1);
+    cr_assert(text);
+    size_t got = n > 0 ? fread(text, 1, (size_t)n, file) : 0;
+    text[got] = '\0';
+    fclose(file);
+    return text;
 }
 
 /* text[0..len), a malformed .fc program named "bad.fc", fails with status: at parsing, or (for
