@@ -107,7 +107,7 @@ __device__ unsigned int fcx_value_error;
 #ifndef FCX_TILE_VECTORS
 #define FCX_TILE_VECTORS(whole)
 #endif
-/* A buffer's shifted slices taken in strips (gen_ew_strips), as the tiles above: the fewest
+/* A pad's shifted slices taken in strips (gen_ew_strips), as the tiles above: the fewest
  * columns (a narrower row leaves most of a strip's lanes idle), and a hook called once a
  * thread that takes them. */
 #ifndef FCX_STRIP_MIN_EXTENT
