@@ -7,13 +7,6 @@
 #include "api.h"
 
 #include <string.h>
-#include <time.h>
-
-static double wall_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
 
 /* ---- devices -------------------------------------------------------------------------- */
 
@@ -205,7 +198,7 @@ fc_status fc_event_record(fc_event *e, fc_stream *s) {
     fc_status st = check_stream(e->ctx, s);
     if (st != FC_OK) return st;
     if ((st = e->ctx->be->event_record(e->ctx, e, s)) != FC_OK) return st;
-    e->host_ms = wall_ms();
+    e->host_ms = fcg_now_s() * 1e3;
     e->recorded = true;
     return FC_OK;
 }

@@ -376,8 +376,8 @@ static fc_array *strided(fc_ctx *ctx, const fc_external *ext, fc_stream *stream,
  * leaf starts at the 16-byte boundary below data instead (within the same allocation: CUDA's
  * allocators align theirs to 256 bytes or more) and the array is the view that skips those k
  * elements, which kernels read element by element, as they read a strided import. Like a
- * strided import, fc_write on it writes a value of its own, not the memory. NULL with *st from the leaf, or
- * the view (the caller's scope's), poisoned if an op failed. */
+ * strided import, fc_write on it writes a value of its own, not the memory. NULL with *st
+ * from the leaf, or the view (the caller's scope's), poisoned if an op failed. */
 static fc_array *unaligned(fc_ctx *ctx, const fc_external *ext, fc_stream *stream, int64_t k,
                            int64_t n, fc_status *st) {
     fc_scope *scope = fc_scope_open(ctx);

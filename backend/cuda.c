@@ -26,7 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define FCR_ABI_VERSION 12000
 
@@ -253,12 +252,6 @@ typedef struct pinned_block {
     struct cuda_state *cs;
     struct pinned_block *next;
 } pinned_block;
-
-static double fcr_now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 typedef struct cuda_state {
     CUdevice dev;
@@ -498,10 +491,10 @@ static fc_status dev_alloc(fc_ctx *ctx, size_t bytes, CUstream s, CUdeviceptr *o
         return fcg_error(ctx, FC_ERR_NOMEM, "GPU memory limit: %zu bytes in use, %zu more asked, "
                          "limit %zu (FUSEC_GPU_MEMORY_LIMIT or fc_ctx_options.memory_limit)",
                          cs->in_use, bytes, cs->limit);
-    const double t0 = cs->log_timing ? fcr_now_s() : 0;
+    const double t0 = cs->log_timing ? fcg_now_s() : 0;
     CUresult r = drv.MemAllocAsync(out, bytes, s);
     if (cs->log_timing) {
-        cs->alloc_s += fcr_now_s() - t0;
+        cs->alloc_s += fcg_now_s() - t0;
         cs->alloc_calls++;
     }
     if (r == CUDA_ERROR_OUT_OF_MEMORY) {
@@ -2348,7 +2341,7 @@ static fc_status dying_nodes(fc_ctx *ctx, fc_array *const *arrays, int n, fc_arr
  * the last launch (the GPU's work is not waited for): t[0] start, t[1] plan key and lookup
  * done, t[2] compile driver done (a miss), t[3] entry built (module loads, constants). */
 static void log_timing(cuda_state *cs, const char *what, const double *t, const fck_result *res) {
-    const double end = fcr_now_s(), ms = 1e3;
+    const double end = fcg_now_s(), ms = 1e3;
     if (!res) {
         fprintf(stderr, "fusec timing: %s: key %.3f ms, run %.3f ms (of it %d allocations "
                 "%.3f ms); total %.3f ms\n", what, (t[1] - t[0]) * ms, (end - t[1]) * ms,
@@ -2371,7 +2364,7 @@ static fc_status fcr_eval(fc_ctx *ctx, fc_array *const *arrays, int n, fc_stream
     if (st != FC_OK) return st;
     make_current(cs);
     uint32_t sid = stream_id(stream);
-    double t[4] = {cs->log_timing ? fcr_now_s() : 0, 0, 0, 0};
+    double t[4] = {cs->log_timing ? fcg_now_s() : 0, 0, 0, 0};
     /* The plan cache's key: the graph cut at nodes that hold values. */
     fc_hash key;
     fc_array *const *order;
@@ -2379,7 +2372,7 @@ static fc_status fcr_eval(fc_ctx *ctx, fc_array *const *arrays, int n, fc_stream
     if ((st = fcg_plan_key(ctx, arrays, n, &key, &order, &count)) != FC_OK) return st;
     plan_entry *e = cache_find(cs, &key);
     if (cs->log_timing) {
-        t[1] = t[2] = fcr_now_s();
+        t[1] = t[2] = fcg_now_s();
         cs->alloc_s = 0;
         cs->alloc_calls = 0;
     }
@@ -2417,11 +2410,11 @@ static fc_status fcr_eval(fc_ctx *ctx, fc_array *const *arrays, int n, fc_stream
     co.plan_key = &key; /* names the persisted plan entry: a new process skips codegen */
     fck_result *res = NULL;
     st = fck_compile(ctx, arrays, n, &co, &res);
-    if (cs->log_timing) t[2] = fcr_now_s();
+    if (cs->log_timing) t[2] = fcg_now_s();
     if (st == FC_OK) {
         st = entry_build(ctx, res, &lm, &cm, &e);
         if (cs->log_timing) {
-            t[3] = fcr_now_s();
+            t[3] = fcg_now_s();
             cs->alloc_s = 0; /* the entry's constants and scratch: counted in "build" */
             cs->alloc_calls = 0;
         }

@@ -117,8 +117,8 @@ typedef struct gen {
     const fc_array *tap[EWT_TAPS_MAX];
     int ntap;
     bool tap_tile;
-    bool tap_strips;      /* S is a buffer or a pad of one: the taps take strips
-                             (gen_ew_strips), not tiles */
+    bool tap_strips;      /* S is a pad of a buffer: the taps take strips (gen_ew_strips),
+                             not tiles */
     bool strip_body;      /* generating the strips: a tap's step along the last axis is 1 */
     bool pad_inside;      /* generating a strip whose taps of S = pad(buffer) all read inside
                              the buffer: the pad is a shift of the index there */
@@ -1774,15 +1774,14 @@ static void strip_pad_inside(gen *g, int sw) {
 static void gen_ew_strips(gen *g) {
     const fcp_kernel *k = g->k;
     const int nd = k->ndim, ca = nd - 1, v = strip_outputs_per_thread(g), sw = 32 * v;
-    line(g, "{ /* shifted slices of a buffer: strips of %d columns when the taps allow "
+    line(g, "{ /* shifted slices of a pad: strips of %d columns when the taps allow "
             "(above) */", sw);
     g->indent++;
     scope_push(g);
     line(g, "bool ts_ok = true;");
     for (int t = 0; t < g->ntap && k->space[ca] != 1; t++)
         line(g, "ts_ok = ts_ok && %s == 1;", iarg(g, FCX_SLOT_PARAM_B, g->tap[t], ca));
-    const fc_array *pad = g->tap_src->op == FCG_OP_PAD ? g->tap_src : NULL;
-    if (pad) strip_pad_bounds(g);
+    strip_pad_bounds(g); /* S is a pad of a buffer (taps_find) */
     const char *C = iarg(g, FCX_SLOT_SPACE_EXTENT, NULL, ca);
     const char *rows = "(idx_t)1";
     for (int d = 0; d < ca; d++)
@@ -1811,21 +1810,19 @@ static void gen_ew_strips(gen *g) {
     line(g, "if (ts_c0 + %d <= %s) { /* a whole strip */", sw, C);
     g->indent++;
     scope_push(g);
-    if (pad) {
-        strip_pad_inside(g, sw);
-        line(g, "if (ts_in) {");
-        g->indent++;
-        scope_push(g);
-        g->pad_inside = true;
-        strip_outputs(g, v, false, true);
-        g->pad_inside = false;
-        block_close(g);
-        line(g, "else {");
-        g->indent++;
-        scope_push(g);
-    }
-    strip_outputs(g, v, false, !pad);
-    if (pad) block_close(g);
+    strip_pad_inside(g, sw);
+    line(g, "if (ts_in) {");
+    g->indent++;
+    scope_push(g);
+    g->pad_inside = true;
+    strip_outputs(g, v, false, true);
+    g->pad_inside = false;
+    block_close(g);
+    line(g, "else {");
+    g->indent++;
+    scope_push(g);
+    strip_outputs(g, v, false, false);
+    block_close(g);
     block_close(g);
     line(g, "else {");
     g->indent++;
@@ -5095,10 +5092,9 @@ fc_status fcx_generate_named(fc_ctx *ctx, const fcp_kernel *k, const char *name,
                           FCX_TILE_CHUNKS, FCX_TILE_CHUNKS, V, V, V);
         }
         if (g.ntap && g.tap_strips)
-            fcg_sb_printf(&src, "// stencil: %d shifted slices of one %s value in strips of "
+            fcg_sb_printf(&src, "// stencil: %d shifted slices of one pad value in strips of "
                                 "32 lanes x %d columns, when their steps along the last axis "
-                                "are 1\n", g.ntap, g.tap_src->op == FCG_OP_PAD ? "pad" : "buffer",
-                          strip_outputs_per_thread(&g));
+                                "are 1\n", g.ntap, strip_outputs_per_thread(&g));
         else if (g.ntap)
             fcg_sb_printf(&src, "// stencil: %d shifted slices of one %s value through "
                                 "shared-memory tiles of %dx%d and their halo, when their steps "

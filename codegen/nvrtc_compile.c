@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define DEFAULT_PROGRAM_NAME "fusec_kernel.cu"
 #define MAX_SUPPORTED_ARCHS 128
@@ -338,12 +337,6 @@ static fc_status status_of(nvrtcResult r) {
 
 /* ---- compiling ---------------------------------------------------------------------------- */
 
-static double now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
 void fcn_cubin_free(fc_ctx *ctx, fcn_cubin *c) {
     if (!ctx || !c) return;
     fcg_free(ctx, c->data, c->size);
@@ -399,7 +392,7 @@ void fcn_names_free(fc_ctx *ctx, char **lowered, int nnames) {
 static fc_status compile_one(fc_ctx *ctx, const char *source, const char *name,
                              const fcn_options *opts, const char *const *names, int nnames,
                              char **lowered, fcn_cubin *out) {
-    double t0 = now_ms();
+    double t0 = fcg_now_s() * 1e3;
     nvrtcProgram prog = NULL;
     nvrtcResult r = nvrtcCreateProgram(&prog, source, name, 0, NULL, NULL);
     if (r != NVRTC_SUCCESS) {
@@ -429,7 +422,7 @@ static fc_status compile_one(fc_ctx *ctx, const char *source, const char *name,
         }
     }
     nvrtcDestroyProgram(&prog);
-    out->compile_ms = now_ms() - t0;
+    out->compile_ms = fcg_now_s() * 1e3 - t0;
     if (st != FC_OK) {
         fcg_free(ctx, out->data, out->size);
         out->data = NULL;

@@ -645,12 +645,6 @@ typedef struct pool {
     double t0;
 } pool;
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* The kernel's whole source: in a batch its body with the prelude put back. */
 static char *whole_source(fc_ctx *ctx, const held *h) {
     if (!h->body) return NULL;
@@ -772,7 +766,7 @@ static void finished(pool *p, const job *jb) {
         break;
     }
     if (r->opt.progress) {
-        g->elapsed_s = now_s() - p->t0;
+        g->elapsed_s = fcg_now_s() - p->t0;
         g->kernel = k;
         g->arch = jb->arch;
         r->opt.progress(g, r->opt.progress_user);
@@ -826,7 +820,7 @@ static void run_threads(pool *p, int threads) {
         }
         pthread_cond_timedwait(&p->cv, &p->mu, &until);
         if (p->r->opt.progress && !all_finished(p)) {
-            p->prog.elapsed_s = now_s() - p->t0;
+            p->prog.elapsed_s = fcg_now_s() - p->t0;
             p->prog.kernel = NULL;
             p->r->opt.progress(&p->prog, p->r->opt.progress_user);
         }
@@ -864,7 +858,7 @@ fc_status fck_build(fck_result *pub) {
             if (!pub->kernels[i].lib && pub->kernels[i].targets[a].state == FCK_PENDING)
                 p.jobs[p.njobs++] = (job){i, a};
     p.prog.total = njobs;
-    p.t0 = now_s();
+    p.t0 = fcg_now_s();
     int threads = o->threads;
     if (threads <= 0) {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);

@@ -8,6 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+double fcg_now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
 
 /* Every block the context holds is counted, so fc_memory_stats can show host memory on every
  * backend (and a loop that leaks nodes or values shows it). Atomic: `fusec warm -j N` compiles

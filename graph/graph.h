@@ -886,6 +886,9 @@ static inline uint64_t fcg_random_integer_at(bool wide, uint64_t low, uint64_t r
  * poison. FC_ERR_NOMEM when that fails (nothing is left allocated). The API layer
  * (api/context.c) attaches a backend. */
 fc_status fcg_ctx_new(const fc_allocator *alloc, fc_ctx **out);
+
+/* Seconds on the monotonic clock, for the timings fusec reports (compile times, FUSEC_LOG). */
+double fcg_now_s(void);
 /* Closes the open scopes and frees every array of the context, whatever its count (values a
  * backend holds through ctx->free_value). */
 void fcg_ctx_drop_arrays(fc_ctx *ctx);

@@ -65,7 +65,8 @@ void fcp_log_check_env(void) {
     }
     if (!nbad || atomic_flag_test_and_set(&warned)) return;
     fprintf(stderr, "fusec: warning: FUSEC_LOG: unknown value%s %s (expected passes, fusion, "
-                    "shard, timing or all, separated by commas); ignored\n", nbad == 1 ? "" : "s", bad);
+                    "shard, timing or all, separated by commas); ignored\n",
+            nbad == 1 ? "" : "s", bad);
 }
 
 /* A bounded appender: text past the end of the line buffer is dropped, never overrun. */

@@ -8,7 +8,7 @@ struct fcx_params {
 };
 extern "C" __global__ void __launch_bounds__(256) fusec_kernel(const fcx_params p) {
     const idx_t n = (idx_t)p.i[0] * (idx_t)p.i[1];
-    { /* shifted slices of a buffer: strips of 256 columns when the taps allow (above) */
+    { /* shifted slices of a pad: strips of 256 columns when the taps allow (above) */
         bool ts_ok = true;
         ts_ok = ts_ok && (idx_t)p.i[4] == 1;
         ts_ok = ts_ok && (idx_t)p.i[12] == 1;
