@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# sanitize.sh FUSEC OUTDIR - each small program of sanitize/ (the shapes of this session's new
+# sanitize.sh FUSEC OUTDIR [PROGRAMS] - each small program of sanitize/ (or of the directory
+# PROGRAMS: session 17's adds transposes of other widths, Adam and an f16 GELU) (the shapes of this session's new
 # kernels: odd extents, tiles with partial edges) on the CUDA backend under compute-sanitizer's
 # memcheck and racecheck, and its outputs against the host backend's (compare.py).
 set -u
 fusec=$1; out=$2; here=$(dirname "$0")
 mkdir -p "$out"
-for f in "$here"/sanitize/*.fc; do
+for f in "${3:-$here/sanitize}"/*.fc; do
   n=$(basename "$f" .fc)
   "$fusec" run "$f" --backend host --seed 3 --output-dir "$out/host-$n" > /dev/null 2>&1 || echo "$n: host run failed"
   timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 "$fusec" run "$f" --backend cuda --seed 3 \

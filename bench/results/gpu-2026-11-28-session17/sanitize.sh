@@ -1,19 +1,5 @@
 #!/usr/bin/env bash
-# sanitize.sh FUSEC OUTDIR - each small program of sanitize/ (the shapes of this session's new
-# kernels: odd extents, tiles with partial edges) on the CUDA backend under compute-sanitizer's
-# memcheck and racecheck, and its outputs against the host backend's (compare.py).
-set -u
-fusec=$1; out=$2; here=$(dirname "$0")
-mkdir -p "$out"
-for f in "$here"/sanitize/*.fc; do
-  n=$(basename "$f" .fc)
-  "$fusec" run "$f" --backend host --seed 3 --output-dir "$out/host-$n" > /dev/null 2>&1 || echo "$n: host run failed"
-  timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 "$fusec" run "$f" --backend cuda --seed 3 \
-    --output-dir "$out/cuda-$n" > "$out/memcheck-$n.txt" 2>&1; mc=$?
-  timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 "$fusec" run "$f" --backend cuda --seed 3 \
-    > "$out/racecheck-$n.txt" 2>&1; rc=$?
-  printf '%-16s memcheck rc=%d (%s)  racecheck rc=%d (%s)  %s\n' "$n" $mc \
-    "$(grep -E 'ERROR SUMMARY' "$out/memcheck-$n.txt" | tail -1 | sed 's/=* *//')" $rc \
-    "$(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$out/racecheck-$n.txt" | tail -1 | sed 's/=* *//')" \
-    "$(python3 "$here/compare.py" "$out/host-$n" "$out/cuda-$n")"
-done
+# sanitize.sh FUSEC OUTDIR - session 16's sanitize.sh (memcheck, racecheck, the host's values)
+# over this session's programs, sanitize/ here.
+here=$(dirname "$0")
+exec bash "$here/../gpu-2026-11-28-session16/sanitize.sh" "$1" "$2" "$here/sanitize"
