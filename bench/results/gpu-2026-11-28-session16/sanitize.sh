@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# sanitize.sh FUSEC OUTDIR [PROGRAMS] - each small program of sanitize/ (or of the directory
-# PROGRAMS: session 17's adds transposes of other widths, Adam and an f16 GELU) (the shapes of this session's new
-# kernels: odd extents, tiles with partial edges) on the CUDA backend under compute-sanitizer's
-# memcheck and racecheck, and its outputs against the host backend's (compare.py).
+# sanitize.sh FUSEC OUTDIR [PROGRAMS] - each small program of sanitize/ or of the directory
+# PROGRAMS (the shapes of a session's new kernels: odd extents, tiles with partial edges) on
+# the CUDA backend under compute-sanitizer's memcheck and racecheck, and its outputs against
+# the host backend's (compare.py).
 set -u
 fusec=$1; out=$2; here=$(dirname "$0")
 mkdir -p "$out"
