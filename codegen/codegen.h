@@ -76,7 +76,11 @@ typedef struct fcx_kernel_src {
     fcx_strategy strategy;
     int block;             /* most threads per block (the kernel's launch bound) */
     bool idx64;            /* 64-bit index arithmetic */
-    int vec;               /* elements per 16-byte access along rows (1: none) */
+    int vec;               /* elements per 16-byte access along rows, or of an elementwise
+                              kernel's step when ew_thread_steps > 0 (1: none) */
+    int ew_thread_steps;   /* elementwise kernels: steps of vec elements a thread takes (the
+                              grid covers the work once); 0: a grid that fills the device once
+                              and strides */
     bool splits;           /* a reduce kernel: long reductions split between blocks through the
                               scratch buffer */
     int fields[FCX_NSIZES];  /* accumulator fields of one partial result, per byte size */

@@ -78,6 +78,11 @@ typedef struct gen {
     int vec;              /* > 0 while generating the vectorised body: elements per thread */
     bool ew_step;         /* generating gen_ew's vector step (elements q vec + u, u < vec) */
     bool flat_draw;       /* a random draw is read at the flat index somewhere */
+    int ew_vec;           /* elementwise kernels: elements a thread's step covers (the
+                             vector step's width) */
+    int ew_thread_steps;  /* elementwise kernels: steps a thread takes before the grid
+                             strides (0: a grid that fills the device once); see
+                             ew_grid_policy */
     const char **span;    /* per kernel node: the statement that draws a random node's values
                              for the whole vector step into rd<pos>[], or NULL */
     bool strided_load;    /* a buffer was loaded at anything but the flat index i */
@@ -1861,6 +1866,42 @@ static bool write_bound(const fcp_kernel *k) {
     return true;
 }
 
+/* Rough instructions a kernel node costs an element: a math library call (transcendentals,
+ * powers, the float rules' functions) tens, a division a few, the rest one. */
+static int node_cost(const fc_array *a) {
+    switch (fcg_ops[a->op].rule) {
+    case FCG_RULE_FLOAT_UNARY:
+    case FCG_RULE_FLOAT_REAL:
+    case FCG_RULE_FLOAT_BINARY:
+    case FCG_RULE_POWER: return 16;
+    case FCG_RULE_TRUEDIV:
+    case FCG_RULE_INTDIV: return 4;
+    default: return 1;
+    }
+}
+
+/* The grid of an elementwise kernel whose vector step reads and writes at the flat index
+ * (measured on an H200, session 18, 2^26-element programs): one step a thread (a grid as
+ * large as the work, the hardware handing out blocks as others finish) reached 100-102% of
+ * the copy floor on streaming kernels (saxpy, a polynomial, leaky ReLU, Adam's three
+ * outputs) where a grid that fills the device once and strides reached 92-95%; kernels of
+ * about three or more instructions a byte (tanh(sin(x) + 0.1x): 87.6 -> 99%, a GELU over
+ * f16: 88 -> 91%) did best at four steps a thread and lost 10-30% at one. A step that
+ * decodes coordinates (broadcasts, outer products) or draws random numbers keeps the grid
+ * that fills the device once: its per-thread start-up (divisions, a Philox key) is paid once
+ * a thread (an outer product: 99.5% there, 85% at one step a thread). */
+#define EW_HEAVY_COST_PER_BYTE 3
+static int ew_grid_policy(const gen *g, bool coords) {
+    const fcp_kernel *k = g->k;
+    if (coords || g->flat_draw) return 0;
+    long long cost = 0, bytes = 0;
+    for (int i = 0; i < k->nnode; i++) cost += node_cost(k->nodes[i]);
+    for (int q = 0; q < k->nleaf; q++)
+        if (g->flat_used[q]) bytes += (long long)fc_dtype_size((fc_dtype)k->leaves[q]->dtype);
+    for (int q = 0; q < k->nout; q++) bytes += (long long)fc_dtype_size((fc_dtype)k->outs[q]->dtype);
+    return cost >= EW_HEAVY_COST_PER_BYTE * bytes ? 4 : 1;
+}
+
 /* The grid-stride loops over the space (after the line defining n). */
 static void gen_ew_direct(gen *g) {
     const fcp_kernel *k = g->k;
@@ -1921,8 +1962,10 @@ static void gen_ew_direct(gen *g) {
         g->body.ctx = g->ctx;
         memset(g->vec_used, 0, (size_t)(k->nleaf + 1) * sizeof *g->vec_used);
         g->indent++;
+        g->ew_vec = vec;
         if (pairs) {
             pair_step(g, &P, vec);
+            g->ew_thread_steps = ew_grid_policy(g, false);
         } else {
             g->vec = vec;
             g->ew_step = true;
@@ -1944,6 +1987,7 @@ static void gen_ew_direct(gen *g) {
              * first element, and carried forward element by element (a compare a step, not a
              * division an element). */
             bool coords = inner.s && mentions_coords(inner.s);
+            g->ew_thread_steps = ew_grid_policy(g, coords);
             if (coords) {
                 char first[32];
                 snprintf(first, sizeof first, "q * %d", vec);
@@ -2017,6 +2061,8 @@ static void gen_ew(gen *g) {
     g->body.ctx = g->ctx;
     size_t nmemo = g->nmemo;
     gen_ew_direct(g);
+    g->ew_thread_steps = 0; /* the tiles' and strips' blocks take tiles from a grid that fills
+                               the device once */
     g->nmemo = nmemo;
     fcg_sb direct = g->body;
     g->body = head;
@@ -4877,11 +4923,20 @@ void fcx_launch_config_tuned(const fcp_kernel *k, const fcx_kernel_src *src, int
         return;
     }
     if (src->strategy == FCX_STRATEGY_EW_TILE) {
-        /* A block a tile, up to a grid that fills the device once; each block takes an equal
-         * run of consecutive tiles. The kernel is written for blocks of exactly FCX_BLOCK
-         * threads. */
+        /* A block a tile (a batched transpose of 2^26 f32: 91% of the copy floor with a grid
+         * that filled the device once and runs of tiles a block, 100.5% with a block a tile;
+         * H200, session 18); past 2^31 - 1 tiles each block takes an equal run of
+         * consecutive ones. The kernel is written for blocks of exactly FCX_BLOCK threads. */
         long long tiles = tile_count(k, tile_plan(k, NULL, NULL));
-        out->grid = (unsigned)(tiles < resident ? tiles : resident);
+        out->grid = (unsigned)(tiles < 0x7fffffffLL ? tiles : 0x7fffffffLL);
+        return;
+    }
+    if (src->strategy == FCX_STRATEGY_EW && src->ew_thread_steps > 0 && !kernel_gathers(k)) {
+        /* ew_grid_policy's grid: ew_thread_steps steps of src->vec elements a thread */
+        size_t n = fcg_numel(k->ndim, k->space);
+        size_t block_elems = (size_t)src->block * (size_t)src->vec * (size_t)src->ew_thread_steps;
+        long long blocks = (long long)((n + block_elems - 1) / block_elems);
+        out->grid = (unsigned)(blocks < 0x7fffffffLL ? blocks : 0x7fffffffLL);
         return;
     }
     if (src->strategy == FCX_STRATEGY_EW || src->strategy == FCX_STRATEGY_SCATTER || scan) {
@@ -5143,7 +5198,9 @@ fc_status fcx_generate_named(fc_ctx *ctx, const fcp_kernel *k, const char *name,
         for (int i = 0; i < nf; i++) fields[size_class(f[i].size)]++;
     }
     memcpy(cached, g.slot_size, sizeof cached);
-    int vec = strategy == FCX_STRATEGY_BLOCK_ROW ? row_vec_width(k) : 1;
+    int vec = strategy == FCX_STRATEGY_BLOCK_ROW ? row_vec_width(k)
+              : strategy == FCX_STRATEGY_EW && g.ew_thread_steps ? g.ew_vec
+                                                                 : 1;
     fcg_sb_free(&g.body);
     gen_free_arrays(&g);
     for (size_t i = 0; i < g.nstr; i++) fcg_strfree(ctx, g.strs[i]);
@@ -5184,6 +5241,7 @@ fc_status fcx_generate_named(fc_ctx *ctx, const fcp_kernel *k, const char *name,
     out->block = block;
     out->idx64 = idx64;
     out->vec = vec;
+    out->ew_thread_steps = strategy == FCX_STRATEGY_EW ? g.ew_thread_steps : 0;
     out->splits = splits;
     memcpy(out->fields, fields, sizeof fields);
     memcpy(out->cached, cached, sizeof cached);

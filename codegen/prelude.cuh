@@ -358,7 +358,20 @@ template <int MANT, int EMIN, class D> FCX_FN unsigned short fcx_f64_to_16(D d) 
     unsigned h = ((unsigned)(e - EMIN) << MANT) + (unsigned)kept;
     return (unsigned short)(sign | (h >= inf ? inf : h));
 }
-template <class D> FCX_FN unsigned short fcx_f64_to_f16(D d) { return fcx_f64_to_16<10, -14>(d); }
+/* On the device a double's single rounding to f16 is one instruction (cvt.rn.f16.f64: IEEE
+ * round-to-nearest-even of the double, subnormal results included), NaN's bits selected as
+ * the routine gives them: an elementwise kernel's weak float constants are cast this way once
+ * a thread, and the routine's 64-bit integer steps were most of a short thread's work. */
+template <class D> FCX_FN unsigned short fcx_f64_to_f16(D d) {
+#ifdef FCX_HOST
+    return fcx_f64_to_16<10, -14>(d);
+#else
+    if (d != d) return (unsigned short)((unsigned)(fcx_dbits(d) >> 48) & 0x8000u) | 0x7e00u;
+    unsigned short h;
+    asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"((double)d));
+    return h;
+#endif
+}
 template <class H> FCX_FN float fcx_bf16_to_f32(H h) { return fcx_bitsf((unsigned)h << 16); }
 template <class F> FCX_FN unsigned short fcx_f32_to_bf16(F f) {
     unsigned x = fcx_fbits(f);

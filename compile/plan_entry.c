@@ -99,6 +99,7 @@ fc_status fck_plan_entry_encode(fc_ctx *ctx, const fc_hash *structure, const fck
         put_i32(&w, (int32_t)r->strategy);
         put_i32(&w, r->block);
         put_i32(&w, r->vec);
+        put_i32(&w, r->ew_thread_steps);
         put_i32(&w, (r->idx64 ? 1 : 0) | (r->splits ? 2 : 0));
         for (int c = 0; c < FCX_NSIZES; c++) put_i32(&w, r->fields[c]);
         for (int c = 0; c < FCX_NSIZES; c++) put_i32(&w, r->cached[c]);
@@ -233,6 +234,7 @@ bool fck_plan_entry_decode(fc_ctx *ctx, const void *value, size_t size, const fc
         s->strategy = (fcx_strategy)strategy;
         s->block = get_count(&r, 1024);
         s->vec = get_count(&r, 64);
+        s->ew_thread_steps = get_count(&r, 64);
         int32_t flags = get_i32(&r);
         if (flags & ~3) r.bad = true;
         s->idx64 = flags & 1;

@@ -23,9 +23,10 @@
  *
  * Encoding (little-endian): "FCPE", u32 version (FCK_PLAN_ENTRY_VERSION), u32 kernels, u32
  * zero, 16 bytes structure (lo, hi); per kernel: u8 lib, u8 x 3 zero, i32 leaves, i32 nodes,
- * i32 outputs; unless lib: key[16], i32 nptr, nint, nflt, strategy, block, vec, i32 flags (1
- * idx64, 2 splits), i32 fields[5], i32 cached[5], u64 static_smem, then per integer slot and
- * per float slot: u8 kind, u8 x 3 zero, i32 node, i32 dim.
+ * i32 outputs; unless lib: key[16], i32 nptr, nint, nflt, strategy, block, vec,
+ * ew_thread_steps, i32 flags (1 idx64, 2 splits), i32 fields[5], i32 cached[5], u64
+ * static_smem, then per integer slot and per float slot: u8 kind, u8 x 3 zero, i32 node, i32
+ * dim.
  */
 #ifndef FUSEC_PLAN_ENTRY_H
 #define FUSEC_PLAN_ENTRY_H
@@ -33,7 +34,7 @@
 #include "cache.h"
 #include "codegen.h"
 
-#define FCK_PLAN_ENTRY_VERSION 1u
+#define FCK_PLAN_ENTRY_VERSION 2u
 #define FCK_PLAN_ENTRY_NAME "fusec_plan"
 
 /* A hash of the sources that decide plans and code, made at build time. */

@@ -1075,6 +1075,65 @@ Test(codegen, transposed_reads_go_through_tiles_and_outer_products_store_wide) {
     fc_ctx_destroy(ctx);
 }
 
+/* The launch of the one kernel of bench/fc/<name>.fc on a device of 132 multiprocessors
+ * holding 8 blocks each; *steps gets its recipe's ew_thread_steps. */
+static fcx_launch bench_launch(fc_ctx *ctx, const char *name, int *steps) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/bench/fc/%s.fc", FUSEC_SOURCE_DIR, name);
+    fc_program *prog = NULL;
+    cr_assert_eq(fc_program_load(ctx, path, &prog), FC_OK, "%s: %s", path, fc_errmsg(ctx));
+    fc_array *outs[3];
+    int nout = fc_program_num_outputs(prog);
+    cr_assert(nout >= 1 && nout <= 3);
+    cr_assert_eq(fc_program_build(prog, NULL, outs), FC_OK, "%s: %s", path, fc_errmsg(ctx));
+    fcp_plan *p = NULL;
+    cr_assert_eq(fcp_plan_build(ctx, outs, nout, &p), FC_OK, "%s: %s", name, fc_errmsg(ctx));
+    cr_assert_eq(p->nkernel, 1, "%s: %d kernels", name, p->nkernel);
+    fcx_kernel_src k;
+    cr_assert_eq(fcx_generate(ctx, &p->kernels[0], &k), FC_OK, "%s: %s", name, fc_errmsg(ctx));
+    fcx_launch lc;
+    fcx_launch_config(&p->kernels[0], &k, 132, 8, &lc);
+    *steps = k.ew_thread_steps;
+    fcx_kernel_src_free(ctx, &k);
+    fcp_plan_destroy(p);
+    fc_program_destroy(prog);
+    return lc;
+}
+
+/* Elementwise grids by kernel class (codegen/cuda.c, ew_grid_policy): streaming kernels a
+ * 16-byte step a thread, kernels of a few instructions a byte four, steps that decode
+ * coordinates (an outer product) and shifted-slice strips a grid that fills the device once
+ * (132 x 8 blocks here), a transpose's tiles a block each. */
+Test(codegen, elementwise_grids_follow_the_kernel_class) {
+    fc_ctx *ctx = new_ctx();
+    cr_assert_not_null(ctx);
+    fc_scope_open(ctx);
+    const long long n = 67108864; /* the programs' 2^26 elements */
+    int steps = -1;
+    fcx_launch lc = bench_launch(ctx, "w10_saxpy", &steps);
+    cr_assert_eq(steps, 1);
+    cr_assert_eq(lc.grid, n / (256 * 4));
+    lc = bench_launch(ctx, "i13_adam", &steps);
+    cr_assert_eq(steps, 1);
+    cr_assert_eq(lc.grid, n / (256 * 4));
+    lc = bench_launch(ctx, "w01_tanh_sin", &steps);
+    cr_assert_eq(steps, 4);
+    cr_assert_eq(lc.grid, n / (256 * 4 * 4));
+    lc = bench_launch(ctx, "i13_gelu_f16", &steps); /* pairs of f16, 8 a step */
+    cr_assert_eq(steps, 4);
+    cr_assert_eq(lc.grid, n / (256 * 8 * 4));
+    lc = bench_launch(ctx, "i13_outer", &steps);
+    cr_assert_eq(steps, 0);
+    cr_assert_eq(lc.grid, 132 * 8);
+    lc = bench_launch(ctx, "w09_box_blur", &steps);
+    cr_assert_eq(steps, 0);
+    cr_assert_eq(lc.grid, 132 * 8);
+    lc = bench_launch(ctx, "i13_transpose_ew", &steps); /* [64, 1024, 1024] f32 in 64 x 64 tiles */
+    cr_assert_eq(steps, 0);
+    cr_assert_eq(lc.grid, n / (64 * 64));
+    fc_ctx_destroy(ctx);
+}
+
 /* Past 2^31 elements indexing becomes 64-bit: only the index type's lines change. */
 Test(codegen, index_width_follows_the_size_class) {
     fc_ctx *ctx = new_ctx();

@@ -458,6 +458,7 @@ static void assert_same_recipe(const fcx_kernel_src *a, const fcx_kernel_src *b)
     cr_assert_eq(a->block, b->block);
     cr_assert_eq(a->idx64, b->idx64);
     cr_assert_eq(a->vec, b->vec);
+    cr_assert_eq(a->ew_thread_steps, b->ew_thread_steps);
     cr_assert_eq(a->splits, b->splits);
     cr_assert_eq(memcmp(a->fields, b->fields, sizeof a->fields), 0);
     cr_assert_eq(memcmp(a->cached, b->cached, sizeof a->cached), 0);

@@ -154,3 +154,36 @@ def test_context_fast_math(monkeypatch):
 def test_special_values_print_as_numpy():
     a = np.asarray([np.nan, np.inf, -0.0, 1e-300, math.pi], np.float64)
     assert repr(fusec.asarray(a)) == repr(a)
+
+
+def _f16_boundaries():
+    """f64 values at every f16 rounding boundary: each finite f16 value, the midpoints between
+    neighbours (ties to even), one f64 step either side of them, the overflow threshold, the
+    subnormal range's edges, their negatives, infinities and NaN."""
+    h = np.arange(0, 0x7C00, dtype=np.uint16).view(np.float16).astype(np.float64)
+    mid = (h[:-1] + h[1:]) / 2  # exact in f64
+    top = np.array([65504.0, 65519.0, 65520.0, np.nextafter(65520.0, 0), 65536.0, 1e300,
+                    2.0 ** -25, np.nextafter(2.0 ** -25, 1), 2.0 ** -26, 2.0 ** -1074, np.inf])
+    v = np.concatenate([h, mid, np.nextafter(mid, np.inf), np.nextafter(mid, -np.inf), top])
+    return np.concatenate([v, -v, [np.nan]])
+
+
+def test_f64_to_f16_rounds_once_at_every_boundary():
+    # A value computed in double rounds to f16 once, as NumPy's astype does (on the GPU one
+    # conversion instruction; double rounding through f32 would differ at the midpoints).
+    a = _f16_boundaries()
+    got = np.asarray(fusec.asarray(a).astype(fusec.float16))
+    assert got.dtype == np.float16
+    np.testing.assert_array_equal(got.view(np.uint16), a.astype(np.float16).view(np.uint16))
+
+
+@pytest.mark.parametrize("c", [1 + 2.0 ** -11, float(np.nextafter(1 + 2.0 ** -11, 2)), 65519.0,
+                               65520.0, 2.0 ** -25, 3 * 2.0 ** -25, 0.1, -1e-8])
+def test_weak_float_constants_round_to_f16_once(c):
+    # An f16 array times a Python float: the constant becomes f16 first (NEP 50), in each GPU
+    # thread's prologue.
+    x = np.ones(4099, np.float16)
+    got = np.asarray(fusec.asarray(x) * c)
+    want = x * c
+    assert got.dtype == want.dtype == np.float16
+    np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
