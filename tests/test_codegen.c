@@ -1103,8 +1103,8 @@ static fcx_launch bench_launch(fc_ctx *ctx, const char *name, int *steps) {
 /* Elementwise grids by kernel class (codegen/cuda.c, ew_grid_policy): streaming kernels a
  * 16-byte step a thread, kernels of a few instructions a byte four, steps that decode
  * coordinates (an outer product) and shifted-slice strips a grid that fills the device once
- * (132 x 8 blocks here), a transpose's tiles a block each. */
-Test(codegen, elementwise_grids_follow_the_kernel_class) {
+ * (132 x 8 blocks here), a transpose's tiles a block each; long rows' blocks by kernel kind. */
+Test(codegen, launch_geometry_follows_the_kernel_class) {
     fc_ctx *ctx = new_ctx();
     cr_assert_not_null(ctx);
     fc_scope_open(ctx);
@@ -1131,6 +1131,13 @@ Test(codegen, elementwise_grids_follow_the_kernel_class) {
     lc = bench_launch(ctx, "i13_transpose_ew", &steps); /* [64, 1024, 1024] f32 in 64 x 64 tiles */
     cr_assert_eq(steps, 0);
     cr_assert_eq(lc.grid, n / (64 * 64));
+    /* long rows: statistics (reduce kernels) in blocks of 256, a layer norm's rows of 512 */
+    lc = bench_launch(ctx, "i13_bn_stats", &steps);
+    cr_assert_eq(lc.block, 256);
+    lc = bench_launch(ctx, "i13_mean_std_rows", &steps);
+    cr_assert_eq(lc.block, 256);
+    lc = bench_launch(ctx, "i13_layernorm_32k", &steps);
+    cr_assert_eq(lc.block, 512);
     fc_ctx_destroy(ctx);
 }
 
