@@ -92,6 +92,7 @@ fc_status fc_ctx_create(fc_ctx **out, const fc_ctx_options *opts) {
     ctx->free_value = free_backend_value;
     ctx->device = opts ? opts->device : 0;
     ctx->memory_limit = opts ? opts->memory_limit : 0;
+    ctx->preallocate = opts ? opts->preallocate : 0;
     ctx->cuda_graphs = opts ? opts->cuda_graphs : 0;
     ctx->fast_math = fast_math;
     if (opts && opts->cache_dir && !(ctx->cache_dir = fcg_strdup(ctx, opts->cache_dir))) {
@@ -103,7 +104,7 @@ fc_status fc_ctx_create(fc_ctx **out, const fc_ctx_options *opts) {
         mo.backend = b;
         mo.fast_math = fast_math ? 1 : -1; /* the shards run the tier resolved here */
         if ((st = fcm_open(ctx, &mo)) != FC_OK) { /* sets ctx->be on success */
-            if (st != FC_ERR_NOMEM) fprintf(stderr, "fusec: %s\n", ctx->errmsg);
+            if (ctx->errmsg[0]) fprintf(stderr, "fusec: %s\n", ctx->errmsg);
             fc_ctx_destroy(ctx);
             return st;
         }

@@ -706,6 +706,29 @@ static size_t parse_size(const char *s) {
     return (size_t)v;
 }
 
+/* fc_ctx_options.preallocate / FUSEC_GPU_PREALLOCATE: a block allocated and freed again at
+ * once, which the pool keeps (its release threshold is the maximum), so later allocations up
+ * to its size are carved from memory already mapped (as XLA's allocator preallocates). */
+static fc_status preallocate(fc_ctx *ctx) {
+    cuda_state *cs = ctx->be_state;
+    const char *env = getenv("FUSEC_GPU_PREALLOCATE");
+    size_t bytes = ctx->preallocate ? ctx->preallocate : env ? parse_size(env) : 0;
+    if (env && !ctx->preallocate && bytes == 0 && strcmp(env, "0") != 0)
+        return fcg_error(ctx, FC_ERR_INVALID, "FUSEC_GPU_PREALLOCATE=%s: not a size (e.g. 2G, "
+                         "512M, 0)", env);
+    if (bytes == 0) return FC_OK;
+    if (cs->limit && bytes > cs->limit) bytes = cs->limit; /* no more than fusec may hold */
+    CUdeviceptr p;
+    CUresult r = drv.MemAllocAsync(&p, bytes, cs->stream);
+    if (r == CUDA_SUCCESS) r = drv.MemFreeAsync(p, cs->stream);
+    if (r == CUDA_SUCCESS) r = drv.StreamSynchronize(cs->stream);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY)
+        return fcg_error(ctx, FC_ERR_NOMEM, "preallocate: %zu bytes of device memory could not "
+                         "be reserved (fc_ctx_options.preallocate or FUSEC_GPU_PREALLOCATE)",
+                         bytes);
+    return check(ctx, r, "cuMemAllocAsync (preallocate)", __FILE__, __LINE__);
+}
+
 fc_status fcr_device_count(int *count) {
     *count = 0;
     if (!load_driver()) return FC_OK; /* no driver: no devices */
@@ -789,6 +812,7 @@ fc_status fcr_open(fc_ctx *ctx, int device) {
         drv.MemFreeAsync(first, cs->stream);
         drv.StreamSynchronize(cs->stream);
     }
+    if ((st = preallocate(ctx)) != FC_OK) return open_failed(ctx, st);
     fcc_cache *kernel_cache;
     (void)fcx_cache(ctx, &kernel_cache);
     ctx->errmsg[0] = '\0';

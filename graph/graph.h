@@ -474,6 +474,7 @@ struct fc_ctx {
     size_t live_nodes;
     size_t host_in_use, host_peak; /* bytes held through the allocator (graph/ctx.c) */
     size_t memory_limit;  /* fc_ctx_options.memory_limit */
+    size_t preallocate;   /* fc_ctx_options.preallocate */
     int cuda_graphs;      /* fc_ctx_options.cuda_graphs */
     bool fast_math;       /* the fast-math tier (fc_ctx_options.fast_math, FUSEC_FAST_MATH):
                              simplify's complex-abs compare, codegen's fast_math.cuh and NVRTC's

@@ -1294,6 +1294,44 @@ Test(gpu, out_of_memory_is_clean_and_recoverable) {
     fc_ctx_destroy(c);
 }
 
+/* fc_ctx_options.preallocate reserves pool memory at creation (cached, not in use), later
+ * allocations come out of it, and a reservation the device cannot hold fails the creation
+ * cleanly. */
+Test(gpu, preallocate_reserves_the_pool) {
+    NEED_GPU();
+    fc_ctx_options o;
+    memset(&o, 0, sizeof o);
+    o.backend = FC_BACKEND_CUDA;
+    o.preallocate = (size_t)256 << 20;
+    fc_ctx *c = NULL;
+    cr_assert_eq(fc_ctx_create(&c, &o), FC_OK);
+    fc_memory_stats m;
+    cr_assert_eq(fc_memory_stats_get(c, &m), FC_OK);
+    cr_assert_eq(m.in_use, 0);
+    cr_assert(m.cached >= o.preallocate, "cached %zu after preallocating %zu", m.cached,
+              o.preallocate);
+    enum { N = 1 << 20 };
+    fc_scope *s = fc_scope_open(c);
+    fc_array *x = fc_random_uniform(c, FC_F32, FC_SHAPE(N), 5);
+    fc_array *y = fc_mul(x, fc_f64(c, 3.0));
+    cr_assert_eq(fc_eval(c, &y, 1), FC_OK, "%s", fc_errmsg(c));
+    float *xs = malloc(N * sizeof *xs), *ys = malloc(N * sizeof *ys);
+    cr_assert(xs && ys);
+    cr_assert_eq(fc_to_host(x, xs, N * sizeof *xs), FC_OK, "%s", fc_errmsg(c));
+    cr_assert_eq(fc_to_host(y, ys, N * sizeof *ys), FC_OK, "%s", fc_errmsg(c));
+    for (int i = 0; i < N; i++) cr_assert_eq(ys[i], xs[i] * 3.0f, "element %d", i);
+    free(xs);
+    free(ys);
+    cr_assert_eq(fc_memory_stats_get(c, &m), FC_OK);
+    cr_assert_eq(m.in_use, (size_t)2 * N * 4, "in use %zu", m.in_use);
+    fc_scope_close(s);
+    fc_ctx_destroy(c);
+    o.preallocate = (size_t)1 << 50; /* a petabyte */
+    c = NULL;
+    cr_assert_eq(fc_ctx_create(&c, &o), FC_ERR_NOMEM);
+    cr_assert_null(c);
+}
+
 Test(gpu, memory_peak_is_inputs_plus_outputs) {
     NEED_GPU();
     fc_ctx *c = make_ctx(FC_BACKEND_CUDA, 0);
