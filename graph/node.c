@@ -38,11 +38,15 @@ typedef struct cons_key {
  * in with multiplies (splitmix64's steps). */
 static uint64_t cons_hash(const cons_key *k, fc_array *const *in) {
     const uint64_t m = 0xbf58476d1ce4e5b9ull;
-    uint64_t w[2], pw[sizeof k->p / sizeof(uint64_t)], fold = 0;
+    static const fcg_params none;
+    uint64_t w[2], fold = 0;
     memcpy(w, k, sizeof w); /* op, dtypes, weak, ndim, nin */
-    memcpy(pw, &k->p, sizeof pw);
-    for (size_t i = 0; i < sizeof pw / sizeof *pw; i++)
-        fold = ((fold << 19) | (fold >> 45)) ^ pw[i];
+    if (memcmp(&k->p, &none, sizeof none) != 0) { /* most ops have no parameters */
+        uint64_t pw[sizeof k->p / sizeof(uint64_t)];
+        memcpy(pw, &k->p, sizeof pw);
+        for (size_t i = 0; i < sizeof pw / sizeof *pw; i++)
+            fold = ((fold << 19) | (fold >> 45)) ^ pw[i];
+    }
     uint64_t h = (w[0] ^ 0x9e3779b97f4a7c15ull) * m;
     h = ((h ^ (h >> 31)) ^ w[1]) * m;
     h = ((h ^ (h >> 31)) ^ fold) * m;
