@@ -361,6 +361,9 @@ typedef struct fcg_params {
 /* An fc_array is a graph node. Immutable once built, except `host` (its value, filled in once
  * known) and the reference count. */
 struct fc_array {
+    /* What every graph walk reads (the inputs, whether the node holds a value, the walk's
+     * scratch, the cons table's link, the plan key's hashes) comes first: 128 bytes, so that
+     * a walk touches two or three cache lines of a node rather than one per field. */
     fc_ctx *ctx;
     uint32_t refs;        /* UINT32_MAX: immortal (the context's out-of-memory poison) */
     uint16_t op;          /* fcg_op */
@@ -369,22 +372,28 @@ struct fc_array {
                              REDUCE: dtype the input converts to before accumulating */
     uint8_t weak;         /* weakly typed scalar (NEP 50) */
     fc_status status;     /* FC_OK, or the error that poisoned it (op == POISON) */
-    int ndim;
-    int64_t shape[FC_MAX_DIMS];
     int nin;
     fc_array **in;        /* points at in_inline for nin <= 3 */
     fc_array *in_inline[3];
-    fcg_params p;
-    uint64_t id;          /* creation order in the context; never part of a structural hash */
-    uint64_t cons_hash;
-    uint64_t shape_hash;  /* dtype, weak and shape: the node as a leaf of a plan's key */
-    uint64_t local_hash;  /* op, dtypes, shape and params: the node inside a plan's key */
-    fc_array *cons_next;
     void *host;           /* the value, row-major contiguous in dtype, or NULL */
-    size_t host_bytes;
     /* The value a backend other than the host's holds: opaque here, read and written by that
      * backend alone (backend/backend.h). The graph and passes only ask fcg_has_value. */
     uint64_t dev;         /* its handle (the CUDA backend: a CUdeviceptr), or 0 */
+    /* Scratch of graph/'s own walks, which any later walk overwrites: passes, codegen and
+     * tools keep their own maps (graph/nodemap.h) and never read or write these. */
+    uint64_t visit;       /* == ctx->visit_epoch when seen this walk */
+    int64_t order;        /* position in the last walk that saw it */
+    fc_array *cons_next;
+    uint64_t cons_hash;
+    uint64_t shape_hash;  /* dtype, weak and shape: the node as a leaf of a plan's key */
+    uint64_t local_hash;  /* op, dtypes, shape and params: the node inside a plan's key */
+    int ndim;
+    int64_t shape[FC_MAX_DIMS];
+    fcg_params p;
+    uint64_t id;          /* creation order in the context; never part of a structural hash */
+    bool unhashed;        /* made while planning: the two hashes above are computed when a
+                             plan key first reaches the node (fcg_plan_key), not before */
+    size_t host_bytes;
     size_t dev_bytes;
     uint32_t dev_stream;  /* id of the stream that wrote it (0: the context's own) */
     uint32_t dev_reader;  /* 0: no other stream read it; id + 1 of the one that did;
@@ -401,10 +410,6 @@ struct fc_array {
      * another array (a result written over a dying input), and when the node dies the graph
      * hands it to ctx->unshare instead of freeing it. */
     void *share;
-    /* Scratch of graph/'s own walks, which any later walk overwrites: passes, codegen and
-     * tools keep their own maps (graph/nodemap.h) and never read or write these. */
-    uint64_t visit;       /* == ctx->visit_epoch when seen this walk */
-    int64_t order;        /* position in the last walk that saw it */
 };
 
 /* Whether the array holds a value, on the host or in its backend: such a node is a leaf. */
@@ -456,6 +461,8 @@ struct fc_ctx {
     fc_scope *scope;      /* innermost open scope */
     fc_array **cons;      /* hash-consing buckets */
     size_t cons_cap, cons_n;
+    int planning;         /* > 0 inside fcp_plan_build: the nodes its passes make are seldom
+                             keyed, so their key hashes wait until they are (unhashed) */
     uint64_t next_id;
     fc_array oom;         /* immortal poison returned when even a poison cannot be allocated */
     fc_array *all;        /* list of every live node */
@@ -688,7 +695,8 @@ void fcg_cut_history(fc_ctx *ctx, fc_array *a);
  * small powers and constant conditions. */
 bool fcg_const_keyed(const fc_array *c);
 
-/* Fills a->shape_hash and a->local_hash (graph/hash.c); called when a node is made. */
+/* Fills a->shape_hash and a->local_hash (graph/hash.c) and clears a->unhashed; called when a
+ * node is made, or for one made while planning when a plan key first reaches it. */
 void fcg_node_hashes(fc_array *a);
 /* The plan cache's key, fast: the graph cut at values, each node by its precomputed
  * local_hash / shape_hash and its inputs' positions, and the context's fast-math tier when it
@@ -708,6 +716,23 @@ void fcg_dying_nodes(fc_array *const *arrays, int n, fc_array *const *order, siz
                      uint32_t *dropped, uint8_t *dies);
 fc_status fcg_topo_order(fc_ctx *ctx, fc_array *const *arrays, int n, bool stop_at_values,
                          fc_array ***order, size_t *count);
+/* The wiring of a walk by positions, for passes that would otherwise look each input up in a
+ * map (graph/nodemap.h): the inputs of order[i] are at positions pos[first[i]] up to
+ * pos[first[i + 1]] (none for a node the walk stopped at: it holds a value), and arrays[r] is
+ * at roots[r]. */
+typedef struct fcg_topo_edges {
+    int32_t *first; /* count + 1 entries */
+    int32_t *pos;   /* nedge entries */
+    int32_t *roots; /* n entries */
+    size_t count, nedge;
+    int n;
+} fcg_topo_edges;
+/* fcg_topo_order, and its edges into *e (free with fcg_topo_edges_free; also on failure, when
+ * *e is empty). */
+fc_status fcg_topo_order_edges(fc_ctx *ctx, fc_array *const *arrays, int n,
+                               bool stop_at_values, fc_array ***order, size_t *count,
+                               fcg_topo_edges *e);
+void fcg_topo_edges_free(fc_ctx *ctx, fcg_topo_edges *e);
 
 /* ---- dtypes (graph/dtype.c) ------------------------------------------------------------- */
 

@@ -74,6 +74,50 @@ nomem:
     return fcg_error(ctx, FC_ERR_NOMEM, "graph walk: out of memory");
 }
 
+fc_status fcg_topo_order_edges(fc_ctx *ctx, fc_array *const *arrays, int n,
+                               bool stop_at_values, fc_array ***order_out, size_t *count_out,
+                               fcg_topo_edges *e) {
+    memset(e, 0, sizeof *e);
+    fc_status st = fcg_topo_order(ctx, arrays, n, stop_at_values, order_out, count_out);
+    if (st != FC_OK) return st;
+    fc_array **order = *order_out;
+    size_t count = *count_out, nedge = 0;
+    /* The walk has just numbered its nodes (a->order): read the numbers before anything else
+     * walks the graph. */
+    for (size_t i = 0; i < count; i++)
+        if (!(stop_at_values && fcg_has_value(order[i]))) nedge += (size_t)order[i]->nin;
+    e->first = fcg_malloc(ctx, (count + 1) * sizeof *e->first);
+    e->pos = fcg_malloc(ctx, (nedge ? nedge : 1) * sizeof *e->pos);
+    e->roots = fcg_malloc(ctx, (size_t)(n > 0 ? n : 1) * sizeof *e->roots);
+    e->count = count;
+    e->nedge = nedge;
+    e->n = n;
+    if (!e->first || !e->pos || !e->roots) {
+        fcg_topo_edges_free(ctx, e);
+        fcg_free(ctx, order, count * sizeof *order);
+        *order_out = NULL;
+        *count_out = 0;
+        return fcg_error(ctx, FC_ERR_NOMEM, "graph walk: out of memory");
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < count; i++) {
+        const fc_array *a = order[i];
+        e->first[i] = (int32_t)k;
+        if (stop_at_values && fcg_has_value(a)) continue;
+        for (int j = 0; j < a->nin; j++) e->pos[k++] = (int32_t)a->in[j]->order;
+    }
+    e->first[count] = (int32_t)k;
+    for (int r = 0; r < n; r++) e->roots[r] = (int32_t)arrays[r]->order;
+    return FC_OK;
+}
+
+void fcg_topo_edges_free(fc_ctx *ctx, fcg_topo_edges *e) {
+    fcg_free(ctx, e->first, (e->count + 1) * sizeof *e->first);
+    fcg_free(ctx, e->pos, (e->nedge ? e->nedge : 1) * sizeof *e->pos);
+    fcg_free(ctx, e->roots, (size_t)(e->n > 0 ? e->n : 1) * sizeof *e->roots);
+    memset(e, 0, sizeof *e);
+}
+
 /* The hashed record of one node; zero-filled so padding is deterministic. */
 typedef struct hash_record {
     uint16_t op;
@@ -164,6 +208,7 @@ void fcg_node_hashes(fc_array *a) {
     } else {
         a->local_hash = XXH3_64bits_withSeed(&a->p, sizeof a->p, h);
     }
+    a->unhashed = false;
 }
 
 bool fcg_const_keyed(const fc_array *c) {
@@ -223,6 +268,7 @@ fc_status fcg_plan_key(fc_ctx *ctx, fc_array *const *arrays, int n, fc_hash *out
                 !grow(ctx, (void **)&ctx->key_words, &ctx->key_words_cap, words + nw,
                       sizeof *ctx->key_words))
                 goto nomem;
+            if (a->unhashed) fcg_node_hashes(a);
             uint64_t h = leaf ? a->shape_hash : a->local_hash;
             uint32_t *w = ctx->key_words + words;
             w[0] = (uint32_t)h;

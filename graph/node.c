@@ -10,7 +10,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <xxhash.h>
 
 void fcg_free_node(fc_ctx *ctx, fc_array *a);
 
@@ -33,10 +32,29 @@ typedef struct cons_key {
     fcg_params p;
 } cons_key;
 
+/* The table's hash: the key's words (the shape's up to ndim; the rest are zero) and the
+ * inputs' ids. Only buckets depend on it, so it need not be the plan key's hash: the
+ * parameters (22 words, mostly zero) are folded by rotations first, then everything is mixed
+ * in with multiplies (splitmix64's steps). */
 static uint64_t cons_hash(const cons_key *k, fc_array *const *in) {
-    uint64_t h = XXH3_64bits(k, sizeof *k);
-    for (int i = 0; i < k->nin; i++) h = XXH3_64bits_withSeed(&in[i]->id, sizeof in[i]->id, h);
-    return h;
+    const uint64_t m = 0xbf58476d1ce4e5b9ull;
+    static const fcg_params none;
+    uint64_t w[2], fold = 0;
+    memcpy(w, k, sizeof w); /* op, dtypes, weak, ndim, nin */
+    if (memcmp(&k->p, &none, sizeof none) != 0) { /* most ops have no parameters */
+        uint64_t pw[sizeof k->p / sizeof(uint64_t)];
+        memcpy(pw, &k->p, sizeof pw);
+        for (size_t i = 0; i < sizeof pw / sizeof *pw; i++)
+            fold = ((fold << 19) | (fold >> 45)) ^ pw[i];
+    }
+    uint64_t h = (w[0] ^ 0x9e3779b97f4a7c15ull) * m;
+    h = ((h ^ (h >> 31)) ^ w[1]) * m;
+    h = ((h ^ (h >> 31)) ^ fold) * m;
+    for (int d = 0; d < k->ndim; d++) h = ((h ^ (h >> 31)) ^ (uint64_t)k->shape[d]) * m;
+    for (int i = 0; i < k->nin; i++) h = ((h ^ (h >> 31)) ^ in[i]->id) * m;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    return h ^ (h >> 33);
 }
 
 static bool cons_equal(const fc_array *a, const cons_key *k, fc_array *const *in) {
@@ -127,7 +145,8 @@ fc_array *fcg_node(fc_ctx *ctx, fcg_op op, fc_dtype dtype, fc_dtype loop_dtype, 
         fcg_retain(in[i]);
     }
     a->p = k.p;
-    fcg_node_hashes(a);
+    if (ctx->planning) a->unhashed = true;
+    else fcg_node_hashes(a);
     a->id = ctx->next_id++;
     a->all_next = ctx->all;
     if (ctx->all) ctx->all->all_prev = a;

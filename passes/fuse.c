@@ -51,7 +51,27 @@ typedef struct fuse_state {
                                     alone (its copy kernel), 2 the indices and values */
     uint8_t *epilogue;           /* 1: the root ends a library call's epilogue (a library
                                     kernel stores it, the product inside); 2: a node inside one */
+    /* Indices instead of map lookups where the pass walks most (collect, run several times per
+     * root): is_leaf per node, the walk's edges (the inputs of node i at indices
+     * edges.pos[edges.first[i]] onwards; none for a leaf), and the indices of the latest
+     * collect's nodes. */
+    uint8_t *leaf;
+    fcg_topo_edges edges;
+    int32_t *reg_ix;  /* parallel to collect's output */
+    int32_t *istack;  /* collect's stack */
+    /* The latest collect, which a collect of the same root into the same buffer returns again
+     * while nothing it depends on has changed (set_mat and choose_roots clear it). */
+    int64_t collected_root; /* its root's index, or -1 */
+    int collected_part;     /* its scatter_part */
+    fc_array **collected_out;
+    size_t collected_n;
 } fuse_state;
+
+/* Marks node i materialised or not; a region collected before may change. */
+static void set_mat(fuse_state *s, size_t i, uint8_t v) {
+    s->mat[i] = v;
+    s->collected_root = -1;
+}
 
 /* The index of node a (every node the pass meets is in the walk). */
 static inline size_t ix(const fuse_state *s, const fc_array *a) {
@@ -69,29 +89,43 @@ static bool is_lib(const fc_array *a) { return kind_of(a) == FCG_KIND_LIB; }
 static bool is_scan(const fc_array *a) { return kind_of(a) == FCG_KIND_SCAN; }
 static bool is_scatter(const fc_array *a) { return kind_of(a) == FCG_KIND_SCATTER; }
 
-/* Collects the region of root r into `out` (r first); returns its size. */
+/* Collects the region of root r into `out` (r first), their indices into s->reg_ix; returns
+ * its size. */
 static size_t collect(fuse_state *s, fc_array *r, fc_array **out) {
+    int32_t ri = (int32_t)ix(s, r);
+    if (ri == s->collected_root && s->scatter_part == s->collected_part && out == s->collected_out)
+        return s->collected_n; /* out, reg_ix and the region's tags are still its own */
     int tag = ++s->tag;
+    int32_t *oix = s->reg_ix, *stack = s->istack;
     size_t nout = 0, depth = 0;
-    s->stack[depth++] = r;
-    s->region[ix(s, r)] = tag;
+    stack[depth++] = ri;
+    s->region[ri] = tag;
     while (depth) {
-        fc_array *a = s->stack[--depth];
+        int32_t ai = stack[--depth];
+        fc_array *a = s->ord[ai];
+        oix[nout] = ai;
         out[nout++] = a;
-        if (is_leaf(a) || (a != r && s->mat[ix(s, a)])) continue;
+        if (s->leaf[ai] || (ai != ri && s->mat[ai])) continue;
+        const int32_t *in = s->edges.pos + s->edges.first[ai];
         for (int i = 0; i < a->nin; i++) {
-            fc_array *c = a->in[i];
-            if (a == r && s->scatter_part && is_scatter(r) && (i == 0) != (s->scatter_part == 1))
+            int32_t ci = in[i];
+            if (ai == ri && s->scatter_part && is_scatter(r) &&
+                (i == 0) != (s->scatter_part == 1))
                 continue;
-            if (s->region[ix(s, c)] == tag) continue;
-            s->region[ix(s, c)] = tag;
-            if (is_leaf(c) || s->mat[ix(s, c)]) { /* a load: listed, not expanded */
-                out[nout++] = c;
+            if (s->region[ci] == tag) continue;
+            s->region[ci] = tag;
+            if (s->leaf[ci] || s->mat[ci]) { /* a load: listed, not expanded */
+                oix[nout] = ci;
+                out[nout++] = s->ord[ci];
                 continue;
             }
-            s->stack[depth++] = c;
+            stack[depth++] = ci;
         }
     }
+    s->collected_root = ri;
+    s->collected_part = s->scatter_part;
+    s->collected_out = out;
+    s->collected_n = nout;
     return nout;
 }
 
@@ -414,6 +448,7 @@ static void choose_roots(fuse_state *s, fc_array **reg, int *claimed) {
     for (int round = 0; round < 256; round++) {
         bool changed = false;
         memset(s->region, 0, n * sizeof *s->region);
+        s->collected_root = -1;
         memset(s->nregions, 0, n * sizeof *s->nregions);
         memset(claimed, 0, n * sizeof *claimed);
         for (size_t i = 0; i < n; i++) {
@@ -430,21 +465,21 @@ static void choose_roots(fuse_state *s, fc_array **reg, int *claimed) {
                 }
             size_t m = collect(s, s->ord[i], reg);
             for (size_t k = 1; k < m; k++) {
-                fc_array *a = reg[k];
-                if (is_leaf(a) || s->mat[ix(s, a)] || claimed[ix(s, a)] == (int)owner + 1) continue;
-                claimed[ix(s, a)] = (int)owner + 1;
-                s->nregions[ix(s, a)]++;
+                int32_t ak = s->reg_ix[k];
+                if (s->leaf[ak] || s->mat[ak] || claimed[ak] == (int)owner + 1) continue;
+                claimed[ak] = (int)owner + 1;
+                s->nregions[ak]++;
             }
         }
         /* Shared across kernels: a reduction is stored once; a big subexpression too. */
         for (size_t i = 0; i < n; i++) {
             if (s->mat[i] || s->nregions[i] < 2) continue;
             if (is_reduce(s->ord[i])) {
-                s->mat[i] = 1;
+                set_mat(s, i, 1);
                 s->why[i] = "a reduction used by several kernels is computed once and stored";
                 changed = true;
             } else if (s->cost[i] > FCP_RECOMPUTE_MAX_OPS) {
-                s->mat[i] = 1;
+                set_mat(s, i, 1);
                 s->why[i] = "a large subexpression used by several kernels is stored, not "
                             "recomputed";
                 changed = true;
@@ -454,17 +489,15 @@ static void choose_roots(fuse_state *s, fc_array **reg, int *claimed) {
         /* Depth: a chain longer than FCP_MAX_DEPTH inside one kernel is cut where it reaches
          * that depth (the code generator and compilers handle long chains badly). */
         for (size_t i = 0; i < n; i++) {
-            fc_array *a = s->ord[i];
             int dp = 0;
-            if (!is_leaf(a))
-                for (int k = 0; k < a->nin; k++) {
-                    fc_array *c = a->in[k];
-                    if (!is_leaf(c) && !s->mat[ix(s, c)] && s->level[ix(s, c)] > dp)
-                        dp = s->level[ix(s, c)];
+            if (!s->leaf[i])
+                for (int32_t e = s->edges.first[i]; e < s->edges.first[i + 1]; e++) {
+                    int32_t c = s->edges.pos[e];
+                    if (!s->leaf[c] && !s->mat[c] && s->level[c] > dp) dp = s->level[c];
                 }
-            s->level[i] = is_leaf(a) ? 0 : dp + 1;
+            s->level[i] = s->leaf[i] ? 0 : dp + 1;
             if (s->level[i] == FCP_MAX_DEPTH && !s->mat[i]) {
-                s->mat[i] = 1;
+                set_mat(s, i, 1);
                 s->why[i] = "the dependency chain is longer than one kernel should hold";
                 changed = true;
             }
@@ -474,7 +507,7 @@ static void choose_roots(fuse_state *s, fc_array **reg, int *claimed) {
             if (!s->mat[i] || is_lib(s->ord[i])) continue;
             size_t m = collect(s, s->ord[i], reg);
             size_t loads = 0;
-            for (size_t k = 1; k < m; k++) loads += is_leaf(reg[k]) || s->mat[ix(s, reg[k])];
+            for (size_t k = 1; k < m; k++) loads += s->leaf[s->reg_ix[k]] || s->mat[s->reg_ix[k]];
             /* Too many nodes, or more buffers than the kernel's parameter space should carry:
              * split at the costliest node inside (repeated, this halves the group). */
             if (m > FCP_MAX_KERNEL_NODES || loads > FCP_MAX_LEAVES) {
@@ -486,7 +519,7 @@ static void choose_roots(fuse_state *s, fc_array **reg, int *claimed) {
                         best = k;
                 }
                 if (best) {
-                    s->mat[ix(s, reg[best])] = 1;
+                    set_mat(s, ix(s, reg[best]), 1);
                     s->why[ix(s, reg[best])] = m > FCP_MAX_KERNEL_NODES
                                                    ? "the kernel would exceed the node limit"
                                                    : "the kernel would load more buffers than "
@@ -501,7 +534,7 @@ static void choose_roots(fuse_state *s, fc_array **reg, int *claimed) {
             for (size_t k = 1; k < m; k++) {
                 fc_array *a = reg[k];
                 if (is_reduce(a) && !is_leaf(a) && !s->mat[ix(s, a)]) {
-                    s->mat[ix(s, a)] = 1;
+                    set_mat(s, ix(s, a), 1);
                     s->why[ix(s, a)] = why;
                     changed = true;
                 }
@@ -708,7 +741,7 @@ static fc_status build_kernel(fuse_state *s, const group *g, fcp_kernel *k, fc_a
     for (int q = 0; q < g->nroot; q++) {
         fc_array *r = s->ord[g->roots[q]];
         size_t m = collect(s, r, reg);
-        for (size_t j = 0; j < m; j++) seen[ix(s, reg[j])] = 1;
+        for (size_t j = 0; j < m; j++) seen[s->reg_ix[j]] = 1;
         if (!push_ptr(ctx, &k->outs, &k->nout, &ocap, r)) goto nomem;
     }
     for (size_t j = 0; j < s->n; j++) {
@@ -716,7 +749,7 @@ static fc_status build_kernel(fuse_state *s, const group *g, fcp_kernel *k, fc_a
         fc_array *a = s->ord[j];
         bool root = false;
         for (int q = 0; q < g->nroot; q++) root |= g->roots[q] == (int)j;
-        if (is_leaf(a) || (s->mat[j] && !root)) {
+        if (s->leaf[j] || (s->mat[j] && !root)) {
             if (!push_ptr(ctx, &k->leaves, &k->nleaf, &lcap, a)) goto nomem;
             continue;
         }
@@ -822,18 +855,18 @@ static void absorb_epilogues(fuse_state *s, const fcp_plan *p) {
         }
         /* (a chain another product already took: `p + q` of two [1, N] products) */
         if (!end || s->epilogue[ix(s, c1)] || s->epilogue[ix(s, end)]) continue;
-        s->mat[i] = 0;
+        set_mat(s, i, 0);
         s->why[i] = NULL;
         s->epilogue[i] = 2;
         if (end != c1) {
-            s->mat[ix(s, c1)] = 0;
+            set_mat(s, ix(s, c1), 0);
             s->why[ix(s, c1)] = NULL;
             s->epilogue[ix(s, c1)] = 2;
         }
-        s->mat[ix(s, end)] = 1;
+        set_mat(s, ix(s, end), 1);
         s->epilogue[ix(s, end)] = 1;
         if (bias && !is_leaf(bias) && !s->mat[ix(s, bias)]) {
-            s->mat[ix(s, bias)] = 1;
+            set_mat(s, ix(s, bias), 1);
             s->why[ix(s, bias)] = "bias of a matmul's epilogue, which the library reads from a "
                                   "stored buffer";
         }
@@ -844,15 +877,17 @@ static fc_status fuse(fc_ctx *ctx, fcp_plan *p) {
     fuse_state s;
     memset(&s, 0, sizeof s);
     s.ctx = ctx;
+    s.collected_root = -1;
     fc_array **reg = NULL;
     int *seen = NULL, *producer = NULL, *group_of = NULL;
     group *groups = NULL;
     size_t ngroups = 0, nst = 0, nroots = 0, nk = 0;
-    fc_status st = fcg_topo_order(ctx, p->outs, p->nout, true, &s.ord, &s.n);
+    fc_status st = fcg_topo_order_edges(ctx, p->outs, p->nout, true, &s.ord, &s.n, &s.edges);
     if (st != FC_OK) return st;
     size_t n = s.n;
     if ((st = fcg_nodemap_positions(ctx, s.ord, n, &s.pos)) != FC_OK) {
         fcg_free(ctx, s.ord, n * sizeof *s.ord);
+        fcg_topo_edges_free(ctx, &s.edges);
         return fcg_error(ctx, st, "fusion: out of memory");
     }
     nst = 2 * n + 32;
@@ -869,17 +904,21 @@ static fc_status fuse(fc_ctx *ctx, fcp_plan *p) {
     s.epilogue = fcg_calloc(ctx, n);
     reg = fcg_malloc(ctx, (n + 1) * sizeof *reg);
     seen = fcg_malloc(ctx, (n + 1) * sizeof *seen);
+    s.leaf = fcg_malloc(ctx, n);
+    s.reg_ix = fcg_malloc(ctx, (n + 1) * sizeof *s.reg_ix);
+    s.istack = fcg_malloc(ctx, (n + 1) * sizeof *s.istack);
     if (!s.mat || !s.region || !s.nregions || !s.level || !s.cost || !s.why || !s.stack || !reg ||
-        !seen || !s.amap || !s.sorted || !s.epilogue)
+        !seen || !s.amap || !s.sorted || !s.epilogue || !s.leaf || !s.reg_ix || !s.istack)
         goto done;
+    for (size_t i = 0; i < n; i++) s.leaf[i] = is_leaf(s.ord[i]);
 
     /* Roots to begin with: the arrays asked for, library calls and their inputs. */
     for (int i = 0; i < p->nout; i++)
-        if (!is_leaf(p->outs[i])) s.mat[ix(&s, p->outs[i])] = 1;
+        if (!is_leaf(p->outs[i])) set_mat(&s, ix(&s, p->outs[i]), 1);
     for (size_t i = 0; i < n; i++) {
         fc_array *a = s.ord[i];
         if (is_leaf(a) || !is_lib(a)) continue;
-        s.mat[i] = 1;
+        set_mat(&s, i, 1);
         for (int k = 0; k < a->nin; k++) {
             /* A matmul reads a transposed operand's source with cuBLAS's transpose flag; the
              * stencil kernel reads a convolution's flipped weights from their source,
@@ -888,7 +927,7 @@ static fc_status fuse(fc_ctx *ctx, fcp_plan *p) {
             fc_array *src = fcp_lib_source(a, k);
             if (src && !s.mat[ix(&s, in)]) {
                 if (!is_leaf(src) && !s.mat[ix(&s, src)]) {
-                    s.mat[ix(&s, src)] = 1;
+                    set_mat(&s, ix(&s, src), 1);
                     s.why[ix(&s, src)] = a->op == FCG_OP_MATMUL
                                              ? "read transposed by a matmul (a cuBLAS flag, not "
                                                "a copy), which reads stored buffers"
@@ -898,7 +937,7 @@ static fc_status fuse(fc_ctx *ctx, fcp_plan *p) {
                 continue;
             }
             if (!is_leaf(in) && !s.mat[ix(&s, in)]) {
-                s.mat[ix(&s, in)] = 1;
+                set_mat(&s, ix(&s, in), 1);
                 s.why[ix(&s, in)] = "input of a library call, which reads stored buffers";
             }
         }
@@ -906,14 +945,14 @@ static fc_status fuse(fc_ctx *ctx, fcp_plan *p) {
     /* Scans are kernels of their own: their consumers read them from memory. */
     for (size_t i = 0; i < n; i++)
         if (!is_leaf(s.ord[i]) && is_scan(s.ord[i]) && !s.mat[i]) {
-            s.mat[i] = 1;
+            set_mat(&s, i, 1);
             s.why[i] = "a scan is a kernel of its own (stored; elementwise consumers that read "
                        "it where it is computed join that kernel)";
         }
     /* Scatters update a stored buffer in place: kernels of their own. */
     for (size_t i = 0; i < n; i++)
         if (!is_leaf(s.ord[i]) && is_scatter(s.ord[i]) && !s.mat[i]) {
-            s.mat[i] = 1;
+            set_mat(&s, i, 1);
             s.why[i] = "a scatter is stored: a copy of its array, then its updates in place";
         }
     /* A user kernel's raw inputs: its code indexes them itself, so they are stored buffers. */
@@ -923,15 +962,15 @@ static fc_status fuse(fc_ctx *ctx, fcp_plan *p) {
         const fcg_user_kernel *uk = fcg_user_find(ctx, (uint64_t)a->p.ival);
         for (int k = 0; uk && k < a->nin && k < uk->nin; k++)
             if (uk->in[k].raw && !is_leaf(a->in[k]) && !s.mat[ix(&s, a->in[k])]) {
-                s.mat[ix(&s, a->in[k])] = 1;
+                set_mat(&s, ix(&s, a->in[k]), 1);
                 s.why[ix(&s, a->in[k])] = "raw input of a user kernel, which indexes a stored buffer";
             }
     }
     /* Cost of recomputing each node: inline ops below it (an upper bound on a DAG). */
     for (size_t i = 0; i < n; i++) {
-        fc_array *a = s.ord[i];
-        uint64_t c = is_leaf(a) ? 0 : 1;
-        for (int k = 0; k < a->nin && !is_leaf(a); k++) c += s.cost[ix(&s, a->in[k])];
+        uint64_t c = s.leaf[i] ? 0 : 1;
+        for (int32_t e = s.edges.first[i]; e < s.edges.first[i + 1] && !s.leaf[i]; e++)
+            c += s.cost[s.edges.pos[e]];
         s.cost[i] = c > (1u << 30) ? (1u << 30) : (uint32_t)c;
     }
     choose_roots(&s, reg, seen);
@@ -1118,6 +1157,10 @@ done:
     fcg_free(ctx, s.epilogue, n);
     fcg_free(ctx, reg, (n + 1) * sizeof *reg);
     fcg_free(ctx, seen, (n + 1) * sizeof *seen);
+    fcg_free(ctx, s.leaf, n);
+    fcg_topo_edges_free(ctx, &s.edges);
+    fcg_free(ctx, s.reg_ix, (n + 1) * sizeof *s.reg_ix);
+    fcg_free(ctx, s.istack, (n + 1) * sizeof *s.istack);
     fcg_free(ctx, s.ord, n * sizeof *s.ord);
     fcg_nodemap_free(&s.pos);
     return st;
@@ -1226,6 +1269,8 @@ fc_status fcp_plan_build(fc_ctx *ctx, fc_array *const *arrays, int n, fcp_plan *
     p->nout = n;
     fcp_log_graph(ctx, "input", p->outs, n);
     fcp_pass_stats stats = {0, 0};
+    /* The nodes the passes make hash their keys only if a plan key ever reaches them. */
+    ctx->planning++;
     fc_status st = fcp_simplify(ctx, p->outs, n, &stats);
     if (st == FC_OK) {
         fcp_log_graph(ctx, "after simplify", p->outs, n);
@@ -1238,6 +1283,7 @@ fc_status fcp_plan_build(fc_ctx *ctx, fc_array *const *arrays, int n, fcp_plan *
         st = fuse(ctx, p);
     }
     if (st == FC_OK) st = schedule(ctx, p);
+    ctx->planning--;
     if (st != FC_OK) {
         fcp_plan_destroy(p);
         return st;

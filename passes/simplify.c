@@ -32,7 +32,6 @@
  * reading it. Rules that drop an operand
  * (x ** 0, where) also drop any value error that operand would raise at evaluation.
  */
-#include "nodemap.h"
 #include "passes.h"
 #include "ref.h" /* fch_eval: constants fold on the reference evaluator */
 
@@ -623,9 +622,10 @@ static fc_status lower_matmul(simp *s, fc_array *a, fc_array **out) {
 /* ---- the pass --------------------------------------------------------------------------- */
 
 /* The simplified node of `a`, whose inputs are simplified in memo (indexed by their positions
- * in the walk, `pos`: the pass's own map, since rules build nodes and may walk the graph). */
+ * in the walk, in_pos: taken as the walk was made, since rules build nodes and may walk the
+ * graph). */
 static fc_status simplify_node(simp *s, fc_array *a, fc_array *const *memo,
-                               const fcg_nodemap *pos, fc_array **out) {
+                               const int32_t *in_pos, fc_array **out) {
     *out = NULL;
     if (fcg_has_value(a) || a->nin == 0) {
         fcg_retain(a);
@@ -637,7 +637,7 @@ static fc_status simplify_node(simp *s, fc_array *a, fc_array *const *memo,
     if (a->nin > 8 && !(in = fcg_malloc(s->ctx, bytes))) return FC_ERR_NOMEM;
     bool changed = false;
     for (int j = 0; j < a->nin; j++) {
-        in[j] = memo[fcg_nodemap_get(pos, a->in[j])];
+        in[j] = memo[in_pos[j]];
         changed |= in[j] != a->in[j];
     }
     fc_array *r = a;
@@ -676,24 +676,23 @@ fc_status fcp_simplify(fc_ctx *ctx, fc_array **arrays, int n, fcp_pass_stats *st
 
     simp s = {ctx, {0, 0}};
     fc_array **order, **memo = NULL;
-    fcg_nodemap pos = {0};
+    fcg_topo_edges edges;
     size_t count, done = 0;
-    fc_status st = fcg_topo_order(ctx, arrays, n, true, &order, &count);
+    fc_status st = fcg_topo_order_edges(ctx, arrays, n, true, &order, &count, &edges);
     if (st != FC_OK) return st;
-    if (fcg_nodemap_positions(ctx, order, count, &pos) != FC_OK ||
-        !(memo = fcg_calloc(ctx, count * sizeof *memo))) {
+    if (!(memo = fcg_calloc(ctx, count * sizeof *memo))) {
         st = nomem(&s);
         goto out;
     }
     for (; done < count; done++) {
-        st = simplify_node(&s, order[done], memo, &pos, &memo[done]);
+        st = simplify_node(&s, order[done], memo, edges.pos + edges.first[done], &memo[done]);
         if (st != FC_OK) {
             if (st == FC_ERR_NOMEM) nomem(&s);
             goto out;
         }
     }
     for (int i = 0; i < n; i++) {
-        fc_array *r = memo[fcg_nodemap_get(&pos, arrays[i])];
+        fc_array *r = memo[edges.roots[i]];
         fcg_retain(r);
         fcg_release(arrays[i]);
         arrays[i] = r;
@@ -703,7 +702,7 @@ fc_status fcp_simplify(fc_ctx *ctx, fc_array **arrays, int n, fcp_pass_stats *st
 out:
     for (size_t i = 0; i < done; i++) fcg_release(memo[i]);
     if (memo) fcg_free(ctx, memo, count * sizeof *memo);
-    fcg_nodemap_free(&pos);
+    fcg_topo_edges_free(ctx, &edges);
     fcg_free(ctx, order, count * sizeof *order);
     return st;
 }

@@ -1238,3 +1238,48 @@ Test(fusion, updates_that_read_elsewhere_take_no_buffer) {
                 "donor %p with x read later: %d", (void *)donor[0], later);
     fcp_plan_destroy(p);
 }
+
+/* The nodes the passes make hash their plan-key shares only when a key first reaches them
+ * (fc_array.unhashed): an expression a caller builds afterwards that hash-conses onto such a
+ * node keys exactly as the same expression in a context that never planned. */
+static fc_hash key_of_exp_cast(fc_ctx *c, fc_array *x, fc_array **cast_out) {
+    fc_array *cast = fc_cast(x, FC_F32);
+    fc_array *z = fc_exp(cast);
+    fc_hash key;
+    fc_array *const *order;
+    size_t count;
+    cr_assert_eq(fcg_plan_key(c, &z, 1, &key, &order, &count), FC_OK, "%s", fc_errmsg(c));
+    if (cast_out) *cast_out = cast;
+    return key;
+}
+
+Test(fusion, nodes_the_passes_make_key_like_any_other) {
+    int8_t v[4] = {1, -2, 3, -4};
+    fc_array *x = fc_from_host(ctx, FC_I8, FC_SHAPE(4), v);
+    /* i8 -> f64 is exact, so simplify turns the cast chain into cast(x, f32), a new node */
+    fc_array *y = fc_cast(fc_cast(x, FC_F64), FC_F32);
+    fcp_plan *p = plan_of("cast chain", &y, 1);
+    const fc_array *made = NULL;
+    for (int k = 0; k < p->nkernel; k++)
+        for (int i = 0; i < p->kernels[k].nnode; i++)
+            if (p->kernels[k].nodes[i]->op == FCG_OP_CAST &&
+                p->kernels[k].nodes[i]->in[0] == x)
+                made = p->kernels[k].nodes[i];
+    cr_assert_not_null(made, "simplify made no cast(x, f32)");
+    cr_assert(made->unhashed, "a node the passes made was hashed as it was made");
+    fc_array *cast;
+    fc_hash key = key_of_exp_cast(ctx, x, &cast);
+    cr_assert_eq(cast, made, "the caller's cast(x, f32) is not the node the passes made");
+    cr_assert_not(made->unhashed, "the key did not hash the node it reached");
+    fcp_plan_destroy(p);
+
+    fc_ctx *other;
+    fc_ctx_options o = {0};
+    o.backend = FC_BACKEND_HOST;
+    cr_assert_eq(fc_ctx_create(&other, &o), FC_OK);
+    fc_array *x2 = fc_from_host(other, FC_I8, FC_SHAPE(4), v);
+    fc_hash fresh = key_of_exp_cast(other, x2, NULL);
+    cr_assert(key.lo == fresh.lo && key.hi == fresh.hi,
+              "a node hashed late keys differently from one hashed as it was made");
+    fc_ctx_destroy(other);
+}
