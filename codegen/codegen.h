@@ -13,7 +13,7 @@
 #include "plan.h"
 
 /* Version of the generated code: part of the cache key; bump on any change to codegen. */
-#define FCX_CODEGEN_VERSION 4
+#define FCX_CODEGEN_VERSION 5
 
 /* Where an argument's value comes from. `node` indexes the kernel's nodes (0..nnode-1) then
  * its leaves (nnode..nnode+nleaf-1). */

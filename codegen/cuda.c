@@ -21,6 +21,7 @@
  */
 #include "codegen.h"
 #include "nodemap.h"
+#include "prelude.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -5031,6 +5032,22 @@ static void gen_free_arrays(gen *g) {
     fcg_nodemap_free(&g->pos);
 }
 
+/* The prelude in front of the kernel text `after`: a line "#define FCX_PART_<NAME> 0" for
+ * each optional part that neither it nor the fast-math tier's text (in front of the prelude,
+ * when on) needs, then that text and the prelude. A pure function of the kernel's text, so
+ * the source stays canonical. */
+static void put_prelude(fcg_sb *sb, bool fast_math, const char *after, size_t len) {
+    unsigned needed = fcx_prelude_parts_needed(after, len);
+    if (fast_math) needed |= fcx_prelude_parts_needed(fcx_fast_math_source, fcx_fast_math_size);
+    char defines[1024];
+    if (fcx_prelude_parts_defines(needed, defines, sizeof defines) >= sizeof defines)
+        sb->failed = true; /* more parts than room: a fusec bug, reported as out of memory */
+    else
+        fcg_sb_puts(sb, defines);
+    if (fast_math) fcg_sb_puts(sb, fcx_fast_math_source);
+    fcg_sb_puts(sb, fcx_prelude_source);
+}
+
 fc_status fcx_generate(fc_ctx *ctx, const fcp_kernel *k, fcx_kernel_src *out) {
     return fcx_generate_named(ctx, k, FCX_KERNEL_NAME, true, out);
 }
@@ -5165,9 +5182,11 @@ fc_status fcx_generate_named(fc_ctx *ctx, const fcp_kernel *k, const char *name,
         if (ctx->fast_math)
             fcg_sb_puts(&src, "// math tier: fast (FMA contraction, approximate f32 math, "
                               "|z|^2 compares; include/fusec.h)\n");
-        if (ctx->fast_math && with_prelude) fcg_sb_puts(&src, fcx_fast_math_source);
-        if (with_prelude) fcg_sb_puts(&src, fcx_prelude_source);
-        else fcg_sb_printf(&src, "namespace %s {\n", name);
+        /* What follows the prelude is written first, to learn which of the prelude's
+         * optional parts it needs; the others are left to the preprocessor to skip. */
+        fcg_sb whole = src;
+        src = (fcg_sb){ctx, NULL, 0, 0, false};
+        if (!with_prelude) fcg_sb_printf(&src, "namespace %s {\n", name);
         fcg_sb_printf(&src, "\ntypedef %s idx_t;\n", idx64 ? "long long" : "int");
         fcg_sb_puts(&src, "template <class T, int N> struct alignas(sizeof(T) * N) fcx_vec { T v[N]; };\n");
         fcg_sb_printf(&src, "struct fcx_params {\n    const void *ptr[%d];\n    long long i[%d];\n    "
@@ -5193,6 +5212,11 @@ fc_status fcx_generate_named(fc_ctx *ctx, const fcp_kernel *k, const char *name,
         if (g.body.s) fcg_sb_puts(&src, g.body.s);
         fcg_sb_puts(&src, "}\n");
         if (!with_prelude) fcg_sb_puts(&src, "}\n");
+        if (with_prelude) put_prelude(&whole, ctx->fast_math, src.s ? src.s : "", src.len);
+        if (src.s) fcg_sb_puts(&whole, src.s);
+        whole.failed |= src.failed;
+        fcg_sb_free(&src);
+        src = whole;
     }
     int fields[FCX_NSIZES] = {0}, cached[FCX_NSIZES] = {0};
     for (int j = 0; j < k->nred && strategy != FCX_STRATEGY_EW && g.err == FC_OK; j++) {

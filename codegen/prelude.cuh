@@ -60,10 +60,13 @@
  * next op uses it, or it will differ from the host (a pair, fcx_h2, holds rounded values).
  *
  * Compile cost (NVRTC 13.0, sm_90, CPU time, measured on the H200 host): pasted in front of a
- * kernel, the prelude adds about 5-9 ms to every compile (a trivial kernel takes 6-9 ms);
+ * kernel, the whole prelude adds about 5-9 ms to every compile (a trivial kernel takes 6-9 ms);
  * passed as an in-memory header (#include as the source's first line) with NVRTC's automatic
  * precompiled headers (--pch first among the options, CUDA 12.8+), it adds 0-2 ms once the
- * first compile of the process has built the PCH (in memory), with byte-identical cubins.
+ * first compile of the process has built the PCH (in memory), with byte-identical cubins; a
+ * PCH does not serve another process, and building it slows the first compile. Instead a
+ * kernel gets only the optional parts below that it names (FCX_PART_*; docs/ARCHITECTURE.md,
+ * "Cold compile").
  */
 #ifndef FCX_PRELUDE_CUH
 #define FCX_PRELUDE_CUH
@@ -77,6 +80,31 @@
 #else /* not static: NVRTC warns about unused static functions, never about inline ones */
 #define FCX_FN __device__ __forceinline__
 #define FCX_BIG __device__ inline
+#endif
+
+/* Optional parts: each "#if FCX_PART_<NAME>" block below is compiled only into the kernels
+ * that use it. Code generation (codegen/prelude_parts.c) defines FCX_PART_<NAME> as 0 in
+ * front of the prelude for each part the kernel's text names nothing of (no identifier the
+ * part alone defines; for COMPLEX, no complex compute type either), so NVRTC's front end
+ * skips it: parsing the whole prelude is a fixed cost of every compile. Undefined, a part is
+ * in (the host builds of the prelude take all of it). */
+#ifndef FCX_PART_PAIRS
+#define FCX_PART_PAIRS 1
+#endif
+#ifndef FCX_PART_COMPLEX
+#define FCX_PART_COMPLEX 1
+#endif
+#ifndef FCX_PART_RANDOM
+#define FCX_PART_RANDOM 1
+#endif
+#ifndef FCX_PART_REDUCE
+#define FCX_PART_REDUCE 1
+#endif
+#ifndef FCX_PART_INDEX
+#define FCX_PART_INDEX 1
+#endif
+#ifndef FCX_PART_BLOCK
+#define FCX_PART_BLOCK 1
 #endif
 
 /* Raised by a kernel that met a value NumPy refuses: the runtime zeroes it before such a
@@ -505,6 +533,7 @@ template <class T> FCX_FN double fcx_cast_f64(T x) { return fcx_wd(x); }
 template <class T> FCX_FN fcx_t_c64 fcx_cast_c64(T x) { return fcx_t_c64{fcx_wf(x), (float)fcx_wim(x)}; }
 template <class T> FCX_FN fcx_t_c128 fcx_cast_c128(T x) { return fcx_t_c128{fcx_wd(x), fcx_wim(x)}; }
 
+#if FCX_PART_PAIRS
 /* ---- 16-bit pairs: the vector step of elementwise kernels (issue 13) --------------------- *
  *
  * In the vector step of an elementwise kernel over contiguous data (codegen/cuda.c, gen_ew),
@@ -685,6 +714,7 @@ template <class H> FCX_FN typename fcx_same<H, fcx_h2, fcx_h2>::type fcx_abs2(H 
 template <class H> FCX_FN typename fcx_same<H, fcx_h2, fcx_h2>::type fcx_where2(bool c0, bool c1, H a, H b) {
     return fcx_h2{((c0 ? a : b).bits & 0xffffu) | ((c1 ? a : b).bits & 0xffff0000u)};
 }
+#endif /* FCX_PART_PAIRS */
 
 /* ---- ops on every type ------------------------------------------------------------------ */
 
@@ -983,6 +1013,7 @@ template <class T> FCX_FN typename fcx_same<T, float, float>::type fcx_nextafter
     return fcx_bf16_to_f32(fcx_nextafter16<unsigned>(fcx_f32_to_bf16(a), fcx_f32_to_bf16(b), 0x7f80u, 0x7fc0u, false));
 }
 
+#if FCX_PART_COMPLEX
 /* ---- complex: C99 Annex G functions, computed in double --------------------------------- */
 
 /* The kernels fcx_z_<fn>(x, y) take double parts (D is always double: a template only so
@@ -1425,7 +1456,9 @@ FCX_C(type) fcx_clip(T x, T lo, T hi) {
     bool le = m.re < hi.re || (m.re == hi.re && m.im <= hi.im);
     return (fcx_isnan(m) || le) ? m : hi;
 }
+#endif /* FCX_PART_COMPLEX */
 
+#if FCX_PART_RANDOM
 /* ---- random numbers --------------------------------------------------------------------- */
 
 /* Random draws: graph.h's fcg_philox4x32_10 and fcg_random_*_at, bit for bit (the layout is
@@ -1566,7 +1599,9 @@ FCX_FN void fcx_rand_integer_span(U low, U range, U seed, U stream, U q, unsigne
         return fcx_randw_integer(WIDE, low, range, w, i);
     });
 }
+#endif /* FCX_PART_RANDOM */
 
+#if FCX_PART_REDUCE
 /* ---- reductions ------------------------------------------------------------------------- */
 
 /* Identities in the accumulator's compute type T: fcx_identity_sum<T>() (0),
@@ -1614,7 +1649,9 @@ template <class T> FCX_FN void fcx_argmin_combine(T *v, long long *i, T v2, long
         *i = i2;
     }
 }
+#endif /* FCX_PART_REDUCE */
 
+#if FCX_PART_INDEX
 /* ---- gathers ---------------------------------------------------------------------------- */
 
 /* take's index v along an axis of extent n (n >= 1) by mode (fc_take_mode: 0 raise, 1 wrap,
@@ -1775,7 +1812,9 @@ template <> FCX_FN void fcx_scatter_u64<fcx_op_min>(unsigned long long *p, unsig
 
 /* a < b in NumPy's sort order: NaN after every number (searchsorted; real compute types). */
 template <class T> FCX_FN bool fcx_sort_less(T a, T b) { return a < b || (b != b && a == a); }
+#endif /* FCX_PART_INDEX */
 
+#if FCX_PART_BLOCK
 /* ---- block-level machinery of the reduction kernels ------------------------------------ */
 
 /* Threads of a warp. Host emulation (tests/test_codegen_emulated.c) defines it smaller, and
@@ -2109,5 +2148,6 @@ template <int = 0> FCX_FN unsigned fcx_dsmem_size() {
 }
 #define FCX_DSMEM(name) extern __shared__ __align__(16) unsigned char name[]
 #endif
+#endif /* FCX_PART_BLOCK */
 
 #endif /* FCX_PRELUDE_CUH */

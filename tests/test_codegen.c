@@ -44,6 +44,7 @@
 #include "kcompile.h"
 #include "nvrtc_compile.h"
 #include "plan.h"
+#include "prelude.h"
 #include "random_dag.c"
 #include "workloads.h"
 
@@ -95,6 +96,9 @@ typedef struct kern {
     char origin[160];  /* program and kernel index, for reports */
     bool random;       /* from random DAG `seed` */
     uint64_t seed;
+    unsigned parts;    /* the prelude's optional parts it needs (fcx_prelude_parts_needed):
+                          it compiles against those alone, as in production */
+    int order;         /* its place in the list before compile_all grouped it by parts */
 } kern;
 
 typedef struct klist {
@@ -187,6 +191,7 @@ static void klist_add(fc_ctx *ctx, klist *l, fc_array *const *outs, int n, const
         if (l->keys) write_keys(ctx, l->keys, k, e->origin);
         e->random = random;
         e->seed = seed;
+        e->parts = fcx_prelude_parts_needed(src.src, src.len);
         fcx_kernel_src_free(ctx, &src);
     }
     fcp_plan_destroy(p);
@@ -274,13 +279,17 @@ static void add_random(fc_ctx *ctx, klist *l, uint64_t lo, uint64_t hi) {
 
 /* ---- batched compiles -------------------------------------------------------------------- */
 
+/* The prelude with only the parts l->k[lo, hi) need (they need the same ones), then those
+ * kernels. */
 static char *batch_text(const klist *l, int lo, int hi) {
-    size_t len = fcx_prelude_size;
+    size_t nd = fcx_prelude_parts_defines(l->k[lo].parts, NULL, 0);
+    size_t len = nd + fcx_prelude_size;
     for (int i = lo; i < hi; i++) len += strlen(l->k[i].src) + 1;
     char *t = malloc(len + 1);
     cr_assert_not_null(t);
-    memcpy(t, fcx_prelude_source, fcx_prelude_size);
-    size_t at = fcx_prelude_size;
+    fcx_prelude_parts_defines(l->k[lo].parts, t, nd + 1);
+    memcpy(t + nd, fcx_prelude_source, fcx_prelude_size);
+    size_t at = nd + fcx_prelude_size;
     for (int i = lo; i < hi; i++) {
         size_t k = strlen(l->k[i].src);
         memcpy(t + at, l->k[i].src, k);
@@ -307,6 +316,9 @@ static const char *save_failure(const kern *k, int index, const char *arch) {
     snprintf(path, sizeof path, "%s/k%d_%s.cu", dir, index, arch);
     FILE *f = fopen(path, "w");
     if (!f) return "(could not be written)";
+    char defines[1024];
+    fcx_prelude_parts_defines(k->parts, defines, sizeof defines);
+    fputs(defines, f);
     fputs(fcx_prelude_source, f);
     fputs(k->src, f);
     fclose(f);
@@ -363,14 +375,32 @@ typedef struct batch_pick {
     int stride, offset;
 } batch_pick;
 
-/* Compiles the kernels of l in batches, for ARCHS[a] the batches pick[a] names. */
-static void compile_all(fc_ctx *ctx, const klist *l, const char *what, const batch_pick pick[2],
+static int kern_by_parts(const void *a, const void *b) {
+    const kern *x = a, *y = b;
+    if (x->parts != y->parts) return x->parts < y->parts ? -1 : 1;
+    return x->order - y->order;
+}
+
+/* The end of the batch that starts at lo: at most BATCH kernels, all needing the same parts
+ * of the prelude. */
+static int batch_end(const klist *l, int lo) {
+    int hi = lo + 1;
+    while (hi < l->n && hi - lo < BATCH && l->k[hi].parts == l->k[lo].parts) hi++;
+    return hi;
+}
+
+/* Compiles the kernels of l in batches, for ARCHS[a] the batches pick[a] names. Kernels are
+ * grouped by the prelude parts they need (in their order otherwise), so that each compiles
+ * against exactly those: a part a kernel needs but was not given fails the batch. */
+static void compile_all(fc_ctx *ctx, klist *l, const char *what, const batch_pick pick[2],
                         compile_stats *stats) {
+    for (int i = 0; i < l->n; i++) l->k[i].order = i;
+    qsort(l->k, (size_t)l->n, sizeof *l->k, kern_by_parts);
     for (int a = 0; a < 2; a++) {
         memset(&stats[a], 0, sizeof stats[a]);
         int compiled = 0;
-        for (int lo = 0, b = 0; lo < l->n; lo += BATCH, b++) {
-            int hi = lo + BATCH < l->n ? lo + BATCH : l->n;
+        for (int lo = 0, b = 0, hi; lo < l->n; lo = hi, b++) {
+            hi = batch_end(l, lo);
             if (pick[a].stride == 0 || b % pick[a].stride != pick[a].offset) continue;
             compiled += hi - lo;
             char *t = batch_text(l, lo, hi);
@@ -1212,6 +1242,79 @@ Test(codegen, kernels_go_through_the_disk_cache) {
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     cr_assert_eq(system(cmd), 0);
+}
+
+/* ---- the prelude's optional parts ----------------------------------------------------- */
+
+static unsigned part_bit(const char *name) {
+    for (int i = 0; i < fcx_prelude_parts_count(); i++)
+        if (strcmp(fcx_prelude_part_name(i), name) == 0) return 1u << i;
+    cr_assert_fail("the prelude has no part %s", name);
+    return 0;
+}
+
+static unsigned needs(const char *text) { return fcx_prelude_parts_needed(text, strlen(text)); }
+
+/* The production source of workload w's first kernel at its small size (freed by the caller). */
+static char *workload_source(fc_ctx *ctx, const wl_workload *w) {
+    fc_array *outs[WL_MAX_OUT];
+    int n = w->build(ctx, w->small, outs);
+    fcp_plan *p = NULL;
+    cr_assert_eq(fcp_plan_build(ctx, outs, n, &p), FC_OK, "%s", fc_errmsg(ctx));
+    fcx_kernel_src src;
+    cr_assert_eq(fcx_generate(ctx, &p->kernels[0], &src), FC_OK, "%s", fc_errmsg(ctx));
+    char *text = strdup(src.src);
+    cr_assert_not_null(text);
+    fcx_kernel_src_free(ctx, &src);
+    fcp_plan_destroy(p);
+    return text;
+}
+
+/* A kernel gets the optional parts of the prelude it names and no others: NVRTC's front end
+ * then skips the rest (a fixed cost of every compile; SASS identical). Batches above compile
+ * each kernel against exactly its parts; this checks that the parts are left out at all. */
+Test(codegen, kernels_get_the_prelude_parts_they_name) {
+    cr_assert_eq(fcx_prelude_parts_count(), 6);
+    unsigned complex = part_bit("COMPLEX"), random = part_bit("RANDOM"), block = part_bit("BLOCK");
+    unsigned pairs = part_bit("PAIRS"), index = part_bit("INDEX"), reduce = part_bit("REDUCE");
+    cr_assert_eq(needs("const fcx_ct_f32 v0 = fcx_tanh(fcx_load_f32(p));"), 0u);
+    cr_assert_eq(needs("const fcx_ct_c128 v0 = fcx_abs(x);"), complex);
+    cr_assert_eq(needs("fcx_cast_c64(x)"), complex);
+    /* the storage type alone is no complex value (a 16-byte word of shared memory) */
+    cr_assert_eq(needs("__shared__ fcx_t_c128 fcx_xchw[4];"), 0u);
+    cr_assert_eq(needs("fcx_rand_uniform_f32(s, t, i)") & random, random);
+    cr_assert_eq(needs("fcx_scatter_i8(p, v, op)") & index, index); /* fcx_scatter_##D makes it */
+    cr_assert_eq(needs("if (x < FCX_WARP) fcx_shfl_down(v, 1);") & block, block);
+    cr_assert_eq(needs("fcx_h2 h;") & pairs, pairs);
+    cr_assert_eq(needs("fcx_identity_max<float>()") & reduce, reduce);
+    /* names in comments and strings are not used */
+    cr_assert_eq(needs("/* fcx_rand_uniform_f32 */ // FCX_WARP\n\"fcx_h2\" 'x'"), 0u);
+    /* op names belong to no part, though parts overload them (fcx_exp of complex) or call
+     * them (fcx_greater in argmax's combine) */
+    cr_assert_eq(needs("fcx_exp(x) + fcx_greater(a, b) + fcx_less_equal(a, b)"), 0u);
+
+    /* The production source says which in front of the prelude: W1 needs none, W8 complex. */
+    fc_ctx *ctx = new_ctx();
+    cr_assert_not_null(ctx);
+    fc_scope_open(ctx);
+    for (int i = 0; i < WL_COUNT; i++) {
+        bool w1 = strcmp(wl_workloads[i].name, "w01_tanh_sin") == 0;
+        bool w8 = strcmp(wl_workloads[i].name, "w08_mandelbrot") == 0;
+        if (!w1 && !w8) continue;
+        char *src = workload_source(ctx, &wl_workloads[i]);
+        const char *pre = strstr(src, fcx_prelude_source);
+        cr_assert_not_null(pre);
+        for (int p = 0; p < fcx_prelude_parts_count(); p++) {
+            char line[64];
+            snprintf(line, sizeof line, "#define FCX_PART_%s 0\n", fcx_prelude_part_name(p));
+            const char *at = strstr(src, line);
+            bool out = at && at < pre;
+            cr_assert_eq(out, w1 || (1u << p) != complex, "%s: part %s is %s",
+                         wl_workloads[i].name, fcx_prelude_part_name(p), out ? "out" : "in");
+        }
+        free(src);
+    }
+    fc_ctx_destroy(ctx);
 }
 
 /* ---- main: Criterion, or a helper mode for the cross-process tests ----------------------- */
