@@ -21,7 +21,7 @@ for f in "$build"/examples/*; do
   [ -f "$f" ] && [ -x "$f" ] && cp "$f" "$carry/build/examples/"
 done
 cp "$build/tools/fusec" "$carry/build/tools/"
-for f in latency capi loop shard startup; do
+for f in latency capi loop shard startup plan_time; do
   [ -x "$build/bench/$f" ] && cp "$build/bench/$f" "$carry/build/bench/"
 done
 find "$carry/build" -type f -exec strip --strip-debug {} +
