@@ -1057,20 +1057,30 @@ Test(codegen, shifted_slices_take_strips_or_tiles) {
     fc_ctx_destroy(ctx);
 }
 
-/* The strategy of the one kernel of bench/fc/<name>.fc (its inputs at their sizes there). */
-static fcx_strategy bench_strategy(fc_ctx *ctx, const char *name, char **src) {
+/* The plan of bench/fc/<name>.fc (its inputs at their sizes there), of one kernel, and its
+ * generated source; *prog and *p are for the caller to destroy. */
+static void bench_kernel(fc_ctx *ctx, const char *name, fc_program **prog, fcp_plan **p,
+                         fcx_kernel_src *k) {
     char path[1024];
     snprintf(path, sizeof path, "%s/bench/fc/%s.fc", FUSEC_SOURCE_DIR, name);
-    fc_program *prog = NULL;
-    cr_assert_eq(fc_program_load(ctx, path, &prog), FC_OK, "%s: %s", path, fc_errmsg(ctx));
-    fc_array *outs[1];
-    cr_assert_eq(fc_program_num_outputs(prog), 1);
-    cr_assert_eq(fc_program_build(prog, NULL, outs), FC_OK, "%s: %s", path, fc_errmsg(ctx));
-    fcp_plan *p = NULL;
-    cr_assert_eq(fcp_plan_build(ctx, outs, 1, &p), FC_OK, "%s: %s", name, fc_errmsg(ctx));
-    cr_assert_eq(p->nkernel, 1, "%s: %d kernels", name, p->nkernel);
+    *prog = NULL;
+    cr_assert_eq(fc_program_load(ctx, path, prog), FC_OK, "%s: %s", path, fc_errmsg(ctx));
+    fc_array *outs[3];
+    int nout = fc_program_num_outputs(*prog);
+    cr_assert(nout >= 1 && nout <= 3);
+    cr_assert_eq(fc_program_build(*prog, NULL, outs), FC_OK, "%s: %s", path, fc_errmsg(ctx));
+    *p = NULL;
+    cr_assert_eq(fcp_plan_build(ctx, outs, nout, p), FC_OK, "%s: %s", name, fc_errmsg(ctx));
+    cr_assert_eq((*p)->nkernel, 1, "%s: %d kernels", name, (*p)->nkernel);
+    cr_assert_eq(fcx_generate(ctx, &(*p)->kernels[0], k), FC_OK, "%s: %s", name, fc_errmsg(ctx));
+}
+
+/* The strategy of the one kernel of bench/fc/<name>.fc, and its source in *src. */
+static fcx_strategy bench_strategy(fc_ctx *ctx, const char *name, char **src) {
+    fc_program *prog;
+    fcp_plan *p;
     fcx_kernel_src k;
-    cr_assert_eq(fcx_generate(ctx, &p->kernels[0], &k), FC_OK, "%s: %s", name, fc_errmsg(ctx));
+    bench_kernel(ctx, name, &prog, &p, &k);
     fcx_strategy st = k.strategy;
     *src = k.src;
     k.src = NULL;
@@ -1108,19 +1118,10 @@ Test(codegen, transposed_reads_go_through_tiles_and_outer_products_store_wide) {
 /* The launch of the one kernel of bench/fc/<name>.fc on a device of 132 multiprocessors
  * holding 8 blocks each; *steps gets its recipe's ew_thread_steps. */
 static fcx_launch bench_launch(fc_ctx *ctx, const char *name, int *steps) {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/bench/fc/%s.fc", FUSEC_SOURCE_DIR, name);
-    fc_program *prog = NULL;
-    cr_assert_eq(fc_program_load(ctx, path, &prog), FC_OK, "%s: %s", path, fc_errmsg(ctx));
-    fc_array *outs[3];
-    int nout = fc_program_num_outputs(prog);
-    cr_assert(nout >= 1 && nout <= 3);
-    cr_assert_eq(fc_program_build(prog, NULL, outs), FC_OK, "%s: %s", path, fc_errmsg(ctx));
-    fcp_plan *p = NULL;
-    cr_assert_eq(fcp_plan_build(ctx, outs, nout, &p), FC_OK, "%s: %s", name, fc_errmsg(ctx));
-    cr_assert_eq(p->nkernel, 1, "%s: %d kernels", name, p->nkernel);
+    fc_program *prog;
+    fcp_plan *p;
     fcx_kernel_src k;
-    cr_assert_eq(fcx_generate(ctx, &p->kernels[0], &k), FC_OK, "%s: %s", name, fc_errmsg(ctx));
+    bench_kernel(ctx, name, &prog, &p, &k);
     fcx_launch lc;
     fcx_launch_config(&p->kernels[0], &k, 132, 8, &lc);
     *steps = k.ew_thread_steps;

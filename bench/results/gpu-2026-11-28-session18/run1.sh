@@ -10,25 +10,7 @@ export LD_LIBRARY_PATH=$PWD/gpu-carry-x/libs
 mkdir -p build && cp -r gpu-carry-x/build/. build/
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 export FUSEC_CACHE_DIR=$(mktemp -d /tmp/fc-cache-XXXX)
-one() { # label env... -- program
-  local label=$1; shift
-  local envs=()
-  while [[ $1 != -- ]]; do envs+=("$1"); shift; done; shift
-  local f=$1
-  env "${envs[@]}" build/tools/fusec run "$f" --backend cuda --bench --runs 30 --warmup 5 --back-to-back --json 2>/dev/null |
-    python3 -c '
-import json,sys
-label,f=sys.argv[1],sys.argv[2]
-for line in sys.stdin:
-    line=line.strip()
-    if not line.startswith("{"): continue
-    try: r=json.loads(line)
-    except Exception: continue
-    if "median_ms" not in r: continue
-    b=r.get("b2b") or {}
-    print("%-24s %-22s %8.4f ms %5.1f%%  b2b %8.4f %5.1f%%" % (f.split("/")[-1][:-3], label, r["median_ms"], r.get("floor_pct") or 0, b.get("median_ms") or 0, b.get("floor_pct") or 0))
-' "$label" "$f"
-}
+source bench/results/gpu-2026-11-28-session18/one.sh
 EW="bench/fc/w01_tanh_sin.fc bench/fc/w02_poly.fc bench/fc/w05_leaky_relu.fc bench/fc/w10_saxpy.fc bench/fc/i13_gelu_f16.fc bench/fc/i13_gelu_bf16.fc bench/fc/i13_adam.fc bench/fc/i13_outer.fc"
 for f in $EW; do
   for rep in 1 2; do

@@ -7,21 +7,13 @@ set -u
 mkdir -p gpu-carry-x && tar xJf gpu-carry/bundle.tar.xz -C gpu-carry-x
 cp gpu-carry-x/_fusec.abi3.so python/fusec/
 export LD_LIBRARY_PATH=$PWD/gpu-carry-x/libs
+D=bench/results/gpu-2026-11-28-session18
 mkdir -p build && cp -r gpu-carry-x/build/. build/
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 export FUSEC_CACHE_DIR=$(mktemp -d /tmp/fc-cache-XXXX)
 timeout 150 python3 bench/fusec_runs.py --fusec $PWD/build/tools/fusec --json $OUT/fusec-w.json \
   --only W1,W2,W3,W4,W5,W6,W7,W8,W9,W10,W11,W13_user_l2norm,W13_builtin_l2norm,I13 --runs 15 --warmup 3 --no-sweep > /dev/null 2>&1; echo "fusec_runs rc=$?"
-python3 - $OUT/fusec-w.json <<'PY'
-import json, sys
-w = json.load(open(sys.argv[1]))['workloads']
-for k, v in w.items():
-    r = v.get('result') or {}
-    b = r.get('b2b') or {}
-    print('%-18s %8.4f ms  b2b %8s  kernels %s  floor %5.1f%%  %s' % (k, r.get('median_ms') or 0,
-          '%.4f' % b['median_ms'] if b.get('median_ms') else '-', r.get('kernels'),
-          r.get('floor_pct') or 0, v.get('error') or ''))
-PY
+python3 $D/rows.py $OUT/fusec-w.json
 S="--section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis --section SourceCounters --metrics dram__bytes_read.sum,dram__bytes_write.sum,smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active"
 for p in w11_col_mean_scaled i13_bn_stats w09_box_blur i13_layernorm_32k; do
   timeout 60 ncu --clock-control none $S -k regex:fusec_kernel \

@@ -12,16 +12,7 @@ D=bench/results/gpu-2026-11-28-session18
 export FUSEC_CACHE_DIR=$(mktemp -d /tmp/fc-cache-XXXX)
 timeout 150 python3 bench/fusec_runs.py --fusec $PWD/build/tools/fusec --json $OUT/fusec-w.json \
   --only W1,W2,W3,W4,W5,W6,W7,W8,W9,W10,W11,W13_user_l2norm,W13_builtin_l2norm,I13 --runs 15 --warmup 3 --no-sweep > /dev/null 2>&1; echo "fusec_runs rc=$?"
-python3 - $OUT/fusec-w.json <<'PY'
-import json, sys
-w = json.load(open(sys.argv[1]))['workloads']
-for k, v in w.items():
-    r = v.get('result') or {}
-    b = r.get('b2b') or {}
-    print('%-18s %8.4f ms  b2b %8s  kernels %s  floor %5.1f%%  %s' % (k, r.get('median_ms') or 0,
-          '%.4f' % b['median_ms'] if b.get('median_ms') else '-', r.get('kernels'),
-          r.get('floor_pct') or 0, v.get('error') or ''))
-PY
+python3 $D/rows.py $OUT/fusec-w.json
 source $D/one.sh
 v() { local label=$1; shift; one "$label" FUSEC_CACHE_DIR=/tmp/fcc-$label "$@"; }
 for rep in 1 2; do
