@@ -24,7 +24,6 @@
 #include "prelude.h"
 
 #include <ctype.h>
-#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <xxhash.h>
@@ -1776,7 +1775,7 @@ static void strip_pad_inside(gen *g, int sw) {
 /* The strips body: a block of its own that returns, in front of the direct loops. */
 static void gen_ew_strips(gen *g) {
     const fcp_kernel *k = g->k;
-    const int nd = k->ndim, ca = nd - 1, v = getenv("FUSEC_EXP_STRIPV") ? atoi(getenv("FUSEC_EXP_STRIPV")) : STRIP_OUTPUTS_PER_THREAD, sw = 32 * v;
+    const int nd = k->ndim, ca = nd - 1, v = STRIP_OUTPUTS_PER_THREAD, sw = 32 * v;
     line(g, "{ /* shifted slices of a pad: strips of %d columns when the taps allow "
             "(above) */", sw);
     g->indent++;
@@ -5199,7 +5198,6 @@ fc_status fcx_generate_named(fc_ctx *ctx, const fcp_kernel *k, const char *name,
                                  ct_size(acc_mean_dtype(k->outs[0])) <= 8
                              ? FCX_SCAN_MIN_BLOCKS
                              : 0;
-        if (g.ntap && g.tap_strips && getenv("FUSEC_EXP_STRIPMINB")) min_blocks = atoi(getenv("FUSEC_EXP_STRIPMINB"));
 
         if (min_blocks > 0)
             fcg_sb_printf(&src, "extern \"C\" __global__ void __launch_bounds__(%d, %d) %s(const "
