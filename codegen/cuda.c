@@ -1671,13 +1671,13 @@ static void gen_ew_tiles(gen *g) {
     block_close(g);
 }
 
-/* ---- shifted slices of a buffer: strips ---------------------------------------------------
- * Where S is a buffer (the Laplacian's u) or a pad of one (W9's), neighbouring threads share
- * its taps' lines through L1 and the tiles do not pay (taps_find); what the direct loops
- * spend is instructions, about
- * 54 an output of the Laplacian: each output decodes its coordinates (divisions) and builds
- * every tap's offset from the slices' starts and steps, then waits on its five loads. The
- * strips body gives a thread several outputs of one row, 32 columns apart: a run of 32
+/* ---- shifted slices of a pad of a buffer: strips ------------------------------------------
+ * Where S is a pad of a buffer (W9's), neighbouring threads share its taps' lines through L1
+ * and the tiles do not pay (taps_find); what the direct loops spend is instructions (about 54
+ * an output of the 5-point Laplacian of a buffer, measured when strips served buffers too:
+ * each output decodes its coordinates and builds every tap's offset from the slices' starts
+ * and steps, then waits on its loads). The strips body gives a thread several outputs of one
+ * row, 32 columns apart: a run of 32
  * threads (a warp on the device) covers a strip of 32 x V consecutive columns, so each load
  * of a warp is a coalesced row segment. Coordinates are decoded once a strip; with every
  * tap's step along the last axis 1 (checked once a launch, as the tiles' conditions are) a
